@@ -1,0 +1,2 @@
+//! Kafka group coordinator (classic rebalance protocol), offsets and partition assignors.
+#![deny(missing_docs)]

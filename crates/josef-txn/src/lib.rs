@@ -1,0 +1,2 @@
+//! Kafka transaction coordinator as a deterministic state machine.
+#![deny(missing_docs)]
