@@ -437,24 +437,24 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
         self.finish(records, ())
     }
 
-    /// Fires every timer due at `now_ms`, earliest first, and merges the results (for callers
-    /// that drive time themselves, like tests and simulations).
-    pub fn poll_timers(&mut self, now_ms: i64) -> GroupResult<()> {
-        self.begin(now_ms);
-        let mut all = self.finish(Vec::new(), ());
-        loop {
-            let next = self
-                .deadlines
-                .iter()
-                .filter(|(_, d)| **d <= now_ms)
-                .min_by_key(|(k, d)| (**d, (*k).clone()))
-                .map(|(k, _)| k.clone());
-            let Some(key) = next else { break };
-            let r = self.on_timer(now_ms, &key);
-            all.records.extend(r.records);
-            all.completions.extend(r.completions);
+    /// Fires the earliest timer due at `now_ms`, at its own deadline (timers it schedules count
+    /// from there, as with a real timer), or returns `None` if nothing is due. For callers that
+    /// drive time themselves (tests, simulations): apply each result (append and replay its
+    /// records) before firing the next, since later timers see the replayed state.
+    pub fn fire_next_due(&mut self, now_ms: i64) -> Option<GroupResult<()>> {
+        if !self.loaded {
+            self.on_loaded(now_ms);
         }
-        all
+        let (key, deadline) = self
+            .deadlines
+            .iter()
+            .filter(|(_, d)| **d <= now_ms)
+            .min_by_key(|(k, d)| (**d, (*k).clone()))
+            .map(|(k, d)| (k.clone(), *d))?;
+        let mut result = self.on_timer(deadline, &key);
+        self.now = now_ms;
+        result.completions.extend(std::mem::take(&mut self.outbox));
+        Some(result)
     }
 
     /// The partition moves away (or the broker stops): every parked request is answered

@@ -37,7 +37,7 @@ pub trait CoordinatorTimer<K> {
 }
 
 /// A timer that does nothing: for callers that drive time with
-/// [`crate::GroupCoordinator::poll_timers`] instead.
+/// [`crate::GroupCoordinator::fire_next_due`] instead.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct NoopTimer;
 
