@@ -217,10 +217,14 @@ where
         }
     }
 
-    /// Takes `partition` apart (for a simulated restart over the same writer).
-    pub fn take_writer(&mut self, partition: i32) -> Option<W> {
+    /// Stops serving `partition` and hands back its writer plus the held answers (answer them
+    /// `NOT_COORDINATOR`), e.g. to reload it over the same log after a restart.
+    pub fn take_writer(&mut self, partition: i32) -> Option<(W, Vec<Released<C>>)> {
         match self.partitions.remove(&partition) {
-            Some(Slot::Active(d)) => Some(d.into_parts().1),
+            Some(Slot::Active(mut d)) => {
+                let held = d.fail_all();
+                Some((d.into_parts().1, held))
+            }
             _ => None,
         }
     }
