@@ -1,0 +1,1 @@
+//! Log compaction (Kafka's `LogCleaner`).
