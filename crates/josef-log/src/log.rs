@@ -614,7 +614,9 @@ impl Log {
             .floor_segment(start_offset)
             .map_or(i64::MIN, |s| s.base_offset());
         for (_, seg) in self.segments.range(from..) {
-            let start = seg.offset_index().lookup(start_offset).position;
+            let start = seg
+                .translate_offset(start_offset, 0)?
+                .map_or(seg.size(), |b| b.position);
             for b in seg.batches_from(start) {
                 let b = b?;
                 if b.header.last_offset() < start_offset {
