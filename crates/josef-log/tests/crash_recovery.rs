@@ -300,7 +300,9 @@ fn a_cut_inside_an_earlier_unflushed_segment_deletes_the_later_segments() {
     assert!(cases > 0);
 }
 
-fn damage_variants(len: usize) -> Vec<(&'static str, Box<dyn Fn(&mut Vec<u8>)>)> {
+type Damage = Box<dyn Fn(&mut Vec<u8>)>;
+
+fn damage_variants(len: usize) -> Vec<(&'static str, Damage)> {
     let _ = len;
     vec![
         ("emptied", Box::new(|b: &mut Vec<u8>| b.clear())),
