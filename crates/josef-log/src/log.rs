@@ -296,10 +296,11 @@ impl Log {
                     header.record_count, header.last_offset_delta
                 )));
             }
-            set_base_offset(batch, next);
-            set_partition_leader_epoch(batch, leader_epoch);
+            let rewrite = |r: Result<(), String>| r.map_err(LogError::InvalidRecords);
+            rewrite(set_base_offset(batch, next))?;
+            rewrite(set_partition_leader_epoch(batch, leader_epoch))?;
             let batch_max_ts = if log_append_time >= 0 {
-                set_log_append_time(batch, log_append_time);
+                rewrite(set_log_append_time(batch, log_append_time))?;
                 log_append_time
             } else {
                 header.max_timestamp

@@ -400,10 +400,11 @@ impl LogSegment {
             if b.header.max_timestamp >= timestamp && b.header.last_offset() >= starting_offset {
                 let bytes = self.read_bytes(b.position, b.header.total_size())?;
                 if let Some(found) = crate::records::first_record_at_or_after(
-                    &bytes,
+                    bytes,
                     &b.header,
                     timestamp,
                     starting_offset,
+                    &josef_records::DecompressLimits::default(),
                 ) {
                     return Ok(Some(found));
                 }
