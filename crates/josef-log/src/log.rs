@@ -296,10 +296,11 @@ impl Log {
                     header.record_count, header.last_offset_delta
                 )));
             }
-            set_base_offset(batch, next);
-            set_partition_leader_epoch(batch, leader_epoch);
+            let rewrite = |r: Result<(), String>| r.map_err(LogError::InvalidRecords);
+            rewrite(set_base_offset(batch, next))?;
+            rewrite(set_partition_leader_epoch(batch, leader_epoch))?;
             let batch_max_ts = if log_append_time >= 0 {
-                set_log_append_time(batch, log_append_time);
+                rewrite(set_log_append_time(batch, log_append_time))?;
                 log_append_time
             } else {
                 header.max_timestamp
@@ -614,7 +615,9 @@ impl Log {
             .floor_segment(start_offset)
             .map_or(i64::MIN, |s| s.base_offset());
         for (_, seg) in self.segments.range(from..) {
-            let start = seg.offset_index().lookup(start_offset).position;
+            let start = seg
+                .translate_offset(start_offset, 0)?
+                .map_or(seg.size(), |b| b.position);
             for b in seg.batches_from(start) {
                 let b = b?;
                 if b.header.last_offset() < start_offset {
