@@ -231,6 +231,16 @@ impl Model {
             new_leo = new_leo.min(seg.batches[i].base);
             seg.batches.truncate(i);
         }
+        if new_leo < self.log_start {
+            let start = self.log_start;
+            self.segments = vec![MSegment {
+                base: start,
+                batches: vec![],
+            }];
+            self.leo = start;
+            self.hw = start;
+            return;
+        }
         self.leo = new_leo;
         self.hw = self.hw.min(self.leo);
     }
