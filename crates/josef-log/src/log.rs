@@ -830,6 +830,11 @@ impl Log {
         let removed = seg.truncate_to(offset)?;
         seg.on_become_active()?;
         self.log_end_offset = removed.map_or(offset, |b| b.min(offset));
+        if self.log_end_offset < self.log_start_offset {
+            // The removed batch straddled the log start: nothing visible is left.
+            let start = self.log_start_offset;
+            return self.truncate_fully_and_start_at(start, now_ms);
+        }
         self.high_watermark = self.high_watermark.min(self.log_end_offset);
         self.recovery_point = self.recovery_point.min(self.log_end_offset);
         self.delete_snapshots_above(self.log_end_offset)?;
