@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The one test command (README, .ci/run): unit, property, golden and end-to-end tests of the workspace.
-# It installs what the end-to-end tests need itself, so it works on a fresh machine.
+# It installs what the end-to-end tests need itself (kcat from Debian, Kafka clients from PyPI into .venv,
+# kafkajs from npm), so it works on a fresh machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ROOT=$(pwd)
 
 echo "== cargo test (workspace)"
-cargo test --workspace --all-targets --locked
-cargo test --workspace --doc --locked
+cargo test --workspace --all-targets
+cargo test --workspace --doc

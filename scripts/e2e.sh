@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# End-to-end tests: real Kafka clients against the built josef-broker. Installs what they need.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+
+echo "== end-to-end setup"
+SUDO=""
+if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then SUDO=sudo; fi
+if ! command -v kcat >/dev/null 2>&1; then
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq kcat >/dev/null
+fi
+if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
+.venv/bin/pip install -q --disable-pip-version-check -r tests/e2e/requirements.txt
+(cd tests/e2e/node && npm ci --no-audit --no-fund --silent)
+
+echo "== end-to-end tests (real clients against josef-broker)"
+cargo build -p josef-broker
+export JOSEF_BROKER_BIN="$ROOT/target/debug/josef-broker"
+.venv/bin/python -m pytest tests/e2e -v --timeout 600 -p no:cacheprovider

@@ -1,0 +1,159 @@
+"""Fixtures for the end-to-end tests: each test gets its own josef-broker process on a free port with a
+fresh data dir, started from the built binary and stopped by PID.
+
+The binary is taken from $JOSEF_BROKER_BIN, else target/release/josef-broker, else target/debug/josef-broker.
+"""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def broker_binary() -> Path:
+    env = os.environ.get("JOSEF_BROKER_BIN")
+    if env:
+        return Path(env)
+    for profile in ("release", "debug"):
+        p = REPO / "target" / profile / "josef-broker"
+        if p.exists():
+            return p
+    raise RuntimeError("josef-broker binary not found: build it with `cargo build -p josef-broker`")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(cond, timeout=30.0, interval=0.05, what="condition"):
+    """Bounded wait on a condition (never a fixed sleep): returns the first truthy value of cond()."""
+    deadline = time.monotonic() + timeout
+    last_exc = None
+    while time.monotonic() < deadline:
+        try:
+            v = cond()
+            if v:
+                return v
+        except Exception as e:  # noqa: BLE001 - the condition may fail until it holds
+            last_exc = e
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}" + (f": {last_exc!r}" if last_exc else ""))
+
+
+class Broker:
+    """A josef-broker process with its own data dir and port."""
+
+    def __init__(self, data_dir: Path, port: int, extra: dict | None = None):
+        self.data_dir = data_dir
+        self.port = port
+        self.extra = dict(extra or {})
+        self.proc: subprocess.Popen | None = None
+        self.log_path = data_dir.parent / f"broker-{port}.log"
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def config_text(self) -> str:
+        props = {
+            "node.id": "1",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "log.dirs": str(self.data_dir),
+            "group.initial.rebalance.delay.ms": "0",
+        }
+        props.update(self.extra)
+        return "".join(f"{k}={v}\n" for k, v in props.items())
+
+    def start(self):
+        cfg = self.data_dir.parent / f"server-{self.port}.properties"
+        cfg.write_text(self.config_text())
+        log = open(self.log_path, "ab")
+        env = dict(os.environ)
+        env.setdefault("RUST_LOG", "info")
+        self.proc = subprocess.Popen(
+            [str(broker_binary()), "--config", str(cfg)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+        wait_until(self._accepts, timeout=60, what=f"broker listening on {self.bootstrap}")
+        return self
+
+    def _accepts(self):
+        if self.proc and self.proc.poll() is not None:
+            raise RuntimeError(f"broker exited with {self.proc.returncode}; log:\n{self.log()}")
+        with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+            return True
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-20000:]
+        except FileNotFoundError:
+            return ""
+
+    def stop(self, sig=signal.SIGTERM, timeout=30.0) -> int | None:
+        if not self.proc or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"broker did not stop within {timeout}s after {sig!r}")
+
+    def kill9(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def restart(self):
+        self.stop()
+        return self.start()
+
+
+@pytest.fixture
+def broker_factory():
+    tmp = Path(tempfile.mkdtemp(prefix="josef-e2e-"))
+    brokers: list[Broker] = []
+
+    def make(extra: dict | None = None, start=True) -> Broker:
+        b = Broker(tmp / f"data-{len(brokers)}", free_port(), extra)
+        brokers.append(b)
+        return b.start() if start else b
+
+    yield make
+    failed_logs = []
+    for b in brokers:
+        b.kill9()
+        failed_logs.append(b.log())
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture
+def broker(broker_factory, request):
+    b = broker_factory()
+    yield b
+    if request.node.rep_call.failed if hasattr(request.node, "rep_call") else False:
+        print("---- broker log ----\n" + b.log())
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, "rep_" + rep.when, rep)
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{os.getpid()}-{time.monotonic_ns() % 10**9}"
