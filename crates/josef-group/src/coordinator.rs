@@ -15,6 +15,7 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
+use josef_coordinator::{CoordinatorResult, CoordinatorShard, ReplayError, TransactionResult};
 
 use crate::api::{Completion, GroupResponse, JoinGroupResponse, RequestId, SyncGroupResponse};
 use crate::classic::{ClassicGroup, ClassicMember, GroupState};
@@ -42,7 +43,19 @@ pub struct GroupResult<T> {
     pub transaction: Option<(i64, i16)>,
 }
 
+/// What the broker holds until a write is durable: the handler's response and the completions
+/// of parked requests (see [`GroupResult::into_coordinator_result`]).
+pub type Handled<T> = (T, Vec<Completion>);
+
 impl<T> GroupResult<T> {
+    /// The result in `josef-coordinator`'s shape, to run through a `CoordinatorDriver`:
+    /// `driver.write(move |_| result.into_coordinator_result())` (or `write_transactional` with
+    /// [`GroupResult::transaction`]). The driver appends and replays the records and releases the
+    /// response and completions together once they are durable.
+    pub fn into_coordinator_result(self) -> CoordinatorResult<GroupRecord, Handled<T>> {
+        CoordinatorResult::new(self.records, (self.response, self.completions))
+    }
+
     /// Maps the response.
     pub fn map<U>(self, f: impl FnOnce(T) -> U) -> GroupResult<U> {
         GroupResult {
@@ -437,24 +450,24 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
         self.finish(records, ())
     }
 
-    /// Fires every timer due at `now_ms`, earliest first, and merges the results (for callers
-    /// that drive time themselves, like tests and simulations).
-    pub fn poll_timers(&mut self, now_ms: i64) -> GroupResult<()> {
-        self.begin(now_ms);
-        let mut all = self.finish(Vec::new(), ());
-        loop {
-            let next = self
-                .deadlines
-                .iter()
-                .filter(|(_, d)| **d <= now_ms)
-                .min_by_key(|(k, d)| (**d, (*k).clone()))
-                .map(|(k, _)| k.clone());
-            let Some(key) = next else { break };
-            let r = self.on_timer(now_ms, &key);
-            all.records.extend(r.records);
-            all.completions.extend(r.completions);
+    /// Fires the earliest timer due at `now_ms`, at its own deadline (timers it schedules count
+    /// from there, as with a real timer), or returns `None` if nothing is due. For callers that
+    /// drive time themselves (tests, simulations): apply each result (append and replay its
+    /// records) before firing the next, since later timers see the replayed state.
+    pub fn fire_next_due(&mut self, now_ms: i64) -> Option<GroupResult<()>> {
+        if !self.loaded {
+            self.on_loaded(now_ms);
         }
-        all
+        let (key, deadline) = self
+            .deadlines
+            .iter()
+            .filter(|(_, d)| **d <= now_ms)
+            .min_by_key(|(k, d)| (**d, (*k).clone()))
+            .map(|(k, d)| (k.clone(), *d))?;
+        let mut result = self.on_timer(deadline, &key);
+        self.now = now_ms;
+        result.completions.extend(std::mem::take(&mut self.outbox));
+        Some(result)
     }
 
     /// The partition moves away (or the broker stops): every parked request is answered
@@ -488,5 +501,33 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
             self.cancel(&k);
         }
         std::mem::take(&mut self.outbox)
+    }
+}
+
+impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> CoordinatorShard
+    for GroupCoordinator<T, G>
+{
+    type Record = GroupRecord;
+
+    fn replay(
+        &mut self,
+        offset: i64,
+        producer_id: i64,
+        producer_epoch: i16,
+        record: &GroupRecord,
+    ) -> Result<(), ReplayError> {
+        GroupCoordinator::replay(self, offset, producer_id, producer_epoch, record);
+        Ok(())
+    }
+
+    fn replay_end_transaction_marker(
+        &mut self,
+        _offset: i64,
+        producer_id: i64,
+        _producer_epoch: i16,
+        result: TransactionResult,
+    ) -> Result<(), ReplayError> {
+        self.complete_transaction(producer_id, result == TransactionResult::Commit);
+        Ok(())
     }
 }

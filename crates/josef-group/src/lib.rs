@@ -30,7 +30,7 @@ pub mod record;
 pub mod timer;
 
 pub use config::GroupConfig;
-pub use coordinator::{GroupCoordinator, GroupResult, NO_PRODUCER_ID};
+pub use coordinator::{GroupCoordinator, GroupResult, Handled, NO_PRODUCER_ID};
 pub use error::{Errors, GroupError};
 pub use ids::{MemberIdGenerator, RandomMemberIds, SeededMemberIds};
 pub use timer::{CoordinatorTimer, GroupTimerKey, NoopTimer};

@@ -25,19 +25,13 @@ pub enum GroupTimerKey {
     OffsetsRetention,
 }
 
-/// A keyed timer the coordinator schedules through (the shape of `josef-coordinator`'s
-/// `CoordinatorTimer`). The broker implements it over its timing wheel and calls
-/// [`crate::GroupCoordinator::on_timer`] when a key expires; the coordinator also keeps its own
-/// deadlines, so late or duplicate fires are ignored.
-pub trait CoordinatorTimer<K> {
-    /// Schedules (or moves) `key` to fire at `deadline_ms`.
-    fn schedule(&mut self, key: K, deadline_ms: i64);
-    /// Cancels `key`.
-    fn cancel(&mut self, key: &K);
-}
+/// The keyed timer the coordinator schedules through (from `josef-coordinator`). The broker
+/// implements it over its timing wheel and calls [`crate::GroupCoordinator::on_timer`] when a key
+/// expires; the coordinator also keeps its own deadlines, so late or duplicate fires are ignored.
+pub use josef_coordinator::CoordinatorTimer;
 
 /// A timer that does nothing: for callers that drive time with
-/// [`crate::GroupCoordinator::poll_timers`] instead.
+/// [`crate::GroupCoordinator::fire_next_due`] instead.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct NoopTimer;
 
