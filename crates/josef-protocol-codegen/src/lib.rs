@@ -111,7 +111,10 @@ pub fn generate_files(specs_dir: &Path) -> Result<BTreeMap<PathBuf, String>, Str
 
     let mut all: Vec<(&str, &Spec)> = messages.iter().map(|s| ("messages", s)).collect();
     all.extend(records.iter().map(|s| ("coordinator_records", s)));
-    files.insert(PathBuf::from(TEST_VALUES_PATH), emit::emit_test_values(&all, &apis)?);
+    files.insert(
+        PathBuf::from(TEST_VALUES_PATH),
+        emit::emit_test_values(&all, &apis)?,
+    );
     rustfmt_all(files)
 }
 
@@ -178,7 +181,12 @@ fn rustfmt_all(files: BTreeMap<PathBuf, String>) -> Result<BTreeMap<PathBuf, Str
 /// Generates every file and writes it under `out_dir`, removing stale `.rs` files there.
 pub fn generate(specs_dir: &Path, out_dir: &Path) -> Result<usize, String> {
     let files = generate_files(specs_dir)?;
-    for sub in ["", "messages", "coordinator_records", "../../tests/generated"] {
+    for sub in [
+        "",
+        "messages",
+        "coordinator_records",
+        "../../tests/generated",
+    ] {
         let d = out_dir.join(sub);
         if let Ok(entries) = std::fs::read_dir(&d) {
             for e in entries.flatten() {

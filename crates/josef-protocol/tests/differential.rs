@@ -40,41 +40,68 @@ fn ours_to_theirs_request(k: ApiKey, kp: KpApiKey, v: i16, m: &RequestBody) -> R
     let mut a = BytesMut::new();
     m.encode(&mut a, v).map_err(|e| e.to_string())?;
     let a = a.freeze();
-    let theirs = RequestKind::decode(kp, &mut a.clone(), v).map_err(|e| format!("kafka-protocol decode: {e}"))?;
+    let theirs = RequestKind::decode(kp, &mut a.clone(), v)
+        .map_err(|e| format!("kafka-protocol decode: {e}"))?;
     let mut b = BytesMut::new();
-    theirs.encode(&mut b, v).map_err(|e| format!("kafka-protocol encode: {e}"))?;
+    theirs
+        .encode(&mut b, v)
+        .map_err(|e| format!("kafka-protocol encode: {e}"))?;
     if b.freeze() != a {
-        return Err(format!("{} v{v}: kafka-protocol re-encoded our request differently\n{m:?}\n{theirs:?}", k.name()));
+        return Err(format!(
+            "{} v{v}: kafka-protocol re-encoded our request differently\n{m:?}\n{theirs:?}",
+            k.name()
+        ));
     }
     Ok(())
 }
 
-fn ours_to_theirs_response(k: ApiKey, kp: KpApiKey, v: i16, m: &ResponseBody) -> Result<(), String> {
+fn ours_to_theirs_response(
+    k: ApiKey,
+    kp: KpApiKey,
+    v: i16,
+    m: &ResponseBody,
+) -> Result<(), String> {
     let mut a = BytesMut::new();
     m.encode(&mut a, v).map_err(|e| e.to_string())?;
     let a = a.freeze();
-    let theirs = ResponseKind::decode(kp, &mut a.clone(), v).map_err(|e| format!("kafka-protocol decode: {e}"))?;
+    let theirs = ResponseKind::decode(kp, &mut a.clone(), v)
+        .map_err(|e| format!("kafka-protocol decode: {e}"))?;
     let mut b = BytesMut::new();
-    theirs.encode(&mut b, v).map_err(|e| format!("kafka-protocol encode: {e}"))?;
+    theirs
+        .encode(&mut b, v)
+        .map_err(|e| format!("kafka-protocol encode: {e}"))?;
     if b.freeze() != a {
-        return Err(format!("{} v{v}: kafka-protocol re-encoded our response differently\n{m:?}\n{theirs:?}", k.name()));
+        return Err(format!(
+            "{} v{v}: kafka-protocol re-encoded our response differently\n{m:?}\n{theirs:?}",
+            k.name()
+        ));
     }
     Ok(())
 }
 
-fn theirs_bytes_through_ours(k: ApiKey, v: i16, theirs: Bytes, request: bool) -> Result<(), String> {
+fn theirs_bytes_through_ours(
+    k: ApiKey,
+    v: i16,
+    theirs: Bytes,
+    request: bool,
+) -> Result<(), String> {
     let what = if request { "request" } else { "response" };
     let mut rest = theirs.clone();
     let mut out = BytesMut::new();
     if request {
-        let ours = RequestBody::decode(k, v, &mut rest).map_err(|e| format!("{} v{v} {what}: our decode: {e}", k.name()))?;
+        let ours = RequestBody::decode(k, v, &mut rest)
+            .map_err(|e| format!("{} v{v} {what}: our decode: {e}", k.name()))?;
         ours.encode(&mut out, v).map_err(|e| e.to_string())?;
     } else {
-        let ours = ResponseBody::decode(k, v, &mut rest).map_err(|e| format!("{} v{v} {what}: our decode: {e}", k.name()))?;
+        let ours = ResponseBody::decode(k, v, &mut rest)
+            .map_err(|e| format!("{} v{v} {what}: our decode: {e}", k.name()))?;
         ours.encode(&mut out, v).map_err(|e| e.to_string())?;
     }
     if !rest.is_empty() || out.freeze() != theirs {
-        return Err(format!("{} v{v}: we re-encoded kafka-protocol's {what} differently", k.name()));
+        return Err(format!(
+            "{} v{v}: we re-encoded kafka-protocol's {what} differently",
+            k.name()
+        ));
     }
     Ok(())
 }
@@ -97,26 +124,98 @@ macro_rules! their_defaults {
 }
 
 their_defaults!(
-    AddOffsetsToTxn, AddPartitionsToTxn, AddRaftVoter, AllocateProducerIds, AlterClientQuotas, AlterConfigs,
-    AlterPartition, AlterPartitionReassignments, AlterReplicaLogDirs, AlterUserScramCredentials, ApiVersions,
-    AssignReplicasToDirs, BeginQuorumEpoch, BrokerHeartbeat, BrokerRegistration, ConsumerGroupDescribe,
-    ConsumerGroupHeartbeat, ControllerRegistration, CreateAcls, CreateDelegationToken, CreatePartitions,
-    CreateTopics, DeleteAcls, DeleteGroups, DeleteRecords, DeleteShareGroupState, DeleteTopics, DescribeAcls,
-    DescribeClientQuotas, DescribeCluster, DescribeConfigs, DescribeDelegationToken, DescribeGroups,
-    DescribeLogDirs, DescribeProducers, DescribeQuorum, DescribeTopicPartitions, DescribeTransactions,
-    DescribeUserScramCredentials, ElectLeaders, EndQuorumEpoch, EndTxn, Envelope, ExpireDelegationToken, Fetch,
-    FetchSnapshot, FindCoordinator, GetTelemetrySubscriptions, Heartbeat, IncrementalAlterConfigs, InitProducerId,
-    InitializeShareGroupState, JoinGroup, LeaveGroup, ListGroups, ListOffsets, ListPartitionReassignments,
-    ListTransactions, Metadata, OffsetCommit, OffsetDelete, OffsetFetch, OffsetForLeaderEpoch, Produce,
-    PushTelemetry, ReadShareGroupState, ReadShareGroupStateSummary, RemoveRaftVoter, RenewDelegationToken,
-    SaslAuthenticate, SaslHandshake, ShareAcknowledge, ShareFetch, ShareGroupDescribe, ShareGroupHeartbeat,
-    SyncGroup, TxnOffsetCommit, UnregisterBroker, UpdateFeatures, UpdateRaftVoter, Vote, WriteShareGroupState,
-    WriteTxnMarkers, ListConfigResources,
+    AddOffsetsToTxn,
+    AddPartitionsToTxn,
+    AddRaftVoter,
+    AllocateProducerIds,
+    AlterClientQuotas,
+    AlterConfigs,
+    AlterPartition,
+    AlterPartitionReassignments,
+    AlterReplicaLogDirs,
+    AlterUserScramCredentials,
+    ApiVersions,
+    AssignReplicasToDirs,
+    BeginQuorumEpoch,
+    BrokerHeartbeat,
+    BrokerRegistration,
+    ConsumerGroupDescribe,
+    ConsumerGroupHeartbeat,
+    ControllerRegistration,
+    CreateAcls,
+    CreateDelegationToken,
+    CreatePartitions,
+    CreateTopics,
+    DeleteAcls,
+    DeleteGroups,
+    DeleteRecords,
+    DeleteShareGroupState,
+    DeleteTopics,
+    DescribeAcls,
+    DescribeClientQuotas,
+    DescribeCluster,
+    DescribeConfigs,
+    DescribeDelegationToken,
+    DescribeGroups,
+    DescribeLogDirs,
+    DescribeProducers,
+    DescribeQuorum,
+    DescribeTopicPartitions,
+    DescribeTransactions,
+    DescribeUserScramCredentials,
+    ElectLeaders,
+    EndQuorumEpoch,
+    EndTxn,
+    Envelope,
+    ExpireDelegationToken,
+    Fetch,
+    FetchSnapshot,
+    FindCoordinator,
+    GetTelemetrySubscriptions,
+    Heartbeat,
+    IncrementalAlterConfigs,
+    InitProducerId,
+    InitializeShareGroupState,
+    JoinGroup,
+    LeaveGroup,
+    ListGroups,
+    ListOffsets,
+    ListPartitionReassignments,
+    ListTransactions,
+    Metadata,
+    OffsetCommit,
+    OffsetDelete,
+    OffsetFetch,
+    OffsetForLeaderEpoch,
+    Produce,
+    PushTelemetry,
+    ReadShareGroupState,
+    ReadShareGroupStateSummary,
+    RemoveRaftVoter,
+    RenewDelegationToken,
+    SaslAuthenticate,
+    SaslHandshake,
+    ShareAcknowledge,
+    ShareFetch,
+    ShareGroupDescribe,
+    ShareGroupHeartbeat,
+    SyncGroup,
+    TxnOffsetCommit,
+    UnregisterBroker,
+    UpdateFeatures,
+    UpdateRaftVoter,
+    Vote,
+    WriteShareGroupState,
+    WriteTxnMarkers,
+    ListConfigResources,
 );
 
 #[test]
 fn both_crates_share_at_least_80_apis() {
-    let n = ApiKey::ALL.iter().filter(|k| common_versions(**k).is_some()).count();
+    let n = ApiKey::ALL
+        .iter()
+        .filter(|k| common_versions(**k).is_some())
+        .count();
     assert!(n >= 80, "only {n} common APIs");
 }
 
@@ -125,7 +224,9 @@ fn kafka_protocol_defaults_decode_and_reencode_identically_in_ours() {
     let mut failures = Vec::new();
     let mut compared = 0;
     for k in ApiKey::ALL {
-        let Some((kp, lo, hi)) = common_versions(k) else { continue };
+        let Some((kp, lo, hi)) = common_versions(k) else {
+            continue;
+        };
         for v in lo..=hi {
             if known_spec_difference(k, v) {
                 continue;
@@ -149,7 +250,12 @@ fn kafka_protocol_defaults_decode_and_reencode_identically_in_ours() {
         }
     }
     assert!(compared > 500, "only {compared} comparisons");
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 proptest! {

@@ -20,22 +20,41 @@ fn check_body<B: PartialEq + std::fmt::Debug>(
 ) {
     let mut buf = BytesMut::new();
     encode(m, &mut buf).unwrap_or_else(|e| panic!("{what} v{version}: encode: {e}"));
-    assert_eq!(buf.len(), encoded_len(m).unwrap(), "{what} v{version}: encoded_len");
+    assert_eq!(
+        buf.len(),
+        encoded_len(m).unwrap(),
+        "{what} v{version}: encoded_len"
+    );
     let bytes = buf.freeze();
     let mut rest = bytes.clone();
     let d = decode(&mut rest).unwrap_or_else(|e| panic!("{what} v{version}: decode: {e}\n{m:?}"));
-    assert!(rest.is_empty(), "{what} v{version}: {} bytes left", rest.len());
+    assert!(
+        rest.is_empty(),
+        "{what} v{version}: {} bytes left",
+        rest.len()
+    );
     assert_eq!(&d, m, "{what} v{version}: decode(encode(m)) != m");
     let mut again = BytesMut::new();
     encode(&d, &mut again).unwrap();
-    assert_eq!(again.freeze(), bytes, "{what} v{version}: encode(decode(x)) != x");
+    assert_eq!(
+        again.freeze(),
+        bytes,
+        "{what} v{version}: encode(decode(x)) != x"
+    );
 }
 
 struct Checker;
 
 impl CheckMessage for Checker {
     fn check<M: Message>(&mut self, name: &str, m: &M, version: i16) {
-        check_body(name, version, m, |m, b| m.encode(b, version), |m| m.encoded_len(version), |b| M::decode(b, version));
+        check_body(
+            name,
+            version,
+            m,
+            |m, b| m.encode(b, version),
+            |m| m.encoded_len(version),
+            |b| M::decode(b, version),
+        );
     }
 }
 
