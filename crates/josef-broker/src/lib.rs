@@ -16,9 +16,15 @@
 
 pub mod config;
 pub mod connection;
+pub mod dispatch;
 pub mod meta;
+pub mod partition;
 pub mod server;
+pub mod state;
+pub mod topic_config;
+pub mod topics;
 
 mod broker;
+mod handlers;
 
 pub use broker::{Broker, StartError};

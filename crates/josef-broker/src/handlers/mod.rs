@@ -1,0 +1,53 @@
+//! One module per API (or family of APIs). Each handler takes the decoded request and returns
+//! the response body; the routing lives here.
+
+use josef_protocol::{ApiKey, RequestBody, RequestHeader};
+
+use crate::connection::ConnectionInfo;
+use crate::dispatch::{reply, Reply};
+use crate::state::BrokerState;
+
+mod admin;
+mod configs;
+mod fetch;
+mod find_coordinator;
+mod list_offsets;
+mod metadata;
+mod produce;
+mod producer_ids;
+
+/// Versions of APIs served by handlers outside the core set (groups, transactions) — none until
+/// those land.
+pub fn extra_served_versions(_key: ApiKey) -> Option<(i16, i16)> {
+    None
+}
+
+/// Routes one decoded request.
+pub async fn handle(
+    state: &BrokerState,
+    conn: &ConnectionInfo,
+    header: &RequestHeader,
+    body: RequestBody,
+) -> Reply {
+    let v = header.request_api_version;
+    match body {
+        RequestBody::ApiVersions(_) => reply(crate::dispatch::api_versions_body()),
+        RequestBody::Metadata(r) => reply(metadata::handle(state, conn, r, v)),
+        RequestBody::Produce(r) => produce::handle(state, header, r, v),
+        RequestBody::Fetch(r) => reply(fetch::handle(state, r, v).await),
+        RequestBody::ListOffsets(r) => reply(list_offsets::handle(state, r, v)),
+        RequestBody::CreateTopics(r) => reply(admin::create_topics(state, r, v)),
+        RequestBody::DeleteTopics(r) => reply(admin::delete_topics(state, r, v)),
+        RequestBody::CreatePartitions(r) => reply(admin::create_partitions(state, r)),
+        RequestBody::DeleteRecords(r) => reply(admin::delete_records(state, r)),
+        RequestBody::DescribeCluster(r) => reply(admin::describe_cluster(state, conn, r)),
+        RequestBody::DescribeLogDirs(r) => reply(admin::describe_log_dirs(state, r)),
+        RequestBody::DescribeConfigs(r) => reply(configs::describe(state, r, v)),
+        RequestBody::IncrementalAlterConfigs(r) => reply(configs::incremental_alter(state, r)),
+        RequestBody::AlterConfigs(r) => reply(configs::alter(state, r)),
+        RequestBody::FindCoordinator(r) => reply(find_coordinator::handle(state, conn, r, v)),
+        RequestBody::InitProducerId(r) => reply(producer_ids::init_producer_id(state, r)),
+        RequestBody::DescribeProducers(r) => reply(producer_ids::describe_producers(state, r)),
+        other => Reply::Close(format!("{:?} is not served", other.api_key())),
+    }
+}
