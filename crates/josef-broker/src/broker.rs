@@ -52,7 +52,8 @@ impl Broker {
         tracing::info!(cluster_id = %state.cluster_id, node_id = config.node_id, "broker started");
         let background = {
             let state = state.clone();
-            let every = Duration::from_millis(config.log_retention_check_interval_ms.max(100) as u64);
+            let every =
+                Duration::from_millis(config.log_retention_check_interval_ms.max(100) as u64);
             tokio::spawn(async move {
                 let mut tick = tokio::time::interval(every);
                 tick.tick().await;

@@ -148,7 +148,12 @@ impl FrameHandler for BrokerState {
                 return Outcome::Close(format!("{key:?} v{version} is not served"));
             }
         }
-        tracing::trace!(?key, version, correlation_id = header.correlation_id, "request");
+        tracing::trace!(
+            ?key,
+            version,
+            correlation_id = header.correlation_id,
+            "request"
+        );
         match handlers::handle(self, conn, &header, body).await {
             Reply::Body(resp) => encode(&header, key, &resp),
             Reply::None => Outcome::NoResponse,

@@ -25,8 +25,7 @@ pub struct PartitionData {
 impl PartitionData {
     /// Last stable offset: the first offset of the oldest open transaction, else the HW.
     pub fn last_stable_offset(&self) -> i64 {
-        self.producers
-            .last_stable_offset(self.log.high_watermark())
+        self.producers.last_stable_offset(self.log.high_watermark())
     }
 }
 
@@ -183,7 +182,10 @@ impl Partition {
                     Ok(t) => (t, offset),
                     Err(e) => {
                         tracing::warn!(%topic, index, error = %e, "bad producer snapshot, rebuilding from the log");
-                        (ProducerStateTable::new(producer_config), log.log_start_offset())
+                        (
+                            ProducerStateTable::new(producer_config),
+                            log.log_start_offset(),
+                        )
                     }
                 }
             }
@@ -244,7 +246,11 @@ impl Partition {
             let mut d = self.data.lock();
             let info = batch_info(header);
             let plan = if info.has_producer_id() {
-                match d.producers.validate(&info).map_err(|e| sequence_error(&e))? {
+                match d
+                    .producers
+                    .validate(&info)
+                    .map_err(|e| sequence_error(&e))?
+                {
                     Validation::Duplicate {
                         first_offset,
                         timestamp,
@@ -268,7 +274,12 @@ impl Partition {
             } else {
                 None
             };
-            let append = Self::append_locked(&mut d, BytesMut::from(&records[..]), self.leader_epoch, now_ms)?;
+            let append = Self::append_locked(
+                &mut d,
+                BytesMut::from(&records[..]),
+                self.leader_epoch,
+                now_ms,
+            )?;
             if let Some(plan) = plan {
                 d.producers.commit(plan.with_offsets(
                     append.first_offset,

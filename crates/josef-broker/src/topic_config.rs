@@ -36,7 +36,11 @@ pub struct TopicConfigDef {
     pub synonym: Option<&'static str>,
 }
 
-const fn def(name: &'static str, kind: ConfigType, synonym: Option<&'static str>) -> TopicConfigDef {
+const fn def(
+    name: &'static str,
+    kind: ConfigType,
+    synonym: Option<&'static str>,
+) -> TopicConfigDef {
     TopicConfigDef {
         name,
         kind,
@@ -49,29 +53,61 @@ use ConfigType::{Boolean, Double, Int, List, Long};
 /// Every topic config Josef reports, in Kafka's order of `LogConfig`.
 pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
     def("cleanup.policy", List, Some("log.cleanup.policy")),
-    def("compression.type", ConfigType::String, Some("compression.type")),
+    def(
+        "compression.type",
+        ConfigType::String,
+        Some("compression.type"),
+    ),
     def("compression.gzip.level", Int, None),
     def("compression.lz4.level", Int, None),
     def("compression.zstd.level", Int, None),
-    def("delete.retention.ms", Long, Some("log.cleaner.delete.retention.ms")),
-    def("file.delete.delay.ms", Long, Some("log.segment.delete.delay.ms")),
+    def(
+        "delete.retention.ms",
+        Long,
+        Some("log.cleaner.delete.retention.ms"),
+    ),
+    def(
+        "file.delete.delay.ms",
+        Long,
+        Some("log.segment.delete.delay.ms"),
+    ),
     def("flush.messages", Long, Some("log.flush.interval.messages")),
     def("flush.ms", Long, Some("log.flush.interval.ms")),
     def("follower.replication.throttled.replicas", List, None),
-    def("index.interval.bytes", Int, Some("log.index.interval.bytes")),
+    def(
+        "index.interval.bytes",
+        Int,
+        Some("log.index.interval.bytes"),
+    ),
     def("leader.replication.throttled.replicas", List, None),
     def("local.retention.bytes", Long, None),
     def("local.retention.ms", Long, None),
-    def("max.compaction.lag.ms", Long, Some("log.cleaner.max.compaction.lag.ms")),
+    def(
+        "max.compaction.lag.ms",
+        Long,
+        Some("log.cleaner.max.compaction.lag.ms"),
+    ),
     def("max.message.bytes", Int, Some("message.max.bytes")),
     def("message.downconversion.enable", Boolean, None),
     def("message.format.version", ConfigType::String, None),
     def("message.timestamp.after.max.ms", Long, None),
     def("message.timestamp.before.max.ms", Long, None),
     def("message.timestamp.difference.max.ms", Long, None),
-    def("message.timestamp.type", ConfigType::String, Some("log.message.timestamp.type")),
-    def("min.cleanable.dirty.ratio", Double, Some("log.cleaner.min.cleanable.ratio")),
-    def("min.compaction.lag.ms", Long, Some("log.cleaner.min.compaction.lag.ms")),
+    def(
+        "message.timestamp.type",
+        ConfigType::String,
+        Some("log.message.timestamp.type"),
+    ),
+    def(
+        "min.cleanable.dirty.ratio",
+        Double,
+        Some("log.cleaner.min.cleanable.ratio"),
+    ),
+    def(
+        "min.compaction.lag.ms",
+        Long,
+        Some("log.cleaner.min.compaction.lag.ms"),
+    ),
     def("min.insync.replicas", Int, Some("min.insync.replicas")),
     def("preallocate", Boolean, None),
     def("remote.log.copy.disable", Boolean, None),
@@ -83,7 +119,11 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
     def("segment.index.bytes", Int, Some("log.index.size.max.bytes")),
     def("segment.jitter.ms", Long, None),
     def("segment.ms", Long, Some("log.roll.ms")),
-    def("unclean.leader.election.enable", Boolean, Some("unclean.leader.election.enable")),
+    def(
+        "unclean.leader.election.enable",
+        Boolean,
+        Some("unclean.leader.election.enable"),
+    ),
 ];
 
 /// Looks a topic config up by name.
@@ -116,8 +156,11 @@ pub fn default_value(name: &str, b: &BrokerConfig) -> String {
         "min.cleanable.dirty.ratio" => b.log_cleaner_min_cleanable_ratio.to_string(),
         "min.compaction.lag.ms" => b.log_cleaner_min_compaction_lag_ms.to_string(),
         "min.insync.replicas" => b.min_insync_replicas.to_string(),
-        "preallocate" | "remote.log.copy.disable" | "remote.log.delete.on.disable"
-        | "remote.storage.enable" | "unclean.leader.election.enable" => "false".into(),
+        "preallocate"
+        | "remote.log.copy.disable"
+        | "remote.log.delete.on.disable"
+        | "remote.storage.enable"
+        | "unclean.leader.election.enable" => "false".into(),
         "retention.bytes" => b.log_retention_bytes.to_string(),
         "retention.ms" => b.log_retention_ms.to_string(),
         "segment.bytes" => b.log_segment_bytes.to_string(),

@@ -203,7 +203,11 @@ impl TopicManager {
         }
         let count = |d: &Path| {
             std::fs::read_dir(d)
-                .map(|r| r.filter_map(Result::ok).filter(|e| e.path().is_dir()).count())
+                .map(|r| {
+                    r.filter_map(Result::ok)
+                        .filter(|e| e.path().is_dir())
+                        .count()
+                })
                 .unwrap_or(usize::MAX)
         };
         let best = self
@@ -281,11 +285,7 @@ impl TopicManager {
             ));
         }
         let mapped = name.replace('.', "_");
-        if let Some(other) = inner
-            .by_name
-            .keys()
-            .find(|k| k.replace('.', "_") == mapped)
-        {
+        if let Some(other) = inner.by_name.keys().find(|k| k.replace('.', "_") == mapped) {
             return Err(TopicError::new(
                 ErrorCode::InvalidTopicException,
                 format!("Topic '{name}' collides with existing topic: {other}"),
@@ -363,7 +363,10 @@ impl TopicManager {
         }
         let c = &self.config;
         let (parts, seg) = if name == GROUP_METADATA_TOPIC {
-            (c.offsets_topic_num_partitions, c.offsets_topic_segment_bytes)
+            (
+                c.offsets_topic_num_partitions,
+                c.offsets_topic_segment_bytes,
+            )
         } else {
             (
                 c.transaction_state_log_num_partitions,
@@ -381,9 +384,7 @@ impl TopicManager {
         configs.insert("compression.type".to_string(), compression.to_string());
         match self.create(name, parts, configs) {
             Ok(t) => Ok(t),
-            Err(e) if e.code == ErrorCode::TopicAlreadyExists => {
-                self.get(name).ok_or(e)
-            }
+            Err(e) if e.code == ErrorCode::TopicAlreadyExists => self.get(name).ok_or(e),
             Err(e) => Err(e),
         }
     }
@@ -414,7 +415,12 @@ impl TopicManager {
     }
 
     /// Grows a topic to `count` partitions.
-    pub fn add_partitions(&self, name: &str, count: i32, validate_only: bool) -> Result<(), TopicError> {
+    pub fn add_partitions(
+        &self,
+        name: &str,
+        count: i32,
+        validate_only: bool,
+    ) -> Result<(), TopicError> {
         let _admin = self.admin.lock();
         let Some(t) = self.get(name) else {
             return Err(TopicError::new(
@@ -436,8 +442,16 @@ impl TopicManager {
         let mut parts = t.partitions.clone();
         for i in current..count {
             let dir = self.partition_dir(name, i);
-            let p = Partition::open(&dir, name, i, t.id, log_config.clone(), self.producer_config(), now_ms())
-                .map_err(|e| TopicError::new(ErrorCode::KafkaStorageError, e.to_string()))?;
+            let p = Partition::open(
+                &dir,
+                name,
+                i,
+                t.id,
+                log_config.clone(),
+                self.producer_config(),
+                now_ms(),
+            )
+            .map_err(|e| TopicError::new(ErrorCode::KafkaStorageError, e.to_string()))?;
             parts.push(Arc::new(p));
         }
         self.replace(Topic {
@@ -449,7 +463,11 @@ impl TopicManager {
     }
 
     /// Replaces a topic's config overrides and applies them to its logs.
-    pub fn set_configs(&self, name: &str, configs: BTreeMap<String, String>) -> Result<(), TopicError> {
+    pub fn set_configs(
+        &self,
+        name: &str,
+        configs: BTreeMap<String, String>,
+    ) -> Result<(), TopicError> {
         let _admin = self.admin.lock();
         let Some(t) = self.get(name) else {
             return Err(TopicError::new(
@@ -493,7 +511,9 @@ impl TopicManager {
                         tracing::info!(topic = %t.name, partition = p.index, segments = n, "retention deleted segments");
                     }
                     Ok(_) => {}
-                    Err(e) => tracing::warn!(topic = %t.name, partition = p.index, error = %e, "retention failed"),
+                    Err(e) => {
+                        tracing::warn!(topic = %t.name, partition = p.index, error = %e, "retention failed")
+                    }
                 }
             }
         }

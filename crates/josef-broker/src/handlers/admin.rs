@@ -5,7 +5,9 @@
 use std::collections::{BTreeMap, HashSet};
 
 use josef_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
-use josef_protocol::messages::create_topics_response::{CreatableTopicConfigs, CreatableTopicResult};
+use josef_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
 use josef_protocol::messages::delete_records_response::{
     DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
 };
@@ -32,7 +34,11 @@ fn err_msg(s: impl Into<String>) -> Option<StrBytes> {
 }
 
 /// CreateTopics (api 19).
-pub fn create_topics(state: &BrokerState, req: CreateTopicsRequest, version: i16) -> CreateTopicsResponse {
+pub fn create_topics(
+    state: &BrokerState,
+    req: CreateTopicsRequest,
+    version: i16,
+) -> CreateTopicsResponse {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for t in &req.topics {
         *counts.entry(t.name.as_str()).or_default() += 1;
@@ -49,13 +55,19 @@ pub fn create_topics(state: &BrokerState, req: CreateTopicsRequest, version: i16
         };
         let outcome = (|| -> Result<(), (ErrorCode, String)> {
             if counts[t.name.as_str()] > 1 || t.name.as_str() == "__cluster_metadata" {
-                return Err((ErrorCode::InvalidRequest, format!("Duplicate or reserved topic name {}", t.name)));
+                return Err((
+                    ErrorCode::InvalidRequest,
+                    format!("Duplicate or reserved topic name {}", t.name),
+                ));
             }
             validate_topic_name(&t.name).map_err(|e| (e.code, e.message))?;
             let mut configs = BTreeMap::new();
             for c in &t.configs {
                 let Some(v) = &c.value else {
-                    return Err((ErrorCode::InvalidConfig, format!("Null value not supported for topic configs: {}", c.name)));
+                    return Err((
+                        ErrorCode::InvalidConfig,
+                        format!("Null value not supported for topic configs: {}", c.name),
+                    ));
                 };
                 configs.insert(c.name.to_string(), v.to_string());
             }
@@ -65,13 +77,27 @@ pub fn create_topics(state: &BrokerState, req: CreateTopicsRequest, version: i16
                 }
                 for a in &t.assignments {
                     if a.broker_ids != [state.config.node_id] {
-                        return Err((ErrorCode::InvalidReplicaAssignment, format!("Invalid replica assignment for partition {}", a.partition_index)));
+                        return Err((
+                            ErrorCode::InvalidReplicaAssignment,
+                            format!(
+                                "Invalid replica assignment for partition {}",
+                                a.partition_index
+                            ),
+                        ));
                     }
                 }
             }
-            let rf = if t.replication_factor == -1 { state.config.default_replication_factor } else { t.replication_factor };
+            let rf = if t.replication_factor == -1 {
+                state.config.default_replication_factor
+            } else {
+                t.replication_factor
+            };
             if rf == 0 || rf < -1 {
-                return Err((ErrorCode::InvalidReplicationFactor, "Replication factor must be larger than 0, or -1 to use the default value.".into()));
+                return Err((
+                    ErrorCode::InvalidReplicationFactor,
+                    "Replication factor must be larger than 0, or -1 to use the default value."
+                        .into(),
+                ));
             }
             let partitions = if !t.assignments.is_empty() {
                 t.assignments.len() as i32
@@ -81,18 +107,27 @@ pub fn create_topics(state: &BrokerState, req: CreateTopicsRequest, version: i16
                 t.num_partitions
             };
             if partitions == 0 || partitions < -1 {
-                return Err((ErrorCode::InvalidPartitions, "Number of partitions was set to an invalid non-positive value.".into()));
+                return Err((
+                    ErrorCode::InvalidPartitions,
+                    "Number of partitions was set to an invalid non-positive value.".into(),
+                ));
             }
             if rf > 1 {
                 return Err((ErrorCode::InvalidReplicationFactor, format!("Unable to replicate the partition {rf} time(s): The target replication factor of {rf} cannot be reached because only 1 broker(s) are registered.")));
             }
-            state.topics.check_new(&t.name, partitions, &configs).map_err(|e| (e.code, e.message))?;
+            state
+                .topics
+                .check_new(&t.name, partitions, &configs)
+                .map_err(|e| (e.code, e.message))?;
             r.num_partitions = partitions;
             r.replication_factor = 1;
             if req.validate_only {
                 return Ok(());
             }
-            let topic = state.topics.create(&t.name, partitions, configs).map_err(|e| (e.code, e.message))?;
+            let topic = state
+                .topics
+                .create(&t.name, partitions, configs)
+                .map_err(|e| (e.code, e.message))?;
             r.topic_id = topic.id;
             if version >= 5 {
                 r.configs = Some(
@@ -102,11 +137,15 @@ pub fn create_topics(state: &BrokerState, req: CreateTopicsRequest, version: i16
                             let over = topic.configs.get(d.name);
                             CreatableTopicConfigs {
                                 name: StrBytes::from(d.name),
-                                value: Some(StrBytes::from(
-                                    over.cloned().unwrap_or_else(|| topic_config::default_value(d.name, &state.config)),
-                                )),
+                                value: Some(StrBytes::from(over.cloned().unwrap_or_else(|| {
+                                    topic_config::default_value(d.name, &state.config)
+                                }))),
                                 read_only: false,
-                                config_source: if over.is_some() { SOURCE_TOPIC_CONFIG } else { SOURCE_DEFAULT_CONFIG },
+                                config_source: if over.is_some() {
+                                    SOURCE_TOPIC_CONFIG
+                                } else {
+                                    SOURCE_DEFAULT_CONFIG
+                                },
                                 is_sensitive: false,
                                 ..Default::default()
                             }
@@ -131,11 +170,21 @@ pub fn create_topics(state: &BrokerState, req: CreateTopicsRequest, version: i16
 }
 
 /// DeleteTopics (api 20).
-pub fn delete_topics(state: &BrokerState, req: DeleteTopicsRequest, version: i16) -> DeleteTopicsResponse {
+pub fn delete_topics(
+    state: &BrokerState,
+    req: DeleteTopicsRequest,
+    version: i16,
+) -> DeleteTopicsResponse {
     let mut wanted: Vec<(Option<StrBytes>, Uuid)> = if version >= 6 {
-        req.topics.iter().map(|t| (t.name.clone(), t.topic_id)).collect()
+        req.topics
+            .iter()
+            .map(|t| (t.name.clone(), t.topic_id))
+            .collect()
     } else {
-        req.topic_names.iter().map(|n| (Some(n.clone()), Uuid::ZERO)).collect()
+        req.topic_names
+            .iter()
+            .map(|n| (Some(n.clone()), Uuid::ZERO))
+            .collect()
     };
     let mut seen = HashSet::new();
     let dup: HashSet<usize> = wanted
@@ -153,27 +202,45 @@ pub fn delete_topics(state: &BrokerState, req: DeleteTopicsRequest, version: i16
         };
         let res: Result<(), (ErrorCode, String)> = (|| {
             if !state.config.delete_topic_enable {
-                let code = if version < 3 { ErrorCode::InvalidRequest } else { ErrorCode::TopicDeletionDisabled };
+                let code = if version < 3 {
+                    ErrorCode::InvalidRequest
+                } else {
+                    ErrorCode::TopicDeletionDisabled
+                };
                 return Err((code, "Topic deletion is disabled.".into()));
             }
             let has_name = name.as_ref().is_some_and(|n| !n.is_empty());
             if dup.contains(&i) || (has_name && !id.is_zero()) {
-                return Err((ErrorCode::InvalidRequest, "Duplicate topic or both name and id given".into()));
+                return Err((
+                    ErrorCode::InvalidRequest,
+                    "Duplicate topic or both name and id given".into(),
+                ));
             }
             let topic_name = if has_name {
                 let n = name.clone().unwrap_or_default();
                 if state.topics.get(&n).is_none() {
-                    return Err((ErrorCode::UnknownTopicOrPartition, "This server does not host this topic-partition.".into()));
+                    return Err((
+                        ErrorCode::UnknownTopicOrPartition,
+                        "This server does not host this topic-partition.".into(),
+                    ));
                 }
                 n.to_string()
             } else {
                 match state.topics.get_by_id(&id) {
                     Some(t) => t.name.clone(),
-                    None => return Err((ErrorCode::UnknownTopicId, "This server does not host this topic ID.".into())),
+                    None => {
+                        return Err((
+                            ErrorCode::UnknownTopicId,
+                            "This server does not host this topic ID.".into(),
+                        ))
+                    }
                 }
             };
             let t = state.topics.get(&topic_name);
-            state.topics.delete(&topic_name).map_err(|e| (e.code, e.message))?;
+            state
+                .topics
+                .delete(&topic_name)
+                .map_err(|e| (e.code, e.message))?;
             if let Some(t) = t {
                 r.name = Some(StrBytes::from(t.name.as_str()));
                 r.topic_id = t.id;
@@ -193,7 +260,10 @@ pub fn delete_topics(state: &BrokerState, req: DeleteTopicsRequest, version: i16
 }
 
 /// CreatePartitions (api 37).
-pub fn create_partitions(state: &BrokerState, req: CreatePartitionsRequest) -> CreatePartitionsResponse {
+pub fn create_partitions(
+    state: &BrokerState,
+    req: CreatePartitionsRequest,
+) -> CreatePartitionsResponse {
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     for t in &req.topics {
         *counts.entry(t.name.to_string()).or_default() += 1;
@@ -283,7 +353,11 @@ pub fn delete_records(state: &BrokerState, req: DeleteRecordsRequest) -> DeleteR
 }
 
 /// DescribeCluster (api 60).
-pub fn describe_cluster(state: &BrokerState, conn: &ConnectionInfo, req: DescribeClusterRequest) -> DescribeClusterResponse {
+pub fn describe_cluster(
+    state: &BrokerState,
+    conn: &ConnectionInfo,
+    req: DescribeClusterRequest,
+) -> DescribeClusterResponse {
     let (host, port) = state.advertised(conn);
     let mut r = DescribeClusterResponse {
         endpoint_type: req.endpoint_type,
@@ -308,10 +382,15 @@ pub fn describe_cluster(state: &BrokerState, conn: &ConnectionInfo, req: Describ
 }
 
 /// DescribeLogDirs (api 35).
-pub fn describe_log_dirs(state: &BrokerState, req: DescribeLogDirsRequest) -> DescribeLogDirsResponse {
+pub fn describe_log_dirs(
+    state: &BrokerState,
+    req: DescribeLogDirsRequest,
+) -> DescribeLogDirsResponse {
     let want = |topic: &str, p: i32| match &req.topics {
         None => true,
-        Some(ts) => ts.iter().any(|t| t.topic.as_str() == topic && t.partitions.contains(&p)),
+        Some(ts) => ts
+            .iter()
+            .any(|t| t.topic.as_str() == topic && t.partitions.contains(&p)),
     };
     let mut results = Vec::new();
     for dir in &state.config.log_dirs {

@@ -89,20 +89,64 @@ fn broker_configs(state: &BrokerState) -> Vec<(&'static str, String, ConfigType)
     let mut v = vec![
         ("node.id", c.node_id.to_string(), ConfigType::Int),
         ("broker.id", c.node_id.to_string(), ConfigType::Int),
-        ("num.partitions", c.num_partitions.to_string(), ConfigType::Int),
-        ("default.replication.factor", c.default_replication_factor.to_string(), ConfigType::Int),
-        ("auto.create.topics.enable", c.auto_create_topics_enable.to_string(), ConfigType::Boolean),
-        ("delete.topic.enable", c.delete_topic_enable.to_string(), ConfigType::Boolean),
-        ("log.dirs", c.log_dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(","), ConfigType::String),
-        ("socket.request.max.bytes", c.socket_request_max_bytes.to_string(), ConfigType::Int),
-        ("fetch.max.bytes", c.fetch_max_bytes.to_string(), ConfigType::Int),
-        ("offsets.topic.num.partitions", c.offsets_topic_num_partitions.to_string(), ConfigType::Int),
-        ("transaction.state.log.num.partitions", c.transaction_state_log_num_partitions.to_string(), ConfigType::Int),
+        (
+            "num.partitions",
+            c.num_partitions.to_string(),
+            ConfigType::Int,
+        ),
+        (
+            "default.replication.factor",
+            c.default_replication_factor.to_string(),
+            ConfigType::Int,
+        ),
+        (
+            "auto.create.topics.enable",
+            c.auto_create_topics_enable.to_string(),
+            ConfigType::Boolean,
+        ),
+        (
+            "delete.topic.enable",
+            c.delete_topic_enable.to_string(),
+            ConfigType::Boolean,
+        ),
+        (
+            "log.dirs",
+            c.log_dirs
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+            ConfigType::String,
+        ),
+        (
+            "socket.request.max.bytes",
+            c.socket_request_max_bytes.to_string(),
+            ConfigType::Int,
+        ),
+        (
+            "fetch.max.bytes",
+            c.fetch_max_bytes.to_string(),
+            ConfigType::Int,
+        ),
+        (
+            "offsets.topic.num.partitions",
+            c.offsets_topic_num_partitions.to_string(),
+            ConfigType::Int,
+        ),
+        (
+            "transaction.state.log.num.partitions",
+            c.transaction_state_log_num_partitions.to_string(),
+            ConfigType::Int,
+        ),
     ];
     for d in topic_config::TOPIC_CONFIGS {
         if let Some(syn) = d.synonym {
             if !v.iter().any(|(n, _, _)| *n == syn) {
-                v.push((syn, topic_config::default_value(d.name, &state.config), d.kind));
+                v.push((
+                    syn,
+                    topic_config::default_value(d.name, &state.config),
+                    d.kind,
+                ));
             }
         }
     }
@@ -110,7 +154,11 @@ fn broker_configs(state: &BrokerState) -> Vec<(&'static str, String, ConfigType)
 }
 
 /// DescribeConfigs.
-pub fn describe(state: &BrokerState, req: DescribeConfigsRequest, version: i16) -> DescribeConfigsResponse {
+pub fn describe(
+    state: &BrokerState,
+    req: DescribeConfigsRequest,
+    version: i16,
+) -> DescribeConfigsResponse {
     let results = req
         .resources
         .iter()
@@ -149,10 +197,16 @@ pub fn describe(state: &BrokerState, req: DescribeConfigsRequest, version: i16) 
                             })
                             .collect())
                     } else {
-                        Err((ErrorCode::InvalidRequest, format!("Unexpected broker id {}", r.resource_name)))
+                        Err((
+                            ErrorCode::InvalidRequest,
+                            format!("Unexpected broker id {}", r.resource_name),
+                        ))
                     }
                 }
-                _ => Err((ErrorCode::InvalidRequest, format!("Unsupported resource type {}", r.resource_type))),
+                _ => Err((
+                    ErrorCode::InvalidRequest,
+                    format!("Unsupported resource type {}", r.resource_type),
+                )),
             };
             match outcome {
                 Ok(configs) => res.configs = configs,
@@ -190,13 +244,20 @@ fn apply_topic_ops(
     };
     for (key, op, value) in ops {
         if !seen.insert(key.clone()) {
-            return Err((ErrorCode::InvalidRequest, format!("Duplicate config key {key}")));
+            return Err((
+                ErrorCode::InvalidRequest,
+                format!("Duplicate config key {key}"),
+            ));
         }
-        let def = topic_config::lookup(key)
-            .ok_or((ErrorCode::InvalidConfig, format!("Unknown topic config name: {key}")))?;
+        let def = topic_config::lookup(key).ok_or((
+            ErrorCode::InvalidConfig,
+            format!("Unknown topic config name: {key}"),
+        ))?;
         match op {
             0 => {
-                let v = value.clone().ok_or((ErrorCode::InvalidRequest, format!("Null value for {key}")))?;
+                let v = value
+                    .clone()
+                    .ok_or((ErrorCode::InvalidRequest, format!("Null value for {key}")))?;
                 topic_config::validate(key, &v).map_err(|m| (ErrorCode::InvalidConfig, m))?;
                 configs.insert(key.clone(), v);
             }
@@ -205,9 +266,14 @@ fn apply_topic_ops(
             }
             2 | 3 => {
                 if def.kind != ConfigType::List {
-                    return Err((ErrorCode::InvalidConfig, format!("Config {key} is not a list")));
+                    return Err((
+                        ErrorCode::InvalidConfig,
+                        format!("Config {key} is not a list"),
+                    ));
                 }
-                let v = value.clone().ok_or((ErrorCode::InvalidRequest, format!("Null value for {key}")))?;
+                let v = value
+                    .clone()
+                    .ok_or((ErrorCode::InvalidRequest, format!("Null value for {key}")))?;
                 let current = configs
                     .get(key)
                     .cloned()
@@ -217,7 +283,11 @@ fn apply_topic_ops(
                     .map(|x| x.trim().to_string())
                     .filter(|x| !x.is_empty())
                     .collect();
-                for item in v.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()) {
+                for item in v
+                    .split(',')
+                    .map(|x| x.trim().to_string())
+                    .filter(|x| !x.is_empty())
+                {
                     if *op == 2 {
                         if !items.contains(&item) {
                             items.push(item);
@@ -236,7 +306,10 @@ fn apply_topic_ops(
     if validate_only {
         return Ok(());
     }
-    state.topics.set_configs(name, configs).map_err(|e| (e.code, e.message))
+    state
+        .topics
+        .set_configs(name, configs)
+        .map_err(|e| (e.code, e.message))
 }
 
 fn result(
@@ -259,14 +332,23 @@ fn result(
 
 fn not_topic(t: i8) -> Result<(), (ErrorCode, String)> {
     if t == RESOURCE_BROKER {
-        Err((ErrorCode::InvalidRequest, "broker configs are static on this broker".into()))
+        Err((
+            ErrorCode::InvalidRequest,
+            "broker configs are static on this broker".into(),
+        ))
     } else {
-        Err((ErrorCode::InvalidRequest, format!("Unsupported resource type {t}")))
+        Err((
+            ErrorCode::InvalidRequest,
+            format!("Unsupported resource type {t}"),
+        ))
     }
 }
 
 /// IncrementalAlterConfigs.
-pub fn incremental_alter(state: &BrokerState, req: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse {
+pub fn incremental_alter(
+    state: &BrokerState,
+    req: IncrementalAlterConfigsRequest,
+) -> IncrementalAlterConfigsResponse {
     let mut seen = HashSet::new();
     let responses = req
         .resources
@@ -278,7 +360,13 @@ pub fn incremental_alter(state: &BrokerState, req: IncrementalAlterConfigsReques
                 let ops: Vec<_> = r
                     .configs
                     .iter()
-                    .map(|c| (c.name.to_string(), c.config_operation, c.value.as_ref().map(|v| v.to_string())))
+                    .map(|c| {
+                        (
+                            c.name.to_string(),
+                            c.config_operation,
+                            c.value.as_ref().map(|v| v.to_string()),
+                        )
+                    })
                     .collect();
                 apply_topic_ops(state, &r.resource_name, &ops, false, req.validate_only)
             } else {
@@ -303,7 +391,13 @@ pub fn alter(state: &BrokerState, req: AlterConfigsRequest) -> AlterConfigsRespo
                 let ops: Vec<_> = r
                     .configs
                     .iter()
-                    .map(|c| (c.name.to_string(), 0i8, c.value.as_ref().map(|v| v.to_string())))
+                    .map(|c| {
+                        (
+                            c.name.to_string(),
+                            0i8,
+                            c.value.as_ref().map(|v| v.to_string()),
+                        )
+                    })
                     .collect();
                 apply_topic_ops(state, &r.resource_name, &ops, true, req.validate_only)
             } else {

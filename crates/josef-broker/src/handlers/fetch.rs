@@ -185,7 +185,11 @@ pub async fn handle(state: &BrokerState, req: FetchRequest, version: i16) -> Fet
             })
             .collect();
         wanted.push(Wanted {
-            topic: if version >= 13 { StrBytes::default() } else { t.topic },
+            topic: if version >= 13 {
+                StrBytes::default()
+            } else {
+                t.topic
+            },
             topic_id: t.topic_id,
             partitions,
         });
@@ -212,11 +216,8 @@ pub async fn handle(state: &BrokerState, req: FetchRequest, version: i16) -> Fet
                 ..Default::default()
             };
         }
-        let changed = futures::future::select_all(
-            watchers
-                .iter_mut()
-                .map(|w| Box::pin(w.changed())),
-        );
+        let changed =
+            futures::future::select_all(watchers.iter_mut().map(|w| Box::pin(w.changed())));
         tokio::select! {
             _ = changed => {}
             _ = tokio::time::sleep_until(deadline) => {}

@@ -12,7 +12,11 @@ use crate::topics::{GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC};
 const KEY_TYPE_GROUP: i8 = 0;
 const KEY_TYPE_TRANSACTION: i8 = 1;
 
-fn lookup(state: &BrokerState, conn: &ConnectionInfo, key_type: i8) -> (ErrorCode, i32, String, i32) {
+fn lookup(
+    state: &BrokerState,
+    conn: &ConnectionInfo,
+    key_type: i8,
+) -> (ErrorCode, i32, String, i32) {
     let topic = match key_type {
         KEY_TYPE_GROUP => GROUP_METADATA_TOPIC,
         KEY_TYPE_TRANSACTION => TRANSACTION_STATE_TOPIC,
@@ -33,7 +37,11 @@ pub fn handle(
     req: FindCoordinatorRequest,
     version: i16,
 ) -> FindCoordinatorResponse {
-    let key_type = if version >= 1 { req.key_type } else { KEY_TYPE_GROUP };
+    let key_type = if version >= 1 {
+        req.key_type
+    } else {
+        KEY_TYPE_GROUP
+    };
     if version < 4 {
         let (code, node, host, port) = lookup(state, conn, key_type);
         return FindCoordinatorResponse {

@@ -44,7 +44,15 @@ pub fn handle(state: &BrokerState, req: ListOffsetsRequest, version: i16) -> Lis
                 leader_epoch: -1,
                 ..Default::default()
             };
-            let code = answer(state, &t.name, rp, version, read_committed, &mut seen, &mut out);
+            let code = answer(
+                state,
+                &t.name,
+                rp,
+                version,
+                read_committed,
+                &mut seen,
+                &mut out,
+            );
             out.error_code = code.code();
             parts.push(out);
         }

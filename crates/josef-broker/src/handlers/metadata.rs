@@ -54,9 +54,10 @@ pub fn auto_create(state: &BrokerState, name: &str) -> Result<Arc<Topic>, ErrorC
         .create(name, state.config.num_partitions, BTreeMap::new())
     {
         Ok(t) => Ok(t),
-        Err(e) if e.code == josef_protocol::ErrorCode::TopicAlreadyExists => {
-            state.topics.get(name).ok_or(ErrorCode::UnknownTopicOrPartition)
-        }
+        Err(e) if e.code == josef_protocol::ErrorCode::TopicAlreadyExists => state
+            .topics
+            .get(name)
+            .ok_or(ErrorCode::UnknownTopicOrPartition),
         Err(e) => Err(e.code),
     }
 }
@@ -107,8 +108,8 @@ pub fn handle(
             .collect();
         return resp;
     }
-    let allow_auto = state.config.auto_create_topics_enable
-        && (version < 4 || req.allow_auto_topic_creation);
+    let allow_auto =
+        state.config.auto_create_topics_enable && (version < 4 || req.allow_auto_topic_creation);
     for rt in req.topics.unwrap_or_default() {
         let name = rt.name.filter(|n| !n.is_empty());
         let Some(name) = name else {

@@ -118,7 +118,12 @@ fn produce_partition(
 }
 
 /// Handles a Produce request.
-pub fn handle(state: &BrokerState, header: &RequestHeader, req: ProduceRequest, version: i16) -> Reply {
+pub fn handle(
+    state: &BrokerState,
+    header: &RequestHeader,
+    req: ProduceRequest,
+    version: i16,
+) -> Reply {
     // Step 0: a transactional batch without a transactional id fails every partition.
     let txn_without_id = req.transactional_id.is_none()
         && req.topic_data.iter().any(|t| {
@@ -135,9 +140,19 @@ pub fn handle(state: &BrokerState, header: &RequestHeader, req: ProduceRequest, 
         let mut parts = Vec::with_capacity(t.partition_data.len());
         for p in &t.partition_data {
             let result = if txn_without_id {
-                Err(PartitionError::new(ErrorCode::TransactionalIdAuthorizationFailed))
+                Err(PartitionError::new(
+                    ErrorCode::TransactionalIdAuthorizationFailed,
+                ))
             } else {
-                produce_partition(state, header, &req, &t.name, p.index, p.records.as_ref(), version)
+                produce_partition(
+                    state,
+                    header,
+                    &req,
+                    &t.name,
+                    p.index,
+                    p.records.as_ref(),
+                    version,
+                )
             };
             let pr = match result {
                 Ok(r) => PartitionProduceResponse {

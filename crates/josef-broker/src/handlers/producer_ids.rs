@@ -35,7 +35,10 @@ pub fn init_producer_id(state: &BrokerState, req: InitProducerIdRequest) -> Init
 }
 
 /// DescribeProducers: the active producers of each partition.
-pub fn describe_producers(state: &BrokerState, req: DescribeProducersRequest) -> DescribeProducersResponse {
+pub fn describe_producers(
+    state: &BrokerState,
+    req: DescribeProducersRequest,
+) -> DescribeProducersResponse {
     let topics = req
         .topics
         .iter()
@@ -63,7 +66,9 @@ pub fn describe_producers(state: &BrokerState, req: DescribeProducersRequest) ->
                                     last_sequence: e.last_seq(),
                                     last_timestamp: e.last_timestamp(),
                                     coordinator_epoch: e.coordinator_epoch(),
-                                    current_txn_start_offset: e.current_txn_first_offset().unwrap_or(-1),
+                                    current_txn_start_offset: e
+                                        .current_txn_first_offset()
+                                        .unwrap_or(-1),
                                     ..Default::default()
                                 })
                                 .collect(),
