@@ -27,6 +27,7 @@ pub enum StartError {
 pub struct Broker {
     server: Server<BrokerState>,
     background: tokio::task::JoinHandle<()>,
+    ticker: tokio::task::JoinHandle<()>,
 }
 
 impl Broker {
@@ -64,7 +65,18 @@ impl Broker {
                 }
             })
         };
+        let ticker = {
+            let state = state.clone();
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(Duration::from_millis(20));
+                loop {
+                    tick.tick().await;
+                    state.groups.tick();
+                }
+            })
+        };
         Ok(Broker {
+            ticker,
             server: Server::start(bound, state, limits),
             background,
         })
@@ -85,6 +97,7 @@ impl Broker {
     pub async fn shutdown(self) {
         self.server.stop().await;
         self.background.abort();
+        self.ticker.abort();
         let state = self.server.handler().clone();
         let _ = tokio::task::spawn_blocking(move || state.topics.shutdown()).await;
     }

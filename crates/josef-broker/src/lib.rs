@@ -17,6 +17,8 @@
 pub mod config;
 pub mod connection;
 pub mod dispatch;
+pub mod group_serde;
+pub mod groups;
 pub mod meta;
 pub mod partition;
 pub mod server;

@@ -56,6 +56,8 @@ pub struct BrokerState {
     pub topics: TopicManager,
     /// Producer-id allocation.
     pub producer_ids: Mutex<ProducerIdManager<FileBlockStore>>,
+    /// Group coordinator shards.
+    pub groups: crate::groups::GroupService,
 }
 
 impl BrokerState {
@@ -66,6 +68,7 @@ impl BrokerState {
         let producer_ids = ProducerIdManager::new(store, DEFAULT_PRODUCER_ID_BLOCK_SIZE)
             .map_err(|e| format!("producer id store: {e}"))?;
         Ok(BrokerState {
+            groups: crate::groups::GroupService::new(&config),
             config,
             cluster_id,
             topics,

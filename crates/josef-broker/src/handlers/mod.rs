@@ -11,6 +11,7 @@ mod admin;
 mod configs;
 mod fetch;
 mod find_coordinator;
+mod groups;
 mod list_offsets;
 mod metadata;
 mod produce;
@@ -18,8 +19,21 @@ mod producer_ids;
 
 /// Versions of APIs served by handlers outside the core set (groups, transactions) — none until
 /// those land.
-pub fn extra_served_versions(_key: ApiKey) -> Option<(i16, i16)> {
-    None
+pub fn extra_served_versions(key: ApiKey) -> Option<(i16, i16)> {
+    match key {
+        ApiKey::JoinGroup
+        | ApiKey::SyncGroup
+        | ApiKey::Heartbeat
+        | ApiKey::LeaveGroup
+        | ApiKey::OffsetCommit
+        | ApiKey::OffsetFetch
+        | ApiKey::ListGroups
+        | ApiKey::DescribeGroups
+        | ApiKey::DeleteGroups
+        | ApiKey::OffsetDelete
+        | ApiKey::TxnOffsetCommit => Some(key.valid_versions()),
+        _ => None,
+    }
 }
 
 /// Routes one decoded request.
@@ -48,6 +62,17 @@ pub async fn handle(
         RequestBody::FindCoordinator(r) => reply(find_coordinator::handle(state, conn, r, v)),
         RequestBody::InitProducerId(r) => reply(producer_ids::init_producer_id(state, r)),
         RequestBody::DescribeProducers(r) => reply(producer_ids::describe_producers(state, r)),
+        RequestBody::JoinGroup(r) => reply(groups::join(state, conn, header, r).await),
+        RequestBody::SyncGroup(r) => reply(groups::sync(state, header, r).await),
+        RequestBody::Heartbeat(r) => reply(groups::heartbeat(state, r)),
+        RequestBody::LeaveGroup(r) => reply(groups::leave(state, v, r)),
+        RequestBody::OffsetCommit(r) => reply(groups::offset_commit(state, conn, header, r)),
+        RequestBody::TxnOffsetCommit(r) => reply(groups::txn_offset_commit(state, r)),
+        RequestBody::OffsetFetch(r) => reply(groups::offset_fetch(state, v, r)),
+        RequestBody::ListGroups(r) => reply(groups::list(state, v, r)),
+        RequestBody::DescribeGroups(r) => reply(groups::describe(state, v, r)),
+        RequestBody::DeleteGroups(r) => reply(groups::delete(state, r)),
+        RequestBody::OffsetDelete(r) => reply(groups::offset_delete(state, r)),
         other => Reply::Close(format!("{:?} is not served", other.api_key())),
     }
 }
