@@ -69,9 +69,18 @@ impl Broker {
             let state = state.clone();
             tokio::spawn(async move {
                 let mut tick = tokio::time::interval(Duration::from_millis(20));
+                let mut n: u64 = 0;
                 loop {
                     tick.tick().await;
                     state.groups.tick();
+                    n += 1;
+                    if n % 10 == 0 {
+                        state.txns.tick(&crate::txns::Env {
+                            topics: &state.topics,
+                            groups: &state.groups,
+                            pids: &state.producer_ids,
+                        });
+                    }
                 }
             })
         };

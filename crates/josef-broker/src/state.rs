@@ -58,6 +58,8 @@ pub struct BrokerState {
     pub producer_ids: Mutex<ProducerIdManager<FileBlockStore>>,
     /// Group coordinator shards.
     pub groups: crate::groups::GroupService,
+    /// Transaction coordinator.
+    pub txns: crate::txns::TxnService,
 }
 
 impl BrokerState {
@@ -69,6 +71,7 @@ impl BrokerState {
             .map_err(|e| format!("producer id store: {e}"))?;
         Ok(BrokerState {
             groups: crate::groups::GroupService::new(&config),
+            txns: crate::txns::TxnService::new(&config),
             config,
             cluster_id,
             topics,

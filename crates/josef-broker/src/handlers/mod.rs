@@ -16,6 +16,7 @@ mod list_offsets;
 mod metadata;
 mod produce;
 mod producer_ids;
+mod txn;
 
 /// Versions of APIs served by handlers outside the core set (groups, transactions) — none until
 /// those land.
@@ -31,7 +32,13 @@ pub fn extra_served_versions(key: ApiKey) -> Option<(i16, i16)> {
         | ApiKey::DescribeGroups
         | ApiKey::DeleteGroups
         | ApiKey::OffsetDelete
-        | ApiKey::TxnOffsetCommit => Some(key.valid_versions()),
+        | ApiKey::TxnOffsetCommit
+        | ApiKey::AddPartitionsToTxn
+        | ApiKey::AddOffsetsToTxn
+        | ApiKey::DescribeTransactions
+        | ApiKey::ListTransactions => Some(key.valid_versions()),
+        // v5 is transaction version 2, which this broker does not advertise.
+        ApiKey::EndTxn => Some((0, 4)),
         _ => None,
     }
 }
@@ -60,7 +67,17 @@ pub async fn handle(
         RequestBody::IncrementalAlterConfigs(r) => reply(configs::incremental_alter(state, r)),
         RequestBody::AlterConfigs(r) => reply(configs::alter(state, r)),
         RequestBody::FindCoordinator(r) => reply(find_coordinator::handle(state, conn, r, v)),
+        RequestBody::InitProducerId(r)
+            if r.transactional_id.as_ref().is_some_and(|t| !t.is_empty()) =>
+        {
+            reply(txn::init_producer_id(state, r).await)
+        }
         RequestBody::InitProducerId(r) => reply(producer_ids::init_producer_id(state, r)),
+        RequestBody::AddPartitionsToTxn(r) => reply(txn::add_partitions(state, v, r).await),
+        RequestBody::AddOffsetsToTxn(r) => reply(txn::add_offsets(state, r).await),
+        RequestBody::EndTxn(r) => reply(txn::end_txn(state, r).await),
+        RequestBody::DescribeTransactions(r) => reply(txn::describe(state, r)),
+        RequestBody::ListTransactions(r) => reply(txn::list(state, r)),
         RequestBody::DescribeProducers(r) => reply(producer_ids::describe_producers(state, r)),
         RequestBody::JoinGroup(r) => reply(groups::join(state, conn, header, r).await),
         RequestBody::SyncGroup(r) => reply(groups::sync(state, header, r).await),
