@@ -59,6 +59,7 @@ pub fn api_versions_body() -> ApiVersionsResponse {
 }
 
 /// What a handler wants sent back.
+#[allow(clippy::large_enum_variant)] // built once per request, moved straight into the encoder
 pub enum Reply {
     /// A response body.
     Body(ResponseBody),

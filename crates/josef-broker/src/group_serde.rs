@@ -39,7 +39,6 @@ impl RecordSerde<GroupRecord> for KafkaGroupSerde {
                     group: StrBytes::from(key.group.as_str()),
                     topic: StrBytes::from(key.topic.as_str()),
                     partition: key.partition,
-                    ..Default::default()
                 };
                 let v = value.as_ref().map(|v| {
                     let version = if v.expire_timestamp.is_some() { 1 } else { 3 };
@@ -60,7 +59,6 @@ impl RecordSerde<GroupRecord> for KafkaGroupSerde {
             GroupRecord::GroupMetadata { group, value } => {
                 let k = GroupMetadataKey {
                     group: StrBytes::from(group.as_str()),
-                    ..Default::default()
                 };
                 let v = value.as_ref().map(|g| {
                     versioned(

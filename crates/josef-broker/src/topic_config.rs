@@ -191,40 +191,27 @@ pub fn validate(name: &str, value: &str) -> Result<(), String> {
         }
         ConfigType::String | List => {}
     }
+    let bad_if = |cond: bool| if cond { Err(bad()) } else { Ok(()) };
     match name {
         "cleanup.policy" => {
             for p in value.split(',').map(str::trim) {
-                if p != "compact" && p != "delete" && !p.is_empty() {
-                    return Err(bad());
-                }
+                bad_if(p != "compact" && p != "delete" && !p.is_empty())?;
             }
         }
         "compression.type" => {
-            if !["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"].contains(&value) {
-                return Err(bad());
-            }
+            bad_if(!["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"].contains(&value))?
         }
-        "message.timestamp.type" => {
-            if value != "CreateTime" && value != "LogAppendTime" {
-                return Err(bad());
-            }
-        }
-        "segment.bytes" => {
-            if value.trim().parse::<i32>().map_err(|_| bad())? < 14 {
-                return Err(bad());
-            }
-        }
+        "message.timestamp.type" => bad_if(value != "CreateTime" && value != "LogAppendTime")?,
+        "segment.bytes" => bad_if(value.trim().parse::<i32>().map_err(|_| bad())? < 14)?,
         "max.message.bytes" | "segment.index.bytes" | "index.interval.bytes" => {
-            if value.trim().parse::<i32>().map_err(|_| bad())? < 0 {
-                return Err(bad());
-            }
+            bad_if(value.trim().parse::<i32>().map_err(|_| bad())? < 0)?
         }
         _ => {}
     }
     Ok(())
 }
 
-fn get<'a>(overrides: &'a BTreeMap<String, String>, name: &str, b: &BrokerConfig) -> String {
+fn get(overrides: &BTreeMap<String, String>, name: &str, b: &BrokerConfig) -> String {
     overrides
         .get(name)
         .cloned()

@@ -30,7 +30,6 @@ impl RecordSerde<TxnLogRecord> for KafkaTxnSerde {
             0,
             &TransactionLogKey {
                 transactional_id: StrBytes::from(r.transactional_id.as_str()),
-                ..Default::default()
             },
         );
         let value = r.value.as_ref().map(|v| {

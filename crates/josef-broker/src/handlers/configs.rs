@@ -185,7 +185,7 @@ pub fn describe(
                             .filter(|(n, _, _)| {
                                 r.configuration_keys
                                     .as_ref()
-                                    .is_none_or(|ks| ks.iter().any(|k| k.as_str() == *n))
+                                    .map_or(true, |ks| ks.iter().any(|k| k.as_str() == *n))
                             })
                             .map(|(n, v, kind)| DescribeConfigsResourceResult {
                                 name: s(n),

@@ -661,11 +661,9 @@ pub fn offset_delete(state: &BrokerState, r: OffsetDeleteRequest) -> OffsetDelet
                             |(i, e)| offset_delete_response::OffsetDeleteResponsePartition {
                                 partition_index: i,
                                 error_code: e.code(),
-                                ..Default::default()
                             },
                         )
                         .collect(),
-                    ..Default::default()
                 },
             )
             .collect(),
