@@ -579,7 +579,8 @@ fn dropped_plan_leaves_the_table_unchanged() {
     append(&mut t, BatchInfo::idempotent(PID, 0, 0, 1), 0);
     let before = t.encode_snapshot();
     let plan = t.validate(&BatchInfo::transactional(PID, 0, 1, 1)).unwrap();
-    drop(plan); // e.g. the log append failed
+    // The log append failed: the plan is dropped without commit.
+    let _ = plan;
     assert_eq!(t.encode_snapshot(), before);
     assert_eq!(t.first_undecided_offset(), None);
 }
