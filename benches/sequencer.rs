@@ -4,7 +4,9 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use josef_sequencer::{increment_sequence, BatchInfo, ProducerStateConfig, ProducerStateTable, Validation};
+use josef_sequencer::{
+    increment_sequence, BatchInfo, ProducerStateConfig, ProducerStateTable, Validation,
+};
 
 const PRODUCERS: i64 = 10_000;
 const RECORDS_PER_BATCH: i32 = 10;

@@ -1,0 +1,732 @@
+//! Broker configuration: Kafka `server.properties` names and defaults, a Java-properties file reader,
+//! and the command-line flags that override it.
+//!
+//! Every key the broker reads is listed here with Kafka's default (B7 "Broker configs to honour").
+//! A key that is neither read nor in [`ACCEPTED_IGNORED`] fails the start: a typo must not silently
+//! leave a default in force.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A configuration problem that stops the broker from starting.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The properties file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A line of the properties file is not `key=value`.
+    #[error("{path}:{line}: not a key=value line")]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+    },
+    /// A key nobody reads.
+    #[error("unknown setting `{0}` (not a Kafka broker setting Josef knows)")]
+    Unknown(String),
+    /// A value that does not parse or is out of range.
+    #[error("invalid value `{value}` for `{key}`: {reason}")]
+    Invalid {
+        /// The key.
+        key: String,
+        /// The value as given.
+        value: String,
+        /// Why it is rejected.
+        reason: String,
+    },
+}
+
+/// Kafka settings Josef accepts so that a stock Kafka `server.properties` starts, but that have no
+/// effect on a single node without KRaft quorum, threads pools or TLS.
+pub const ACCEPTED_IGNORED: &[&str] = &[
+    "process.roles",
+    "controller.quorum.voters",
+    "controller.quorum.bootstrap.servers",
+    "controller.listener.names",
+    "inter.broker.listener.name",
+    "num.network.threads",
+    "num.io.threads",
+    "num.recovery.threads.per.data.dir",
+    "num.replica.fetchers",
+    "socket.send.buffer.bytes",
+    "socket.receive.buffer.bytes",
+    "queued.max.requests",
+    "max.connections",
+    "max.connections.per.ip",
+    "replica.fetch.max.bytes",
+    "log.cleaner.threads",
+    "log.cleaner.dedupe.buffer.size",
+    "log.cleaner.io.buffer.size",
+    "log.cleaner.io.buffer.load.factor",
+    "log.cleaner.io.max.bytes.per.second",
+    "log.cleaner.backoff.ms",
+    "log.flush.scheduler.interval.ms",
+    "log.flush.offset.checkpoint.interval.ms",
+    "log.flush.start.offset.checkpoint.interval.ms",
+    "replica.high.watermark.checkpoint.interval.ms",
+    "unclean.leader.election.enable",
+    "share.coordinator.state.topic.replication.factor",
+    "share.coordinator.state.topic.min.isr",
+    "group.coordinator.rebalance.protocols",
+    "transaction.partition.verification.enable",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+    "transaction.remove.expired.transaction.cleanup.interval.ms",
+    "producer.id.expiration.check.interval.ms",
+    "offsets.retention.check.interval.ms",
+    "request.timeout.ms",
+    "broker.rack",
+];
+
+/// One listener: `NAME://host:port`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listener {
+    /// Listener name (`PLAINTEXT` unless `listener.security.protocol.map` names others).
+    pub name: String,
+    /// Host to bind (empty = all interfaces).
+    pub host: String,
+    /// Port (0 = pick a free one).
+    pub port: u16,
+}
+
+impl Listener {
+    fn parse_list(key: &str, value: &str) -> Result<Vec<Listener>, ConfigError> {
+        let invalid = |reason: &str| ConfigError::Invalid {
+            key: key.to_string(),
+            value: value.to_string(),
+            reason: reason.to_string(),
+        };
+        let mut out = Vec::new();
+        for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (name, rest) = item
+                .split_once("://")
+                .ok_or_else(|| invalid("expected NAME://host:port"))?;
+            let (host, port) = rest
+                .rsplit_once(':')
+                .ok_or_else(|| invalid("expected NAME://host:port"))?;
+            let host = host.trim_start_matches('[').trim_end_matches(']');
+            let port: u16 = port.parse().map_err(|_| invalid("port is not 0..65535"))?;
+            if name.is_empty() {
+                return Err(invalid("empty listener name"));
+            }
+            out.push(Listener {
+                name: name.to_ascii_uppercase(),
+                host: host.to_string(),
+                port,
+            });
+        }
+        if out.is_empty() {
+            return Err(invalid("no listener"));
+        }
+        Ok(out)
+    }
+}
+
+/// The broker's settings, typed. Field names follow Kafka's keys.
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    /// `node.id` (default 1).
+    pub node_id: i32,
+    /// `listeners` (default `PLAINTEXT://127.0.0.1:9092`).
+    pub listeners: Vec<Listener>,
+    /// `advertised.listeners` (default: the listeners).
+    pub advertised_listeners: Vec<Listener>,
+    /// `log.dirs` / `log.dir` (default `./josef-data`).
+    pub log_dirs: Vec<PathBuf>,
+    /// `num.partitions` (1).
+    pub num_partitions: i32,
+    /// `default.replication.factor` (1).
+    pub default_replication_factor: i16,
+    /// `min.insync.replicas` (1).
+    pub min_insync_replicas: i32,
+    /// `auto.create.topics.enable` (true).
+    pub auto_create_topics_enable: bool,
+    /// `delete.topic.enable` (true).
+    pub delete_topic_enable: bool,
+    /// `socket.request.max.bytes` (104857600).
+    pub socket_request_max_bytes: i32,
+    /// `connections.max.idle.ms` (600000).
+    pub connections_max_idle_ms: i64,
+    /// `message.max.bytes` (1048588).
+    pub message_max_bytes: i32,
+    /// `fetch.max.bytes` (57671680).
+    pub fetch_max_bytes: i32,
+    /// `max.incremental.fetch.session.cache.slots` (1000).
+    pub max_incremental_fetch_session_cache_slots: i32,
+    /// `log.segment.bytes` (1073741824).
+    pub log_segment_bytes: i32,
+    /// `log.roll.ms`, else `log.roll.hours` (168 h).
+    pub log_roll_ms: i64,
+    /// `log.retention.ms`, else `.minutes`, else `.hours` (168 h); −1 = forever.
+    pub log_retention_ms: i64,
+    /// `log.retention.bytes` (−1).
+    pub log_retention_bytes: i64,
+    /// `log.retention.check.interval.ms` (300000).
+    pub log_retention_check_interval_ms: i64,
+    /// `log.cleanup.policy` (delete).
+    pub log_cleanup_policy: String,
+    /// `log.cleaner.enable` (true).
+    pub log_cleaner_enable: bool,
+    /// `log.cleaner.min.cleanable.ratio` (0.5).
+    pub log_cleaner_min_cleanable_ratio: f64,
+    /// `log.cleaner.delete.retention.ms` (86400000).
+    pub log_cleaner_delete_retention_ms: i64,
+    /// `log.cleaner.min.compaction.lag.ms` (0).
+    pub log_cleaner_min_compaction_lag_ms: i64,
+    /// `log.cleaner.max.compaction.lag.ms` (Long.MAX).
+    pub log_cleaner_max_compaction_lag_ms: i64,
+    /// `compression.type` (producer).
+    pub compression_type: String,
+    /// `log.message.timestamp.type` (CreateTime).
+    pub log_message_timestamp_type: String,
+    /// `log.index.size.max.bytes` (10485760).
+    pub log_index_size_max_bytes: i32,
+    /// `log.index.interval.bytes` (4096).
+    pub log_index_interval_bytes: i32,
+    /// `log.segment.delete.delay.ms` (60000).
+    pub log_segment_delete_delay_ms: i64,
+    /// `log.flush.interval.messages` (Long.MAX).
+    pub log_flush_interval_messages: i64,
+    /// `log.flush.interval.ms` (Long.MAX: no timed fsync).
+    pub log_flush_interval_ms: i64,
+    /// `offsets.topic.num.partitions` (50).
+    pub offsets_topic_num_partitions: i32,
+    /// `offsets.topic.replication.factor` (Josef: 1; Kafka: 3, which cannot work on one node).
+    pub offsets_topic_replication_factor: i16,
+    /// `offsets.topic.segment.bytes` (104857600).
+    pub offsets_topic_segment_bytes: i32,
+    /// `offsets.retention.minutes` (10080).
+    pub offsets_retention_minutes: i64,
+    /// `offset.metadata.max.bytes` (4096).
+    pub offset_metadata_max_bytes: i32,
+    /// `offsets.commit.timeout.ms` (5000).
+    pub offsets_commit_timeout_ms: i64,
+    /// `transaction.state.log.num.partitions` (50).
+    pub transaction_state_log_num_partitions: i32,
+    /// `transaction.state.log.replication.factor` (Josef: 1).
+    pub transaction_state_log_replication_factor: i16,
+    /// `transaction.state.log.min.isr` (Josef: 1).
+    pub transaction_state_log_min_isr: i32,
+    /// `transaction.state.log.segment.bytes` (104857600).
+    pub transaction_state_log_segment_bytes: i32,
+    /// `transaction.max.timeout.ms` (900000).
+    pub transaction_max_timeout_ms: i64,
+    /// `transactional.id.expiration.ms` (604800000).
+    pub transactional_id_expiration_ms: i64,
+    /// `producer.id.expiration.ms` (86400000).
+    pub producer_id_expiration_ms: i64,
+    /// `group.initial.rebalance.delay.ms` (Josef: 0 as in Kafka's shipped single-node
+    /// server.properties; Kafka's code default is 3000).
+    pub group_initial_rebalance_delay_ms: i64,
+    /// `group.min.session.timeout.ms` (6000).
+    pub group_min_session_timeout_ms: i64,
+    /// `group.max.session.timeout.ms` (1800000).
+    pub group_max_session_timeout_ms: i64,
+    /// `group.max.size` (Int.MAX).
+    pub group_max_size: i32,
+    /// `listener.security.protocol.map` entries (name → protocol).
+    pub listener_security_protocol_map: BTreeMap<String, String>,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        BrokerConfig::from_properties(BTreeMap::new()).expect("defaults are valid")
+    }
+}
+
+/// Reads a Java-style properties file: `key=value` or `key: value` lines, `#`/`!` comments,
+/// trailing-backslash continuation lines.
+pub fn read_properties_file(path: &Path) -> Result<BTreeMap<String, String>, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_properties(&text).map_err(|line| ConfigError::Syntax {
+        path: path.to_path_buf(),
+        line,
+    })
+}
+
+/// Parses properties text; on error returns the 1-based line number.
+pub fn parse_properties(text: &str) -> Result<BTreeMap<String, String>, usize> {
+    let mut out = BTreeMap::new();
+    let mut pending = String::new();
+    let mut pending_start = 0;
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim_start();
+        if pending.is_empty() {
+            if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
+                continue;
+            }
+            pending_start = i + 1;
+        }
+        if let Some(stripped) = line.strip_suffix('\\') {
+            pending.push_str(stripped);
+            continue;
+        }
+        pending.push_str(line);
+        let full = std::mem::take(&mut pending);
+        let sep = full.find(['=', ':']).ok_or(pending_start)?;
+        let key = full[..sep].trim();
+        if key.is_empty() {
+            return Err(pending_start);
+        }
+        out.insert(key.to_string(), full[sep + 1..].trim().to_string());
+    }
+    if !pending.is_empty() {
+        return Err(pending_start);
+    }
+    Ok(out)
+}
+
+/// Consumes keys from a property map, recording the first error.
+struct Props {
+    map: BTreeMap<String, String>,
+}
+
+impl Props {
+    fn take(&mut self, key: &str) -> Option<String> {
+        self.map.remove(key)
+    }
+
+    fn invalid(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid {
+            key: key.to_string(),
+            value: value.to_string(),
+            reason: reason.into(),
+        }
+    }
+
+    fn num<T: std::str::FromStr + PartialOrd + Copy + std::fmt::Display>(
+        &mut self,
+        key: &str,
+        default: T,
+        min: T,
+    ) -> Result<T, ConfigError> {
+        match self.take(key) {
+            None => Ok(default),
+            Some(v) => {
+                let n: T = v
+                    .parse()
+                    .map_err(|_| Self::invalid(key, &v, "not a number"))?;
+                if n < min {
+                    return Err(Self::invalid(key, &v, format!("must be at least {min}")));
+                }
+                Ok(n)
+            }
+        }
+    }
+
+    fn opt_num<T: std::str::FromStr>(&mut self, key: &str) -> Result<Option<T>, ConfigError> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(v) => v
+                .parse()
+                .map(Some)
+                .map_err(|_| Self::invalid(key, &v, "not a number")),
+        }
+    }
+
+    fn boolean(&mut self, key: &str, default: bool) -> Result<bool, ConfigError> {
+        match self.take(key) {
+            None => Ok(default),
+            Some(v) => match v.to_ascii_lowercase().as_str() {
+                "true" => Ok(true),
+                "false" => Ok(false),
+                _ => Err(Self::invalid(key, &v, "expected true or false")),
+            },
+        }
+    }
+
+    fn choice(
+        &mut self,
+        key: &str,
+        default: &str,
+        allowed: &[&str],
+    ) -> Result<String, ConfigError> {
+        match self.take(key) {
+            None => Ok(default.to_string()),
+            Some(v) => {
+                if allowed.iter().any(|a| a.eq_ignore_ascii_case(&v)) {
+                    Ok(v)
+                } else {
+                    Err(Self::invalid(
+                        key,
+                        &v,
+                        format!("expected one of {allowed:?}"),
+                    ))
+                }
+            }
+        }
+    }
+}
+
+const MS_PER_HOUR: i64 = 3_600_000;
+
+impl BrokerConfig {
+    /// Builds the configuration from `key → value` settings (file first, flags layered on top by
+    /// the caller). Every key must be known.
+    pub fn from_properties(map: BTreeMap<String, String>) -> Result<Self, ConfigError> {
+        let mut p = Props { map };
+        let node_id: i32 = p.num("node.id", 1, 0)?;
+        if let Some(b) = p.take("broker.id") {
+            let id: i32 = b
+                .parse()
+                .map_err(|_| Props::invalid("broker.id", &b, "not a number"))?;
+            if id != node_id {
+                return Err(Props::invalid(
+                    "broker.id",
+                    &b,
+                    "must equal node.id when both are set",
+                ));
+            }
+        }
+        let mut protocol_map = BTreeMap::new();
+        if let Some(v) = p.take("listener.security.protocol.map") {
+            for entry in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                let (n, proto) = entry.split_once(':').ok_or_else(|| {
+                    Props::invalid(
+                        "listener.security.protocol.map",
+                        &v,
+                        "expected NAME:PROTOCOL",
+                    )
+                })?;
+                protocol_map.insert(
+                    n.trim().to_ascii_uppercase(),
+                    proto.trim().to_ascii_uppercase(),
+                );
+            }
+        }
+        let listeners_raw = p
+            .take("listeners")
+            .unwrap_or_else(|| "PLAINTEXT://127.0.0.1:9092".to_string());
+        let mut listeners = Listener::parse_list("listeners", &listeners_raw)?;
+        // A KRaft server.properties lists the CONTROLLER listener too; a single Josef node has no
+        // quorum to serve on it, so it is dropped rather than bound.
+        let controller_names: Vec<String> = p
+            .map
+            .get("controller.listener.names")
+            .map(|v| {
+                v.split(',')
+                    .map(|s| s.trim().to_ascii_uppercase())
+                    .collect()
+            })
+            .unwrap_or_default();
+        listeners.retain(|l| !controller_names.contains(&l.name));
+        for l in &listeners {
+            let proto = protocol_map
+                .get(&l.name)
+                .cloned()
+                .unwrap_or_else(|| l.name.clone());
+            if proto != "PLAINTEXT" {
+                return Err(Props::invalid(
+                    "listeners",
+                    &listeners_raw,
+                    format!(
+                        "listener {} uses {proto}; only PLAINTEXT is supported",
+                        l.name
+                    ),
+                ));
+            }
+        }
+        if listeners.is_empty() {
+            return Err(Props::invalid(
+                "listeners",
+                &listeners_raw,
+                "no client listener",
+            ));
+        }
+        let advertised_listeners = match p.take("advertised.listeners") {
+            None => listeners.clone(),
+            Some(v) => {
+                let adv = Listener::parse_list("advertised.listeners", &v)?;
+                let adv: Vec<Listener> = adv
+                    .into_iter()
+                    .filter(|a| !controller_names.contains(&a.name))
+                    .collect();
+                for a in &adv {
+                    if !listeners.iter().any(|l| l.name == a.name) {
+                        return Err(Props::invalid(
+                            "advertised.listeners",
+                            &v,
+                            format!("listener {} is not in listeners", a.name),
+                        ));
+                    }
+                }
+                adv
+            }
+        };
+        let log_dirs_raw = p.take("log.dirs");
+        let log_dir_raw = p.take("log.dir");
+        let log_dirs: Vec<PathBuf> = log_dirs_raw
+            .or(log_dir_raw)
+            .unwrap_or_else(|| "./josef-data".to_string())
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
+            .collect();
+        if log_dirs.is_empty() {
+            return Err(Props::invalid("log.dirs", "", "no directory"));
+        }
+
+        let roll_hours: i64 = p.num("log.roll.hours", 168, 1)?;
+        let roll_ms: Option<i64> = p.opt_num("log.roll.ms")?;
+        let ret_hours: i64 = p.num("log.retention.hours", 168, -1)?;
+        let ret_minutes: Option<i64> = p.opt_num("log.retention.minutes")?;
+        let ret_ms: Option<i64> = p.opt_num("log.retention.ms")?;
+        let retention = ret_ms
+            .or(ret_minutes.map(|m| if m < 0 { -1 } else { m * 60_000 }))
+            .unwrap_or(if ret_hours < 0 {
+                -1
+            } else {
+                ret_hours * MS_PER_HOUR
+            });
+
+        let cfg = BrokerConfig {
+            node_id,
+            listeners,
+            advertised_listeners,
+            log_dirs,
+            num_partitions: p.num("num.partitions", 1, 1)?,
+            default_replication_factor: p.num("default.replication.factor", 1, 1)?,
+            min_insync_replicas: p.num("min.insync.replicas", 1, 1)?,
+            auto_create_topics_enable: p.boolean("auto.create.topics.enable", true)?,
+            delete_topic_enable: p.boolean("delete.topic.enable", true)?,
+            socket_request_max_bytes: p.num("socket.request.max.bytes", 104_857_600, 1)?,
+            connections_max_idle_ms: p.num("connections.max.idle.ms", 600_000, -1)?,
+            message_max_bytes: p.num("message.max.bytes", 1_048_588, 0)?,
+            fetch_max_bytes: p.num("fetch.max.bytes", 57_671_680, 0)?,
+            max_incremental_fetch_session_cache_slots: p.num(
+                "max.incremental.fetch.session.cache.slots",
+                1000,
+                0,
+            )?,
+            log_segment_bytes: p.num("log.segment.bytes", 1_073_741_824, 14)?,
+            log_roll_ms: roll_ms.unwrap_or(roll_hours * MS_PER_HOUR),
+            log_retention_ms: retention,
+            log_retention_bytes: p.num("log.retention.bytes", -1, -1)?,
+            log_retention_check_interval_ms: p.num(
+                "log.retention.check.interval.ms",
+                300_000,
+                1,
+            )?,
+            log_cleanup_policy: p.choice(
+                "log.cleanup.policy",
+                "delete",
+                &["delete", "compact", "compact,delete", "delete,compact"],
+            )?,
+            log_cleaner_enable: p.boolean("log.cleaner.enable", true)?,
+            log_cleaner_min_cleanable_ratio: p.num("log.cleaner.min.cleanable.ratio", 0.5, 0.0)?,
+            log_cleaner_delete_retention_ms: p.num(
+                "log.cleaner.delete.retention.ms",
+                86_400_000,
+                0,
+            )?,
+            log_cleaner_min_compaction_lag_ms: p.num("log.cleaner.min.compaction.lag.ms", 0, 0)?,
+            log_cleaner_max_compaction_lag_ms: p.num(
+                "log.cleaner.max.compaction.lag.ms",
+                i64::MAX,
+                1,
+            )?,
+            compression_type: p.choice(
+                "compression.type",
+                "producer",
+                &["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"],
+            )?,
+            log_message_timestamp_type: p.choice(
+                "log.message.timestamp.type",
+                "CreateTime",
+                &["CreateTime", "LogAppendTime"],
+            )?,
+            log_index_size_max_bytes: p.num("log.index.size.max.bytes", 10_485_760, 4)?,
+            log_index_interval_bytes: p.num("log.index.interval.bytes", 4096, 0)?,
+            log_segment_delete_delay_ms: p.num("log.segment.delete.delay.ms", 60_000, 0)?,
+            log_flush_interval_messages: p.num("log.flush.interval.messages", i64::MAX, 1)?,
+            log_flush_interval_ms: p.num("log.flush.interval.ms", i64::MAX, 0)?,
+            offsets_topic_num_partitions: p.num("offsets.topic.num.partitions", 50, 1)?,
+            offsets_topic_replication_factor: p.num("offsets.topic.replication.factor", 1, 1)?,
+            offsets_topic_segment_bytes: p.num("offsets.topic.segment.bytes", 104_857_600, 1)?,
+            offsets_retention_minutes: p.num("offsets.retention.minutes", 10_080, 1)?,
+            offset_metadata_max_bytes: p.num("offset.metadata.max.bytes", 4096, 0)?,
+            offsets_commit_timeout_ms: p.num("offsets.commit.timeout.ms", 5000, 1)?,
+            transaction_state_log_num_partitions: p.num(
+                "transaction.state.log.num.partitions",
+                50,
+                1,
+            )?,
+            transaction_state_log_replication_factor: p.num(
+                "transaction.state.log.replication.factor",
+                1,
+                1,
+            )?,
+            transaction_state_log_min_isr: p.num("transaction.state.log.min.isr", 1, 1)?,
+            transaction_state_log_segment_bytes: p.num(
+                "transaction.state.log.segment.bytes",
+                104_857_600,
+                1,
+            )?,
+            transaction_max_timeout_ms: p.num("transaction.max.timeout.ms", 900_000, 1)?,
+            transactional_id_expiration_ms: p.num(
+                "transactional.id.expiration.ms",
+                604_800_000,
+                1,
+            )?,
+            producer_id_expiration_ms: p.num("producer.id.expiration.ms", 86_400_000, 1)?,
+            group_initial_rebalance_delay_ms: p.num("group.initial.rebalance.delay.ms", 0, 0)?,
+            group_min_session_timeout_ms: p.num("group.min.session.timeout.ms", 6000, 0)?,
+            group_max_session_timeout_ms: p.num("group.max.session.timeout.ms", 1_800_000, 0)?,
+            group_max_size: p.num("group.max.size", i32::MAX, 1)?,
+            listener_security_protocol_map: protocol_map,
+        };
+        for key in ACCEPTED_IGNORED {
+            p.map.remove(*key);
+        }
+        if let Some((key, _)) = p.map.into_iter().next() {
+            return Err(ConfigError::Unknown(key));
+        }
+        if cfg.default_replication_factor > 1 {
+            return Err(Props::invalid(
+                "default.replication.factor",
+                &cfg.default_replication_factor.to_string(),
+                "a single node can only hold replication factor 1",
+            ));
+        }
+        Ok(cfg)
+    }
+
+    /// The advertised address for a listener name: host (an empty or wildcard bind host is
+    /// advertised as 127.0.0.1) and port (`bound_port` replaces a configured 0).
+    pub fn advertised_for(&self, listener: &str, bound_port: u16) -> (String, u16) {
+        let l = self
+            .advertised_listeners
+            .iter()
+            .find(|l| l.name == listener)
+            .or_else(|| self.listeners.iter().find(|l| l.name == listener))
+            .or_else(|| self.advertised_listeners.first());
+        match l {
+            Some(l) => {
+                let host = if l.host.is_empty() || l.host == "0.0.0.0" || l.host == "::" {
+                    "127.0.0.1".to_string()
+                } else {
+                    l.host.clone()
+                };
+                let port = if l.port == 0 { bound_port } else { l.port };
+                (host, port)
+            }
+            None => ("127.0.0.1".to_string(), bound_port),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn props(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_follow_kafka_with_single_node_internal_topics() {
+        let c = BrokerConfig::default();
+        assert_eq!(c.node_id, 1);
+        assert_eq!(c.listeners[0].port, 9092);
+        assert_eq!(c.listeners[0].host, "127.0.0.1");
+        assert_eq!(c.log_dirs, vec![PathBuf::from("./josef-data")]);
+        assert_eq!(c.socket_request_max_bytes, 104_857_600);
+        assert_eq!(c.message_max_bytes, 1_048_588);
+        assert_eq!(c.log_retention_ms, 168 * MS_PER_HOUR);
+        assert_eq!(c.offsets_topic_replication_factor, 1);
+        assert_eq!(c.transaction_state_log_replication_factor, 1);
+    }
+
+    #[test]
+    fn unknown_setting_fails_the_start() {
+        let e = BrokerConfig::from_properties(props(&[("num.partitons", "3")])).unwrap_err();
+        assert!(matches!(e, ConfigError::Unknown(k) if k == "num.partitons"));
+    }
+
+    #[test]
+    fn invalid_value_fails_the_start() {
+        let e = BrokerConfig::from_properties(props(&[("num.partitions", "x")])).unwrap_err();
+        assert!(e.to_string().contains("num.partitions"));
+        let e = BrokerConfig::from_properties(props(&[("num.partitions", "0")])).unwrap_err();
+        assert!(e.to_string().contains("at least 1"));
+        let e = BrokerConfig::from_properties(props(&[("auto.create.topics.enable", "yes")]))
+            .unwrap_err();
+        assert!(e.to_string().contains("true or false"));
+    }
+
+    #[test]
+    fn retention_ms_beats_minutes_beats_hours() {
+        let c = BrokerConfig::from_properties(props(&[
+            ("log.retention.hours", "1"),
+            ("log.retention.minutes", "2"),
+        ]))
+        .unwrap();
+        assert_eq!(c.log_retention_ms, 120_000);
+        let c = BrokerConfig::from_properties(props(&[
+            ("log.retention.ms", "5"),
+            ("log.retention.minutes", "2"),
+        ]))
+        .unwrap();
+        assert_eq!(c.log_retention_ms, 5);
+    }
+
+    #[test]
+    fn stock_kraft_server_properties_start() {
+        let text = "# comment\nprocess.roles=broker,controller\nnode.id=1\n\
+            controller.quorum.voters=1@localhost:9093\n\
+            listeners=PLAINTEXT://:9092,CONTROLLER://:9093\n\
+            inter.broker.listener.name=PLAINTEXT\n\
+            advertised.listeners=PLAINTEXT://localhost:9092\n\
+            controller.listener.names=CONTROLLER\n\
+            listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n\
+            num.network.threads=3\nlog.dirs=/tmp/kraft-combined-logs\n\
+            offsets.topic.replication.factor=1\n\
+            transaction.state.log.replication.factor=1\n\
+            transaction.state.log.min.isr=1\nlog.retention.hours=168\n\
+            log.segment.bytes=1073741824\nlog.retention.check.interval.ms=300000\n";
+        let c = BrokerConfig::from_properties(parse_properties(text).unwrap()).unwrap();
+        assert_eq!(c.listeners.len(), 1);
+        assert_eq!(c.listeners[0].host, "");
+        assert_eq!(
+            c.advertised_for("PLAINTEXT", 9092),
+            ("localhost".into(), 9092)
+        );
+    }
+
+    #[test]
+    fn non_plaintext_listener_is_rejected() {
+        let e = BrokerConfig::from_properties(props(&[("listeners", "SSL://:9093")])).unwrap_err();
+        assert!(e.to_string().contains("only PLAINTEXT"));
+    }
+
+    #[test]
+    fn port_zero_is_advertised_as_the_bound_port() {
+        let c = BrokerConfig::from_properties(props(&[("listeners", "PLAINTEXT://127.0.0.1:0")]))
+            .unwrap();
+        assert_eq!(
+            c.advertised_for("PLAINTEXT", 40001),
+            ("127.0.0.1".into(), 40001)
+        );
+    }
+
+    #[test]
+    fn properties_parser_handles_comments_colons_and_continuations() {
+        let m = parse_properties("! bang\n a = 1 \nb:2\nc=x\\\n  y\n").unwrap();
+        assert_eq!(m["a"], "1");
+        assert_eq!(m["b"], "2");
+        assert_eq!(m["c"], "xy");
+        assert_eq!(parse_properties("novalue\n"), Err(1));
+    }
+}

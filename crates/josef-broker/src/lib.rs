@@ -1,0 +1,24 @@
+//! josef-broker: a thin single-node Kafka-compatible broker composed from the Josef crates.
+//!
+//! The binary (`cargo run --release -p josef-broker`) listens on `127.0.0.1:9092` and keeps its data
+//! in `./josef-data`. The library side lets tests start a broker in-process:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), josef_broker::StartError> {
+//! let mut config = josef_broker::config::BrokerConfig::default();
+//! config.listeners[0].port = 0; // any free port
+//! let broker = josef_broker::Broker::start(config).await?;
+//! println!("listening on {}", broker.listeners()[0].addr);
+//! broker.shutdown().await;
+//! # Ok(()) }
+//! ```
+#![deny(missing_docs)]
+
+pub mod config;
+pub mod connection;
+pub mod meta;
+pub mod server;
+
+mod broker;
+
+pub use broker::{Broker, StartError};

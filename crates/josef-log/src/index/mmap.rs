@@ -1,0 +1,253 @@
+//! The memory-mapped, preallocated file under the offset and time indexes (Kafka's `AbstractIndex`).
+//!
+//! A new index file is preallocated to `segment.index.bytes` rounded down to the entry size and
+//! mapped; the number of valid entries is tracked in memory (Kafka's mmap position). An existing
+//! file is taken to be full of valid entries (it was trimmed when its segment rolled or closed); the
+//! active segment's index is grown back to the preallocated size when the log opens, and trimmed to
+//! its entries on roll and close.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+
+use memmap2::MmapMut;
+
+use crate::error::LogError;
+
+/// Size of the "warm" tail of an index that lookups search first: the last pages written are the
+/// ones in-sync followers and consumers touch, so searching them first keeps the page cache warm.
+const WARM_SECTION_BYTES: usize = 8192;
+
+/// A preallocated, memory-mapped array of fixed-size index entries.
+#[derive(Debug)]
+pub(crate) struct MmapIndex {
+    path: PathBuf,
+    mmap: Option<MmapMut>,
+    /// Mapped length in bytes (the file length).
+    len: usize,
+    entries: usize,
+    entry_size: usize,
+    max_index_size: usize,
+}
+
+impl MmapIndex {
+    /// Opens (creating and preallocating if missing) an index file.
+    pub(crate) fn open(
+        path: &Path,
+        entry_size: usize,
+        max_index_size: usize,
+    ) -> Result<MmapIndex, LogError> {
+        let max_index_size = round_down(max_index_size, entry_size);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| LogError::io(path, e))?;
+        let file_len = file.metadata().map_err(|e| LogError::io(path, e))?.len();
+        let (len, entries) = if file_len == 0 {
+            file.set_len(max_index_size as u64)
+                .map_err(|e| LogError::io(path, e))?;
+            (max_index_size, 0)
+        } else {
+            let len = usize::try_from(file_len).map_err(|_| LogError::CorruptIndex {
+                path: path.to_path_buf(),
+                reason: "index file too large".into(),
+            })?;
+            (len, round_down(len, entry_size) / entry_size)
+        };
+        let mmap = map(&file, path, len)?;
+        Ok(MmapIndex {
+            path: path.to_path_buf(),
+            mmap,
+            len,
+            entries,
+            entry_size,
+            max_index_size,
+        })
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(crate) fn entries(&self) -> usize {
+        self.entries
+    }
+
+    /// How many entries fit in the preallocated size.
+    pub(crate) fn max_entries(&self) -> usize {
+        self.max_index_size / self.entry_size
+    }
+
+    pub(crate) fn file_len(&self) -> usize {
+        self.len
+    }
+
+    /// The bytes of entry `n` (`n < entries`).
+    pub(crate) fn entry(&self, n: usize) -> &[u8] {
+        let start = n * self.entry_size;
+        match &self.mmap {
+            Some(m) => &m[start..start + self.entry_size],
+            None => &[],
+        }
+    }
+
+    /// Appends one entry, growing the file if it has no room (only after a trim).
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> Result<(), LogError> {
+        debug_assert_eq!(bytes.len(), self.entry_size);
+        let end = (self.entries + 1) * self.entry_size;
+        if end > self.len {
+            self.resize(end.max(self.max_index_size))?;
+        }
+        let start = self.entries * self.entry_size;
+        let m = self
+            .mmap
+            .as_mut()
+            .ok_or_else(|| LogError::IndexFull(self.path.clone()))?;
+        m[start..start + self.entry_size].copy_from_slice(bytes);
+        self.entries += 1;
+        Ok(())
+    }
+
+    /// Forgets entries from `n` on (the bytes are zeroed so a crash never revives them).
+    pub(crate) fn truncate_entries(&mut self, n: usize) {
+        if n >= self.entries {
+            return;
+        }
+        if let Some(m) = self.mmap.as_mut() {
+            m[n * self.entry_size..self.entries * self.entry_size].fill(0);
+        }
+        self.entries = n;
+    }
+
+    /// Removes all entries and grows the file back to its preallocated size.
+    pub(crate) fn reset(&mut self) -> Result<(), LogError> {
+        self.truncate_entries(0);
+        self.resize(self.max_index_size)
+    }
+
+    /// Changes the file length (and the mapping); entries past the new length are dropped.
+    pub(crate) fn resize(&mut self, new_len: usize) -> Result<(), LogError> {
+        let new_len = round_down(new_len, self.entry_size);
+        if new_len == self.len {
+            return Ok(());
+        }
+        if let Some(m) = self.mmap.take() {
+            m.flush().map_err(|e| LogError::io(&self.path, e))?;
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&self.path)
+            .map_err(|e| LogError::io(&self.path, e))?;
+        file.set_len(new_len as u64)
+            .map_err(|e| LogError::io(&self.path, e))?;
+        self.mmap = map(&file, &self.path, new_len)?;
+        self.len = new_len;
+        self.entries = self.entries.min(new_len / self.entry_size);
+        Ok(())
+    }
+
+    /// Cuts the file to exactly its valid entries (on roll and close).
+    pub(crate) fn trim_to_valid_size(&mut self) -> Result<(), LogError> {
+        self.resize(self.entries * self.entry_size)
+    }
+
+    /// Grows the file to the preallocated size so the active segment can append.
+    pub(crate) fn grow_to_max(&mut self) -> Result<(), LogError> {
+        if self.len < self.max_index_size {
+            self.resize(self.max_index_size)?;
+        }
+        Ok(())
+    }
+
+    /// Writes dirty pages to disk.
+    pub(crate) fn flush(&self) -> Result<(), LogError> {
+        if let Some(m) = &self.mmap {
+            m.flush().map_err(|e| LogError::io(&self.path, e))?;
+        }
+        Ok(())
+    }
+
+    /// Renames the file (used when swapping cleaned segments in).
+    pub(crate) fn rename(&mut self, to: &Path) -> Result<(), LogError> {
+        std::fs::rename(&self.path, to).map_err(|e| LogError::io(&self.path, e))?;
+        self.path = to.to_path_buf();
+        Ok(())
+    }
+
+    /// Index of the last entry whose key is `<= target`, or `None` if every key is larger (or there
+    /// are no entries). `key(i)` must be non-decreasing in `i`. The warm tail is searched first.
+    pub(crate) fn largest_lower_bound(
+        &self,
+        target: i64,
+        key: impl Fn(usize) -> i64,
+    ) -> Option<usize> {
+        if self.entries == 0 {
+            return None;
+        }
+        let warm_entries = WARM_SECTION_BYTES / self.entry_size;
+        let first_hot = self.entries.saturating_sub(1 + warm_entries);
+        if key(first_hot) <= target {
+            return Some(binary_search(first_hot, self.entries - 1, target, &key));
+        }
+        if key(0) > target {
+            return None;
+        }
+        Some(binary_search(0, first_hot, target, &key))
+    }
+}
+
+/// Largest `i` in `[lo, hi]` with `key(i) <= target`, given `key(lo) <= target`.
+fn binary_search(mut lo: usize, mut hi: usize, target: i64, key: &impl Fn(usize) -> i64) -> usize {
+    while lo < hi {
+        let mid = lo + (hi - lo).div_ceil(2);
+        if key(mid) <= target {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    lo
+}
+
+fn map(file: &File, path: &Path, len: usize) -> Result<Option<MmapMut>, LogError> {
+    if len == 0 {
+        return Ok(None);
+    }
+    // SAFETY: the index file is private to this log (one process owns a partition directory, as in
+    // Kafka, which locks its log dirs); it is only resized through `MmapIndex::resize`, which drops
+    // the mapping first, so no mapping ever outlives the file bytes it covers.
+    let m = unsafe { MmapMut::map_mut(file) }.map_err(|e| LogError::io(path, e))?;
+    Ok(Some(m))
+}
+
+pub(crate) fn round_down(n: usize, factor: usize) -> usize {
+    n - n % factor
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binary_search_finds_largest_lower_bound() {
+        let keys = [1i64, 3, 3, 5, 9];
+        let k = |i: usize| keys[i];
+        assert_eq!(binary_search(0, 4, 1, &k), 0);
+        assert_eq!(binary_search(0, 4, 4, &k), 2);
+        assert_eq!(binary_search(0, 4, 100, &k), 4);
+        assert_eq!(binary_search(0, 4, 8, &k), 3);
+    }
+
+    #[test]
+    fn new_index_is_preallocated_rounded_down_to_entry_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.index");
+        let idx = MmapIndex::open(&p, 12, 100).unwrap();
+        assert_eq!(idx.file_len(), 96);
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), 96);
+        assert_eq!(idx.entries(), 0);
+    }
+}

@@ -1,0 +1,305 @@
+//! Opening a partition directory (Kafka's `LogLoader`): clean up interrupted operations, load the
+//! segments, recover what may be torn, and settle the offsets.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::checkpoint::{self, read_offset_checkpoint, write_file_atomically};
+use crate::config::LogConfig;
+use crate::error::LogError;
+use crate::log::{delete_segment, LoadReport, Log, PartitionState};
+use crate::naming::{self, offset_from_file_name};
+use crate::segment::LogSegment;
+
+/// Contents of the clean-shutdown marker (Kafka's `CleanShutdownFileHandler` format; a standalone
+/// log has no broker epoch, hence -1).
+pub const CLEAN_SHUTDOWN_CONTENT: &str = "{\"version\":0,\"brokerEpoch\":-1}";
+
+/// Writes the `.kafka_cleanshutdown` marker in `dir`, fsynced.
+pub fn write_clean_shutdown_marker(dir: &Path) -> Result<(), LogError> {
+    write_file_atomically(
+        &dir.join(naming::CLEAN_SHUTDOWN_FILE),
+        CLEAN_SHUTDOWN_CONTENT.as_bytes(),
+    )
+}
+
+fn remove_if_exists(p: &Path) -> Result<(), LogError> {
+    match std::fs::remove_file(p) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(LogError::io(p, e)),
+    }
+}
+
+pub(crate) fn load(
+    dir: &Path,
+    config: LogConfig,
+    now_ms: i64,
+    state: PartitionState,
+) -> Result<Log, LogError> {
+    config.validate()?;
+    std::fs::create_dir_all(dir).map_err(|e| LogError::io(dir, e))?;
+    let dir_name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let (topic, partition) =
+        naming::parse_topic_partition(&dir_name).unwrap_or_else(|| (dir_name.replace(' ', "_"), 0));
+
+    // 1. Where the log stood: clean shutdown, recovery point, log start offset.
+    let (clean_shutdown, checkpoint_recovery_point, checkpoint_log_start) = match &state {
+        PartitionState::Managed {
+            recovery_point,
+            log_start_offset,
+            clean_shutdown,
+        } => (*clean_shutdown, *recovery_point, *log_start_offset),
+        PartitionState::Standalone => {
+            let marker = dir.join(naming::CLEAN_SHUTDOWN_FILE);
+            let clean = marker.exists();
+            let pick = |file: &str| -> Result<i64, LogError> {
+                let entries = read_offset_checkpoint(&dir.join(file))?;
+                Ok(entries
+                    .iter()
+                    .find(|e| e.topic == topic && e.partition == partition)
+                    .or(entries.first())
+                    .map_or(0, |e| e.offset))
+            };
+            // A malformed checkpoint only costs a longer recovery.
+            let rp = pick(naming::RECOVERY_POINT_CHECKPOINT_FILE).unwrap_or(0);
+            let lso = pick(naming::LOG_START_OFFSET_CHECKPOINT_FILE).unwrap_or(0);
+            // The marker is consumed by this open: a crash from now on must trigger recovery.
+            if clean {
+                remove_if_exists(&marker)?;
+                checkpoint::sync_dir(dir)?;
+            }
+            (clean, rp, lso)
+        }
+    };
+    let mut report = LoadReport {
+        clean_shutdown,
+        ..LoadReport::default()
+    };
+
+    // 2. Clean up leftovers of interrupted operations and list what is there.
+    let mut log_bases = Vec::new();
+    let mut swap_bases = Vec::new();
+    let mut index_files: Vec<(i64, PathBuf)> = Vec::new();
+    let mut snapshots = BTreeMap::new();
+    let entries = std::fs::read_dir(dir).map_err(|e| LogError::io(dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| LogError::io(dir, e))?;
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.ends_with(naming::TMP_FILE_SUFFIX)
+            || name.ends_with(naming::CLEANED_FILE_SUFFIX)
+            || name.ends_with(naming::DELETED_FILE_SUFFIX)
+        {
+            remove_if_exists(&path)?;
+            continue;
+        }
+        let Some(base) = offset_from_file_name(&name) else {
+            continue;
+        };
+        if name.ends_with(naming::SWAP_FILE_SUFFIX) {
+            if name.ends_with(&format!(
+                "{}{}",
+                naming::LOG_FILE_SUFFIX,
+                naming::SWAP_FILE_SUFFIX
+            )) {
+                swap_bases.push(base);
+            }
+            continue;
+        }
+        if name.ends_with(naming::LOG_FILE_SUFFIX) {
+            log_bases.push(base);
+        } else if name.ends_with(naming::PRODUCER_SNAPSHOT_FILE_SUFFIX) {
+            snapshots.insert(base, path);
+        } else if name.ends_with(naming::INDEX_FILE_SUFFIX)
+            || name.ends_with(naming::TIME_INDEX_FILE_SUFFIX)
+            || name.ends_with(naming::TXN_INDEX_FILE_SUFFIX)
+        {
+            index_files.push((base, path));
+        }
+    }
+    log_bases.sort_unstable();
+    swap_bases.sort_unstable();
+
+    // 3. Complete interrupted swaps of cleaned segments: the `.swap` log is authoritative; the
+    //    segments it replaces (offsets within its range) are deleted, then it is renamed in place.
+    for &base in &swap_bases {
+        let mut swap =
+            LogSegment::open_with_suffix(dir, base, &config, now_ms, naming::SWAP_FILE_SUFFIX)?;
+        let r = swap.recover()?;
+        let end = r.next_offset.max(base + 1);
+        drop(swap);
+        for &old in log_bases.iter().filter(|&&b| b >= base && b < end) {
+            let seg = LogSegment::open(dir, old, &config, now_ms)?;
+            delete_segment(seg)?;
+        }
+        log_bases.retain(|&b| !(b >= base && b < end));
+        for suffix in [
+            naming::LOG_FILE_SUFFIX,
+            naming::INDEX_FILE_SUFFIX,
+            naming::TIME_INDEX_FILE_SUFFIX,
+            naming::TXN_INDEX_FILE_SUFFIX,
+        ] {
+            let final_path = naming::file_for(dir, base, suffix);
+            let mut swap_path = final_path.clone().into_os_string();
+            swap_path.push(naming::SWAP_FILE_SUFFIX);
+            let swap_path = PathBuf::from(swap_path);
+            if swap_path.exists() {
+                std::fs::rename(&swap_path, &final_path)
+                    .map_err(|e| LogError::io(&swap_path, e))?;
+            }
+        }
+        log_bases.push(base);
+        log_bases.sort_unstable();
+        report.recovered_segments.push(base);
+    }
+    if !swap_bases.is_empty() {
+        checkpoint::sync_dir(dir)?;
+    }
+
+    // Index files without a `.log` belong to nothing.
+    for (base, path) in &index_files {
+        if log_bases.binary_search(base).is_err() {
+            remove_if_exists(path)?;
+        }
+    }
+
+    // 4. Load the segments. After a clean shutdown the indexes are trusted once they pass the
+    //    sanity check; a missing or failing index is rebuilt.
+    let mut segments: BTreeMap<i64, LogSegment> = BTreeMap::new();
+    // The first segment whose tail was cut: everything after it is beyond the valid prefix.
+    let mut first_cut: Option<i64> = None;
+    for &base in &log_bases {
+        let indexes_exist = naming::offset_index_file(dir, base).exists()
+            && naming::time_index_file(dir, base).exists();
+        let mut seg = LogSegment::open(dir, base, &config, now_ms)?;
+        // A segment with data always has a time index entry (its max timestamp is appended on
+        // roll, close and recovery), so an empty time index means a lost file.
+        let time_index_lost = seg.size() > 0 && seg.time_index().entries() == 0;
+        let indexes_ok = indexes_exist
+            && !time_index_lost
+            && seg.sanity_check().is_ok()
+            && (clean_shutdown || seg.full_index_check().is_ok());
+        if !indexes_ok {
+            let r = seg.recover()?;
+            report.recovered_segments.push(base);
+            report.truncated_bytes += r.truncated_bytes;
+            if r.truncated_bytes > 0 {
+                first_cut.get_or_insert(base);
+            }
+        }
+        segments.insert(base, seg);
+    }
+
+    // 5. After an unclean stop, recover every segment from the one holding the recovery point;
+    //    a truncated segment ends the log (later segments are deleted).
+    if !clean_shutdown {
+        let from = segments
+            .range(..=checkpoint_recovery_point)
+            .next_back()
+            .map_or(i64::MIN, |(&b, _)| b);
+        let bases: Vec<i64> = segments.range(from..).map(|(&b, _)| b).collect();
+        for (i, &base) in bases.iter().enumerate() {
+            if first_cut.is_some_and(|c| base > c) {
+                break;
+            }
+            let seg = segments
+                .get_mut(&base)
+                .ok_or_else(|| LogError::InvalidOffset(format!("segment {base} vanished")))?;
+            let r = seg.recover()?;
+            if !report.recovered_segments.contains(&base) {
+                report.recovered_segments.push(base);
+            }
+            report.truncated_bytes += r.truncated_bytes;
+            let next_base = bases.get(i + 1).copied();
+            // A segment that was cut, or whose offsets run into the next one, ends the log.
+            if r.truncated_bytes > 0 || next_base.is_some_and(|n| r.next_offset > n) {
+                first_cut = Some(first_cut.map_or(base, |c| c.min(base)));
+                break;
+            }
+        }
+    }
+    if let Some(cut) = first_cut {
+        let later: Vec<i64> = segments.range(cut + 1..).map(|(&b, _)| b).collect();
+        for base in later {
+            if let Some(seg) = segments.remove(&base) {
+                delete_segment(seg)?;
+                report.deleted_segments.push(base);
+            }
+        }
+    }
+
+    // 6. Settle the offsets. Empty segments other than the last carry no data; keep them (Kafka
+    //    does) since their base offsets are still valid.
+    let first_base = segments.keys().next().copied();
+    let mut log_start_offset = match first_base {
+        Some(b) => checkpoint_log_start.max(b),
+        None => checkpoint_log_start.max(0),
+    };
+    let mut log_end_offset = match segments.values().next_back() {
+        Some(seg) => seg.read_next_offset()?,
+        None => log_start_offset,
+    };
+    if segments.is_empty() || log_start_offset > log_end_offset {
+        // Nothing usable (or DeleteRecords moved past everything): start empty at the log start.
+        let all: Vec<i64> = segments.keys().copied().collect();
+        for base in all {
+            if let Some(seg) = segments.remove(&base) {
+                delete_segment(seg)?;
+            }
+        }
+        log_start_offset = log_start_offset.max(0);
+        log_end_offset = log_start_offset;
+        segments.insert(
+            log_start_offset,
+            LogSegment::open(dir, log_start_offset, &config, now_ms)?,
+        );
+    }
+    if let Some(active) = segments.values_mut().next_back() {
+        active.on_become_active()?;
+    }
+
+    // 7. Whatever recovery validated is made durable, so the recovery point can be the LEO.
+    if !report.recovered_segments.is_empty() {
+        for base in &report.recovered_segments {
+            if let Some(seg) = segments.get_mut(base) {
+                seg.flush()?;
+            }
+        }
+        checkpoint::sync_dir(dir)?;
+    }
+
+    // Snapshots past the end describe data that is gone.
+    let stale: Vec<i64> = snapshots
+        .range(log_end_offset + 1..)
+        .map(|(&o, _)| o)
+        .collect();
+    for o in stale {
+        if let Some(p) = snapshots.remove(&o) {
+            remove_if_exists(&p)?;
+        }
+    }
+
+    let log = Log {
+        dir: dir.to_path_buf(),
+        config,
+        segments,
+        log_start_offset,
+        log_end_offset,
+        high_watermark: log_end_offset,
+        recovery_point: log_end_offset,
+        last_flush_ms: now_ms,
+        state,
+        topic,
+        partition,
+        snapshots,
+        load_report: report,
+    };
+    if log.state == PartitionState::Standalone {
+        log.write_standalone_checkpoints()?;
+    }
+    Ok(log)
+}

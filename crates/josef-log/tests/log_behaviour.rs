@@ -1,0 +1,679 @@
+//! Behaviour of the log, one test per rule.
+
+use bytes::BytesMut;
+use josef_log::testing::{batch, TestBatch};
+use josef_log::{AbortedTxn, Log, LogConfig, LogError, TimestampType};
+use std::path::Path;
+
+fn small_config() -> LogConfig {
+    LogConfig {
+        segment_bytes: 4096,
+        index_interval_bytes: 256,
+        segment_index_bytes: 4096,
+        ..LogConfig::default()
+    }
+}
+
+fn value(n: usize) -> Vec<u8> {
+    vec![b'x'; n]
+}
+
+fn append(log: &mut Log, ts: i64, records: usize, value_len: usize) -> josef_log::LogAppendInfo {
+    let v = value(value_len);
+    let recs: Vec<_> = (0..records).map(|_| (None, Some(&v[..]))).collect();
+    log.append_as_leader(batch(0, ts, &recs), 3, ts, TimestampType::CreateTime)
+        .unwrap()
+}
+
+fn offsets_of(records: &[u8]) -> Vec<(i64, i64)> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < records.len() {
+        let h = josef_log::BatchHeader::parse(&records[pos..]).unwrap();
+        out.push((h.base_offset, h.last_offset()));
+        pos += h.total_size();
+    }
+    out
+}
+
+fn open(dir: &Path, config: LogConfig) -> Log {
+    Log::open(dir, config, 0).unwrap()
+}
+
+#[test]
+fn append_assigns_offsets_from_the_log_end_offset_and_sets_the_epoch() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(&d.path().join("t-0"), small_config());
+    let a = append(&mut log, 10, 3, 10);
+    assert_eq!((a.first_offset, a.last_offset), (0, 2));
+    let b = append(&mut log, 11, 2, 10);
+    assert_eq!((b.first_offset, b.last_offset), (3, 4));
+    assert_eq!(log.log_end_offset(), 5);
+    let h = josef_log::BatchHeader::parse(&b.records).unwrap();
+    assert_eq!(h.base_offset, 3);
+    assert_eq!(h.partition_leader_epoch, 3);
+    // The CRC still matches: base offset and epoch are outside it.
+    assert_eq!(crc32c::crc32c(&b.records[21..]), h.crc);
+}
+
+#[test]
+fn log_append_time_overwrites_max_timestamp_and_recomputes_crc() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(&d.path().join("t-0"), small_config());
+    let info = log
+        .append_as_leader(
+            batch(0, 5, &[(None, Some(b"v"))]),
+            0,
+            777,
+            TimestampType::LogAppendTime,
+        )
+        .unwrap();
+    assert_eq!(info.log_append_time, 777);
+    assert_eq!(info.max_timestamp, 777);
+    let h = josef_log::BatchHeader::parse(&info.records).unwrap();
+    assert_eq!(h.max_timestamp, 777);
+    assert_eq!(h.timestamp_type(), TimestampType::LogAppendTime);
+    assert_eq!(crc32c::crc32c(&info.records[21..]), h.crc);
+}
+
+#[test]
+fn append_rejects_corrupt_partial_and_oversized_batches() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(
+        &d.path().join("t-0"),
+        LogConfig {
+            max_message_bytes: 200,
+            ..small_config()
+        },
+    );
+    let mut bad = batch(0, 1, &[(None, Some(b"v"))]);
+    let last = bad.len() - 1;
+    bad[last] ^= 1;
+    assert!(matches!(
+        log.append_as_leader(bad, 0, 1, TimestampType::CreateTime),
+        Err(LogError::InvalidRecords(_))
+    ));
+    let mut partial = batch(0, 1, &[(None, Some(b"v"))]);
+    partial.truncate(partial.len() - 2);
+    assert!(matches!(
+        log.append_as_leader(partial, 0, 1, TimestampType::CreateTime),
+        Err(LogError::InvalidRecords(_))
+    ));
+    let big = value(300);
+    assert!(matches!(
+        log.append_as_leader(
+            batch(0, 1, &[(None, Some(&big[..]))]),
+            0,
+            1,
+            TimestampType::CreateTime
+        ),
+        Err(LogError::RecordTooLarge { .. })
+    ));
+    assert!(matches!(
+        log.append_as_leader(BytesMut::new(), 0, 1, TimestampType::CreateTime),
+        Err(LogError::InvalidRecords(_))
+    ));
+    assert_eq!(log.log_end_offset(), 0);
+}
+
+#[test]
+fn read_returns_whole_batches_and_the_first_batch_even_if_larger_than_max_bytes() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(&d.path().join("t-0"), LogConfig::default());
+    let a = append(&mut log, 1, 1, 500);
+    let b = append(&mut log, 2, 1, 500);
+    append(&mut log, 3, 1, 500);
+    let leo = log.log_end_offset();
+    // min_one_message: the first batch comes whole even though max_bytes is 10.
+    let r = log.read(0, 10, leo, true).unwrap();
+    assert_eq!(r.records, a.records);
+    // without it: nothing, flagged incomplete.
+    let r = log.read(0, 10, leo, false).unwrap();
+    assert!(r.records.is_empty());
+    assert!(r.first_entry_incomplete);
+    // max_bytes between one and two batches: one whole batch, never a partial second.
+    let r = log.read(0, a.records.len() + 100, leo, false).unwrap();
+    assert_eq!(r.records, a.records);
+    // a read from an offset inside the log starts at the batch holding it.
+    let r = log.read(1, 1 << 20, leo, true).unwrap();
+    assert_eq!(offsets_of(&r.records), vec![(1, 1), (2, 2)]);
+    assert_eq!(&r.records[..b.records.len()], &b.records[..]);
+}
+
+#[test]
+fn read_stops_at_the_bound_and_is_empty_at_the_end() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(&d.path().join("t-0"), small_config());
+    for i in 0..5 {
+        append(&mut log, i, 2, 100);
+    }
+    let r = log.read(0, 1 << 20, 4, true).unwrap();
+    assert_eq!(offsets_of(&r.records), vec![(0, 1), (2, 3)]);
+    let r = log.read(4, 1 << 20, 4, true).unwrap();
+    assert!(r.records.is_empty());
+    let r = log.read(10, 1 << 20, 10, true).unwrap();
+    assert!(r.records.is_empty());
+}
+
+#[test]
+fn read_outside_the_log_is_offset_out_of_range() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(&d.path().join("t-0"), small_config());
+    append(&mut log, 0, 2, 10);
+    assert!(matches!(
+        log.read(3, 100, 3, true),
+        Err(LogError::OffsetOutOfRange { offset: 3, .. })
+    ));
+    assert!(matches!(
+        log.read(-1, 100, 3, true),
+        Err(LogError::OffsetOutOfRange { .. })
+    ));
+}
+
+#[test]
+fn segment_rolls_on_segment_bytes_and_reads_cross_segments() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(&d.path().join("t-0"), small_config());
+    for i in 0..40 {
+        append(&mut log, i, 1, 300);
+    }
+    assert!(log.segment_count() > 3, "{}", log.segment_count());
+    for seg in log.segments() {
+        assert!(seg.size() <= 4096);
+    }
+    let leo = log.log_end_offset();
+    let mut next = 0;
+    while next < leo {
+        let r = log.read(next, 1000, leo, true).unwrap();
+        let offs = offsets_of(&r.records);
+        assert_eq!(offs[0].0, next);
+        next = offs.last().unwrap().1 + 1;
+    }
+    assert_eq!(next, 40);
+}
+
+#[test]
+fn offset_index_gets_an_entry_every_index_interval_bytes() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(
+        &d.path().join("t-0"),
+        LogConfig {
+            index_interval_bytes: 1000,
+            ..LogConfig::default()
+        },
+    );
+    for i in 0..20 {
+        append(&mut log, i, 1, 240); // ~300-byte batches
+    }
+    let seg = log.segments().next().unwrap();
+    let size = seg.size() as usize;
+    let entries = seg.offset_index().entries();
+    // One entry after more than 1000 bytes: about size / 1200.
+    assert!(
+        entries >= size / 1400 && entries <= size / 1000,
+        "{entries} for {size}"
+    );
+    for i in 0..entries {
+        let e = seg.offset_index().entry(i);
+        let b = seg.batch_at(e.position).unwrap().unwrap();
+        assert_eq!(b.header.last_offset(), e.offset);
+    }
+}
+
+#[test]
+fn segment_rolls_when_older_than_segment_ms() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(
+        &d.path().join("t-0"),
+        LogConfig {
+            segment_ms: 1000,
+            ..LogConfig::default()
+        },
+    );
+    append(&mut log, 100, 1, 10);
+    append(&mut log, 1100, 1, 10);
+    assert_eq!(log.segment_count(), 1);
+    let info = append(&mut log, 1101, 1, 10);
+    assert_eq!(info.rolled_to, Some(2));
+    assert_eq!(log.segment_base_offsets(), vec![0, 2]);
+}
+
+#[test]
+fn segment_rolls_when_the_offset_index_is_full() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(
+        &d.path().join("t-0"),
+        LogConfig {
+            index_interval_bytes: 1,
+            segment_index_bytes: 48, // 6 offset entries, 4 time entries (1 reserved)
+            ..LogConfig::default()
+        },
+    );
+    for i in 0..20 {
+        append(&mut log, i, 1, 10);
+    }
+    assert!(log.segment_count() >= 4);
+    for seg in log.segments() {
+        assert!(seg.time_index().entries() <= 4);
+    }
+}
+
+#[test]
+fn roll_flushes_and_moves_the_recovery_point() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(&d.path().join("t-0"), small_config());
+    append(&mut log, 0, 1, 10);
+    assert_eq!(log.recovery_point(), 0);
+    log.roll(0, 0).unwrap();
+    assert_eq!(log.recovery_point(), 1);
+    assert_eq!(log.segment_base_offsets(), vec![0, 1]);
+}
+
+#[test]
+fn flush_messages_policy_fsyncs_every_n_offsets() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(
+        &d.path().join("t-0"),
+        LogConfig {
+            flush_messages: 3,
+            ..small_config()
+        },
+    );
+    append(&mut log, 0, 2, 10);
+    assert_eq!(log.recovery_point(), 0);
+    append(&mut log, 0, 1, 10);
+    assert_eq!(log.recovery_point(), 3);
+}
+
+#[test]
+fn flush_ms_policy_fsyncs_after_the_interval() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(
+        &d.path().join("t-0"),
+        LogConfig {
+            flush_ms: 100,
+            ..small_config()
+        },
+    );
+    log.append_as_leader(
+        batch(0, 0, &[(None, Some(b"v"))]),
+        0,
+        50,
+        TimestampType::CreateTime,
+    )
+    .unwrap();
+    assert_eq!(log.recovery_point(), 0);
+    assert!(log.maybe_flush(150).unwrap());
+    assert_eq!(log.recovery_point(), 1);
+}
+
+#[test]
+fn clean_close_and_reopen_keeps_everything_without_recovery() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let mut log = open(&dir, small_config());
+    let mut all = Vec::new();
+    for i in 0..30 {
+        all.push(append(&mut log, 1000 + i, 2, 200).records);
+    }
+    let bases = log.segment_base_offsets();
+    log.close().unwrap();
+    assert!(dir.join(".kafka_cleanshutdown").exists());
+    // closed indexes are trimmed to their entries
+    for f in std::fs::read_dir(&dir).unwrap() {
+        let p = f.unwrap().path();
+        if p.extension().is_some_and(|e| e == "index") {
+            assert_eq!(std::fs::metadata(&p).unwrap().len() % 8, 0);
+            assert!(std::fs::metadata(&p).unwrap().len() < 4096);
+        }
+    }
+    let log = open(&dir, small_config());
+    assert!(log.load_report().clean_shutdown);
+    assert!(log.load_report().recovered_segments.is_empty());
+    assert!(!dir.join(".kafka_cleanshutdown").exists());
+    assert_eq!(log.segment_base_offsets(), bases);
+    assert_eq!(log.log_end_offset(), 60);
+    let r = log.read(0, 1 << 20, 60, true).unwrap();
+    let expected: Vec<u8> = all
+        .iter()
+        .take_while(|_| true)
+        .flat_map(|b| b.to_vec())
+        .collect();
+    assert!(expected.starts_with(&r.records));
+}
+
+#[test]
+fn reopen_after_unclean_stop_recovers_and_keeps_whole_batches() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let mut log = open(&dir, small_config());
+    for i in 0..30 {
+        append(&mut log, i, 2, 200);
+    }
+    drop(log); // no close: no marker
+    let log = open(&dir, small_config());
+    assert!(!log.load_report().clean_shutdown);
+    assert!(!log.load_report().recovered_segments.is_empty());
+    assert_eq!(log.log_end_offset(), 60);
+    assert_eq!(log.load_report().truncated_bytes, 0);
+}
+
+#[test]
+fn appends_continue_after_reopen_in_the_active_segment() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let mut log = open(
+        &dir,
+        LogConfig {
+            index_interval_bytes: 100,
+            ..small_config()
+        },
+    );
+    for i in 0..3 {
+        append(&mut log, i, 1, 50);
+    }
+    log.close().unwrap();
+    let mut log = open(
+        &dir,
+        LogConfig {
+            index_interval_bytes: 100,
+            ..small_config()
+        },
+    );
+    for i in 0..3 {
+        append(&mut log, i, 1, 50);
+    }
+    assert_eq!(log.log_end_offset(), 6);
+    log.close().unwrap();
+    let log = open(
+        &dir,
+        LogConfig {
+            index_interval_bytes: 100,
+            ..small_config()
+        },
+    );
+    assert!(log.load_report().recovered_segments.is_empty());
+    let r = log.read(0, 1 << 20, 6, true).unwrap();
+    assert_eq!(offsets_of(&r.records).len(), 6);
+    for o in 0..6 {
+        let r = log.read(o, 1, 6, true).unwrap();
+        assert_eq!(offsets_of(&r.records), vec![(o, o)]);
+    }
+}
+
+#[test]
+fn timestamp_lookup_finds_first_batch_at_or_after_target() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(&d.path().join("t-0"), small_config());
+    for i in 0..50 {
+        append(&mut log, 1000 + i * 10, 1, 100);
+    }
+    let r = log.fetch_offset_by_timestamp(1000).unwrap().unwrap();
+    assert_eq!((r.offset, r.timestamp), (0, 1000));
+    let r = log.fetch_offset_by_timestamp(1205).unwrap().unwrap();
+    assert_eq!((r.offset, r.timestamp), (21, 1210));
+    let r = log.fetch_offset_by_timestamp(0).unwrap().unwrap();
+    assert_eq!(r.offset, 0);
+    assert_eq!(log.fetch_offset_by_timestamp(99_999).unwrap(), None);
+    let m = log.offset_of_max_timestamp().unwrap().unwrap();
+    assert_eq!((m.offset, m.timestamp), (49, 1490));
+}
+
+#[test]
+fn retention_by_time_deletes_old_closed_segments_and_advances_log_start() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(
+        &d.path().join("t-0"),
+        LogConfig {
+            retention_ms: 1000,
+            ..small_config()
+        },
+    );
+    for i in 0..40 {
+        append(&mut log, i * 100, 1, 300);
+    }
+    log.update_high_watermark(log.log_end_offset());
+    let before = log.segment_count();
+    let n = log.delete_old_segments(3000).unwrap();
+    assert!(n > 0 && n < before);
+    let first = log.segment_base_offsets()[0];
+    assert_eq!(log.log_start_offset(), first);
+    for seg in log.segments().take(log.segment_count() - 1) {
+        assert!(3000 - seg.largest_timestamp() <= 1000);
+    }
+    assert!(matches!(
+        log.read(0, 10, 40, true),
+        Err(LogError::OffsetOutOfRange { .. })
+    ));
+    // the active segment survives even when everything is old
+    log.delete_old_segments(1_000_000).unwrap();
+    assert_eq!(log.segment_count(), 1);
+    assert_eq!(log.log_end_offset(), 40);
+}
+
+#[test]
+fn retention_never_deletes_past_the_high_watermark() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(
+        &d.path().join("t-0"),
+        LogConfig {
+            retention_ms: 1,
+            ..small_config()
+        },
+    );
+    for i in 0..40 {
+        append(&mut log, i, 1, 300);
+    }
+    log.update_high_watermark(0);
+    assert_eq!(log.delete_old_segments(1_000_000).unwrap(), 0);
+}
+
+#[test]
+fn retention_by_size_deletes_oldest_segments_while_the_log_stays_above_retention_bytes() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(
+        &d.path().join("t-0"),
+        LogConfig {
+            retention_bytes: 10_000,
+            retention_ms: -1,
+            ..small_config()
+        },
+    );
+    for i in 0..100 {
+        append(&mut log, i, 1, 300);
+    }
+    log.update_high_watermark(log.log_end_offset());
+    let before = log.size_in_bytes();
+    assert!(log.delete_old_segments(0).unwrap() > 0);
+    // Kafka's rule: delete the oldest segment while the log stays at least retention.bytes.
+    assert!(log.size_in_bytes() >= 10_000 && log.size_in_bytes() < before);
+    let oldest = log.segments().next().unwrap().size() as u64;
+    assert!(log.size_in_bytes() - oldest < 10_000);
+}
+
+#[test]
+fn delete_records_moves_log_start_and_deletes_segments_below_it() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let mut log = open(&dir, small_config());
+    for i in 0..40 {
+        append(&mut log, i, 1, 300);
+    }
+    assert!(log.delete_records_before(41).is_err()); // above HW
+    log.update_high_watermark(40);
+    assert_eq!(log.delete_records_before(25).unwrap(), 25);
+    assert!(log.segment_base_offsets()[0] <= 25);
+    assert!(log.segment_base_offsets().get(1).map_or(true, |&b| b > 25));
+    assert!(matches!(
+        log.read(24, 10, 40, true),
+        Err(LogError::OffsetOutOfRange { .. })
+    ));
+    let r = log.read(25, 10, 40, true).unwrap();
+    assert_eq!(offsets_of(&r.records), vec![(25, 25)]);
+    log.close().unwrap();
+    let log = open(&dir, small_config());
+    assert_eq!(log.log_start_offset(), 25);
+}
+
+#[test]
+fn truncate_to_removes_later_batches_and_segments() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let mut log = open(&dir, small_config());
+    for i in 0..40 {
+        append(&mut log, i, 1, 300);
+    }
+    log.update_high_watermark(40);
+    log.truncate_to(17, 0).unwrap();
+    assert_eq!(log.log_end_offset(), 17);
+    assert_eq!(log.high_watermark(), 17);
+    assert!(log.segment_base_offsets().iter().all(|&b| b <= 17));
+    let info = append(&mut log, 99, 1, 10);
+    assert_eq!(info.first_offset, 17);
+    log.close().unwrap();
+    let log = open(&dir, small_config());
+    assert_eq!(log.log_end_offset(), 18);
+}
+
+#[test]
+fn aborted_transactions_are_indexed_with_their_marker_and_collected() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let mut log = open(&dir, small_config());
+    let data = TestBatch::new(0)
+        .producer(9, 0, 0)
+        .transactional()
+        .record(1, None, Some(b"a"))
+        .build();
+    let first = log
+        .append_as_leader(data, 0, 1, TimestampType::CreateTime)
+        .unwrap()
+        .first_offset;
+    for i in 0..20 {
+        append(&mut log, i, 1, 300);
+    }
+    let marker = TestBatch::new(0)
+        .producer(9, 0, -1)
+        .control_marker(2, false)
+        .build();
+    let m = log
+        .append_as_leader(marker, 0, 2, TimestampType::CreateTime)
+        .unwrap();
+    let txn = AbortedTxn {
+        producer_id: 9,
+        first_offset: first,
+        last_offset: m.last_offset,
+        last_stable_offset: first,
+    };
+    log.append_aborted_txn(txn).unwrap();
+    log.append_aborted_txn(txn).unwrap(); // idempotent
+    assert!(log.segment_count() > 1);
+    assert_eq!(log.collect_aborted_transactions(0, 100), vec![txn]);
+    assert_eq!(
+        log.collect_aborted_transactions(m.last_offset + 1, 100),
+        vec![]
+    );
+    assert_eq!(log.collect_aborted_transactions(0, first), vec![]);
+    log.close().unwrap();
+    let log = open(&dir, small_config());
+    assert_eq!(log.collect_aborted_transactions(5, 100), vec![txn]);
+}
+
+#[test]
+fn producer_snapshots_are_opaque_bytes_stored_by_offset() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let mut log = open(&dir, small_config());
+    assert_eq!(log.latest_producer_snapshot().unwrap(), None);
+    for i in 0..40 {
+        append(&mut log, i, 1, 300);
+    }
+    log.write_producer_snapshot(10, b"ten").unwrap();
+    log.write_producer_snapshot(30, b"thirty").unwrap();
+    assert!(dir.join("00000000000000000030.snapshot").exists());
+    let (o, b) = log.latest_producer_snapshot().unwrap().unwrap();
+    assert_eq!((o, &b[..]), (30, &b"thirty"[..]));
+    log.truncate_to(20, 0).unwrap();
+    assert_eq!(log.producer_snapshot_offsets(), vec![10]);
+    log.close().unwrap();
+    let log = open(&dir, small_config());
+    assert_eq!(log.latest_producer_snapshot().unwrap().unwrap().0, 10);
+}
+
+#[test]
+fn batches_from_replays_every_batch_for_producer_state() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(&d.path().join("t-0"), small_config());
+    for i in 0..40 {
+        append(&mut log, i, 2, 100);
+    }
+    let all = log.batches_from(31).unwrap();
+    assert_eq!(all[0].0.header.base_offset, 30);
+    assert_eq!(all.last().unwrap().0.header.last_offset(), 79);
+    assert_eq!(all.len(), 25);
+}
+
+#[test]
+fn checkpoint_files_use_kafka_format() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("topic-a-7");
+    let mut log = open(&dir, small_config());
+    append(&mut log, 0, 5, 10);
+    log.close().unwrap();
+    let text = std::fs::read_to_string(dir.join("recovery-point-offset-checkpoint")).unwrap();
+    assert_eq!(text, "0\n1\ntopic-a 7 5\n");
+    let text = std::fs::read_to_string(dir.join(".kafka_cleanshutdown")).unwrap();
+    assert_eq!(text, josef_log::CLEAN_SHUTDOWN_CONTENT);
+}
+
+#[test]
+fn managed_state_writes_no_partition_files() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let state = josef_log::PartitionState::Managed {
+        recovery_point: 0,
+        log_start_offset: 0,
+        clean_shutdown: false,
+    };
+    let mut log = Log::open_with(&dir, small_config(), 0, state).unwrap();
+    append(&mut log, 0, 5, 10);
+    log.close().unwrap();
+    assert!(!dir.join(".kafka_cleanshutdown").exists());
+    assert!(!dir.join("recovery-point-offset-checkpoint").exists());
+}
+
+#[test]
+fn timestamp_lookup_finds_the_first_record_inside_a_batch() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(&d.path().join("t-0"), small_config());
+    let b = TestBatch::new(0)
+        .record(100, None, Some(b"a"))
+        .record(300, None, Some(b"b"))
+        .record(200, None, Some(b"c"))
+        .record(400, None, Some(b"d"))
+        .build();
+    log.append_as_leader(b, 0, 0, TimestampType::CreateTime)
+        .unwrap();
+    let r = log.fetch_offset_by_timestamp(150).unwrap().unwrap();
+    assert_eq!((r.offset, r.timestamp), (1, 300));
+    let r = log.fetch_offset_by_timestamp(400).unwrap().unwrap();
+    assert_eq!((r.offset, r.timestamp), (3, 400));
+    let m = log.offset_of_max_timestamp().unwrap().unwrap();
+    assert_eq!((m.offset, m.timestamp), (3, 400));
+}
+
+#[test]
+fn timestamp_lookup_reads_compressed_batches() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(&d.path().join("t-0"), small_config());
+    let b = josef_records::RecordBatchBuilder::new()
+        .compression(josef_records::Compression::Zstd)
+        .record(10, None, Some(b"a"))
+        .record(20, None, Some(b"b"))
+        .build()
+        .unwrap();
+    log.append_as_leader(b, 0, 0, TimestampType::CreateTime)
+        .unwrap();
+    let r = log.fetch_offset_by_timestamp(15).unwrap().unwrap();
+    assert_eq!((r.offset, r.timestamp), (1, 20));
+}
