@@ -12,7 +12,7 @@
 //! 6. an epoch answered by InitProducerId never goes backwards after a reload;
 //! 7. no marker is ever rejected by a data partition.
 //!
-//! `JOSEF_SIM_RUNS` sets the number of seeded runs (default 1500), `JOSEF_SIM_SEED` replays one
+//! `JOSEF_SIM_RUNS` sets the number of seeded runs (default 2000), `JOSEF_SIM_SEED` replays one
 //! seed. A failing run prints its seed.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -1026,7 +1026,7 @@ fn simulation_seeded_runs_keep_all_invariants() {
     let runs: u64 = std::env::var("JOSEF_SIM_RUNS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(1500);
+        .unwrap_or(2000);
     let (mut committed, mut aborted) = (0, 0);
     let mut stats = BTreeMap::new();
     for seed in 0..runs {

@@ -28,6 +28,8 @@ pub struct Harness {
     pub now: i64,
     pub next_request: RequestId,
     pub responses: BTreeMap<RequestId, GroupResponse>,
+    /// Requests answered since the last drain (in completion order).
+    pub fresh: Vec<RequestId>,
     pub config: GroupConfig,
     pub seed: u64,
 }
@@ -84,6 +86,7 @@ impl Harness {
             now: 0,
             next_request: 1,
             responses: BTreeMap::new(),
+            fresh: Vec::new(),
             config,
             seed,
         }
@@ -103,6 +106,7 @@ impl Harness {
             });
         }
         for comp in r.completions {
+            self.fresh.push(comp.request);
             let prev = self.responses.insert(comp.request, comp.response);
             assert!(prev.is_none(), "request {} completed twice", comp.request);
         }
