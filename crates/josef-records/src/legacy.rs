@@ -5,8 +5,8 @@
 //! magic: int8, attributes: int8, [timestamp: int64, magic 1 only], key: int32-length bytes,
 //! value: int32-length bytes` (-1 = null). A compressed message ("wrapper") holds a whole inner
 //! message set in its value. In magic 1 the inner offsets are relative (0, 1, …) and the absolute
-//! offset of an inner message is `wrapper.offset - last_inner.offset + inner.offset`; in magic 0
-//! they are absolute. A `LogAppendTime` magic-1 wrapper's timestamp applies to all inner messages.
+//! offset of an inner message is `wrapper.offset - last_inner.offset + inner.offset` (a wrapper
+//! offset of 0, as producers send, keeps the inner offsets); in magic 0 they are absolute. A `LogAppendTime` magic-1 wrapper's timestamp applies to all inner messages.
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -228,10 +228,17 @@ impl LegacyMessage {
             ));
         };
         if self.magic == 1 {
-            let base = self.offset.wrapping_sub(last.offset);
-            if base < 0 {
-                return Err(RecordsError::InvalidRecord("invalid relative inner offset"));
-            }
+            // Producers (kafka-python, some librdkafka versions) send a wrapper offset of 0; Kafka
+            // then takes the inner offsets as they are (`AbstractLegacyRecordBatch`).
+            let base = if self.offset == 0 {
+                0
+            } else if last.offset > self.offset {
+                return Err(RecordsError::InvalidRecord(
+                    "wrapper offset below its last inner offset",
+                ));
+            } else {
+                self.offset - last.offset
+            };
             for r in &mut out {
                 r.offset = base.wrapping_add(r.offset);
                 if self.timestamp_type() == TimestampType::LogAppendTime {
@@ -592,6 +599,34 @@ mod tests {
             recs.iter().map(|r| r.offset).collect::<Vec<_>>(),
             [100, 101, 102]
         );
+    }
+
+    /// Rewrites the offset of the first (wrapper) message and fixes nothing else: offsets are
+    /// not covered by the CRC.
+    fn with_wrapper_offset(set: &BytesMut, offset: i64) -> Bytes {
+        let mut s = set.clone();
+        s[..8].copy_from_slice(&offset.to_be_bytes());
+        s.freeze()
+    }
+
+    #[test]
+    fn v1_wrapper_offset_zero_keeps_inner_offsets_like_kafka() {
+        let set = LegacySetBuilder::new(1)
+            .compression(Compression::Gzip)
+            .record(1, None, Some(b"1"))
+            .record(2, None, Some(b"2"))
+            .build()
+            .unwrap();
+        let limits = DecompressLimits::default();
+        let zero = LegacyMessageSet::new(with_wrapper_offset(&set, 0)).records(&limits);
+        let offsets: Vec<i64> = zero.unwrap().iter().map(|r| r.offset).collect();
+        assert_eq!(offsets, [0, 1]);
+        let at_50 = LegacyMessageSet::new(with_wrapper_offset(&set, 50)).records(&limits);
+        let offsets: Vec<i64> = at_50.unwrap().iter().map(|r| r.offset).collect();
+        assert_eq!(offsets, [49, 50]);
+        // A non-zero wrapper offset below the last relative offset is invalid.
+        let bad = LegacyMessageSet::new(with_wrapper_offset(&set, -3)).records(&limits);
+        assert!(matches!(bad, Err(RecordsError::InvalidRecord(_))));
     }
 
     #[test]

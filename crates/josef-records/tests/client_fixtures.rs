@@ -10,7 +10,10 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
-use josef_records::{Batches, Compression, DecompressLimits, Record, RecordBatch};
+use josef_records::{
+    legacy_to_v2, Batches, Compression, DecompressLimits, LegacyConversion, LegacyMessageSet,
+    Record, RecordBatch, RecordsError, TimestampType,
+};
 
 const FRAMES: &str = "/work/shared/fixtures/client-frames";
 
@@ -290,10 +293,14 @@ fn every_data_file_is_covered_by_expectations() {
     let mut files: Vec<String> = std::fs::read_dir(data_dir())
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n.ends_with(".bin") && !n.starts_with("generated-"))
+        .filter(|n| n.ends_with(".bin"))
         .collect();
     files.sort();
-    let mut expected: Vec<String> = EXPECTED.iter().map(|e| e.0.to_string()).collect();
+    let mut expected: Vec<String> = EXPECTED
+        .iter()
+        .map(|e| e.0.to_string())
+        .chain(LEGACY_EXPECTED.iter().map(|e| e.0.to_string()))
+        .collect();
     expected.sort();
     assert_eq!(files, expected);
 }
@@ -315,11 +322,115 @@ fn client_batch_with_flipped_byte_fails_crc() {
         bytes[n - 1] ^= 0x40;
         let batch = Batches::new(Bytes::from(bytes)).next().unwrap().unwrap();
         assert!(
-            matches!(
-                batch.validate_crc(),
-                Err(josef_records::RecordsError::CorruptCrc { .. })
-            ),
+            matches!(batch.validate_crc(), Err(RecordsError::CorruptCrc { .. })),
             "{file}"
         );
     }
+}
+
+/// Legacy sets written by kafka-python 3.0.12 pinned to api_version (0, 9) (magic 0, Produce v1)
+/// and (0, 10, 0) (magic 1, Produce v2), captured with `tests/data/capture_legacy.py`:
+/// (file, magic, codec).
+const LEGACY_EXPECTED: &[(&str, i8, Compression)] = &[
+    ("kafka-python-legacy-m0-none.bin", 0, Compression::None),
+    ("kafka-python-legacy-m0-gzip.bin", 0, Compression::Gzip),
+    ("kafka-python-legacy-m0-snappy.bin", 0, Compression::Snappy),
+    // kafka-python writes the broken LZ4 header checksum old brokers expect for magic 0.
+    ("kafka-python-legacy-m0-lz4.bin", 0, Compression::Lz4),
+    ("kafka-python-legacy-m1-none.bin", 1, Compression::None),
+    ("kafka-python-legacy-m1-gzip.bin", 1, Compression::Gzip),
+    ("kafka-python-legacy-m1-snappy.bin", 1, Compression::Snappy),
+    ("kafka-python-legacy-m1-lz4.bin", 1, Compression::Lz4),
+];
+
+type Kv = (Option<Vec<u8>>, Option<Vec<u8>>);
+
+fn legacy_expected(tag: &str) -> Vec<Kv> {
+    let mut out: Vec<Kv> = (0..4)
+        .map(|i| {
+            (
+                Some(format!("k{i}").into_bytes()),
+                Some(format!("{tag}-value-{i}").into_bytes()),
+            )
+        })
+        .collect();
+    out.push((None, Some(format!("{tag}-nokey").into_bytes())));
+    out.push((Some(b"k-tomb".to_vec()), None));
+    out
+}
+
+#[test]
+fn kafka_python_legacy_sets_parse_to_their_known_contents() {
+    for &(file, magic, codec) in LEGACY_EXPECTED {
+        let set = load(file);
+        let shallow: Vec<_> = LegacyMessageSet::new(set.clone())
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let wrappers = if codec == Compression::None { 6 } else { 1 };
+        assert_eq!(shallow.len(), wrappers, "{file}");
+        for m in &shallow {
+            m.validate_crc().unwrap();
+            assert_eq!(
+                (m.magic, m.compression().unwrap()),
+                (magic, codec),
+                "{file}"
+            );
+        }
+        let records = LegacyMessageSet::new(set.clone())
+            .records(&DecompressLimits::default())
+            .unwrap();
+        let tag = file
+            .trim_start_matches("kafka-python-legacy-")
+            .trim_end_matches(".bin");
+        let got: Vec<Kv> = records
+            .iter()
+            .map(|r| {
+                (
+                    r.key.as_ref().map(|b| b.to_vec()),
+                    r.value.as_ref().map(|b| b.to_vec()),
+                )
+            })
+            .collect();
+        assert_eq!(got, legacy_expected(tag), "{file}");
+        for (i, r) in records.iter().enumerate() {
+            assert_eq!(r.offset, i as i64, "{file}");
+            assert_eq!(r.timestamp_type, TimestampType::CreateTime);
+            let ts = if magic == 0 {
+                -1
+            } else {
+                1_700_000_000_000 + i as i64
+            };
+            assert_eq!(r.timestamp, ts, "{file}");
+        }
+        // Up-converted to v2, the same records come out.
+        let v2 = legacy_to_v2(
+            set,
+            &DecompressLimits::default(),
+            &LegacyConversion::default(),
+        )
+        .unwrap();
+        let batch = RecordBatch::parse(v2.freeze()).unwrap();
+        batch.validate_crc().unwrap();
+        let v2recs: Vec<Kv> = batch
+            .records(&DecompressLimits::default())
+            .unwrap()
+            .map(|r| {
+                let r = r.unwrap();
+                (r.key.map(|b| b.to_vec()), r.value.map(|b| b.to_vec()))
+            })
+            .collect();
+        assert_eq!(v2recs, legacy_expected(tag), "{file}");
+    }
+}
+
+#[test]
+fn magic0_lz4_from_kafka_python_carries_the_broken_header_checksum() {
+    let set = load("kafka-python-legacy-m0-lz4.bin");
+    let m = LegacyMessageSet::new(set).next().unwrap().unwrap();
+    let value = m.value.clone().unwrap();
+    // The plain frame decoder rejects it; the legacy path repairs the checksum.
+    assert!(
+        josef_records::decompress(Compression::Lz4, &value, &DecompressLimits::default()).is_err()
+    );
+    assert_eq!(m.records(&DecompressLimits::default()).unwrap().len(), 6);
 }

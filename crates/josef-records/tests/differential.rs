@@ -203,7 +203,9 @@ fn client_fixture_batches_agree_with_kafka_protocol() {
     let mut n = 0;
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
-        if path.extension().is_none_or(|e| e != "bin") {
+        // kafka-protocol does not read legacy message sets.
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.ends_with(".bin") || name.contains("legacy") {
             continue;
         }
         let bytes = Bytes::from(std::fs::read(&path).unwrap());
