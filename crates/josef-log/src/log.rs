@@ -581,6 +581,21 @@ impl Log {
         Ok(FetchDataInfo::empty(start_offset))
     }
 
+    /// Offset lookup: the base offset of the segment and the byte position of the first batch
+    /// whose last offset is `>= offset` (via the offset index, then a short scan); `None` past the
+    /// last batch.
+    pub fn translate_offset(&self, offset: i64) -> Result<Option<(i64, BatchPosition)>, LogError> {
+        let from = self
+            .floor_segment(offset)
+            .map_or(i64::MIN, |s| s.base_offset());
+        for (&base, seg) in self.segments.range(from..) {
+            if let Some(b) = seg.translate_offset(offset, 0)? {
+                return Ok(Some((base, b)));
+            }
+        }
+        Ok(None)
+    }
+
     /// The segment and byte position where the batch holding `offset` starts (the segment end if
     /// `offset` is past its last batch).
     fn position_of(&self, offset: i64) -> Result<(i64, u32), LogError> {
