@@ -15,11 +15,18 @@ use josef_records::{Compression, RecordBatchBuilder};
 use kafka_protocol::protocol::{Decodable, Encodable};
 
 fn batch() -> Bytes {
-    let mut b = RecordBatchBuilder::new().compression(Compression::None).producer(1, 0, 0);
+    let mut b = RecordBatchBuilder::new()
+        .compression(Compression::None)
+        .producer(1, 0, 0);
     for i in 0..1_000 {
         let key = format!("key-{i}");
         let value = vec![b'v'; 100];
-        b.push(1_700_000_000_000 + i as i64, Some(key.as_bytes()), Some(&value), &[]);
+        b.push(
+            1_700_000_000_000 + i as i64,
+            Some(key.as_bytes()),
+            Some(&value),
+            &[],
+        );
     }
     b.build_bytes().unwrap()
 }
@@ -118,25 +125,52 @@ where
 {
     let bytes = encode_ours(&ours, version);
     let theirs = T::decode(&mut bytes.clone(), version).unwrap();
-    assert_eq!(encode_theirs(&theirs, version), bytes, "{name}: both crates must produce the same bytes");
+    assert_eq!(
+        encode_theirs(&theirs, version),
+        bytes,
+        "{name}: both crates must produce the same bytes"
+    );
 
     let mut g = c.benchmark_group(format!("{name}_decode"));
     g.throughput(Throughput::Bytes(bytes.len() as u64));
-    g.bench_function("josef", |b| b.iter(|| O::decode(&mut black_box(bytes.clone()), version).unwrap()));
-    g.bench_function("kafka_protocol", |b| b.iter(|| T::decode(&mut black_box(bytes.clone()), version).unwrap()));
+    g.bench_function("josef", |b| {
+        b.iter(|| O::decode(&mut black_box(bytes.clone()), version).unwrap())
+    });
+    g.bench_function("kafka_protocol", |b| {
+        b.iter(|| T::decode(&mut black_box(bytes.clone()), version).unwrap())
+    });
     g.finish();
 
     let mut g = c.benchmark_group(format!("{name}_encode"));
     g.throughput(Throughput::Bytes(bytes.len() as u64));
-    g.bench_function("josef", |b| b.iter(|| encode_ours(black_box(&ours), version)));
-    g.bench_function("kafka_protocol", |b| b.iter(|| encode_theirs(black_box(&theirs), version)));
+    g.bench_function("josef", |b| {
+        b.iter(|| encode_ours(black_box(&ours), version))
+    });
+    g.bench_function("kafka_protocol", |b| {
+        b.iter(|| encode_theirs(black_box(&theirs), version))
+    });
     g.finish();
 }
 
 fn benches(c: &mut Criterion) {
-    bench_pair::<_, kafka_protocol::messages::ProduceRequest>(c, "produce_request_v9_1000x100B", 9, produce());
-    bench_pair::<_, kafka_protocol::messages::FetchResponse>(c, "fetch_response_v16_10_partitions", 16, fetch());
-    bench_pair::<_, kafka_protocol::messages::MetadataResponse>(c, "metadata_response_v12_100x10", 12, metadata());
+    bench_pair::<_, kafka_protocol::messages::ProduceRequest>(
+        c,
+        "produce_request_v9_1000x100B",
+        9,
+        produce(),
+    );
+    bench_pair::<_, kafka_protocol::messages::FetchResponse>(
+        c,
+        "fetch_response_v16_10_partitions",
+        16,
+        fetch(),
+    );
+    bench_pair::<_, kafka_protocol::messages::MetadataResponse>(
+        c,
+        "metadata_response_v12_100x10",
+        12,
+        metadata(),
+    );
 }
 
 criterion_group!(protocol, benches);

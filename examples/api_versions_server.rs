@@ -10,8 +10,8 @@ use bytes::BytesMut;
 use josef_protocol::messages::api_versions_response::ApiVersion;
 use josef_protocol::messages::ApiVersionsResponse;
 use josef_protocol::{
-    decode_request_frame, encode_response_frame, split_frame, ApiKey, ErrorCode, FrameError, RequestBody,
-    ResponseBody,
+    decode_request_frame, encode_response_frame, split_frame, ApiKey, ErrorCode, FrameError,
+    RequestBody, ResponseBody,
 };
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -56,16 +56,37 @@ fn serve(mut stream: TcpStream) -> std::io::Result<()> {
         match decode_request_frame(frame.freeze()) {
             Ok((header, RequestBody::ApiVersions(_))) => {
                 let body = ResponseBody::ApiVersions(api_versions(ErrorCode::None));
-                encode_response_frame(header.correlation_id, ApiKey::ApiVersions, header.request_api_version, &body, &mut out)
-                    .map_err(std::io::Error::other)?;
-                println!("{peer}: ApiVersions v{} answered", header.request_api_version);
+                encode_response_frame(
+                    header.correlation_id,
+                    ApiKey::ApiVersions,
+                    header.request_api_version,
+                    &body,
+                    &mut out,
+                )
+                .map_err(std::io::Error::other)?;
+                println!(
+                    "{peer}: ApiVersions v{} answered",
+                    header.request_api_version
+                );
             }
-            Err(FrameError::UnsupportedVersion { api_key: ApiKey::ApiVersions, header }) => {
+            Err(FrameError::UnsupportedVersion {
+                api_key: ApiKey::ApiVersions,
+                header,
+            }) => {
                 // Kafka answers with version 0, which every client can read, and its own range.
                 let body = ResponseBody::ApiVersions(api_versions(ErrorCode::UnsupportedVersion));
-                encode_response_frame(header.correlation_id, ApiKey::ApiVersions, 0, &body, &mut out)
-                    .map_err(std::io::Error::other)?;
-                println!("{peer}: ApiVersions v{} unsupported, answered v0", header.request_api_version);
+                encode_response_frame(
+                    header.correlation_id,
+                    ApiKey::ApiVersions,
+                    0,
+                    &body,
+                    &mut out,
+                )
+                .map_err(std::io::Error::other)?;
+                println!(
+                    "{peer}: ApiVersions v{} unsupported, answered v0",
+                    header.request_api_version
+                );
             }
             Ok((header, body)) => {
                 eprintln!(
@@ -85,7 +106,10 @@ fn serve(mut stream: TcpStream) -> std::io::Result<()> {
 }
 
 fn main() -> std::io::Result<()> {
-    let port: u16 = std::env::args().nth(1).and_then(|p| p.parse().ok()).unwrap_or(19092);
+    let port: u16 = std::env::args()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(19092);
     let listener = TcpListener::bind(("127.0.0.1", port))?;
     println!("answering ApiVersions on 127.0.0.1:{port}");
     for stream in listener.incoming() {

@@ -37,7 +37,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let mut wire = BytesMut::new();
     encode_request_frame(&header, &RequestBody::Produce(request.clone()), &mut wire)?;
-    println!("encoded Produce v{version}: {} bytes with the length prefix", wire.len());
+    println!(
+        "encoded Produce v{version}: {} bytes with the length prefix",
+        wire.len()
+    );
 
     // The broker side: cut the frame off the socket buffer, then decode header and body.
     let frame = split_frame(&mut wire, 1 << 20)?.ok_or("incomplete frame")?;
