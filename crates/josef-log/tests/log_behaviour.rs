@@ -677,3 +677,24 @@ fn timestamp_lookup_reads_compressed_batches() {
     let r = log.fetch_offset_by_timestamp(15).unwrap().unwrap();
     assert_eq!((r.offset, r.timestamp), (1, 20));
 }
+
+#[test]
+fn follower_appends_keep_their_offsets_and_must_not_go_backwards() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(&d.path().join("t-0"), small_config());
+    let b = batch(0, 1, &[(None, Some(b"a")), (None, Some(b"b"))]).freeze();
+    let info = log.append_as_follower(b.clone(), 0).unwrap();
+    assert_eq!((info.first_offset, info.last_offset), (0, 1));
+    assert_eq!(info.records, b);
+    // A gap (a compacted source) is kept as is.
+    let g = batch(10, 2, &[(None, Some(b"c"))]).freeze();
+    assert_eq!(log.append_as_follower(g, 0).unwrap().first_offset, 10);
+    assert_eq!(log.log_end_offset(), 11);
+    let old = batch(5, 3, &[(None, Some(b"d"))]).freeze();
+    assert!(matches!(
+        log.append_as_follower(old, 0),
+        Err(LogError::InvalidOffset(_))
+    ));
+    let r = log.read(2, 1 << 20, 11, true).unwrap();
+    assert_eq!(offsets_of(&r.records), vec![(10, 10)]);
+}
