@@ -620,10 +620,18 @@ impl Log {
         Ok(())
     }
 
-    /// Iterates the batches from the one holding `start_offset` to the LEO, each with its bytes,
-    /// one batch in memory at a time (for a caller rebuilding producer state after [`Log::open`],
-    /// from the offset of [`Log::latest_producer_snapshot`]).
-    pub fn batches_from(&self, start_offset: i64) -> LogBatches<'_> {
+    /// All batches from the one holding `start_offset` to the LEO, each with its bytes, collected
+    /// (see [`Log::iter_batches_from`] to hold one batch at a time).
+    pub fn batches_from(&self, start_offset: i64) -> Result<Vec<(BatchPosition, Bytes)>, LogError> {
+        self.iter_batches_from(start_offset)
+            .map(|r| r.map(|(_, b, bytes)| (b, bytes)))
+            .collect()
+    }
+
+    /// Iterates the batches from the one holding `start_offset` to the LEO, each with its segment
+    /// and bytes, one batch in memory at a time (for a caller rebuilding producer state after
+    /// [`Log::open`], from the offset of [`Log::latest_producer_snapshot`]).
+    pub fn iter_batches_from(&self, start_offset: i64) -> LogBatches<'_> {
         let start_offset = start_offset.max(self.log_start_offset);
         let from = self
             .floor_segment(start_offset)
@@ -955,7 +963,7 @@ impl Log {
     }
 }
 
-/// Iterator over a log's batches (see [`Log::batches_from`]): segment base offset, batch header
+/// Iterator over a log's batches (see [`Log::iter_batches_from`]): segment base offset, batch header
 /// and position, and the batch bytes.
 #[derive(Debug)]
 pub struct LogBatches<'a> {
