@@ -515,6 +515,12 @@ impl TopicManager {
                         tracing::warn!(topic = %t.name, partition = p.index, error = %e, "retention failed")
                     }
                 }
+                // Compaction of closed segments (josef-log's cleaner), in the same pass.
+                if self.config.log_cleaner_enable && d.log.config().cleanup_policy.compacts() {
+                    if let Err(e) = d.log.compact(now) {
+                        tracing::warn!(topic = %t.name, partition = p.index, error = %e, "compaction failed");
+                    }
+                }
             }
         }
     }

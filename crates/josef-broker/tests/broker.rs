@@ -21,6 +21,9 @@ async fn start(dir: &std::path::Path) -> Broker {
     let mut props = std::collections::BTreeMap::new();
     props.insert("listeners".into(), "PLAINTEXT://127.0.0.1:0".into());
     props.insert("log.dirs".into(), dir.display().to_string());
+    // Small internal topics keep the coordinator tests fast.
+    props.insert("offsets.topic.num.partitions".into(), "3".into());
+    props.insert("transaction.state.log.num.partitions".into(), "3".into());
     Broker::start(BrokerConfig::from_properties(props).unwrap())
         .await
         .unwrap()
@@ -388,5 +391,186 @@ async fn data_survives_a_graceful_restart() {
     let b = start(dir.path()).await;
     let mut c = Client::connect(&b).await;
     assert_eq!(produce(&mut c, "keep", -1, &[b"3"]).await, (0, 2));
+    b.shutdown().await;
+}
+
+fn join_req(member_id: &str) -> JoinGroupRequest {
+    JoinGroupRequest {
+        group_id: "g1".into(),
+        session_timeout_ms: 10_000,
+        rebalance_timeout_ms: 10_000,
+        member_id: member_id.into(),
+        protocol_type: "consumer".into(),
+        protocols: vec![
+            josef_protocol::messages::join_group_request::JoinGroupRequestProtocol {
+                name: "range".into(),
+                metadata: Bytes::from_static(b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"),
+                ..Default::default()
+            },
+        ],
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn a_single_member_group_joins_syncs_and_its_offsets_survive_a_restart() {
+    use josef_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    use josef_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
+    let dir = tempfile::tempdir().unwrap();
+    let b = start(dir.path()).await;
+    let mut c = Client::connect(&b).await;
+    create_topic(&mut c, "gt", 1).await;
+    // v5: the first join is answered MEMBER_ID_REQUIRED (79) with an id to rejoin with.
+    let ResponseBody::JoinGroup(j) = c.call(5, join_req("")).await else {
+        panic!()
+    };
+    assert_eq!(j.error_code, 79);
+    let ResponseBody::JoinGroup(j) = c.call(5, join_req(&j.member_id)).await else {
+        panic!()
+    };
+    assert_eq!(j.error_code, 0);
+    assert_eq!(j.leader, j.member_id);
+    let sync = SyncGroupRequest {
+        group_id: "g1".into(),
+        generation_id: j.generation_id,
+        member_id: j.member_id.clone(),
+        assignments: vec![
+            josef_protocol::messages::sync_group_request::SyncGroupRequestAssignment {
+                member_id: j.member_id.clone(),
+                assignment: Bytes::from_static(b"assignment"),
+                ..Default::default()
+            },
+        ],
+        ..Default::default()
+    };
+    let ResponseBody::SyncGroup(s) = c.call(3, sync).await else {
+        panic!()
+    };
+    assert_eq!((s.error_code, &s.assignment[..]), (0, &b"assignment"[..]));
+    let commit = OffsetCommitRequest {
+        group_id: "g1".into(),
+        generation_id_or_member_epoch: j.generation_id,
+        member_id: j.member_id.clone(),
+        retention_time_ms: -1,
+        topics: vec![OffsetCommitRequestTopic {
+            name: "gt".into(),
+            partitions: vec![OffsetCommitRequestPartition {
+                partition_index: 0,
+                committed_offset: 42,
+                committed_leader_epoch: -1,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let ResponseBody::OffsetCommit(r) = c.call(7, commit).await else {
+        panic!()
+    };
+    assert_eq!(r.topics[0].partitions[0].error_code, 0);
+    drop(c);
+    b.shutdown().await;
+    let b = start(dir.path()).await;
+    let mut c = Client::connect(&b).await;
+    let fetch = OffsetFetchRequest {
+        group_id: "g1".into(),
+        topics: Some(vec![OffsetFetchRequestTopic {
+            name: "gt".into(),
+            partition_indexes: vec![0],
+            ..Default::default()
+        }]),
+        ..Default::default()
+    };
+    let ResponseBody::OffsetFetch(r) = c.call(5, fetch).await else {
+        panic!()
+    };
+    assert_eq!(r.topics[0].partitions[0].committed_offset, 42);
+    b.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_aborted_transaction_is_listed_for_read_committed_and_moves_the_lso() {
+    use josef_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+    let dir = tempfile::tempdir().unwrap();
+    let b = start(dir.path()).await;
+    let mut c = Client::connect(&b).await;
+    create_topic(&mut c, "tx", 1).await;
+    let ResponseBody::InitProducerId(ip) = c
+        .call(
+            3,
+            InitProducerIdRequest {
+                transactional_id: Some("t1".into()),
+                transaction_timeout_ms: 60_000,
+                producer_id: -1,
+                producer_epoch: -1,
+                ..Default::default()
+            },
+        )
+        .await
+    else {
+        panic!()
+    };
+    assert_eq!(ip.error_code, 0);
+    let add = AddPartitionsToTxnRequest {
+        v3_and_below_transactional_id: "t1".into(),
+        v3_and_below_producer_id: ip.producer_id,
+        v3_and_below_producer_epoch: ip.producer_epoch,
+        v3_and_below_topics: vec![AddPartitionsToTxnTopic {
+            name: "tx".into(),
+            partitions: vec![0],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let ResponseBody::AddPartitionsToTxn(a) = c.call(3, add).await else {
+        panic!()
+    };
+    assert_eq!(
+        a.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code,
+        0
+    );
+    let batch = josef_records::RecordBatchBuilder::new()
+        .producer(ip.producer_id, ip.producer_epoch, 0)
+        .transactional(true)
+        .record(1_700_000_000_000, None, Some(b"in-txn"))
+        .build_bytes()
+        .unwrap();
+    let mut req = produce_req("tx", 0, -1, batch);
+    req.transactional_id = Some("t1".into());
+    let ResponseBody::Produce(p) = c.call(9, req).await else {
+        panic!()
+    };
+    assert_eq!(p.responses[0].partition_responses[0].error_code, 0);
+    // Open transaction: the LSO stays at its first offset.
+    let mut f = fetch_req("tx", 0, 0, 1);
+    f.isolation_level = 1;
+    let ResponseBody::Fetch(r) = c.call(12, f.clone()).await else {
+        panic!()
+    };
+    assert_eq!(r.responses[0].partitions[0].last_stable_offset, 0);
+    let end = EndTxnRequest {
+        transactional_id: "t1".into(),
+        producer_id: ip.producer_id,
+        producer_epoch: ip.producer_epoch,
+        committed: false,
+        ..Default::default()
+    };
+    let ResponseBody::EndTxn(e) = c.call(3, end).await else {
+        panic!()
+    };
+    assert_eq!(e.error_code, 0);
+    let ResponseBody::Fetch(r) = c.call(12, f).await else {
+        panic!()
+    };
+    let part = &r.responses[0].partitions[0];
+    assert_eq!(part.last_stable_offset, 2, "data + abort marker");
+    let aborted = part.aborted_transactions.as_ref().unwrap();
+    assert_eq!(aborted.len(), 1);
+    assert_eq!(
+        (aborted[0].producer_id, aborted[0].first_offset),
+        (ip.producer_id, 0)
+    );
     b.shutdown().await;
 }
