@@ -17,7 +17,6 @@
 pub mod config;
 pub mod connection;
 pub mod dispatch;
-pub mod group_serde;
 pub mod groups;
 pub mod meta;
 pub mod partition;
