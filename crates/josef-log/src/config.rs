@@ -26,15 +26,8 @@ impl CleanupPolicy {
     }
 }
 
-/// Which timestamp batches carry (`message.timestamp.type`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum TimestampType {
-    /// The producer's timestamps are kept.
-    #[default]
-    CreateTime,
-    /// The broker overwrites the batch's max timestamp with its append time.
-    LogAppendTime,
-}
+/// Which timestamp batches carry (`message.timestamp.type`), as josef-records defines it.
+pub use josef_records::TimestampType;
 
 /// Configuration of one partition log. `Default` gives Kafka's defaults.
 ///

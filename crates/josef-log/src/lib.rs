@@ -38,9 +38,9 @@ mod records;
 pub mod segment;
 pub mod testing;
 
-pub use crate::batch::BatchHeader;
 pub use crate::config::{CleanupPolicy, LogConfig, TimestampType};
 pub use crate::error::LogError;
 pub use crate::index::{AbortedTxn, OffsetPosition, TimestampOffset};
 pub use crate::loader::{write_clean_shutdown_marker, CLEAN_SHUTDOWN_CONTENT};
 pub use crate::log::{FetchDataInfo, LoadReport, Log, LogAppendInfo, PartitionState};
+pub use josef_records::BatchHeader;

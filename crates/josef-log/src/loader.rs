@@ -170,14 +170,26 @@ pub(crate) fn load(
     // 4. Load the segments. After a clean shutdown the indexes are trusted once they pass the
     //    sanity check; a missing or failing index is rebuilt.
     let mut segments: BTreeMap<i64, LogSegment> = BTreeMap::new();
+    // The first segment whose tail was cut: everything after it is beyond the valid prefix.
+    let mut first_cut: Option<i64> = None;
     for &base in &log_bases {
         let indexes_exist = naming::offset_index_file(dir, base).exists()
             && naming::time_index_file(dir, base).exists();
         let mut seg = LogSegment::open(dir, base, &config, now_ms)?;
-        if !indexes_exist || seg.sanity_check().is_err() {
+        // A segment with data always has a time index entry (its max timestamp is appended on
+        // roll, close and recovery), so an empty time index means a lost file.
+        let time_index_lost = seg.size() > 0 && seg.time_index().entries() == 0;
+        let indexes_ok = indexes_exist
+            && !time_index_lost
+            && seg.sanity_check().is_ok()
+            && (clean_shutdown || seg.full_index_check().is_ok());
+        if !indexes_ok {
             let r = seg.recover()?;
             report.recovered_segments.push(base);
             report.truncated_bytes += r.truncated_bytes;
+            if r.truncated_bytes > 0 {
+                first_cut.get_or_insert(base);
+            }
         }
         segments.insert(base, seg);
     }
@@ -190,8 +202,10 @@ pub(crate) fn load(
             .next_back()
             .map_or(i64::MIN, |(&b, _)| b);
         let bases: Vec<i64> = segments.range(from..).map(|(&b, _)| b).collect();
-        let mut cut_at: Option<usize> = None;
         for (i, &base) in bases.iter().enumerate() {
+            if first_cut.is_some_and(|c| base > c) {
+                break;
+            }
             let seg = segments
                 .get_mut(&base)
                 .ok_or_else(|| LogError::InvalidOffset(format!("segment {base} vanished")))?;
@@ -201,19 +215,19 @@ pub(crate) fn load(
             }
             report.truncated_bytes += r.truncated_bytes;
             let next_base = bases.get(i + 1).copied();
-            // A segment that ends (after recovery) with offsets overlapping the next one, or that
-            // was cut, makes everything after it suspect.
+            // A segment that was cut, or whose offsets run into the next one, ends the log.
             if r.truncated_bytes > 0 || next_base.is_some_and(|n| r.next_offset > n) {
-                cut_at = Some(i + 1);
+                first_cut = Some(first_cut.map_or(base, |c| c.min(base)));
                 break;
             }
         }
-        if let Some(i) = cut_at {
-            for &base in &bases[i..] {
-                if let Some(seg) = segments.remove(&base) {
-                    delete_segment(seg)?;
-                    report.deleted_segments.push(base);
-                }
+    }
+    if let Some(cut) = first_cut {
+        let later: Vec<i64> = segments.range(cut + 1..).map(|(&b, _)| b).collect();
+        for base in later {
+            if let Some(seg) = segments.remove(&base) {
+                delete_segment(seg)?;
+                report.deleted_segments.push(base);
             }
         }
     }
@@ -249,9 +263,11 @@ pub(crate) fn load(
     }
 
     // 7. Whatever recovery validated is made durable, so the recovery point can be the LEO.
-    if !clean_shutdown {
-        for seg in segments.values_mut() {
-            seg.flush()?;
+    if !report.recovered_segments.is_empty() {
+        for base in &report.recovered_segments {
+            if let Some(seg) = segments.get_mut(base) {
+                seg.flush()?;
+            }
         }
         checkpoint::sync_dir(dir)?;
     }

@@ -296,10 +296,11 @@ impl Log {
                     header.record_count, header.last_offset_delta
                 )));
             }
-            set_base_offset(batch, next);
-            set_partition_leader_epoch(batch, leader_epoch);
+            let rewrite = |r: Result<(), String>| r.map_err(LogError::InvalidRecords);
+            rewrite(set_base_offset(batch, next))?;
+            rewrite(set_partition_leader_epoch(batch, leader_epoch))?;
             let batch_max_ts = if log_append_time >= 0 {
-                set_log_append_time(batch, log_append_time);
+                rewrite(set_log_append_time(batch, log_append_time))?;
                 log_append_time
             } else {
                 header.max_timestamp
@@ -614,7 +615,9 @@ impl Log {
             .floor_segment(start_offset)
             .map_or(i64::MIN, |s| s.base_offset());
         for (_, seg) in self.segments.range(from..) {
-            let start = seg.offset_index().lookup(start_offset).position;
+            let start = seg
+                .translate_offset(start_offset, 0)?
+                .map_or(seg.size(), |b| b.position);
             for b in seg.batches_from(start) {
                 let b = b?;
                 if b.header.last_offset() < start_offset {
@@ -827,6 +830,11 @@ impl Log {
         let removed = seg.truncate_to(offset)?;
         seg.on_become_active()?;
         self.log_end_offset = removed.map_or(offset, |b| b.min(offset));
+        if self.log_end_offset < self.log_start_offset {
+            // The removed batch straddled the log start: nothing visible is left.
+            let start = self.log_start_offset;
+            return self.truncate_fully_and_start_at(start, now_ms);
+        }
         self.high_watermark = self.high_watermark.min(self.log_end_offset);
         self.recovery_point = self.recovery_point.min(self.log_end_offset);
         self.delete_snapshots_above(self.log_end_offset)?;

@@ -276,11 +276,7 @@ impl LogSegment {
         offset: i64,
         starting_position: u32,
     ) -> Result<Option<BatchPosition>, LogError> {
-        let start = self
-            .offset_index
-            .lookup(offset)
-            .position
-            .max(starting_position);
+        let start = self.indexed_position(offset).max(starting_position);
         for b in self.batches_from(start) {
             let b = b?;
             if b.header.last_offset() >= offset {
@@ -290,10 +286,25 @@ impl LogSegment {
         Ok(None)
     }
 
+    /// Byte position to start scanning for `offset`: the offset index entry at or below it, if
+    /// the batch there really ends at the entry's offset, else 0. The check costs one header read
+    /// and keeps a damaged index from ever sending a scan into the middle of a batch.
+    fn indexed_position(&self, offset: i64) -> u32 {
+        let entry = self.offset_index.lookup(offset);
+        if entry.position == 0 {
+            return 0;
+        }
+        match self.batch_at(entry.position) {
+            Ok(Some(b)) if b.header.last_offset() == entry.offset => entry.position,
+            _ => 0,
+        }
+    }
+
     /// The offset after the last batch (Kafka's `readNextOffset`): scans from the last index entry.
     pub fn read_next_offset(&self) -> Result<i64, LogError> {
         let mut next = self.base_offset;
-        for b in self.batches_from(self.offset_index.last_entry().position) {
+        let last = self.offset_index.last_entry().offset;
+        for b in self.batches_from(self.indexed_position(last)) {
             next = b?.header.next_offset();
         }
         Ok(next)
@@ -383,19 +394,17 @@ impl LogSegment {
         starting_offset: i64,
     ) -> Result<Option<TimestampOffset>, LogError> {
         let ts_entry = self.time_index.lookup(timestamp);
-        let position = self
-            .offset_index
-            .lookup(ts_entry.offset.max(starting_offset))
-            .position;
+        let position = self.indexed_position(ts_entry.offset.max(starting_offset));
         for b in self.batches_from(position) {
             let b = b?;
             if b.header.max_timestamp >= timestamp && b.header.last_offset() >= starting_offset {
                 let bytes = self.read_bytes(b.position, b.header.total_size())?;
                 if let Some(found) = crate::records::first_record_at_or_after(
-                    &bytes,
+                    bytes,
                     &b.header,
                     timestamp,
                     starting_offset,
+                    &josef_records::DecompressLimits::default(),
                 ) {
                     return Ok(Some(found));
                 }
@@ -500,6 +509,12 @@ impl LogSegment {
         self.time_index.sanity_check()
     }
 
+    /// Checks every index entry (after an unclean stop).
+    pub fn full_index_check(&self) -> Result<(), LogError> {
+        self.offset_index.full_check(u64::from(self.size))?;
+        self.time_index.full_check()
+    }
+
     /// Removes every batch holding offsets `>= offset` (whole batches) and the index entries that
     /// point at them. Returns the first removed batch's base offset, if any batch was removed.
     pub fn truncate_to(&mut self, offset: i64) -> Result<Option<i64>, LogError> {
@@ -530,7 +545,7 @@ impl LogSegment {
     fn read_largest_timestamp(&self) -> Result<TimestampOffset, LogError> {
         let last = self.time_index.last_entry();
         let mut best = last;
-        let position = self.offset_index.lookup(last.offset).position;
+        let position = self.indexed_position(last.offset);
         for b in self.batches_from(position) {
             let h = b?.header;
             if h.max_timestamp > best.timestamp {

