@@ -195,25 +195,27 @@ fn prefill_deadlines(n: usize) -> impl Iterator<Item = u64> {
 fn insert_expire(c: &mut Criterion) {
     let mut group = c.benchmark_group("timer/insert_expire");
     for &n in &SIZES {
-        group.bench_with_input(BenchmarkId::new("wheel", n), &n, |b, &n| {
-            let mut wheel = TimingWheel::new(1, 20, 0).unwrap();
-            for (i, d) in prefill_deadlines(n).enumerate() {
-                wheel.add(d, i as u64);
-            }
-            let mut pace = Pace::new(n);
-            let mut rng = Rng(7);
-            let mut expired = 0u64;
-            b.iter(|| {
-                let now = pace.tick();
-                wheel.add(now + SPAN_MS + rng.next() % 4, 0);
-                wheel.advance_clock(now, |_| expired += 1)
+        for (name, wheel_size) in [("wheel", 20), ("wheel_256", 256)] {
+            group.bench_with_input(BenchmarkId::new(name, n), &n, |b, &n| {
+                let mut wheel = TimingWheel::new(1, wheel_size, 0).unwrap();
+                for (i, d) in prefill_deadlines(n).enumerate() {
+                    wheel.add(d, i as u64);
+                }
+                let mut pace = Pace::new(n);
+                let mut rng = Rng(7);
+                let mut expired = 0u64;
+                b.iter(|| {
+                    let now = pace.tick();
+                    wheel.add(now + SPAN_MS + rng.next() % 4, 0);
+                    wheel.advance_clock(now, |_| expired += 1)
+                });
+                assert!(
+                    wheel.len() > n / 2 && wheel.len() < n * 2,
+                    "{}",
+                    wheel.len()
+                );
             });
-            assert!(
-                wheel.len() > n / 2 && wheel.len() < n * 2,
-                "{}",
-                wheel.len()
-            );
-        });
+        }
         group.bench_with_input(BenchmarkId::new("binary_heap", n), &n, |b, &n| {
             let mut heap = HeapTimer::new();
             for (i, d) in prefill_deadlines(n).enumerate() {
