@@ -119,7 +119,8 @@ impl ProducerStateEntry {
         self.last_batch().map_or(0, |b| b.offset_delta)
     }
 
-    pub(crate) fn last_batch(&self) -> Option<&BatchMetadata> {
+    /// The newest remembered batch.
+    pub fn last_batch(&self) -> Option<&BatchMetadata> {
         self.batches().last()
     }
 

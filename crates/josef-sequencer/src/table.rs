@@ -448,6 +448,7 @@ impl ProducerStateTable {
     ) {
         self.truncate_fully_and_start_at(snapshot_offset);
         let expiration = self.config.producer_id_expiration_ms;
+        self.producers.reserve(entries.len());
         for e in entries {
             if is_expired(&e, now_ms, expiration) {
                 continue;

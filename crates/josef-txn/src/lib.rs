@@ -22,9 +22,11 @@ mod metadata;
 mod partition;
 mod pid;
 mod record;
+mod serde;
 mod shard;
 mod state;
 mod types;
+pub mod wire;
 
 pub use api::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, AddPartitionsToTxnResult, EndTxnRequest,
@@ -44,6 +46,7 @@ pub use partition::{
 };
 pub use pid::{ProducerIdGenerator, SequentialProducerIdGenerator};
 pub use record::{TxnLogRecord, TxnLogValue};
+pub use serde::{TxnRecordSerde, TRANSACTION_LOG_KEY_TYPE};
 pub use shard::{TxnResult, TxnShard};
 pub use state::TxnState;
 pub use types::{TopicPartition, TransactionVersion};
