@@ -9,3 +9,8 @@ ROOT=$(pwd)
 echo "== cargo test (workspace)"
 cargo test --workspace --all-targets
 cargo test --workspace --doc
+
+bash scripts/e2e.sh
+
+echo "== fuzz smoke (each target briefly)"
+bash scripts/fuzz-smoke.sh

@@ -2,7 +2,7 @@
 
 Usage: eos_app.py BOOTSTRAP SRC DST GROUP TXID (--crash-after N | --until N)
 With --crash-after it exits abruptly (os._exit(17), like a crash) in the middle of a transaction after
-N records were committed; with --until it stops once the group's committed offset reaches N."""
+N records were committed; with --until it stops once it has committed input offset N."""
 import os
 import sys
 
@@ -13,7 +13,9 @@ def main():
     bootstrap, src, dst, group, txid, mode, n = sys.argv[1:8]
     n = int(n)
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                         "enable.auto.commit": False, "isolation.level": "read_committed"})
+                         "enable.auto.commit": False, "isolation.level": "read_committed",
+                         # The crashed run's member holds its partitions until its session expires.
+                         "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000})
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": txid, "linger.ms": 1})
     producer.init_transactions(30)
     consumer.subscribe([src])
@@ -24,11 +26,10 @@ def main():
         msgs = [m for m in msgs if not m.error()]
         if not msgs:
             idle += 1
-            if mode == "--until":
-                pos = consumer.committed([TopicPartition(src, 0)], timeout=10)[0].offset
-                if pos >= n or idle > 60:
-                    break
+            if idle > 120:
+                sys.exit("no input for 120 s")
             continue
+        idle = 0
         producer.begin_transaction()
         for m in msgs:
             producer.produce(dst, value=str(2 * int(m.value())).encode(), partition=0)
@@ -39,6 +40,8 @@ def main():
         producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 30)
         producer.commit_transaction(30)
         committed += len(msgs)
+        if mode == "--until" and max(m.offset() for m in msgs) + 1 >= n:
+            break
     consumer.close()
 
 

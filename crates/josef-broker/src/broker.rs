@@ -1,14 +1,13 @@
-//! The running broker: identity, listeners, request handler, shutdown order.
+//! The running broker: identity, listeners, request handler, background work, shutdown order.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-
 use crate::config::BrokerConfig;
-use crate::connection::{ConnectionInfo, ConnectionLimits, FrameHandler, Outcome};
+use crate::connection::ConnectionLimits;
 use crate::meta::{ensure_meta, MetaError};
 use crate::server::{bind, BoundListener, Server};
+use crate::state::BrokerState;
 
 /// Why the broker could not start.
 #[derive(Debug, thiserror::Error)]
@@ -16,47 +15,79 @@ pub enum StartError {
     /// A log dir's identity is missing or wrong.
     #[error(transparent)]
     Meta(#[from] MetaError),
+    /// The logs or topic metadata could not be opened.
+    #[error("cannot open the logs: {0}")]
+    Storage(String),
     /// A listener could not be bound.
     #[error("{0}")]
     Bind(std::io::Error),
 }
 
-/// The state every request handler sees.
-pub struct BrokerState {
-    /// Settings.
-    pub config: BrokerConfig,
-    /// From meta.properties.
-    pub cluster_id: String,
-}
-
-impl FrameHandler for BrokerState {
-    async fn handle(&self, _conn: &ConnectionInfo, _frame: Bytes) -> Outcome {
-        Outcome::Close("no API is served yet".into())
-    }
-}
-
 /// A started broker.
 pub struct Broker {
     server: Server<BrokerState>,
+    background: tokio::task::JoinHandle<()>,
+    ticker: tokio::task::JoinHandle<()>,
 }
 
 impl Broker {
-    /// Checks the log dirs, binds the listeners and starts serving.
+    /// Checks the log dirs, opens (and recovers) the logs, binds the listeners and serves.
     pub async fn start(config: BrokerConfig) -> Result<Broker, StartError> {
         let metas = ensure_meta(&config.log_dirs, config.node_id)?;
+        let config = Arc::new(config);
+        let cluster_id = metas[0].cluster_id.clone();
+        let state = {
+            let config = config.clone();
+            tokio::task::spawn_blocking(move || BrokerState::open(config, cluster_id))
+                .await
+                .map_err(|e| StartError::Storage(e.to_string()))?
+                .map_err(StartError::Storage)?
+        };
         let bound = bind(&config).await.map_err(StartError::Bind)?;
         let limits = ConnectionLimits {
             max_request_bytes: config.socket_request_max_bytes,
             idle_timeout: (config.connections_max_idle_ms >= 0)
                 .then(|| Duration::from_millis(config.connections_max_idle_ms as u64)),
         };
-        let state = Arc::new(BrokerState {
-            cluster_id: metas[0].cluster_id.clone(),
-            config,
-        });
-        tracing::info!(cluster_id = %state.cluster_id, node_id = state.config.node_id, "broker started");
+        let state = Arc::new(state);
+        tracing::info!(cluster_id = %state.cluster_id, node_id = config.node_id, "broker started");
+        let background = {
+            let state = state.clone();
+            let every =
+                Duration::from_millis(config.log_retention_check_interval_ms.max(100) as u64);
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(every);
+                tick.tick().await;
+                loop {
+                    tick.tick().await;
+                    let s = state.clone();
+                    let _ = tokio::task::spawn_blocking(move || s.topics.run_retention()).await;
+                }
+            })
+        };
+        let ticker = {
+            let state = state.clone();
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(Duration::from_millis(20));
+                let mut n: u64 = 0;
+                loop {
+                    tick.tick().await;
+                    state.groups.tick();
+                    n += 1;
+                    if n % 10 == 0 {
+                        state.txns.tick(&crate::txns::Env {
+                            topics: &state.topics,
+                            groups: &state.groups,
+                            pids: &state.producer_ids,
+                        });
+                    }
+                }
+            })
+        };
         Ok(Broker {
+            ticker,
             server: Server::start(bound, state, limits),
+            background,
         })
     }
 
@@ -65,8 +96,18 @@ impl Broker {
         self.server.listeners()
     }
 
-    /// Graceful shutdown: stop accepting, finish in-flight requests, flush and close the logs.
+    /// The shared state (for tests and embedding).
+    pub fn state(&self) -> &Arc<BrokerState> {
+        self.server.handler()
+    }
+
+    /// Graceful shutdown: stop accepting, finish in-flight requests, then flush every log,
+    /// snapshot producer state and mark the logs clean.
     pub async fn shutdown(self) {
         self.server.stop().await;
+        self.background.abort();
+        self.ticker.abort();
+        let state = self.server.handler().clone();
+        let _ = tokio::task::spawn_blocking(move || state.topics.shutdown()).await;
     }
 }

@@ -16,9 +16,17 @@
 
 pub mod config;
 pub mod connection;
+pub mod dispatch;
+pub mod groups;
 pub mod meta;
+pub mod partition;
 pub mod server;
+pub mod state;
+pub mod topic_config;
+pub mod topics;
+pub mod txns;
 
 mod broker;
+mod handlers;
 
 pub use broker::{Broker, StartError};

@@ -394,3 +394,50 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn subscription() -> impl Strategy<Value = Subscription> {
+        (
+            prop::collection::vec("[a-z.-]{0,12}", 0..4),
+            prop::option::of(prop::collection::vec(any::<u8>(), 0..16)),
+            prop::collection::vec(
+                ("[a-z]{1,8}", prop::collection::vec(any::<i32>(), 0..4)),
+                0..3,
+            ),
+            any::<i32>(),
+            prop::option::of("[a-z0-9]{0,6}"),
+        )
+            .prop_map(|(topics, ud, owned, generation_id, rack_id)| Subscription {
+                topics,
+                user_data: ud.map(Bytes::from),
+                owned_partitions: owned
+                    .into_iter()
+                    .map(|(topic, partitions)| TopicPartitions { topic, partitions })
+                    .collect(),
+                generation_id,
+                rack_id,
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn subscription_v3_round_trips(sub in subscription()) {
+            let (v, back) = Subscription::decode(&sub.encode(3)).unwrap();
+            prop_assert_eq!(v, 3);
+            prop_assert_eq!(back, sub);
+        }
+
+        #[test]
+        fn decoders_never_panic_on_arbitrary_bytes(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
+            let _ = Subscription::decode(&bytes);
+            let _ = Assignment::decode(&bytes);
+            let _ = crate::assignor::decode_sticky_user_data(&bytes);
+        }
+    }
+}

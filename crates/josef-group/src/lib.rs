@@ -27,7 +27,9 @@ pub mod offsets;
 pub mod placement;
 mod rebalance;
 pub mod record;
+pub mod serde;
 pub mod timer;
+pub mod wire;
 
 pub use config::GroupConfig;
 pub use coordinator::{GroupCoordinator, GroupResult, Handled, NO_PRODUCER_ID};

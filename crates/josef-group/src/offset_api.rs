@@ -45,6 +45,8 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
                     .unwrap_or(false);
                 let error = if too_large {
                     Errors::OffsetMetadataTooLarge
+                } else if !crate::rebalance::fits_record(&topic.name) {
+                    Errors::UnknownTopicOrPartition
                 } else {
                     records.push(GroupRecord::OffsetCommit {
                         key: OffsetKey {
@@ -87,7 +89,7 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
         req: OffsetCommitRequest,
     ) -> GroupResult<OffsetCommitResponse> {
         self.begin(now_ms);
-        if req.group_id.is_empty() {
+        if req.group_id.is_empty() || !crate::rebalance::fits_record(&req.group_id) {
             return self.finish(
                 Vec::new(),
                 OffsetCommitResponse::all(&req.topics, Errors::InvalidGroupId),
@@ -142,7 +144,7 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
         req: TxnOffsetCommitRequest,
     ) -> GroupResult<OffsetCommitResponse> {
         self.begin(now_ms);
-        if req.group_id.is_empty() {
+        if req.group_id.is_empty() || !crate::rebalance::fits_record(&req.group_id) {
             return self.finish(
                 Vec::new(),
                 OffsetCommitResponse::all(&req.topics, Errors::InvalidGroupId),

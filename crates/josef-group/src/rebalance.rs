@@ -24,6 +24,24 @@ const FIRST_VERSION_SKIPPING_ASSIGNMENT: i16 = 9;
 
 type Records = Vec<GroupRecord>;
 
+/// Strings stored in records are int16-length-prefixed: longer ones cannot be persisted.
+pub(crate) fn fits_record(s: &str) -> bool {
+    s.len() <= i16::MAX as usize
+}
+
+/// The client id part of a member id, cut so that `prefix-UUID` still fits a record.
+fn member_id_prefix(s: &str) -> &str {
+    let max = i16::MAX as usize - 37;
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
 impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<T, G> {
     // ---------------------------------------------------------------- JoinGroup
 
@@ -47,10 +65,21 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
         ctx: &RequestContext,
         req: &JoinGroupRequest,
     ) -> Records {
-        if req.group_id.is_empty() {
+        if req.group_id.is_empty() || !fits_record(&req.group_id) {
             self.complete_join(
                 request,
                 JoinGroupResponse::error(Errors::InvalidGroupId, &req.member_id),
+            );
+            return Vec::new();
+        }
+        if req
+            .group_instance_id
+            .as_deref()
+            .is_some_and(|i| !fits_record(i))
+        {
+            self.complete_join(
+                request,
+                JoinGroupResponse::error(Errors::InvalidRequest, &req.member_id),
             );
             return Vec::new();
         }
@@ -148,7 +177,7 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
             );
             return Vec::new();
         }
-        let prefix = req.group_instance_id.as_deref().unwrap_or(&ctx.client_id);
+        let prefix = member_id_prefix(req.group_instance_id.as_deref().unwrap_or(&ctx.client_id));
         let new_member_id = format!("{}-{}", prefix, self.ids.next_uuid());
         match &req.group_instance_id {
             Some(instance_id) => match g.static_member_id(instance_id).map(str::to_string) {

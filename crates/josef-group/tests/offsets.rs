@@ -650,3 +650,41 @@ fn restart_from_records_restores_groups_members_assignments_and_offsets() {
     }
     assert!(!h.c.group(G).unwrap().has_member(&b));
 }
+
+#[test]
+fn offsets_of_an_empty_consumer_group_expire_retention_after_it_became_empty() {
+    let mut h = Harness::with_config(GroupConfig {
+        offsets_retention_ms: 60_000,
+        offsets_retention_check_interval_ms: 10_000,
+        ..GroupConfig::default()
+    });
+    let (m, generation) = one_member_group(&mut h);
+    commit(&mut h, 8, commit_req(G, generation, &m, &[("t", 0, 1)]));
+    // The member stays 100 s, then leaves: the clock for its offsets starts now.
+    for _ in 0..25 {
+        h.advance(4000);
+        h.heartbeat(G, &m, generation);
+    }
+    let r = h.c.leave_group(
+        h.now,
+        LeaveGroupRequest {
+            group_id: G.into(),
+            members: vec![LeavingMember {
+                member_id: m.clone(),
+                group_instance_id: None,
+                reason: None,
+            }],
+        },
+    );
+    h.apply(r);
+    assert_eq!(h.c.group(G).unwrap().state(), GroupState::Empty);
+    h.advance(50_000);
+    assert_eq!(
+        fetch(&h, G, "t", &[0], false),
+        vec![(1, Errors::None)],
+        "commit is old, but the group was Stable"
+    );
+    h.advance(20_000);
+    assert_eq!(fetch(&h, G, "t", &[0], false), vec![(-1, Errors::None)]);
+    assert!(h.c.group(G).is_none());
+}

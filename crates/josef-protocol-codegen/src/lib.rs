@@ -109,7 +109,27 @@ pub fn generate_files(specs_dir: &Path) -> Result<BTreeMap<PathBuf, String>, Str
             .to_string(),
     );
 
+    let mut all: Vec<(&str, &Spec)> = messages.iter().map(|s| ("messages", s)).collect();
+    all.extend(records.iter().map(|s| ("coordinator_records", s)));
+    files.insert(
+        PathBuf::from(TEST_VALUES_PATH),
+        emit::emit_test_values(&all, &apis)?,
+    );
     rustfmt_all(files)
+}
+
+/// Where the random-value builders for josef-protocol's property and differential tests go, relative to
+/// the output directory (`src/generated/../../tests/generated/values.rs`).
+pub const TEST_VALUES_PATH: &str = "../../tests/generated/values.rs";
+
+/// A path inside the scratch directory for `rel`, which may start with `..`.
+fn scratch_name(rel: &Path) -> PathBuf {
+    rel.components()
+        .map(|c| match c {
+            std::path::Component::ParentDir => "up".into(),
+            other => other.as_os_str().to_os_string(),
+        })
+        .collect()
 }
 
 /// Formats all files with one `rustfmt` run over a scratch directory (much faster than one process per
@@ -124,7 +144,7 @@ fn rustfmt_all(files: BTreeMap<PathBuf, String>) -> Result<BTreeMap<PathBuf, Str
     let result = (|| {
         let mut paths = Vec::new();
         for (rel, src) in &files {
-            let p = scratch.join(rel);
+            let p = scratch.join(scratch_name(rel));
             if let Some(parent) = p.parent() {
                 std::fs::create_dir_all(parent)
                     .map_err(|e| format!("{}: {e}", parent.display()))?;
@@ -146,7 +166,7 @@ fn rustfmt_all(files: BTreeMap<PathBuf, String>) -> Result<BTreeMap<PathBuf, Str
         }
         let mut out = BTreeMap::new();
         for rel in files.keys() {
-            let p = scratch.join(rel);
+            let p = scratch.join(scratch_name(rel));
             out.insert(
                 rel.clone(),
                 std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?,
@@ -161,15 +181,17 @@ fn rustfmt_all(files: BTreeMap<PathBuf, String>) -> Result<BTreeMap<PathBuf, Str
 /// Generates every file and writes it under `out_dir`, removing stale `.rs` files there.
 pub fn generate(specs_dir: &Path, out_dir: &Path) -> Result<usize, String> {
     let files = generate_files(specs_dir)?;
-    for sub in ["", "messages", "coordinator_records"] {
+    for sub in [
+        "",
+        "messages",
+        "coordinator_records",
+        "../../tests/generated",
+    ] {
         let d = out_dir.join(sub);
         if let Ok(entries) = std::fs::read_dir(&d) {
             for e in entries.flatten() {
                 let p = e.path();
-                let rel = p
-                    .strip_prefix(out_dir)
-                    .map(Path::to_path_buf)
-                    .unwrap_or_default();
+                let rel = Path::new(sub).join(p.file_name().unwrap_or_default());
                 if p.extension().is_some_and(|x| x == "rs") && !files.contains_key(&rel) {
                     std::fs::remove_file(&p).map_err(|e| format!("{}: {e}", p.display()))?;
                 }

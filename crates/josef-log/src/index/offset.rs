@@ -333,4 +333,30 @@ mod tests {
         idx.truncate_to(0);
         assert_eq!(idx.entries(), 0);
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        #[test]
+        fn lookup_matches_a_linear_scan(
+            gaps in proptest::collection::vec(1i64..50, 0..3000),
+            targets in proptest::collection::vec(0i64..200_000, 1..50),
+        ) {
+            let d = tempfile::tempdir().unwrap();
+            let mut idx = open(d.path(), 1000, 1 << 16);
+            let mut entries = Vec::new();
+            let (mut o, mut p) = (1000i64, 0u32);
+            for g in gaps {
+                o += g;
+                p += g as u32 * 7;
+                if idx.append(o, p).is_ok() {
+                    entries.push((o, p));
+                }
+            }
+            for t in targets {
+                let want = entries.iter().rev().find(|e| e.0 <= t).map_or((1000, 0), |e| *e);
+                let got = idx.lookup(t);
+                proptest::prop_assert_eq!((got.offset, got.position), want);
+            }
+        }
+    }
 }

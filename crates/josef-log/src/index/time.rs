@@ -283,4 +283,32 @@ mod tests {
         idx.truncate_to(30);
         assert_eq!(idx.last_entry().offset, 20);
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        #[test]
+        fn lookup_matches_a_linear_scan(
+            steps in proptest::collection::vec((0i64..20, 1i64..5), 0..2000),
+            targets in proptest::collection::vec(-5i64..50_000, 1..50),
+        ) {
+            let d = tempfile::tempdir().unwrap();
+            let mut idx = open(d.path(), 0, 1 << 16);
+            let mut entries: Vec<(i64, i64)> = Vec::new();
+            let (mut ts, mut o) = (0i64, 0i64);
+            for (dt, d_o) in steps {
+                ts += dt;
+                o += d_o;
+                let grows = entries.last().map_or(true, |l| ts > l.0);
+                if idx.maybe_append(ts, o, false).is_ok() && grows {
+                    entries.push((ts, o));
+                }
+            }
+            proptest::prop_assert_eq!(idx.entries(), entries.len());
+            for t in targets {
+                let want = entries.iter().rev().find(|e| e.0 <= t).map_or((NO_TIMESTAMP, 0), |e| *e);
+                let got = idx.lookup(t);
+                proptest::prop_assert_eq!((got.timestamp, got.offset), want);
+            }
+        }
+    }
 }

@@ -66,16 +66,16 @@ impl Decode for ConsumerGroupMemberMetadataValue {
             });
         }
         let flexible = true;
-        let instance_id = wire::get_nullable_string(buf, flexible)?;
-        let rack_id = wire::get_nullable_string(buf, flexible)?;
-        let client_id = wire::get_string(buf, flexible)?;
-        let client_host = wire::get_string(buf, flexible)?;
-        let subscribed_topic_names =
+        let f_instance_id = wire::get_nullable_string(buf, flexible)?;
+        let f_rack_id = wire::get_nullable_string(buf, flexible)?;
+        let f_client_id = wire::get_string(buf, flexible)?;
+        let f_client_host = wire::get_string(buf, flexible)?;
+        let f_subscribed_topic_names =
             wire::get_array(buf, flexible, |buf| wire::get_string(buf, flexible))?;
-        let subscribed_topic_regex = wire::get_nullable_string(buf, flexible)?;
-        let rebalance_timeout_ms = wire::get_i32(buf)?;
-        let server_assignor = wire::get_nullable_string(buf, flexible)?;
-        let mut classic_member_metadata = None;
+        let f_subscribed_topic_regex = wire::get_nullable_string(buf, flexible)?;
+        let f_rebalance_timeout_ms = wire::get_i32(buf)?;
+        let f_server_assignor = wire::get_nullable_string(buf, flexible)?;
+        let mut f_classic_member_metadata = None;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -85,7 +85,7 @@ impl Decode for ConsumerGroupMemberMetadataValue {
                 match tag {
                     0 => {
                         let buf = &mut data;
-                        classic_member_metadata = wire::get_nullable_struct(buf, |buf| {
+                        f_classic_member_metadata = wire::get_nullable_struct(buf, |buf| {
                             ClassicMemberMetadata::decode(buf, version)
                         })?;
                         wire::expect_consumed(
@@ -100,15 +100,15 @@ impl Decode for ConsumerGroupMemberMetadataValue {
             }
         }
         Ok(Self {
-            instance_id,
-            rack_id,
-            client_id,
-            client_host,
-            subscribed_topic_names,
-            subscribed_topic_regex,
-            rebalance_timeout_ms,
-            server_assignor,
-            classic_member_metadata,
+            instance_id: f_instance_id,
+            rack_id: f_rack_id,
+            client_id: f_client_id,
+            client_host: f_client_host,
+            subscribed_topic_names: f_subscribed_topic_names,
+            subscribed_topic_regex: f_subscribed_topic_regex,
+            rebalance_timeout_ms: f_rebalance_timeout_ms,
+            server_assignor: f_server_assignor,
+            classic_member_metadata: f_classic_member_metadata,
             unknown_tagged_fields,
         })
     }
@@ -226,8 +226,8 @@ impl Default for ClassicProtocol {
 impl Decode for ClassicProtocol {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let name = wire::get_string(buf, flexible)?;
-        let metadata = wire::get_bytes(buf, flexible)?;
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_metadata = wire::get_bytes(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -242,8 +242,8 @@ impl Decode for ClassicProtocol {
             }
         }
         Ok(Self {
-            name,
-            metadata,
+            name: f_name,
+            metadata: f_metadata,
             unknown_tagged_fields,
         })
     }
@@ -303,8 +303,8 @@ impl Default for ClassicMemberMetadata {
 impl Decode for ClassicMemberMetadata {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let session_timeout_ms = wire::get_i32(buf)?;
-        let supported_protocols =
+        let f_session_timeout_ms = wire::get_i32(buf)?;
+        let f_supported_protocols =
             wire::get_array(buf, flexible, |buf| ClassicProtocol::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -320,8 +320,8 @@ impl Decode for ClassicMemberMetadata {
             }
         }
         Ok(Self {
-            session_timeout_ms,
-            supported_protocols,
+            session_timeout_ms: f_session_timeout_ms,
+            supported_protocols: f_supported_protocols,
             unknown_tagged_fields,
         })
     }

@@ -39,8 +39,10 @@ impl Decode for ConsumerGroupPartitionMetadataKey {
             });
         }
         let flexible = false;
-        let group_id = wire::get_string(buf, flexible)?;
-        Ok(Self { group_id })
+        let f_group_id = wire::get_string(buf, flexible)?;
+        Ok(Self {
+            group_id: f_group_id,
+        })
     }
 }
 

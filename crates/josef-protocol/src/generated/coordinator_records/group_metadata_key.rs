@@ -39,8 +39,8 @@ impl Decode for GroupMetadataKey {
             });
         }
         let flexible = false;
-        let group = wire::get_string(buf, flexible)?;
-        Ok(Self { group })
+        let f_group = wire::get_string(buf, flexible)?;
+        Ok(Self { group: f_group })
     }
 }
 

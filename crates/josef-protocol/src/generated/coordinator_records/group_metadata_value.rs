@@ -57,16 +57,16 @@ impl Decode for GroupMetadataValue {
             });
         }
         let flexible = version >= 4;
-        let protocol_type = wire::get_string(buf, flexible)?;
-        let generation = wire::get_i32(buf)?;
-        let protocol = wire::get_nullable_string(buf, flexible)?;
-        let leader = wire::get_nullable_string(buf, flexible)?;
-        let current_state_timestamp = if version >= 2 {
+        let f_protocol_type = wire::get_string(buf, flexible)?;
+        let f_generation = wire::get_i32(buf)?;
+        let f_protocol = wire::get_nullable_string(buf, flexible)?;
+        let f_leader = wire::get_nullable_string(buf, flexible)?;
+        let f_current_state_timestamp = if version >= 2 {
             wire::get_i64(buf)?
         } else {
             -1
         };
-        let members = wire::get_array(buf, flexible, |buf| MemberMetadata::decode(buf, version))?;
+        let f_members = wire::get_array(buf, flexible, |buf| MemberMetadata::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -81,12 +81,12 @@ impl Decode for GroupMetadataValue {
             }
         }
         Ok(Self {
-            protocol_type,
-            generation,
-            protocol,
-            leader,
-            current_state_timestamp,
-            members,
+            protocol_type: f_protocol_type,
+            generation: f_generation,
+            protocol: f_protocol,
+            leader: f_leader,
+            current_state_timestamp: f_current_state_timestamp,
+            members: f_members,
             unknown_tagged_fields,
         })
     }
@@ -197,22 +197,22 @@ impl Default for MemberMetadata {
 impl Decode for MemberMetadata {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
-        let member_id = wire::get_string(buf, flexible)?;
-        let group_instance_id = if version >= 3 {
+        let f_member_id = wire::get_string(buf, flexible)?;
+        let f_group_instance_id = if version >= 3 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             None
         };
-        let client_id = wire::get_string(buf, flexible)?;
-        let client_host = wire::get_string(buf, flexible)?;
-        let rebalance_timeout = if version >= 1 {
+        let f_client_id = wire::get_string(buf, flexible)?;
+        let f_client_host = wire::get_string(buf, flexible)?;
+        let f_rebalance_timeout = if version >= 1 {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let session_timeout = wire::get_i32(buf)?;
-        let subscription = wire::get_bytes(buf, flexible)?;
-        let assignment = wire::get_bytes(buf, flexible)?;
+        let f_session_timeout = wire::get_i32(buf)?;
+        let f_subscription = wire::get_bytes(buf, flexible)?;
+        let f_assignment = wire::get_bytes(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -227,14 +227,14 @@ impl Decode for MemberMetadata {
             }
         }
         Ok(Self {
-            member_id,
-            group_instance_id,
-            client_id,
-            client_host,
-            rebalance_timeout,
-            session_timeout,
-            subscription,
-            assignment,
+            member_id: f_member_id,
+            group_instance_id: f_group_instance_id,
+            client_id: f_client_id,
+            client_host: f_client_host,
+            rebalance_timeout: f_rebalance_timeout,
+            session_timeout: f_session_timeout,
+            subscription: f_subscription,
+            assignment: f_assignment,
             unknown_tagged_fields,
         })
     }

@@ -45,13 +45,13 @@ impl Decode for OffsetCommitKey {
             });
         }
         let flexible = false;
-        let group = wire::get_string(buf, flexible)?;
-        let topic = wire::get_string(buf, flexible)?;
-        let partition = wire::get_i32(buf)?;
+        let f_group = wire::get_string(buf, flexible)?;
+        let f_topic = wire::get_string(buf, flexible)?;
+        let f_partition = wire::get_i32(buf)?;
         Ok(Self {
-            group,
-            topic,
-            partition,
+            group: f_group,
+            topic: f_topic,
+            partition: f_partition,
         })
     }
 }

@@ -54,15 +54,15 @@ impl Decode for OffsetCommitValue {
             });
         }
         let flexible = version >= 4;
-        let offset = wire::get_i64(buf)?;
-        let leader_epoch = if version >= 3 {
+        let f_offset = wire::get_i64(buf)?;
+        let f_leader_epoch = if version >= 3 {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let metadata = wire::get_string(buf, flexible)?;
-        let commit_timestamp = wire::get_i64(buf)?;
-        let expire_timestamp = if version == 1 {
+        let f_metadata = wire::get_string(buf, flexible)?;
+        let f_commit_timestamp = wire::get_i64(buf)?;
+        let f_expire_timestamp = if version == 1 {
             wire::get_i64(buf)?
         } else {
             -1
@@ -81,11 +81,11 @@ impl Decode for OffsetCommitValue {
             }
         }
         Ok(Self {
-            offset,
-            leader_epoch,
-            metadata,
-            commit_timestamp,
-            expire_timestamp,
+            offset: f_offset,
+            leader_epoch: f_leader_epoch,
+            metadata: f_metadata,
+            commit_timestamp: f_commit_timestamp,
+            expire_timestamp: f_expire_timestamp,
             unknown_tagged_fields,
         })
     }

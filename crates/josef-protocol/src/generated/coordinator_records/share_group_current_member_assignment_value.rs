@@ -51,10 +51,10 @@ impl Decode for ShareGroupCurrentMemberAssignmentValue {
             });
         }
         let flexible = true;
-        let member_epoch = wire::get_i32(buf)?;
-        let previous_member_epoch = wire::get_i32(buf)?;
-        let state = wire::get_i8(buf)?;
-        let assigned_partitions =
+        let f_member_epoch = wire::get_i32(buf)?;
+        let f_previous_member_epoch = wire::get_i32(buf)?;
+        let f_state = wire::get_i8(buf)?;
+        let f_assigned_partitions =
             wire::get_array(buf, flexible, |buf| TopicPartitions::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -70,10 +70,10 @@ impl Decode for ShareGroupCurrentMemberAssignmentValue {
             }
         }
         Ok(Self {
-            member_epoch,
-            previous_member_epoch,
-            state,
-            assigned_partitions,
+            member_epoch: f_member_epoch,
+            previous_member_epoch: f_previous_member_epoch,
+            state: f_state,
+            assigned_partitions: f_assigned_partitions,
             unknown_tagged_fields,
         })
     }
@@ -158,8 +158,8 @@ impl Default for TopicPartitions {
 impl Decode for TopicPartitions {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_id = wire::get_uuid(buf)?;
-        let partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_topic_id = wire::get_uuid(buf)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -174,8 +174,8 @@ impl Decode for TopicPartitions {
             }
         }
         Ok(Self {
-            topic_id,
-            partitions,
+            topic_id: f_topic_id,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

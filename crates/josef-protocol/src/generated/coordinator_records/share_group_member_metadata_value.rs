@@ -51,10 +51,10 @@ impl Decode for ShareGroupMemberMetadataValue {
             });
         }
         let flexible = true;
-        let rack_id = wire::get_nullable_string(buf, flexible)?;
-        let client_id = wire::get_string(buf, flexible)?;
-        let client_host = wire::get_string(buf, flexible)?;
-        let subscribed_topic_names =
+        let f_rack_id = wire::get_nullable_string(buf, flexible)?;
+        let f_client_id = wire::get_string(buf, flexible)?;
+        let f_client_host = wire::get_string(buf, flexible)?;
+        let f_subscribed_topic_names =
             wire::get_array(buf, flexible, |buf| wire::get_string(buf, flexible))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -70,10 +70,10 @@ impl Decode for ShareGroupMemberMetadataValue {
             }
         }
         Ok(Self {
-            rack_id,
-            client_id,
-            client_host,
-            subscribed_topic_names,
+            rack_id: f_rack_id,
+            client_id: f_client_id,
+            client_host: f_client_host,
+            subscribed_topic_names: f_subscribed_topic_names,
             unknown_tagged_fields,
         })
     }

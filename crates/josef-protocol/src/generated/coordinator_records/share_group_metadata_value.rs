@@ -42,7 +42,7 @@ impl Decode for ShareGroupMetadataValue {
             });
         }
         let flexible = true;
-        let epoch = wire::get_i32(buf)?;
+        let f_epoch = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -57,7 +57,7 @@ impl Decode for ShareGroupMetadataValue {
             }
         }
         Ok(Self {
-            epoch,
+            epoch: f_epoch,
             unknown_tagged_fields,
         })
     }

@@ -42,7 +42,7 @@ impl Decode for ShareGroupPartitionMetadataValue {
             });
         }
         let flexible = true;
-        let topics = wire::get_array(buf, flexible, |buf| TopicMetadata::decode(buf, version))?;
+        let f_topics = wire::get_array(buf, flexible, |buf| TopicMetadata::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -57,7 +57,7 @@ impl Decode for ShareGroupPartitionMetadataValue {
             }
         }
         Ok(Self {
-            topics,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -136,8 +136,8 @@ impl Default for PartitionMetadata {
 impl Decode for PartitionMetadata {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let partition = wire::get_i32(buf)?;
-        let racks = wire::get_array(buf, flexible, |buf| wire::get_string(buf, flexible))?;
+        let f_partition = wire::get_i32(buf)?;
+        let f_racks = wire::get_array(buf, flexible, |buf| wire::get_string(buf, flexible))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -152,8 +152,8 @@ impl Decode for PartitionMetadata {
             }
         }
         Ok(Self {
-            partition,
-            racks,
+            partition: f_partition,
+            racks: f_racks,
             unknown_tagged_fields,
         })
     }
@@ -228,10 +228,10 @@ impl Default for TopicMetadata {
 impl Decode for TopicMetadata {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_id = wire::get_uuid(buf)?;
-        let topic_name = wire::get_string(buf, flexible)?;
-        let num_partitions = wire::get_i32(buf)?;
-        let partition_metadata =
+        let f_topic_id = wire::get_uuid(buf)?;
+        let f_topic_name = wire::get_string(buf, flexible)?;
+        let f_num_partitions = wire::get_i32(buf)?;
+        let f_partition_metadata =
             wire::get_array(buf, flexible, |buf| PartitionMetadata::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -247,10 +247,10 @@ impl Decode for TopicMetadata {
             }
         }
         Ok(Self {
-            topic_id,
-            topic_name,
-            num_partitions,
-            partition_metadata,
+            topic_id: f_topic_id,
+            topic_name: f_topic_name,
+            num_partitions: f_num_partitions,
+            partition_metadata: f_partition_metadata,
             unknown_tagged_fields,
         })
     }

@@ -45,10 +45,10 @@ impl Decode for ShareGroupStatePartitionMetadataValue {
             });
         }
         let flexible = true;
-        let initialized_topics = wire::get_array(buf, flexible, |buf| {
+        let f_initialized_topics = wire::get_array(buf, flexible, |buf| {
             TopicPartitionsInfo::decode(buf, version)
         })?;
-        let deleting_topics =
+        let f_deleting_topics =
             wire::get_array(buf, flexible, |buf| TopicInfo::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -64,8 +64,8 @@ impl Decode for ShareGroupStatePartitionMetadataValue {
             }
         }
         Ok(Self {
-            initialized_topics,
-            deleting_topics,
+            initialized_topics: f_initialized_topics,
+            deleting_topics: f_deleting_topics,
             unknown_tagged_fields,
         })
     }
@@ -158,9 +158,9 @@ impl Default for TopicPartitionsInfo {
 impl Decode for TopicPartitionsInfo {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_id = wire::get_uuid(buf)?;
-        let topic_name = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_topic_id = wire::get_uuid(buf)?;
+        let f_topic_name = wire::get_string(buf, flexible)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -175,9 +175,9 @@ impl Decode for TopicPartitionsInfo {
             }
         }
         Ok(Self {
-            topic_id,
-            topic_name,
-            partitions,
+            topic_id: f_topic_id,
+            topic_name: f_topic_name,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }
@@ -242,8 +242,8 @@ impl Default for TopicInfo {
 impl Decode for TopicInfo {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_id = wire::get_uuid(buf)?;
-        let topic_name = wire::get_string(buf, flexible)?;
+        let f_topic_id = wire::get_uuid(buf)?;
+        let f_topic_name = wire::get_string(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -258,8 +258,8 @@ impl Decode for TopicInfo {
             }
         }
         Ok(Self {
-            topic_id,
-            topic_name,
+            topic_id: f_topic_id,
+            topic_name: f_topic_name,
             unknown_tagged_fields,
         })
     }

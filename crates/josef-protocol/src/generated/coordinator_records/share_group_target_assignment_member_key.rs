@@ -42,11 +42,11 @@ impl Decode for ShareGroupTargetAssignmentMemberKey {
             });
         }
         let flexible = false;
-        let group_id = wire::get_string(buf, flexible)?;
-        let member_id = wire::get_string(buf, flexible)?;
+        let f_group_id = wire::get_string(buf, flexible)?;
+        let f_member_id = wire::get_string(buf, flexible)?;
         Ok(Self {
-            group_id,
-            member_id,
+            group_id: f_group_id,
+            member_id: f_member_id,
         })
     }
 }

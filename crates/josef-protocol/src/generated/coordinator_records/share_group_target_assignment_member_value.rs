@@ -42,7 +42,7 @@ impl Decode for ShareGroupTargetAssignmentMemberValue {
             });
         }
         let flexible = true;
-        let topic_partitions =
+        let f_topic_partitions =
             wire::get_array(buf, flexible, |buf| TopicPartition::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -58,7 +58,7 @@ impl Decode for ShareGroupTargetAssignmentMemberValue {
             }
         }
         Ok(Self {
-            topic_partitions,
+            topic_partitions: f_topic_partitions,
             unknown_tagged_fields,
         })
     }
@@ -137,8 +137,8 @@ impl Default for TopicPartition {
 impl Decode for TopicPartition {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_id = wire::get_uuid(buf)?;
-        let partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_topic_id = wire::get_uuid(buf)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -153,8 +153,8 @@ impl Decode for TopicPartition {
             }
         }
         Ok(Self {
-            topic_id,
-            partitions,
+            topic_id: f_topic_id,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

@@ -42,7 +42,7 @@ impl Decode for ShareGroupTargetAssignmentMetadataValue {
             });
         }
         let flexible = true;
-        let assignment_epoch = wire::get_i32(buf)?;
+        let f_assignment_epoch = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -57,7 +57,7 @@ impl Decode for ShareGroupTargetAssignmentMetadataValue {
             }
         }
         Ok(Self {
-            assignment_epoch,
+            assignment_epoch: f_assignment_epoch,
             unknown_tagged_fields,
         })
     }

@@ -39,8 +39,10 @@ impl Decode for TransactionLogKey {
             });
         }
         let flexible = false;
-        let transactional_id = wire::get_string(buf, flexible)?;
-        Ok(Self { transactional_id })
+        let f_transactional_id = wire::get_string(buf, flexible)?;
+        Ok(Self {
+            transactional_id: f_transactional_id,
+        })
     }
 }
 

@@ -69,17 +69,17 @@ impl Decode for TransactionLogValue {
             });
         }
         let flexible = version >= 1;
-        let producer_id = wire::get_i64(buf)?;
-        let mut previous_producer_id = -1;
-        let mut next_producer_id = -1;
-        let producer_epoch = wire::get_i16(buf)?;
-        let transaction_timeout_ms = wire::get_i32(buf)?;
-        let transaction_status = wire::get_i8(buf)?;
-        let transaction_partitions =
+        let f_producer_id = wire::get_i64(buf)?;
+        let mut f_previous_producer_id = -1;
+        let mut f_next_producer_id = -1;
+        let f_producer_epoch = wire::get_i16(buf)?;
+        let f_transaction_timeout_ms = wire::get_i32(buf)?;
+        let f_transaction_status = wire::get_i8(buf)?;
+        let f_transaction_partitions =
             wire::get_nullable_array(buf, flexible, |buf| PartitionsSchema::decode(buf, version))?;
-        let transaction_last_update_timestamp_ms = wire::get_i64(buf)?;
-        let transaction_start_timestamp_ms = wire::get_i64(buf)?;
-        let mut client_transaction_version = 0;
+        let f_transaction_last_update_timestamp_ms = wire::get_i64(buf)?;
+        let f_transaction_start_timestamp_ms = wire::get_i64(buf)?;
+        let mut f_client_transaction_version = 0;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -89,17 +89,17 @@ impl Decode for TransactionLogValue {
                 match tag {
                     0 if version >= 1 => {
                         let buf = &mut data;
-                        previous_producer_id = wire::get_i64(buf)?;
+                        f_previous_producer_id = wire::get_i64(buf)?;
                         wire::expect_consumed(buf, "TransactionLogValue.PreviousProducerId")?;
                     }
                     1 if version >= 1 => {
                         let buf = &mut data;
-                        next_producer_id = wire::get_i64(buf)?;
+                        f_next_producer_id = wire::get_i64(buf)?;
                         wire::expect_consumed(buf, "TransactionLogValue.NextProducerId")?;
                     }
                     2 if version >= 1 => {
                         let buf = &mut data;
-                        client_transaction_version = wire::get_i16(buf)?;
+                        f_client_transaction_version = wire::get_i16(buf)?;
                         wire::expect_consumed(buf, "TransactionLogValue.ClientTransactionVersion")?;
                     }
                     _ => {
@@ -109,16 +109,16 @@ impl Decode for TransactionLogValue {
             }
         }
         Ok(Self {
-            producer_id,
-            previous_producer_id,
-            next_producer_id,
-            producer_epoch,
-            transaction_timeout_ms,
-            transaction_status,
-            transaction_partitions,
-            transaction_last_update_timestamp_ms,
-            transaction_start_timestamp_ms,
-            client_transaction_version,
+            producer_id: f_producer_id,
+            previous_producer_id: f_previous_producer_id,
+            next_producer_id: f_next_producer_id,
+            producer_epoch: f_producer_epoch,
+            transaction_timeout_ms: f_transaction_timeout_ms,
+            transaction_status: f_transaction_status,
+            transaction_partitions: f_transaction_partitions,
+            transaction_last_update_timestamp_ms: f_transaction_last_update_timestamp_ms,
+            transaction_start_timestamp_ms: f_transaction_start_timestamp_ms,
+            client_transaction_version: f_client_transaction_version,
             unknown_tagged_fields,
         })
     }
@@ -280,8 +280,8 @@ impl Default for PartitionsSchema {
 impl Decode for PartitionsSchema {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
-        let topic = wire::get_string(buf, flexible)?;
-        let partition_ids = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_topic = wire::get_string(buf, flexible)?;
+        let f_partition_ids = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -296,8 +296,8 @@ impl Decode for PartitionsSchema {
             }
         }
         Ok(Self {
-            topic,
-            partition_ids,
+            topic: f_topic,
+            partition_ids: f_partition_ids,
             unknown_tagged_fields,
         })
     }

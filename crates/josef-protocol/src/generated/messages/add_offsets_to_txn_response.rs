@@ -47,8 +47,8 @@ impl Decode for AddOffsetsToTxnResponse {
             });
         }
         let flexible = version >= 3;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -63,8 +63,8 @@ impl Decode for AddOffsetsToTxnResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
             unknown_tagged_fields,
         })
     }

@@ -56,21 +56,21 @@ impl Decode for AddPartitionsToTxnRequest {
             });
         }
         let flexible = version >= 3;
-        let transactions = if version >= 4 {
+        let f_transactions = if version >= 4 {
             wire::get_array(buf, flexible, |buf| {
                 AddPartitionsToTxnTransaction::decode(buf, version)
             })?
         } else {
             Vec::new()
         };
-        let v3_and_below_transactional_id = if version <= 3 {
+        let f_v3_and_below_transactional_id = if version <= 3 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let v3_and_below_producer_id = if version <= 3 { wire::get_i64(buf)? } else { 0 };
-        let v3_and_below_producer_epoch = if version <= 3 { wire::get_i16(buf)? } else { 0 };
-        let v3_and_below_topics = if version <= 3 {
+        let f_v3_and_below_producer_id = if version <= 3 { wire::get_i64(buf)? } else { 0 };
+        let f_v3_and_below_producer_epoch = if version <= 3 { wire::get_i16(buf)? } else { 0 };
+        let f_v3_and_below_topics = if version <= 3 {
             wire::get_array(buf, flexible, |buf| {
                 AddPartitionsToTxnTopic::decode(buf, version)
             })?
@@ -91,11 +91,11 @@ impl Decode for AddPartitionsToTxnRequest {
             }
         }
         Ok(Self {
-            transactions,
-            v3_and_below_transactional_id,
-            v3_and_below_producer_id,
-            v3_and_below_producer_epoch,
-            v3_and_below_topics,
+            transactions: f_transactions,
+            v3_and_below_transactional_id: f_v3_and_below_transactional_id,
+            v3_and_below_producer_id: f_v3_and_below_producer_id,
+            v3_and_below_producer_epoch: f_v3_and_below_producer_epoch,
+            v3_and_below_topics: f_v3_and_below_topics,
             unknown_tagged_fields,
         })
     }
@@ -250,19 +250,19 @@ impl Default for AddPartitionsToTxnTransaction {
 impl Decode for AddPartitionsToTxnTransaction {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
-        let transactional_id = if version >= 4 {
+        let f_transactional_id = if version >= 4 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let producer_id = if version >= 4 { wire::get_i64(buf)? } else { 0 };
-        let producer_epoch = if version >= 4 { wire::get_i16(buf)? } else { 0 };
-        let verify_only = if version >= 4 {
+        let f_producer_id = if version >= 4 { wire::get_i64(buf)? } else { 0 };
+        let f_producer_epoch = if version >= 4 { wire::get_i16(buf)? } else { 0 };
+        let f_verify_only = if version >= 4 {
             wire::get_bool(buf)?
         } else {
             false
         };
-        let topics = if version >= 4 {
+        let f_topics = if version >= 4 {
             wire::get_array(buf, flexible, |buf| {
                 AddPartitionsToTxnTopic::decode(buf, version)
             })?
@@ -283,11 +283,11 @@ impl Decode for AddPartitionsToTxnTransaction {
             }
         }
         Ok(Self {
-            transactional_id,
-            producer_id,
-            producer_epoch,
-            verify_only,
-            topics,
+            transactional_id: f_transactional_id,
+            producer_id: f_producer_id,
+            producer_epoch: f_producer_epoch,
+            verify_only: f_verify_only,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -412,8 +412,8 @@ impl Default for AddPartitionsToTxnTopic {
 impl Decode for AddPartitionsToTxnTopic {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
-        let name = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -428,8 +428,8 @@ impl Decode for AddPartitionsToTxnTopic {
             }
         }
         Ok(Self {
-            name,
-            partitions,
+            name: f_name,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

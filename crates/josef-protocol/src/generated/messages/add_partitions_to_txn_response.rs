@@ -53,16 +53,16 @@ impl Decode for AddPartitionsToTxnResponse {
             });
         }
         let flexible = version >= 3;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let error_code = if version >= 4 { wire::get_i16(buf)? } else { 0 };
-        let results_by_transaction = if version >= 4 {
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_error_code = if version >= 4 { wire::get_i16(buf)? } else { 0 };
+        let f_results_by_transaction = if version >= 4 {
             wire::get_array(buf, flexible, |buf| {
                 AddPartitionsToTxnResult::decode(buf, version)
             })?
         } else {
             Vec::new()
         };
-        let results_by_topic_v3_and_below = if version <= 3 {
+        let f_results_by_topic_v3_and_below = if version <= 3 {
             wire::get_array(buf, flexible, |buf| {
                 AddPartitionsToTxnTopicResult::decode(buf, version)
             })?
@@ -83,10 +83,10 @@ impl Decode for AddPartitionsToTxnResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
-            results_by_transaction,
-            results_by_topic_v3_and_below,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            results_by_transaction: f_results_by_transaction,
+            results_by_topic_v3_and_below: f_results_by_topic_v3_and_below,
             unknown_tagged_fields,
         })
     }
@@ -204,12 +204,12 @@ impl Default for AddPartitionsToTxnResult {
 impl Decode for AddPartitionsToTxnResult {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
-        let transactional_id = if version >= 4 {
+        let f_transactional_id = if version >= 4 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let topic_results = if version >= 4 {
+        let f_topic_results = if version >= 4 {
             wire::get_array(buf, flexible, |buf| {
                 AddPartitionsToTxnTopicResult::decode(buf, version)
             })?
@@ -230,8 +230,8 @@ impl Decode for AddPartitionsToTxnResult {
             }
         }
         Ok(Self {
-            transactional_id,
-            topic_results,
+            transactional_id: f_transactional_id,
+            topic_results: f_topic_results,
             unknown_tagged_fields,
         })
     }
@@ -320,8 +320,8 @@ impl Default for AddPartitionsToTxnTopicResult {
 impl Decode for AddPartitionsToTxnTopicResult {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
-        let name = wire::get_string(buf, flexible)?;
-        let results_by_partition = wire::get_array(buf, flexible, |buf| {
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_results_by_partition = wire::get_array(buf, flexible, |buf| {
             AddPartitionsToTxnPartitionResult::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -338,8 +338,8 @@ impl Decode for AddPartitionsToTxnTopicResult {
             }
         }
         Ok(Self {
-            name,
-            results_by_partition,
+            name: f_name,
+            results_by_partition: f_results_by_partition,
             unknown_tagged_fields,
         })
     }
@@ -408,8 +408,8 @@ impl Default for AddPartitionsToTxnPartitionResult {
 impl Decode for AddPartitionsToTxnPartitionResult {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
-        let partition_index = wire::get_i32(buf)?;
-        let partition_error_code = wire::get_i16(buf)?;
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_partition_error_code = wire::get_i16(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -424,8 +424,8 @@ impl Decode for AddPartitionsToTxnPartitionResult {
             }
         }
         Ok(Self {
-            partition_index,
-            partition_error_code,
+            partition_index: f_partition_index,
+            partition_error_code: f_partition_error_code,
             unknown_tagged_fields,
         })
     }

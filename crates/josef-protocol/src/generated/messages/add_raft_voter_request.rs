@@ -56,11 +56,11 @@ impl Decode for AddRaftVoterRequest {
             });
         }
         let flexible = true;
-        let cluster_id = wire::get_nullable_string(buf, flexible)?;
-        let timeout_ms = wire::get_i32(buf)?;
-        let voter_id = wire::get_i32(buf)?;
-        let voter_directory_id = wire::get_uuid(buf)?;
-        let listeners = wire::get_array(buf, flexible, |buf| Listener::decode(buf, version))?;
+        let f_cluster_id = wire::get_nullable_string(buf, flexible)?;
+        let f_timeout_ms = wire::get_i32(buf)?;
+        let f_voter_id = wire::get_i32(buf)?;
+        let f_voter_directory_id = wire::get_uuid(buf)?;
+        let f_listeners = wire::get_array(buf, flexible, |buf| Listener::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -75,11 +75,11 @@ impl Decode for AddRaftVoterRequest {
             }
         }
         Ok(Self {
-            cluster_id,
-            timeout_ms,
-            voter_id,
-            voter_directory_id,
-            listeners,
+            cluster_id: f_cluster_id,
+            timeout_ms: f_timeout_ms,
+            voter_id: f_voter_id,
+            voter_directory_id: f_voter_directory_id,
+            listeners: f_listeners,
             unknown_tagged_fields,
         })
     }
@@ -169,9 +169,9 @@ impl Default for Listener {
 impl Decode for Listener {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let name = wire::get_string(buf, flexible)?;
-        let host = wire::get_string(buf, flexible)?;
-        let port = wire::get_u16(buf)?;
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_host = wire::get_string(buf, flexible)?;
+        let f_port = wire::get_u16(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -186,9 +186,9 @@ impl Decode for Listener {
             }
         }
         Ok(Self {
-            name,
-            host,
-            port,
+            name: f_name,
+            host: f_host,
+            port: f_port,
             unknown_tagged_fields,
         })
     }

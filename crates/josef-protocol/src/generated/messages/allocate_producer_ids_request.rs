@@ -47,8 +47,8 @@ impl Decode for AllocateProducerIdsRequest {
             });
         }
         let flexible = true;
-        let broker_id = wire::get_i32(buf)?;
-        let broker_epoch = wire::get_i64(buf)?;
+        let f_broker_id = wire::get_i32(buf)?;
+        let f_broker_epoch = wire::get_i64(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -63,8 +63,8 @@ impl Decode for AllocateProducerIdsRequest {
             }
         }
         Ok(Self {
-            broker_id,
-            broker_epoch,
+            broker_id: f_broker_id,
+            broker_epoch: f_broker_epoch,
             unknown_tagged_fields,
         })
     }

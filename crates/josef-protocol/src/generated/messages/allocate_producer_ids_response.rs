@@ -53,10 +53,10 @@ impl Decode for AllocateProducerIdsResponse {
             });
         }
         let flexible = true;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let producer_id_start = wire::get_i64(buf)?;
-        let producer_id_len = wire::get_i32(buf)?;
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_producer_id_start = wire::get_i64(buf)?;
+        let f_producer_id_len = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -71,10 +71,10 @@ impl Decode for AllocateProducerIdsResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
-            producer_id_start,
-            producer_id_len,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            producer_id_start: f_producer_id_start,
+            producer_id_len: f_producer_id_len,
             unknown_tagged_fields,
         })
     }

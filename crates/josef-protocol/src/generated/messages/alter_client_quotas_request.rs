@@ -47,8 +47,8 @@ impl Decode for AlterClientQuotasRequest {
             });
         }
         let flexible = version >= 1;
-        let entries = wire::get_array(buf, flexible, |buf| EntryData::decode(buf, version))?;
-        let validate_only = wire::get_bool(buf)?;
+        let f_entries = wire::get_array(buf, flexible, |buf| EntryData::decode(buf, version))?;
+        let f_validate_only = wire::get_bool(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -63,8 +63,8 @@ impl Decode for AlterClientQuotasRequest {
             }
         }
         Ok(Self {
-            entries,
-            validate_only,
+            entries: f_entries,
+            validate_only: f_validate_only,
             unknown_tagged_fields,
         })
     }
@@ -145,8 +145,8 @@ impl Default for EntityData {
 impl Decode for EntityData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
-        let entity_type = wire::get_string(buf, flexible)?;
-        let entity_name = wire::get_nullable_string(buf, flexible)?;
+        let f_entity_type = wire::get_string(buf, flexible)?;
+        let f_entity_name = wire::get_nullable_string(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -161,8 +161,8 @@ impl Decode for EntityData {
             }
         }
         Ok(Self {
-            entity_type,
-            entity_name,
+            entity_type: f_entity_type,
+            entity_name: f_entity_name,
             unknown_tagged_fields,
         })
     }
@@ -225,9 +225,9 @@ impl Default for OpData {
 impl Decode for OpData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
-        let key = wire::get_string(buf, flexible)?;
-        let value = wire::get_f64(buf)?;
-        let remove = wire::get_bool(buf)?;
+        let f_key = wire::get_string(buf, flexible)?;
+        let f_value = wire::get_f64(buf)?;
+        let f_remove = wire::get_bool(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -242,9 +242,9 @@ impl Decode for OpData {
             }
         }
         Ok(Self {
-            key,
-            value,
-            remove,
+            key: f_key,
+            value: f_value,
+            remove: f_remove,
             unknown_tagged_fields,
         })
     }
@@ -306,8 +306,8 @@ impl Default for EntryData {
 impl Decode for EntryData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
-        let entity = wire::get_array(buf, flexible, |buf| EntityData::decode(buf, version))?;
-        let ops = wire::get_array(buf, flexible, |buf| OpData::decode(buf, version))?;
+        let f_entity = wire::get_array(buf, flexible, |buf| EntityData::decode(buf, version))?;
+        let f_ops = wire::get_array(buf, flexible, |buf| OpData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -322,8 +322,8 @@ impl Decode for EntryData {
             }
         }
         Ok(Self {
-            entity,
-            ops,
+            entity: f_entity,
+            ops: f_ops,
             unknown_tagged_fields,
         })
     }

@@ -47,8 +47,8 @@ impl Decode for AlterClientQuotasResponse {
             });
         }
         let flexible = version >= 1;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let entries = wire::get_array(buf, flexible, |buf| EntryData::decode(buf, version))?;
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_entries = wire::get_array(buf, flexible, |buf| EntryData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -63,8 +63,8 @@ impl Decode for AlterClientQuotasResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            entries,
+            throttle_time_ms: f_throttle_time_ms,
+            entries: f_entries,
             unknown_tagged_fields,
         })
     }
@@ -145,8 +145,8 @@ impl Default for EntityData {
 impl Decode for EntityData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
-        let entity_type = wire::get_string(buf, flexible)?;
-        let entity_name = wire::get_nullable_string(buf, flexible)?;
+        let f_entity_type = wire::get_string(buf, flexible)?;
+        let f_entity_name = wire::get_nullable_string(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -161,8 +161,8 @@ impl Decode for EntityData {
             }
         }
         Ok(Self {
-            entity_type,
-            entity_name,
+            entity_type: f_entity_type,
+            entity_name: f_entity_name,
             unknown_tagged_fields,
         })
     }
@@ -225,9 +225,9 @@ impl Default for EntryData {
 impl Decode for EntryData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
-        let error_code = wire::get_i16(buf)?;
-        let error_message = wire::get_nullable_string(buf, flexible)?;
-        let entity = wire::get_array(buf, flexible, |buf| EntityData::decode(buf, version))?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_error_message = wire::get_nullable_string(buf, flexible)?;
+        let f_entity = wire::get_array(buf, flexible, |buf| EntityData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -242,9 +242,9 @@ impl Decode for EntryData {
             }
         }
         Ok(Self {
-            error_code,
-            error_message,
-            entity,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            entity: f_entity,
             unknown_tagged_fields,
         })
     }

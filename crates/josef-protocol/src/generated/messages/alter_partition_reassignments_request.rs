@@ -47,8 +47,9 @@ impl Decode for AlterPartitionReassignmentsRequest {
             });
         }
         let flexible = true;
-        let timeout_ms = wire::get_i32(buf)?;
-        let topics = wire::get_array(buf, flexible, |buf| ReassignableTopic::decode(buf, version))?;
+        let f_timeout_ms = wire::get_i32(buf)?;
+        let f_topics =
+            wire::get_array(buf, flexible, |buf| ReassignableTopic::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -63,8 +64,8 @@ impl Decode for AlterPartitionReassignmentsRequest {
             }
         }
         Ok(Self {
-            timeout_ms,
-            topics,
+            timeout_ms: f_timeout_ms,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -145,8 +146,8 @@ impl Default for ReassignablePartition {
 impl Decode for ReassignablePartition {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let partition_index = wire::get_i32(buf)?;
-        let replicas = wire::get_nullable_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_replicas = wire::get_nullable_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -161,8 +162,8 @@ impl Decode for ReassignablePartition {
             }
         }
         Ok(Self {
-            partition_index,
-            replicas,
+            partition_index: f_partition_index,
+            replicas: f_replicas,
             unknown_tagged_fields,
         })
     }
@@ -233,8 +234,8 @@ impl Default for ReassignableTopic {
 impl Decode for ReassignableTopic {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let name = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| {
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| {
             ReassignablePartition::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -251,8 +252,8 @@ impl Decode for ReassignableTopic {
             }
         }
         Ok(Self {
-            name,
-            partitions,
+            name: f_name,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

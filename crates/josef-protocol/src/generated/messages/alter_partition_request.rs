@@ -50,9 +50,9 @@ impl Decode for AlterPartitionRequest {
             });
         }
         let flexible = true;
-        let broker_id = wire::get_i32(buf)?;
-        let broker_epoch = wire::get_i64(buf)?;
-        let topics = wire::get_array(buf, flexible, |buf| TopicData::decode(buf, version))?;
+        let f_broker_id = wire::get_i32(buf)?;
+        let f_broker_epoch = wire::get_i64(buf)?;
+        let f_topics = wire::get_array(buf, flexible, |buf| TopicData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -67,9 +67,9 @@ impl Decode for AlterPartitionRequest {
             }
         }
         Ok(Self {
-            broker_id,
-            broker_epoch,
-            topics,
+            broker_id: f_broker_id,
+            broker_epoch: f_broker_epoch,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -152,8 +152,8 @@ impl Default for BrokerState {
 impl Decode for BrokerState {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let broker_id = if version >= 3 { wire::get_i32(buf)? } else { 0 };
-        let broker_epoch = if version >= 3 {
+        let f_broker_id = if version >= 3 { wire::get_i32(buf)? } else { 0 };
+        let f_broker_epoch = if version >= 3 {
             wire::get_i64(buf)?
         } else {
             -1
@@ -172,8 +172,8 @@ impl Decode for BrokerState {
             }
         }
         Ok(Self {
-            broker_id,
-            broker_epoch,
+            broker_id: f_broker_id,
+            broker_epoch: f_broker_epoch,
             unknown_tagged_fields,
         })
     }
@@ -265,20 +265,20 @@ impl Default for PartitionData {
 impl Decode for PartitionData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let partition_index = wire::get_i32(buf)?;
-        let leader_epoch = wire::get_i32(buf)?;
-        let new_isr = if version <= 2 {
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_leader_epoch = wire::get_i32(buf)?;
+        let f_new_isr = if version <= 2 {
             wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?
         } else {
             Vec::new()
         };
-        let new_isr_with_epochs = if version >= 3 {
+        let f_new_isr_with_epochs = if version >= 3 {
             wire::get_array(buf, flexible, |buf| BrokerState::decode(buf, version))?
         } else {
             Vec::new()
         };
-        let leader_recovery_state = if version >= 1 { wire::get_i8(buf)? } else { 0 };
-        let partition_epoch = wire::get_i32(buf)?;
+        let f_leader_recovery_state = if version >= 1 { wire::get_i8(buf)? } else { 0 };
+        let f_partition_epoch = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -293,12 +293,12 @@ impl Decode for PartitionData {
             }
         }
         Ok(Self {
-            partition_index,
-            leader_epoch,
-            new_isr,
-            new_isr_with_epochs,
-            leader_recovery_state,
-            partition_epoch,
+            partition_index: f_partition_index,
+            leader_epoch: f_leader_epoch,
+            new_isr: f_new_isr,
+            new_isr_with_epochs: f_new_isr_with_epochs,
+            leader_recovery_state: f_leader_recovery_state,
+            partition_epoch: f_partition_epoch,
             unknown_tagged_fields,
         })
     }
@@ -411,17 +411,18 @@ impl Default for TopicData {
 impl Decode for TopicData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_name = if version <= 1 {
+        let f_topic_name = if version <= 1 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let topic_id = if version >= 2 {
+        let f_topic_id = if version >= 2 {
             wire::get_uuid(buf)?
         } else {
             Uuid::ZERO
         };
-        let partitions = wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
+        let f_partitions =
+            wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -436,9 +437,9 @@ impl Decode for TopicData {
             }
         }
         Ok(Self {
-            topic_name,
-            topic_id,
-            partitions,
+            topic_name: f_topic_name,
+            topic_id: f_topic_id,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

@@ -50,9 +50,9 @@ impl Decode for AlterPartitionResponse {
             });
         }
         let flexible = true;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let topics = wire::get_array(buf, flexible, |buf| TopicData::decode(buf, version))?;
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_topics = wire::get_array(buf, flexible, |buf| TopicData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -67,9 +67,9 @@ impl Decode for AlterPartitionResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
-            topics,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -167,13 +167,13 @@ impl Default for PartitionData {
 impl Decode for PartitionData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let partition_index = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let leader_id = wire::get_i32(buf)?;
-        let leader_epoch = wire::get_i32(buf)?;
-        let isr = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
-        let leader_recovery_state = if version >= 1 { wire::get_i8(buf)? } else { 0 };
-        let partition_epoch = wire::get_i32(buf)?;
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_leader_id = wire::get_i32(buf)?;
+        let f_leader_epoch = wire::get_i32(buf)?;
+        let f_isr = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_leader_recovery_state = if version >= 1 { wire::get_i8(buf)? } else { 0 };
+        let f_partition_epoch = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -188,13 +188,13 @@ impl Decode for PartitionData {
             }
         }
         Ok(Self {
-            partition_index,
-            error_code,
-            leader_id,
-            leader_epoch,
-            isr,
-            leader_recovery_state,
-            partition_epoch,
+            partition_index: f_partition_index,
+            error_code: f_error_code,
+            leader_id: f_leader_id,
+            leader_epoch: f_leader_epoch,
+            isr: f_isr,
+            leader_recovery_state: f_leader_recovery_state,
+            partition_epoch: f_partition_epoch,
             unknown_tagged_fields,
         })
     }
@@ -274,17 +274,18 @@ impl Default for TopicData {
 impl Decode for TopicData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_name = if version <= 1 {
+        let f_topic_name = if version <= 1 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let topic_id = if version >= 2 {
+        let f_topic_id = if version >= 2 {
             wire::get_uuid(buf)?
         } else {
             Uuid::ZERO
         };
-        let partitions = wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
+        let f_partitions =
+            wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -299,9 +300,9 @@ impl Decode for TopicData {
             }
         }
         Ok(Self {
-            topic_name,
-            topic_id,
-            partitions,
+            topic_name: f_topic_name,
+            topic_id: f_topic_id,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

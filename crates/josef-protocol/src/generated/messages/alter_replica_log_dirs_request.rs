@@ -44,7 +44,7 @@ impl Decode for AlterReplicaLogDirsRequest {
             });
         }
         let flexible = version >= 2;
-        let dirs = wire::get_array(buf, flexible, |buf| {
+        let f_dirs = wire::get_array(buf, flexible, |buf| {
             AlterReplicaLogDir::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -61,7 +61,7 @@ impl Decode for AlterReplicaLogDirsRequest {
             }
         }
         Ok(Self {
-            dirs,
+            dirs: f_dirs,
             unknown_tagged_fields,
         })
     }
@@ -140,8 +140,8 @@ impl Default for AlterReplicaLogDirTopic {
 impl Decode for AlterReplicaLogDirTopic {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let name = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -156,8 +156,8 @@ impl Decode for AlterReplicaLogDirTopic {
             }
         }
         Ok(Self {
-            name,
-            partitions,
+            name: f_name,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }
@@ -220,8 +220,8 @@ impl Default for AlterReplicaLogDir {
 impl Decode for AlterReplicaLogDir {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let path = wire::get_string(buf, flexible)?;
-        let topics = wire::get_array(buf, flexible, |buf| {
+        let f_path = wire::get_string(buf, flexible)?;
+        let f_topics = wire::get_array(buf, flexible, |buf| {
             AlterReplicaLogDirTopic::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -238,8 +238,8 @@ impl Decode for AlterReplicaLogDir {
             }
         }
         Ok(Self {
-            path,
-            topics,
+            path: f_path,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }

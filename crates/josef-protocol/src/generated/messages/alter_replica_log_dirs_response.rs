@@ -47,8 +47,8 @@ impl Decode for AlterReplicaLogDirsResponse {
             });
         }
         let flexible = version >= 2;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let results = wire::get_array(buf, flexible, |buf| {
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_results = wire::get_array(buf, flexible, |buf| {
             AlterReplicaLogDirTopicResult::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -65,8 +65,8 @@ impl Decode for AlterReplicaLogDirsResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            results,
+            throttle_time_ms: f_throttle_time_ms,
+            results: f_results,
             unknown_tagged_fields,
         })
     }
@@ -147,8 +147,8 @@ impl Default for AlterReplicaLogDirPartitionResult {
 impl Decode for AlterReplicaLogDirPartitionResult {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let partition_index = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -163,8 +163,8 @@ impl Decode for AlterReplicaLogDirPartitionResult {
             }
         }
         Ok(Self {
-            partition_index,
-            error_code,
+            partition_index: f_partition_index,
+            error_code: f_error_code,
             unknown_tagged_fields,
         })
     }
@@ -224,8 +224,8 @@ impl Default for AlterReplicaLogDirTopicResult {
 impl Decode for AlterReplicaLogDirTopicResult {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let topic_name = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| {
+        let f_topic_name = wire::get_string(buf, flexible)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| {
             AlterReplicaLogDirPartitionResult::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -242,8 +242,8 @@ impl Decode for AlterReplicaLogDirTopicResult {
             }
         }
         Ok(Self {
-            topic_name,
-            partitions,
+            topic_name: f_topic_name,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

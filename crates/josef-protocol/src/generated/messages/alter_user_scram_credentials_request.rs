@@ -47,10 +47,10 @@ impl Decode for AlterUserScramCredentialsRequest {
             });
         }
         let flexible = true;
-        let deletions = wire::get_array(buf, flexible, |buf| {
+        let f_deletions = wire::get_array(buf, flexible, |buf| {
             ScramCredentialDeletion::decode(buf, version)
         })?;
-        let upsertions = wire::get_array(buf, flexible, |buf| {
+        let f_upsertions = wire::get_array(buf, flexible, |buf| {
             ScramCredentialUpsertion::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -67,8 +67,8 @@ impl Decode for AlterUserScramCredentialsRequest {
             }
         }
         Ok(Self {
-            deletions,
-            upsertions,
+            deletions: f_deletions,
+            upsertions: f_upsertions,
             unknown_tagged_fields,
         })
     }
@@ -158,8 +158,8 @@ impl Default for ScramCredentialDeletion {
 impl Decode for ScramCredentialDeletion {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let name = wire::get_string(buf, flexible)?;
-        let mechanism = wire::get_i8(buf)?;
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_mechanism = wire::get_i8(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -174,8 +174,8 @@ impl Decode for ScramCredentialDeletion {
             }
         }
         Ok(Self {
-            name,
-            mechanism,
+            name: f_name,
+            mechanism: f_mechanism,
             unknown_tagged_fields,
         })
     }
@@ -244,11 +244,11 @@ impl Default for ScramCredentialUpsertion {
 impl Decode for ScramCredentialUpsertion {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let name = wire::get_string(buf, flexible)?;
-        let mechanism = wire::get_i8(buf)?;
-        let iterations = wire::get_i32(buf)?;
-        let salt = wire::get_bytes(buf, flexible)?;
-        let salted_password = wire::get_bytes(buf, flexible)?;
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_mechanism = wire::get_i8(buf)?;
+        let f_iterations = wire::get_i32(buf)?;
+        let f_salt = wire::get_bytes(buf, flexible)?;
+        let f_salted_password = wire::get_bytes(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -263,11 +263,11 @@ impl Decode for ScramCredentialUpsertion {
             }
         }
         Ok(Self {
-            name,
-            mechanism,
-            iterations,
-            salt,
-            salted_password,
+            name: f_name,
+            mechanism: f_mechanism,
+            iterations: f_iterations,
+            salt: f_salt,
+            salted_password: f_salted_password,
             unknown_tagged_fields,
         })
     }

@@ -47,12 +47,12 @@ impl Decode for ApiVersionsRequest {
             });
         }
         let flexible = version >= 3;
-        let client_software_name = if version >= 3 {
+        let f_client_software_name = if version >= 3 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let client_software_version = if version >= 3 {
+        let f_client_software_version = if version >= 3 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
@@ -71,8 +71,8 @@ impl Decode for ApiVersionsRequest {
             }
         }
         Ok(Self {
-            client_software_name,
-            client_software_version,
+            client_software_name: f_client_software_name,
+            client_software_version: f_client_software_version,
             unknown_tagged_fields,
         })
     }

@@ -62,13 +62,13 @@ impl Decode for ApiVersionsResponse {
             });
         }
         let flexible = version >= 3;
-        let error_code = wire::get_i16(buf)?;
-        let api_keys = wire::get_array(buf, flexible, |buf| ApiVersion::decode(buf, version))?;
-        let throttle_time_ms = if version >= 1 { wire::get_i32(buf)? } else { 0 };
-        let mut supported_features = Vec::new();
-        let mut finalized_features_epoch = -1;
-        let mut finalized_features = Vec::new();
-        let mut zk_migration_ready = false;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_api_keys = wire::get_array(buf, flexible, |buf| ApiVersion::decode(buf, version))?;
+        let f_throttle_time_ms = if version >= 1 { wire::get_i32(buf)? } else { 0 };
+        let mut f_supported_features = Vec::new();
+        let mut f_finalized_features_epoch = -1;
+        let mut f_finalized_features = Vec::new();
+        let mut f_zk_migration_ready = false;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -78,26 +78,26 @@ impl Decode for ApiVersionsResponse {
                 match tag {
                     0 if version >= 3 => {
                         let buf = &mut data;
-                        supported_features = wire::get_array(buf, true, |buf| {
+                        f_supported_features = wire::get_array(buf, true, |buf| {
                             SupportedFeatureKey::decode(buf, version)
                         })?;
                         wire::expect_consumed(buf, "ApiVersionsResponse.SupportedFeatures")?;
                     }
                     1 if version >= 3 => {
                         let buf = &mut data;
-                        finalized_features_epoch = wire::get_i64(buf)?;
+                        f_finalized_features_epoch = wire::get_i64(buf)?;
                         wire::expect_consumed(buf, "ApiVersionsResponse.FinalizedFeaturesEpoch")?;
                     }
                     2 if version >= 3 => {
                         let buf = &mut data;
-                        finalized_features = wire::get_array(buf, true, |buf| {
+                        f_finalized_features = wire::get_array(buf, true, |buf| {
                             FinalizedFeatureKey::decode(buf, version)
                         })?;
                         wire::expect_consumed(buf, "ApiVersionsResponse.FinalizedFeatures")?;
                     }
                     3 if version >= 3 => {
                         let buf = &mut data;
-                        zk_migration_ready = wire::get_bool(buf)?;
+                        f_zk_migration_ready = wire::get_bool(buf)?;
                         wire::expect_consumed(buf, "ApiVersionsResponse.ZkMigrationReady")?;
                     }
                     _ => {
@@ -107,13 +107,13 @@ impl Decode for ApiVersionsResponse {
             }
         }
         Ok(Self {
-            error_code,
-            api_keys,
-            throttle_time_ms,
-            supported_features,
-            finalized_features_epoch,
-            finalized_features,
-            zk_migration_ready,
+            error_code: f_error_code,
+            api_keys: f_api_keys,
+            throttle_time_ms: f_throttle_time_ms,
+            supported_features: f_supported_features,
+            finalized_features_epoch: f_finalized_features_epoch,
+            finalized_features: f_finalized_features,
+            zk_migration_ready: f_zk_migration_ready,
             unknown_tagged_fields,
         })
     }
@@ -291,9 +291,9 @@ impl Default for ApiVersion {
 impl Decode for ApiVersion {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
-        let api_key = wire::get_i16(buf)?;
-        let min_version = wire::get_i16(buf)?;
-        let max_version = wire::get_i16(buf)?;
+        let f_api_key = wire::get_i16(buf)?;
+        let f_min_version = wire::get_i16(buf)?;
+        let f_max_version = wire::get_i16(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -308,9 +308,9 @@ impl Decode for ApiVersion {
             }
         }
         Ok(Self {
-            api_key,
-            min_version,
-            max_version,
+            api_key: f_api_key,
+            min_version: f_min_version,
+            max_version: f_max_version,
             unknown_tagged_fields,
         })
     }
@@ -375,13 +375,13 @@ impl Default for SupportedFeatureKey {
 impl Decode for SupportedFeatureKey {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
-        let name = if version >= 3 {
+        let f_name = if version >= 3 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let min_version = if version >= 3 { wire::get_i16(buf)? } else { 0 };
-        let max_version = if version >= 3 { wire::get_i16(buf)? } else { 0 };
+        let f_min_version = if version >= 3 { wire::get_i16(buf)? } else { 0 };
+        let f_max_version = if version >= 3 { wire::get_i16(buf)? } else { 0 };
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -396,9 +396,9 @@ impl Decode for SupportedFeatureKey {
             }
         }
         Ok(Self {
-            name,
-            min_version,
-            max_version,
+            name: f_name,
+            min_version: f_min_version,
+            max_version: f_max_version,
             unknown_tagged_fields,
         })
     }
@@ -493,13 +493,13 @@ impl Default for FinalizedFeatureKey {
 impl Decode for FinalizedFeatureKey {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
-        let name = if version >= 3 {
+        let f_name = if version >= 3 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let max_version_level = if version >= 3 { wire::get_i16(buf)? } else { 0 };
-        let min_version_level = if version >= 3 { wire::get_i16(buf)? } else { 0 };
+        let f_max_version_level = if version >= 3 { wire::get_i16(buf)? } else { 0 };
+        let f_min_version_level = if version >= 3 { wire::get_i16(buf)? } else { 0 };
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -514,9 +514,9 @@ impl Decode for FinalizedFeatureKey {
             }
         }
         Ok(Self {
-            name,
-            max_version_level,
-            min_version_level,
+            name: f_name,
+            max_version_level: f_max_version_level,
+            min_version_level: f_min_version_level,
             unknown_tagged_fields,
         })
     }

@@ -50,9 +50,9 @@ impl Decode for AssignReplicasToDirsRequest {
             });
         }
         let flexible = true;
-        let broker_id = wire::get_i32(buf)?;
-        let broker_epoch = wire::get_i64(buf)?;
-        let directories =
+        let f_broker_id = wire::get_i32(buf)?;
+        let f_broker_epoch = wire::get_i64(buf)?;
+        let f_directories =
             wire::get_array(buf, flexible, |buf| DirectoryData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -68,9 +68,9 @@ impl Decode for AssignReplicasToDirsRequest {
             }
         }
         Ok(Self {
-            broker_id,
-            broker_epoch,
-            directories,
+            broker_id: f_broker_id,
+            broker_epoch: f_broker_epoch,
+            directories: f_directories,
             unknown_tagged_fields,
         })
     }
@@ -150,7 +150,7 @@ impl Default for PartitionData {
 impl Decode for PartitionData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let partition_index = wire::get_i32(buf)?;
+        let f_partition_index = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -165,7 +165,7 @@ impl Decode for PartitionData {
             }
         }
         Ok(Self {
-            partition_index,
+            partition_index: f_partition_index,
             unknown_tagged_fields,
         })
     }
@@ -223,8 +223,9 @@ impl Default for TopicData {
 impl Decode for TopicData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_id = wire::get_uuid(buf)?;
-        let partitions = wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
+        let f_topic_id = wire::get_uuid(buf)?;
+        let f_partitions =
+            wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -239,8 +240,8 @@ impl Decode for TopicData {
             }
         }
         Ok(Self {
-            topic_id,
-            partitions,
+            topic_id: f_topic_id,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }
@@ -309,8 +310,8 @@ impl Default for DirectoryData {
 impl Decode for DirectoryData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let id = wire::get_uuid(buf)?;
-        let topics = wire::get_array(buf, flexible, |buf| TopicData::decode(buf, version))?;
+        let f_id = wire::get_uuid(buf)?;
+        let f_topics = wire::get_array(buf, flexible, |buf| TopicData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -325,8 +326,8 @@ impl Decode for DirectoryData {
             }
         }
         Ok(Self {
-            id,
-            topics,
+            id: f_id,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }

@@ -53,14 +53,14 @@ impl Decode for BeginQuorumEpochRequest {
             });
         }
         let flexible = version >= 1;
-        let cluster_id = wire::get_nullable_string(buf, flexible)?;
-        let voter_id = if version >= 1 {
+        let f_cluster_id = wire::get_nullable_string(buf, flexible)?;
+        let f_voter_id = if version >= 1 {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let topics = wire::get_array(buf, flexible, |buf| TopicData::decode(buf, version))?;
-        let leader_endpoints = if version >= 1 {
+        let f_topics = wire::get_array(buf, flexible, |buf| TopicData::decode(buf, version))?;
+        let f_leader_endpoints = if version >= 1 {
             wire::get_array(buf, flexible, |buf| LeaderEndpoint::decode(buf, version))?
         } else {
             Vec::new()
@@ -79,10 +79,10 @@ impl Decode for BeginQuorumEpochRequest {
             }
         }
         Ok(Self {
-            cluster_id,
-            voter_id,
-            topics,
-            leader_endpoints,
+            cluster_id: f_cluster_id,
+            voter_id: f_voter_id,
+            topics: f_topics,
+            leader_endpoints: f_leader_endpoints,
             unknown_tagged_fields,
         })
     }
@@ -190,14 +190,14 @@ impl Default for PartitionData {
 impl Decode for PartitionData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
-        let partition_index = wire::get_i32(buf)?;
-        let voter_directory_id = if version >= 1 {
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_voter_directory_id = if version >= 1 {
             wire::get_uuid(buf)?
         } else {
             Uuid::ZERO
         };
-        let leader_id = wire::get_i32(buf)?;
-        let leader_epoch = wire::get_i32(buf)?;
+        let f_leader_id = wire::get_i32(buf)?;
+        let f_leader_epoch = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -212,10 +212,10 @@ impl Decode for PartitionData {
             }
         }
         Ok(Self {
-            partition_index,
-            voter_directory_id,
-            leader_id,
-            leader_epoch,
+            partition_index: f_partition_index,
+            voter_directory_id: f_voter_directory_id,
+            leader_id: f_leader_id,
+            leader_epoch: f_leader_epoch,
             unknown_tagged_fields,
         })
     }
@@ -283,8 +283,9 @@ impl Default for TopicData {
 impl Decode for TopicData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
-        let topic_name = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
+        let f_topic_name = wire::get_string(buf, flexible)?;
+        let f_partitions =
+            wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -299,8 +300,8 @@ impl Decode for TopicData {
             }
         }
         Ok(Self {
-            topic_name,
-            partitions,
+            topic_name: f_topic_name,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }
@@ -372,17 +373,17 @@ impl Default for LeaderEndpoint {
 impl Decode for LeaderEndpoint {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
-        let name = if version >= 1 {
+        let f_name = if version >= 1 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let host = if version >= 1 {
+        let f_host = if version >= 1 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let port = if version >= 1 { wire::get_u16(buf)? } else { 0 };
+        let f_port = if version >= 1 { wire::get_u16(buf)? } else { 0 };
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -397,9 +398,9 @@ impl Decode for LeaderEndpoint {
             }
         }
         Ok(Self {
-            name,
-            host,
-            port,
+            name: f_name,
+            host: f_host,
+            port: f_port,
             unknown_tagged_fields,
         })
     }

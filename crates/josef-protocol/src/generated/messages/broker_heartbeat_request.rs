@@ -59,12 +59,12 @@ impl Decode for BrokerHeartbeatRequest {
             });
         }
         let flexible = true;
-        let broker_id = wire::get_i32(buf)?;
-        let broker_epoch = wire::get_i64(buf)?;
-        let current_metadata_offset = wire::get_i64(buf)?;
-        let want_fence = wire::get_bool(buf)?;
-        let want_shut_down = wire::get_bool(buf)?;
-        let mut offline_log_dirs = Vec::new();
+        let f_broker_id = wire::get_i32(buf)?;
+        let f_broker_epoch = wire::get_i64(buf)?;
+        let f_current_metadata_offset = wire::get_i64(buf)?;
+        let f_want_fence = wire::get_bool(buf)?;
+        let f_want_shut_down = wire::get_bool(buf)?;
+        let mut f_offline_log_dirs = Vec::new();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -74,7 +74,7 @@ impl Decode for BrokerHeartbeatRequest {
                 match tag {
                     0 if version >= 1 => {
                         let buf = &mut data;
-                        offline_log_dirs = wire::get_array(buf, true, |buf| wire::get_uuid(buf))?;
+                        f_offline_log_dirs = wire::get_array(buf, true, |buf| wire::get_uuid(buf))?;
                         wire::expect_consumed(buf, "BrokerHeartbeatRequest.OfflineLogDirs")?;
                     }
                     _ => {
@@ -84,12 +84,12 @@ impl Decode for BrokerHeartbeatRequest {
             }
         }
         Ok(Self {
-            broker_id,
-            broker_epoch,
-            current_metadata_offset,
-            want_fence,
-            want_shut_down,
-            offline_log_dirs,
+            broker_id: f_broker_id,
+            broker_epoch: f_broker_epoch,
+            current_metadata_offset: f_current_metadata_offset,
+            want_fence: f_want_fence,
+            want_shut_down: f_want_shut_down,
+            offline_log_dirs: f_offline_log_dirs,
             unknown_tagged_fields,
         })
     }

@@ -56,11 +56,11 @@ impl Decode for BrokerHeartbeatResponse {
             });
         }
         let flexible = true;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let is_caught_up = wire::get_bool(buf)?;
-        let is_fenced = wire::get_bool(buf)?;
-        let should_shut_down = wire::get_bool(buf)?;
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_is_caught_up = wire::get_bool(buf)?;
+        let f_is_fenced = wire::get_bool(buf)?;
+        let f_should_shut_down = wire::get_bool(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -75,11 +75,11 @@ impl Decode for BrokerHeartbeatResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
-            is_caught_up,
-            is_fenced,
-            should_shut_down,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            is_caught_up: f_is_caught_up,
+            is_fenced: f_is_fenced,
+            should_shut_down: f_should_shut_down,
             unknown_tagged_fields,
         })
     }

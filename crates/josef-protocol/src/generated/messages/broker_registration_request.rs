@@ -68,23 +68,23 @@ impl Decode for BrokerRegistrationRequest {
             });
         }
         let flexible = true;
-        let broker_id = wire::get_i32(buf)?;
-        let cluster_id = wire::get_string(buf, flexible)?;
-        let incarnation_id = wire::get_uuid(buf)?;
-        let listeners = wire::get_array(buf, flexible, |buf| Listener::decode(buf, version))?;
-        let features = wire::get_array(buf, flexible, |buf| Feature::decode(buf, version))?;
-        let rack = wire::get_nullable_string(buf, flexible)?;
-        let is_migrating_zk_broker = if version >= 1 {
+        let f_broker_id = wire::get_i32(buf)?;
+        let f_cluster_id = wire::get_string(buf, flexible)?;
+        let f_incarnation_id = wire::get_uuid(buf)?;
+        let f_listeners = wire::get_array(buf, flexible, |buf| Listener::decode(buf, version))?;
+        let f_features = wire::get_array(buf, flexible, |buf| Feature::decode(buf, version))?;
+        let f_rack = wire::get_nullable_string(buf, flexible)?;
+        let f_is_migrating_zk_broker = if version >= 1 {
             wire::get_bool(buf)?
         } else {
             false
         };
-        let log_dirs = if version >= 2 {
+        let f_log_dirs = if version >= 2 {
             wire::get_array(buf, flexible, |buf| wire::get_uuid(buf))?
         } else {
             Vec::new()
         };
-        let previous_broker_epoch = if version >= 3 {
+        let f_previous_broker_epoch = if version >= 3 {
             wire::get_i64(buf)?
         } else {
             -1
@@ -103,15 +103,15 @@ impl Decode for BrokerRegistrationRequest {
             }
         }
         Ok(Self {
-            broker_id,
-            cluster_id,
-            incarnation_id,
-            listeners,
-            features,
-            rack,
-            is_migrating_zk_broker,
-            log_dirs,
-            previous_broker_epoch,
+            broker_id: f_broker_id,
+            cluster_id: f_cluster_id,
+            incarnation_id: f_incarnation_id,
+            listeners: f_listeners,
+            features: f_features,
+            rack: f_rack,
+            is_migrating_zk_broker: f_is_migrating_zk_broker,
+            log_dirs: f_log_dirs,
+            previous_broker_epoch: f_previous_broker_epoch,
             unknown_tagged_fields,
         })
     }
@@ -242,10 +242,10 @@ impl Default for Listener {
 impl Decode for Listener {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let name = wire::get_string(buf, flexible)?;
-        let host = wire::get_string(buf, flexible)?;
-        let port = wire::get_u16(buf)?;
-        let security_protocol = wire::get_i16(buf)?;
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_host = wire::get_string(buf, flexible)?;
+        let f_port = wire::get_u16(buf)?;
+        let f_security_protocol = wire::get_i16(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -260,10 +260,10 @@ impl Decode for Listener {
             }
         }
         Ok(Self {
-            name,
-            host,
-            port,
-            security_protocol,
+            name: f_name,
+            host: f_host,
+            port: f_port,
+            security_protocol: f_security_protocol,
             unknown_tagged_fields,
         })
     }
@@ -330,9 +330,9 @@ impl Default for Feature {
 impl Decode for Feature {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let name = wire::get_string(buf, flexible)?;
-        let min_supported_version = wire::get_i16(buf)?;
-        let max_supported_version = wire::get_i16(buf)?;
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_min_supported_version = wire::get_i16(buf)?;
+        let f_max_supported_version = wire::get_i16(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -347,9 +347,9 @@ impl Decode for Feature {
             }
         }
         Ok(Self {
-            name,
-            min_supported_version,
-            max_supported_version,
+            name: f_name,
+            min_supported_version: f_min_supported_version,
+            max_supported_version: f_max_supported_version,
             unknown_tagged_fields,
         })
     }

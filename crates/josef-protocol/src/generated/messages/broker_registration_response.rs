@@ -50,9 +50,9 @@ impl Decode for BrokerRegistrationResponse {
             });
         }
         let flexible = true;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let broker_epoch = wire::get_i64(buf)?;
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_broker_epoch = wire::get_i64(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -67,9 +67,9 @@ impl Decode for BrokerRegistrationResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
-            broker_epoch,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            broker_epoch: f_broker_epoch,
             unknown_tagged_fields,
         })
     }

@@ -71,21 +71,21 @@ impl Decode for ConsumerGroupHeartbeatRequest {
             });
         }
         let flexible = true;
-        let group_id = wire::get_string(buf, flexible)?;
-        let member_id = wire::get_string(buf, flexible)?;
-        let member_epoch = wire::get_i32(buf)?;
-        let instance_id = wire::get_nullable_string(buf, flexible)?;
-        let rack_id = wire::get_nullable_string(buf, flexible)?;
-        let rebalance_timeout_ms = wire::get_i32(buf)?;
-        let subscribed_topic_names =
+        let f_group_id = wire::get_string(buf, flexible)?;
+        let f_member_id = wire::get_string(buf, flexible)?;
+        let f_member_epoch = wire::get_i32(buf)?;
+        let f_instance_id = wire::get_nullable_string(buf, flexible)?;
+        let f_rack_id = wire::get_nullable_string(buf, flexible)?;
+        let f_rebalance_timeout_ms = wire::get_i32(buf)?;
+        let f_subscribed_topic_names =
             wire::get_nullable_array(buf, flexible, |buf| wire::get_string(buf, flexible))?;
-        let subscribed_topic_regex = if version >= 1 {
+        let f_subscribed_topic_regex = if version >= 1 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             None
         };
-        let server_assignor = wire::get_nullable_string(buf, flexible)?;
-        let topic_partitions =
+        let f_server_assignor = wire::get_nullable_string(buf, flexible)?;
+        let f_topic_partitions =
             wire::get_nullable_array(buf, flexible, |buf| TopicPartitions::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -101,16 +101,16 @@ impl Decode for ConsumerGroupHeartbeatRequest {
             }
         }
         Ok(Self {
-            group_id,
-            member_id,
-            member_epoch,
-            instance_id,
-            rack_id,
-            rebalance_timeout_ms,
-            subscribed_topic_names,
-            subscribed_topic_regex,
-            server_assignor,
-            topic_partitions,
+            group_id: f_group_id,
+            member_id: f_member_id,
+            member_epoch: f_member_epoch,
+            instance_id: f_instance_id,
+            rack_id: f_rack_id,
+            rebalance_timeout_ms: f_rebalance_timeout_ms,
+            subscribed_topic_names: f_subscribed_topic_names,
+            subscribed_topic_regex: f_subscribed_topic_regex,
+            server_assignor: f_server_assignor,
+            topic_partitions: f_topic_partitions,
             unknown_tagged_fields,
         })
     }
@@ -246,8 +246,8 @@ impl Default for TopicPartitions {
 impl Decode for TopicPartitions {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_id = wire::get_uuid(buf)?;
-        let partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_topic_id = wire::get_uuid(buf)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -262,8 +262,8 @@ impl Decode for TopicPartitions {
             }
         }
         Ok(Self {
-            topic_id,
-            partitions,
+            topic_id: f_topic_id,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

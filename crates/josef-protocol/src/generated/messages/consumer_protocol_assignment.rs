@@ -42,12 +42,12 @@ impl Decode for ConsumerProtocolAssignment {
             });
         }
         let flexible = false;
-        let assigned_partitions =
+        let f_assigned_partitions =
             wire::get_array(buf, flexible, |buf| TopicPartition::decode(buf, version))?;
-        let user_data = wire::get_nullable_bytes(buf, flexible)?;
+        let f_user_data = wire::get_nullable_bytes(buf, flexible)?;
         Ok(Self {
-            assigned_partitions,
-            user_data,
+            assigned_partitions: f_assigned_partitions,
+            user_data: f_user_data,
         })
     }
 }
@@ -111,9 +111,12 @@ impl Default for TopicPartition {
 impl Decode for TopicPartition {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = false;
-        let topic = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
-        Ok(Self { topic, partitions })
+        let f_topic = wire::get_string(buf, flexible)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        Ok(Self {
+            topic: f_topic,
+            partitions: f_partitions,
+        })
     }
 }
 

@@ -51,29 +51,29 @@ impl Decode for ConsumerProtocolSubscription {
             });
         }
         let flexible = false;
-        let topics = wire::get_array(buf, flexible, |buf| wire::get_string(buf, flexible))?;
-        let user_data = wire::get_nullable_bytes(buf, flexible)?;
-        let owned_partitions = if version >= 1 {
+        let f_topics = wire::get_array(buf, flexible, |buf| wire::get_string(buf, flexible))?;
+        let f_user_data = wire::get_nullable_bytes(buf, flexible)?;
+        let f_owned_partitions = if version >= 1 {
             wire::get_array(buf, flexible, |buf| TopicPartition::decode(buf, version))?
         } else {
             Vec::new()
         };
-        let generation_id = if version >= 2 {
+        let f_generation_id = if version >= 2 {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let rack_id = if version >= 3 {
+        let f_rack_id = if version >= 3 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             None
         };
         Ok(Self {
-            topics,
-            user_data,
-            owned_partitions,
-            generation_id,
-            rack_id,
+            topics: f_topics,
+            user_data: f_user_data,
+            owned_partitions: f_owned_partitions,
+            generation_id: f_generation_id,
+            rack_id: f_rack_id,
         })
     }
 }
@@ -164,17 +164,20 @@ impl Default for TopicPartition {
 impl Decode for TopicPartition {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = false;
-        let topic = if version >= 1 {
+        let f_topic = if version >= 1 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let partitions = if version >= 1 {
+        let f_partitions = if version >= 1 {
             wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?
         } else {
             Vec::new()
         };
-        Ok(Self { topic, partitions })
+        Ok(Self {
+            topic: f_topic,
+            partitions: f_partitions,
+        })
     }
 }
 

@@ -47,8 +47,8 @@ impl Decode for ControlledShutdownRequest {
             });
         }
         let flexible = version >= 3;
-        let broker_id = wire::get_i32(buf)?;
-        let broker_epoch = if version >= 2 {
+        let f_broker_id = wire::get_i32(buf)?;
+        let f_broker_epoch = if version >= 2 {
             wire::get_i64(buf)?
         } else {
             -1
@@ -67,8 +67,8 @@ impl Decode for ControlledShutdownRequest {
             }
         }
         Ok(Self {
-            broker_id,
-            broker_epoch,
+            broker_id: f_broker_id,
+            broker_epoch: f_broker_epoch,
             unknown_tagged_fields,
         })
     }

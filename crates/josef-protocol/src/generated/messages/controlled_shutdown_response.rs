@@ -47,8 +47,8 @@ impl Decode for ControlledShutdownResponse {
             });
         }
         let flexible = version >= 3;
-        let error_code = wire::get_i16(buf)?;
-        let remaining_partitions = wire::get_array(buf, flexible, |buf| {
+        let f_error_code = wire::get_i16(buf)?;
+        let f_remaining_partitions = wire::get_array(buf, flexible, |buf| {
             RemainingPartition::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -65,8 +65,8 @@ impl Decode for ControlledShutdownResponse {
             }
         }
         Ok(Self {
-            error_code,
-            remaining_partitions,
+            error_code: f_error_code,
+            remaining_partitions: f_remaining_partitions,
             unknown_tagged_fields,
         })
     }
@@ -147,8 +147,8 @@ impl Default for RemainingPartition {
 impl Decode for RemainingPartition {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
-        let topic_name = wire::get_string(buf, flexible)?;
-        let partition_index = wire::get_i32(buf)?;
+        let f_topic_name = wire::get_string(buf, flexible)?;
+        let f_partition_index = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -163,8 +163,8 @@ impl Decode for RemainingPartition {
             }
         }
         Ok(Self {
-            topic_name,
-            partition_index,
+            topic_name: f_topic_name,
+            partition_index: f_partition_index,
             unknown_tagged_fields,
         })
     }

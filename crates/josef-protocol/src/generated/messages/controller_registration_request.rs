@@ -56,11 +56,11 @@ impl Decode for ControllerRegistrationRequest {
             });
         }
         let flexible = true;
-        let controller_id = wire::get_i32(buf)?;
-        let incarnation_id = wire::get_uuid(buf)?;
-        let zk_migration_ready = wire::get_bool(buf)?;
-        let listeners = wire::get_array(buf, flexible, |buf| Listener::decode(buf, version))?;
-        let features = wire::get_array(buf, flexible, |buf| Feature::decode(buf, version))?;
+        let f_controller_id = wire::get_i32(buf)?;
+        let f_incarnation_id = wire::get_uuid(buf)?;
+        let f_zk_migration_ready = wire::get_bool(buf)?;
+        let f_listeners = wire::get_array(buf, flexible, |buf| Listener::decode(buf, version))?;
+        let f_features = wire::get_array(buf, flexible, |buf| Feature::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -75,11 +75,11 @@ impl Decode for ControllerRegistrationRequest {
             }
         }
         Ok(Self {
-            controller_id,
-            incarnation_id,
-            zk_migration_ready,
-            listeners,
-            features,
+            controller_id: f_controller_id,
+            incarnation_id: f_incarnation_id,
+            zk_migration_ready: f_zk_migration_ready,
+            listeners: f_listeners,
+            features: f_features,
             unknown_tagged_fields,
         })
     }
@@ -181,10 +181,10 @@ impl Default for Listener {
 impl Decode for Listener {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let name = wire::get_string(buf, flexible)?;
-        let host = wire::get_string(buf, flexible)?;
-        let port = wire::get_u16(buf)?;
-        let security_protocol = wire::get_i16(buf)?;
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_host = wire::get_string(buf, flexible)?;
+        let f_port = wire::get_u16(buf)?;
+        let f_security_protocol = wire::get_i16(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -199,10 +199,10 @@ impl Decode for Listener {
             }
         }
         Ok(Self {
-            name,
-            host,
-            port,
-            security_protocol,
+            name: f_name,
+            host: f_host,
+            port: f_port,
+            security_protocol: f_security_protocol,
             unknown_tagged_fields,
         })
     }
@@ -269,9 +269,9 @@ impl Default for Feature {
 impl Decode for Feature {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let name = wire::get_string(buf, flexible)?;
-        let min_supported_version = wire::get_i16(buf)?;
-        let max_supported_version = wire::get_i16(buf)?;
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_min_supported_version = wire::get_i16(buf)?;
+        let f_max_supported_version = wire::get_i16(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -286,9 +286,9 @@ impl Decode for Feature {
             }
         }
         Ok(Self {
-            name,
-            min_supported_version,
-            max_supported_version,
+            name: f_name,
+            min_supported_version: f_min_supported_version,
+            max_supported_version: f_max_supported_version,
             unknown_tagged_fields,
         })
     }

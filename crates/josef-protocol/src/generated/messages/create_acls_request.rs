@@ -44,7 +44,7 @@ impl Decode for CreateAclsRequest {
             });
         }
         let flexible = version >= 2;
-        let creations = wire::get_array(buf, flexible, |buf| AclCreation::decode(buf, version))?;
+        let f_creations = wire::get_array(buf, flexible, |buf| AclCreation::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -59,7 +59,7 @@ impl Decode for CreateAclsRequest {
             }
         }
         Ok(Self {
-            creations,
+            creations: f_creations,
             unknown_tagged_fields,
         })
     }
@@ -153,13 +153,13 @@ impl Default for AclCreation {
 impl Decode for AclCreation {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let resource_type = wire::get_i8(buf)?;
-        let resource_name = wire::get_string(buf, flexible)?;
-        let resource_pattern_type = if version >= 1 { wire::get_i8(buf)? } else { 3 };
-        let principal = wire::get_string(buf, flexible)?;
-        let host = wire::get_string(buf, flexible)?;
-        let operation = wire::get_i8(buf)?;
-        let permission_type = wire::get_i8(buf)?;
+        let f_resource_type = wire::get_i8(buf)?;
+        let f_resource_name = wire::get_string(buf, flexible)?;
+        let f_resource_pattern_type = if version >= 1 { wire::get_i8(buf)? } else { 3 };
+        let f_principal = wire::get_string(buf, flexible)?;
+        let f_host = wire::get_string(buf, flexible)?;
+        let f_operation = wire::get_i8(buf)?;
+        let f_permission_type = wire::get_i8(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -174,13 +174,13 @@ impl Decode for AclCreation {
             }
         }
         Ok(Self {
-            resource_type,
-            resource_name,
-            resource_pattern_type,
-            principal,
-            host,
-            operation,
-            permission_type,
+            resource_type: f_resource_type,
+            resource_name: f_resource_name,
+            resource_pattern_type: f_resource_pattern_type,
+            principal: f_principal,
+            host: f_host,
+            operation: f_operation,
+            permission_type: f_permission_type,
             unknown_tagged_fields,
         })
     }

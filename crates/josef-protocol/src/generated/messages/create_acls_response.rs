@@ -47,8 +47,8 @@ impl Decode for CreateAclsResponse {
             });
         }
         let flexible = version >= 2;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let results =
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_results =
             wire::get_array(buf, flexible, |buf| AclCreationResult::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -64,8 +64,8 @@ impl Decode for CreateAclsResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            results,
+            throttle_time_ms: f_throttle_time_ms,
+            results: f_results,
             unknown_tagged_fields,
         })
     }
@@ -146,8 +146,8 @@ impl Default for AclCreationResult {
 impl Decode for AclCreationResult {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let error_code = wire::get_i16(buf)?;
-        let error_message = wire::get_nullable_string(buf, flexible)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_error_message = wire::get_nullable_string(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -162,8 +162,8 @@ impl Decode for AclCreationResult {
             }
         }
         Ok(Self {
-            error_code,
-            error_message,
+            error_code: f_error_code,
+            error_message: f_error_message,
             unknown_tagged_fields,
         })
     }

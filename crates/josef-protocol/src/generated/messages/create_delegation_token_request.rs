@@ -53,19 +53,19 @@ impl Decode for CreateDelegationTokenRequest {
             });
         }
         let flexible = version >= 2;
-        let owner_principal_type = if version >= 3 {
+        let f_owner_principal_type = if version >= 3 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             Some(StrBytes::new())
         };
-        let owner_principal_name = if version >= 3 {
+        let f_owner_principal_name = if version >= 3 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             Some(StrBytes::new())
         };
-        let renewers =
+        let f_renewers =
             wire::get_array(buf, flexible, |buf| CreatableRenewers::decode(buf, version))?;
-        let max_lifetime_ms = wire::get_i64(buf)?;
+        let f_max_lifetime_ms = wire::get_i64(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -80,10 +80,10 @@ impl Decode for CreateDelegationTokenRequest {
             }
         }
         Ok(Self {
-            owner_principal_type,
-            owner_principal_name,
-            renewers,
-            max_lifetime_ms,
+            owner_principal_type: f_owner_principal_type,
+            owner_principal_name: f_owner_principal_name,
+            renewers: f_renewers,
+            max_lifetime_ms: f_max_lifetime_ms,
             unknown_tagged_fields,
         })
     }
@@ -188,8 +188,8 @@ impl Default for CreatableRenewers {
 impl Decode for CreatableRenewers {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let principal_type = wire::get_string(buf, flexible)?;
-        let principal_name = wire::get_string(buf, flexible)?;
+        let f_principal_type = wire::get_string(buf, flexible)?;
+        let f_principal_name = wire::get_string(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -204,8 +204,8 @@ impl Decode for CreatableRenewers {
             }
         }
         Ok(Self {
-            principal_type,
-            principal_name,
+            principal_type: f_principal_type,
+            principal_name: f_principal_name,
             unknown_tagged_fields,
         })
     }

@@ -74,25 +74,25 @@ impl Decode for CreateDelegationTokenResponse {
             });
         }
         let flexible = version >= 2;
-        let error_code = wire::get_i16(buf)?;
-        let principal_type = wire::get_string(buf, flexible)?;
-        let principal_name = wire::get_string(buf, flexible)?;
-        let token_requester_principal_type = if version >= 3 {
+        let f_error_code = wire::get_i16(buf)?;
+        let f_principal_type = wire::get_string(buf, flexible)?;
+        let f_principal_name = wire::get_string(buf, flexible)?;
+        let f_token_requester_principal_type = if version >= 3 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let token_requester_principal_name = if version >= 3 {
+        let f_token_requester_principal_name = if version >= 3 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let issue_timestamp_ms = wire::get_i64(buf)?;
-        let expiry_timestamp_ms = wire::get_i64(buf)?;
-        let max_timestamp_ms = wire::get_i64(buf)?;
-        let token_id = wire::get_string(buf, flexible)?;
-        let hmac = wire::get_bytes(buf, flexible)?;
-        let throttle_time_ms = wire::get_i32(buf)?;
+        let f_issue_timestamp_ms = wire::get_i64(buf)?;
+        let f_expiry_timestamp_ms = wire::get_i64(buf)?;
+        let f_max_timestamp_ms = wire::get_i64(buf)?;
+        let f_token_id = wire::get_string(buf, flexible)?;
+        let f_hmac = wire::get_bytes(buf, flexible)?;
+        let f_throttle_time_ms = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -107,17 +107,17 @@ impl Decode for CreateDelegationTokenResponse {
             }
         }
         Ok(Self {
-            error_code,
-            principal_type,
-            principal_name,
-            token_requester_principal_type,
-            token_requester_principal_name,
-            issue_timestamp_ms,
-            expiry_timestamp_ms,
-            max_timestamp_ms,
-            token_id,
-            hmac,
-            throttle_time_ms,
+            error_code: f_error_code,
+            principal_type: f_principal_type,
+            principal_name: f_principal_name,
+            token_requester_principal_type: f_token_requester_principal_type,
+            token_requester_principal_name: f_token_requester_principal_name,
+            issue_timestamp_ms: f_issue_timestamp_ms,
+            expiry_timestamp_ms: f_expiry_timestamp_ms,
+            max_timestamp_ms: f_max_timestamp_ms,
+            token_id: f_token_id,
+            hmac: f_hmac,
+            throttle_time_ms: f_throttle_time_ms,
             unknown_tagged_fields,
         })
     }

@@ -50,11 +50,11 @@ impl Decode for CreatePartitionsRequest {
             });
         }
         let flexible = version >= 2;
-        let topics = wire::get_array(buf, flexible, |buf| {
+        let f_topics = wire::get_array(buf, flexible, |buf| {
             CreatePartitionsTopic::decode(buf, version)
         })?;
-        let timeout_ms = wire::get_i32(buf)?;
-        let validate_only = wire::get_bool(buf)?;
+        let f_timeout_ms = wire::get_i32(buf)?;
+        let f_validate_only = wire::get_bool(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -69,9 +69,9 @@ impl Decode for CreatePartitionsRequest {
             }
         }
         Ok(Self {
-            topics,
-            timeout_ms,
-            validate_only,
+            topics: f_topics,
+            timeout_ms: f_timeout_ms,
+            validate_only: f_validate_only,
             unknown_tagged_fields,
         })
     }
@@ -151,7 +151,7 @@ impl Default for CreatePartitionsAssignment {
 impl Decode for CreatePartitionsAssignment {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let broker_ids = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_broker_ids = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -166,7 +166,7 @@ impl Decode for CreatePartitionsAssignment {
             }
         }
         Ok(Self {
-            broker_ids,
+            broker_ids: f_broker_ids,
             unknown_tagged_fields,
         })
     }
@@ -230,9 +230,9 @@ impl Default for CreatePartitionsTopic {
 impl Decode for CreatePartitionsTopic {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let name = wire::get_string(buf, flexible)?;
-        let count = wire::get_i32(buf)?;
-        let assignments = wire::get_nullable_array(buf, flexible, |buf| {
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_count = wire::get_i32(buf)?;
+        let f_assignments = wire::get_nullable_array(buf, flexible, |buf| {
             CreatePartitionsAssignment::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -249,9 +249,9 @@ impl Decode for CreatePartitionsTopic {
             }
         }
         Ok(Self {
-            name,
-            count,
-            assignments,
+            name: f_name,
+            count: f_count,
+            assignments: f_assignments,
             unknown_tagged_fields,
         })
     }

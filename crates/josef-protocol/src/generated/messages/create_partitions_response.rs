@@ -47,8 +47,8 @@ impl Decode for CreatePartitionsResponse {
             });
         }
         let flexible = version >= 2;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let results = wire::get_array(buf, flexible, |buf| {
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_results = wire::get_array(buf, flexible, |buf| {
             CreatePartitionsTopicResult::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -65,8 +65,8 @@ impl Decode for CreatePartitionsResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            results,
+            throttle_time_ms: f_throttle_time_ms,
+            results: f_results,
             unknown_tagged_fields,
         })
     }
@@ -150,9 +150,9 @@ impl Default for CreatePartitionsTopicResult {
 impl Decode for CreatePartitionsTopicResult {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let name = wire::get_string(buf, flexible)?;
-        let error_code = wire::get_i16(buf)?;
-        let error_message = wire::get_nullable_string(buf, flexible)?;
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_error_message = wire::get_nullable_string(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -167,9 +167,9 @@ impl Decode for CreatePartitionsTopicResult {
             }
         }
         Ok(Self {
-            name,
-            error_code,
-            error_message,
+            name: f_name,
+            error_code: f_error_code,
+            error_message: f_error_message,
             unknown_tagged_fields,
         })
     }

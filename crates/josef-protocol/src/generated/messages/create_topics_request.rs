@@ -50,9 +50,9 @@ impl Decode for CreateTopicsRequest {
             });
         }
         let flexible = version >= 5;
-        let topics = wire::get_array(buf, flexible, |buf| CreatableTopic::decode(buf, version))?;
-        let timeout_ms = wire::get_i32(buf)?;
-        let validate_only = if version >= 1 {
+        let f_topics = wire::get_array(buf, flexible, |buf| CreatableTopic::decode(buf, version))?;
+        let f_timeout_ms = wire::get_i32(buf)?;
+        let f_validate_only = if version >= 1 {
             wire::get_bool(buf)?
         } else {
             false
@@ -71,9 +71,9 @@ impl Decode for CreateTopicsRequest {
             }
         }
         Ok(Self {
-            topics,
-            timeout_ms,
-            validate_only,
+            topics: f_topics,
+            timeout_ms: f_timeout_ms,
+            validate_only: f_validate_only,
             unknown_tagged_fields,
         })
     }
@@ -166,8 +166,8 @@ impl Default for CreatableReplicaAssignment {
 impl Decode for CreatableReplicaAssignment {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 5;
-        let partition_index = wire::get_i32(buf)?;
-        let broker_ids = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_broker_ids = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -182,8 +182,8 @@ impl Decode for CreatableReplicaAssignment {
             }
         }
         Ok(Self {
-            partition_index,
-            broker_ids,
+            partition_index: f_partition_index,
+            broker_ids: f_broker_ids,
             unknown_tagged_fields,
         })
     }
@@ -246,8 +246,8 @@ impl Default for CreatableTopicConfig {
 impl Decode for CreatableTopicConfig {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 5;
-        let name = wire::get_string(buf, flexible)?;
-        let value = wire::get_nullable_string(buf, flexible)?;
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_value = wire::get_nullable_string(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -262,8 +262,8 @@ impl Decode for CreatableTopicConfig {
             }
         }
         Ok(Self {
-            name,
-            value,
+            name: f_name,
+            value: f_value,
             unknown_tagged_fields,
         })
     }
@@ -332,13 +332,13 @@ impl Default for CreatableTopic {
 impl Decode for CreatableTopic {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 5;
-        let name = wire::get_string(buf, flexible)?;
-        let num_partitions = wire::get_i32(buf)?;
-        let replication_factor = wire::get_i16(buf)?;
-        let assignments = wire::get_array(buf, flexible, |buf| {
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_num_partitions = wire::get_i32(buf)?;
+        let f_replication_factor = wire::get_i16(buf)?;
+        let f_assignments = wire::get_array(buf, flexible, |buf| {
             CreatableReplicaAssignment::decode(buf, version)
         })?;
-        let configs = wire::get_array(buf, flexible, |buf| {
+        let f_configs = wire::get_array(buf, flexible, |buf| {
             CreatableTopicConfig::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -355,11 +355,11 @@ impl Decode for CreatableTopic {
             }
         }
         Ok(Self {
-            name,
-            num_partitions,
-            replication_factor,
-            assignments,
-            configs,
+            name: f_name,
+            num_partitions: f_num_partitions,
+            replication_factor: f_replication_factor,
+            assignments: f_assignments,
+            configs: f_configs,
             unknown_tagged_fields,
         })
     }

@@ -47,8 +47,8 @@ impl Decode for CreateTopicsResponse {
             });
         }
         let flexible = version >= 5;
-        let throttle_time_ms = if version >= 2 { wire::get_i32(buf)? } else { 0 };
-        let topics = wire::get_array(buf, flexible, |buf| {
+        let f_throttle_time_ms = if version >= 2 { wire::get_i32(buf)? } else { 0 };
+        let f_topics = wire::get_array(buf, flexible, |buf| {
             CreatableTopicResult::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -65,8 +65,8 @@ impl Decode for CreateTopicsResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            topics,
+            throttle_time_ms: f_throttle_time_ms,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -160,23 +160,23 @@ impl Default for CreatableTopicConfigs {
 impl Decode for CreatableTopicConfigs {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 5;
-        let name = if version >= 5 {
+        let f_name = if version >= 5 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let value = if version >= 5 {
+        let f_value = if version >= 5 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             Some(StrBytes::new())
         };
-        let read_only = if version >= 5 {
+        let f_read_only = if version >= 5 {
             wire::get_bool(buf)?
         } else {
             false
         };
-        let config_source = if version >= 5 { wire::get_i8(buf)? } else { -1 };
-        let is_sensitive = if version >= 5 {
+        let f_config_source = if version >= 5 { wire::get_i8(buf)? } else { -1 };
+        let f_is_sensitive = if version >= 5 {
             wire::get_bool(buf)?
         } else {
             false
@@ -195,11 +195,11 @@ impl Decode for CreatableTopicConfigs {
             }
         }
         Ok(Self {
-            name,
-            value,
-            read_only,
-            config_source,
-            is_sensitive,
+            name: f_name,
+            value: f_value,
+            read_only: f_read_only,
+            config_source: f_config_source,
+            is_sensitive: f_is_sensitive,
             unknown_tagged_fields,
         })
     }
@@ -327,30 +327,30 @@ impl Default for CreatableTopicResult {
 impl Decode for CreatableTopicResult {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 5;
-        let name = wire::get_string(buf, flexible)?;
-        let topic_id = if version >= 7 {
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_topic_id = if version >= 7 {
             wire::get_uuid(buf)?
         } else {
             Uuid::ZERO
         };
-        let error_code = wire::get_i16(buf)?;
-        let error_message = if version >= 1 {
+        let f_error_code = wire::get_i16(buf)?;
+        let f_error_message = if version >= 1 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             Some(StrBytes::new())
         };
-        let mut topic_config_error_code = 0;
-        let num_partitions = if version >= 5 {
+        let mut f_topic_config_error_code = 0;
+        let f_num_partitions = if version >= 5 {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let replication_factor = if version >= 5 {
+        let f_replication_factor = if version >= 5 {
             wire::get_i16(buf)?
         } else {
             -1
         };
-        let configs = if version >= 5 {
+        let f_configs = if version >= 5 {
             wire::get_nullable_array(buf, flexible, |buf| {
                 CreatableTopicConfigs::decode(buf, version)
             })?
@@ -366,7 +366,7 @@ impl Decode for CreatableTopicResult {
                 match tag {
                     0 if version >= 5 => {
                         let buf = &mut data;
-                        topic_config_error_code = wire::get_i16(buf)?;
+                        f_topic_config_error_code = wire::get_i16(buf)?;
                         wire::expect_consumed(buf, "CreatableTopicResult.TopicConfigErrorCode")?;
                     }
                     _ => {
@@ -376,14 +376,14 @@ impl Decode for CreatableTopicResult {
             }
         }
         Ok(Self {
-            name,
-            topic_id,
-            error_code,
-            error_message,
-            topic_config_error_code,
-            num_partitions,
-            replication_factor,
-            configs,
+            name: f_name,
+            topic_id: f_topic_id,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            topic_config_error_code: f_topic_config_error_code,
+            num_partitions: f_num_partitions,
+            replication_factor: f_replication_factor,
+            configs: f_configs,
             unknown_tagged_fields,
         })
     }

@@ -48,9 +48,9 @@ impl Decode for DefaultPrincipalData {
             });
         }
         let flexible = true;
-        let type_ = wire::get_string(buf, flexible)?;
-        let name = wire::get_string(buf, flexible)?;
-        let token_authenticated = wire::get_bool(buf)?;
+        let f_type_ = wire::get_string(buf, flexible)?;
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_token_authenticated = wire::get_bool(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -65,9 +65,9 @@ impl Decode for DefaultPrincipalData {
             }
         }
         Ok(Self {
-            type_,
-            name,
-            token_authenticated,
+            type_: f_type_,
+            name: f_name,
+            token_authenticated: f_token_authenticated,
             unknown_tagged_fields,
         })
     }

@@ -44,7 +44,8 @@ impl Decode for DeleteAclsRequest {
             });
         }
         let flexible = version >= 2;
-        let filters = wire::get_array(buf, flexible, |buf| DeleteAclsFilter::decode(buf, version))?;
+        let f_filters =
+            wire::get_array(buf, flexible, |buf| DeleteAclsFilter::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -59,7 +60,7 @@ impl Decode for DeleteAclsRequest {
             }
         }
         Ok(Self {
-            filters,
+            filters: f_filters,
             unknown_tagged_fields,
         })
     }
@@ -153,13 +154,13 @@ impl Default for DeleteAclsFilter {
 impl Decode for DeleteAclsFilter {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let resource_type_filter = wire::get_i8(buf)?;
-        let resource_name_filter = wire::get_nullable_string(buf, flexible)?;
-        let pattern_type_filter = if version >= 1 { wire::get_i8(buf)? } else { 3 };
-        let principal_filter = wire::get_nullable_string(buf, flexible)?;
-        let host_filter = wire::get_nullable_string(buf, flexible)?;
-        let operation = wire::get_i8(buf)?;
-        let permission_type = wire::get_i8(buf)?;
+        let f_resource_type_filter = wire::get_i8(buf)?;
+        let f_resource_name_filter = wire::get_nullable_string(buf, flexible)?;
+        let f_pattern_type_filter = if version >= 1 { wire::get_i8(buf)? } else { 3 };
+        let f_principal_filter = wire::get_nullable_string(buf, flexible)?;
+        let f_host_filter = wire::get_nullable_string(buf, flexible)?;
+        let f_operation = wire::get_i8(buf)?;
+        let f_permission_type = wire::get_i8(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -174,13 +175,13 @@ impl Decode for DeleteAclsFilter {
             }
         }
         Ok(Self {
-            resource_type_filter,
-            resource_name_filter,
-            pattern_type_filter,
-            principal_filter,
-            host_filter,
-            operation,
-            permission_type,
+            resource_type_filter: f_resource_type_filter,
+            resource_name_filter: f_resource_name_filter,
+            pattern_type_filter: f_pattern_type_filter,
+            principal_filter: f_principal_filter,
+            host_filter: f_host_filter,
+            operation: f_operation,
+            permission_type: f_permission_type,
             unknown_tagged_fields,
         })
     }

@@ -47,8 +47,8 @@ impl Decode for DeleteAclsResponse {
             });
         }
         let flexible = version >= 2;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let filter_results = wire::get_array(buf, flexible, |buf| {
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_filter_results = wire::get_array(buf, flexible, |buf| {
             DeleteAclsFilterResult::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -65,8 +65,8 @@ impl Decode for DeleteAclsResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            filter_results,
+            throttle_time_ms: f_throttle_time_ms,
+            filter_results: f_filter_results,
             unknown_tagged_fields,
         })
     }
@@ -168,15 +168,15 @@ impl Default for DeleteAclsMatchingAcl {
 impl Decode for DeleteAclsMatchingAcl {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let error_code = wire::get_i16(buf)?;
-        let error_message = wire::get_nullable_string(buf, flexible)?;
-        let resource_type = wire::get_i8(buf)?;
-        let resource_name = wire::get_string(buf, flexible)?;
-        let pattern_type = if version >= 1 { wire::get_i8(buf)? } else { 3 };
-        let principal = wire::get_string(buf, flexible)?;
-        let host = wire::get_string(buf, flexible)?;
-        let operation = wire::get_i8(buf)?;
-        let permission_type = wire::get_i8(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_error_message = wire::get_nullable_string(buf, flexible)?;
+        let f_resource_type = wire::get_i8(buf)?;
+        let f_resource_name = wire::get_string(buf, flexible)?;
+        let f_pattern_type = if version >= 1 { wire::get_i8(buf)? } else { 3 };
+        let f_principal = wire::get_string(buf, flexible)?;
+        let f_host = wire::get_string(buf, flexible)?;
+        let f_operation = wire::get_i8(buf)?;
+        let f_permission_type = wire::get_i8(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -191,15 +191,15 @@ impl Decode for DeleteAclsMatchingAcl {
             }
         }
         Ok(Self {
-            error_code,
-            error_message,
-            resource_type,
-            resource_name,
-            pattern_type,
-            principal,
-            host,
-            operation,
-            permission_type,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            resource_type: f_resource_type,
+            resource_name: f_resource_name,
+            pattern_type: f_pattern_type,
+            principal: f_principal,
+            host: f_host,
+            operation: f_operation,
+            permission_type: f_permission_type,
             unknown_tagged_fields,
         })
     }
@@ -286,9 +286,9 @@ impl Default for DeleteAclsFilterResult {
 impl Decode for DeleteAclsFilterResult {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let error_code = wire::get_i16(buf)?;
-        let error_message = wire::get_nullable_string(buf, flexible)?;
-        let matching_acls = wire::get_array(buf, flexible, |buf| {
+        let f_error_code = wire::get_i16(buf)?;
+        let f_error_message = wire::get_nullable_string(buf, flexible)?;
+        let f_matching_acls = wire::get_array(buf, flexible, |buf| {
             DeleteAclsMatchingAcl::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -305,9 +305,9 @@ impl Decode for DeleteAclsFilterResult {
             }
         }
         Ok(Self {
-            error_code,
-            error_message,
-            matching_acls,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            matching_acls: f_matching_acls,
             unknown_tagged_fields,
         })
     }

@@ -44,7 +44,7 @@ impl Decode for DeleteGroupsRequest {
             });
         }
         let flexible = version >= 2;
-        let groups_names = wire::get_array(buf, flexible, |buf| wire::get_string(buf, flexible))?;
+        let f_groups_names = wire::get_array(buf, flexible, |buf| wire::get_string(buf, flexible))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -59,7 +59,7 @@ impl Decode for DeleteGroupsRequest {
             }
         }
         Ok(Self {
-            groups_names,
+            groups_names: f_groups_names,
             unknown_tagged_fields,
         })
     }

@@ -47,8 +47,8 @@ impl Decode for DeleteGroupsResponse {
             });
         }
         let flexible = version >= 2;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let results = wire::get_array(buf, flexible, |buf| {
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_results = wire::get_array(buf, flexible, |buf| {
             DeletableGroupResult::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -65,8 +65,8 @@ impl Decode for DeleteGroupsResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            results,
+            throttle_time_ms: f_throttle_time_ms,
+            results: f_results,
             unknown_tagged_fields,
         })
     }
@@ -147,8 +147,8 @@ impl Default for DeletableGroupResult {
 impl Decode for DeletableGroupResult {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let group_id = wire::get_string(buf, flexible)?;
-        let error_code = wire::get_i16(buf)?;
+        let f_group_id = wire::get_string(buf, flexible)?;
+        let f_error_code = wire::get_i16(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -163,8 +163,8 @@ impl Decode for DeletableGroupResult {
             }
         }
         Ok(Self {
-            group_id,
-            error_code,
+            group_id: f_group_id,
+            error_code: f_error_code,
             unknown_tagged_fields,
         })
     }

@@ -47,10 +47,10 @@ impl Decode for DeleteRecordsRequest {
             });
         }
         let flexible = version >= 2;
-        let topics = wire::get_array(buf, flexible, |buf| {
+        let f_topics = wire::get_array(buf, flexible, |buf| {
             DeleteRecordsTopic::decode(buf, version)
         })?;
-        let timeout_ms = wire::get_i32(buf)?;
+        let f_timeout_ms = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -65,8 +65,8 @@ impl Decode for DeleteRecordsRequest {
             }
         }
         Ok(Self {
-            topics,
-            timeout_ms,
+            topics: f_topics,
+            timeout_ms: f_timeout_ms,
             unknown_tagged_fields,
         })
     }
@@ -147,8 +147,8 @@ impl Default for DeleteRecordsPartition {
 impl Decode for DeleteRecordsPartition {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let partition_index = wire::get_i32(buf)?;
-        let offset = wire::get_i64(buf)?;
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_offset = wire::get_i64(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -163,8 +163,8 @@ impl Decode for DeleteRecordsPartition {
             }
         }
         Ok(Self {
-            partition_index,
-            offset,
+            partition_index: f_partition_index,
+            offset: f_offset,
             unknown_tagged_fields,
         })
     }
@@ -224,8 +224,8 @@ impl Default for DeleteRecordsTopic {
 impl Decode for DeleteRecordsTopic {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let name = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| {
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| {
             DeleteRecordsPartition::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -242,8 +242,8 @@ impl Decode for DeleteRecordsTopic {
             }
         }
         Ok(Self {
-            name,
-            partitions,
+            name: f_name,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

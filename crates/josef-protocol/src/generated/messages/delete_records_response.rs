@@ -47,8 +47,8 @@ impl Decode for DeleteRecordsResponse {
             });
         }
         let flexible = version >= 2;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let topics = wire::get_array(buf, flexible, |buf| {
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_topics = wire::get_array(buf, flexible, |buf| {
             DeleteRecordsTopicResult::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -65,8 +65,8 @@ impl Decode for DeleteRecordsResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            topics,
+            throttle_time_ms: f_throttle_time_ms,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -150,9 +150,9 @@ impl Default for DeleteRecordsPartitionResult {
 impl Decode for DeleteRecordsPartitionResult {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let partition_index = wire::get_i32(buf)?;
-        let low_watermark = wire::get_i64(buf)?;
-        let error_code = wire::get_i16(buf)?;
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_low_watermark = wire::get_i64(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -167,9 +167,9 @@ impl Decode for DeleteRecordsPartitionResult {
             }
         }
         Ok(Self {
-            partition_index,
-            low_watermark,
-            error_code,
+            partition_index: f_partition_index,
+            low_watermark: f_low_watermark,
+            error_code: f_error_code,
             unknown_tagged_fields,
         })
     }
@@ -231,8 +231,8 @@ impl Default for DeleteRecordsTopicResult {
 impl Decode for DeleteRecordsTopicResult {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let name = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| {
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| {
             DeleteRecordsPartitionResult::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -249,8 +249,8 @@ impl Decode for DeleteRecordsTopicResult {
             }
         }
         Ok(Self {
-            name,
-            partitions,
+            name: f_name,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

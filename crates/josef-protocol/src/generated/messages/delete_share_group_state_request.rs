@@ -47,8 +47,8 @@ impl Decode for DeleteShareGroupStateRequest {
             });
         }
         let flexible = true;
-        let group_id = wire::get_string(buf, flexible)?;
-        let topics = wire::get_array(buf, flexible, |buf| DeleteStateData::decode(buf, version))?;
+        let f_group_id = wire::get_string(buf, flexible)?;
+        let f_topics = wire::get_array(buf, flexible, |buf| DeleteStateData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -63,8 +63,8 @@ impl Decode for DeleteShareGroupStateRequest {
             }
         }
         Ok(Self {
-            group_id,
-            topics,
+            group_id: f_group_id,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -142,7 +142,7 @@ impl Default for PartitionData {
 impl Decode for PartitionData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let partition = wire::get_i32(buf)?;
+        let f_partition = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -157,7 +157,7 @@ impl Decode for PartitionData {
             }
         }
         Ok(Self {
-            partition,
+            partition: f_partition,
             unknown_tagged_fields,
         })
     }
@@ -215,8 +215,9 @@ impl Default for DeleteStateData {
 impl Decode for DeleteStateData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_id = wire::get_uuid(buf)?;
-        let partitions = wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
+        let f_topic_id = wire::get_uuid(buf)?;
+        let f_partitions =
+            wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -231,8 +232,8 @@ impl Decode for DeleteStateData {
             }
         }
         Ok(Self {
-            topic_id,
-            partitions,
+            topic_id: f_topic_id,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

@@ -50,17 +50,17 @@ impl Decode for DeleteTopicsRequest {
             });
         }
         let flexible = version >= 4;
-        let topics = if version >= 6 {
+        let f_topics = if version >= 6 {
             wire::get_array(buf, flexible, |buf| DeleteTopicState::decode(buf, version))?
         } else {
             Vec::new()
         };
-        let topic_names = if version <= 5 {
+        let f_topic_names = if version <= 5 {
             wire::get_array(buf, flexible, |buf| wire::get_string(buf, flexible))?
         } else {
             Vec::new()
         };
-        let timeout_ms = wire::get_i32(buf)?;
+        let f_timeout_ms = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -75,9 +75,9 @@ impl Decode for DeleteTopicsRequest {
             }
         }
         Ok(Self {
-            topics,
-            topic_names,
-            timeout_ms,
+            topics: f_topics,
+            topic_names: f_topic_names,
+            timeout_ms: f_timeout_ms,
             unknown_tagged_fields,
         })
     }
@@ -183,12 +183,12 @@ impl Default for DeleteTopicState {
 impl Decode for DeleteTopicState {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
-        let name = if version >= 6 {
+        let f_name = if version >= 6 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             None
         };
-        let topic_id = if version >= 6 {
+        let f_topic_id = if version >= 6 {
             wire::get_uuid(buf)?
         } else {
             Uuid::ZERO
@@ -207,8 +207,8 @@ impl Decode for DeleteTopicState {
             }
         }
         Ok(Self {
-            name,
-            topic_id,
+            name: f_name,
+            topic_id: f_topic_id,
             unknown_tagged_fields,
         })
     }

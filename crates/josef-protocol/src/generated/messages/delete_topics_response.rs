@@ -47,8 +47,8 @@ impl Decode for DeleteTopicsResponse {
             });
         }
         let flexible = version >= 4;
-        let throttle_time_ms = if version >= 1 { wire::get_i32(buf)? } else { 0 };
-        let responses = wire::get_array(buf, flexible, |buf| {
+        let f_throttle_time_ms = if version >= 1 { wire::get_i32(buf)? } else { 0 };
+        let f_responses = wire::get_array(buf, flexible, |buf| {
             DeletableTopicResult::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -65,8 +65,8 @@ impl Decode for DeleteTopicsResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            responses,
+            throttle_time_ms: f_throttle_time_ms,
+            responses: f_responses,
             unknown_tagged_fields,
         })
     }
@@ -157,18 +157,18 @@ impl Default for DeletableTopicResult {
 impl Decode for DeletableTopicResult {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
-        let name = if version >= 6 {
+        let f_name = if version >= 6 {
             wire::get_nullable_string(buf, flexible)
         } else {
             wire::get_string(buf, flexible).map(Some)
         }?;
-        let topic_id = if version >= 6 {
+        let f_topic_id = if version >= 6 {
             wire::get_uuid(buf)?
         } else {
             Uuid::ZERO
         };
-        let error_code = wire::get_i16(buf)?;
-        let error_message = if version >= 5 {
+        let f_error_code = wire::get_i16(buf)?;
+        let f_error_message = if version >= 5 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             None
@@ -187,10 +187,10 @@ impl Decode for DeletableTopicResult {
             }
         }
         Ok(Self {
-            name,
-            topic_id,
-            error_code,
-            error_message,
+            name: f_name,
+            topic_id: f_topic_id,
+            error_code: f_error_code,
+            error_message: f_error_message,
             unknown_tagged_fields,
         })
     }

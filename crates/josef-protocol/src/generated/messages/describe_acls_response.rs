@@ -53,10 +53,10 @@ impl Decode for DescribeAclsResponse {
             });
         }
         let flexible = version >= 2;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let error_message = wire::get_nullable_string(buf, flexible)?;
-        let resources = wire::get_array(buf, flexible, |buf| {
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_error_message = wire::get_nullable_string(buf, flexible)?;
+        let f_resources = wire::get_array(buf, flexible, |buf| {
             DescribeAclsResource::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -73,10 +73,10 @@ impl Decode for DescribeAclsResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
-            error_message,
-            resources,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            resources: f_resources,
             unknown_tagged_fields,
         })
     }
@@ -167,10 +167,10 @@ impl Default for AclDescription {
 impl Decode for AclDescription {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let principal = wire::get_string(buf, flexible)?;
-        let host = wire::get_string(buf, flexible)?;
-        let operation = wire::get_i8(buf)?;
-        let permission_type = wire::get_i8(buf)?;
+        let f_principal = wire::get_string(buf, flexible)?;
+        let f_host = wire::get_string(buf, flexible)?;
+        let f_operation = wire::get_i8(buf)?;
+        let f_permission_type = wire::get_i8(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -185,10 +185,10 @@ impl Decode for AclDescription {
             }
         }
         Ok(Self {
-            principal,
-            host,
-            operation,
-            permission_type,
+            principal: f_principal,
+            host: f_host,
+            operation: f_operation,
+            permission_type: f_permission_type,
             unknown_tagged_fields,
         })
     }
@@ -258,10 +258,10 @@ impl Default for DescribeAclsResource {
 impl Decode for DescribeAclsResource {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let resource_type = wire::get_i8(buf)?;
-        let resource_name = wire::get_string(buf, flexible)?;
-        let pattern_type = if version >= 1 { wire::get_i8(buf)? } else { 3 };
-        let acls = wire::get_array(buf, flexible, |buf| AclDescription::decode(buf, version))?;
+        let f_resource_type = wire::get_i8(buf)?;
+        let f_resource_name = wire::get_string(buf, flexible)?;
+        let f_pattern_type = if version >= 1 { wire::get_i8(buf)? } else { 3 };
+        let f_acls = wire::get_array(buf, flexible, |buf| AclDescription::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -276,10 +276,10 @@ impl Decode for DescribeAclsResource {
             }
         }
         Ok(Self {
-            resource_type,
-            resource_name,
-            pattern_type,
-            acls,
+            resource_type: f_resource_type,
+            resource_name: f_resource_name,
+            pattern_type: f_pattern_type,
+            acls: f_acls,
             unknown_tagged_fields,
         })
     }

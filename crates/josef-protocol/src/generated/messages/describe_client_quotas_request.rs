@@ -47,8 +47,9 @@ impl Decode for DescribeClientQuotasRequest {
             });
         }
         let flexible = version >= 1;
-        let components = wire::get_array(buf, flexible, |buf| ComponentData::decode(buf, version))?;
-        let strict = wire::get_bool(buf)?;
+        let f_components =
+            wire::get_array(buf, flexible, |buf| ComponentData::decode(buf, version))?;
+        let f_strict = wire::get_bool(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -63,8 +64,8 @@ impl Decode for DescribeClientQuotasRequest {
             }
         }
         Ok(Self {
-            components,
-            strict,
+            components: f_components,
+            strict: f_strict,
             unknown_tagged_fields,
         })
     }
@@ -148,9 +149,9 @@ impl Default for ComponentData {
 impl Decode for ComponentData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
-        let entity_type = wire::get_string(buf, flexible)?;
-        let match_type = wire::get_i8(buf)?;
-        let match_ = wire::get_nullable_string(buf, flexible)?;
+        let f_entity_type = wire::get_string(buf, flexible)?;
+        let f_match_type = wire::get_i8(buf)?;
+        let f_match_ = wire::get_nullable_string(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -165,9 +166,9 @@ impl Decode for ComponentData {
             }
         }
         Ok(Self {
-            entity_type,
-            match_type,
-            match_,
+            entity_type: f_entity_type,
+            match_type: f_match_type,
+            match_: f_match_,
             unknown_tagged_fields,
         })
     }

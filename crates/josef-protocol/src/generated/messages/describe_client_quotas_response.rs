@@ -53,10 +53,10 @@ impl Decode for DescribeClientQuotasResponse {
             });
         }
         let flexible = version >= 1;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let error_message = wire::get_nullable_string(buf, flexible)?;
-        let entries =
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_error_message = wire::get_nullable_string(buf, flexible)?;
+        let f_entries =
             wire::get_nullable_array(buf, flexible, |buf| EntryData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -72,10 +72,10 @@ impl Decode for DescribeClientQuotasResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
-            error_message,
-            entries,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            entries: f_entries,
             unknown_tagged_fields,
         })
     }
@@ -170,8 +170,8 @@ impl Default for EntityData {
 impl Decode for EntityData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
-        let entity_type = wire::get_string(buf, flexible)?;
-        let entity_name = wire::get_nullable_string(buf, flexible)?;
+        let f_entity_type = wire::get_string(buf, flexible)?;
+        let f_entity_name = wire::get_nullable_string(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -186,8 +186,8 @@ impl Decode for EntityData {
             }
         }
         Ok(Self {
-            entity_type,
-            entity_name,
+            entity_type: f_entity_type,
+            entity_name: f_entity_name,
             unknown_tagged_fields,
         })
     }
@@ -247,8 +247,8 @@ impl Default for ValueData {
 impl Decode for ValueData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
-        let key = wire::get_string(buf, flexible)?;
-        let value = wire::get_f64(buf)?;
+        let f_key = wire::get_string(buf, flexible)?;
+        let f_value = wire::get_f64(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -263,8 +263,8 @@ impl Decode for ValueData {
             }
         }
         Ok(Self {
-            key,
-            value,
+            key: f_key,
+            value: f_value,
             unknown_tagged_fields,
         })
     }
@@ -324,8 +324,8 @@ impl Default for EntryData {
 impl Decode for EntryData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
-        let entity = wire::get_array(buf, flexible, |buf| EntityData::decode(buf, version))?;
-        let values = wire::get_array(buf, flexible, |buf| ValueData::decode(buf, version))?;
+        let f_entity = wire::get_array(buf, flexible, |buf| EntityData::decode(buf, version))?;
+        let f_values = wire::get_array(buf, flexible, |buf| ValueData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -340,8 +340,8 @@ impl Decode for EntryData {
             }
         }
         Ok(Self {
-            entity,
-            values,
+            entity: f_entity,
+            values: f_values,
             unknown_tagged_fields,
         })
     }

@@ -47,8 +47,8 @@ impl Decode for DescribeClusterRequest {
             });
         }
         let flexible = true;
-        let include_cluster_authorized_operations = wire::get_bool(buf)?;
-        let endpoint_type = if version >= 1 { wire::get_i8(buf)? } else { 1 };
+        let f_include_cluster_authorized_operations = wire::get_bool(buf)?;
+        let f_endpoint_type = if version >= 1 { wire::get_i8(buf)? } else { 1 };
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -63,8 +63,8 @@ impl Decode for DescribeClusterRequest {
             }
         }
         Ok(Self {
-            include_cluster_authorized_operations,
-            endpoint_type,
+            include_cluster_authorized_operations: f_include_cluster_authorized_operations,
+            endpoint_type: f_endpoint_type,
             unknown_tagged_fields,
         })
     }

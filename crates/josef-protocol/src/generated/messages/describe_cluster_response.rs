@@ -65,16 +65,16 @@ impl Decode for DescribeClusterResponse {
             });
         }
         let flexible = true;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let error_message = wire::get_nullable_string(buf, flexible)?;
-        let endpoint_type = if version >= 1 { wire::get_i8(buf)? } else { 1 };
-        let cluster_id = wire::get_string(buf, flexible)?;
-        let controller_id = wire::get_i32(buf)?;
-        let brokers = wire::get_array(buf, flexible, |buf| {
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_error_message = wire::get_nullable_string(buf, flexible)?;
+        let f_endpoint_type = if version >= 1 { wire::get_i8(buf)? } else { 1 };
+        let f_cluster_id = wire::get_string(buf, flexible)?;
+        let f_controller_id = wire::get_i32(buf)?;
+        let f_brokers = wire::get_array(buf, flexible, |buf| {
             DescribeClusterBroker::decode(buf, version)
         })?;
-        let cluster_authorized_operations = wire::get_i32(buf)?;
+        let f_cluster_authorized_operations = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -89,14 +89,14 @@ impl Decode for DescribeClusterResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
-            error_message,
-            endpoint_type,
-            cluster_id,
-            controller_id,
-            brokers,
-            cluster_authorized_operations,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            endpoint_type: f_endpoint_type,
+            cluster_id: f_cluster_id,
+            controller_id: f_controller_id,
+            brokers: f_brokers,
+            cluster_authorized_operations: f_cluster_authorized_operations,
             unknown_tagged_fields,
         })
     }
@@ -205,10 +205,10 @@ impl Default for DescribeClusterBroker {
 impl Decode for DescribeClusterBroker {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let broker_id = wire::get_i32(buf)?;
-        let host = wire::get_string(buf, flexible)?;
-        let port = wire::get_i32(buf)?;
-        let rack = wire::get_nullable_string(buf, flexible)?;
+        let f_broker_id = wire::get_i32(buf)?;
+        let f_host = wire::get_string(buf, flexible)?;
+        let f_port = wire::get_i32(buf)?;
+        let f_rack = wire::get_nullable_string(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -223,10 +223,10 @@ impl Decode for DescribeClusterBroker {
             }
         }
         Ok(Self {
-            broker_id,
-            host,
-            port,
-            rack,
+            broker_id: f_broker_id,
+            host: f_host,
+            port: f_port,
+            rack: f_rack,
             unknown_tagged_fields,
         })
     }

@@ -50,15 +50,15 @@ impl Decode for DescribeConfigsRequest {
             });
         }
         let flexible = version >= 4;
-        let resources = wire::get_array(buf, flexible, |buf| {
+        let f_resources = wire::get_array(buf, flexible, |buf| {
             DescribeConfigsResource::decode(buf, version)
         })?;
-        let include_synonyms = if version >= 1 {
+        let f_include_synonyms = if version >= 1 {
             wire::get_bool(buf)?
         } else {
             false
         };
-        let include_documentation = if version >= 3 {
+        let f_include_documentation = if version >= 3 {
             wire::get_bool(buf)?
         } else {
             false
@@ -77,9 +77,9 @@ impl Decode for DescribeConfigsRequest {
             }
         }
         Ok(Self {
-            resources,
-            include_synonyms,
-            include_documentation,
+            resources: f_resources,
+            include_synonyms: f_include_synonyms,
+            include_documentation: f_include_documentation,
             unknown_tagged_fields,
         })
     }
@@ -185,9 +185,9 @@ impl Default for DescribeConfigsResource {
 impl Decode for DescribeConfigsResource {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
-        let resource_type = wire::get_i8(buf)?;
-        let resource_name = wire::get_string(buf, flexible)?;
-        let configuration_keys =
+        let f_resource_type = wire::get_i8(buf)?;
+        let f_resource_name = wire::get_string(buf, flexible)?;
+        let f_configuration_keys =
             wire::get_nullable_array(buf, flexible, |buf| wire::get_string(buf, flexible))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -203,9 +203,9 @@ impl Decode for DescribeConfigsResource {
             }
         }
         Ok(Self {
-            resource_type,
-            resource_name,
-            configuration_keys,
+            resource_type: f_resource_type,
+            resource_name: f_resource_name,
+            configuration_keys: f_configuration_keys,
             unknown_tagged_fields,
         })
     }

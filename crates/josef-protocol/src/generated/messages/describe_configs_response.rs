@@ -47,8 +47,8 @@ impl Decode for DescribeConfigsResponse {
             });
         }
         let flexible = version >= 4;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let results = wire::get_array(buf, flexible, |buf| {
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_results = wire::get_array(buf, flexible, |buf| {
             DescribeConfigsResult::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -65,8 +65,8 @@ impl Decode for DescribeConfigsResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            results,
+            throttle_time_ms: f_throttle_time_ms,
+            results: f_results,
             unknown_tagged_fields,
         })
     }
@@ -150,17 +150,17 @@ impl Default for DescribeConfigsSynonym {
 impl Decode for DescribeConfigsSynonym {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
-        let name = if version >= 1 {
+        let f_name = if version >= 1 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let value = if version >= 1 {
+        let f_value = if version >= 1 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             Some(StrBytes::new())
         };
-        let source = if version >= 1 { wire::get_i8(buf)? } else { 0 };
+        let f_source = if version >= 1 { wire::get_i8(buf)? } else { 0 };
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -175,9 +175,9 @@ impl Decode for DescribeConfigsSynonym {
             }
         }
         Ok(Self {
-            name,
-            value,
-            source,
+            name: f_name,
+            value: f_value,
+            source: f_source,
             unknown_tagged_fields,
         })
     }
@@ -290,25 +290,25 @@ impl Default for DescribeConfigsResourceResult {
 impl Decode for DescribeConfigsResourceResult {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
-        let name = wire::get_string(buf, flexible)?;
-        let value = wire::get_nullable_string(buf, flexible)?;
-        let read_only = wire::get_bool(buf)?;
-        let is_default = if version <= 0 {
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_value = wire::get_nullable_string(buf, flexible)?;
+        let f_read_only = wire::get_bool(buf)?;
+        let f_is_default = if version <= 0 {
             wire::get_bool(buf)?
         } else {
             false
         };
-        let config_source = if version >= 1 { wire::get_i8(buf)? } else { -1 };
-        let is_sensitive = wire::get_bool(buf)?;
-        let synonyms = if version >= 1 {
+        let f_config_source = if version >= 1 { wire::get_i8(buf)? } else { -1 };
+        let f_is_sensitive = wire::get_bool(buf)?;
+        let f_synonyms = if version >= 1 {
             wire::get_array(buf, flexible, |buf| {
                 DescribeConfigsSynonym::decode(buf, version)
             })?
         } else {
             Vec::new()
         };
-        let config_type = if version >= 3 { wire::get_i8(buf)? } else { 0 };
-        let documentation = if version >= 3 {
+        let f_config_type = if version >= 3 { wire::get_i8(buf)? } else { 0 };
+        let f_documentation = if version >= 3 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             Some(StrBytes::new())
@@ -327,15 +327,15 @@ impl Decode for DescribeConfigsResourceResult {
             }
         }
         Ok(Self {
-            name,
-            value,
-            read_only,
-            is_default,
-            config_source,
-            is_sensitive,
-            synonyms,
-            config_type,
-            documentation,
+            name: f_name,
+            value: f_value,
+            read_only: f_read_only,
+            is_default: f_is_default,
+            config_source: f_config_source,
+            is_sensitive: f_is_sensitive,
+            synonyms: f_synonyms,
+            config_type: f_config_type,
+            documentation: f_documentation,
             unknown_tagged_fields,
         })
     }
@@ -453,11 +453,11 @@ impl Default for DescribeConfigsResult {
 impl Decode for DescribeConfigsResult {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
-        let error_code = wire::get_i16(buf)?;
-        let error_message = wire::get_nullable_string(buf, flexible)?;
-        let resource_type = wire::get_i8(buf)?;
-        let resource_name = wire::get_string(buf, flexible)?;
-        let configs = wire::get_array(buf, flexible, |buf| {
+        let f_error_code = wire::get_i16(buf)?;
+        let f_error_message = wire::get_nullable_string(buf, flexible)?;
+        let f_resource_type = wire::get_i8(buf)?;
+        let f_resource_name = wire::get_string(buf, flexible)?;
+        let f_configs = wire::get_array(buf, flexible, |buf| {
             DescribeConfigsResourceResult::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -474,11 +474,11 @@ impl Decode for DescribeConfigsResult {
             }
         }
         Ok(Self {
-            error_code,
-            error_message,
-            resource_type,
-            resource_name,
-            configs,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            resource_type: f_resource_type,
+            resource_name: f_resource_name,
+            configs: f_configs,
             unknown_tagged_fields,
         })
     }

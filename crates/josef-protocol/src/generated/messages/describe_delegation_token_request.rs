@@ -44,7 +44,7 @@ impl Decode for DescribeDelegationTokenRequest {
             });
         }
         let flexible = version >= 2;
-        let owners = wire::get_nullable_array(buf, flexible, |buf| {
+        let f_owners = wire::get_nullable_array(buf, flexible, |buf| {
             DescribeDelegationTokenOwner::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -61,7 +61,7 @@ impl Decode for DescribeDelegationTokenRequest {
             }
         }
         Ok(Self {
-            owners,
+            owners: f_owners,
             unknown_tagged_fields,
         })
     }
@@ -150,8 +150,8 @@ impl Default for DescribeDelegationTokenOwner {
 impl Decode for DescribeDelegationTokenOwner {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let principal_type = wire::get_string(buf, flexible)?;
-        let principal_name = wire::get_string(buf, flexible)?;
+        let f_principal_type = wire::get_string(buf, flexible)?;
+        let f_principal_name = wire::get_string(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -166,8 +166,8 @@ impl Decode for DescribeDelegationTokenOwner {
             }
         }
         Ok(Self {
-            principal_type,
-            principal_name,
+            principal_type: f_principal_type,
+            principal_name: f_principal_name,
             unknown_tagged_fields,
         })
     }

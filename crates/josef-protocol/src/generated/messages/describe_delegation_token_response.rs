@@ -50,11 +50,11 @@ impl Decode for DescribeDelegationTokenResponse {
             });
         }
         let flexible = version >= 2;
-        let error_code = wire::get_i16(buf)?;
-        let tokens = wire::get_array(buf, flexible, |buf| {
+        let f_error_code = wire::get_i16(buf)?;
+        let f_tokens = wire::get_array(buf, flexible, |buf| {
             DescribedDelegationToken::decode(buf, version)
         })?;
-        let throttle_time_ms = wire::get_i32(buf)?;
+        let f_throttle_time_ms = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -69,9 +69,9 @@ impl Decode for DescribeDelegationTokenResponse {
             }
         }
         Ok(Self {
-            error_code,
-            tokens,
-            throttle_time_ms,
+            error_code: f_error_code,
+            tokens: f_tokens,
+            throttle_time_ms: f_throttle_time_ms,
             unknown_tagged_fields,
         })
     }
@@ -154,8 +154,8 @@ impl Default for DescribedDelegationTokenRenewer {
 impl Decode for DescribedDelegationTokenRenewer {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let principal_type = wire::get_string(buf, flexible)?;
-        let principal_name = wire::get_string(buf, flexible)?;
+        let f_principal_type = wire::get_string(buf, flexible)?;
+        let f_principal_name = wire::get_string(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -170,8 +170,8 @@ impl Decode for DescribedDelegationTokenRenewer {
             }
         }
         Ok(Self {
-            principal_type,
-            principal_name,
+            principal_type: f_principal_type,
+            principal_name: f_principal_name,
             unknown_tagged_fields,
         })
     }
@@ -255,24 +255,24 @@ impl Default for DescribedDelegationToken {
 impl Decode for DescribedDelegationToken {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let principal_type = wire::get_string(buf, flexible)?;
-        let principal_name = wire::get_string(buf, flexible)?;
-        let token_requester_principal_type = if version >= 3 {
+        let f_principal_type = wire::get_string(buf, flexible)?;
+        let f_principal_name = wire::get_string(buf, flexible)?;
+        let f_token_requester_principal_type = if version >= 3 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let token_requester_principal_name = if version >= 3 {
+        let f_token_requester_principal_name = if version >= 3 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let issue_timestamp = wire::get_i64(buf)?;
-        let expiry_timestamp = wire::get_i64(buf)?;
-        let max_timestamp = wire::get_i64(buf)?;
-        let token_id = wire::get_string(buf, flexible)?;
-        let hmac = wire::get_bytes(buf, flexible)?;
-        let renewers = wire::get_array(buf, flexible, |buf| {
+        let f_issue_timestamp = wire::get_i64(buf)?;
+        let f_expiry_timestamp = wire::get_i64(buf)?;
+        let f_max_timestamp = wire::get_i64(buf)?;
+        let f_token_id = wire::get_string(buf, flexible)?;
+        let f_hmac = wire::get_bytes(buf, flexible)?;
+        let f_renewers = wire::get_array(buf, flexible, |buf| {
             DescribedDelegationTokenRenewer::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -289,16 +289,16 @@ impl Decode for DescribedDelegationToken {
             }
         }
         Ok(Self {
-            principal_type,
-            principal_name,
-            token_requester_principal_type,
-            token_requester_principal_name,
-            issue_timestamp,
-            expiry_timestamp,
-            max_timestamp,
-            token_id,
-            hmac,
-            renewers,
+            principal_type: f_principal_type,
+            principal_name: f_principal_name,
+            token_requester_principal_type: f_token_requester_principal_type,
+            token_requester_principal_name: f_token_requester_principal_name,
+            issue_timestamp: f_issue_timestamp,
+            expiry_timestamp: f_expiry_timestamp,
+            max_timestamp: f_max_timestamp,
+            token_id: f_token_id,
+            hmac: f_hmac,
+            renewers: f_renewers,
             unknown_tagged_fields,
         })
     }

@@ -47,8 +47,8 @@ impl Decode for DescribeGroupsRequest {
             });
         }
         let flexible = version >= 5;
-        let groups = wire::get_array(buf, flexible, |buf| wire::get_string(buf, flexible))?;
-        let include_authorized_operations = if version >= 3 {
+        let f_groups = wire::get_array(buf, flexible, |buf| wire::get_string(buf, flexible))?;
+        let f_include_authorized_operations = if version >= 3 {
             wire::get_bool(buf)?
         } else {
             false
@@ -67,8 +67,8 @@ impl Decode for DescribeGroupsRequest {
             }
         }
         Ok(Self {
-            groups,
-            include_authorized_operations,
+            groups: f_groups,
+            include_authorized_operations: f_include_authorized_operations,
             unknown_tagged_fields,
         })
     }

@@ -47,8 +47,8 @@ impl Decode for DescribeGroupsResponse {
             });
         }
         let flexible = version >= 5;
-        let throttle_time_ms = if version >= 1 { wire::get_i32(buf)? } else { 0 };
-        let groups = wire::get_array(buf, flexible, |buf| DescribedGroup::decode(buf, version))?;
+        let f_throttle_time_ms = if version >= 1 { wire::get_i32(buf)? } else { 0 };
+        let f_groups = wire::get_array(buf, flexible, |buf| DescribedGroup::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -63,8 +63,8 @@ impl Decode for DescribeGroupsResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            groups,
+            throttle_time_ms: f_throttle_time_ms,
+            groups: f_groups,
             unknown_tagged_fields,
         })
     }
@@ -161,16 +161,16 @@ impl Default for DescribedGroupMember {
 impl Decode for DescribedGroupMember {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 5;
-        let member_id = wire::get_string(buf, flexible)?;
-        let group_instance_id = if version >= 4 {
+        let f_member_id = wire::get_string(buf, flexible)?;
+        let f_group_instance_id = if version >= 4 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             None
         };
-        let client_id = wire::get_string(buf, flexible)?;
-        let client_host = wire::get_string(buf, flexible)?;
-        let member_metadata = wire::get_bytes(buf, flexible)?;
-        let member_assignment = wire::get_bytes(buf, flexible)?;
+        let f_client_id = wire::get_string(buf, flexible)?;
+        let f_client_host = wire::get_string(buf, flexible)?;
+        let f_member_metadata = wire::get_bytes(buf, flexible)?;
+        let f_member_assignment = wire::get_bytes(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -185,12 +185,12 @@ impl Decode for DescribedGroupMember {
             }
         }
         Ok(Self {
-            member_id,
-            group_instance_id,
-            client_id,
-            client_host,
-            member_metadata,
-            member_assignment,
+            member_id: f_member_id,
+            group_instance_id: f_group_instance_id,
+            client_id: f_client_id,
+            client_host: f_client_host,
+            member_metadata: f_member_metadata,
+            member_assignment: f_member_assignment,
             unknown_tagged_fields,
         })
     }
@@ -277,15 +277,15 @@ impl Default for DescribedGroup {
 impl Decode for DescribedGroup {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 5;
-        let error_code = wire::get_i16(buf)?;
-        let group_id = wire::get_string(buf, flexible)?;
-        let group_state = wire::get_string(buf, flexible)?;
-        let protocol_type = wire::get_string(buf, flexible)?;
-        let protocol_data = wire::get_string(buf, flexible)?;
-        let members = wire::get_array(buf, flexible, |buf| {
+        let f_error_code = wire::get_i16(buf)?;
+        let f_group_id = wire::get_string(buf, flexible)?;
+        let f_group_state = wire::get_string(buf, flexible)?;
+        let f_protocol_type = wire::get_string(buf, flexible)?;
+        let f_protocol_data = wire::get_string(buf, flexible)?;
+        let f_members = wire::get_array(buf, flexible, |buf| {
             DescribedGroupMember::decode(buf, version)
         })?;
-        let authorized_operations = if version >= 3 {
+        let f_authorized_operations = if version >= 3 {
             wire::get_i32(buf)?
         } else {
             -2147483648
@@ -304,13 +304,13 @@ impl Decode for DescribedGroup {
             }
         }
         Ok(Self {
-            error_code,
-            group_id,
-            group_state,
-            protocol_type,
-            protocol_data,
-            members,
-            authorized_operations,
+            error_code: f_error_code,
+            group_id: f_group_id,
+            group_state: f_group_state,
+            protocol_type: f_protocol_type,
+            protocol_data: f_protocol_data,
+            members: f_members,
+            authorized_operations: f_authorized_operations,
             unknown_tagged_fields,
         })
     }

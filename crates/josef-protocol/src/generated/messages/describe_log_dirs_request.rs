@@ -44,7 +44,7 @@ impl Decode for DescribeLogDirsRequest {
             });
         }
         let flexible = version >= 2;
-        let topics = wire::get_nullable_array(buf, flexible, |buf| {
+        let f_topics = wire::get_nullable_array(buf, flexible, |buf| {
             DescribableLogDirTopic::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -61,7 +61,7 @@ impl Decode for DescribeLogDirsRequest {
             }
         }
         Ok(Self {
-            topics,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -150,8 +150,8 @@ impl Default for DescribableLogDirTopic {
 impl Decode for DescribableLogDirTopic {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let topic = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_topic = wire::get_string(buf, flexible)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -166,8 +166,8 @@ impl Decode for DescribableLogDirTopic {
             }
         }
         Ok(Self {
-            topic,
-            partitions,
+            topic: f_topic,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

@@ -50,9 +50,9 @@ impl Decode for DescribeLogDirsResponse {
             });
         }
         let flexible = version >= 2;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let error_code = if version >= 3 { wire::get_i16(buf)? } else { 0 };
-        let results = wire::get_array(buf, flexible, |buf| {
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_error_code = if version >= 3 { wire::get_i16(buf)? } else { 0 };
+        let f_results = wire::get_array(buf, flexible, |buf| {
             DescribeLogDirsResult::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -69,9 +69,9 @@ impl Decode for DescribeLogDirsResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
-            results,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            results: f_results,
             unknown_tagged_fields,
         })
     }
@@ -164,10 +164,10 @@ impl Default for DescribeLogDirsPartition {
 impl Decode for DescribeLogDirsPartition {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let partition_index = wire::get_i32(buf)?;
-        let partition_size = wire::get_i64(buf)?;
-        let offset_lag = wire::get_i64(buf)?;
-        let is_future_key = wire::get_bool(buf)?;
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_partition_size = wire::get_i64(buf)?;
+        let f_offset_lag = wire::get_i64(buf)?;
+        let f_is_future_key = wire::get_bool(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -182,10 +182,10 @@ impl Decode for DescribeLogDirsPartition {
             }
         }
         Ok(Self {
-            partition_index,
-            partition_size,
-            offset_lag,
-            is_future_key,
+            partition_index: f_partition_index,
+            partition_size: f_partition_size,
+            offset_lag: f_offset_lag,
+            is_future_key: f_is_future_key,
             unknown_tagged_fields,
         })
     }
@@ -249,8 +249,8 @@ impl Default for DescribeLogDirsTopic {
 impl Decode for DescribeLogDirsTopic {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let name = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| {
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| {
             DescribeLogDirsPartition::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -267,8 +267,8 @@ impl Decode for DescribeLogDirsTopic {
             }
         }
         Ok(Self {
-            name,
-            partitions,
+            name: f_name,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }
@@ -346,17 +346,17 @@ impl Default for DescribeLogDirsResult {
 impl Decode for DescribeLogDirsResult {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let error_code = wire::get_i16(buf)?;
-        let log_dir = wire::get_string(buf, flexible)?;
-        let topics = wire::get_array(buf, flexible, |buf| {
+        let f_error_code = wire::get_i16(buf)?;
+        let f_log_dir = wire::get_string(buf, flexible)?;
+        let f_topics = wire::get_array(buf, flexible, |buf| {
             DescribeLogDirsTopic::decode(buf, version)
         })?;
-        let total_bytes = if version >= 4 {
+        let f_total_bytes = if version >= 4 {
             wire::get_i64(buf)?
         } else {
             -1
         };
-        let usable_bytes = if version >= 4 {
+        let f_usable_bytes = if version >= 4 {
             wire::get_i64(buf)?
         } else {
             -1
@@ -375,11 +375,11 @@ impl Decode for DescribeLogDirsResult {
             }
         }
         Ok(Self {
-            error_code,
-            log_dir,
-            topics,
-            total_bytes,
-            usable_bytes,
+            error_code: f_error_code,
+            log_dir: f_log_dir,
+            topics: f_topics,
+            total_bytes: f_total_bytes,
+            usable_bytes: f_usable_bytes,
             unknown_tagged_fields,
         })
     }

@@ -44,7 +44,7 @@ impl Decode for DescribeProducersRequest {
             });
         }
         let flexible = true;
-        let topics = wire::get_array(buf, flexible, |buf| TopicRequest::decode(buf, version))?;
+        let f_topics = wire::get_array(buf, flexible, |buf| TopicRequest::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -59,7 +59,7 @@ impl Decode for DescribeProducersRequest {
             }
         }
         Ok(Self {
-            topics,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -138,8 +138,8 @@ impl Default for TopicRequest {
 impl Decode for TopicRequest {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let name = wire::get_string(buf, flexible)?;
-        let partition_indexes = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_partition_indexes = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -154,8 +154,8 @@ impl Decode for TopicRequest {
             }
         }
         Ok(Self {
-            name,
-            partition_indexes,
+            name: f_name,
+            partition_indexes: f_partition_indexes,
             unknown_tagged_fields,
         })
     }

@@ -47,8 +47,8 @@ impl Decode for DescribeProducersResponse {
             });
         }
         let flexible = true;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let topics = wire::get_array(buf, flexible, |buf| TopicResponse::decode(buf, version))?;
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_topics = wire::get_array(buf, flexible, |buf| TopicResponse::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -63,8 +63,8 @@ impl Decode for DescribeProducersResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            topics,
+            throttle_time_ms: f_throttle_time_ms,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -157,12 +157,12 @@ impl Default for ProducerState {
 impl Decode for ProducerState {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let producer_id = wire::get_i64(buf)?;
-        let producer_epoch = wire::get_i32(buf)?;
-        let last_sequence = wire::get_i32(buf)?;
-        let last_timestamp = wire::get_i64(buf)?;
-        let coordinator_epoch = wire::get_i32(buf)?;
-        let current_txn_start_offset = wire::get_i64(buf)?;
+        let f_producer_id = wire::get_i64(buf)?;
+        let f_producer_epoch = wire::get_i32(buf)?;
+        let f_last_sequence = wire::get_i32(buf)?;
+        let f_last_timestamp = wire::get_i64(buf)?;
+        let f_coordinator_epoch = wire::get_i32(buf)?;
+        let f_current_txn_start_offset = wire::get_i64(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -177,12 +177,12 @@ impl Decode for ProducerState {
             }
         }
         Ok(Self {
-            producer_id,
-            producer_epoch,
-            last_sequence,
-            last_timestamp,
-            coordinator_epoch,
-            current_txn_start_offset,
+            producer_id: f_producer_id,
+            producer_epoch: f_producer_epoch,
+            last_sequence: f_last_sequence,
+            last_timestamp: f_last_timestamp,
+            coordinator_epoch: f_coordinator_epoch,
+            current_txn_start_offset: f_current_txn_start_offset,
             unknown_tagged_fields,
         })
     }
@@ -256,10 +256,10 @@ impl Default for PartitionResponse {
 impl Decode for PartitionResponse {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let partition_index = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let error_message = wire::get_nullable_string(buf, flexible)?;
-        let active_producers =
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_error_message = wire::get_nullable_string(buf, flexible)?;
+        let f_active_producers =
             wire::get_array(buf, flexible, |buf| ProducerState::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -275,10 +275,10 @@ impl Decode for PartitionResponse {
             }
         }
         Ok(Self {
-            partition_index,
-            error_code,
-            error_message,
-            active_producers,
+            partition_index: f_partition_index,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            active_producers: f_active_producers,
             unknown_tagged_fields,
         })
     }
@@ -351,8 +351,8 @@ impl Default for TopicResponse {
 impl Decode for TopicResponse {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let name = wire::get_string(buf, flexible)?;
-        let partitions =
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_partitions =
             wire::get_array(buf, flexible, |buf| PartitionResponse::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -368,8 +368,8 @@ impl Decode for TopicResponse {
             }
         }
         Ok(Self {
-            name,
-            partitions,
+            name: f_name,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

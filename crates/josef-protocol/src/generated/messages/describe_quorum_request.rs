@@ -44,7 +44,7 @@ impl Decode for DescribeQuorumRequest {
             });
         }
         let flexible = true;
-        let topics = wire::get_array(buf, flexible, |buf| TopicData::decode(buf, version))?;
+        let f_topics = wire::get_array(buf, flexible, |buf| TopicData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -59,7 +59,7 @@ impl Decode for DescribeQuorumRequest {
             }
         }
         Ok(Self {
-            topics,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -135,7 +135,7 @@ impl Default for PartitionData {
 impl Decode for PartitionData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let partition_index = wire::get_i32(buf)?;
+        let f_partition_index = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -150,7 +150,7 @@ impl Decode for PartitionData {
             }
         }
         Ok(Self {
-            partition_index,
+            partition_index: f_partition_index,
             unknown_tagged_fields,
         })
     }
@@ -208,8 +208,9 @@ impl Default for TopicData {
 impl Decode for TopicData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_name = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
+        let f_topic_name = wire::get_string(buf, flexible)?;
+        let f_partitions =
+            wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -224,8 +225,8 @@ impl Decode for TopicData {
             }
         }
         Ok(Self {
-            topic_name,
-            partitions,
+            topic_name: f_topic_name,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

@@ -53,14 +53,14 @@ impl Decode for DescribeQuorumResponse {
             });
         }
         let flexible = true;
-        let error_code = wire::get_i16(buf)?;
-        let error_message = if version >= 2 {
+        let f_error_code = wire::get_i16(buf)?;
+        let f_error_message = if version >= 2 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             Some(StrBytes::new())
         };
-        let topics = wire::get_array(buf, flexible, |buf| TopicData::decode(buf, version))?;
-        let nodes = if version >= 2 {
+        let f_topics = wire::get_array(buf, flexible, |buf| TopicData::decode(buf, version))?;
+        let f_nodes = if version >= 2 {
             wire::get_array(buf, flexible, |buf| Node::decode(buf, version))?
         } else {
             Vec::new()
@@ -79,10 +79,10 @@ impl Decode for DescribeQuorumResponse {
             }
         }
         Ok(Self {
-            error_code,
-            error_message,
-            topics,
-            nodes,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            topics: f_topics,
+            nodes: f_nodes,
             unknown_tagged_fields,
         })
     }
@@ -208,19 +208,19 @@ impl Default for PartitionData {
 impl Decode for PartitionData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let partition_index = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let error_message = if version >= 2 {
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_error_message = if version >= 2 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             Some(StrBytes::new())
         };
-        let leader_id = wire::get_i32(buf)?;
-        let leader_epoch = wire::get_i32(buf)?;
-        let high_watermark = wire::get_i64(buf)?;
-        let current_voters =
+        let f_leader_id = wire::get_i32(buf)?;
+        let f_leader_epoch = wire::get_i32(buf)?;
+        let f_high_watermark = wire::get_i64(buf)?;
+        let f_current_voters =
             wire::get_array(buf, flexible, |buf| ReplicaState::decode(buf, version))?;
-        let observers = wire::get_array(buf, flexible, |buf| ReplicaState::decode(buf, version))?;
+        let f_observers = wire::get_array(buf, flexible, |buf| ReplicaState::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -235,14 +235,14 @@ impl Decode for PartitionData {
             }
         }
         Ok(Self {
-            partition_index,
-            error_code,
-            error_message,
-            leader_id,
-            leader_epoch,
-            high_watermark,
-            current_voters,
-            observers,
+            partition_index: f_partition_index,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            leader_id: f_leader_id,
+            leader_epoch: f_leader_epoch,
+            high_watermark: f_high_watermark,
+            current_voters: f_current_voters,
+            observers: f_observers,
             unknown_tagged_fields,
         })
     }
@@ -336,8 +336,9 @@ impl Default for TopicData {
 impl Decode for TopicData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_name = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
+        let f_topic_name = wire::get_string(buf, flexible)?;
+        let f_partitions =
+            wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -352,8 +353,8 @@ impl Decode for TopicData {
             }
         }
         Ok(Self {
-            topic_name,
-            partitions,
+            topic_name: f_topic_name,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }
@@ -425,17 +426,17 @@ impl Default for Listener {
 impl Decode for Listener {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let name = if version >= 2 {
+        let f_name = if version >= 2 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let host = if version >= 2 {
+        let f_host = if version >= 2 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let port = if version >= 2 { wire::get_u16(buf)? } else { 0 };
+        let f_port = if version >= 2 { wire::get_u16(buf)? } else { 0 };
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -450,9 +451,9 @@ impl Decode for Listener {
             }
         }
         Ok(Self {
-            name,
-            host,
-            port,
+            name: f_name,
+            host: f_host,
+            port: f_port,
             unknown_tagged_fields,
         })
     }
@@ -544,8 +545,8 @@ impl Default for Node {
 impl Decode for Node {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let node_id = if version >= 2 { wire::get_i32(buf)? } else { 0 };
-        let listeners = if version >= 2 {
+        let f_node_id = if version >= 2 { wire::get_i32(buf)? } else { 0 };
+        let f_listeners = if version >= 2 {
             wire::get_array(buf, flexible, |buf| Listener::decode(buf, version))?
         } else {
             Vec::new()
@@ -564,8 +565,8 @@ impl Decode for Node {
             }
         }
         Ok(Self {
-            node_id,
-            listeners,
+            node_id: f_node_id,
+            listeners: f_listeners,
             unknown_tagged_fields,
         })
     }
@@ -663,19 +664,19 @@ impl Default for ReplicaState {
 impl Decode for ReplicaState {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let replica_id = wire::get_i32(buf)?;
-        let replica_directory_id = if version >= 2 {
+        let f_replica_id = wire::get_i32(buf)?;
+        let f_replica_directory_id = if version >= 2 {
             wire::get_uuid(buf)?
         } else {
             Uuid::ZERO
         };
-        let log_end_offset = wire::get_i64(buf)?;
-        let last_fetch_timestamp = if version >= 1 {
+        let f_log_end_offset = wire::get_i64(buf)?;
+        let f_last_fetch_timestamp = if version >= 1 {
             wire::get_i64(buf)?
         } else {
             -1
         };
-        let last_caught_up_timestamp = if version >= 1 {
+        let f_last_caught_up_timestamp = if version >= 1 {
             wire::get_i64(buf)?
         } else {
             -1
@@ -694,11 +695,11 @@ impl Decode for ReplicaState {
             }
         }
         Ok(Self {
-            replica_id,
-            replica_directory_id,
-            log_end_offset,
-            last_fetch_timestamp,
-            last_caught_up_timestamp,
+            replica_id: f_replica_id,
+            replica_directory_id: f_replica_directory_id,
+            log_end_offset: f_log_end_offset,
+            last_fetch_timestamp: f_last_fetch_timestamp,
+            last_caught_up_timestamp: f_last_caught_up_timestamp,
             unknown_tagged_fields,
         })
     }

@@ -50,9 +50,9 @@ impl Decode for DescribeTopicPartitionsRequest {
             });
         }
         let flexible = true;
-        let topics = wire::get_array(buf, flexible, |buf| TopicRequest::decode(buf, version))?;
-        let response_partition_limit = wire::get_i32(buf)?;
-        let cursor = wire::get_nullable_struct(buf, |buf| Cursor::decode(buf, version))?;
+        let f_topics = wire::get_array(buf, flexible, |buf| TopicRequest::decode(buf, version))?;
+        let f_response_partition_limit = wire::get_i32(buf)?;
+        let f_cursor = wire::get_nullable_struct(buf, |buf| Cursor::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -67,9 +67,9 @@ impl Decode for DescribeTopicPartitionsRequest {
             }
         }
         Ok(Self {
-            topics,
-            response_partition_limit,
-            cursor,
+            topics: f_topics,
+            response_partition_limit: f_response_partition_limit,
+            cursor: f_cursor,
             unknown_tagged_fields,
         })
     }
@@ -158,7 +158,7 @@ impl Default for TopicRequest {
 impl Decode for TopicRequest {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let name = wire::get_string(buf, flexible)?;
+        let f_name = wire::get_string(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -173,7 +173,7 @@ impl Decode for TopicRequest {
             }
         }
         Ok(Self {
-            name,
+            name: f_name,
             unknown_tagged_fields,
         })
     }
@@ -231,8 +231,8 @@ impl Default for Cursor {
 impl Decode for Cursor {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_name = wire::get_string(buf, flexible)?;
-        let partition_index = wire::get_i32(buf)?;
+        let f_topic_name = wire::get_string(buf, flexible)?;
+        let f_partition_index = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -247,8 +247,8 @@ impl Decode for Cursor {
             }
         }
         Ok(Self {
-            topic_name,
-            partition_index,
+            topic_name: f_topic_name,
+            partition_index: f_partition_index,
             unknown_tagged_fields,
         })
     }

@@ -50,11 +50,11 @@ impl Decode for DescribeTopicPartitionsResponse {
             });
         }
         let flexible = true;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let topics = wire::get_array(buf, flexible, |buf| {
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_topics = wire::get_array(buf, flexible, |buf| {
             DescribeTopicPartitionsResponseTopic::decode(buf, version)
         })?;
-        let next_cursor = wire::get_nullable_struct(buf, |buf| Cursor::decode(buf, version))?;
+        let f_next_cursor = wire::get_nullable_struct(buf, |buf| Cursor::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -69,9 +69,9 @@ impl Decode for DescribeTopicPartitionsResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            topics,
-            next_cursor,
+            throttle_time_ms: f_throttle_time_ms,
+            topics: f_topics,
+            next_cursor: f_next_cursor,
             unknown_tagged_fields,
         })
     }
@@ -184,16 +184,16 @@ impl Default for DescribeTopicPartitionsResponsePartition {
 impl Decode for DescribeTopicPartitionsResponsePartition {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let error_code = wire::get_i16(buf)?;
-        let partition_index = wire::get_i32(buf)?;
-        let leader_id = wire::get_i32(buf)?;
-        let leader_epoch = wire::get_i32(buf)?;
-        let replica_nodes = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
-        let isr_nodes = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
-        let eligible_leader_replicas =
+        let f_error_code = wire::get_i16(buf)?;
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_leader_id = wire::get_i32(buf)?;
+        let f_leader_epoch = wire::get_i32(buf)?;
+        let f_replica_nodes = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_isr_nodes = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_eligible_leader_replicas =
             wire::get_nullable_array(buf, flexible, |buf| wire::get_i32(buf))?;
-        let last_known_elr = wire::get_nullable_array(buf, flexible, |buf| wire::get_i32(buf))?;
-        let offline_replicas = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_last_known_elr = wire::get_nullable_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_offline_replicas = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -208,15 +208,15 @@ impl Decode for DescribeTopicPartitionsResponsePartition {
             }
         }
         Ok(Self {
-            error_code,
-            partition_index,
-            leader_id,
-            leader_epoch,
-            replica_nodes,
-            isr_nodes,
-            eligible_leader_replicas,
-            last_known_elr,
-            offline_replicas,
+            error_code: f_error_code,
+            partition_index: f_partition_index,
+            leader_id: f_leader_id,
+            leader_epoch: f_leader_epoch,
+            replica_nodes: f_replica_nodes,
+            isr_nodes: f_isr_nodes,
+            eligible_leader_replicas: f_eligible_leader_replicas,
+            last_known_elr: f_last_known_elr,
+            offline_replicas: f_offline_replicas,
             unknown_tagged_fields,
         })
     }
@@ -335,14 +335,14 @@ impl Default for DescribeTopicPartitionsResponseTopic {
 impl Decode for DescribeTopicPartitionsResponseTopic {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let error_code = wire::get_i16(buf)?;
-        let name = wire::get_nullable_string(buf, flexible)?;
-        let topic_id = wire::get_uuid(buf)?;
-        let is_internal = wire::get_bool(buf)?;
-        let partitions = wire::get_array(buf, flexible, |buf| {
+        let f_error_code = wire::get_i16(buf)?;
+        let f_name = wire::get_nullable_string(buf, flexible)?;
+        let f_topic_id = wire::get_uuid(buf)?;
+        let f_is_internal = wire::get_bool(buf)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| {
             DescribeTopicPartitionsResponsePartition::decode(buf, version)
         })?;
-        let topic_authorized_operations = wire::get_i32(buf)?;
+        let f_topic_authorized_operations = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -357,12 +357,12 @@ impl Decode for DescribeTopicPartitionsResponseTopic {
             }
         }
         Ok(Self {
-            error_code,
-            name,
-            topic_id,
-            is_internal,
-            partitions,
-            topic_authorized_operations,
+            error_code: f_error_code,
+            name: f_name,
+            topic_id: f_topic_id,
+            is_internal: f_is_internal,
+            partitions: f_partitions,
+            topic_authorized_operations: f_topic_authorized_operations,
             unknown_tagged_fields,
         })
     }
@@ -439,8 +439,8 @@ impl Default for Cursor {
 impl Decode for Cursor {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_name = wire::get_string(buf, flexible)?;
-        let partition_index = wire::get_i32(buf)?;
+        let f_topic_name = wire::get_string(buf, flexible)?;
+        let f_partition_index = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -455,8 +455,8 @@ impl Decode for Cursor {
             }
         }
         Ok(Self {
-            topic_name,
-            partition_index,
+            topic_name: f_topic_name,
+            partition_index: f_partition_index,
             unknown_tagged_fields,
         })
     }

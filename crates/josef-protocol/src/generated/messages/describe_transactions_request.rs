@@ -44,7 +44,7 @@ impl Decode for DescribeTransactionsRequest {
             });
         }
         let flexible = true;
-        let transactional_ids =
+        let f_transactional_ids =
             wire::get_array(buf, flexible, |buf| wire::get_string(buf, flexible))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -60,7 +60,7 @@ impl Decode for DescribeTransactionsRequest {
             }
         }
         Ok(Self {
-            transactional_ids,
+            transactional_ids: f_transactional_ids,
             unknown_tagged_fields,
         })
     }

@@ -47,8 +47,8 @@ impl Decode for DescribeTransactionsResponse {
             });
         }
         let flexible = true;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let transaction_states =
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_transaction_states =
             wire::get_array(buf, flexible, |buf| TransactionState::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -64,8 +64,8 @@ impl Decode for DescribeTransactionsResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            transaction_states,
+            throttle_time_ms: f_throttle_time_ms,
+            transaction_states: f_transaction_states,
             unknown_tagged_fields,
         })
     }
@@ -146,8 +146,8 @@ impl Default for TopicData {
 impl Decode for TopicData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_topic = wire::get_string(buf, flexible)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -162,8 +162,8 @@ impl Decode for TopicData {
             }
         }
         Ok(Self {
-            topic,
-            partitions,
+            topic: f_topic,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }
@@ -244,14 +244,14 @@ impl Default for TransactionState {
 impl Decode for TransactionState {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let error_code = wire::get_i16(buf)?;
-        let transactional_id = wire::get_string(buf, flexible)?;
-        let transaction_state = wire::get_string(buf, flexible)?;
-        let transaction_timeout_ms = wire::get_i32(buf)?;
-        let transaction_start_time_ms = wire::get_i64(buf)?;
-        let producer_id = wire::get_i64(buf)?;
-        let producer_epoch = wire::get_i16(buf)?;
-        let topics = wire::get_array(buf, flexible, |buf| TopicData::decode(buf, version))?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_transactional_id = wire::get_string(buf, flexible)?;
+        let f_transaction_state = wire::get_string(buf, flexible)?;
+        let f_transaction_timeout_ms = wire::get_i32(buf)?;
+        let f_transaction_start_time_ms = wire::get_i64(buf)?;
+        let f_producer_id = wire::get_i64(buf)?;
+        let f_producer_epoch = wire::get_i16(buf)?;
+        let f_topics = wire::get_array(buf, flexible, |buf| TopicData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -266,14 +266,14 @@ impl Decode for TransactionState {
             }
         }
         Ok(Self {
-            error_code,
-            transactional_id,
-            transaction_state,
-            transaction_timeout_ms,
-            transaction_start_time_ms,
-            producer_id,
-            producer_epoch,
-            topics,
+            error_code: f_error_code,
+            transactional_id: f_transactional_id,
+            transaction_state: f_transaction_state,
+            transaction_timeout_ms: f_transaction_timeout_ms,
+            transaction_start_time_ms: f_transaction_start_time_ms,
+            producer_id: f_producer_id,
+            producer_epoch: f_producer_epoch,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }

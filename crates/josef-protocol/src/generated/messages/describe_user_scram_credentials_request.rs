@@ -44,7 +44,8 @@ impl Decode for DescribeUserScramCredentialsRequest {
             });
         }
         let flexible = true;
-        let users = wire::get_nullable_array(buf, flexible, |buf| UserName::decode(buf, version))?;
+        let f_users =
+            wire::get_nullable_array(buf, flexible, |buf| UserName::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -59,7 +60,7 @@ impl Decode for DescribeUserScramCredentialsRequest {
             }
         }
         Ok(Self {
-            users,
+            users: f_users,
             unknown_tagged_fields,
         })
     }
@@ -145,7 +146,7 @@ impl Default for UserName {
 impl Decode for UserName {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let name = wire::get_string(buf, flexible)?;
+        let f_name = wire::get_string(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -160,7 +161,7 @@ impl Decode for UserName {
             }
         }
         Ok(Self {
-            name,
+            name: f_name,
             unknown_tagged_fields,
         })
     }

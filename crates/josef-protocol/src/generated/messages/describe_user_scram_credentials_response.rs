@@ -53,10 +53,10 @@ impl Decode for DescribeUserScramCredentialsResponse {
             });
         }
         let flexible = true;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let error_message = wire::get_nullable_string(buf, flexible)?;
-        let results = wire::get_array(buf, flexible, |buf| {
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_error_message = wire::get_nullable_string(buf, flexible)?;
+        let f_results = wire::get_array(buf, flexible, |buf| {
             DescribeUserScramCredentialsResult::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -73,10 +73,10 @@ impl Decode for DescribeUserScramCredentialsResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
-            error_message,
-            results,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            results: f_results,
             unknown_tagged_fields,
         })
     }
@@ -161,8 +161,8 @@ impl Default for CredentialInfo {
 impl Decode for CredentialInfo {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let mechanism = wire::get_i8(buf)?;
-        let iterations = wire::get_i32(buf)?;
+        let f_mechanism = wire::get_i8(buf)?;
+        let f_iterations = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -177,8 +177,8 @@ impl Decode for CredentialInfo {
             }
         }
         Ok(Self {
-            mechanism,
-            iterations,
+            mechanism: f_mechanism,
+            iterations: f_iterations,
             unknown_tagged_fields,
         })
     }
@@ -244,10 +244,10 @@ impl Default for DescribeUserScramCredentialsResult {
 impl Decode for DescribeUserScramCredentialsResult {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let user = wire::get_string(buf, flexible)?;
-        let error_code = wire::get_i16(buf)?;
-        let error_message = wire::get_nullable_string(buf, flexible)?;
-        let credential_infos =
+        let f_user = wire::get_string(buf, flexible)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_error_message = wire::get_nullable_string(buf, flexible)?;
+        let f_credential_infos =
             wire::get_array(buf, flexible, |buf| CredentialInfo::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -263,10 +263,10 @@ impl Decode for DescribeUserScramCredentialsResult {
             }
         }
         Ok(Self {
-            user,
-            error_code,
-            error_message,
-            credential_infos,
+            user: f_user,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            credential_infos: f_credential_infos,
             unknown_tagged_fields,
         })
     }

@@ -50,10 +50,10 @@ impl Decode for ElectLeadersRequest {
             });
         }
         let flexible = version >= 2;
-        let election_type = if version >= 1 { wire::get_i8(buf)? } else { 0 };
-        let topic_partitions =
+        let f_election_type = if version >= 1 { wire::get_i8(buf)? } else { 0 };
+        let f_topic_partitions =
             wire::get_nullable_array(buf, flexible, |buf| TopicPartitions::decode(buf, version))?;
-        let timeout_ms = wire::get_i32(buf)?;
+        let f_timeout_ms = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -68,9 +68,9 @@ impl Decode for ElectLeadersRequest {
             }
         }
         Ok(Self {
-            election_type,
-            topic_partitions,
-            timeout_ms,
+            election_type: f_election_type,
+            topic_partitions: f_topic_partitions,
+            timeout_ms: f_timeout_ms,
             unknown_tagged_fields,
         })
     }
@@ -173,8 +173,8 @@ impl Default for TopicPartitions {
 impl Decode for TopicPartitions {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let topic = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_topic = wire::get_string(buf, flexible)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -189,8 +189,8 @@ impl Decode for TopicPartitions {
             }
         }
         Ok(Self {
-            topic,
-            partitions,
+            topic: f_topic,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

@@ -50,9 +50,9 @@ impl Decode for ElectLeadersResponse {
             });
         }
         let flexible = version >= 2;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let error_code = if version >= 1 { wire::get_i16(buf)? } else { 0 };
-        let replica_election_results = wire::get_array(buf, flexible, |buf| {
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_error_code = if version >= 1 { wire::get_i16(buf)? } else { 0 };
+        let f_replica_election_results = wire::get_array(buf, flexible, |buf| {
             ReplicaElectionResult::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -69,9 +69,9 @@ impl Decode for ElectLeadersResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
-            replica_election_results,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            replica_election_results: f_replica_election_results,
             unknown_tagged_fields,
         })
     }
@@ -167,9 +167,9 @@ impl Default for PartitionResult {
 impl Decode for PartitionResult {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let partition_id = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let error_message = wire::get_nullable_string(buf, flexible)?;
+        let f_partition_id = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_error_message = wire::get_nullable_string(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -184,9 +184,9 @@ impl Decode for PartitionResult {
             }
         }
         Ok(Self {
-            partition_id,
-            error_code,
-            error_message,
+            partition_id: f_partition_id,
+            error_code: f_error_code,
+            error_message: f_error_message,
             unknown_tagged_fields,
         })
     }
@@ -248,8 +248,8 @@ impl Default for ReplicaElectionResult {
 impl Decode for ReplicaElectionResult {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let topic = wire::get_string(buf, flexible)?;
-        let partition_result =
+        let f_topic = wire::get_string(buf, flexible)?;
+        let f_partition_result =
             wire::get_array(buf, flexible, |buf| PartitionResult::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -265,8 +265,8 @@ impl Decode for ReplicaElectionResult {
             }
         }
         Ok(Self {
-            topic,
-            partition_result,
+            topic: f_topic,
+            partition_result: f_partition_result,
             unknown_tagged_fields,
         })
     }

@@ -50,9 +50,9 @@ impl Decode for EndQuorumEpochRequest {
             });
         }
         let flexible = version >= 1;
-        let cluster_id = wire::get_nullable_string(buf, flexible)?;
-        let topics = wire::get_array(buf, flexible, |buf| TopicData::decode(buf, version))?;
-        let leader_endpoints = if version >= 1 {
+        let f_cluster_id = wire::get_nullable_string(buf, flexible)?;
+        let f_topics = wire::get_array(buf, flexible, |buf| TopicData::decode(buf, version))?;
+        let f_leader_endpoints = if version >= 1 {
             wire::get_array(buf, flexible, |buf| LeaderEndpoint::decode(buf, version))?
         } else {
             Vec::new()
@@ -71,9 +71,9 @@ impl Decode for EndQuorumEpochRequest {
             }
         }
         Ok(Self {
-            cluster_id,
-            topics,
-            leader_endpoints,
+            cluster_id: f_cluster_id,
+            topics: f_topics,
+            leader_endpoints: f_leader_endpoints,
             unknown_tagged_fields,
         })
     }
@@ -169,8 +169,8 @@ impl Default for ReplicaInfo {
 impl Decode for ReplicaInfo {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
-        let candidate_id = if version >= 1 { wire::get_i32(buf)? } else { 0 };
-        let candidate_directory_id = if version >= 1 {
+        let f_candidate_id = if version >= 1 { wire::get_i32(buf)? } else { 0 };
+        let f_candidate_directory_id = if version >= 1 {
             wire::get_uuid(buf)?
         } else {
             Uuid::ZERO
@@ -189,8 +189,8 @@ impl Decode for ReplicaInfo {
             }
         }
         Ok(Self {
-            candidate_id,
-            candidate_directory_id,
+            candidate_id: f_candidate_id,
+            candidate_directory_id: f_candidate_directory_id,
             unknown_tagged_fields,
         })
     }
@@ -279,15 +279,15 @@ impl Default for PartitionData {
 impl Decode for PartitionData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
-        let partition_index = wire::get_i32(buf)?;
-        let leader_id = wire::get_i32(buf)?;
-        let leader_epoch = wire::get_i32(buf)?;
-        let preferred_successors = if version <= 0 {
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_leader_id = wire::get_i32(buf)?;
+        let f_leader_epoch = wire::get_i32(buf)?;
+        let f_preferred_successors = if version <= 0 {
             wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?
         } else {
             Vec::new()
         };
-        let preferred_candidates = if version >= 1 {
+        let f_preferred_candidates = if version >= 1 {
             wire::get_array(buf, flexible, |buf| ReplicaInfo::decode(buf, version))?
         } else {
             Vec::new()
@@ -306,11 +306,11 @@ impl Decode for PartitionData {
             }
         }
         Ok(Self {
-            partition_index,
-            leader_id,
-            leader_epoch,
-            preferred_successors,
-            preferred_candidates,
+            partition_index: f_partition_index,
+            leader_id: f_leader_id,
+            leader_epoch: f_leader_epoch,
+            preferred_successors: f_preferred_successors,
+            preferred_candidates: f_preferred_candidates,
             unknown_tagged_fields,
         })
     }
@@ -397,8 +397,9 @@ impl Default for TopicData {
 impl Decode for TopicData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
-        let topic_name = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
+        let f_topic_name = wire::get_string(buf, flexible)?;
+        let f_partitions =
+            wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -413,8 +414,8 @@ impl Decode for TopicData {
             }
         }
         Ok(Self {
-            topic_name,
-            partitions,
+            topic_name: f_topic_name,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }
@@ -486,17 +487,17 @@ impl Default for LeaderEndpoint {
 impl Decode for LeaderEndpoint {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
-        let name = if version >= 1 {
+        let f_name = if version >= 1 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let host = if version >= 1 {
+        let f_host = if version >= 1 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let port = if version >= 1 { wire::get_u16(buf)? } else { 0 };
+        let f_port = if version >= 1 { wire::get_u16(buf)? } else { 0 };
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -511,9 +512,9 @@ impl Decode for LeaderEndpoint {
             }
         }
         Ok(Self {
-            name,
-            host,
-            port,
+            name: f_name,
+            host: f_host,
+            port: f_port,
             unknown_tagged_fields,
         })
     }

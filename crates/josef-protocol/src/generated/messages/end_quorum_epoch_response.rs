@@ -50,9 +50,9 @@ impl Decode for EndQuorumEpochResponse {
             });
         }
         let flexible = version >= 1;
-        let error_code = wire::get_i16(buf)?;
-        let topics = wire::get_array(buf, flexible, |buf| TopicData::decode(buf, version))?;
-        let mut node_endpoints = Vec::new();
+        let f_error_code = wire::get_i16(buf)?;
+        let f_topics = wire::get_array(buf, flexible, |buf| TopicData::decode(buf, version))?;
+        let mut f_node_endpoints = Vec::new();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -62,7 +62,7 @@ impl Decode for EndQuorumEpochResponse {
                 match tag {
                     0 if version >= 1 => {
                         let buf = &mut data;
-                        node_endpoints =
+                        f_node_endpoints =
                             wire::get_array(buf, true, |buf| NodeEndpoint::decode(buf, version))?;
                         wire::expect_consumed(buf, "EndQuorumEpochResponse.NodeEndpoints")?;
                     }
@@ -73,9 +73,9 @@ impl Decode for EndQuorumEpochResponse {
             }
         }
         Ok(Self {
-            error_code,
-            topics,
-            node_endpoints,
+            error_code: f_error_code,
+            topics: f_topics,
+            node_endpoints: f_node_endpoints,
             unknown_tagged_fields,
         })
     }
@@ -196,10 +196,10 @@ impl Default for PartitionData {
 impl Decode for PartitionData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
-        let partition_index = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let leader_id = wire::get_i32(buf)?;
-        let leader_epoch = wire::get_i32(buf)?;
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_leader_id = wire::get_i32(buf)?;
+        let f_leader_epoch = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -214,10 +214,10 @@ impl Decode for PartitionData {
             }
         }
         Ok(Self {
-            partition_index,
-            error_code,
-            leader_id,
-            leader_epoch,
+            partition_index: f_partition_index,
+            error_code: f_error_code,
+            leader_id: f_leader_id,
+            leader_epoch: f_leader_epoch,
             unknown_tagged_fields,
         })
     }
@@ -281,8 +281,9 @@ impl Default for TopicData {
 impl Decode for TopicData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
-        let topic_name = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
+        let f_topic_name = wire::get_string(buf, flexible)?;
+        let f_partitions =
+            wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -297,8 +298,8 @@ impl Decode for TopicData {
             }
         }
         Ok(Self {
-            topic_name,
-            partitions,
+            topic_name: f_topic_name,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }
@@ -370,13 +371,13 @@ impl Default for NodeEndpoint {
 impl Decode for NodeEndpoint {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
-        let node_id = if version >= 1 { wire::get_i32(buf)? } else { 0 };
-        let host = if version >= 1 {
+        let f_node_id = if version >= 1 { wire::get_i32(buf)? } else { 0 };
+        let f_host = if version >= 1 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let port = if version >= 1 { wire::get_u16(buf)? } else { 0 };
+        let f_port = if version >= 1 { wire::get_u16(buf)? } else { 0 };
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -391,9 +392,9 @@ impl Decode for NodeEndpoint {
             }
         }
         Ok(Self {
-            node_id,
-            host,
-            port,
+            node_id: f_node_id,
+            host: f_host,
+            port: f_port,
             unknown_tagged_fields,
         })
     }

@@ -53,10 +53,10 @@ impl Decode for EndTxnRequest {
             });
         }
         let flexible = version >= 3;
-        let transactional_id = wire::get_string(buf, flexible)?;
-        let producer_id = wire::get_i64(buf)?;
-        let producer_epoch = wire::get_i16(buf)?;
-        let committed = wire::get_bool(buf)?;
+        let f_transactional_id = wire::get_string(buf, flexible)?;
+        let f_producer_id = wire::get_i64(buf)?;
+        let f_producer_epoch = wire::get_i16(buf)?;
+        let f_committed = wire::get_bool(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -71,10 +71,10 @@ impl Decode for EndTxnRequest {
             }
         }
         Ok(Self {
-            transactional_id,
-            producer_id,
-            producer_epoch,
-            committed,
+            transactional_id: f_transactional_id,
+            producer_id: f_producer_id,
+            producer_epoch: f_producer_epoch,
+            committed: f_committed,
             unknown_tagged_fields,
         })
     }

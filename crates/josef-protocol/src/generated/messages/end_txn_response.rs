@@ -53,14 +53,14 @@ impl Decode for EndTxnResponse {
             });
         }
         let flexible = version >= 3;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let producer_id = if version >= 5 {
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_producer_id = if version >= 5 {
             wire::get_i64(buf)?
         } else {
             -1
         };
-        let producer_epoch = if version >= 5 {
+        let f_producer_epoch = if version >= 5 {
             wire::get_i16(buf)?
         } else {
             -1
@@ -79,10 +79,10 @@ impl Decode for EndTxnResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
-            producer_id,
-            producer_epoch,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            producer_id: f_producer_id,
+            producer_epoch: f_producer_epoch,
             unknown_tagged_fields,
         })
     }

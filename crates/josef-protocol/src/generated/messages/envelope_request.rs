@@ -50,9 +50,9 @@ impl Decode for EnvelopeRequest {
             });
         }
         let flexible = true;
-        let request_data = wire::get_bytes(buf, flexible)?;
-        let request_principal = wire::get_nullable_bytes(buf, flexible)?;
-        let client_host_address = wire::get_bytes(buf, flexible)?;
+        let f_request_data = wire::get_bytes(buf, flexible)?;
+        let f_request_principal = wire::get_nullable_bytes(buf, flexible)?;
+        let f_client_host_address = wire::get_bytes(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -67,9 +67,9 @@ impl Decode for EnvelopeRequest {
             }
         }
         Ok(Self {
-            request_data,
-            request_principal,
-            client_host_address,
+            request_data: f_request_data,
+            request_principal: f_request_principal,
+            client_host_address: f_client_host_address,
             unknown_tagged_fields,
         })
     }

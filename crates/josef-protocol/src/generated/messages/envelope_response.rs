@@ -47,8 +47,8 @@ impl Decode for EnvelopeResponse {
             });
         }
         let flexible = true;
-        let response_data = wire::get_nullable_bytes(buf, flexible)?;
-        let error_code = wire::get_i16(buf)?;
+        let f_response_data = wire::get_nullable_bytes(buf, flexible)?;
+        let f_error_code = wire::get_i16(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -63,8 +63,8 @@ impl Decode for EnvelopeResponse {
             }
         }
         Ok(Self {
-            response_data,
-            error_code,
+            response_data: f_response_data,
+            error_code: f_error_code,
             unknown_tagged_fields,
         })
     }

@@ -77,34 +77,34 @@ impl Decode for FetchRequest {
             });
         }
         let flexible = version >= 12;
-        let mut cluster_id = None;
-        let replica_id = if version <= 14 {
+        let mut f_cluster_id = None;
+        let f_replica_id = if version <= 14 {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let mut replica_state = Default::default();
-        let max_wait_ms = wire::get_i32(buf)?;
-        let min_bytes = wire::get_i32(buf)?;
-        let max_bytes = if version >= 3 {
+        let mut f_replica_state = Default::default();
+        let f_max_wait_ms = wire::get_i32(buf)?;
+        let f_min_bytes = wire::get_i32(buf)?;
+        let f_max_bytes = if version >= 3 {
             wire::get_i32(buf)?
         } else {
             2147483647
         };
-        let isolation_level = if version >= 4 { wire::get_i8(buf)? } else { 0 };
-        let session_id = if version >= 7 { wire::get_i32(buf)? } else { 0 };
-        let session_epoch = if version >= 7 {
+        let f_isolation_level = if version >= 4 { wire::get_i8(buf)? } else { 0 };
+        let f_session_id = if version >= 7 { wire::get_i32(buf)? } else { 0 };
+        let f_session_epoch = if version >= 7 {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let topics = wire::get_array(buf, flexible, |buf| FetchTopic::decode(buf, version))?;
-        let forgotten_topics_data = if version >= 7 {
+        let f_topics = wire::get_array(buf, flexible, |buf| FetchTopic::decode(buf, version))?;
+        let f_forgotten_topics_data = if version >= 7 {
             wire::get_array(buf, flexible, |buf| ForgottenTopic::decode(buf, version))?
         } else {
             Vec::new()
         };
-        let rack_id = if version >= 11 {
+        let f_rack_id = if version >= 11 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::from_static_str("")
@@ -118,12 +118,12 @@ impl Decode for FetchRequest {
                 match tag {
                     0 if version >= 12 => {
                         let buf = &mut data;
-                        cluster_id = wire::get_nullable_string(buf, true)?;
+                        f_cluster_id = wire::get_nullable_string(buf, true)?;
                         wire::expect_consumed(buf, "FetchRequest.ClusterId")?;
                     }
                     1 if version >= 15 => {
                         let buf = &mut data;
-                        replica_state = ReplicaState::decode(buf, version)?;
+                        f_replica_state = ReplicaState::decode(buf, version)?;
                         wire::expect_consumed(buf, "FetchRequest.ReplicaState")?;
                     }
                     _ => {
@@ -133,18 +133,18 @@ impl Decode for FetchRequest {
             }
         }
         Ok(Self {
-            cluster_id,
-            replica_id,
-            replica_state,
-            max_wait_ms,
-            min_bytes,
-            max_bytes,
-            isolation_level,
-            session_id,
-            session_epoch,
-            topics,
-            forgotten_topics_data,
-            rack_id,
+            cluster_id: f_cluster_id,
+            replica_id: f_replica_id,
+            replica_state: f_replica_state,
+            max_wait_ms: f_max_wait_ms,
+            min_bytes: f_min_bytes,
+            max_bytes: f_max_bytes,
+            isolation_level: f_isolation_level,
+            session_id: f_session_id,
+            session_epoch: f_session_epoch,
+            topics: f_topics,
+            forgotten_topics_data: f_forgotten_topics_data,
+            rack_id: f_rack_id,
             unknown_tagged_fields,
         })
     }
@@ -324,12 +324,12 @@ impl Default for ReplicaState {
 impl Decode for ReplicaState {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
-        let replica_id = if version >= 15 {
+        let f_replica_id = if version >= 15 {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let replica_epoch = if version >= 15 {
+        let f_replica_epoch = if version >= 15 {
             wire::get_i64(buf)?
         } else {
             -1
@@ -348,8 +348,8 @@ impl Decode for ReplicaState {
             }
         }
         Ok(Self {
-            replica_id,
-            replica_epoch,
+            replica_id: f_replica_id,
+            replica_epoch: f_replica_epoch,
             unknown_tagged_fields,
         })
     }
@@ -444,25 +444,25 @@ impl Default for FetchPartition {
 impl Decode for FetchPartition {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
-        let partition = wire::get_i32(buf)?;
-        let current_leader_epoch = if version >= 9 {
+        let f_partition = wire::get_i32(buf)?;
+        let f_current_leader_epoch = if version >= 9 {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let fetch_offset = wire::get_i64(buf)?;
-        let last_fetched_epoch = if version >= 12 {
+        let f_fetch_offset = wire::get_i64(buf)?;
+        let f_last_fetched_epoch = if version >= 12 {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let log_start_offset = if version >= 5 {
+        let f_log_start_offset = if version >= 5 {
             wire::get_i64(buf)?
         } else {
             -1
         };
-        let partition_max_bytes = wire::get_i32(buf)?;
-        let mut replica_directory_id = Uuid::ZERO;
+        let f_partition_max_bytes = wire::get_i32(buf)?;
+        let mut f_replica_directory_id = Uuid::ZERO;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -472,7 +472,7 @@ impl Decode for FetchPartition {
                 match tag {
                     0 if version >= 17 => {
                         let buf = &mut data;
-                        replica_directory_id = wire::get_uuid(buf)?;
+                        f_replica_directory_id = wire::get_uuid(buf)?;
                         wire::expect_consumed(buf, "FetchPartition.ReplicaDirectoryId")?;
                     }
                     _ => {
@@ -482,13 +482,13 @@ impl Decode for FetchPartition {
             }
         }
         Ok(Self {
-            partition,
-            current_leader_epoch,
-            fetch_offset,
-            last_fetched_epoch,
-            log_start_offset,
-            partition_max_bytes,
-            replica_directory_id,
+            partition: f_partition,
+            current_leader_epoch: f_current_leader_epoch,
+            fetch_offset: f_fetch_offset,
+            last_fetched_epoch: f_last_fetched_epoch,
+            log_start_offset: f_log_start_offset,
+            partition_max_bytes: f_partition_max_bytes,
+            replica_directory_id: f_replica_directory_id,
             unknown_tagged_fields,
         })
     }
@@ -590,17 +590,17 @@ impl Default for FetchTopic {
 impl Decode for FetchTopic {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
-        let topic = if version <= 12 {
+        let f_topic = if version <= 12 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let topic_id = if version >= 13 {
+        let f_topic_id = if version >= 13 {
             wire::get_uuid(buf)?
         } else {
             Uuid::ZERO
         };
-        let partitions =
+        let f_partitions =
             wire::get_array(buf, flexible, |buf| FetchPartition::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -616,9 +616,9 @@ impl Decode for FetchTopic {
             }
         }
         Ok(Self {
-            topic,
-            topic_id,
-            partitions,
+            topic: f_topic,
+            topic_id: f_topic_id,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }
@@ -700,17 +700,17 @@ impl Default for ForgottenTopic {
 impl Decode for ForgottenTopic {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
-        let topic = if (7..=12).contains(&version) {
+        let f_topic = if (7..=12).contains(&version) {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let topic_id = if version >= 13 {
+        let f_topic_id = if version >= 13 {
             wire::get_uuid(buf)?
         } else {
             Uuid::ZERO
         };
-        let partitions = if version >= 7 {
+        let f_partitions = if version >= 7 {
             wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?
         } else {
             Vec::new()
@@ -729,9 +729,9 @@ impl Decode for ForgottenTopic {
             }
         }
         Ok(Self {
-            topic,
-            topic_id,
-            partitions,
+            topic: f_topic,
+            topic_id: f_topic_id,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

@@ -56,13 +56,13 @@ impl Decode for FetchResponse {
             });
         }
         let flexible = version >= 12;
-        let throttle_time_ms = if version >= 1 { wire::get_i32(buf)? } else { 0 };
-        let error_code = if version >= 7 { wire::get_i16(buf)? } else { 0 };
-        let session_id = if version >= 7 { wire::get_i32(buf)? } else { 0 };
-        let responses = wire::get_array(buf, flexible, |buf| {
+        let f_throttle_time_ms = if version >= 1 { wire::get_i32(buf)? } else { 0 };
+        let f_error_code = if version >= 7 { wire::get_i16(buf)? } else { 0 };
+        let f_session_id = if version >= 7 { wire::get_i32(buf)? } else { 0 };
+        let f_responses = wire::get_array(buf, flexible, |buf| {
             FetchableTopicResponse::decode(buf, version)
         })?;
-        let mut node_endpoints = Vec::new();
+        let mut f_node_endpoints = Vec::new();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -72,7 +72,7 @@ impl Decode for FetchResponse {
                 match tag {
                     0 if version >= 16 => {
                         let buf = &mut data;
-                        node_endpoints =
+                        f_node_endpoints =
                             wire::get_array(buf, true, |buf| NodeEndpoint::decode(buf, version))?;
                         wire::expect_consumed(buf, "FetchResponse.NodeEndpoints")?;
                     }
@@ -83,11 +83,11 @@ impl Decode for FetchResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
-            session_id,
-            responses,
-            node_endpoints,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            session_id: f_session_id,
+            responses: f_responses,
+            node_endpoints: f_node_endpoints,
             unknown_tagged_fields,
         })
     }
@@ -224,12 +224,12 @@ impl Default for EpochEndOffset {
 impl Decode for EpochEndOffset {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
-        let epoch = if version >= 12 {
+        let f_epoch = if version >= 12 {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let end_offset = if version >= 12 {
+        let f_end_offset = if version >= 12 {
             wire::get_i64(buf)?
         } else {
             -1
@@ -248,8 +248,8 @@ impl Decode for EpochEndOffset {
             }
         }
         Ok(Self {
-            epoch,
-            end_offset,
+            epoch: f_epoch,
+            end_offset: f_end_offset,
             unknown_tagged_fields,
         })
     }
@@ -329,12 +329,12 @@ impl Default for LeaderIdAndEpoch {
 impl Decode for LeaderIdAndEpoch {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
-        let leader_id = if version >= 12 {
+        let f_leader_id = if version >= 12 {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let leader_epoch = if version >= 12 {
+        let f_leader_epoch = if version >= 12 {
             wire::get_i32(buf)?
         } else {
             -1
@@ -353,8 +353,8 @@ impl Decode for LeaderIdAndEpoch {
             }
         }
         Ok(Self {
-            leader_id,
-            leader_epoch,
+            leader_id: f_leader_id,
+            leader_epoch: f_leader_epoch,
             unknown_tagged_fields,
         })
     }
@@ -434,8 +434,8 @@ impl Default for SnapshotId {
 impl Decode for SnapshotId {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
-        let end_offset = wire::get_i64(buf)?;
-        let epoch = wire::get_i32(buf)?;
+        let f_end_offset = wire::get_i64(buf)?;
+        let f_epoch = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -450,8 +450,8 @@ impl Decode for SnapshotId {
             }
         }
         Ok(Self {
-            end_offset,
-            epoch,
+            end_offset: f_end_offset,
+            epoch: f_epoch,
             unknown_tagged_fields,
         })
     }
@@ -511,8 +511,8 @@ impl Default for AbortedTransaction {
 impl Decode for AbortedTransaction {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
-        let producer_id = if version >= 4 { wire::get_i64(buf)? } else { 0 };
-        let first_offset = if version >= 4 { wire::get_i64(buf)? } else { 0 };
+        let f_producer_id = if version >= 4 { wire::get_i64(buf)? } else { 0 };
+        let f_first_offset = if version >= 4 { wire::get_i64(buf)? } else { 0 };
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -527,8 +527,8 @@ impl Decode for AbortedTransaction {
             }
         }
         Ok(Self {
-            producer_id,
-            first_offset,
+            producer_id: f_producer_id,
+            first_offset: f_first_offset,
             unknown_tagged_fields,
         })
     }
@@ -635,35 +635,35 @@ impl Default for PartitionData {
 impl Decode for PartitionData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
-        let partition_index = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let high_watermark = wire::get_i64(buf)?;
-        let last_stable_offset = if version >= 4 {
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_high_watermark = wire::get_i64(buf)?;
+        let f_last_stable_offset = if version >= 4 {
             wire::get_i64(buf)?
         } else {
             -1
         };
-        let log_start_offset = if version >= 5 {
+        let f_log_start_offset = if version >= 5 {
             wire::get_i64(buf)?
         } else {
             -1
         };
-        let mut diverging_epoch = Default::default();
-        let mut current_leader = Default::default();
-        let mut snapshot_id = Default::default();
-        let aborted_transactions = if version >= 4 {
+        let mut f_diverging_epoch = Default::default();
+        let mut f_current_leader = Default::default();
+        let mut f_snapshot_id = Default::default();
+        let f_aborted_transactions = if version >= 4 {
             wire::get_nullable_array(buf, flexible, |buf| {
                 AbortedTransaction::decode(buf, version)
             })?
         } else {
             Some(Vec::new())
         };
-        let preferred_read_replica = if version >= 11 {
+        let f_preferred_read_replica = if version >= 11 {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let records = wire::get_nullable_bytes(buf, flexible)?;
+        let f_records = wire::get_nullable_bytes(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -673,17 +673,17 @@ impl Decode for PartitionData {
                 match tag {
                     0 if version >= 12 => {
                         let buf = &mut data;
-                        diverging_epoch = EpochEndOffset::decode(buf, version)?;
+                        f_diverging_epoch = EpochEndOffset::decode(buf, version)?;
                         wire::expect_consumed(buf, "PartitionData.DivergingEpoch")?;
                     }
                     1 if version >= 12 => {
                         let buf = &mut data;
-                        current_leader = LeaderIdAndEpoch::decode(buf, version)?;
+                        f_current_leader = LeaderIdAndEpoch::decode(buf, version)?;
                         wire::expect_consumed(buf, "PartitionData.CurrentLeader")?;
                     }
                     2 if version >= 12 => {
                         let buf = &mut data;
-                        snapshot_id = SnapshotId::decode(buf, version)?;
+                        f_snapshot_id = SnapshotId::decode(buf, version)?;
                         wire::expect_consumed(buf, "PartitionData.SnapshotId")?;
                     }
                     _ => {
@@ -693,17 +693,17 @@ impl Decode for PartitionData {
             }
         }
         Ok(Self {
-            partition_index,
-            error_code,
-            high_watermark,
-            last_stable_offset,
-            log_start_offset,
-            diverging_epoch,
-            current_leader,
-            snapshot_id,
-            aborted_transactions,
-            preferred_read_replica,
-            records,
+            partition_index: f_partition_index,
+            error_code: f_error_code,
+            high_watermark: f_high_watermark,
+            last_stable_offset: f_last_stable_offset,
+            log_start_offset: f_log_start_offset,
+            diverging_epoch: f_diverging_epoch,
+            current_leader: f_current_leader,
+            snapshot_id: f_snapshot_id,
+            aborted_transactions: f_aborted_transactions,
+            preferred_read_replica: f_preferred_read_replica,
+            records: f_records,
             unknown_tagged_fields,
         })
     }
@@ -880,17 +880,18 @@ impl Default for FetchableTopicResponse {
 impl Decode for FetchableTopicResponse {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
-        let topic = if version <= 12 {
+        let f_topic = if version <= 12 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let topic_id = if version >= 13 {
+        let f_topic_id = if version >= 13 {
             wire::get_uuid(buf)?
         } else {
             Uuid::ZERO
         };
-        let partitions = wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
+        let f_partitions =
+            wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -905,9 +906,9 @@ impl Decode for FetchableTopicResponse {
             }
         }
         Ok(Self {
-            topic,
-            topic_id,
-            partitions,
+            topic: f_topic,
+            topic_id: f_topic_id,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }
@@ -992,22 +993,22 @@ impl Default for NodeEndpoint {
 impl Decode for NodeEndpoint {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
-        let node_id = if version >= 16 {
+        let f_node_id = if version >= 16 {
             wire::get_i32(buf)?
         } else {
             0
         };
-        let host = if version >= 16 {
+        let f_host = if version >= 16 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let port = if version >= 16 {
+        let f_port = if version >= 16 {
             wire::get_i32(buf)?
         } else {
             0
         };
-        let rack = if version >= 16 {
+        let f_rack = if version >= 16 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             None
@@ -1026,10 +1027,10 @@ impl Decode for NodeEndpoint {
             }
         }
         Ok(Self {
-            node_id,
-            host,
-            port,
-            rack,
+            node_id: f_node_id,
+            host: f_host,
+            port: f_port,
+            rack: f_rack,
             unknown_tagged_fields,
         })
     }

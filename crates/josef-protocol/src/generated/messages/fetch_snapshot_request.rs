@@ -53,10 +53,10 @@ impl Decode for FetchSnapshotRequest {
             });
         }
         let flexible = true;
-        let mut cluster_id = None;
-        let replica_id = wire::get_i32(buf)?;
-        let max_bytes = wire::get_i32(buf)?;
-        let topics = wire::get_array(buf, flexible, |buf| TopicSnapshot::decode(buf, version))?;
+        let mut f_cluster_id = None;
+        let f_replica_id = wire::get_i32(buf)?;
+        let f_max_bytes = wire::get_i32(buf)?;
+        let f_topics = wire::get_array(buf, flexible, |buf| TopicSnapshot::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -66,7 +66,7 @@ impl Decode for FetchSnapshotRequest {
                 match tag {
                     0 => {
                         let buf = &mut data;
-                        cluster_id = wire::get_nullable_string(buf, true)?;
+                        f_cluster_id = wire::get_nullable_string(buf, true)?;
                         wire::expect_consumed(buf, "FetchSnapshotRequest.ClusterId")?;
                     }
                     _ => {
@@ -76,10 +76,10 @@ impl Decode for FetchSnapshotRequest {
             }
         }
         Ok(Self {
-            cluster_id,
-            replica_id,
-            max_bytes,
-            topics,
+            cluster_id: f_cluster_id,
+            replica_id: f_replica_id,
+            max_bytes: f_max_bytes,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -175,8 +175,8 @@ impl Default for SnapshotId {
 impl Decode for SnapshotId {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let end_offset = wire::get_i64(buf)?;
-        let epoch = wire::get_i32(buf)?;
+        let f_end_offset = wire::get_i64(buf)?;
+        let f_epoch = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -191,8 +191,8 @@ impl Decode for SnapshotId {
             }
         }
         Ok(Self {
-            end_offset,
-            epoch,
+            end_offset: f_end_offset,
+            epoch: f_epoch,
             unknown_tagged_fields,
         })
     }
@@ -261,11 +261,11 @@ impl Default for PartitionSnapshot {
 impl Decode for PartitionSnapshot {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let partition = wire::get_i32(buf)?;
-        let current_leader_epoch = wire::get_i32(buf)?;
-        let snapshot_id = SnapshotId::decode(buf, version)?;
-        let position = wire::get_i64(buf)?;
-        let mut replica_directory_id = Uuid::ZERO;
+        let f_partition = wire::get_i32(buf)?;
+        let f_current_leader_epoch = wire::get_i32(buf)?;
+        let f_snapshot_id = SnapshotId::decode(buf, version)?;
+        let f_position = wire::get_i64(buf)?;
+        let mut f_replica_directory_id = Uuid::ZERO;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -275,7 +275,7 @@ impl Decode for PartitionSnapshot {
                 match tag {
                     0 if version >= 1 => {
                         let buf = &mut data;
-                        replica_directory_id = wire::get_uuid(buf)?;
+                        f_replica_directory_id = wire::get_uuid(buf)?;
                         wire::expect_consumed(buf, "PartitionSnapshot.ReplicaDirectoryId")?;
                     }
                     _ => {
@@ -285,11 +285,11 @@ impl Decode for PartitionSnapshot {
             }
         }
         Ok(Self {
-            partition,
-            current_leader_epoch,
-            snapshot_id,
-            position,
-            replica_directory_id,
+            partition: f_partition,
+            current_leader_epoch: f_current_leader_epoch,
+            snapshot_id: f_snapshot_id,
+            position: f_position,
+            replica_directory_id: f_replica_directory_id,
             unknown_tagged_fields,
         })
     }
@@ -366,8 +366,8 @@ impl Default for TopicSnapshot {
 impl Decode for TopicSnapshot {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let name = wire::get_string(buf, flexible)?;
-        let partitions =
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_partitions =
             wire::get_array(buf, flexible, |buf| PartitionSnapshot::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -383,8 +383,8 @@ impl Decode for TopicSnapshot {
             }
         }
         Ok(Self {
-            name,
-            partitions,
+            name: f_name,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

@@ -53,10 +53,10 @@ impl Decode for FetchSnapshotResponse {
             });
         }
         let flexible = true;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let topics = wire::get_array(buf, flexible, |buf| TopicSnapshot::decode(buf, version))?;
-        let mut node_endpoints = Vec::new();
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_topics = wire::get_array(buf, flexible, |buf| TopicSnapshot::decode(buf, version))?;
+        let mut f_node_endpoints = Vec::new();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -66,7 +66,7 @@ impl Decode for FetchSnapshotResponse {
                 match tag {
                     0 if version >= 1 => {
                         let buf = &mut data;
-                        node_endpoints =
+                        f_node_endpoints =
                             wire::get_array(buf, true, |buf| NodeEndpoint::decode(buf, version))?;
                         wire::expect_consumed(buf, "FetchSnapshotResponse.NodeEndpoints")?;
                     }
@@ -77,10 +77,10 @@ impl Decode for FetchSnapshotResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
-            topics,
-            node_endpoints,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            topics: f_topics,
+            node_endpoints: f_node_endpoints,
             unknown_tagged_fields,
         })
     }
@@ -197,8 +197,8 @@ impl Default for SnapshotId {
 impl Decode for SnapshotId {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let end_offset = wire::get_i64(buf)?;
-        let epoch = wire::get_i32(buf)?;
+        let f_end_offset = wire::get_i64(buf)?;
+        let f_epoch = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -213,8 +213,8 @@ impl Decode for SnapshotId {
             }
         }
         Ok(Self {
-            end_offset,
-            epoch,
+            end_offset: f_end_offset,
+            epoch: f_epoch,
             unknown_tagged_fields,
         })
     }
@@ -274,8 +274,8 @@ impl Default for LeaderIdAndEpoch {
 impl Decode for LeaderIdAndEpoch {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let leader_id = wire::get_i32(buf)?;
-        let leader_epoch = wire::get_i32(buf)?;
+        let f_leader_id = wire::get_i32(buf)?;
+        let f_leader_epoch = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -290,8 +290,8 @@ impl Decode for LeaderIdAndEpoch {
             }
         }
         Ok(Self {
-            leader_id,
-            leader_epoch,
+            leader_id: f_leader_id,
+            leader_epoch: f_leader_epoch,
             unknown_tagged_fields,
         })
     }
@@ -366,13 +366,13 @@ impl Default for PartitionSnapshot {
 impl Decode for PartitionSnapshot {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let index = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let snapshot_id = SnapshotId::decode(buf, version)?;
-        let mut current_leader = Default::default();
-        let size = wire::get_i64(buf)?;
-        let position = wire::get_i64(buf)?;
-        let unaligned_records = wire::get_bytes(buf, flexible).map(Some)?;
+        let f_index = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_snapshot_id = SnapshotId::decode(buf, version)?;
+        let mut f_current_leader = Default::default();
+        let f_size = wire::get_i64(buf)?;
+        let f_position = wire::get_i64(buf)?;
+        let f_unaligned_records = wire::get_bytes(buf, flexible).map(Some)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -382,7 +382,7 @@ impl Decode for PartitionSnapshot {
                 match tag {
                     0 => {
                         let buf = &mut data;
-                        current_leader = LeaderIdAndEpoch::decode(buf, version)?;
+                        f_current_leader = LeaderIdAndEpoch::decode(buf, version)?;
                         wire::expect_consumed(buf, "PartitionSnapshot.CurrentLeader")?;
                     }
                     _ => {
@@ -392,13 +392,13 @@ impl Decode for PartitionSnapshot {
             }
         }
         Ok(Self {
-            index,
-            error_code,
-            snapshot_id,
-            current_leader,
-            size,
-            position,
-            unaligned_records,
+            index: f_index,
+            error_code: f_error_code,
+            snapshot_id: f_snapshot_id,
+            current_leader: f_current_leader,
+            size: f_size,
+            position: f_position,
+            unaligned_records: f_unaligned_records,
             unknown_tagged_fields,
         })
     }
@@ -492,8 +492,8 @@ impl Default for TopicSnapshot {
 impl Decode for TopicSnapshot {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let name = wire::get_string(buf, flexible)?;
-        let partitions =
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_partitions =
             wire::get_array(buf, flexible, |buf| PartitionSnapshot::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -509,8 +509,8 @@ impl Decode for TopicSnapshot {
             }
         }
         Ok(Self {
-            name,
-            partitions,
+            name: f_name,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }
@@ -582,13 +582,13 @@ impl Default for NodeEndpoint {
 impl Decode for NodeEndpoint {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let node_id = if version >= 1 { wire::get_i32(buf)? } else { 0 };
-        let host = if version >= 1 {
+        let f_node_id = if version >= 1 { wire::get_i32(buf)? } else { 0 };
+        let f_host = if version >= 1 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let port = if version >= 1 { wire::get_u16(buf)? } else { 0 };
+        let f_port = if version >= 1 { wire::get_u16(buf)? } else { 0 };
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -603,9 +603,9 @@ impl Decode for NodeEndpoint {
             }
         }
         Ok(Self {
-            node_id,
-            host,
-            port,
+            node_id: f_node_id,
+            host: f_host,
+            port: f_port,
             unknown_tagged_fields,
         })
     }

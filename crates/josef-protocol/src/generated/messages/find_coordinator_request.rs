@@ -50,13 +50,13 @@ impl Decode for FindCoordinatorRequest {
             });
         }
         let flexible = version >= 3;
-        let key = if version <= 3 {
+        let f_key = if version <= 3 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let key_type = if version >= 1 { wire::get_i8(buf)? } else { 0 };
-        let coordinator_keys = if version >= 4 {
+        let f_key_type = if version >= 1 { wire::get_i8(buf)? } else { 0 };
+        let f_coordinator_keys = if version >= 4 {
             wire::get_array(buf, flexible, |buf| wire::get_string(buf, flexible))?
         } else {
             Vec::new()
@@ -75,9 +75,9 @@ impl Decode for FindCoordinatorRequest {
             }
         }
         Ok(Self {
-            key,
-            key_type,
-            coordinator_keys,
+            key: f_key,
+            key_type: f_key_type,
+            coordinator_keys: f_coordinator_keys,
             unknown_tagged_fields,
         })
     }

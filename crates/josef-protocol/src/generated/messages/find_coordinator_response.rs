@@ -62,21 +62,21 @@ impl Decode for FindCoordinatorResponse {
             });
         }
         let flexible = version >= 3;
-        let throttle_time_ms = if version >= 1 { wire::get_i32(buf)? } else { 0 };
-        let error_code = if version <= 3 { wire::get_i16(buf)? } else { 0 };
-        let error_message = if (1..=3).contains(&version) {
+        let f_throttle_time_ms = if version >= 1 { wire::get_i32(buf)? } else { 0 };
+        let f_error_code = if version <= 3 { wire::get_i16(buf)? } else { 0 };
+        let f_error_message = if (1..=3).contains(&version) {
             wire::get_nullable_string(buf, flexible)?
         } else {
             Some(StrBytes::new())
         };
-        let node_id = if version <= 3 { wire::get_i32(buf)? } else { 0 };
-        let host = if version <= 3 {
+        let f_node_id = if version <= 3 { wire::get_i32(buf)? } else { 0 };
+        let f_host = if version <= 3 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let port = if version <= 3 { wire::get_i32(buf)? } else { 0 };
-        let coordinators = if version >= 4 {
+        let f_port = if version <= 3 { wire::get_i32(buf)? } else { 0 };
+        let f_coordinators = if version >= 4 {
             wire::get_array(buf, flexible, |buf| Coordinator::decode(buf, version))?
         } else {
             Vec::new()
@@ -95,13 +95,13 @@ impl Decode for FindCoordinatorResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
-            error_message,
-            node_id,
-            host,
-            port,
-            coordinators,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            node_id: f_node_id,
+            host: f_host,
+            port: f_port,
+            coordinators: f_coordinators,
             unknown_tagged_fields,
         })
     }
@@ -262,20 +262,20 @@ impl Default for Coordinator {
 impl Decode for Coordinator {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
-        let key = if version >= 4 {
+        let f_key = if version >= 4 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let node_id = if version >= 4 { wire::get_i32(buf)? } else { 0 };
-        let host = if version >= 4 {
+        let f_node_id = if version >= 4 { wire::get_i32(buf)? } else { 0 };
+        let f_host = if version >= 4 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let port = if version >= 4 { wire::get_i32(buf)? } else { 0 };
-        let error_code = if version >= 4 { wire::get_i16(buf)? } else { 0 };
-        let error_message = if version >= 4 {
+        let f_port = if version >= 4 { wire::get_i32(buf)? } else { 0 };
+        let f_error_code = if version >= 4 { wire::get_i16(buf)? } else { 0 };
+        let f_error_message = if version >= 4 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             Some(StrBytes::new())
@@ -294,12 +294,12 @@ impl Decode for Coordinator {
             }
         }
         Ok(Self {
-            key,
-            node_id,
-            host,
-            port,
-            error_code,
-            error_message,
+            key: f_key,
+            node_id: f_node_id,
+            host: f_host,
+            port: f_port,
+            error_code: f_error_code,
+            error_message: f_error_message,
             unknown_tagged_fields,
         })
     }

@@ -44,7 +44,7 @@ impl Decode for GetTelemetrySubscriptionsRequest {
             });
         }
         let flexible = true;
-        let client_instance_id = wire::get_uuid(buf)?;
+        let f_client_instance_id = wire::get_uuid(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -59,7 +59,7 @@ impl Decode for GetTelemetrySubscriptionsRequest {
             }
         }
         Ok(Self {
-            client_instance_id,
+            client_instance_id: f_client_instance_id,
             unknown_tagged_fields,
         })
     }

@@ -68,15 +68,15 @@ impl Decode for GetTelemetrySubscriptionsResponse {
             });
         }
         let flexible = true;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let client_instance_id = wire::get_uuid(buf)?;
-        let subscription_id = wire::get_i32(buf)?;
-        let accepted_compression_types = wire::get_array(buf, flexible, |buf| wire::get_i8(buf))?;
-        let push_interval_ms = wire::get_i32(buf)?;
-        let telemetry_max_bytes = wire::get_i32(buf)?;
-        let delta_temporality = wire::get_bool(buf)?;
-        let requested_metrics =
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_client_instance_id = wire::get_uuid(buf)?;
+        let f_subscription_id = wire::get_i32(buf)?;
+        let f_accepted_compression_types = wire::get_array(buf, flexible, |buf| wire::get_i8(buf))?;
+        let f_push_interval_ms = wire::get_i32(buf)?;
+        let f_telemetry_max_bytes = wire::get_i32(buf)?;
+        let f_delta_temporality = wire::get_bool(buf)?;
+        let f_requested_metrics =
             wire::get_array(buf, flexible, |buf| wire::get_string(buf, flexible))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -92,15 +92,15 @@ impl Decode for GetTelemetrySubscriptionsResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
-            client_instance_id,
-            subscription_id,
-            accepted_compression_types,
-            push_interval_ms,
-            telemetry_max_bytes,
-            delta_temporality,
-            requested_metrics,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            client_instance_id: f_client_instance_id,
+            subscription_id: f_subscription_id,
+            accepted_compression_types: f_accepted_compression_types,
+            push_interval_ms: f_push_interval_ms,
+            telemetry_max_bytes: f_telemetry_max_bytes,
+            delta_temporality: f_delta_temporality,
+            requested_metrics: f_requested_metrics,
             unknown_tagged_fields,
         })
     }

@@ -53,10 +53,10 @@ impl Decode for HeartbeatRequest {
             });
         }
         let flexible = version >= 4;
-        let group_id = wire::get_string(buf, flexible)?;
-        let generation_id = wire::get_i32(buf)?;
-        let member_id = wire::get_string(buf, flexible)?;
-        let group_instance_id = if version >= 3 {
+        let f_group_id = wire::get_string(buf, flexible)?;
+        let f_generation_id = wire::get_i32(buf)?;
+        let f_member_id = wire::get_string(buf, flexible)?;
+        let f_group_instance_id = if version >= 3 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             None
@@ -75,10 +75,10 @@ impl Decode for HeartbeatRequest {
             }
         }
         Ok(Self {
-            group_id,
-            generation_id,
-            member_id,
-            group_instance_id,
+            group_id: f_group_id,
+            generation_id: f_generation_id,
+            member_id: f_member_id,
+            group_instance_id: f_group_instance_id,
             unknown_tagged_fields,
         })
     }

@@ -47,10 +47,10 @@ impl Decode for IncrementalAlterConfigsRequest {
             });
         }
         let flexible = version >= 1;
-        let resources = wire::get_array(buf, flexible, |buf| {
+        let f_resources = wire::get_array(buf, flexible, |buf| {
             AlterConfigsResource::decode(buf, version)
         })?;
-        let validate_only = wire::get_bool(buf)?;
+        let f_validate_only = wire::get_bool(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -65,8 +65,8 @@ impl Decode for IncrementalAlterConfigsRequest {
             }
         }
         Ok(Self {
-            resources,
-            validate_only,
+            resources: f_resources,
+            validate_only: f_validate_only,
             unknown_tagged_fields,
         })
     }
@@ -150,9 +150,9 @@ impl Default for AlterableConfig {
 impl Decode for AlterableConfig {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
-        let name = wire::get_string(buf, flexible)?;
-        let config_operation = wire::get_i8(buf)?;
-        let value = wire::get_nullable_string(buf, flexible)?;
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_config_operation = wire::get_i8(buf)?;
+        let f_value = wire::get_nullable_string(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -167,9 +167,9 @@ impl Decode for AlterableConfig {
             }
         }
         Ok(Self {
-            name,
-            config_operation,
-            value,
+            name: f_name,
+            config_operation: f_config_operation,
+            value: f_value,
             unknown_tagged_fields,
         })
     }
@@ -234,9 +234,10 @@ impl Default for AlterConfigsResource {
 impl Decode for AlterConfigsResource {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
-        let resource_type = wire::get_i8(buf)?;
-        let resource_name = wire::get_string(buf, flexible)?;
-        let configs = wire::get_array(buf, flexible, |buf| AlterableConfig::decode(buf, version))?;
+        let f_resource_type = wire::get_i8(buf)?;
+        let f_resource_name = wire::get_string(buf, flexible)?;
+        let f_configs =
+            wire::get_array(buf, flexible, |buf| AlterableConfig::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -251,9 +252,9 @@ impl Decode for AlterConfigsResource {
             }
         }
         Ok(Self {
-            resource_type,
-            resource_name,
-            configs,
+            resource_type: f_resource_type,
+            resource_name: f_resource_name,
+            configs: f_configs,
             unknown_tagged_fields,
         })
     }

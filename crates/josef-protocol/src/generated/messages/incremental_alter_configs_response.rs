@@ -47,8 +47,8 @@ impl Decode for IncrementalAlterConfigsResponse {
             });
         }
         let flexible = version >= 1;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let responses = wire::get_array(buf, flexible, |buf| {
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_responses = wire::get_array(buf, flexible, |buf| {
             AlterConfigsResourceResponse::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -65,8 +65,8 @@ impl Decode for IncrementalAlterConfigsResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            responses,
+            throttle_time_ms: f_throttle_time_ms,
+            responses: f_responses,
             unknown_tagged_fields,
         })
     }
@@ -153,10 +153,10 @@ impl Default for AlterConfigsResourceResponse {
 impl Decode for AlterConfigsResourceResponse {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
-        let error_code = wire::get_i16(buf)?;
-        let error_message = wire::get_nullable_string(buf, flexible)?;
-        let resource_type = wire::get_i8(buf)?;
-        let resource_name = wire::get_string(buf, flexible)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_error_message = wire::get_nullable_string(buf, flexible)?;
+        let f_resource_type = wire::get_i8(buf)?;
+        let f_resource_name = wire::get_string(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -171,10 +171,10 @@ impl Decode for AlterConfigsResourceResponse {
             }
         }
         Ok(Self {
-            error_code,
-            error_message,
-            resource_type,
-            resource_name,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            resource_type: f_resource_type,
+            resource_name: f_resource_name,
             unknown_tagged_fields,
         })
     }

@@ -53,14 +53,14 @@ impl Decode for InitProducerIdRequest {
             });
         }
         let flexible = version >= 2;
-        let transactional_id = wire::get_nullable_string(buf, flexible)?;
-        let transaction_timeout_ms = wire::get_i32(buf)?;
-        let producer_id = if version >= 3 {
+        let f_transactional_id = wire::get_nullable_string(buf, flexible)?;
+        let f_transaction_timeout_ms = wire::get_i32(buf)?;
+        let f_producer_id = if version >= 3 {
             wire::get_i64(buf)?
         } else {
             -1
         };
-        let producer_epoch = if version >= 3 {
+        let f_producer_epoch = if version >= 3 {
             wire::get_i16(buf)?
         } else {
             -1
@@ -79,10 +79,10 @@ impl Decode for InitProducerIdRequest {
             }
         }
         Ok(Self {
-            transactional_id,
-            transaction_timeout_ms,
-            producer_id,
-            producer_epoch,
+            transactional_id: f_transactional_id,
+            transaction_timeout_ms: f_transaction_timeout_ms,
+            producer_id: f_producer_id,
+            producer_epoch: f_producer_epoch,
             unknown_tagged_fields,
         })
     }

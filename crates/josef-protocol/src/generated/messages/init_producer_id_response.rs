@@ -53,10 +53,10 @@ impl Decode for InitProducerIdResponse {
             });
         }
         let flexible = version >= 2;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let producer_id = wire::get_i64(buf)?;
-        let producer_epoch = wire::get_i16(buf)?;
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_producer_id = wire::get_i64(buf)?;
+        let f_producer_epoch = wire::get_i16(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -71,10 +71,10 @@ impl Decode for InitProducerIdResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
-            producer_id,
-            producer_epoch,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            producer_id: f_producer_id,
+            producer_epoch: f_producer_epoch,
             unknown_tagged_fields,
         })
     }

@@ -47,8 +47,8 @@ impl Decode for InitializeShareGroupStateRequest {
             });
         }
         let flexible = true;
-        let group_id = wire::get_string(buf, flexible)?;
-        let topics = wire::get_array(buf, flexible, |buf| {
+        let f_group_id = wire::get_string(buf, flexible)?;
+        let f_topics = wire::get_array(buf, flexible, |buf| {
             InitializeStateData::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -65,8 +65,8 @@ impl Decode for InitializeShareGroupStateRequest {
             }
         }
         Ok(Self {
-            group_id,
-            topics,
+            group_id: f_group_id,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -150,9 +150,9 @@ impl Default for PartitionData {
 impl Decode for PartitionData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let partition = wire::get_i32(buf)?;
-        let state_epoch = wire::get_i32(buf)?;
-        let start_offset = wire::get_i64(buf)?;
+        let f_partition = wire::get_i32(buf)?;
+        let f_state_epoch = wire::get_i32(buf)?;
+        let f_start_offset = wire::get_i64(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -167,9 +167,9 @@ impl Decode for PartitionData {
             }
         }
         Ok(Self {
-            partition,
-            state_epoch,
-            start_offset,
+            partition: f_partition,
+            state_epoch: f_state_epoch,
+            start_offset: f_start_offset,
             unknown_tagged_fields,
         })
     }
@@ -231,8 +231,9 @@ impl Default for InitializeStateData {
 impl Decode for InitializeStateData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_id = wire::get_uuid(buf)?;
-        let partitions = wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
+        let f_topic_id = wire::get_uuid(buf)?;
+        let f_partitions =
+            wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -247,8 +248,8 @@ impl Decode for InitializeStateData {
             }
         }
         Ok(Self {
-            topic_id,
-            partitions,
+            topic_id: f_topic_id,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

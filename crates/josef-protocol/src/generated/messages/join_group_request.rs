@@ -65,24 +65,24 @@ impl Decode for JoinGroupRequest {
             });
         }
         let flexible = version >= 6;
-        let group_id = wire::get_string(buf, flexible)?;
-        let session_timeout_ms = wire::get_i32(buf)?;
-        let rebalance_timeout_ms = if version >= 1 {
+        let f_group_id = wire::get_string(buf, flexible)?;
+        let f_session_timeout_ms = wire::get_i32(buf)?;
+        let f_rebalance_timeout_ms = if version >= 1 {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let member_id = wire::get_string(buf, flexible)?;
-        let group_instance_id = if version >= 5 {
+        let f_member_id = wire::get_string(buf, flexible)?;
+        let f_group_instance_id = if version >= 5 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             None
         };
-        let protocol_type = wire::get_string(buf, flexible)?;
-        let protocols = wire::get_array(buf, flexible, |buf| {
+        let f_protocol_type = wire::get_string(buf, flexible)?;
+        let f_protocols = wire::get_array(buf, flexible, |buf| {
             JoinGroupRequestProtocol::decode(buf, version)
         })?;
-        let reason = if version >= 8 {
+        let f_reason = if version >= 8 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             None
@@ -101,14 +101,14 @@ impl Decode for JoinGroupRequest {
             }
         }
         Ok(Self {
-            group_id,
-            session_timeout_ms,
-            rebalance_timeout_ms,
-            member_id,
-            group_instance_id,
-            protocol_type,
-            protocols,
-            reason,
+            group_id: f_group_id,
+            session_timeout_ms: f_session_timeout_ms,
+            rebalance_timeout_ms: f_rebalance_timeout_ms,
+            member_id: f_member_id,
+            group_instance_id: f_group_instance_id,
+            protocol_type: f_protocol_type,
+            protocols: f_protocols,
+            reason: f_reason,
             unknown_tagged_fields,
         })
     }
@@ -219,8 +219,8 @@ impl Default for JoinGroupRequestProtocol {
 impl Decode for JoinGroupRequestProtocol {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
-        let name = wire::get_string(buf, flexible)?;
-        let metadata = wire::get_bytes(buf, flexible)?;
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_metadata = wire::get_bytes(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -235,8 +235,8 @@ impl Decode for JoinGroupRequestProtocol {
             }
         }
         Ok(Self {
-            name,
-            metadata,
+            name: f_name,
+            metadata: f_metadata,
             unknown_tagged_fields,
         })
     }

@@ -68,27 +68,27 @@ impl Decode for JoinGroupResponse {
             });
         }
         let flexible = version >= 6;
-        let throttle_time_ms = if version >= 2 { wire::get_i32(buf)? } else { 0 };
-        let error_code = wire::get_i16(buf)?;
-        let generation_id = wire::get_i32(buf)?;
-        let protocol_type = if version >= 7 {
+        let f_throttle_time_ms = if version >= 2 { wire::get_i32(buf)? } else { 0 };
+        let f_error_code = wire::get_i16(buf)?;
+        let f_generation_id = wire::get_i32(buf)?;
+        let f_protocol_type = if version >= 7 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             None
         };
-        let protocol_name = if version >= 7 {
+        let f_protocol_name = if version >= 7 {
             wire::get_nullable_string(buf, flexible)
         } else {
             wire::get_string(buf, flexible).map(Some)
         }?;
-        let leader = wire::get_string(buf, flexible)?;
-        let skip_assignment = if version >= 9 {
+        let f_leader = wire::get_string(buf, flexible)?;
+        let f_skip_assignment = if version >= 9 {
             wire::get_bool(buf)?
         } else {
             false
         };
-        let member_id = wire::get_string(buf, flexible)?;
-        let members = wire::get_array(buf, flexible, |buf| {
+        let f_member_id = wire::get_string(buf, flexible)?;
+        let f_members = wire::get_array(buf, flexible, |buf| {
             JoinGroupResponseMember::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -105,15 +105,15 @@ impl Decode for JoinGroupResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
-            generation_id,
-            protocol_type,
-            protocol_name,
-            leader,
-            skip_assignment,
-            member_id,
-            members,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            generation_id: f_generation_id,
+            protocol_type: f_protocol_type,
+            protocol_name: f_protocol_name,
+            leader: f_leader,
+            skip_assignment: f_skip_assignment,
+            member_id: f_member_id,
+            members: f_members,
             unknown_tagged_fields,
         })
     }
@@ -250,13 +250,13 @@ impl Default for JoinGroupResponseMember {
 impl Decode for JoinGroupResponseMember {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
-        let member_id = wire::get_string(buf, flexible)?;
-        let group_instance_id = if version >= 5 {
+        let f_member_id = wire::get_string(buf, flexible)?;
+        let f_group_instance_id = if version >= 5 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             None
         };
-        let metadata = wire::get_bytes(buf, flexible)?;
+        let f_metadata = wire::get_bytes(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -271,9 +271,9 @@ impl Decode for JoinGroupResponseMember {
             }
         }
         Ok(Self {
-            member_id,
-            group_instance_id,
-            metadata,
+            member_id: f_member_id,
+            group_instance_id: f_group_instance_id,
+            metadata: f_metadata,
             unknown_tagged_fields,
         })
     }

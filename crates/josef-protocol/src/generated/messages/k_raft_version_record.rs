@@ -45,8 +45,8 @@ impl Decode for KRaftVersionRecord {
             });
         }
         let flexible = true;
-        let version = wire::get_i16(buf)?;
-        let k_raft_version = wire::get_i16(buf)?;
+        let f_version = wire::get_i16(buf)?;
+        let f_k_raft_version = wire::get_i16(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -61,8 +61,8 @@ impl Decode for KRaftVersionRecord {
             }
         }
         Ok(Self {
-            version,
-            k_raft_version,
+            version: f_version,
+            k_raft_version: f_k_raft_version,
             unknown_tagged_fields,
         })
     }

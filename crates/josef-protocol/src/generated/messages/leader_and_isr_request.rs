@@ -65,34 +65,34 @@ impl Decode for LeaderAndIsrRequest {
             });
         }
         let flexible = version >= 4;
-        let controller_id = wire::get_i32(buf)?;
-        let is_k_raft_controller = if version >= 7 {
+        let f_controller_id = wire::get_i32(buf)?;
+        let f_is_k_raft_controller = if version >= 7 {
             wire::get_bool(buf)?
         } else {
             false
         };
-        let controller_epoch = wire::get_i32(buf)?;
-        let broker_epoch = if version >= 2 {
+        let f_controller_epoch = wire::get_i32(buf)?;
+        let f_broker_epoch = if version >= 2 {
             wire::get_i64(buf)?
         } else {
             -1
         };
-        let type_ = if version >= 5 { wire::get_i8(buf)? } else { 0 };
-        let ungrouped_partition_states = if version <= 1 {
+        let f_type_ = if version >= 5 { wire::get_i8(buf)? } else { 0 };
+        let f_ungrouped_partition_states = if version <= 1 {
             wire::get_array(buf, flexible, |buf| {
                 LeaderAndIsrPartitionState::decode(buf, version)
             })?
         } else {
             Vec::new()
         };
-        let topic_states = if version >= 2 {
+        let f_topic_states = if version >= 2 {
             wire::get_array(buf, flexible, |buf| {
                 LeaderAndIsrTopicState::decode(buf, version)
             })?
         } else {
             Vec::new()
         };
-        let live_leaders = wire::get_array(buf, flexible, |buf| {
+        let f_live_leaders = wire::get_array(buf, flexible, |buf| {
             LeaderAndIsrLiveLeader::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -109,14 +109,14 @@ impl Decode for LeaderAndIsrRequest {
             }
         }
         Ok(Self {
-            controller_id,
-            is_k_raft_controller,
-            controller_epoch,
-            broker_epoch,
-            type_,
-            ungrouped_partition_states,
-            topic_states,
-            live_leaders,
+            controller_id: f_controller_id,
+            is_k_raft_controller: f_is_k_raft_controller,
+            controller_epoch: f_controller_epoch,
+            broker_epoch: f_broker_epoch,
+            type_: f_type_,
+            ungrouped_partition_states: f_ungrouped_partition_states,
+            topic_states: f_topic_states,
+            live_leaders: f_live_leaders,
             unknown_tagged_fields,
         })
     }
@@ -274,17 +274,17 @@ impl Default for LeaderAndIsrTopicState {
 impl Decode for LeaderAndIsrTopicState {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
-        let topic_name = if version >= 2 {
+        let f_topic_name = if version >= 2 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let topic_id = if version >= 5 {
+        let f_topic_id = if version >= 5 {
             wire::get_uuid(buf)?
         } else {
             Uuid::ZERO
         };
-        let partition_states = if version >= 2 {
+        let f_partition_states = if version >= 2 {
             wire::get_array(buf, flexible, |buf| {
                 LeaderAndIsrPartitionState::decode(buf, version)
             })?
@@ -305,9 +305,9 @@ impl Decode for LeaderAndIsrTopicState {
             }
         }
         Ok(Self {
-            topic_name,
-            topic_id,
-            partition_states,
+            topic_name: f_topic_name,
+            topic_id: f_topic_id,
+            partition_states: f_partition_states,
             unknown_tagged_fields,
         })
     }
@@ -405,9 +405,9 @@ impl Default for LeaderAndIsrLiveLeader {
 impl Decode for LeaderAndIsrLiveLeader {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
-        let broker_id = wire::get_i32(buf)?;
-        let host_name = wire::get_string(buf, flexible)?;
-        let port = wire::get_i32(buf)?;
+        let f_broker_id = wire::get_i32(buf)?;
+        let f_host_name = wire::get_string(buf, flexible)?;
+        let f_port = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -422,9 +422,9 @@ impl Decode for LeaderAndIsrLiveLeader {
             }
         }
         Ok(Self {
-            broker_id,
-            host_name,
-            port,
+            broker_id: f_broker_id,
+            host_name: f_host_name,
+            port: f_port,
             unknown_tagged_fields,
         })
     }
@@ -516,34 +516,34 @@ impl Default for LeaderAndIsrPartitionState {
 impl Decode for LeaderAndIsrPartitionState {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
-        let topic_name = if version <= 1 {
+        let f_topic_name = if version <= 1 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let partition_index = wire::get_i32(buf)?;
-        let controller_epoch = wire::get_i32(buf)?;
-        let leader = wire::get_i32(buf)?;
-        let leader_epoch = wire::get_i32(buf)?;
-        let isr = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
-        let partition_epoch = wire::get_i32(buf)?;
-        let replicas = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
-        let adding_replicas = if version >= 3 {
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_controller_epoch = wire::get_i32(buf)?;
+        let f_leader = wire::get_i32(buf)?;
+        let f_leader_epoch = wire::get_i32(buf)?;
+        let f_isr = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_partition_epoch = wire::get_i32(buf)?;
+        let f_replicas = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_adding_replicas = if version >= 3 {
             wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?
         } else {
             Vec::new()
         };
-        let removing_replicas = if version >= 3 {
+        let f_removing_replicas = if version >= 3 {
             wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?
         } else {
             Vec::new()
         };
-        let is_new = if version >= 1 {
+        let f_is_new = if version >= 1 {
             wire::get_bool(buf)?
         } else {
             false
         };
-        let leader_recovery_state = if version >= 6 { wire::get_i8(buf)? } else { 0 };
+        let f_leader_recovery_state = if version >= 6 { wire::get_i8(buf)? } else { 0 };
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -558,18 +558,18 @@ impl Decode for LeaderAndIsrPartitionState {
             }
         }
         Ok(Self {
-            topic_name,
-            partition_index,
-            controller_epoch,
-            leader,
-            leader_epoch,
-            isr,
-            partition_epoch,
-            replicas,
-            adding_replicas,
-            removing_replicas,
-            is_new,
-            leader_recovery_state,
+            topic_name: f_topic_name,
+            partition_index: f_partition_index,
+            controller_epoch: f_controller_epoch,
+            leader: f_leader,
+            leader_epoch: f_leader_epoch,
+            isr: f_isr,
+            partition_epoch: f_partition_epoch,
+            replicas: f_replicas,
+            adding_replicas: f_adding_replicas,
+            removing_replicas: f_removing_replicas,
+            is_new: f_is_new,
+            leader_recovery_state: f_leader_recovery_state,
             unknown_tagged_fields,
         })
     }

@@ -50,15 +50,15 @@ impl Decode for LeaderAndIsrResponse {
             });
         }
         let flexible = version >= 4;
-        let error_code = wire::get_i16(buf)?;
-        let partition_errors = if version <= 4 {
+        let f_error_code = wire::get_i16(buf)?;
+        let f_partition_errors = if version <= 4 {
             wire::get_array(buf, flexible, |buf| {
                 LeaderAndIsrPartitionError::decode(buf, version)
             })?
         } else {
             Vec::new()
         };
-        let topics = if version >= 5 {
+        let f_topics = if version >= 5 {
             wire::get_array(buf, flexible, |buf| {
                 LeaderAndIsrTopicError::decode(buf, version)
             })?
@@ -79,9 +79,9 @@ impl Decode for LeaderAndIsrResponse {
             }
         }
         Ok(Self {
-            error_code,
-            partition_errors,
-            topics,
+            error_code: f_error_code,
+            partition_errors: f_partition_errors,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -193,12 +193,12 @@ impl Default for LeaderAndIsrTopicError {
 impl Decode for LeaderAndIsrTopicError {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
-        let topic_id = if version >= 5 {
+        let f_topic_id = if version >= 5 {
             wire::get_uuid(buf)?
         } else {
             Uuid::ZERO
         };
-        let partition_errors = if version >= 5 {
+        let f_partition_errors = if version >= 5 {
             wire::get_array(buf, flexible, |buf| {
                 LeaderAndIsrPartitionError::decode(buf, version)
             })?
@@ -219,8 +219,8 @@ impl Decode for LeaderAndIsrTopicError {
             }
         }
         Ok(Self {
-            topic_id,
-            partition_errors,
+            topic_id: f_topic_id,
+            partition_errors: f_partition_errors,
             unknown_tagged_fields,
         })
     }
@@ -312,13 +312,13 @@ impl Default for LeaderAndIsrPartitionError {
 impl Decode for LeaderAndIsrPartitionError {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
-        let topic_name = if version <= 4 {
+        let f_topic_name = if version <= 4 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let partition_index = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -333,9 +333,9 @@ impl Decode for LeaderAndIsrPartitionError {
             }
         }
         Ok(Self {
-            topic_name,
-            partition_index,
-            error_code,
+            topic_name: f_topic_name,
+            partition_index: f_partition_index,
+            error_code: f_error_code,
             unknown_tagged_fields,
         })
     }

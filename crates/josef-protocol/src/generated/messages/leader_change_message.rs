@@ -51,10 +51,10 @@ impl Decode for LeaderChangeMessage {
             });
         }
         let flexible = true;
-        let version = wire::get_i16(buf)?;
-        let leader_id = wire::get_i32(buf)?;
-        let voters = wire::get_array(buf, flexible, |buf| Voter::decode(buf, version))?;
-        let granting_voters = wire::get_array(buf, flexible, |buf| Voter::decode(buf, version))?;
+        let f_version = wire::get_i16(buf)?;
+        let f_leader_id = wire::get_i32(buf)?;
+        let f_voters = wire::get_array(buf, flexible, |buf| Voter::decode(buf, version))?;
+        let f_granting_voters = wire::get_array(buf, flexible, |buf| Voter::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -69,10 +69,10 @@ impl Decode for LeaderChangeMessage {
             }
         }
         Ok(Self {
-            version,
-            leader_id,
-            voters,
-            granting_voters,
+            version: f_version,
+            leader_id: f_leader_id,
+            voters: f_voters,
+            granting_voters: f_granting_voters,
             unknown_tagged_fields,
         })
     }
@@ -166,8 +166,8 @@ impl Default for Voter {
 impl Decode for Voter {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let voter_id = wire::get_i32(buf)?;
-        let voter_directory_id = if version >= 1 {
+        let f_voter_id = wire::get_i32(buf)?;
+        let f_voter_directory_id = if version >= 1 {
             wire::get_uuid(buf)?
         } else {
             Uuid::ZERO
@@ -186,8 +186,8 @@ impl Decode for Voter {
             }
         }
         Ok(Self {
-            voter_id,
-            voter_directory_id,
+            voter_id: f_voter_id,
+            voter_directory_id: f_voter_directory_id,
             unknown_tagged_fields,
         })
     }

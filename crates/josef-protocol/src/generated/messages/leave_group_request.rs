@@ -50,13 +50,13 @@ impl Decode for LeaveGroupRequest {
             });
         }
         let flexible = version >= 4;
-        let group_id = wire::get_string(buf, flexible)?;
-        let member_id = if version <= 2 {
+        let f_group_id = wire::get_string(buf, flexible)?;
+        let f_member_id = if version <= 2 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let members = if version >= 3 {
+        let f_members = if version >= 3 {
             wire::get_array(buf, flexible, |buf| MemberIdentity::decode(buf, version))?
         } else {
             Vec::new()
@@ -75,9 +75,9 @@ impl Decode for LeaveGroupRequest {
             }
         }
         Ok(Self {
-            group_id,
-            member_id,
-            members,
+            group_id: f_group_id,
+            member_id: f_member_id,
+            members: f_members,
             unknown_tagged_fields,
         })
     }
@@ -183,17 +183,17 @@ impl Default for MemberIdentity {
 impl Decode for MemberIdentity {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
-        let member_id = if version >= 3 {
+        let f_member_id = if version >= 3 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let group_instance_id = if version >= 3 {
+        let f_group_instance_id = if version >= 3 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             None
         };
-        let reason = if version >= 5 {
+        let f_reason = if version >= 5 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             None
@@ -212,9 +212,9 @@ impl Decode for MemberIdentity {
             }
         }
         Ok(Self {
-            member_id,
-            group_instance_id,
-            reason,
+            member_id: f_member_id,
+            group_instance_id: f_group_instance_id,
+            reason: f_reason,
             unknown_tagged_fields,
         })
     }

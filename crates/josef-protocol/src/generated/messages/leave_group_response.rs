@@ -50,9 +50,9 @@ impl Decode for LeaveGroupResponse {
             });
         }
         let flexible = version >= 4;
-        let throttle_time_ms = if version >= 1 { wire::get_i32(buf)? } else { 0 };
-        let error_code = wire::get_i16(buf)?;
-        let members = if version >= 3 {
+        let f_throttle_time_ms = if version >= 1 { wire::get_i32(buf)? } else { 0 };
+        let f_error_code = wire::get_i16(buf)?;
+        let f_members = if version >= 3 {
             wire::get_array(buf, flexible, |buf| MemberResponse::decode(buf, version))?
         } else {
             Vec::new()
@@ -71,9 +71,9 @@ impl Decode for LeaveGroupResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
-            members,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            members: f_members,
             unknown_tagged_fields,
         })
     }
@@ -173,17 +173,17 @@ impl Default for MemberResponse {
 impl Decode for MemberResponse {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
-        let member_id = if version >= 3 {
+        let f_member_id = if version >= 3 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let group_instance_id = if version >= 3 {
+        let f_group_instance_id = if version >= 3 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             Some(StrBytes::new())
         };
-        let error_code = if version >= 3 { wire::get_i16(buf)? } else { 0 };
+        let f_error_code = if version >= 3 { wire::get_i16(buf)? } else { 0 };
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -198,9 +198,9 @@ impl Decode for MemberResponse {
             }
         }
         Ok(Self {
-            member_id,
-            group_instance_id,
-            error_code,
+            member_id: f_member_id,
+            group_instance_id: f_group_instance_id,
+            error_code: f_error_code,
             unknown_tagged_fields,
         })
     }

@@ -50,9 +50,9 @@ impl Decode for ListClientMetricsResourcesResponse {
             });
         }
         let flexible = true;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let client_metrics_resources = wire::get_array(buf, flexible, |buf| {
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_client_metrics_resources = wire::get_array(buf, flexible, |buf| {
             ClientMetricsResource::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -69,9 +69,9 @@ impl Decode for ListClientMetricsResourcesResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
-            client_metrics_resources,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            client_metrics_resources: f_client_metrics_resources,
             unknown_tagged_fields,
         })
     }
@@ -151,7 +151,7 @@ impl Default for ClientMetricsResource {
 impl Decode for ClientMetricsResource {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let name = wire::get_string(buf, flexible)?;
+        let f_name = wire::get_string(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -166,7 +166,7 @@ impl Decode for ClientMetricsResource {
             }
         }
         Ok(Self {
-            name,
+            name: f_name,
             unknown_tagged_fields,
         })
     }

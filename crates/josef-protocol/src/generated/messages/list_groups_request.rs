@@ -47,12 +47,12 @@ impl Decode for ListGroupsRequest {
             });
         }
         let flexible = version >= 3;
-        let states_filter = if version >= 4 {
+        let f_states_filter = if version >= 4 {
             wire::get_array(buf, flexible, |buf| wire::get_string(buf, flexible))?
         } else {
             Vec::new()
         };
-        let types_filter = if version >= 5 {
+        let f_types_filter = if version >= 5 {
             wire::get_array(buf, flexible, |buf| wire::get_string(buf, flexible))?
         } else {
             Vec::new()
@@ -71,8 +71,8 @@ impl Decode for ListGroupsRequest {
             }
         }
         Ok(Self {
-            states_filter,
-            types_filter,
+            states_filter: f_states_filter,
+            types_filter: f_types_filter,
             unknown_tagged_fields,
         })
     }

@@ -50,9 +50,9 @@ impl Decode for ListGroupsResponse {
             });
         }
         let flexible = version >= 3;
-        let throttle_time_ms = if version >= 1 { wire::get_i32(buf)? } else { 0 };
-        let error_code = wire::get_i16(buf)?;
-        let groups = wire::get_array(buf, flexible, |buf| ListedGroup::decode(buf, version))?;
+        let f_throttle_time_ms = if version >= 1 { wire::get_i32(buf)? } else { 0 };
+        let f_error_code = wire::get_i16(buf)?;
+        let f_groups = wire::get_array(buf, flexible, |buf| ListedGroup::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -67,9 +67,9 @@ impl Decode for ListGroupsResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
-            groups,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            groups: f_groups,
             unknown_tagged_fields,
         })
     }
@@ -162,14 +162,14 @@ impl Default for ListedGroup {
 impl Decode for ListedGroup {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
-        let group_id = wire::get_string(buf, flexible)?;
-        let protocol_type = wire::get_string(buf, flexible)?;
-        let group_state = if version >= 4 {
+        let f_group_id = wire::get_string(buf, flexible)?;
+        let f_protocol_type = wire::get_string(buf, flexible)?;
+        let f_group_state = if version >= 4 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let group_type = if version >= 5 {
+        let f_group_type = if version >= 5 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
@@ -188,10 +188,10 @@ impl Decode for ListedGroup {
             }
         }
         Ok(Self {
-            group_id,
-            protocol_type,
-            group_state,
-            group_type,
+            group_id: f_group_id,
+            protocol_type: f_protocol_type,
+            group_state: f_group_state,
+            group_type: f_group_type,
             unknown_tagged_fields,
         })
     }

@@ -53,10 +53,11 @@ impl Decode for ListOffsetsRequest {
             });
         }
         let flexible = version >= 6;
-        let replica_id = wire::get_i32(buf)?;
-        let isolation_level = if version >= 2 { wire::get_i8(buf)? } else { 0 };
-        let topics = wire::get_array(buf, flexible, |buf| ListOffsetsTopic::decode(buf, version))?;
-        let timeout_ms = if version >= 10 {
+        let f_replica_id = wire::get_i32(buf)?;
+        let f_isolation_level = if version >= 2 { wire::get_i8(buf)? } else { 0 };
+        let f_topics =
+            wire::get_array(buf, flexible, |buf| ListOffsetsTopic::decode(buf, version))?;
+        let f_timeout_ms = if version >= 10 {
             wire::get_i32(buf)?
         } else {
             0
@@ -75,10 +76,10 @@ impl Decode for ListOffsetsRequest {
             }
         }
         Ok(Self {
-            replica_id,
-            isolation_level,
-            topics,
-            timeout_ms,
+            replica_id: f_replica_id,
+            isolation_level: f_isolation_level,
+            topics: f_topics,
+            timeout_ms: f_timeout_ms,
             unknown_tagged_fields,
         })
     }
@@ -183,14 +184,14 @@ impl Default for ListOffsetsPartition {
 impl Decode for ListOffsetsPartition {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
-        let partition_index = wire::get_i32(buf)?;
-        let current_leader_epoch = if version >= 4 {
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_current_leader_epoch = if version >= 4 {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let timestamp = wire::get_i64(buf)?;
-        let max_num_offsets = if version <= 0 { wire::get_i32(buf)? } else { 1 };
+        let f_timestamp = wire::get_i64(buf)?;
+        let f_max_num_offsets = if version <= 0 { wire::get_i32(buf)? } else { 1 };
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -205,10 +206,10 @@ impl Decode for ListOffsetsPartition {
             }
         }
         Ok(Self {
-            partition_index,
-            current_leader_epoch,
-            timestamp,
-            max_num_offsets,
+            partition_index: f_partition_index,
+            current_leader_epoch: f_current_leader_epoch,
+            timestamp: f_timestamp,
+            max_num_offsets: f_max_num_offsets,
             unknown_tagged_fields,
         })
     }
@@ -286,8 +287,8 @@ impl Default for ListOffsetsTopic {
 impl Decode for ListOffsetsTopic {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
-        let name = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| {
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| {
             ListOffsetsPartition::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -304,8 +305,8 @@ impl Decode for ListOffsetsTopic {
             }
         }
         Ok(Self {
-            name,
-            partitions,
+            name: f_name,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

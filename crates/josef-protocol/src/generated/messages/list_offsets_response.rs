@@ -47,8 +47,8 @@ impl Decode for ListOffsetsResponse {
             });
         }
         let flexible = version >= 6;
-        let throttle_time_ms = if version >= 2 { wire::get_i32(buf)? } else { 0 };
-        let topics = wire::get_array(buf, flexible, |buf| {
+        let f_throttle_time_ms = if version >= 2 { wire::get_i32(buf)? } else { 0 };
+        let f_topics = wire::get_array(buf, flexible, |buf| {
             ListOffsetsTopicResponse::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -65,8 +65,8 @@ impl Decode for ListOffsetsResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            topics,
+            throttle_time_ms: f_throttle_time_ms,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -163,24 +163,24 @@ impl Default for ListOffsetsPartitionResponse {
 impl Decode for ListOffsetsPartitionResponse {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
-        let partition_index = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let old_style_offsets = if version <= 0 {
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_old_style_offsets = if version <= 0 {
             wire::get_array(buf, flexible, |buf| wire::get_i64(buf))?
         } else {
             Vec::new()
         };
-        let timestamp = if version >= 1 {
+        let f_timestamp = if version >= 1 {
             wire::get_i64(buf)?
         } else {
             -1
         };
-        let offset = if version >= 1 {
+        let f_offset = if version >= 1 {
             wire::get_i64(buf)?
         } else {
             -1
         };
-        let leader_epoch = if version >= 4 {
+        let f_leader_epoch = if version >= 4 {
             wire::get_i32(buf)?
         } else {
             -1
@@ -199,12 +199,12 @@ impl Decode for ListOffsetsPartitionResponse {
             }
         }
         Ok(Self {
-            partition_index,
-            error_code,
-            old_style_offsets,
-            timestamp,
-            offset,
-            leader_epoch,
+            partition_index: f_partition_index,
+            error_code: f_error_code,
+            old_style_offsets: f_old_style_offsets,
+            timestamp: f_timestamp,
+            offset: f_offset,
+            leader_epoch: f_leader_epoch,
             unknown_tagged_fields,
         })
     }
@@ -316,8 +316,8 @@ impl Default for ListOffsetsTopicResponse {
 impl Decode for ListOffsetsTopicResponse {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
-        let name = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| {
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| {
             ListOffsetsPartitionResponse::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -334,8 +334,8 @@ impl Decode for ListOffsetsTopicResponse {
             }
         }
         Ok(Self {
-            name,
-            partitions,
+            name: f_name,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

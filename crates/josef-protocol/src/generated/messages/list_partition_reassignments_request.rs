@@ -47,8 +47,8 @@ impl Decode for ListPartitionReassignmentsRequest {
             });
         }
         let flexible = true;
-        let timeout_ms = wire::get_i32(buf)?;
-        let topics = wire::get_nullable_array(buf, flexible, |buf| {
+        let f_timeout_ms = wire::get_i32(buf)?;
+        let f_topics = wire::get_nullable_array(buf, flexible, |buf| {
             ListPartitionReassignmentsTopics::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -65,8 +65,8 @@ impl Decode for ListPartitionReassignmentsRequest {
             }
         }
         Ok(Self {
-            timeout_ms,
-            topics,
+            timeout_ms: f_timeout_ms,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -157,8 +157,8 @@ impl Default for ListPartitionReassignmentsTopics {
 impl Decode for ListPartitionReassignmentsTopics {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let name = wire::get_string(buf, flexible)?;
-        let partition_indexes = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_partition_indexes = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -173,8 +173,8 @@ impl Decode for ListPartitionReassignmentsTopics {
             }
         }
         Ok(Self {
-            name,
-            partition_indexes,
+            name: f_name,
+            partition_indexes: f_partition_indexes,
             unknown_tagged_fields,
         })
     }

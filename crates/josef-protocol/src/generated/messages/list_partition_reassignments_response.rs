@@ -53,10 +53,10 @@ impl Decode for ListPartitionReassignmentsResponse {
             });
         }
         let flexible = true;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let error_message = wire::get_nullable_string(buf, flexible)?;
-        let topics = wire::get_array(buf, flexible, |buf| {
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_error_message = wire::get_nullable_string(buf, flexible)?;
+        let f_topics = wire::get_array(buf, flexible, |buf| {
             OngoingTopicReassignment::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -73,10 +73,10 @@ impl Decode for ListPartitionReassignmentsResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
-            error_message,
-            topics,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -167,10 +167,10 @@ impl Default for OngoingPartitionReassignment {
 impl Decode for OngoingPartitionReassignment {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let partition_index = wire::get_i32(buf)?;
-        let replicas = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
-        let adding_replicas = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
-        let removing_replicas = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_replicas = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_adding_replicas = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_removing_replicas = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -185,10 +185,10 @@ impl Decode for OngoingPartitionReassignment {
             }
         }
         Ok(Self {
-            partition_index,
-            replicas,
-            adding_replicas,
-            removing_replicas,
+            partition_index: f_partition_index,
+            replicas: f_replicas,
+            adding_replicas: f_adding_replicas,
+            removing_replicas: f_removing_replicas,
             unknown_tagged_fields,
         })
     }
@@ -263,8 +263,8 @@ impl Default for OngoingTopicReassignment {
 impl Decode for OngoingTopicReassignment {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let name = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| {
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| {
             OngoingPartitionReassignment::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -281,8 +281,8 @@ impl Decode for OngoingTopicReassignment {
             }
         }
         Ok(Self {
-            name,
-            partitions,
+            name: f_name,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

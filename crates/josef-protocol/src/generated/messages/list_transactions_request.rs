@@ -50,9 +50,10 @@ impl Decode for ListTransactionsRequest {
             });
         }
         let flexible = true;
-        let state_filters = wire::get_array(buf, flexible, |buf| wire::get_string(buf, flexible))?;
-        let producer_id_filters = wire::get_array(buf, flexible, |buf| wire::get_i64(buf))?;
-        let duration_filter = if version >= 1 {
+        let f_state_filters =
+            wire::get_array(buf, flexible, |buf| wire::get_string(buf, flexible))?;
+        let f_producer_id_filters = wire::get_array(buf, flexible, |buf| wire::get_i64(buf))?;
+        let f_duration_filter = if version >= 1 {
             wire::get_i64(buf)?
         } else {
             -1
@@ -71,9 +72,9 @@ impl Decode for ListTransactionsRequest {
             }
         }
         Ok(Self {
-            state_filters,
-            producer_id_filters,
-            duration_filter,
+            state_filters: f_state_filters,
+            producer_id_filters: f_producer_id_filters,
+            duration_filter: f_duration_filter,
             unknown_tagged_fields,
         })
     }

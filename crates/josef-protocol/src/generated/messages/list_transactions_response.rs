@@ -53,11 +53,11 @@ impl Decode for ListTransactionsResponse {
             });
         }
         let flexible = true;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let unknown_state_filters =
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_unknown_state_filters =
             wire::get_array(buf, flexible, |buf| wire::get_string(buf, flexible))?;
-        let transaction_states =
+        let f_transaction_states =
             wire::get_array(buf, flexible, |buf| TransactionState::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -73,10 +73,10 @@ impl Decode for ListTransactionsResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
-            unknown_state_filters,
-            transaction_states,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            unknown_state_filters: f_unknown_state_filters,
+            transaction_states: f_transaction_states,
             unknown_tagged_fields,
         })
     }
@@ -173,9 +173,9 @@ impl Default for TransactionState {
 impl Decode for TransactionState {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let transactional_id = wire::get_string(buf, flexible)?;
-        let producer_id = wire::get_i64(buf)?;
-        let transaction_state = wire::get_string(buf, flexible)?;
+        let f_transactional_id = wire::get_string(buf, flexible)?;
+        let f_producer_id = wire::get_i64(buf)?;
+        let f_transaction_state = wire::get_string(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -190,9 +190,9 @@ impl Decode for TransactionState {
             }
         }
         Ok(Self {
-            transactional_id,
-            producer_id,
-            transaction_state,
+            transactional_id: f_transactional_id,
+            producer_id: f_producer_id,
+            transaction_state: f_transaction_state,
             unknown_tagged_fields,
         })
     }

@@ -53,7 +53,7 @@ impl Decode for MetadataRequest {
             });
         }
         let flexible = version >= 9;
-        let topics = if version >= 1 {
+        let f_topics = if version >= 1 {
             wire::get_nullable_array(buf, flexible, |buf| {
                 MetadataRequestTopic::decode(buf, version)
             })
@@ -63,17 +63,17 @@ impl Decode for MetadataRequest {
             })
             .map(Some)
         }?;
-        let allow_auto_topic_creation = if version >= 4 {
+        let f_allow_auto_topic_creation = if version >= 4 {
             wire::get_bool(buf)?
         } else {
             true
         };
-        let include_cluster_authorized_operations = if (8..=10).contains(&version) {
+        let f_include_cluster_authorized_operations = if (8..=10).contains(&version) {
             wire::get_bool(buf)?
         } else {
             false
         };
-        let include_topic_authorized_operations = if version >= 8 {
+        let f_include_topic_authorized_operations = if version >= 8 {
             wire::get_bool(buf)?
         } else {
             false
@@ -92,10 +92,10 @@ impl Decode for MetadataRequest {
             }
         }
         Ok(Self {
-            topics,
-            allow_auto_topic_creation,
-            include_cluster_authorized_operations,
-            include_topic_authorized_operations,
+            topics: f_topics,
+            allow_auto_topic_creation: f_allow_auto_topic_creation,
+            include_cluster_authorized_operations: f_include_cluster_authorized_operations,
+            include_topic_authorized_operations: f_include_topic_authorized_operations,
             unknown_tagged_fields,
         })
     }
@@ -252,12 +252,12 @@ impl Default for MetadataRequestTopic {
 impl Decode for MetadataRequestTopic {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
-        let topic_id = if version >= 10 {
+        let f_topic_id = if version >= 10 {
             wire::get_uuid(buf)?
         } else {
             Uuid::ZERO
         };
-        let name = if version >= 10 {
+        let f_name = if version >= 10 {
             wire::get_nullable_string(buf, flexible)
         } else {
             wire::get_string(buf, flexible).map(Some)
@@ -276,8 +276,8 @@ impl Decode for MetadataRequestTopic {
             }
         }
         Ok(Self {
-            topic_id,
-            name,
+            topic_id: f_topic_id,
+            name: f_name,
             unknown_tagged_fields,
         })
     }

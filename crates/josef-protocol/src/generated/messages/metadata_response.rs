@@ -59,24 +59,24 @@ impl Decode for MetadataResponse {
             });
         }
         let flexible = version >= 9;
-        let throttle_time_ms = if version >= 3 { wire::get_i32(buf)? } else { 0 };
-        let brokers = wire::get_array(buf, flexible, |buf| {
+        let f_throttle_time_ms = if version >= 3 { wire::get_i32(buf)? } else { 0 };
+        let f_brokers = wire::get_array(buf, flexible, |buf| {
             MetadataResponseBroker::decode(buf, version)
         })?;
-        let cluster_id = if version >= 2 {
+        let f_cluster_id = if version >= 2 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             None
         };
-        let controller_id = if version >= 1 {
+        let f_controller_id = if version >= 1 {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let topics = wire::get_array(buf, flexible, |buf| {
+        let f_topics = wire::get_array(buf, flexible, |buf| {
             MetadataResponseTopic::decode(buf, version)
         })?;
-        let cluster_authorized_operations = if (8..=10).contains(&version) {
+        let f_cluster_authorized_operations = if (8..=10).contains(&version) {
             wire::get_i32(buf)?
         } else {
             -2147483648
@@ -95,12 +95,12 @@ impl Decode for MetadataResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            brokers,
-            cluster_id,
-            controller_id,
-            topics,
-            cluster_authorized_operations,
+            throttle_time_ms: f_throttle_time_ms,
+            brokers: f_brokers,
+            cluster_id: f_cluster_id,
+            controller_id: f_controller_id,
+            topics: f_topics,
+            cluster_authorized_operations: f_cluster_authorized_operations,
             unknown_tagged_fields,
         })
     }
@@ -226,10 +226,10 @@ impl Default for MetadataResponseBroker {
 impl Decode for MetadataResponseBroker {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
-        let node_id = wire::get_i32(buf)?;
-        let host = wire::get_string(buf, flexible)?;
-        let port = wire::get_i32(buf)?;
-        let rack = if version >= 1 {
+        let f_node_id = wire::get_i32(buf)?;
+        let f_host = wire::get_string(buf, flexible)?;
+        let f_port = wire::get_i32(buf)?;
+        let f_rack = if version >= 1 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             None
@@ -248,10 +248,10 @@ impl Decode for MetadataResponseBroker {
             }
         }
         Ok(Self {
-            node_id,
-            host,
-            port,
-            rack,
+            node_id: f_node_id,
+            host: f_host,
+            port: f_port,
+            rack: f_rack,
             unknown_tagged_fields,
         })
     }
@@ -334,17 +334,17 @@ impl Default for MetadataResponsePartition {
 impl Decode for MetadataResponsePartition {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
-        let error_code = wire::get_i16(buf)?;
-        let partition_index = wire::get_i32(buf)?;
-        let leader_id = wire::get_i32(buf)?;
-        let leader_epoch = if version >= 7 {
+        let f_error_code = wire::get_i16(buf)?;
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_leader_id = wire::get_i32(buf)?;
+        let f_leader_epoch = if version >= 7 {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let replica_nodes = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
-        let isr_nodes = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
-        let offline_replicas = if version >= 5 {
+        let f_replica_nodes = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_isr_nodes = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_offline_replicas = if version >= 5 {
             wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?
         } else {
             Vec::new()
@@ -363,13 +363,13 @@ impl Decode for MetadataResponsePartition {
             }
         }
         Ok(Self {
-            error_code,
-            partition_index,
-            leader_id,
-            leader_epoch,
-            replica_nodes,
-            isr_nodes,
-            offline_replicas,
+            error_code: f_error_code,
+            partition_index: f_partition_index,
+            leader_id: f_leader_id,
+            leader_epoch: f_leader_epoch,
+            replica_nodes: f_replica_nodes,
+            isr_nodes: f_isr_nodes,
+            offline_replicas: f_offline_replicas,
             unknown_tagged_fields,
         })
     }
@@ -470,26 +470,26 @@ impl Default for MetadataResponseTopic {
 impl Decode for MetadataResponseTopic {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
-        let error_code = wire::get_i16(buf)?;
-        let name = if version >= 12 {
+        let f_error_code = wire::get_i16(buf)?;
+        let f_name = if version >= 12 {
             wire::get_nullable_string(buf, flexible)
         } else {
             wire::get_string(buf, flexible).map(Some)
         }?;
-        let topic_id = if version >= 10 {
+        let f_topic_id = if version >= 10 {
             wire::get_uuid(buf)?
         } else {
             Uuid::ZERO
         };
-        let is_internal = if version >= 1 {
+        let f_is_internal = if version >= 1 {
             wire::get_bool(buf)?
         } else {
             false
         };
-        let partitions = wire::get_array(buf, flexible, |buf| {
+        let f_partitions = wire::get_array(buf, flexible, |buf| {
             MetadataResponsePartition::decode(buf, version)
         })?;
-        let topic_authorized_operations = if version >= 8 {
+        let f_topic_authorized_operations = if version >= 8 {
             wire::get_i32(buf)?
         } else {
             -2147483648
@@ -508,12 +508,12 @@ impl Decode for MetadataResponseTopic {
             }
         }
         Ok(Self {
-            error_code,
-            name,
-            topic_id,
-            is_internal,
-            partitions,
-            topic_authorized_operations,
+            error_code: f_error_code,
+            name: f_name,
+            topic_id: f_topic_id,
+            is_internal: f_is_internal,
+            partitions: f_partitions,
+            topic_authorized_operations: f_topic_authorized_operations,
             unknown_tagged_fields,
         })
     }

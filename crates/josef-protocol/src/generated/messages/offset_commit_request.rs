@@ -59,28 +59,28 @@ impl Decode for OffsetCommitRequest {
             });
         }
         let flexible = version >= 8;
-        let group_id = wire::get_string(buf, flexible)?;
-        let generation_id_or_member_epoch = if version >= 1 {
+        let f_group_id = wire::get_string(buf, flexible)?;
+        let f_generation_id_or_member_epoch = if version >= 1 {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let member_id = if version >= 1 {
+        let f_member_id = if version >= 1 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let group_instance_id = if version >= 7 {
+        let f_group_instance_id = if version >= 7 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             None
         };
-        let retention_time_ms = if (2..=4).contains(&version) {
+        let f_retention_time_ms = if (2..=4).contains(&version) {
             wire::get_i64(buf)?
         } else {
             -1
         };
-        let topics = wire::get_array(buf, flexible, |buf| {
+        let f_topics = wire::get_array(buf, flexible, |buf| {
             OffsetCommitRequestTopic::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -97,12 +97,12 @@ impl Decode for OffsetCommitRequest {
             }
         }
         Ok(Self {
-            group_id,
-            generation_id_or_member_epoch,
-            member_id,
-            group_instance_id,
-            retention_time_ms,
-            topics,
+            group_id: f_group_id,
+            generation_id_or_member_epoch: f_generation_id_or_member_epoch,
+            member_id: f_member_id,
+            group_instance_id: f_group_instance_id,
+            retention_time_ms: f_retention_time_ms,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -222,19 +222,19 @@ impl Default for OffsetCommitRequestPartition {
 impl Decode for OffsetCommitRequestPartition {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 8;
-        let partition_index = wire::get_i32(buf)?;
-        let committed_offset = wire::get_i64(buf)?;
-        let committed_leader_epoch = if version >= 6 {
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_committed_offset = wire::get_i64(buf)?;
+        let f_committed_leader_epoch = if version >= 6 {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let commit_timestamp = if version == 1 {
+        let f_commit_timestamp = if version == 1 {
             wire::get_i64(buf)?
         } else {
             -1
         };
-        let committed_metadata = wire::get_nullable_string(buf, flexible)?;
+        let f_committed_metadata = wire::get_nullable_string(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -249,11 +249,11 @@ impl Decode for OffsetCommitRequestPartition {
             }
         }
         Ok(Self {
-            partition_index,
-            committed_offset,
-            committed_leader_epoch,
-            commit_timestamp,
-            committed_metadata,
+            partition_index: f_partition_index,
+            committed_offset: f_committed_offset,
+            committed_leader_epoch: f_committed_leader_epoch,
+            commit_timestamp: f_commit_timestamp,
+            committed_metadata: f_committed_metadata,
             unknown_tagged_fields,
         })
     }
@@ -333,8 +333,8 @@ impl Default for OffsetCommitRequestTopic {
 impl Decode for OffsetCommitRequestTopic {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 8;
-        let name = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| {
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| {
             OffsetCommitRequestPartition::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -351,8 +351,8 @@ impl Decode for OffsetCommitRequestTopic {
             }
         }
         Ok(Self {
-            name,
-            partitions,
+            name: f_name,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

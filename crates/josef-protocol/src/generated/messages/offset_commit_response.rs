@@ -47,8 +47,8 @@ impl Decode for OffsetCommitResponse {
             });
         }
         let flexible = version >= 8;
-        let throttle_time_ms = if version >= 3 { wire::get_i32(buf)? } else { 0 };
-        let topics = wire::get_array(buf, flexible, |buf| {
+        let f_throttle_time_ms = if version >= 3 { wire::get_i32(buf)? } else { 0 };
+        let f_topics = wire::get_array(buf, flexible, |buf| {
             OffsetCommitResponseTopic::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -65,8 +65,8 @@ impl Decode for OffsetCommitResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            topics,
+            throttle_time_ms: f_throttle_time_ms,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -151,8 +151,8 @@ impl Default for OffsetCommitResponsePartition {
 impl Decode for OffsetCommitResponsePartition {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 8;
-        let partition_index = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -167,8 +167,8 @@ impl Decode for OffsetCommitResponsePartition {
             }
         }
         Ok(Self {
-            partition_index,
-            error_code,
+            partition_index: f_partition_index,
+            error_code: f_error_code,
             unknown_tagged_fields,
         })
     }
@@ -228,8 +228,8 @@ impl Default for OffsetCommitResponseTopic {
 impl Decode for OffsetCommitResponseTopic {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 8;
-        let name = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| {
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| {
             OffsetCommitResponsePartition::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -246,8 +246,8 @@ impl Decode for OffsetCommitResponseTopic {
             }
         }
         Ok(Self {
-            name,
-            partitions,
+            name: f_name,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

@@ -44,11 +44,14 @@ impl Decode for OffsetDeleteRequest {
             });
         }
         let flexible = false;
-        let group_id = wire::get_string(buf, flexible)?;
-        let topics = wire::get_array(buf, flexible, |buf| {
+        let f_group_id = wire::get_string(buf, flexible)?;
+        let f_topics = wire::get_array(buf, flexible, |buf| {
             OffsetDeleteRequestTopic::decode(buf, version)
         })?;
-        Ok(Self { group_id, topics })
+        Ok(Self {
+            group_id: f_group_id,
+            topics: f_topics,
+        })
     }
 }
 
@@ -106,8 +109,10 @@ impl Default for OffsetDeleteRequestPartition {
 impl Decode for OffsetDeleteRequestPartition {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = false;
-        let partition_index = wire::get_i32(buf)?;
-        Ok(Self { partition_index })
+        let f_partition_index = wire::get_i32(buf)?;
+        Ok(Self {
+            partition_index: f_partition_index,
+        })
     }
 }
 
@@ -147,11 +152,14 @@ impl Default for OffsetDeleteRequestTopic {
 impl Decode for OffsetDeleteRequestTopic {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = false;
-        let name = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| {
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| {
             OffsetDeleteRequestPartition::decode(buf, version)
         })?;
-        Ok(Self { name, partitions })
+        Ok(Self {
+            name: f_name,
+            partitions: f_partitions,
+        })
     }
 }
 

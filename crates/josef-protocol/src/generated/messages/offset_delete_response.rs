@@ -47,15 +47,15 @@ impl Decode for OffsetDeleteResponse {
             });
         }
         let flexible = false;
-        let error_code = wire::get_i16(buf)?;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let topics = wire::get_array(buf, flexible, |buf| {
+        let f_error_code = wire::get_i16(buf)?;
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_topics = wire::get_array(buf, flexible, |buf| {
             OffsetDeleteResponseTopic::decode(buf, version)
         })?;
         Ok(Self {
-            error_code,
-            throttle_time_ms,
-            topics,
+            error_code: f_error_code,
+            throttle_time_ms: f_throttle_time_ms,
+            topics: f_topics,
         })
     }
 }
@@ -121,11 +121,11 @@ impl Default for OffsetDeleteResponsePartition {
 impl Decode for OffsetDeleteResponsePartition {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = false;
-        let partition_index = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
         Ok(Self {
-            partition_index,
-            error_code,
+            partition_index: f_partition_index,
+            error_code: f_error_code,
         })
     }
 }
@@ -168,11 +168,14 @@ impl Default for OffsetDeleteResponseTopic {
 impl Decode for OffsetDeleteResponseTopic {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = false;
-        let name = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| {
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| {
             OffsetDeleteResponsePartition::decode(buf, version)
         })?;
-        Ok(Self { name, partitions })
+        Ok(Self {
+            name: f_name,
+            partitions: f_partitions,
+        })
     }
 }
 

@@ -53,12 +53,12 @@ impl Decode for OffsetFetchRequest {
             });
         }
         let flexible = version >= 6;
-        let group_id = if version <= 7 {
+        let f_group_id = if version <= 7 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let topics = if version <= 7 {
+        let f_topics = if version <= 7 {
             if (2..=7).contains(&version) {
                 wire::get_nullable_array(buf, flexible, |buf| {
                     OffsetFetchRequestTopic::decode(buf, version)
@@ -72,14 +72,14 @@ impl Decode for OffsetFetchRequest {
         } else {
             Some(Vec::new())
         };
-        let groups = if version >= 8 {
+        let f_groups = if version >= 8 {
             wire::get_array(buf, flexible, |buf| {
                 OffsetFetchRequestGroup::decode(buf, version)
             })?
         } else {
             Vec::new()
         };
-        let require_stable = if version >= 7 {
+        let f_require_stable = if version >= 7 {
             wire::get_bool(buf)?
         } else {
             false
@@ -98,10 +98,10 @@ impl Decode for OffsetFetchRequest {
             }
         }
         Ok(Self {
-            group_id,
-            topics,
-            groups,
-            require_stable,
+            group_id: f_group_id,
+            topics: f_topics,
+            groups: f_groups,
+            require_stable: f_require_stable,
             unknown_tagged_fields,
         })
     }
@@ -277,12 +277,12 @@ impl Default for OffsetFetchRequestTopic {
 impl Decode for OffsetFetchRequestTopic {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
-        let name = if version <= 7 {
+        let f_name = if version <= 7 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let partition_indexes = if version <= 7 {
+        let f_partition_indexes = if version <= 7 {
             wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?
         } else {
             Vec::new()
@@ -301,8 +301,8 @@ impl Decode for OffsetFetchRequestTopic {
             }
         }
         Ok(Self {
-            name,
-            partition_indexes,
+            name: f_name,
+            partition_indexes: f_partition_indexes,
             unknown_tagged_fields,
         })
     }
@@ -386,12 +386,12 @@ impl Default for OffsetFetchRequestTopics {
 impl Decode for OffsetFetchRequestTopics {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
-        let name = if version >= 8 {
+        let f_name = if version >= 8 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let partition_indexes = if version >= 8 {
+        let f_partition_indexes = if version >= 8 {
             wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?
         } else {
             Vec::new()
@@ -410,8 +410,8 @@ impl Decode for OffsetFetchRequestTopics {
             }
         }
         Ok(Self {
-            name,
-            partition_indexes,
+            name: f_name,
+            partition_indexes: f_partition_indexes,
             unknown_tagged_fields,
         })
     }
@@ -501,22 +501,22 @@ impl Default for OffsetFetchRequestGroup {
 impl Decode for OffsetFetchRequestGroup {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
-        let group_id = if version >= 8 {
+        let f_group_id = if version >= 8 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let member_id = if version >= 9 {
+        let f_member_id = if version >= 9 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             None
         };
-        let member_epoch = if version >= 9 {
+        let f_member_epoch = if version >= 9 {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let topics = if version >= 8 {
+        let f_topics = if version >= 8 {
             wire::get_nullable_array(buf, flexible, |buf| {
                 OffsetFetchRequestTopics::decode(buf, version)
             })?
@@ -537,10 +537,10 @@ impl Decode for OffsetFetchRequestGroup {
             }
         }
         Ok(Self {
-            group_id,
-            member_id,
-            member_epoch,
-            topics,
+            group_id: f_group_id,
+            member_id: f_member_id,
+            member_epoch: f_member_epoch,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }

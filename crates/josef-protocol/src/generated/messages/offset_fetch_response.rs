@@ -53,20 +53,20 @@ impl Decode for OffsetFetchResponse {
             });
         }
         let flexible = version >= 6;
-        let throttle_time_ms = if version >= 3 { wire::get_i32(buf)? } else { 0 };
-        let topics = if version <= 7 {
+        let f_throttle_time_ms = if version >= 3 { wire::get_i32(buf)? } else { 0 };
+        let f_topics = if version <= 7 {
             wire::get_array(buf, flexible, |buf| {
                 OffsetFetchResponseTopic::decode(buf, version)
             })?
         } else {
             Vec::new()
         };
-        let error_code = if (2..=7).contains(&version) {
+        let f_error_code = if (2..=7).contains(&version) {
             wire::get_i16(buf)?
         } else {
             0
         };
-        let groups = if version >= 8 {
+        let f_groups = if version >= 8 {
             wire::get_array(buf, flexible, |buf| {
                 OffsetFetchResponseGroup::decode(buf, version)
             })?
@@ -87,10 +87,10 @@ impl Decode for OffsetFetchResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            topics,
-            error_code,
-            groups,
+            throttle_time_ms: f_throttle_time_ms,
+            topics: f_topics,
+            error_code: f_error_code,
+            groups: f_groups,
             unknown_tagged_fields,
         })
     }
@@ -221,19 +221,19 @@ impl Default for OffsetFetchResponsePartition {
 impl Decode for OffsetFetchResponsePartition {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
-        let partition_index = if version <= 7 { wire::get_i32(buf)? } else { 0 };
-        let committed_offset = if version <= 7 { wire::get_i64(buf)? } else { 0 };
-        let committed_leader_epoch = if (5..=7).contains(&version) {
+        let f_partition_index = if version <= 7 { wire::get_i32(buf)? } else { 0 };
+        let f_committed_offset = if version <= 7 { wire::get_i64(buf)? } else { 0 };
+        let f_committed_leader_epoch = if (5..=7).contains(&version) {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let metadata = if version <= 7 {
+        let f_metadata = if version <= 7 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             Some(StrBytes::new())
         };
-        let error_code = if version <= 7 { wire::get_i16(buf)? } else { 0 };
+        let f_error_code = if version <= 7 { wire::get_i16(buf)? } else { 0 };
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -248,11 +248,11 @@ impl Decode for OffsetFetchResponsePartition {
             }
         }
         Ok(Self {
-            partition_index,
-            committed_offset,
-            committed_leader_epoch,
-            metadata,
-            error_code,
+            partition_index: f_partition_index,
+            committed_offset: f_committed_offset,
+            committed_leader_epoch: f_committed_leader_epoch,
+            metadata: f_metadata,
+            error_code: f_error_code,
             unknown_tagged_fields,
         })
     }
@@ -362,12 +362,12 @@ impl Default for OffsetFetchResponseTopic {
 impl Decode for OffsetFetchResponseTopic {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
-        let name = if version <= 7 {
+        let f_name = if version <= 7 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let partitions = if version <= 7 {
+        let f_partitions = if version <= 7 {
             wire::get_array(buf, flexible, |buf| {
                 OffsetFetchResponsePartition::decode(buf, version)
             })?
@@ -388,8 +388,8 @@ impl Decode for OffsetFetchResponseTopic {
             }
         }
         Ok(Self {
-            name,
-            partitions,
+            name: f_name,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }
@@ -487,19 +487,19 @@ impl Default for OffsetFetchResponsePartitions {
 impl Decode for OffsetFetchResponsePartitions {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
-        let partition_index = if version >= 8 { wire::get_i32(buf)? } else { 0 };
-        let committed_offset = if version >= 8 { wire::get_i64(buf)? } else { 0 };
-        let committed_leader_epoch = if version >= 8 {
+        let f_partition_index = if version >= 8 { wire::get_i32(buf)? } else { 0 };
+        let f_committed_offset = if version >= 8 { wire::get_i64(buf)? } else { 0 };
+        let f_committed_leader_epoch = if version >= 8 {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let metadata = if version >= 8 {
+        let f_metadata = if version >= 8 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             Some(StrBytes::new())
         };
-        let error_code = if version >= 8 { wire::get_i16(buf)? } else { 0 };
+        let f_error_code = if version >= 8 { wire::get_i16(buf)? } else { 0 };
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -514,11 +514,11 @@ impl Decode for OffsetFetchResponsePartitions {
             }
         }
         Ok(Self {
-            partition_index,
-            committed_offset,
-            committed_leader_epoch,
-            metadata,
-            error_code,
+            partition_index: f_partition_index,
+            committed_offset: f_committed_offset,
+            committed_leader_epoch: f_committed_leader_epoch,
+            metadata: f_metadata,
+            error_code: f_error_code,
             unknown_tagged_fields,
         })
     }
@@ -628,12 +628,12 @@ impl Default for OffsetFetchResponseTopics {
 impl Decode for OffsetFetchResponseTopics {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
-        let name = if version >= 8 {
+        let f_name = if version >= 8 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let partitions = if version >= 8 {
+        let f_partitions = if version >= 8 {
             wire::get_array(buf, flexible, |buf| {
                 OffsetFetchResponsePartitions::decode(buf, version)
             })?
@@ -654,8 +654,8 @@ impl Decode for OffsetFetchResponseTopics {
             }
         }
         Ok(Self {
-            name,
-            partitions,
+            name: f_name,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }
@@ -747,19 +747,19 @@ impl Default for OffsetFetchResponseGroup {
 impl Decode for OffsetFetchResponseGroup {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
-        let group_id = if version >= 8 {
+        let f_group_id = if version >= 8 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let topics = if version >= 8 {
+        let f_topics = if version >= 8 {
             wire::get_array(buf, flexible, |buf| {
                 OffsetFetchResponseTopics::decode(buf, version)
             })?
         } else {
             Vec::new()
         };
-        let error_code = if version >= 8 { wire::get_i16(buf)? } else { 0 };
+        let f_error_code = if version >= 8 { wire::get_i16(buf)? } else { 0 };
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -774,9 +774,9 @@ impl Decode for OffsetFetchResponseGroup {
             }
         }
         Ok(Self {
-            group_id,
-            topics,
-            error_code,
+            group_id: f_group_id,
+            topics: f_topics,
+            error_code: f_error_code,
             unknown_tagged_fields,
         })
     }

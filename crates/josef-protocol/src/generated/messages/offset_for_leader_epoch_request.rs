@@ -47,12 +47,12 @@ impl Decode for OffsetForLeaderEpochRequest {
             });
         }
         let flexible = version >= 4;
-        let replica_id = if version >= 3 {
+        let f_replica_id = if version >= 3 {
             wire::get_i32(buf)?
         } else {
             -2
         };
-        let topics = wire::get_array(buf, flexible, |buf| {
+        let f_topics = wire::get_array(buf, flexible, |buf| {
             OffsetForLeaderTopic::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -69,8 +69,8 @@ impl Decode for OffsetForLeaderEpochRequest {
             }
         }
         Ok(Self {
-            replica_id,
-            topics,
+            replica_id: f_replica_id,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -158,13 +158,13 @@ impl Default for OffsetForLeaderPartition {
 impl Decode for OffsetForLeaderPartition {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
-        let partition = wire::get_i32(buf)?;
-        let current_leader_epoch = if version >= 2 {
+        let f_partition = wire::get_i32(buf)?;
+        let f_current_leader_epoch = if version >= 2 {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let leader_epoch = wire::get_i32(buf)?;
+        let f_leader_epoch = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -179,9 +179,9 @@ impl Decode for OffsetForLeaderPartition {
             }
         }
         Ok(Self {
-            partition,
-            current_leader_epoch,
-            leader_epoch,
+            partition: f_partition,
+            current_leader_epoch: f_current_leader_epoch,
+            leader_epoch: f_leader_epoch,
             unknown_tagged_fields,
         })
     }
@@ -247,8 +247,8 @@ impl Default for OffsetForLeaderTopic {
 impl Decode for OffsetForLeaderTopic {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
-        let topic = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| {
+        let f_topic = wire::get_string(buf, flexible)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| {
             OffsetForLeaderPartition::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -265,8 +265,8 @@ impl Decode for OffsetForLeaderTopic {
             }
         }
         Ok(Self {
-            topic,
-            partitions,
+            topic: f_topic,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

@@ -47,8 +47,8 @@ impl Decode for OffsetForLeaderEpochResponse {
             });
         }
         let flexible = version >= 4;
-        let throttle_time_ms = if version >= 2 { wire::get_i32(buf)? } else { 0 };
-        let topics = wire::get_array(buf, flexible, |buf| {
+        let f_throttle_time_ms = if version >= 2 { wire::get_i32(buf)? } else { 0 };
+        let f_topics = wire::get_array(buf, flexible, |buf| {
             OffsetForLeaderTopicResult::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -65,8 +65,8 @@ impl Decode for OffsetForLeaderEpochResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            topics,
+            throttle_time_ms: f_throttle_time_ms,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -157,14 +157,14 @@ impl Default for EpochEndOffset {
 impl Decode for EpochEndOffset {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
-        let error_code = wire::get_i16(buf)?;
-        let partition = wire::get_i32(buf)?;
-        let leader_epoch = if version >= 1 {
+        let f_error_code = wire::get_i16(buf)?;
+        let f_partition = wire::get_i32(buf)?;
+        let f_leader_epoch = if version >= 1 {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let end_offset = wire::get_i64(buf)?;
+        let f_end_offset = wire::get_i64(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -179,10 +179,10 @@ impl Decode for EpochEndOffset {
             }
         }
         Ok(Self {
-            error_code,
-            partition,
-            leader_epoch,
-            end_offset,
+            error_code: f_error_code,
+            partition: f_partition,
+            leader_epoch: f_leader_epoch,
+            end_offset: f_end_offset,
             unknown_tagged_fields,
         })
     }
@@ -250,8 +250,8 @@ impl Default for OffsetForLeaderTopicResult {
 impl Decode for OffsetForLeaderTopicResult {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
-        let topic = wire::get_string(buf, flexible)?;
-        let partitions =
+        let f_topic = wire::get_string(buf, flexible)?;
+        let f_partitions =
             wire::get_array(buf, flexible, |buf| EpochEndOffset::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -267,8 +267,8 @@ impl Decode for OffsetForLeaderTopicResult {
             }
         }
         Ok(Self {
-            topic,
-            partitions,
+            topic: f_topic,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

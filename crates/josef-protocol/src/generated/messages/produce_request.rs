@@ -53,14 +53,14 @@ impl Decode for ProduceRequest {
             });
         }
         let flexible = version >= 9;
-        let transactional_id = if version >= 3 {
+        let f_transactional_id = if version >= 3 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             None
         };
-        let acks = wire::get_i16(buf)?;
-        let timeout_ms = wire::get_i32(buf)?;
-        let topic_data =
+        let f_acks = wire::get_i16(buf)?;
+        let f_timeout_ms = wire::get_i32(buf)?;
+        let f_topic_data =
             wire::get_array(buf, flexible, |buf| TopicProduceData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -76,10 +76,10 @@ impl Decode for ProduceRequest {
             }
         }
         Ok(Self {
-            transactional_id,
-            acks,
-            timeout_ms,
-            topic_data,
+            transactional_id: f_transactional_id,
+            acks: f_acks,
+            timeout_ms: f_timeout_ms,
+            topic_data: f_topic_data,
             unknown_tagged_fields,
         })
     }
@@ -174,8 +174,8 @@ impl Default for PartitionProduceData {
 impl Decode for PartitionProduceData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
-        let index = wire::get_i32(buf)?;
-        let records = wire::get_nullable_bytes(buf, flexible)?;
+        let f_index = wire::get_i32(buf)?;
+        let f_records = wire::get_nullable_bytes(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -190,8 +190,8 @@ impl Decode for PartitionProduceData {
             }
         }
         Ok(Self {
-            index,
-            records,
+            index: f_index,
+            records: f_records,
             unknown_tagged_fields,
         })
     }
@@ -251,8 +251,8 @@ impl Default for TopicProduceData {
 impl Decode for TopicProduceData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
-        let name = wire::get_string(buf, flexible)?;
-        let partition_data = wire::get_array(buf, flexible, |buf| {
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_partition_data = wire::get_array(buf, flexible, |buf| {
             PartitionProduceData::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -269,8 +269,8 @@ impl Decode for TopicProduceData {
             }
         }
         Ok(Self {
-            name,
-            partition_data,
+            name: f_name,
+            partition_data: f_partition_data,
             unknown_tagged_fields,
         })
     }

@@ -50,11 +50,11 @@ impl Decode for ProduceResponse {
             });
         }
         let flexible = version >= 9;
-        let responses = wire::get_array(buf, flexible, |buf| {
+        let f_responses = wire::get_array(buf, flexible, |buf| {
             TopicProduceResponse::decode(buf, version)
         })?;
-        let throttle_time_ms = if version >= 1 { wire::get_i32(buf)? } else { 0 };
-        let mut node_endpoints = Vec::new();
+        let f_throttle_time_ms = if version >= 1 { wire::get_i32(buf)? } else { 0 };
+        let mut f_node_endpoints = Vec::new();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -64,7 +64,7 @@ impl Decode for ProduceResponse {
                 match tag {
                     0 if version >= 10 => {
                         let buf = &mut data;
-                        node_endpoints =
+                        f_node_endpoints =
                             wire::get_array(buf, true, |buf| NodeEndpoint::decode(buf, version))?;
                         wire::expect_consumed(buf, "ProduceResponse.NodeEndpoints")?;
                     }
@@ -75,9 +75,9 @@ impl Decode for ProduceResponse {
             }
         }
         Ok(Self {
-            responses,
-            throttle_time_ms,
-            node_endpoints,
+            responses: f_responses,
+            throttle_time_ms: f_throttle_time_ms,
+            node_endpoints: f_node_endpoints,
             unknown_tagged_fields,
         })
     }
@@ -196,8 +196,8 @@ impl Default for BatchIndexAndErrorMessage {
 impl Decode for BatchIndexAndErrorMessage {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
-        let batch_index = if version >= 8 { wire::get_i32(buf)? } else { 0 };
-        let batch_index_error_message = if version >= 8 {
+        let f_batch_index = if version >= 8 { wire::get_i32(buf)? } else { 0 };
+        let f_batch_index_error_message = if version >= 8 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             None
@@ -216,8 +216,8 @@ impl Decode for BatchIndexAndErrorMessage {
             }
         }
         Ok(Self {
-            batch_index,
-            batch_index_error_message,
+            batch_index: f_batch_index,
+            batch_index_error_message: f_batch_index_error_message,
             unknown_tagged_fields,
         })
     }
@@ -297,12 +297,12 @@ impl Default for LeaderIdAndEpoch {
 impl Decode for LeaderIdAndEpoch {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
-        let leader_id = if version >= 10 {
+        let f_leader_id = if version >= 10 {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let leader_epoch = if version >= 10 {
+        let f_leader_epoch = if version >= 10 {
             wire::get_i32(buf)?
         } else {
             -1
@@ -321,8 +321,8 @@ impl Decode for LeaderIdAndEpoch {
             }
         }
         Ok(Self {
-            leader_id,
-            leader_epoch,
+            leader_id: f_leader_id,
+            leader_epoch: f_leader_epoch,
             unknown_tagged_fields,
         })
     }
@@ -420,32 +420,32 @@ impl Default for PartitionProduceResponse {
 impl Decode for PartitionProduceResponse {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
-        let index = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let base_offset = wire::get_i64(buf)?;
-        let log_append_time_ms = if version >= 2 {
+        let f_index = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_base_offset = wire::get_i64(buf)?;
+        let f_log_append_time_ms = if version >= 2 {
             wire::get_i64(buf)?
         } else {
             -1
         };
-        let log_start_offset = if version >= 5 {
+        let f_log_start_offset = if version >= 5 {
             wire::get_i64(buf)?
         } else {
             -1
         };
-        let record_errors = if version >= 8 {
+        let f_record_errors = if version >= 8 {
             wire::get_array(buf, flexible, |buf| {
                 BatchIndexAndErrorMessage::decode(buf, version)
             })?
         } else {
             Vec::new()
         };
-        let error_message = if version >= 8 {
+        let f_error_message = if version >= 8 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             None
         };
-        let mut current_leader = Default::default();
+        let mut f_current_leader = Default::default();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -455,7 +455,7 @@ impl Decode for PartitionProduceResponse {
                 match tag {
                     0 if version >= 10 => {
                         let buf = &mut data;
-                        current_leader = LeaderIdAndEpoch::decode(buf, version)?;
+                        f_current_leader = LeaderIdAndEpoch::decode(buf, version)?;
                         wire::expect_consumed(buf, "PartitionProduceResponse.CurrentLeader")?;
                     }
                     _ => {
@@ -465,14 +465,14 @@ impl Decode for PartitionProduceResponse {
             }
         }
         Ok(Self {
-            index,
-            error_code,
-            base_offset,
-            log_append_time_ms,
-            log_start_offset,
-            record_errors,
-            error_message,
-            current_leader,
+            index: f_index,
+            error_code: f_error_code,
+            base_offset: f_base_offset,
+            log_append_time_ms: f_log_append_time_ms,
+            log_start_offset: f_log_start_offset,
+            record_errors: f_record_errors,
+            error_message: f_error_message,
+            current_leader: f_current_leader,
             unknown_tagged_fields,
         })
     }
@@ -586,8 +586,8 @@ impl Default for TopicProduceResponse {
 impl Decode for TopicProduceResponse {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
-        let name = wire::get_string(buf, flexible)?;
-        let partition_responses = wire::get_array(buf, flexible, |buf| {
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_partition_responses = wire::get_array(buf, flexible, |buf| {
             PartitionProduceResponse::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -604,8 +604,8 @@ impl Decode for TopicProduceResponse {
             }
         }
         Ok(Self {
-            name,
-            partition_responses,
+            name: f_name,
+            partition_responses: f_partition_responses,
             unknown_tagged_fields,
         })
     }
@@ -680,22 +680,22 @@ impl Default for NodeEndpoint {
 impl Decode for NodeEndpoint {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
-        let node_id = if version >= 10 {
+        let f_node_id = if version >= 10 {
             wire::get_i32(buf)?
         } else {
             0
         };
-        let host = if version >= 10 {
+        let f_host = if version >= 10 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let port = if version >= 10 {
+        let f_port = if version >= 10 {
             wire::get_i32(buf)?
         } else {
             0
         };
-        let rack = if version >= 10 {
+        let f_rack = if version >= 10 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             None
@@ -714,10 +714,10 @@ impl Decode for NodeEndpoint {
             }
         }
         Ok(Self {
-            node_id,
-            host,
-            port,
-            rack,
+            node_id: f_node_id,
+            host: f_host,
+            port: f_port,
+            rack: f_rack,
             unknown_tagged_fields,
         })
     }

@@ -56,11 +56,11 @@ impl Decode for PushTelemetryRequest {
             });
         }
         let flexible = true;
-        let client_instance_id = wire::get_uuid(buf)?;
-        let subscription_id = wire::get_i32(buf)?;
-        let terminating = wire::get_bool(buf)?;
-        let compression_type = wire::get_i8(buf)?;
-        let metrics = wire::get_bytes(buf, flexible)?;
+        let f_client_instance_id = wire::get_uuid(buf)?;
+        let f_subscription_id = wire::get_i32(buf)?;
+        let f_terminating = wire::get_bool(buf)?;
+        let f_compression_type = wire::get_i8(buf)?;
+        let f_metrics = wire::get_bytes(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -75,11 +75,11 @@ impl Decode for PushTelemetryRequest {
             }
         }
         Ok(Self {
-            client_instance_id,
-            subscription_id,
-            terminating,
-            compression_type,
-            metrics,
+            client_instance_id: f_client_instance_id,
+            subscription_id: f_subscription_id,
+            terminating: f_terminating,
+            compression_type: f_compression_type,
+            metrics: f_metrics,
             unknown_tagged_fields,
         })
     }

@@ -47,8 +47,8 @@ impl Decode for ReadShareGroupStateRequest {
             });
         }
         let flexible = true;
-        let group_id = wire::get_string(buf, flexible)?;
-        let topics = wire::get_array(buf, flexible, |buf| ReadStateData::decode(buf, version))?;
+        let f_group_id = wire::get_string(buf, flexible)?;
+        let f_topics = wire::get_array(buf, flexible, |buf| ReadStateData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -63,8 +63,8 @@ impl Decode for ReadShareGroupStateRequest {
             }
         }
         Ok(Self {
-            group_id,
-            topics,
+            group_id: f_group_id,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -145,8 +145,8 @@ impl Default for PartitionData {
 impl Decode for PartitionData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let partition = wire::get_i32(buf)?;
-        let leader_epoch = wire::get_i32(buf)?;
+        let f_partition = wire::get_i32(buf)?;
+        let f_leader_epoch = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -161,8 +161,8 @@ impl Decode for PartitionData {
             }
         }
         Ok(Self {
-            partition,
-            leader_epoch,
+            partition: f_partition,
+            leader_epoch: f_leader_epoch,
             unknown_tagged_fields,
         })
     }
@@ -222,8 +222,9 @@ impl Default for ReadStateData {
 impl Decode for ReadStateData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_id = wire::get_uuid(buf)?;
-        let partitions = wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
+        let f_topic_id = wire::get_uuid(buf)?;
+        let f_partitions =
+            wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -238,8 +239,8 @@ impl Decode for ReadStateData {
             }
         }
         Ok(Self {
-            topic_id,
-            partitions,
+            topic_id: f_topic_id,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

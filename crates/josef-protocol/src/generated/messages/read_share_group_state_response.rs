@@ -44,7 +44,8 @@ impl Decode for ReadShareGroupStateResponse {
             });
         }
         let flexible = true;
-        let results = wire::get_array(buf, flexible, |buf| ReadStateResult::decode(buf, version))?;
+        let f_results =
+            wire::get_array(buf, flexible, |buf| ReadStateResult::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -59,7 +60,7 @@ impl Decode for ReadShareGroupStateResponse {
             }
         }
         Ok(Self {
-            results,
+            results: f_results,
             unknown_tagged_fields,
         })
     }
@@ -144,10 +145,10 @@ impl Default for StateBatch {
 impl Decode for StateBatch {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let first_offset = wire::get_i64(buf)?;
-        let last_offset = wire::get_i64(buf)?;
-        let delivery_state = wire::get_i8(buf)?;
-        let delivery_count = wire::get_i16(buf)?;
+        let f_first_offset = wire::get_i64(buf)?;
+        let f_last_offset = wire::get_i64(buf)?;
+        let f_delivery_state = wire::get_i8(buf)?;
+        let f_delivery_count = wire::get_i16(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -162,10 +163,10 @@ impl Decode for StateBatch {
             }
         }
         Ok(Self {
-            first_offset,
-            last_offset,
-            delivery_state,
-            delivery_count,
+            first_offset: f_first_offset,
+            last_offset: f_last_offset,
+            delivery_state: f_delivery_state,
+            delivery_count: f_delivery_count,
             unknown_tagged_fields,
         })
     }
@@ -241,12 +242,13 @@ impl Default for PartitionResult {
 impl Decode for PartitionResult {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let partition = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let error_message = wire::get_nullable_string(buf, flexible)?;
-        let state_epoch = wire::get_i32(buf)?;
-        let start_offset = wire::get_i64(buf)?;
-        let state_batches = wire::get_array(buf, flexible, |buf| StateBatch::decode(buf, version))?;
+        let f_partition = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_error_message = wire::get_nullable_string(buf, flexible)?;
+        let f_state_epoch = wire::get_i32(buf)?;
+        let f_start_offset = wire::get_i64(buf)?;
+        let f_state_batches =
+            wire::get_array(buf, flexible, |buf| StateBatch::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -261,12 +263,12 @@ impl Decode for PartitionResult {
             }
         }
         Ok(Self {
-            partition,
-            error_code,
-            error_message,
-            state_epoch,
-            start_offset,
-            state_batches,
+            partition: f_partition,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            state_epoch: f_state_epoch,
+            start_offset: f_start_offset,
+            state_batches: f_state_batches,
             unknown_tagged_fields,
         })
     }
@@ -343,8 +345,8 @@ impl Default for ReadStateResult {
 impl Decode for ReadStateResult {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_id = wire::get_uuid(buf)?;
-        let partitions =
+        let f_topic_id = wire::get_uuid(buf)?;
+        let f_partitions =
             wire::get_array(buf, flexible, |buf| PartitionResult::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -360,8 +362,8 @@ impl Decode for ReadStateResult {
             }
         }
         Ok(Self {
-            topic_id,
-            partitions,
+            topic_id: f_topic_id,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

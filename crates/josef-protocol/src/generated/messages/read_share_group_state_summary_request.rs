@@ -47,8 +47,8 @@ impl Decode for ReadShareGroupStateSummaryRequest {
             });
         }
         let flexible = true;
-        let group_id = wire::get_string(buf, flexible)?;
-        let topics = wire::get_array(buf, flexible, |buf| {
+        let f_group_id = wire::get_string(buf, flexible)?;
+        let f_topics = wire::get_array(buf, flexible, |buf| {
             ReadStateSummaryData::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -65,8 +65,8 @@ impl Decode for ReadShareGroupStateSummaryRequest {
             }
         }
         Ok(Self {
-            group_id,
-            topics,
+            group_id: f_group_id,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -147,8 +147,8 @@ impl Default for PartitionData {
 impl Decode for PartitionData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let partition = wire::get_i32(buf)?;
-        let leader_epoch = wire::get_i32(buf)?;
+        let f_partition = wire::get_i32(buf)?;
+        let f_leader_epoch = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -163,8 +163,8 @@ impl Decode for PartitionData {
             }
         }
         Ok(Self {
-            partition,
-            leader_epoch,
+            partition: f_partition,
+            leader_epoch: f_leader_epoch,
             unknown_tagged_fields,
         })
     }
@@ -224,8 +224,9 @@ impl Default for ReadStateSummaryData {
 impl Decode for ReadStateSummaryData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_id = wire::get_uuid(buf)?;
-        let partitions = wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
+        let f_topic_id = wire::get_uuid(buf)?;
+        let f_partitions =
+            wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -240,8 +241,8 @@ impl Decode for ReadStateSummaryData {
             }
         }
         Ok(Self {
-            topic_id,
-            partitions,
+            topic_id: f_topic_id,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

@@ -50,9 +50,9 @@ impl Decode for RemoveRaftVoterRequest {
             });
         }
         let flexible = true;
-        let cluster_id = wire::get_nullable_string(buf, flexible)?;
-        let voter_id = wire::get_i32(buf)?;
-        let voter_directory_id = wire::get_uuid(buf)?;
+        let f_cluster_id = wire::get_nullable_string(buf, flexible)?;
+        let f_voter_id = wire::get_i32(buf)?;
+        let f_voter_directory_id = wire::get_uuid(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -67,9 +67,9 @@ impl Decode for RemoveRaftVoterRequest {
             }
         }
         Ok(Self {
-            cluster_id,
-            voter_id,
-            voter_directory_id,
+            cluster_id: f_cluster_id,
+            voter_id: f_voter_id,
+            voter_directory_id: f_voter_directory_id,
             unknown_tagged_fields,
         })
     }

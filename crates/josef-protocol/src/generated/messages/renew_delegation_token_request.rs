@@ -47,8 +47,8 @@ impl Decode for RenewDelegationTokenRequest {
             });
         }
         let flexible = version >= 2;
-        let hmac = wire::get_bytes(buf, flexible)?;
-        let renew_period_ms = wire::get_i64(buf)?;
+        let f_hmac = wire::get_bytes(buf, flexible)?;
+        let f_renew_period_ms = wire::get_i64(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -63,8 +63,8 @@ impl Decode for RenewDelegationTokenRequest {
             }
         }
         Ok(Self {
-            hmac,
-            renew_period_ms,
+            hmac: f_hmac,
+            renew_period_ms: f_renew_period_ms,
             unknown_tagged_fields,
         })
     }

@@ -50,9 +50,9 @@ impl Decode for RenewDelegationTokenResponse {
             });
         }
         let flexible = version >= 2;
-        let error_code = wire::get_i16(buf)?;
-        let expiry_timestamp_ms = wire::get_i64(buf)?;
-        let throttle_time_ms = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_expiry_timestamp_ms = wire::get_i64(buf)?;
+        let f_throttle_time_ms = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -67,9 +67,9 @@ impl Decode for RenewDelegationTokenResponse {
             }
         }
         Ok(Self {
-            error_code,
-            expiry_timestamp_ms,
-            throttle_time_ms,
+            error_code: f_error_code,
+            expiry_timestamp_ms: f_expiry_timestamp_ms,
+            throttle_time_ms: f_throttle_time_ms,
             unknown_tagged_fields,
         })
     }

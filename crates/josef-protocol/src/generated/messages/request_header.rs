@@ -51,10 +51,10 @@ impl Decode for RequestHeader {
             });
         }
         let flexible = version >= 2;
-        let request_api_key = wire::get_i16(buf)?;
-        let request_api_version = wire::get_i16(buf)?;
-        let correlation_id = wire::get_i32(buf)?;
-        let client_id = if version >= 1 {
+        let f_request_api_key = wire::get_i16(buf)?;
+        let f_request_api_version = wire::get_i16(buf)?;
+        let f_correlation_id = wire::get_i32(buf)?;
+        let f_client_id = if version >= 1 {
             wire::get_nullable_string(buf, false)?
         } else {
             Some(StrBytes::new())
@@ -73,10 +73,10 @@ impl Decode for RequestHeader {
             }
         }
         Ok(Self {
-            request_api_key,
-            request_api_version,
-            correlation_id,
-            client_id,
+            request_api_key: f_request_api_key,
+            request_api_version: f_request_api_version,
+            correlation_id: f_correlation_id,
+            client_id: f_client_id,
             unknown_tagged_fields,
         })
     }

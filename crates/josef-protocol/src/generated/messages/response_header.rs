@@ -42,7 +42,7 @@ impl Decode for ResponseHeader {
             });
         }
         let flexible = version >= 1;
-        let correlation_id = wire::get_i32(buf)?;
+        let f_correlation_id = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -57,7 +57,7 @@ impl Decode for ResponseHeader {
             }
         }
         Ok(Self {
-            correlation_id,
+            correlation_id: f_correlation_id,
             unknown_tagged_fields,
         })
     }

@@ -44,7 +44,7 @@ impl Decode for SaslAuthenticateRequest {
             });
         }
         let flexible = version >= 2;
-        let auth_bytes = wire::get_bytes(buf, flexible)?;
+        let f_auth_bytes = wire::get_bytes(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -59,7 +59,7 @@ impl Decode for SaslAuthenticateRequest {
             }
         }
         Ok(Self {
-            auth_bytes,
+            auth_bytes: f_auth_bytes,
             unknown_tagged_fields,
         })
     }

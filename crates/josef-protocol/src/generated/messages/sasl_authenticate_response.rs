@@ -53,10 +53,10 @@ impl Decode for SaslAuthenticateResponse {
             });
         }
         let flexible = version >= 2;
-        let error_code = wire::get_i16(buf)?;
-        let error_message = wire::get_nullable_string(buf, flexible)?;
-        let auth_bytes = wire::get_bytes(buf, flexible)?;
-        let session_lifetime_ms = if version >= 1 { wire::get_i64(buf)? } else { 0 };
+        let f_error_code = wire::get_i16(buf)?;
+        let f_error_message = wire::get_nullable_string(buf, flexible)?;
+        let f_auth_bytes = wire::get_bytes(buf, flexible)?;
+        let f_session_lifetime_ms = if version >= 1 { wire::get_i64(buf)? } else { 0 };
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -71,10 +71,10 @@ impl Decode for SaslAuthenticateResponse {
             }
         }
         Ok(Self {
-            error_code,
-            error_message,
-            auth_bytes,
-            session_lifetime_ms,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            auth_bytes: f_auth_bytes,
+            session_lifetime_ms: f_session_lifetime_ms,
             unknown_tagged_fields,
         })
     }

@@ -41,8 +41,10 @@ impl Decode for SaslHandshakeRequest {
             });
         }
         let flexible = false;
-        let mechanism = wire::get_string(buf, flexible)?;
-        Ok(Self { mechanism })
+        let f_mechanism = wire::get_string(buf, flexible)?;
+        Ok(Self {
+            mechanism: f_mechanism,
+        })
     }
 }
 

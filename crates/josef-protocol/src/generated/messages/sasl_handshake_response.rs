@@ -44,11 +44,11 @@ impl Decode for SaslHandshakeResponse {
             });
         }
         let flexible = false;
-        let error_code = wire::get_i16(buf)?;
-        let mechanisms = wire::get_array(buf, flexible, |buf| wire::get_string(buf, flexible))?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_mechanisms = wire::get_array(buf, flexible, |buf| wire::get_string(buf, flexible))?;
         Ok(Self {
-            error_code,
-            mechanisms,
+            error_code: f_error_code,
+            mechanisms: f_mechanisms,
         })
     }
 }

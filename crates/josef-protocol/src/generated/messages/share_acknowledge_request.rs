@@ -53,10 +53,11 @@ impl Decode for ShareAcknowledgeRequest {
             });
         }
         let flexible = true;
-        let group_id = wire::get_nullable_string(buf, flexible)?;
-        let member_id = wire::get_nullable_string(buf, flexible)?;
-        let share_session_epoch = wire::get_i32(buf)?;
-        let topics = wire::get_array(buf, flexible, |buf| AcknowledgeTopic::decode(buf, version))?;
+        let f_group_id = wire::get_nullable_string(buf, flexible)?;
+        let f_member_id = wire::get_nullable_string(buf, flexible)?;
+        let f_share_session_epoch = wire::get_i32(buf)?;
+        let f_topics =
+            wire::get_array(buf, flexible, |buf| AcknowledgeTopic::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -71,10 +72,10 @@ impl Decode for ShareAcknowledgeRequest {
             }
         }
         Ok(Self {
-            group_id,
-            member_id,
-            share_session_epoch,
-            topics,
+            group_id: f_group_id,
+            member_id: f_member_id,
+            share_session_epoch: f_share_session_epoch,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -162,9 +163,9 @@ impl Default for AcknowledgementBatch {
 impl Decode for AcknowledgementBatch {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let first_offset = wire::get_i64(buf)?;
-        let last_offset = wire::get_i64(buf)?;
-        let acknowledge_types = wire::get_array(buf, flexible, |buf| wire::get_i8(buf))?;
+        let f_first_offset = wire::get_i64(buf)?;
+        let f_last_offset = wire::get_i64(buf)?;
+        let f_acknowledge_types = wire::get_array(buf, flexible, |buf| wire::get_i8(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -179,9 +180,9 @@ impl Decode for AcknowledgementBatch {
             }
         }
         Ok(Self {
-            first_offset,
-            last_offset,
-            acknowledge_types,
+            first_offset: f_first_offset,
+            last_offset: f_last_offset,
+            acknowledge_types: f_acknowledge_types,
             unknown_tagged_fields,
         })
     }
@@ -247,8 +248,8 @@ impl Default for AcknowledgePartition {
 impl Decode for AcknowledgePartition {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let partition_index = wire::get_i32(buf)?;
-        let acknowledgement_batches = wire::get_array(buf, flexible, |buf| {
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_acknowledgement_batches = wire::get_array(buf, flexible, |buf| {
             AcknowledgementBatch::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -265,8 +266,8 @@ impl Decode for AcknowledgePartition {
             }
         }
         Ok(Self {
-            partition_index,
-            acknowledgement_batches,
+            partition_index: f_partition_index,
+            acknowledgement_batches: f_acknowledgement_batches,
             unknown_tagged_fields,
         })
     }
@@ -335,8 +336,8 @@ impl Default for AcknowledgeTopic {
 impl Decode for AcknowledgeTopic {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_id = wire::get_uuid(buf)?;
-        let partitions = wire::get_array(buf, flexible, |buf| {
+        let f_topic_id = wire::get_uuid(buf)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| {
             AcknowledgePartition::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -353,8 +354,8 @@ impl Decode for AcknowledgeTopic {
             }
         }
         Ok(Self {
-            topic_id,
-            partitions,
+            topic_id: f_topic_id,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

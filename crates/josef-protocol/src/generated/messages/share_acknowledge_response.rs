@@ -56,13 +56,13 @@ impl Decode for ShareAcknowledgeResponse {
             });
         }
         let flexible = true;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let error_message = wire::get_nullable_string(buf, flexible)?;
-        let responses = wire::get_array(buf, flexible, |buf| {
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_error_message = wire::get_nullable_string(buf, flexible)?;
+        let f_responses = wire::get_array(buf, flexible, |buf| {
             ShareAcknowledgeTopicResponse::decode(buf, version)
         })?;
-        let node_endpoints =
+        let f_node_endpoints =
             wire::get_array(buf, flexible, |buf| NodeEndpoint::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -78,11 +78,11 @@ impl Decode for ShareAcknowledgeResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
-            error_message,
-            responses,
-            node_endpoints,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            responses: f_responses,
+            node_endpoints: f_node_endpoints,
             unknown_tagged_fields,
         })
     }
@@ -178,8 +178,8 @@ impl Default for LeaderIdAndEpoch {
 impl Decode for LeaderIdAndEpoch {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let leader_id = wire::get_i32(buf)?;
-        let leader_epoch = wire::get_i32(buf)?;
+        let f_leader_id = wire::get_i32(buf)?;
+        let f_leader_epoch = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -194,8 +194,8 @@ impl Decode for LeaderIdAndEpoch {
             }
         }
         Ok(Self {
-            leader_id,
-            leader_epoch,
+            leader_id: f_leader_id,
+            leader_epoch: f_leader_epoch,
             unknown_tagged_fields,
         })
     }
@@ -261,10 +261,10 @@ impl Default for PartitionData {
 impl Decode for PartitionData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let partition_index = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let error_message = wire::get_nullable_string(buf, flexible)?;
-        let current_leader = LeaderIdAndEpoch::decode(buf, version)?;
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_error_message = wire::get_nullable_string(buf, flexible)?;
+        let f_current_leader = LeaderIdAndEpoch::decode(buf, version)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -279,10 +279,10 @@ impl Decode for PartitionData {
             }
         }
         Ok(Self {
-            partition_index,
-            error_code,
-            error_message,
-            current_leader,
+            partition_index: f_partition_index,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            current_leader: f_current_leader,
             unknown_tagged_fields,
         })
     }
@@ -346,8 +346,9 @@ impl Default for ShareAcknowledgeTopicResponse {
 impl Decode for ShareAcknowledgeTopicResponse {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_id = wire::get_uuid(buf)?;
-        let partitions = wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
+        let f_topic_id = wire::get_uuid(buf)?;
+        let f_partitions =
+            wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -362,8 +363,8 @@ impl Decode for ShareAcknowledgeTopicResponse {
             }
         }
         Ok(Self {
-            topic_id,
-            partitions,
+            topic_id: f_topic_id,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }
@@ -438,10 +439,10 @@ impl Default for NodeEndpoint {
 impl Decode for NodeEndpoint {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let node_id = wire::get_i32(buf)?;
-        let host = wire::get_string(buf, flexible)?;
-        let port = wire::get_i32(buf)?;
-        let rack = wire::get_nullable_string(buf, flexible)?;
+        let f_node_id = wire::get_i32(buf)?;
+        let f_host = wire::get_string(buf, flexible)?;
+        let f_port = wire::get_i32(buf)?;
+        let f_rack = wire::get_nullable_string(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -456,10 +457,10 @@ impl Decode for NodeEndpoint {
             }
         }
         Ok(Self {
-            node_id,
-            host,
-            port,
-            rack,
+            node_id: f_node_id,
+            host: f_host,
+            port: f_port,
+            rack: f_rack,
             unknown_tagged_fields,
         })
     }

@@ -65,14 +65,14 @@ impl Decode for ShareFetchRequest {
             });
         }
         let flexible = true;
-        let group_id = wire::get_nullable_string(buf, flexible)?;
-        let member_id = wire::get_nullable_string(buf, flexible)?;
-        let share_session_epoch = wire::get_i32(buf)?;
-        let max_wait_ms = wire::get_i32(buf)?;
-        let min_bytes = wire::get_i32(buf)?;
-        let max_bytes = wire::get_i32(buf)?;
-        let topics = wire::get_array(buf, flexible, |buf| FetchTopic::decode(buf, version))?;
-        let forgotten_topics_data =
+        let f_group_id = wire::get_nullable_string(buf, flexible)?;
+        let f_member_id = wire::get_nullable_string(buf, flexible)?;
+        let f_share_session_epoch = wire::get_i32(buf)?;
+        let f_max_wait_ms = wire::get_i32(buf)?;
+        let f_min_bytes = wire::get_i32(buf)?;
+        let f_max_bytes = wire::get_i32(buf)?;
+        let f_topics = wire::get_array(buf, flexible, |buf| FetchTopic::decode(buf, version))?;
+        let f_forgotten_topics_data =
             wire::get_array(buf, flexible, |buf| ForgottenTopic::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -88,14 +88,14 @@ impl Decode for ShareFetchRequest {
             }
         }
         Ok(Self {
-            group_id,
-            member_id,
-            share_session_epoch,
-            max_wait_ms,
-            min_bytes,
-            max_bytes,
-            topics,
-            forgotten_topics_data,
+            group_id: f_group_id,
+            member_id: f_member_id,
+            share_session_epoch: f_share_session_epoch,
+            max_wait_ms: f_max_wait_ms,
+            min_bytes: f_min_bytes,
+            max_bytes: f_max_bytes,
+            topics: f_topics,
+            forgotten_topics_data: f_forgotten_topics_data,
             unknown_tagged_fields,
         })
     }
@@ -200,9 +200,9 @@ impl Default for AcknowledgementBatch {
 impl Decode for AcknowledgementBatch {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let first_offset = wire::get_i64(buf)?;
-        let last_offset = wire::get_i64(buf)?;
-        let acknowledge_types = wire::get_array(buf, flexible, |buf| wire::get_i8(buf))?;
+        let f_first_offset = wire::get_i64(buf)?;
+        let f_last_offset = wire::get_i64(buf)?;
+        let f_acknowledge_types = wire::get_array(buf, flexible, |buf| wire::get_i8(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -217,9 +217,9 @@ impl Decode for AcknowledgementBatch {
             }
         }
         Ok(Self {
-            first_offset,
-            last_offset,
-            acknowledge_types,
+            first_offset: f_first_offset,
+            last_offset: f_last_offset,
+            acknowledge_types: f_acknowledge_types,
             unknown_tagged_fields,
         })
     }
@@ -288,9 +288,9 @@ impl Default for FetchPartition {
 impl Decode for FetchPartition {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let partition_index = wire::get_i32(buf)?;
-        let partition_max_bytes = wire::get_i32(buf)?;
-        let acknowledgement_batches = wire::get_array(buf, flexible, |buf| {
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_partition_max_bytes = wire::get_i32(buf)?;
+        let f_acknowledgement_batches = wire::get_array(buf, flexible, |buf| {
             AcknowledgementBatch::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -307,9 +307,9 @@ impl Decode for FetchPartition {
             }
         }
         Ok(Self {
-            partition_index,
-            partition_max_bytes,
-            acknowledgement_batches,
+            partition_index: f_partition_index,
+            partition_max_bytes: f_partition_max_bytes,
+            acknowledgement_batches: f_acknowledgement_batches,
             unknown_tagged_fields,
         })
     }
@@ -380,8 +380,8 @@ impl Default for FetchTopic {
 impl Decode for FetchTopic {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_id = wire::get_uuid(buf)?;
-        let partitions =
+        let f_topic_id = wire::get_uuid(buf)?;
+        let f_partitions =
             wire::get_array(buf, flexible, |buf| FetchPartition::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -397,8 +397,8 @@ impl Decode for FetchTopic {
             }
         }
         Ok(Self {
-            topic_id,
-            partitions,
+            topic_id: f_topic_id,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }
@@ -467,8 +467,8 @@ impl Default for ForgottenTopic {
 impl Decode for ForgottenTopic {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_id = wire::get_uuid(buf)?;
-        let partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_topic_id = wire::get_uuid(buf)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -483,8 +483,8 @@ impl Decode for ForgottenTopic {
             }
         }
         Ok(Self {
-            topic_id,
-            partitions,
+            topic_id: f_topic_id,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

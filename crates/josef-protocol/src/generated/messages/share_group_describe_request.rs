@@ -47,8 +47,8 @@ impl Decode for ShareGroupDescribeRequest {
             });
         }
         let flexible = true;
-        let group_ids = wire::get_array(buf, flexible, |buf| wire::get_string(buf, flexible))?;
-        let include_authorized_operations = wire::get_bool(buf)?;
+        let f_group_ids = wire::get_array(buf, flexible, |buf| wire::get_string(buf, flexible))?;
+        let f_include_authorized_operations = wire::get_bool(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -63,8 +63,8 @@ impl Decode for ShareGroupDescribeRequest {
             }
         }
         Ok(Self {
-            group_ids,
-            include_authorized_operations,
+            group_ids: f_group_ids,
+            include_authorized_operations: f_include_authorized_operations,
             unknown_tagged_fields,
         })
     }

@@ -47,8 +47,8 @@ impl Decode for ShareGroupDescribeResponse {
             });
         }
         let flexible = true;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let groups = wire::get_array(buf, flexible, |buf| DescribedGroup::decode(buf, version))?;
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_groups = wire::get_array(buf, flexible, |buf| DescribedGroup::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -63,8 +63,8 @@ impl Decode for ShareGroupDescribeResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            groups,
+            throttle_time_ms: f_throttle_time_ms,
+            groups: f_groups,
             unknown_tagged_fields,
         })
     }
@@ -160,14 +160,14 @@ impl Default for Member {
 impl Decode for Member {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let member_id = wire::get_string(buf, flexible)?;
-        let rack_id = wire::get_nullable_string(buf, flexible)?;
-        let member_epoch = wire::get_i32(buf)?;
-        let client_id = wire::get_string(buf, flexible)?;
-        let client_host = wire::get_string(buf, flexible)?;
-        let subscribed_topic_names =
+        let f_member_id = wire::get_string(buf, flexible)?;
+        let f_rack_id = wire::get_nullable_string(buf, flexible)?;
+        let f_member_epoch = wire::get_i32(buf)?;
+        let f_client_id = wire::get_string(buf, flexible)?;
+        let f_client_host = wire::get_string(buf, flexible)?;
+        let f_subscribed_topic_names =
             wire::get_array(buf, flexible, |buf| wire::get_string(buf, flexible))?;
-        let assignment = Assignment::decode(buf, version)?;
+        let f_assignment = Assignment::decode(buf, version)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -182,13 +182,13 @@ impl Decode for Member {
             }
         }
         Ok(Self {
-            member_id,
-            rack_id,
-            member_epoch,
-            client_id,
-            client_host,
-            subscribed_topic_names,
-            assignment,
+            member_id: f_member_id,
+            rack_id: f_rack_id,
+            member_epoch: f_member_epoch,
+            client_id: f_client_id,
+            client_host: f_client_host,
+            subscribed_topic_names: f_subscribed_topic_names,
+            assignment: f_assignment,
             unknown_tagged_fields,
         })
     }
@@ -288,15 +288,15 @@ impl Default for DescribedGroup {
 impl Decode for DescribedGroup {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let error_code = wire::get_i16(buf)?;
-        let error_message = wire::get_nullable_string(buf, flexible)?;
-        let group_id = wire::get_string(buf, flexible)?;
-        let group_state = wire::get_string(buf, flexible)?;
-        let group_epoch = wire::get_i32(buf)?;
-        let assignment_epoch = wire::get_i32(buf)?;
-        let assignor_name = wire::get_string(buf, flexible)?;
-        let members = wire::get_array(buf, flexible, |buf| Member::decode(buf, version))?;
-        let authorized_operations = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_error_message = wire::get_nullable_string(buf, flexible)?;
+        let f_group_id = wire::get_string(buf, flexible)?;
+        let f_group_state = wire::get_string(buf, flexible)?;
+        let f_group_epoch = wire::get_i32(buf)?;
+        let f_assignment_epoch = wire::get_i32(buf)?;
+        let f_assignor_name = wire::get_string(buf, flexible)?;
+        let f_members = wire::get_array(buf, flexible, |buf| Member::decode(buf, version))?;
+        let f_authorized_operations = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -311,15 +311,15 @@ impl Decode for DescribedGroup {
             }
         }
         Ok(Self {
-            error_code,
-            error_message,
-            group_id,
-            group_state,
-            group_epoch,
-            assignment_epoch,
-            assignor_name,
-            members,
-            authorized_operations,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            group_id: f_group_id,
+            group_state: f_group_state,
+            group_epoch: f_group_epoch,
+            assignment_epoch: f_assignment_epoch,
+            assignor_name: f_assignor_name,
+            members: f_members,
+            authorized_operations: f_authorized_operations,
             unknown_tagged_fields,
         })
     }
@@ -405,9 +405,9 @@ impl Default for TopicPartitions {
 impl Decode for TopicPartitions {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_id = wire::get_uuid(buf)?;
-        let topic_name = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_topic_id = wire::get_uuid(buf)?;
+        let f_topic_name = wire::get_string(buf, flexible)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -422,9 +422,9 @@ impl Decode for TopicPartitions {
             }
         }
         Ok(Self {
-            topic_id,
-            topic_name,
-            partitions,
+            topic_id: f_topic_id,
+            topic_name: f_topic_name,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }
@@ -486,7 +486,7 @@ impl Default for Assignment {
 impl Decode for Assignment {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_partitions =
+        let f_topic_partitions =
             wire::get_array(buf, flexible, |buf| TopicPartitions::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -502,7 +502,7 @@ impl Decode for Assignment {
             }
         }
         Ok(Self {
-            topic_partitions,
+            topic_partitions: f_topic_partitions,
             unknown_tagged_fields,
         })
     }

@@ -56,11 +56,11 @@ impl Decode for ShareGroupHeartbeatRequest {
             });
         }
         let flexible = true;
-        let group_id = wire::get_string(buf, flexible)?;
-        let member_id = wire::get_string(buf, flexible)?;
-        let member_epoch = wire::get_i32(buf)?;
-        let rack_id = wire::get_nullable_string(buf, flexible)?;
-        let subscribed_topic_names =
+        let f_group_id = wire::get_string(buf, flexible)?;
+        let f_member_id = wire::get_string(buf, flexible)?;
+        let f_member_epoch = wire::get_i32(buf)?;
+        let f_rack_id = wire::get_nullable_string(buf, flexible)?;
+        let f_subscribed_topic_names =
             wire::get_nullable_array(buf, flexible, |buf| wire::get_string(buf, flexible))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -76,11 +76,11 @@ impl Decode for ShareGroupHeartbeatRequest {
             }
         }
         Ok(Self {
-            group_id,
-            member_id,
-            member_epoch,
-            rack_id,
-            subscribed_topic_names,
+            group_id: f_group_id,
+            member_id: f_member_id,
+            member_epoch: f_member_epoch,
+            rack_id: f_rack_id,
+            subscribed_topic_names: f_subscribed_topic_names,
             unknown_tagged_fields,
         })
     }

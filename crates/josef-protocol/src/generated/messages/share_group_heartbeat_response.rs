@@ -62,13 +62,13 @@ impl Decode for ShareGroupHeartbeatResponse {
             });
         }
         let flexible = true;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let error_message = wire::get_nullable_string(buf, flexible)?;
-        let member_id = wire::get_nullable_string(buf, flexible)?;
-        let member_epoch = wire::get_i32(buf)?;
-        let heartbeat_interval_ms = wire::get_i32(buf)?;
-        let assignment = wire::get_nullable_struct(buf, |buf| Assignment::decode(buf, version))?;
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_error_message = wire::get_nullable_string(buf, flexible)?;
+        let f_member_id = wire::get_nullable_string(buf, flexible)?;
+        let f_member_epoch = wire::get_i32(buf)?;
+        let f_heartbeat_interval_ms = wire::get_i32(buf)?;
+        let f_assignment = wire::get_nullable_struct(buf, |buf| Assignment::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -83,13 +83,13 @@ impl Decode for ShareGroupHeartbeatResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
-            error_message,
-            member_id,
-            member_epoch,
-            heartbeat_interval_ms,
-            assignment,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            member_id: f_member_id,
+            member_epoch: f_member_epoch,
+            heartbeat_interval_ms: f_heartbeat_interval_ms,
+            assignment: f_assignment,
             unknown_tagged_fields,
         })
     }
@@ -177,7 +177,7 @@ impl Default for Assignment {
 impl Decode for Assignment {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_partitions =
+        let f_topic_partitions =
             wire::get_array(buf, flexible, |buf| TopicPartitions::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -193,7 +193,7 @@ impl Decode for Assignment {
             }
         }
         Ok(Self {
-            topic_partitions,
+            topic_partitions: f_topic_partitions,
             unknown_tagged_fields,
         })
     }
@@ -260,8 +260,8 @@ impl Default for TopicPartitions {
 impl Decode for TopicPartitions {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_id = wire::get_uuid(buf)?;
-        let partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_topic_id = wire::get_uuid(buf)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -276,8 +276,8 @@ impl Decode for TopicPartitions {
             }
         }
         Ok(Self {
-            topic_id,
-            partitions,
+            topic_id: f_topic_id,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

@@ -42,7 +42,7 @@ impl Decode for SnapshotFooterRecord {
             });
         }
         let flexible = true;
-        let version = wire::get_i16(buf)?;
+        let f_version = wire::get_i16(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -57,7 +57,7 @@ impl Decode for SnapshotFooterRecord {
             }
         }
         Ok(Self {
-            version,
+            version: f_version,
             unknown_tagged_fields,
         })
     }

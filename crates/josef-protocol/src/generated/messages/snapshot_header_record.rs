@@ -45,8 +45,8 @@ impl Decode for SnapshotHeaderRecord {
             });
         }
         let flexible = true;
-        let version = wire::get_i16(buf)?;
-        let last_contained_log_timestamp = wire::get_i64(buf)?;
+        let f_version = wire::get_i16(buf)?;
+        let f_last_contained_log_timestamp = wire::get_i64(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -61,8 +61,8 @@ impl Decode for SnapshotHeaderRecord {
             }
         }
         Ok(Self {
-            version,
-            last_contained_log_timestamp,
+            version: f_version,
+            last_contained_log_timestamp: f_last_contained_log_timestamp,
             unknown_tagged_fields,
         })
     }

@@ -65,38 +65,38 @@ impl Decode for StopReplicaRequest {
             });
         }
         let flexible = version >= 2;
-        let controller_id = wire::get_i32(buf)?;
-        let is_k_raft_controller = if version >= 4 {
+        let f_controller_id = wire::get_i32(buf)?;
+        let f_is_k_raft_controller = if version >= 4 {
             wire::get_bool(buf)?
         } else {
             false
         };
-        let controller_epoch = wire::get_i32(buf)?;
-        let broker_epoch = if version >= 1 {
+        let f_controller_epoch = wire::get_i32(buf)?;
+        let f_broker_epoch = if version >= 1 {
             wire::get_i64(buf)?
         } else {
             -1
         };
-        let delete_partitions = if version <= 2 {
+        let f_delete_partitions = if version <= 2 {
             wire::get_bool(buf)?
         } else {
             false
         };
-        let ungrouped_partitions = if version <= 0 {
+        let f_ungrouped_partitions = if version <= 0 {
             wire::get_array(buf, flexible, |buf| {
                 StopReplicaPartitionV0::decode(buf, version)
             })?
         } else {
             Vec::new()
         };
-        let topics = if (1..=2).contains(&version) {
+        let f_topics = if (1..=2).contains(&version) {
             wire::get_array(buf, flexible, |buf| {
                 StopReplicaTopicV1::decode(buf, version)
             })?
         } else {
             Vec::new()
         };
-        let topic_states = if version >= 3 {
+        let f_topic_states = if version >= 3 {
             wire::get_array(buf, flexible, |buf| {
                 StopReplicaTopicState::decode(buf, version)
             })?
@@ -117,14 +117,14 @@ impl Decode for StopReplicaRequest {
             }
         }
         Ok(Self {
-            controller_id,
-            is_k_raft_controller,
-            controller_epoch,
-            broker_epoch,
-            delete_partitions,
-            ungrouped_partitions,
-            topics,
-            topic_states,
+            controller_id: f_controller_id,
+            is_k_raft_controller: f_is_k_raft_controller,
+            controller_epoch: f_controller_epoch,
+            broker_epoch: f_broker_epoch,
+            delete_partitions: f_delete_partitions,
+            ungrouped_partitions: f_ungrouped_partitions,
+            topics: f_topics,
+            topic_states: f_topic_states,
             unknown_tagged_fields,
         })
     }
@@ -289,12 +289,12 @@ impl Default for StopReplicaPartitionV0 {
 impl Decode for StopReplicaPartitionV0 {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let topic_name = if version <= 0 {
+        let f_topic_name = if version <= 0 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let partition_index = if version <= 0 { wire::get_i32(buf)? } else { 0 };
+        let f_partition_index = if version <= 0 { wire::get_i32(buf)? } else { 0 };
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -309,8 +309,8 @@ impl Decode for StopReplicaPartitionV0 {
             }
         }
         Ok(Self {
-            topic_name,
-            partition_index,
+            topic_name: f_topic_name,
+            partition_index: f_partition_index,
             unknown_tagged_fields,
         })
     }
@@ -390,12 +390,12 @@ impl Default for StopReplicaTopicV1 {
 impl Decode for StopReplicaTopicV1 {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let name = if (1..=2).contains(&version) {
+        let f_name = if (1..=2).contains(&version) {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let partition_indexes = if (1..=2).contains(&version) {
+        let f_partition_indexes = if (1..=2).contains(&version) {
             wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?
         } else {
             Vec::new()
@@ -414,8 +414,8 @@ impl Decode for StopReplicaTopicV1 {
             }
         }
         Ok(Self {
-            name,
-            partition_indexes,
+            name: f_name,
+            partition_indexes: f_partition_indexes,
             unknown_tagged_fields,
         })
     }
@@ -502,13 +502,13 @@ impl Default for StopReplicaPartitionState {
 impl Decode for StopReplicaPartitionState {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let partition_index = if version >= 3 { wire::get_i32(buf)? } else { 0 };
-        let leader_epoch = if version >= 3 {
+        let f_partition_index = if version >= 3 { wire::get_i32(buf)? } else { 0 };
+        let f_leader_epoch = if version >= 3 {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let delete_partition = if version >= 3 {
+        let f_delete_partition = if version >= 3 {
             wire::get_bool(buf)?
         } else {
             false
@@ -527,9 +527,9 @@ impl Decode for StopReplicaPartitionState {
             }
         }
         Ok(Self {
-            partition_index,
-            leader_epoch,
-            delete_partition,
+            partition_index: f_partition_index,
+            leader_epoch: f_leader_epoch,
+            delete_partition: f_delete_partition,
             unknown_tagged_fields,
         })
     }
@@ -621,12 +621,12 @@ impl Default for StopReplicaTopicState {
 impl Decode for StopReplicaTopicState {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let topic_name = if version >= 3 {
+        let f_topic_name = if version >= 3 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let partition_states = if version >= 3 {
+        let f_partition_states = if version >= 3 {
             wire::get_array(buf, flexible, |buf| {
                 StopReplicaPartitionState::decode(buf, version)
             })?
@@ -647,8 +647,8 @@ impl Decode for StopReplicaTopicState {
             }
         }
         Ok(Self {
-            topic_name,
-            partition_states,
+            topic_name: f_topic_name,
+            partition_states: f_partition_states,
             unknown_tagged_fields,
         })
     }

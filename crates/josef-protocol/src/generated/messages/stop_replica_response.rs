@@ -47,8 +47,8 @@ impl Decode for StopReplicaResponse {
             });
         }
         let flexible = version >= 2;
-        let error_code = wire::get_i16(buf)?;
-        let partition_errors = wire::get_array(buf, flexible, |buf| {
+        let f_error_code = wire::get_i16(buf)?;
+        let f_partition_errors = wire::get_array(buf, flexible, |buf| {
             StopReplicaPartitionError::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -65,8 +65,8 @@ impl Decode for StopReplicaResponse {
             }
         }
         Ok(Self {
-            error_code,
-            partition_errors,
+            error_code: f_error_code,
+            partition_errors: f_partition_errors,
             unknown_tagged_fields,
         })
     }
@@ -150,9 +150,9 @@ impl Default for StopReplicaPartitionError {
 impl Decode for StopReplicaPartitionError {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let topic_name = wire::get_string(buf, flexible)?;
-        let partition_index = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
+        let f_topic_name = wire::get_string(buf, flexible)?;
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -167,9 +167,9 @@ impl Decode for StopReplicaPartitionError {
             }
         }
         Ok(Self {
-            topic_name,
-            partition_index,
-            error_code,
+            topic_name: f_topic_name,
+            partition_index: f_partition_index,
+            error_code: f_error_code,
             unknown_tagged_fields,
         })
     }

@@ -62,25 +62,25 @@ impl Decode for SyncGroupRequest {
             });
         }
         let flexible = version >= 4;
-        let group_id = wire::get_string(buf, flexible)?;
-        let generation_id = wire::get_i32(buf)?;
-        let member_id = wire::get_string(buf, flexible)?;
-        let group_instance_id = if version >= 3 {
+        let f_group_id = wire::get_string(buf, flexible)?;
+        let f_generation_id = wire::get_i32(buf)?;
+        let f_member_id = wire::get_string(buf, flexible)?;
+        let f_group_instance_id = if version >= 3 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             None
         };
-        let protocol_type = if version >= 5 {
+        let f_protocol_type = if version >= 5 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             None
         };
-        let protocol_name = if version >= 5 {
+        let f_protocol_name = if version >= 5 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             None
         };
-        let assignments = wire::get_array(buf, flexible, |buf| {
+        let f_assignments = wire::get_array(buf, flexible, |buf| {
             SyncGroupRequestAssignment::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -97,13 +97,13 @@ impl Decode for SyncGroupRequest {
             }
         }
         Ok(Self {
-            group_id,
-            generation_id,
-            member_id,
-            group_instance_id,
-            protocol_type,
-            protocol_name,
-            assignments,
+            group_id: f_group_id,
+            generation_id: f_generation_id,
+            member_id: f_member_id,
+            group_instance_id: f_group_instance_id,
+            protocol_type: f_protocol_type,
+            protocol_name: f_protocol_name,
+            assignments: f_assignments,
             unknown_tagged_fields,
         })
     }
@@ -212,8 +212,8 @@ impl Default for SyncGroupRequestAssignment {
 impl Decode for SyncGroupRequestAssignment {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
-        let member_id = wire::get_string(buf, flexible)?;
-        let assignment = wire::get_bytes(buf, flexible)?;
+        let f_member_id = wire::get_string(buf, flexible)?;
+        let f_assignment = wire::get_bytes(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -228,8 +228,8 @@ impl Decode for SyncGroupRequestAssignment {
             }
         }
         Ok(Self {
-            member_id,
-            assignment,
+            member_id: f_member_id,
+            assignment: f_assignment,
             unknown_tagged_fields,
         })
     }

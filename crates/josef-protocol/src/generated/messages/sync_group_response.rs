@@ -56,19 +56,19 @@ impl Decode for SyncGroupResponse {
             });
         }
         let flexible = version >= 4;
-        let throttle_time_ms = if version >= 1 { wire::get_i32(buf)? } else { 0 };
-        let error_code = wire::get_i16(buf)?;
-        let protocol_type = if version >= 5 {
+        let f_throttle_time_ms = if version >= 1 { wire::get_i32(buf)? } else { 0 };
+        let f_error_code = wire::get_i16(buf)?;
+        let f_protocol_type = if version >= 5 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             None
         };
-        let protocol_name = if version >= 5 {
+        let f_protocol_name = if version >= 5 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             None
         };
-        let assignment = wire::get_bytes(buf, flexible)?;
+        let f_assignment = wire::get_bytes(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -83,11 +83,11 @@ impl Decode for SyncGroupResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
-            protocol_type,
-            protocol_name,
-            assignment,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            protocol_type: f_protocol_type,
+            protocol_name: f_protocol_name,
+            assignment: f_assignment,
             unknown_tagged_fields,
         })
     }

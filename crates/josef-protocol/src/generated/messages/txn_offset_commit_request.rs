@@ -65,26 +65,26 @@ impl Decode for TxnOffsetCommitRequest {
             });
         }
         let flexible = version >= 3;
-        let transactional_id = wire::get_string(buf, flexible)?;
-        let group_id = wire::get_string(buf, flexible)?;
-        let producer_id = wire::get_i64(buf)?;
-        let producer_epoch = wire::get_i16(buf)?;
-        let generation_id = if version >= 3 {
+        let f_transactional_id = wire::get_string(buf, flexible)?;
+        let f_group_id = wire::get_string(buf, flexible)?;
+        let f_producer_id = wire::get_i64(buf)?;
+        let f_producer_epoch = wire::get_i16(buf)?;
+        let f_generation_id = if version >= 3 {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let member_id = if version >= 3 {
+        let f_member_id = if version >= 3 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::from_static_str("")
         };
-        let group_instance_id = if version >= 3 {
+        let f_group_instance_id = if version >= 3 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             None
         };
-        let topics = wire::get_array(buf, flexible, |buf| {
+        let f_topics = wire::get_array(buf, flexible, |buf| {
             TxnOffsetCommitRequestTopic::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -101,14 +101,14 @@ impl Decode for TxnOffsetCommitRequest {
             }
         }
         Ok(Self {
-            transactional_id,
-            group_id,
-            producer_id,
-            producer_epoch,
-            generation_id,
-            member_id,
-            group_instance_id,
-            topics,
+            transactional_id: f_transactional_id,
+            group_id: f_group_id,
+            producer_id: f_producer_id,
+            producer_epoch: f_producer_epoch,
+            generation_id: f_generation_id,
+            member_id: f_member_id,
+            group_instance_id: f_group_instance_id,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -237,14 +237,14 @@ impl Default for TxnOffsetCommitRequestPartition {
 impl Decode for TxnOffsetCommitRequestPartition {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
-        let partition_index = wire::get_i32(buf)?;
-        let committed_offset = wire::get_i64(buf)?;
-        let committed_leader_epoch = if version >= 2 {
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_committed_offset = wire::get_i64(buf)?;
+        let f_committed_leader_epoch = if version >= 2 {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let committed_metadata = wire::get_nullable_string(buf, flexible)?;
+        let f_committed_metadata = wire::get_nullable_string(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -259,10 +259,10 @@ impl Decode for TxnOffsetCommitRequestPartition {
             }
         }
         Ok(Self {
-            partition_index,
-            committed_offset,
-            committed_leader_epoch,
-            committed_metadata,
+            partition_index: f_partition_index,
+            committed_offset: f_committed_offset,
+            committed_leader_epoch: f_committed_leader_epoch,
+            committed_metadata: f_committed_metadata,
             unknown_tagged_fields,
         })
     }
@@ -330,8 +330,8 @@ impl Default for TxnOffsetCommitRequestTopic {
 impl Decode for TxnOffsetCommitRequestTopic {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
-        let name = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| {
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| {
             TxnOffsetCommitRequestPartition::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -348,8 +348,8 @@ impl Decode for TxnOffsetCommitRequestTopic {
             }
         }
         Ok(Self {
-            name,
-            partitions,
+            name: f_name,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

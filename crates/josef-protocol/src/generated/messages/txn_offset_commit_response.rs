@@ -47,8 +47,8 @@ impl Decode for TxnOffsetCommitResponse {
             });
         }
         let flexible = version >= 3;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let topics = wire::get_array(buf, flexible, |buf| {
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_topics = wire::get_array(buf, flexible, |buf| {
             TxnOffsetCommitResponseTopic::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -65,8 +65,8 @@ impl Decode for TxnOffsetCommitResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            topics,
+            throttle_time_ms: f_throttle_time_ms,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -147,8 +147,8 @@ impl Default for TxnOffsetCommitResponsePartition {
 impl Decode for TxnOffsetCommitResponsePartition {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
-        let partition_index = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -163,8 +163,8 @@ impl Decode for TxnOffsetCommitResponsePartition {
             }
         }
         Ok(Self {
-            partition_index,
-            error_code,
+            partition_index: f_partition_index,
+            error_code: f_error_code,
             unknown_tagged_fields,
         })
     }
@@ -224,8 +224,8 @@ impl Default for TxnOffsetCommitResponseTopic {
 impl Decode for TxnOffsetCommitResponseTopic {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
-        let name = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| {
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| {
             TxnOffsetCommitResponsePartition::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -242,8 +242,8 @@ impl Decode for TxnOffsetCommitResponseTopic {
             }
         }
         Ok(Self {
-            name,
-            partitions,
+            name: f_name,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

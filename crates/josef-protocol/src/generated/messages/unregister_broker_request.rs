@@ -44,7 +44,7 @@ impl Decode for UnregisterBrokerRequest {
             });
         }
         let flexible = true;
-        let broker_id = wire::get_i32(buf)?;
+        let f_broker_id = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -59,7 +59,7 @@ impl Decode for UnregisterBrokerRequest {
             }
         }
         Ok(Self {
-            broker_id,
+            broker_id: f_broker_id,
             unknown_tagged_fields,
         })
     }

@@ -50,10 +50,10 @@ impl Decode for UpdateFeaturesRequest {
             });
         }
         let flexible = true;
-        let timeout_ms = wire::get_i32(buf)?;
-        let feature_updates =
+        let f_timeout_ms = wire::get_i32(buf)?;
+        let f_feature_updates =
             wire::get_array(buf, flexible, |buf| FeatureUpdateKey::decode(buf, version))?;
-        let validate_only = if version >= 1 {
+        let f_validate_only = if version >= 1 {
             wire::get_bool(buf)?
         } else {
             false
@@ -72,9 +72,9 @@ impl Decode for UpdateFeaturesRequest {
             }
         }
         Ok(Self {
-            timeout_ms,
-            feature_updates,
-            validate_only,
+            timeout_ms: f_timeout_ms,
+            feature_updates: f_feature_updates,
+            validate_only: f_validate_only,
             unknown_tagged_fields,
         })
     }
@@ -173,14 +173,14 @@ impl Default for FeatureUpdateKey {
 impl Decode for FeatureUpdateKey {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let feature = wire::get_string(buf, flexible)?;
-        let max_version_level = wire::get_i16(buf)?;
-        let allow_downgrade = if version <= 0 {
+        let f_feature = wire::get_string(buf, flexible)?;
+        let f_max_version_level = wire::get_i16(buf)?;
+        let f_allow_downgrade = if version <= 0 {
             wire::get_bool(buf)?
         } else {
             false
         };
-        let upgrade_type = if version >= 1 { wire::get_i8(buf)? } else { 1 };
+        let f_upgrade_type = if version >= 1 { wire::get_i8(buf)? } else { 1 };
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -195,10 +195,10 @@ impl Decode for FeatureUpdateKey {
             }
         }
         Ok(Self {
-            feature,
-            max_version_level,
-            allow_downgrade,
-            upgrade_type,
+            feature: f_feature,
+            max_version_level: f_max_version_level,
+            allow_downgrade: f_allow_downgrade,
+            upgrade_type: f_upgrade_type,
             unknown_tagged_fields,
         })
     }

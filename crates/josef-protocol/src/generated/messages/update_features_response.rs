@@ -53,10 +53,10 @@ impl Decode for UpdateFeaturesResponse {
             });
         }
         let flexible = true;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let error_message = wire::get_nullable_string(buf, flexible)?;
-        let results = if version <= 1 {
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_error_message = wire::get_nullable_string(buf, flexible)?;
+        let f_results = if version <= 1 {
             wire::get_array(buf, flexible, |buf| {
                 UpdatableFeatureResult::decode(buf, version)
             })?
@@ -77,10 +77,10 @@ impl Decode for UpdateFeaturesResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
-            error_message,
-            results,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            results: f_results,
             unknown_tagged_fields,
         })
     }
@@ -172,9 +172,9 @@ impl Default for UpdatableFeatureResult {
 impl Decode for UpdatableFeatureResult {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let feature = wire::get_string(buf, flexible)?;
-        let error_code = wire::get_i16(buf)?;
-        let error_message = wire::get_nullable_string(buf, flexible)?;
+        let f_feature = wire::get_string(buf, flexible)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_error_message = wire::get_nullable_string(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -189,9 +189,9 @@ impl Decode for UpdatableFeatureResult {
             }
         }
         Ok(Self {
-            feature,
-            error_code,
-            error_message,
+            feature: f_feature,
+            error_code: f_error_code,
+            error_message: f_error_message,
             unknown_tagged_fields,
         })
     }

@@ -65,34 +65,34 @@ impl Decode for UpdateMetadataRequest {
             });
         }
         let flexible = version >= 6;
-        let controller_id = wire::get_i32(buf)?;
-        let is_k_raft_controller = if version >= 8 {
+        let f_controller_id = wire::get_i32(buf)?;
+        let f_is_k_raft_controller = if version >= 8 {
             wire::get_bool(buf)?
         } else {
             false
         };
-        let mut type_ = 0;
-        let controller_epoch = wire::get_i32(buf)?;
-        let broker_epoch = if version >= 5 {
+        let mut f_type_ = 0;
+        let f_controller_epoch = wire::get_i32(buf)?;
+        let f_broker_epoch = if version >= 5 {
             wire::get_i64(buf)?
         } else {
             -1
         };
-        let ungrouped_partition_states = if version <= 4 {
+        let f_ungrouped_partition_states = if version <= 4 {
             wire::get_array(buf, flexible, |buf| {
                 UpdateMetadataPartitionState::decode(buf, version)
             })?
         } else {
             Vec::new()
         };
-        let topic_states = if version >= 5 {
+        let f_topic_states = if version >= 5 {
             wire::get_array(buf, flexible, |buf| {
                 UpdateMetadataTopicState::decode(buf, version)
             })?
         } else {
             Vec::new()
         };
-        let live_brokers = wire::get_array(buf, flexible, |buf| {
+        let f_live_brokers = wire::get_array(buf, flexible, |buf| {
             UpdateMetadataBroker::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -104,7 +104,7 @@ impl Decode for UpdateMetadataRequest {
                 match tag {
                     0 if version >= 8 => {
                         let buf = &mut data;
-                        type_ = wire::get_i8(buf)?;
+                        f_type_ = wire::get_i8(buf)?;
                         wire::expect_consumed(buf, "UpdateMetadataRequest.Type")?;
                     }
                     _ => {
@@ -114,14 +114,14 @@ impl Decode for UpdateMetadataRequest {
             }
         }
         Ok(Self {
-            controller_id,
-            is_k_raft_controller,
-            type_,
-            controller_epoch,
-            broker_epoch,
-            ungrouped_partition_states,
-            topic_states,
-            live_brokers,
+            controller_id: f_controller_id,
+            is_k_raft_controller: f_is_k_raft_controller,
+            type_: f_type_,
+            controller_epoch: f_controller_epoch,
+            broker_epoch: f_broker_epoch,
+            ungrouped_partition_states: f_ungrouped_partition_states,
+            topic_states: f_topic_states,
+            live_brokers: f_live_brokers,
             unknown_tagged_fields,
         })
     }
@@ -286,17 +286,17 @@ impl Default for UpdateMetadataTopicState {
 impl Decode for UpdateMetadataTopicState {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
-        let topic_name = if version >= 5 {
+        let f_topic_name = if version >= 5 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let topic_id = if version >= 7 {
+        let f_topic_id = if version >= 7 {
             wire::get_uuid(buf)?
         } else {
             Uuid::ZERO
         };
-        let partition_states = if version >= 5 {
+        let f_partition_states = if version >= 5 {
             wire::get_array(buf, flexible, |buf| {
                 UpdateMetadataPartitionState::decode(buf, version)
             })?
@@ -317,9 +317,9 @@ impl Decode for UpdateMetadataTopicState {
             }
         }
         Ok(Self {
-            topic_name,
-            topic_id,
-            partition_states,
+            topic_name: f_topic_name,
+            topic_id: f_topic_id,
+            partition_states: f_partition_states,
             unknown_tagged_fields,
         })
     }
@@ -420,18 +420,18 @@ impl Default for UpdateMetadataEndpoint {
 impl Decode for UpdateMetadataEndpoint {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
-        let port = if version >= 1 { wire::get_i32(buf)? } else { 0 };
-        let host = if version >= 1 {
+        let f_port = if version >= 1 { wire::get_i32(buf)? } else { 0 };
+        let f_host = if version >= 1 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let listener = if version >= 3 {
+        let f_listener = if version >= 3 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let security_protocol = if version >= 1 { wire::get_i16(buf)? } else { 0 };
+        let f_security_protocol = if version >= 1 { wire::get_i16(buf)? } else { 0 };
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -446,10 +446,10 @@ impl Decode for UpdateMetadataEndpoint {
             }
         }
         Ok(Self {
-            port,
-            host,
-            listener,
-            security_protocol,
+            port: f_port,
+            host: f_host,
+            listener: f_listener,
+            security_protocol: f_security_protocol,
             unknown_tagged_fields,
         })
     }
@@ -556,21 +556,21 @@ impl Default for UpdateMetadataBroker {
 impl Decode for UpdateMetadataBroker {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
-        let id = wire::get_i32(buf)?;
-        let v0_host = if version <= 0 {
+        let f_id = wire::get_i32(buf)?;
+        let f_v0_host = if version <= 0 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let v0_port = if version <= 0 { wire::get_i32(buf)? } else { 0 };
-        let endpoints = if version >= 1 {
+        let f_v0_port = if version <= 0 { wire::get_i32(buf)? } else { 0 };
+        let f_endpoints = if version >= 1 {
             wire::get_array(buf, flexible, |buf| {
                 UpdateMetadataEndpoint::decode(buf, version)
             })?
         } else {
             Vec::new()
         };
-        let rack = if version >= 2 {
+        let f_rack = if version >= 2 {
             wire::get_nullable_string(buf, flexible)?
         } else {
             Some(StrBytes::new())
@@ -589,11 +589,11 @@ impl Decode for UpdateMetadataBroker {
             }
         }
         Ok(Self {
-            id,
-            v0_host,
-            v0_port,
-            endpoints,
-            rack,
+            id: f_id,
+            v0_host: f_v0_host,
+            v0_port: f_v0_port,
+            endpoints: f_endpoints,
+            rack: f_rack,
             unknown_tagged_fields,
         })
     }
@@ -705,19 +705,19 @@ impl Default for UpdateMetadataPartitionState {
 impl Decode for UpdateMetadataPartitionState {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
-        let topic_name = if version <= 4 {
+        let f_topic_name = if version <= 4 {
             wire::get_string(buf, flexible)?
         } else {
             StrBytes::new()
         };
-        let partition_index = wire::get_i32(buf)?;
-        let controller_epoch = wire::get_i32(buf)?;
-        let leader = wire::get_i32(buf)?;
-        let leader_epoch = wire::get_i32(buf)?;
-        let isr = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
-        let zk_version = wire::get_i32(buf)?;
-        let replicas = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
-        let offline_replicas = if version >= 4 {
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_controller_epoch = wire::get_i32(buf)?;
+        let f_leader = wire::get_i32(buf)?;
+        let f_leader_epoch = wire::get_i32(buf)?;
+        let f_isr = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_zk_version = wire::get_i32(buf)?;
+        let f_replicas = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_offline_replicas = if version >= 4 {
             wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?
         } else {
             Vec::new()
@@ -736,15 +736,15 @@ impl Decode for UpdateMetadataPartitionState {
             }
         }
         Ok(Self {
-            topic_name,
-            partition_index,
-            controller_epoch,
-            leader,
-            leader_epoch,
-            isr,
-            zk_version,
-            replicas,
-            offline_replicas,
+            topic_name: f_topic_name,
+            partition_index: f_partition_index,
+            controller_epoch: f_controller_epoch,
+            leader: f_leader,
+            leader_epoch: f_leader_epoch,
+            isr: f_isr,
+            zk_version: f_zk_version,
+            replicas: f_replicas,
+            offline_replicas: f_offline_replicas,
             unknown_tagged_fields,
         })
     }

@@ -44,7 +44,7 @@ impl Decode for UpdateMetadataResponse {
             });
         }
         let flexible = version >= 6;
-        let error_code = wire::get_i16(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -59,7 +59,7 @@ impl Decode for UpdateMetadataResponse {
             }
         }
         Ok(Self {
-            error_code,
+            error_code: f_error_code,
             unknown_tagged_fields,
         })
     }

@@ -59,12 +59,12 @@ impl Decode for UpdateRaftVoterRequest {
             });
         }
         let flexible = true;
-        let cluster_id = wire::get_nullable_string(buf, flexible)?;
-        let current_leader_epoch = wire::get_i32(buf)?;
-        let voter_id = wire::get_i32(buf)?;
-        let voter_directory_id = wire::get_uuid(buf)?;
-        let listeners = wire::get_array(buf, flexible, |buf| Listener::decode(buf, version))?;
-        let k_raft_version_feature = KRaftVersionFeature::decode(buf, version)?;
+        let f_cluster_id = wire::get_nullable_string(buf, flexible)?;
+        let f_current_leader_epoch = wire::get_i32(buf)?;
+        let f_voter_id = wire::get_i32(buf)?;
+        let f_voter_directory_id = wire::get_uuid(buf)?;
+        let f_listeners = wire::get_array(buf, flexible, |buf| Listener::decode(buf, version))?;
+        let f_k_raft_version_feature = KRaftVersionFeature::decode(buf, version)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -79,12 +79,12 @@ impl Decode for UpdateRaftVoterRequest {
             }
         }
         Ok(Self {
-            cluster_id,
-            current_leader_epoch,
-            voter_id,
-            voter_directory_id,
-            listeners,
-            k_raft_version_feature,
+            cluster_id: f_cluster_id,
+            current_leader_epoch: f_current_leader_epoch,
+            voter_id: f_voter_id,
+            voter_directory_id: f_voter_directory_id,
+            listeners: f_listeners,
+            k_raft_version_feature: f_k_raft_version_feature,
             unknown_tagged_fields,
         })
     }
@@ -176,9 +176,9 @@ impl Default for Listener {
 impl Decode for Listener {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let name = wire::get_string(buf, flexible)?;
-        let host = wire::get_string(buf, flexible)?;
-        let port = wire::get_u16(buf)?;
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_host = wire::get_string(buf, flexible)?;
+        let f_port = wire::get_u16(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -193,9 +193,9 @@ impl Decode for Listener {
             }
         }
         Ok(Self {
-            name,
-            host,
-            port,
+            name: f_name,
+            host: f_host,
+            port: f_port,
             unknown_tagged_fields,
         })
     }
@@ -257,8 +257,8 @@ impl Default for KRaftVersionFeature {
 impl Decode for KRaftVersionFeature {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let min_supported_version = wire::get_i16(buf)?;
-        let max_supported_version = wire::get_i16(buf)?;
+        let f_min_supported_version = wire::get_i16(buf)?;
+        let f_max_supported_version = wire::get_i16(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -273,8 +273,8 @@ impl Decode for KRaftVersionFeature {
             }
         }
         Ok(Self {
-            min_supported_version,
-            max_supported_version,
+            min_supported_version: f_min_supported_version,
+            max_supported_version: f_max_supported_version,
             unknown_tagged_fields,
         })
     }

@@ -50,9 +50,9 @@ impl Decode for UpdateRaftVoterResponse {
             });
         }
         let flexible = true;
-        let throttle_time_ms = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let mut current_leader = Default::default();
+        let f_throttle_time_ms = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let mut f_current_leader = Default::default();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -62,7 +62,7 @@ impl Decode for UpdateRaftVoterResponse {
                 match tag {
                     0 => {
                         let buf = &mut data;
-                        current_leader = CurrentLeader::decode(buf, version)?;
+                        f_current_leader = CurrentLeader::decode(buf, version)?;
                         wire::expect_consumed(buf, "UpdateRaftVoterResponse.CurrentLeader")?;
                     }
                     _ => {
@@ -72,9 +72,9 @@ impl Decode for UpdateRaftVoterResponse {
             }
         }
         Ok(Self {
-            throttle_time_ms,
-            error_code,
-            current_leader,
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            current_leader: f_current_leader,
             unknown_tagged_fields,
         })
     }
@@ -165,10 +165,10 @@ impl Default for CurrentLeader {
 impl Decode for CurrentLeader {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let leader_id = wire::get_i32(buf)?;
-        let leader_epoch = wire::get_i32(buf)?;
-        let host = wire::get_string(buf, flexible)?;
-        let port = wire::get_i32(buf)?;
+        let f_leader_id = wire::get_i32(buf)?;
+        let f_leader_epoch = wire::get_i32(buf)?;
+        let f_host = wire::get_string(buf, flexible)?;
+        let f_port = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -183,10 +183,10 @@ impl Decode for CurrentLeader {
             }
         }
         Ok(Self {
-            leader_id,
-            leader_epoch,
-            host,
-            port,
+            leader_id: f_leader_id,
+            leader_epoch: f_leader_epoch,
+            host: f_host,
+            port: f_port,
             unknown_tagged_fields,
         })
     }

@@ -50,13 +50,13 @@ impl Decode for VoteRequest {
             });
         }
         let flexible = true;
-        let cluster_id = wire::get_nullable_string(buf, flexible)?;
-        let voter_id = if version >= 1 {
+        let f_cluster_id = wire::get_nullable_string(buf, flexible)?;
+        let f_voter_id = if version >= 1 {
             wire::get_i32(buf)?
         } else {
             -1
         };
-        let topics = wire::get_array(buf, flexible, |buf| TopicData::decode(buf, version))?;
+        let f_topics = wire::get_array(buf, flexible, |buf| TopicData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -71,9 +71,9 @@ impl Decode for VoteRequest {
             }
         }
         Ok(Self {
-            cluster_id,
-            voter_id,
-            topics,
+            cluster_id: f_cluster_id,
+            voter_id: f_voter_id,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -175,21 +175,21 @@ impl Default for PartitionData {
 impl Decode for PartitionData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let partition_index = wire::get_i32(buf)?;
-        let candidate_epoch = wire::get_i32(buf)?;
-        let candidate_id = wire::get_i32(buf)?;
-        let candidate_directory_id = if version >= 1 {
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_candidate_epoch = wire::get_i32(buf)?;
+        let f_candidate_id = wire::get_i32(buf)?;
+        let f_candidate_directory_id = if version >= 1 {
             wire::get_uuid(buf)?
         } else {
             Uuid::ZERO
         };
-        let voter_directory_id = if version >= 1 {
+        let f_voter_directory_id = if version >= 1 {
             wire::get_uuid(buf)?
         } else {
             Uuid::ZERO
         };
-        let last_offset_epoch = wire::get_i32(buf)?;
-        let last_offset = wire::get_i64(buf)?;
+        let f_last_offset_epoch = wire::get_i32(buf)?;
+        let f_last_offset = wire::get_i64(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -204,13 +204,13 @@ impl Decode for PartitionData {
             }
         }
         Ok(Self {
-            partition_index,
-            candidate_epoch,
-            candidate_id,
-            candidate_directory_id,
-            voter_directory_id,
-            last_offset_epoch,
-            last_offset,
+            partition_index: f_partition_index,
+            candidate_epoch: f_candidate_epoch,
+            candidate_id: f_candidate_id,
+            candidate_directory_id: f_candidate_directory_id,
+            voter_directory_id: f_voter_directory_id,
+            last_offset_epoch: f_last_offset_epoch,
+            last_offset: f_last_offset,
             unknown_tagged_fields,
         })
     }
@@ -288,8 +288,9 @@ impl Default for TopicData {
 impl Decode for TopicData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_name = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
+        let f_topic_name = wire::get_string(buf, flexible)?;
+        let f_partitions =
+            wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -304,8 +305,8 @@ impl Decode for TopicData {
             }
         }
         Ok(Self {
-            topic_name,
-            partitions,
+            topic_name: f_topic_name,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

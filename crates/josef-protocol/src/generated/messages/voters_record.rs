@@ -45,8 +45,8 @@ impl Decode for VotersRecord {
             });
         }
         let flexible = true;
-        let version = wire::get_i16(buf)?;
-        let voters = wire::get_array(buf, flexible, |buf| Voter::decode(buf, version))?;
+        let f_version = wire::get_i16(buf)?;
+        let f_voters = wire::get_array(buf, flexible, |buf| Voter::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -61,8 +61,8 @@ impl Decode for VotersRecord {
             }
         }
         Ok(Self {
-            version,
-            voters,
+            version: f_version,
+            voters: f_voters,
             unknown_tagged_fields,
         })
     }
@@ -146,9 +146,9 @@ impl Default for Endpoint {
 impl Decode for Endpoint {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let name = wire::get_string(buf, flexible)?;
-        let host = wire::get_string(buf, flexible)?;
-        let port = wire::get_u16(buf)?;
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_host = wire::get_string(buf, flexible)?;
+        let f_port = wire::get_u16(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -163,9 +163,9 @@ impl Decode for Endpoint {
             }
         }
         Ok(Self {
-            name,
-            host,
-            port,
+            name: f_name,
+            host: f_host,
+            port: f_port,
             unknown_tagged_fields,
         })
     }
@@ -227,8 +227,8 @@ impl Default for KRaftVersionFeature {
 impl Decode for KRaftVersionFeature {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let min_supported_version = wire::get_i16(buf)?;
-        let max_supported_version = wire::get_i16(buf)?;
+        let f_min_supported_version = wire::get_i16(buf)?;
+        let f_max_supported_version = wire::get_i16(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -243,8 +243,8 @@ impl Decode for KRaftVersionFeature {
             }
         }
         Ok(Self {
-            min_supported_version,
-            max_supported_version,
+            min_supported_version: f_min_supported_version,
+            max_supported_version: f_max_supported_version,
             unknown_tagged_fields,
         })
     }
@@ -310,10 +310,10 @@ impl Default for Voter {
 impl Decode for Voter {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let voter_id = wire::get_i32(buf)?;
-        let voter_directory_id = wire::get_uuid(buf)?;
-        let endpoints = wire::get_array(buf, flexible, |buf| Endpoint::decode(buf, version))?;
-        let k_raft_version_feature = KRaftVersionFeature::decode(buf, version)?;
+        let f_voter_id = wire::get_i32(buf)?;
+        let f_voter_directory_id = wire::get_uuid(buf)?;
+        let f_endpoints = wire::get_array(buf, flexible, |buf| Endpoint::decode(buf, version))?;
+        let f_k_raft_version_feature = KRaftVersionFeature::decode(buf, version)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -328,10 +328,10 @@ impl Decode for Voter {
             }
         }
         Ok(Self {
-            voter_id,
-            voter_directory_id,
-            endpoints,
-            k_raft_version_feature,
+            voter_id: f_voter_id,
+            voter_directory_id: f_voter_directory_id,
+            endpoints: f_endpoints,
+            k_raft_version_feature: f_k_raft_version_feature,
             unknown_tagged_fields,
         })
     }

@@ -47,8 +47,8 @@ impl Decode for WriteShareGroupStateRequest {
             });
         }
         let flexible = true;
-        let group_id = wire::get_string(buf, flexible)?;
-        let topics = wire::get_array(buf, flexible, |buf| WriteStateData::decode(buf, version))?;
+        let f_group_id = wire::get_string(buf, flexible)?;
+        let f_topics = wire::get_array(buf, flexible, |buf| WriteStateData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -63,8 +63,8 @@ impl Decode for WriteShareGroupStateRequest {
             }
         }
         Ok(Self {
-            group_id,
-            topics,
+            group_id: f_group_id,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }
@@ -151,10 +151,10 @@ impl Default for StateBatch {
 impl Decode for StateBatch {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let first_offset = wire::get_i64(buf)?;
-        let last_offset = wire::get_i64(buf)?;
-        let delivery_state = wire::get_i8(buf)?;
-        let delivery_count = wire::get_i16(buf)?;
+        let f_first_offset = wire::get_i64(buf)?;
+        let f_last_offset = wire::get_i64(buf)?;
+        let f_delivery_state = wire::get_i8(buf)?;
+        let f_delivery_count = wire::get_i16(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -169,10 +169,10 @@ impl Decode for StateBatch {
             }
         }
         Ok(Self {
-            first_offset,
-            last_offset,
-            delivery_state,
-            delivery_count,
+            first_offset: f_first_offset,
+            last_offset: f_last_offset,
+            delivery_state: f_delivery_state,
+            delivery_count: f_delivery_count,
             unknown_tagged_fields,
         })
     }
@@ -245,11 +245,12 @@ impl Default for PartitionData {
 impl Decode for PartitionData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let partition = wire::get_i32(buf)?;
-        let state_epoch = wire::get_i32(buf)?;
-        let leader_epoch = wire::get_i32(buf)?;
-        let start_offset = wire::get_i64(buf)?;
-        let state_batches = wire::get_array(buf, flexible, |buf| StateBatch::decode(buf, version))?;
+        let f_partition = wire::get_i32(buf)?;
+        let f_state_epoch = wire::get_i32(buf)?;
+        let f_leader_epoch = wire::get_i32(buf)?;
+        let f_start_offset = wire::get_i64(buf)?;
+        let f_state_batches =
+            wire::get_array(buf, flexible, |buf| StateBatch::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -264,11 +265,11 @@ impl Decode for PartitionData {
             }
         }
         Ok(Self {
-            partition,
-            state_epoch,
-            leader_epoch,
-            start_offset,
-            state_batches,
+            partition: f_partition,
+            state_epoch: f_state_epoch,
+            leader_epoch: f_leader_epoch,
+            start_offset: f_start_offset,
+            state_batches: f_state_batches,
             unknown_tagged_fields,
         })
     }
@@ -343,8 +344,9 @@ impl Default for WriteStateData {
 impl Decode for WriteStateData {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_id = wire::get_uuid(buf)?;
-        let partitions = wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
+        let f_topic_id = wire::get_uuid(buf)?;
+        let f_partitions =
+            wire::get_array(buf, flexible, |buf| PartitionData::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -359,8 +361,8 @@ impl Decode for WriteStateData {
             }
         }
         Ok(Self {
-            topic_id,
-            partitions,
+            topic_id: f_topic_id,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

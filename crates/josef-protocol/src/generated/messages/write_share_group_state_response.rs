@@ -44,7 +44,8 @@ impl Decode for WriteShareGroupStateResponse {
             });
         }
         let flexible = true;
-        let results = wire::get_array(buf, flexible, |buf| WriteStateResult::decode(buf, version))?;
+        let f_results =
+            wire::get_array(buf, flexible, |buf| WriteStateResult::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -59,7 +60,7 @@ impl Decode for WriteShareGroupStateResponse {
             }
         }
         Ok(Self {
-            results,
+            results: f_results,
             unknown_tagged_fields,
         })
     }
@@ -141,9 +142,9 @@ impl Default for PartitionResult {
 impl Decode for PartitionResult {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let partition = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
-        let error_message = wire::get_nullable_string(buf, flexible)?;
+        let f_partition = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
+        let f_error_message = wire::get_nullable_string(buf, flexible)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -158,9 +159,9 @@ impl Decode for PartitionResult {
             }
         }
         Ok(Self {
-            partition,
-            error_code,
-            error_message,
+            partition: f_partition,
+            error_code: f_error_code,
+            error_message: f_error_message,
             unknown_tagged_fields,
         })
     }
@@ -222,8 +223,8 @@ impl Default for WriteStateResult {
 impl Decode for WriteStateResult {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
-        let topic_id = wire::get_uuid(buf)?;
-        let partitions =
+        let f_topic_id = wire::get_uuid(buf)?;
+        let f_partitions =
             wire::get_array(buf, flexible, |buf| PartitionResult::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -239,8 +240,8 @@ impl Decode for WriteStateResult {
             }
         }
         Ok(Self {
-            topic_id,
-            partitions,
+            topic_id: f_topic_id,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }

@@ -44,7 +44,7 @@ impl Decode for WriteTxnMarkersRequest {
             });
         }
         let flexible = version >= 1;
-        let markers =
+        let f_markers =
             wire::get_array(buf, flexible, |buf| WritableTxnMarker::decode(buf, version))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -60,7 +60,7 @@ impl Decode for WriteTxnMarkersRequest {
             }
         }
         Ok(Self {
-            markers,
+            markers: f_markers,
             unknown_tagged_fields,
         })
     }
@@ -139,8 +139,8 @@ impl Default for WritableTxnMarkerTopic {
 impl Decode for WritableTxnMarkerTopic {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
-        let name = wire::get_string(buf, flexible)?;
-        let partition_indexes = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_partition_indexes = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -155,8 +155,8 @@ impl Decode for WritableTxnMarkerTopic {
             }
         }
         Ok(Self {
-            name,
-            partition_indexes,
+            name: f_name,
+            partition_indexes: f_partition_indexes,
             unknown_tagged_fields,
         })
     }
@@ -229,13 +229,13 @@ impl Default for WritableTxnMarker {
 impl Decode for WritableTxnMarker {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
-        let producer_id = wire::get_i64(buf)?;
-        let producer_epoch = wire::get_i16(buf)?;
-        let transaction_result = wire::get_bool(buf)?;
-        let topics = wire::get_array(buf, flexible, |buf| {
+        let f_producer_id = wire::get_i64(buf)?;
+        let f_producer_epoch = wire::get_i16(buf)?;
+        let f_transaction_result = wire::get_bool(buf)?;
+        let f_topics = wire::get_array(buf, flexible, |buf| {
             WritableTxnMarkerTopic::decode(buf, version)
         })?;
-        let coordinator_epoch = wire::get_i32(buf)?;
+        let f_coordinator_epoch = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -250,11 +250,11 @@ impl Decode for WritableTxnMarker {
             }
         }
         Ok(Self {
-            producer_id,
-            producer_epoch,
-            transaction_result,
-            topics,
-            coordinator_epoch,
+            producer_id: f_producer_id,
+            producer_epoch: f_producer_epoch,
+            transaction_result: f_transaction_result,
+            topics: f_topics,
+            coordinator_epoch: f_coordinator_epoch,
             unknown_tagged_fields,
         })
     }

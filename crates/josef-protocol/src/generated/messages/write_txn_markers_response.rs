@@ -44,7 +44,7 @@ impl Decode for WriteTxnMarkersResponse {
             });
         }
         let flexible = version >= 1;
-        let markers = wire::get_array(buf, flexible, |buf| {
+        let f_markers = wire::get_array(buf, flexible, |buf| {
             WritableTxnMarkerResult::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -61,7 +61,7 @@ impl Decode for WriteTxnMarkersResponse {
             }
         }
         Ok(Self {
-            markers,
+            markers: f_markers,
             unknown_tagged_fields,
         })
     }
@@ -140,8 +140,8 @@ impl Default for WritableTxnMarkerPartitionResult {
 impl Decode for WritableTxnMarkerPartitionResult {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
-        let partition_index = wire::get_i32(buf)?;
-        let error_code = wire::get_i16(buf)?;
+        let f_partition_index = wire::get_i32(buf)?;
+        let f_error_code = wire::get_i16(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
@@ -156,8 +156,8 @@ impl Decode for WritableTxnMarkerPartitionResult {
             }
         }
         Ok(Self {
-            partition_index,
-            error_code,
+            partition_index: f_partition_index,
+            error_code: f_error_code,
             unknown_tagged_fields,
         })
     }
@@ -217,8 +217,8 @@ impl Default for WritableTxnMarkerTopicResult {
 impl Decode for WritableTxnMarkerTopicResult {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
-        let name = wire::get_string(buf, flexible)?;
-        let partitions = wire::get_array(buf, flexible, |buf| {
+        let f_name = wire::get_string(buf, flexible)?;
+        let f_partitions = wire::get_array(buf, flexible, |buf| {
             WritableTxnMarkerPartitionResult::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -235,8 +235,8 @@ impl Decode for WritableTxnMarkerTopicResult {
             }
         }
         Ok(Self {
-            name,
-            partitions,
+            name: f_name,
+            partitions: f_partitions,
             unknown_tagged_fields,
         })
     }
@@ -305,8 +305,8 @@ impl Default for WritableTxnMarkerResult {
 impl Decode for WritableTxnMarkerResult {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
-        let producer_id = wire::get_i64(buf)?;
-        let topics = wire::get_array(buf, flexible, |buf| {
+        let f_producer_id = wire::get_i64(buf)?;
+        let f_topics = wire::get_array(buf, flexible, |buf| {
             WritableTxnMarkerTopicResult::decode(buf, version)
         })?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
@@ -323,8 +323,8 @@ impl Decode for WritableTxnMarkerResult {
             }
         }
         Ok(Self {
-            producer_id,
-            topics,
+            producer_id: f_producer_id,
+            topics: f_topics,
             unknown_tagged_fields,
         })
     }

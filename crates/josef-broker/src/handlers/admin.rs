@@ -1,0 +1,437 @@
+//! Topic administration and cluster description: CreateTopics, DeleteTopics, CreatePartitions,
+//! DeleteRecords, DescribeCluster, DescribeLogDirs. A single node does inline what Kafka's
+//! controller does, and answers the same way.
+
+use std::collections::{BTreeMap, HashSet};
+
+use josef_protocol::messages::create_partitions_response::CreatePartitionsTopicResult;
+use josef_protocol::messages::create_topics_response::{
+    CreatableTopicConfigs, CreatableTopicResult,
+};
+use josef_protocol::messages::delete_records_response::{
+    DeleteRecordsPartitionResult, DeleteRecordsTopicResult,
+};
+use josef_protocol::messages::delete_topics_response::DeletableTopicResult;
+use josef_protocol::messages::describe_cluster_response::DescribeClusterBroker;
+use josef_protocol::messages::describe_log_dirs_response::{
+    DescribeLogDirsPartition, DescribeLogDirsResult, DescribeLogDirsTopic,
+};
+use josef_protocol::messages::*;
+use josef_protocol::{ErrorCode, StrBytes, Uuid};
+
+use crate::connection::ConnectionInfo;
+use crate::partition::log_error_code;
+use crate::state::BrokerState;
+use crate::topic_config;
+use crate::topics::validate_topic_name;
+
+/// Kafka's config sources as CreateTopics v5+ reports them.
+const SOURCE_TOPIC_CONFIG: i8 = 1;
+const SOURCE_DEFAULT_CONFIG: i8 = 5;
+
+fn err_msg(s: impl Into<String>) -> Option<StrBytes> {
+    Some(StrBytes::from(s.into()))
+}
+
+/// CreateTopics (api 19).
+pub fn create_topics(
+    state: &BrokerState,
+    req: CreateTopicsRequest,
+    version: i16,
+) -> CreateTopicsResponse {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for t in &req.topics {
+        *counts.entry(t.name.as_str()).or_default() += 1;
+    }
+    let mut results = Vec::with_capacity(req.topics.len());
+    for t in &req.topics {
+        let mut r = CreatableTopicResult {
+            name: t.name.clone(),
+            topic_id: Uuid::ZERO,
+            num_partitions: -1,
+            replication_factor: -1,
+            configs: None,
+            ..Default::default()
+        };
+        let outcome = (|| -> Result<(), (ErrorCode, String)> {
+            if counts[t.name.as_str()] > 1 || t.name.as_str() == "__cluster_metadata" {
+                return Err((
+                    ErrorCode::InvalidRequest,
+                    format!("Duplicate or reserved topic name {}", t.name),
+                ));
+            }
+            validate_topic_name(&t.name).map_err(|e| (e.code, e.message))?;
+            let mut configs = BTreeMap::new();
+            for c in &t.configs {
+                let Some(v) = &c.value else {
+                    return Err((
+                        ErrorCode::InvalidConfig,
+                        format!("Null value not supported for topic configs: {}", c.name),
+                    ));
+                };
+                configs.insert(c.name.to_string(), v.to_string());
+            }
+            if !t.assignments.is_empty() {
+                if t.num_partitions != -1 || t.replication_factor != -1 {
+                    return Err((ErrorCode::InvalidRequest, "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.".into()));
+                }
+                for a in &t.assignments {
+                    if a.broker_ids != [state.config.node_id] {
+                        return Err((
+                            ErrorCode::InvalidReplicaAssignment,
+                            format!(
+                                "Invalid replica assignment for partition {}",
+                                a.partition_index
+                            ),
+                        ));
+                    }
+                }
+            }
+            let rf = if t.replication_factor == -1 {
+                state.config.default_replication_factor
+            } else {
+                t.replication_factor
+            };
+            if rf == 0 || rf < -1 {
+                return Err((
+                    ErrorCode::InvalidReplicationFactor,
+                    "Replication factor must be larger than 0, or -1 to use the default value."
+                        .into(),
+                ));
+            }
+            let partitions = if !t.assignments.is_empty() {
+                t.assignments.len() as i32
+            } else if t.num_partitions == -1 {
+                state.config.num_partitions
+            } else {
+                t.num_partitions
+            };
+            if partitions == 0 || partitions < -1 {
+                return Err((
+                    ErrorCode::InvalidPartitions,
+                    "Number of partitions was set to an invalid non-positive value.".into(),
+                ));
+            }
+            if rf > 1 {
+                return Err((ErrorCode::InvalidReplicationFactor, format!("Unable to replicate the partition {rf} time(s): The target replication factor of {rf} cannot be reached because only 1 broker(s) are registered.")));
+            }
+            state
+                .topics
+                .check_new(&t.name, partitions, &configs)
+                .map_err(|e| (e.code, e.message))?;
+            r.num_partitions = partitions;
+            r.replication_factor = 1;
+            if req.validate_only {
+                return Ok(());
+            }
+            let topic = state
+                .topics
+                .create(&t.name, partitions, configs)
+                .map_err(|e| (e.code, e.message))?;
+            r.topic_id = topic.id;
+            if version >= 5 {
+                r.configs = Some(
+                    topic_config::TOPIC_CONFIGS
+                        .iter()
+                        .map(|d| {
+                            let over = topic.configs.get(d.name);
+                            CreatableTopicConfigs {
+                                name: StrBytes::from(d.name),
+                                value: Some(StrBytes::from(over.cloned().unwrap_or_else(|| {
+                                    topic_config::default_value(d.name, &state.config)
+                                }))),
+                                read_only: false,
+                                config_source: if over.is_some() {
+                                    SOURCE_TOPIC_CONFIG
+                                } else {
+                                    SOURCE_DEFAULT_CONFIG
+                                },
+                                is_sensitive: false,
+                                ..Default::default()
+                            }
+                        })
+                        .collect(),
+                );
+            }
+            Ok(())
+        })();
+        if let Err((code, msg)) = outcome {
+            r.error_code = code.code();
+            r.error_message = err_msg(msg);
+            r.num_partitions = -1;
+            r.replication_factor = -1;
+        }
+        results.push(r);
+    }
+    CreateTopicsResponse {
+        topics: results,
+        ..Default::default()
+    }
+}
+
+/// DeleteTopics (api 20).
+pub fn delete_topics(
+    state: &BrokerState,
+    req: DeleteTopicsRequest,
+    version: i16,
+) -> DeleteTopicsResponse {
+    let mut wanted: Vec<(Option<StrBytes>, Uuid)> = if version >= 6 {
+        req.topics
+            .iter()
+            .map(|t| (t.name.clone(), t.topic_id))
+            .collect()
+    } else {
+        req.topic_names
+            .iter()
+            .map(|n| (Some(n.clone()), Uuid::ZERO))
+            .collect()
+    };
+    let mut seen = HashSet::new();
+    let dup: HashSet<usize> = wanted
+        .iter()
+        .enumerate()
+        .filter(|(_, (n, id))| !seen.insert((n.as_ref().map(|s| s.to_string()), *id)))
+        .map(|(i, _)| i)
+        .collect();
+    let mut responses = Vec::new();
+    for (i, (name, id)) in wanted.drain(..).enumerate() {
+        let mut r = DeletableTopicResult {
+            name: name.clone(),
+            topic_id: id,
+            ..Default::default()
+        };
+        let res: Result<(), (ErrorCode, String)> = (|| {
+            if !state.config.delete_topic_enable {
+                let code = if version < 3 {
+                    ErrorCode::InvalidRequest
+                } else {
+                    ErrorCode::TopicDeletionDisabled
+                };
+                return Err((code, "Topic deletion is disabled.".into()));
+            }
+            let has_name = name.as_ref().is_some_and(|n| !n.is_empty());
+            if dup.contains(&i) || (has_name && !id.is_zero()) {
+                return Err((
+                    ErrorCode::InvalidRequest,
+                    "Duplicate topic or both name and id given".into(),
+                ));
+            }
+            let topic_name = if has_name {
+                let n = name.clone().unwrap_or_default();
+                if state.topics.get(&n).is_none() {
+                    return Err((
+                        ErrorCode::UnknownTopicOrPartition,
+                        "This server does not host this topic-partition.".into(),
+                    ));
+                }
+                n.to_string()
+            } else {
+                match state.topics.get_by_id(&id) {
+                    Some(t) => t.name.clone(),
+                    None => {
+                        return Err((
+                            ErrorCode::UnknownTopicId,
+                            "This server does not host this topic ID.".into(),
+                        ))
+                    }
+                }
+            };
+            let t = state.topics.get(&topic_name);
+            state
+                .topics
+                .delete(&topic_name)
+                .map_err(|e| (e.code, e.message))?;
+            if let Some(t) = t {
+                r.name = Some(StrBytes::from(t.name.as_str()));
+                r.topic_id = t.id;
+            }
+            Ok(())
+        })();
+        if let Err((code, msg)) = res {
+            r.error_code = code.code();
+            r.error_message = err_msg(msg);
+        }
+        responses.push(r);
+    }
+    DeleteTopicsResponse {
+        responses,
+        ..Default::default()
+    }
+}
+
+/// CreatePartitions (api 37).
+pub fn create_partitions(
+    state: &BrokerState,
+    req: CreatePartitionsRequest,
+) -> CreatePartitionsResponse {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for t in &req.topics {
+        *counts.entry(t.name.to_string()).or_default() += 1;
+    }
+    let results = req
+        .topics
+        .iter()
+        .map(|t| {
+            let res: Result<(), (ErrorCode, String)> = (|| {
+                if counts[t.name.as_str()] > 1 {
+                    return Err((ErrorCode::InvalidRequest, "Duplicate topic in request.".into()));
+                }
+                let Some(topic) = state.topics.get(&t.name) else {
+                    return Err((ErrorCode::UnknownTopicOrPartition, format!("The topic '{}' does not exist.", t.name)));
+                };
+                if let Some(a) = &t.assignments {
+                    let added = t.count - topic.partitions.len() as i32;
+                    if a.len() as i32 != added {
+                        return Err((ErrorCode::InvalidReplicaAssignment, format!("Attempted to add {added} additional partition(s), but only {} assignment(s) were specified.", a.len())));
+                    }
+                }
+                state.topics.add_partitions(&t.name, t.count, req.validate_only).map_err(|e| (e.code, e.message))
+            })();
+            let (code, msg) = match res {
+                Ok(()) => (0, None),
+                Err((c, m)) => (c.code(), err_msg(m)),
+            };
+            CreatePartitionsTopicResult {
+                name: t.name.clone(),
+                error_code: code,
+                error_message: msg,
+                ..Default::default()
+            }
+        })
+        .collect();
+    CreatePartitionsResponse {
+        results,
+        ..Default::default()
+    }
+}
+
+/// DeleteRecords (api 21): moves the log start offset (−1 = the HW).
+pub fn delete_records(state: &BrokerState, req: DeleteRecordsRequest) -> DeleteRecordsResponse {
+    let topics = req
+        .topics
+        .iter()
+        .map(|t| DeleteRecordsTopicResult {
+            name: t.name.clone(),
+            partitions: t
+                .partitions
+                .iter()
+                .map(|rp| {
+                    let mut out = DeleteRecordsPartitionResult {
+                        partition_index: rp.partition_index,
+                        low_watermark: -1,
+                        ..Default::default()
+                    };
+                    match state.topics.partition(&t.name, rp.partition_index) {
+                        None => out.error_code = ErrorCode::UnknownTopicOrPartition.code(),
+                        Some(p) => {
+                            let mut d = p.data.lock();
+                            let hw = d.log.high_watermark();
+                            let offset = if rp.offset == -1 { hw } else { rp.offset };
+                            if offset < 0 || offset > hw {
+                                out.error_code = ErrorCode::OffsetOutOfRange.code();
+                            } else {
+                                match d.log.delete_records_before(offset) {
+                                    Ok(low) => {
+                                        d.producers.on_log_start_offset_incremented(low);
+                                        out.low_watermark = low;
+                                    }
+                                    Err(e) => out.error_code = log_error_code(&e).code(),
+                                }
+                            }
+                        }
+                    }
+                    out
+                })
+                .collect(),
+            ..Default::default()
+        })
+        .collect();
+    DeleteRecordsResponse {
+        topics,
+        ..Default::default()
+    }
+}
+
+/// DescribeCluster (api 60).
+pub fn describe_cluster(
+    state: &BrokerState,
+    conn: &ConnectionInfo,
+    req: DescribeClusterRequest,
+) -> DescribeClusterResponse {
+    let (host, port) = state.advertised(conn);
+    let mut r = DescribeClusterResponse {
+        endpoint_type: req.endpoint_type,
+        cluster_id: StrBytes::from(state.cluster_id.as_str()),
+        controller_id: state.config.node_id,
+        brokers: vec![DescribeClusterBroker {
+            broker_id: state.config.node_id,
+            host: StrBytes::from(host),
+            port: i32::from(port),
+            rack: None,
+            ..Default::default()
+        }],
+        cluster_authorized_operations: i32::MIN,
+        ..Default::default()
+    };
+    if req.endpoint_type != 1 {
+        r.error_code = ErrorCode::UnsupportedEndpointType.code();
+        r.error_message = err_msg("only broker endpoints are served");
+        r.brokers.clear();
+    }
+    r
+}
+
+/// DescribeLogDirs (api 35).
+pub fn describe_log_dirs(
+    state: &BrokerState,
+    req: DescribeLogDirsRequest,
+) -> DescribeLogDirsResponse {
+    let want = |topic: &str, p: i32| match &req.topics {
+        None => true,
+        Some(ts) => ts
+            .iter()
+            .any(|t| t.topic.as_str() == topic && t.partitions.contains(&p)),
+    };
+    let mut results = Vec::new();
+    for dir in &state.config.log_dirs {
+        let mut topics = Vec::new();
+        for t in state.topics.all() {
+            let mut parts = Vec::new();
+            for p in &t.partitions {
+                if !want(&t.name, p.index) {
+                    continue;
+                }
+                let d = p.data.lock();
+                if d.log.dir().parent() != Some(dir.as_path()) {
+                    continue;
+                }
+                parts.push(DescribeLogDirsPartition {
+                    partition_index: p.index,
+                    partition_size: d.log.size_in_bytes() as i64,
+                    offset_lag: 0,
+                    is_future_key: false,
+                    ..Default::default()
+                });
+            }
+            if !parts.is_empty() {
+                topics.push(DescribeLogDirsTopic {
+                    name: StrBytes::from(t.name.as_str()),
+                    partitions: parts,
+                    ..Default::default()
+                });
+            }
+        }
+        results.push(DescribeLogDirsResult {
+            error_code: 0,
+            log_dir: StrBytes::from(dir.display().to_string()),
+            topics,
+            total_bytes: -1,
+            usable_bytes: -1,
+            ..Default::default()
+        });
+    }
+    DescribeLogDirsResponse {
+        results,
+        ..Default::default()
+    }
+}

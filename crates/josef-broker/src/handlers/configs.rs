@@ -1,0 +1,420 @@
+//! DescribeConfigs (32), IncrementalAlterConfigs (44) and AlterConfigs (33) for topics; broker
+//! resources are described (read-only) from the static configuration.
+
+use std::collections::{BTreeMap, HashSet};
+
+use josef_protocol::messages::describe_configs_response::{
+    DescribeConfigsResourceResult, DescribeConfigsResult, DescribeConfigsSynonym,
+};
+use josef_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
+use josef_protocol::messages::*;
+use josef_protocol::{ErrorCode, StrBytes};
+
+use crate::state::BrokerState;
+use crate::topic_config::{self, ConfigType};
+use crate::topics::validate_topic_name;
+
+const RESOURCE_TOPIC: i8 = 2;
+const RESOURCE_BROKER: i8 = 4;
+const SOURCE_TOPIC_CONFIG: i8 = 1;
+const SOURCE_STATIC_BROKER_CONFIG: i8 = 4;
+const SOURCE_DEFAULT_CONFIG: i8 = 5;
+
+fn s(v: impl Into<String>) -> StrBytes {
+    StrBytes::from(v.into())
+}
+
+fn describe_topic(
+    state: &BrokerState,
+    name: &str,
+    keys: Option<&Vec<StrBytes>>,
+    include_synonyms: bool,
+    version: i16,
+) -> Result<Vec<DescribeConfigsResourceResult>, (ErrorCode, String)> {
+    validate_topic_name(name).map_err(|e| (e.code, e.message))?;
+    let topic = state.topics.get(name).ok_or((
+        ErrorCode::UnknownTopicOrPartition,
+        format!("Topic {name} does not exist"),
+    ))?;
+    let mut out = Vec::new();
+    for d in topic_config::TOPIC_CONFIGS {
+        if let Some(keys) = keys {
+            if !keys.iter().any(|k| k.as_str() == d.name) {
+                continue;
+            }
+        }
+        let over = topic.configs.get(d.name);
+        let default = topic_config::default_value(d.name, &state.config);
+        let (value, source) = match over {
+            Some(v) => (v.clone(), SOURCE_TOPIC_CONFIG),
+            None => (default.clone(), SOURCE_DEFAULT_CONFIG),
+        };
+        let mut synonyms = Vec::new();
+        if include_synonyms {
+            if let Some(v) = over {
+                synonyms.push(DescribeConfigsSynonym {
+                    name: s(d.name),
+                    value: Some(s(v.clone())),
+                    source: SOURCE_TOPIC_CONFIG,
+                    ..Default::default()
+                });
+            }
+            if let Some(syn) = d.synonym {
+                synonyms.push(DescribeConfigsSynonym {
+                    name: s(syn),
+                    value: Some(s(default)),
+                    source: SOURCE_DEFAULT_CONFIG,
+                    ..Default::default()
+                });
+            }
+        }
+        out.push(DescribeConfigsResourceResult {
+            name: s(d.name),
+            value: Some(s(value)),
+            read_only: false,
+            is_default: version == 0 && over.is_none(),
+            config_source: source,
+            is_sensitive: false,
+            synonyms,
+            config_type: d.kind as i8,
+            documentation: None,
+            ..Default::default()
+        });
+    }
+    Ok(out)
+}
+
+fn broker_configs(state: &BrokerState) -> Vec<(&'static str, String, ConfigType)> {
+    let c = &state.config;
+    let mut v = vec![
+        ("node.id", c.node_id.to_string(), ConfigType::Int),
+        ("broker.id", c.node_id.to_string(), ConfigType::Int),
+        (
+            "num.partitions",
+            c.num_partitions.to_string(),
+            ConfigType::Int,
+        ),
+        (
+            "default.replication.factor",
+            c.default_replication_factor.to_string(),
+            ConfigType::Int,
+        ),
+        (
+            "auto.create.topics.enable",
+            c.auto_create_topics_enable.to_string(),
+            ConfigType::Boolean,
+        ),
+        (
+            "delete.topic.enable",
+            c.delete_topic_enable.to_string(),
+            ConfigType::Boolean,
+        ),
+        (
+            "log.dirs",
+            c.log_dirs
+                .iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+            ConfigType::String,
+        ),
+        (
+            "socket.request.max.bytes",
+            c.socket_request_max_bytes.to_string(),
+            ConfigType::Int,
+        ),
+        (
+            "fetch.max.bytes",
+            c.fetch_max_bytes.to_string(),
+            ConfigType::Int,
+        ),
+        (
+            "offsets.topic.num.partitions",
+            c.offsets_topic_num_partitions.to_string(),
+            ConfigType::Int,
+        ),
+        (
+            "transaction.state.log.num.partitions",
+            c.transaction_state_log_num_partitions.to_string(),
+            ConfigType::Int,
+        ),
+    ];
+    for d in topic_config::TOPIC_CONFIGS {
+        if let Some(syn) = d.synonym {
+            if !v.iter().any(|(n, _, _)| *n == syn) {
+                v.push((
+                    syn,
+                    topic_config::default_value(d.name, &state.config),
+                    d.kind,
+                ));
+            }
+        }
+    }
+    v
+}
+
+/// DescribeConfigs.
+pub fn describe(
+    state: &BrokerState,
+    req: DescribeConfigsRequest,
+    version: i16,
+) -> DescribeConfigsResponse {
+    let results = req
+        .resources
+        .iter()
+        .map(|r| {
+            let mut res = DescribeConfigsResult {
+                resource_type: r.resource_type,
+                resource_name: r.resource_name.clone(),
+                ..Default::default()
+            };
+            let outcome = match r.resource_type {
+                RESOURCE_TOPIC => describe_topic(
+                    state,
+                    &r.resource_name,
+                    r.configuration_keys.as_ref(),
+                    req.include_synonyms,
+                    version,
+                ),
+                RESOURCE_BROKER => {
+                    let id_ok = r.resource_name.is_empty()
+                        || r.resource_name.as_str() == state.config.node_id.to_string();
+                    if id_ok {
+                        Ok(broker_configs(state)
+                            .into_iter()
+                            .filter(|(n, _, _)| {
+                                r.configuration_keys
+                                    .as_ref()
+                                    .map_or(true, |ks| ks.iter().any(|k| k.as_str() == *n))
+                            })
+                            .map(|(n, v, kind)| DescribeConfigsResourceResult {
+                                name: s(n),
+                                value: Some(s(v)),
+                                read_only: true,
+                                config_source: SOURCE_STATIC_BROKER_CONFIG,
+                                config_type: kind as i8,
+                                ..Default::default()
+                            })
+                            .collect())
+                    } else {
+                        Err((
+                            ErrorCode::InvalidRequest,
+                            format!("Unexpected broker id {}", r.resource_name),
+                        ))
+                    }
+                }
+                _ => Err((
+                    ErrorCode::InvalidRequest,
+                    format!("Unsupported resource type {}", r.resource_type),
+                )),
+            };
+            match outcome {
+                Ok(configs) => res.configs = configs,
+                Err((code, msg)) => {
+                    res.error_code = code.code();
+                    res.error_message = Some(s(msg));
+                }
+            }
+            res
+        })
+        .collect();
+    DescribeConfigsResponse {
+        results,
+        ..Default::default()
+    }
+}
+
+fn apply_topic_ops(
+    state: &BrokerState,
+    name: &str,
+    ops: &[(String, i8, Option<String>)],
+    replace_all: bool,
+    validate_only: bool,
+) -> Result<(), (ErrorCode, String)> {
+    validate_topic_name(name).map_err(|e| (e.code, e.message))?;
+    let topic = state.topics.get(name).ok_or((
+        ErrorCode::UnknownTopicOrPartition,
+        format!("Topic {name} does not exist"),
+    ))?;
+    let mut seen = HashSet::new();
+    let mut configs: BTreeMap<String, String> = if replace_all {
+        BTreeMap::new()
+    } else {
+        topic.configs.clone()
+    };
+    for (key, op, value) in ops {
+        if !seen.insert(key.clone()) {
+            return Err((
+                ErrorCode::InvalidRequest,
+                format!("Duplicate config key {key}"),
+            ));
+        }
+        let def = topic_config::lookup(key).ok_or((
+            ErrorCode::InvalidConfig,
+            format!("Unknown topic config name: {key}"),
+        ))?;
+        match op {
+            0 => {
+                let v = value
+                    .clone()
+                    .ok_or((ErrorCode::InvalidRequest, format!("Null value for {key}")))?;
+                topic_config::validate(key, &v).map_err(|m| (ErrorCode::InvalidConfig, m))?;
+                configs.insert(key.clone(), v);
+            }
+            1 => {
+                configs.remove(key);
+            }
+            2 | 3 => {
+                if def.kind != ConfigType::List {
+                    return Err((
+                        ErrorCode::InvalidConfig,
+                        format!("Config {key} is not a list"),
+                    ));
+                }
+                let v = value
+                    .clone()
+                    .ok_or((ErrorCode::InvalidRequest, format!("Null value for {key}")))?;
+                let current = configs
+                    .get(key)
+                    .cloned()
+                    .unwrap_or_else(|| topic_config::default_value(key, &state.config));
+                let mut items: Vec<String> = current
+                    .split(',')
+                    .map(|x| x.trim().to_string())
+                    .filter(|x| !x.is_empty())
+                    .collect();
+                for item in v
+                    .split(',')
+                    .map(|x| x.trim().to_string())
+                    .filter(|x| !x.is_empty())
+                {
+                    if *op == 2 {
+                        if !items.contains(&item) {
+                            items.push(item);
+                        }
+                    } else {
+                        items.retain(|x| *x != item);
+                    }
+                }
+                let joined = items.join(",");
+                topic_config::validate(key, &joined).map_err(|m| (ErrorCode::InvalidConfig, m))?;
+                configs.insert(key.clone(), joined);
+            }
+            _ => return Err((ErrorCode::InvalidRequest, format!("Unknown operation {op}"))),
+        }
+    }
+    if validate_only {
+        return Ok(());
+    }
+    state
+        .topics
+        .set_configs(name, configs)
+        .map_err(|e| (e.code, e.message))
+}
+
+fn result(
+    resource_type: i8,
+    resource_name: StrBytes,
+    r: Result<(), (ErrorCode, String)>,
+) -> AlterConfigsResourceResponse {
+    let (code, msg) = match r {
+        Ok(()) => (0, None),
+        Err((c, m)) => (c.code(), Some(s(m))),
+    };
+    AlterConfigsResourceResponse {
+        error_code: code,
+        error_message: msg,
+        resource_type,
+        resource_name,
+        ..Default::default()
+    }
+}
+
+fn not_topic(t: i8) -> Result<(), (ErrorCode, String)> {
+    if t == RESOURCE_BROKER {
+        Err((
+            ErrorCode::InvalidRequest,
+            "broker configs are static on this broker".into(),
+        ))
+    } else {
+        Err((
+            ErrorCode::InvalidRequest,
+            format!("Unsupported resource type {t}"),
+        ))
+    }
+}
+
+/// IncrementalAlterConfigs.
+pub fn incremental_alter(
+    state: &BrokerState,
+    req: IncrementalAlterConfigsRequest,
+) -> IncrementalAlterConfigsResponse {
+    let mut seen = HashSet::new();
+    let responses = req
+        .resources
+        .iter()
+        .map(|r| {
+            let outcome = if !seen.insert((r.resource_type, r.resource_name.to_string())) {
+                Err((ErrorCode::InvalidRequest, "Duplicate resource".into()))
+            } else if r.resource_type == RESOURCE_TOPIC {
+                let ops: Vec<_> = r
+                    .configs
+                    .iter()
+                    .map(|c| {
+                        (
+                            c.name.to_string(),
+                            c.config_operation,
+                            c.value.as_ref().map(|v| v.to_string()),
+                        )
+                    })
+                    .collect();
+                apply_topic_ops(state, &r.resource_name, &ops, false, req.validate_only)
+            } else {
+                not_topic(r.resource_type)
+            };
+            result(r.resource_type, r.resource_name.clone(), outcome)
+        })
+        .collect();
+    IncrementalAlterConfigsResponse {
+        responses,
+        ..Default::default()
+    }
+}
+
+/// AlterConfigs (legacy: replaces every override of the resource).
+pub fn alter(state: &BrokerState, req: AlterConfigsRequest) -> AlterConfigsResponse {
+    let responses = req
+        .resources
+        .iter()
+        .map(|r| {
+            let outcome = if r.resource_type == RESOURCE_TOPIC {
+                let ops: Vec<_> = r
+                    .configs
+                    .iter()
+                    .map(|c| {
+                        (
+                            c.name.to_string(),
+                            0i8,
+                            c.value.as_ref().map(|v| v.to_string()),
+                        )
+                    })
+                    .collect();
+                apply_topic_ops(state, &r.resource_name, &ops, true, req.validate_only)
+            } else {
+                not_topic(r.resource_type)
+            };
+            let x = result(r.resource_type, r.resource_name.clone(), outcome);
+            josef_protocol::messages::alter_configs_response::AlterConfigsResourceResponse {
+                error_code: x.error_code,
+                error_message: x.error_message,
+                resource_type: x.resource_type,
+                resource_name: x.resource_name,
+                ..Default::default()
+            }
+        })
+        .collect();
+    AlterConfigsResponse {
+        responses,
+        ..Default::default()
+    }
+}

@@ -1,0 +1,95 @@
+//! One module per API (or family of APIs). Each handler takes the decoded request and returns
+//! the response body; the routing lives here.
+
+use josef_protocol::{ApiKey, RequestBody, RequestHeader};
+
+use crate::connection::ConnectionInfo;
+use crate::dispatch::{reply, Reply};
+use crate::state::BrokerState;
+
+mod admin;
+mod configs;
+mod fetch;
+mod find_coordinator;
+mod groups;
+mod list_offsets;
+mod metadata;
+mod produce;
+mod producer_ids;
+mod txn;
+
+/// Versions of APIs served by handlers outside the core set (groups, transactions) — none until
+/// those land.
+pub fn extra_served_versions(key: ApiKey) -> Option<(i16, i16)> {
+    match key {
+        ApiKey::JoinGroup
+        | ApiKey::SyncGroup
+        | ApiKey::Heartbeat
+        | ApiKey::LeaveGroup
+        | ApiKey::OffsetCommit
+        | ApiKey::OffsetFetch
+        | ApiKey::ListGroups
+        | ApiKey::DescribeGroups
+        | ApiKey::DeleteGroups
+        | ApiKey::OffsetDelete
+        | ApiKey::TxnOffsetCommit
+        | ApiKey::AddPartitionsToTxn
+        | ApiKey::AddOffsetsToTxn
+        | ApiKey::DescribeTransactions
+        | ApiKey::ListTransactions => Some(key.valid_versions()),
+        // v5 is transaction version 2, which this broker does not advertise.
+        ApiKey::EndTxn => Some((0, 4)),
+        _ => None,
+    }
+}
+
+/// Routes one decoded request.
+pub async fn handle(
+    state: &BrokerState,
+    conn: &ConnectionInfo,
+    header: &RequestHeader,
+    body: RequestBody,
+) -> Reply {
+    let v = header.request_api_version;
+    match body {
+        RequestBody::ApiVersions(_) => reply(crate::dispatch::api_versions_body()),
+        RequestBody::Metadata(r) => reply(metadata::handle(state, conn, r, v)),
+        RequestBody::Produce(r) => produce::handle(state, header, r, v),
+        RequestBody::Fetch(r) => reply(fetch::handle(state, r, v).await),
+        RequestBody::ListOffsets(r) => reply(list_offsets::handle(state, r, v)),
+        RequestBody::CreateTopics(r) => reply(admin::create_topics(state, r, v)),
+        RequestBody::DeleteTopics(r) => reply(admin::delete_topics(state, r, v)),
+        RequestBody::CreatePartitions(r) => reply(admin::create_partitions(state, r)),
+        RequestBody::DeleteRecords(r) => reply(admin::delete_records(state, r)),
+        RequestBody::DescribeCluster(r) => reply(admin::describe_cluster(state, conn, r)),
+        RequestBody::DescribeLogDirs(r) => reply(admin::describe_log_dirs(state, r)),
+        RequestBody::DescribeConfigs(r) => reply(configs::describe(state, r, v)),
+        RequestBody::IncrementalAlterConfigs(r) => reply(configs::incremental_alter(state, r)),
+        RequestBody::AlterConfigs(r) => reply(configs::alter(state, r)),
+        RequestBody::FindCoordinator(r) => reply(find_coordinator::handle(state, conn, r, v)),
+        RequestBody::InitProducerId(r)
+            if r.transactional_id.as_ref().is_some_and(|t| !t.is_empty()) =>
+        {
+            reply(txn::init_producer_id(state, v, r).await)
+        }
+        RequestBody::InitProducerId(r) => reply(producer_ids::init_producer_id(state, r)),
+        RequestBody::AddPartitionsToTxn(r) => reply(txn::add_partitions(state, v, r).await),
+        RequestBody::AddOffsetsToTxn(r) => reply(txn::add_offsets(state, v, r).await),
+        RequestBody::EndTxn(r) => reply(txn::end_txn(state, v, r).await),
+        RequestBody::DescribeTransactions(r) => reply(txn::describe(state, r)),
+        RequestBody::ListTransactions(r) => reply(txn::list(state, r)),
+        RequestBody::DescribeProducers(r) => reply(producer_ids::describe_producers(state, r)),
+        RequestBody::JoinGroup(r) => reply(groups::join(state, conn, header, r).await),
+        RequestBody::SyncGroup(r) => reply(groups::sync(state, header, r).await),
+        RequestBody::Heartbeat(r) => reply(groups::heartbeat(state, r)),
+        RequestBody::LeaveGroup(r) => reply(groups::leave(state, v, r)),
+        RequestBody::OffsetCommit(r) => reply(groups::offset_commit(state, conn, header, r)),
+        RequestBody::TxnOffsetCommit(r) => reply(groups::txn_offset_commit(state, r)),
+        RequestBody::OffsetFetch(r) => reply(groups::offset_fetch(state, v, r)),
+        RequestBody::ListGroups(r) => reply(groups::list(state, v, r)),
+        RequestBody::DescribeGroups(r) => reply(groups::describe(state, v, r)),
+        RequestBody::DeleteGroups(r) => reply(groups::delete(state, r)),
+        RequestBody::OffsetDelete(r) => reply(groups::offset_delete(state, r)),
+        other => Reply::Close(format!("{:?} is not served", other.api_key())),
+    }
+}

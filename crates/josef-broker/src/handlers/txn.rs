@@ -1,0 +1,198 @@
+//! Transaction APIs: wire messages to josef-txn's types and back (InitProducerId with a
+//! transactional id, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions,
+//! ListTransactions) through josef-txn's `wire` adapter; Describe/ListTransactions are mapped here.
+
+use josef_protocol::messages::*;
+use josef_protocol::StrBytes;
+use josef_txn::{self as t, error_code, wire, TransactionVersion, TxnError, TxnReply, TxnState};
+
+use crate::state::BrokerState;
+use crate::topics::now_ms;
+use crate::txns::Env;
+
+fn env(state: &BrokerState) -> Env<'_> {
+    Env {
+        topics: &state.topics,
+        groups: &state.groups,
+        pids: &state.producer_ids,
+    }
+}
+
+fn s(x: &str) -> StrBytes {
+    StrBytes::from(x)
+}
+
+/// InitProducerId with a transactional id.
+pub async fn init_producer_id(
+    state: &BrokerState,
+    version: i16,
+    r: InitProducerIdRequest,
+) -> InitProducerIdResponse {
+    let req = wire::init_producer_id_request(&r);
+    let id = req.transactional_id.clone().unwrap_or_default();
+    let reply = state
+        .txns
+        .call(&env(state), &id, |c, pids, ctx| {
+            c.init_producer_id(&req, now_ms(), pids, ctx)
+        })
+        .await;
+    let resp = match reply {
+        Some(TxnReply::InitProducerId(x)) => x,
+        _ => t::InitProducerIdResponse::error(TxnError::UnknownServerError),
+    };
+    wire::init_producer_id_response(&resp, version)
+}
+
+/// AddPartitionsToTxn (v0–3 one transaction; v4+ several, possibly verify-only).
+pub async fn add_partitions(
+    state: &BrokerState,
+    version: i16,
+    r: AddPartitionsToTxnRequest,
+) -> AddPartitionsToTxnResponse {
+    let tv = wire::add_partitions_client_version(version);
+    let mut results = Vec::new();
+    for req in wire::add_partitions_to_txn_requests(&r, version) {
+        let exists =
+            |tp: &t::TopicPartition| state.topics.partition(&tp.topic, tp.partition).is_some();
+        if let Some(failed) = wire::check_partitions_exist(&req, exists) {
+            results.push(failed);
+            continue;
+        }
+        let id = req.transactional_id.clone();
+        let reply = state
+            .txns
+            .call(&env(state), &id, |c, _, ctx| {
+                c.add_partitions_to_txn(&req, now_ms(), tv, ctx)
+            })
+            .await;
+        results.push(match reply {
+            Some(TxnReply::AddPartitionsToTxn(x)) => x,
+            _ => t::AddPartitionsToTxnResult::uniform(&req, Some(TxnError::UnknownServerError)),
+        });
+    }
+    wire::add_partitions_to_txn_response(&results, version)
+}
+
+/// AddOffsetsToTxn.
+pub async fn add_offsets(
+    state: &BrokerState,
+    version: i16,
+    r: AddOffsetsToTxnRequest,
+) -> AddOffsetsToTxnResponse {
+    // The group's __consumer_offsets partition must exist for its marker.
+    let _ = state
+        .topics
+        .ensure_internal(crate::topics::GROUP_METADATA_TOPIC);
+    let req = wire::add_offsets_to_txn_request(&r);
+    let id = req.transactional_id.clone();
+    let reply = state
+        .txns
+        .call(&env(state), &id, |c, _, ctx| {
+            c.add_offsets_to_txn(&req, now_ms(), TransactionVersion::V0, ctx)
+        })
+        .await;
+    let error = match reply {
+        Some(TxnReply::AddOffsetsToTxn(e)) => e,
+        _ => Some(TxnError::UnknownServerError),
+    };
+    wire::add_offsets_to_txn_response(error, version)
+}
+
+/// EndTxn (v0–4: transaction version 0/1).
+pub async fn end_txn(state: &BrokerState, version: i16, r: EndTxnRequest) -> EndTxnResponse {
+    let req = wire::end_txn_request(&r, version);
+    let id = req.transactional_id.clone();
+    let reply = state
+        .txns
+        .call(&env(state), &id, |c, pids, ctx| {
+            c.end_txn(&req, now_ms(), pids, ctx)
+        })
+        .await;
+    let resp = match reply {
+        Some(TxnReply::EndTxn(x)) => x,
+        _ => t::EndTxnResponse::error(TxnError::UnknownServerError),
+    };
+    wire::end_txn_response(&resp, version)
+}
+
+/// DescribeTransactions.
+pub fn describe(
+    state: &BrokerState,
+    r: DescribeTransactionsRequest,
+) -> DescribeTransactionsResponse {
+    let states = r
+        .transactional_ids
+        .iter()
+        .map(|id| {
+            let d = state.txns.read(&env(state), Some(id), |c| c.describe(id));
+            let mut by_topic: std::collections::BTreeMap<String, Vec<i32>> = Default::default();
+            for tp in &d.partitions {
+                by_topic
+                    .entry(tp.topic.clone())
+                    .or_default()
+                    .push(tp.partition);
+            }
+            describe_transactions_response::TransactionState {
+                error_code: error_code(d.error),
+                transactional_id: id.clone(),
+                transaction_state: s(d.state.map_or("", TxnState::name)),
+                transaction_timeout_ms: d.transaction_timeout_ms,
+                transaction_start_time_ms: d.transaction_start_time_ms,
+                producer_id: d.producer_id,
+                producer_epoch: d.producer_epoch,
+                topics: by_topic
+                    .into_iter()
+                    .map(
+                        |(topic, partitions)| describe_transactions_response::TopicData {
+                            topic: s(&topic),
+                            partitions,
+                            ..Default::default()
+                        },
+                    )
+                    .collect(),
+                ..Default::default()
+            }
+        })
+        .collect();
+    DescribeTransactionsResponse {
+        transaction_states: states,
+        ..Default::default()
+    }
+}
+
+/// ListTransactions.
+pub fn list(state: &BrokerState, r: ListTransactionsRequest) -> ListTransactionsResponse {
+    let mut unknown = Vec::new();
+    let mut filters = Vec::new();
+    for f in &r.state_filters {
+        match TxnState::from_name(f) {
+            Some(st) => filters.push(st),
+            None => unknown.push(f.clone()),
+        }
+    }
+    state.txns.load_all(
+        &env(state),
+        state.config.transaction_state_log_num_partitions,
+    );
+    let listings = state.txns.read(&env(state), None, |c| {
+        c.list(
+            &filters,
+            &r.producer_id_filters,
+            r.duration_filter,
+            now_ms(),
+        )
+    });
+    ListTransactionsResponse {
+        unknown_state_filters: unknown,
+        transaction_states: listings
+            .into_iter()
+            .map(|l| list_transactions_response::TransactionState {
+                transactional_id: s(&l.transactional_id),
+                producer_id: l.producer_id,
+                transaction_state: s(l.state.name()),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
+}

@@ -1,0 +1,86 @@
+//! The state every request handler sees.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use josef_sequencer::{ProducerIdBlockStore, ProducerIdManager, DEFAULT_PRODUCER_ID_BLOCK_SIZE};
+use parking_lot::Mutex;
+
+use crate::config::BrokerConfig;
+use crate::meta::write_atomically;
+use crate::topics::TopicManager;
+
+/// Producer-id blocks persisted in `josef-producer-ids` (one number: the next block start), written
+/// atomically and fsynced, so a restart never hands out an id twice.
+pub struct FileBlockStore {
+    path: PathBuf,
+}
+
+impl FileBlockStore {
+    /// A store in `dir`.
+    pub fn new(dir: &std::path::Path) -> Self {
+        FileBlockStore {
+            path: dir.join("josef-producer-ids"),
+        }
+    }
+}
+
+impl ProducerIdBlockStore for FileBlockStore {
+    type Error = std::io::Error;
+
+    fn load(&mut self) -> Result<Option<i64>, Self::Error> {
+        match std::fs::read_to_string(&self.path) {
+            Ok(t) => t.trim().parse().map(Some).map_err(|_| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("{} is not a number", self.path.display()),
+                )
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn save(&mut self, next_block_start: i64) -> Result<(), Self::Error> {
+        write_atomically(&self.path, format!("{next_block_start}\n").as_bytes())
+    }
+}
+
+/// Shared broker state.
+pub struct BrokerState {
+    /// Settings.
+    pub config: Arc<BrokerConfig>,
+    /// From meta.properties.
+    pub cluster_id: String,
+    /// Topics and partitions.
+    pub topics: TopicManager,
+    /// Producer-id allocation.
+    pub producer_ids: Mutex<ProducerIdManager<FileBlockStore>>,
+    /// Group coordinator shards.
+    pub groups: crate::groups::GroupService,
+    /// Transaction coordinator.
+    pub txns: crate::txns::TxnService,
+}
+
+impl BrokerState {
+    /// Opens the topics and the producer-id store.
+    pub fn open(config: Arc<BrokerConfig>, cluster_id: String) -> Result<BrokerState, String> {
+        let topics = TopicManager::load(config.clone())?;
+        let store = FileBlockStore::new(&config.log_dirs[0]);
+        let producer_ids = ProducerIdManager::new(store, DEFAULT_PRODUCER_ID_BLOCK_SIZE)
+            .map_err(|e| format!("producer id store: {e}"))?;
+        Ok(BrokerState {
+            groups: crate::groups::GroupService::new(&config),
+            txns: crate::txns::TxnService::new(&config),
+            config,
+            cluster_id,
+            topics,
+            producer_ids: Mutex::new(producer_ids),
+        })
+    }
+
+    /// The advertised host and port for the listener a connection came in on.
+    pub fn advertised(&self, conn: &crate::connection::ConnectionInfo) -> (String, u16) {
+        self.config.advertised_for(&conn.listener, conn.bound_port)
+    }
+}

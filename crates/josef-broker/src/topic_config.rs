@@ -1,0 +1,280 @@
+//! Topic-level configs: the names Kafka reports (B7 "Topic configs to report"), their types, their
+//! defaults taken from the broker settings, validation of overrides, and the mapping to
+//! [`josef_log::LogConfig`].
+
+use std::collections::BTreeMap;
+
+use josef_log::{CleanupPolicy, LogConfig, TimestampType};
+
+use crate::config::BrokerConfig;
+
+/// Kafka's `ConfigType` numbers as DescribeConfigs reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigType {
+    /// 1
+    Boolean = 1,
+    /// 2
+    String = 2,
+    /// 3
+    Int = 3,
+    /// 5
+    Long = 5,
+    /// 6
+    Double = 6,
+    /// 7
+    List = 7,
+}
+
+/// One topic config: name, type, broker synonym (if any).
+#[derive(Debug, Clone, Copy)]
+pub struct TopicConfigDef {
+    /// The topic-level name.
+    pub name: &'static str,
+    /// Its type.
+    pub kind: ConfigType,
+    /// The broker setting that supplies the default, if any.
+    pub synonym: Option<&'static str>,
+}
+
+const fn def(
+    name: &'static str,
+    kind: ConfigType,
+    synonym: Option<&'static str>,
+) -> TopicConfigDef {
+    TopicConfigDef {
+        name,
+        kind,
+        synonym,
+    }
+}
+
+use ConfigType::{Boolean, Double, Int, List, Long};
+
+/// Every topic config Josef reports, in Kafka's order of `LogConfig`.
+pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
+    def("cleanup.policy", List, Some("log.cleanup.policy")),
+    def(
+        "compression.type",
+        ConfigType::String,
+        Some("compression.type"),
+    ),
+    def("compression.gzip.level", Int, None),
+    def("compression.lz4.level", Int, None),
+    def("compression.zstd.level", Int, None),
+    def(
+        "delete.retention.ms",
+        Long,
+        Some("log.cleaner.delete.retention.ms"),
+    ),
+    def(
+        "file.delete.delay.ms",
+        Long,
+        Some("log.segment.delete.delay.ms"),
+    ),
+    def("flush.messages", Long, Some("log.flush.interval.messages")),
+    def("flush.ms", Long, Some("log.flush.interval.ms")),
+    def("follower.replication.throttled.replicas", List, None),
+    def(
+        "index.interval.bytes",
+        Int,
+        Some("log.index.interval.bytes"),
+    ),
+    def("leader.replication.throttled.replicas", List, None),
+    def("local.retention.bytes", Long, None),
+    def("local.retention.ms", Long, None),
+    def(
+        "max.compaction.lag.ms",
+        Long,
+        Some("log.cleaner.max.compaction.lag.ms"),
+    ),
+    def("max.message.bytes", Int, Some("message.max.bytes")),
+    def("message.downconversion.enable", Boolean, None),
+    def("message.format.version", ConfigType::String, None),
+    def("message.timestamp.after.max.ms", Long, None),
+    def("message.timestamp.before.max.ms", Long, None),
+    def("message.timestamp.difference.max.ms", Long, None),
+    def(
+        "message.timestamp.type",
+        ConfigType::String,
+        Some("log.message.timestamp.type"),
+    ),
+    def(
+        "min.cleanable.dirty.ratio",
+        Double,
+        Some("log.cleaner.min.cleanable.ratio"),
+    ),
+    def(
+        "min.compaction.lag.ms",
+        Long,
+        Some("log.cleaner.min.compaction.lag.ms"),
+    ),
+    def("min.insync.replicas", Int, Some("min.insync.replicas")),
+    def("preallocate", Boolean, None),
+    def("remote.log.copy.disable", Boolean, None),
+    def("remote.log.delete.on.disable", Boolean, None),
+    def("remote.storage.enable", Boolean, None),
+    def("retention.bytes", Long, Some("log.retention.bytes")),
+    def("retention.ms", Long, Some("log.retention.ms")),
+    def("segment.bytes", Int, Some("log.segment.bytes")),
+    def("segment.index.bytes", Int, Some("log.index.size.max.bytes")),
+    def("segment.jitter.ms", Long, None),
+    def("segment.ms", Long, Some("log.roll.ms")),
+    def(
+        "unclean.leader.election.enable",
+        Boolean,
+        Some("unclean.leader.election.enable"),
+    ),
+];
+
+/// Looks a topic config up by name.
+pub fn lookup(name: &str) -> Option<&'static TopicConfigDef> {
+    TOPIC_CONFIGS.iter().find(|d| d.name == name)
+}
+
+/// The broker-level default of a topic config (what DescribeConfigs reports without an override).
+pub fn default_value(name: &str, b: &BrokerConfig) -> String {
+    match name {
+        "cleanup.policy" => b.log_cleanup_policy.clone(),
+        "compression.type" => b.compression_type.clone(),
+        "compression.gzip.level" => "-1".into(),
+        "compression.lz4.level" => "9".into(),
+        "compression.zstd.level" => "3".into(),
+        "delete.retention.ms" => b.log_cleaner_delete_retention_ms.to_string(),
+        "file.delete.delay.ms" => b.log_segment_delete_delay_ms.to_string(),
+        "flush.messages" => b.log_flush_interval_messages.to_string(),
+        "flush.ms" => b.log_flush_interval_ms.to_string(),
+        "index.interval.bytes" => b.log_index_interval_bytes.to_string(),
+        "local.retention.bytes" | "local.retention.ms" => "-2".into(),
+        "max.compaction.lag.ms" => b.log_cleaner_max_compaction_lag_ms.to_string(),
+        "max.message.bytes" => b.message_max_bytes.to_string(),
+        "message.downconversion.enable" => "true".into(),
+        "message.format.version" => "3.0-IV1".into(),
+        "message.timestamp.after.max.ms"
+        | "message.timestamp.before.max.ms"
+        | "message.timestamp.difference.max.ms" => i64::MAX.to_string(),
+        "message.timestamp.type" => b.log_message_timestamp_type.clone(),
+        "min.cleanable.dirty.ratio" => b.log_cleaner_min_cleanable_ratio.to_string(),
+        "min.compaction.lag.ms" => b.log_cleaner_min_compaction_lag_ms.to_string(),
+        "min.insync.replicas" => b.min_insync_replicas.to_string(),
+        "preallocate"
+        | "remote.log.copy.disable"
+        | "remote.log.delete.on.disable"
+        | "remote.storage.enable"
+        | "unclean.leader.election.enable" => "false".into(),
+        "retention.bytes" => b.log_retention_bytes.to_string(),
+        "retention.ms" => b.log_retention_ms.to_string(),
+        "segment.bytes" => b.log_segment_bytes.to_string(),
+        "segment.index.bytes" => b.log_index_size_max_bytes.to_string(),
+        "segment.jitter.ms" => "0".into(),
+        "segment.ms" => b.log_roll_ms.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// Checks one override: the name must be known and the value of the right type and range.
+pub fn validate(name: &str, value: &str) -> Result<(), String> {
+    let d = lookup(name).ok_or_else(|| format!("Unknown topic config name: {name}"))?;
+    let bad = || format!("Invalid value {value} for configuration {name}");
+    match d.kind {
+        Boolean => match value.to_ascii_lowercase().as_str() {
+            "true" | "false" => {}
+            _ => return Err(bad()),
+        },
+        Int => {
+            value.trim().parse::<i32>().map_err(|_| bad())?;
+        }
+        Long => {
+            value.trim().parse::<i64>().map_err(|_| bad())?;
+        }
+        Double => {
+            value.trim().parse::<f64>().map_err(|_| bad())?;
+        }
+        ConfigType::String | List => {}
+    }
+    let bad_if = |cond: bool| if cond { Err(bad()) } else { Ok(()) };
+    match name {
+        "cleanup.policy" => {
+            for p in value.split(',').map(str::trim) {
+                bad_if(p != "compact" && p != "delete" && !p.is_empty())?;
+            }
+        }
+        "compression.type" => {
+            bad_if(!["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"].contains(&value))?
+        }
+        "message.timestamp.type" => bad_if(value != "CreateTime" && value != "LogAppendTime")?,
+        "segment.bytes" => bad_if(value.trim().parse::<i32>().map_err(|_| bad())? < 14)?,
+        "max.message.bytes" | "segment.index.bytes" | "index.interval.bytes" => {
+            bad_if(value.trim().parse::<i32>().map_err(|_| bad())? < 0)?
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn get(overrides: &BTreeMap<String, String>, name: &str, b: &BrokerConfig) -> String {
+    overrides
+        .get(name)
+        .cloned()
+        .unwrap_or_else(|| default_value(name, b))
+}
+
+/// Builds the log config of a topic from its overrides on top of the broker defaults.
+pub fn log_config(overrides: &BTreeMap<String, String>, b: &BrokerConfig) -> LogConfig {
+    let num = |name: &str| get(overrides, name, b).trim().parse::<i64>().unwrap_or(0);
+    let policy = get(overrides, "cleanup.policy", b);
+    let compact = policy.contains("compact");
+    let delete = policy.contains("delete");
+    let ratio: f64 = get(overrides, "min.cleanable.dirty.ratio", b)
+        .parse()
+        .unwrap_or(0.5);
+    LogConfig {
+        segment_bytes: num("segment.bytes").clamp(14, i32::MAX as i64) as u32,
+        segment_ms: num("segment.ms").max(1),
+        segment_jitter_ms: num("segment.jitter.ms").max(0),
+        segment_index_bytes: num("segment.index.bytes").clamp(8, i32::MAX as i64) as u32,
+        index_interval_bytes: num("index.interval.bytes").clamp(0, i32::MAX as i64) as u32,
+        retention_ms: num("retention.ms"),
+        retention_bytes: num("retention.bytes"),
+        flush_messages: num("flush.messages").max(1),
+        flush_ms: num("flush.ms").max(0),
+        max_message_bytes: num("max.message.bytes").clamp(0, i32::MAX as i64) as u32,
+        cleanup_policy: match (compact, delete) {
+            (true, true) => CleanupPolicy::CompactDelete,
+            (true, false) => CleanupPolicy::Compact,
+            _ => CleanupPolicy::Delete,
+        },
+        delete_retention_ms: num("delete.retention.ms"),
+        min_compaction_lag_ms: num("min.compaction.lag.ms"),
+        min_cleanable_dirty_ratio_percent: (ratio * 100.0).clamp(0.0, 100.0) as u8,
+        message_timestamp_type: if get(overrides, "message.timestamp.type", b) == "LogAppendTime" {
+            TimestampType::LogAppendTime
+        } else {
+            TimestampType::CreateTime
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_topic_config_is_invalid() {
+        assert!(validate("retention.mss", "1").is_err());
+        assert!(validate("retention.ms", "abc").is_err());
+        assert!(validate("cleanup.policy", "compact,delete").is_ok());
+        assert!(validate("cleanup.policy", "shred").is_err());
+    }
+
+    #[test]
+    fn overrides_beat_broker_defaults() {
+        let b = BrokerConfig::default();
+        let mut o = BTreeMap::new();
+        o.insert("cleanup.policy".to_string(), "compact".to_string());
+        o.insert("segment.bytes".to_string(), "1048576".to_string());
+        let c = log_config(&o, &b);
+        assert_eq!(c.cleanup_policy, CleanupPolicy::Compact);
+        assert_eq!(c.segment_bytes, 1 << 20);
+        assert_eq!(c.max_message_bytes, 1_048_588);
+    }
+}

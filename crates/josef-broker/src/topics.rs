@@ -1,0 +1,558 @@
+//! The topics this node holds: names, ids, partition counts and config overrides, persisted in
+//! `josef-topics` in the first log dir (Kafka keeps these in its KRaft metadata log; a single
+//! node needs only this small file), and the open partitions.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use josef_protocol::{ErrorCode, Uuid};
+use josef_sequencer::ProducerStateConfig;
+use parking_lot::{Mutex, RwLock};
+
+use crate::config::BrokerConfig;
+use crate::meta::{uuid_from_base64, uuid_to_base64, write_atomically};
+use crate::partition::Partition;
+use crate::topic_config;
+
+/// Name of the topics file in the first log dir.
+pub const TOPICS_FILE: &str = "josef-topics";
+/// The group coordinator's topic.
+pub const GROUP_METADATA_TOPIC: &str = "__consumer_offsets";
+/// The transaction coordinator's topic.
+pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
+/// Names Kafka treats as internal.
+pub const INTERNAL_TOPICS: &[&str] = &[
+    GROUP_METADATA_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+    "__share_group_state",
+];
+
+/// Milliseconds since the epoch (the broker is the one place that reads the wall clock).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// A topic: immutable; changes (partitions added, configs altered) swap in a new `Arc<Topic>`
+/// that shares the existing partitions.
+pub struct Topic {
+    /// Name.
+    pub name: String,
+    /// Id.
+    pub id: Uuid,
+    /// Partitions by index.
+    pub partitions: Vec<Arc<Partition>>,
+    /// Config overrides (topic-level names).
+    pub configs: BTreeMap<String, String>,
+}
+
+impl Topic {
+    /// Whether the name is one of Kafka's internal topics.
+    pub fn is_internal(&self) -> bool {
+        INTERNAL_TOPICS.contains(&self.name.as_str())
+    }
+}
+
+/// Why a topic operation failed, with the Kafka code.
+#[derive(Debug, Clone)]
+pub struct TopicError {
+    /// Kafka error code.
+    pub code: ErrorCode,
+    /// Human-readable reason.
+    pub message: String,
+}
+
+impl TopicError {
+    fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        TopicError {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// Kafka's legal topic names: 1–249 of `[a-zA-Z0-9._-]`, not `.` or `..`.
+pub fn validate_topic_name(name: &str) -> Result<(), TopicError> {
+    let bad = |why: &str| {
+        Err(TopicError::new(
+            ErrorCode::InvalidTopicException,
+            format!("Topic name \"{name}\" is illegal, {why}"),
+        ))
+    };
+    if name.is_empty() {
+        return bad("it can't be empty");
+    }
+    if name == "." || name == ".." {
+        return bad("it cannot be \".\" or \"..\"");
+    }
+    if name.len() > 249 {
+        return bad("it can't be longer than 249 characters");
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+    {
+        return bad("it contains a character other than ASCII alphanumerics, '.', '_' and '-'");
+    }
+    Ok(())
+}
+
+#[derive(Default)]
+struct Inner {
+    by_name: HashMap<String, Arc<Topic>>,
+    by_id: HashMap<Uuid, Arc<Topic>>,
+}
+
+/// All topics of the node.
+pub struct TopicManager {
+    config: Arc<BrokerConfig>,
+    inner: RwLock<Inner>,
+    /// Serializes creates, deletes and alterations (and the topics-file writes).
+    admin: Mutex<()>,
+}
+
+fn partition_dir_name(topic: &str, index: i32) -> String {
+    format!("{topic}-{index}")
+}
+
+impl TopicManager {
+    /// Reads the topics file and opens every partition (recovering logs that were not closed
+    /// cleanly).
+    pub fn load(config: Arc<BrokerConfig>) -> Result<TopicManager, String> {
+        let mgr = TopicManager {
+            config,
+            inner: RwLock::new(Inner::default()),
+            admin: Mutex::new(()),
+        };
+        let path = mgr.config.log_dirs[0].join(TOPICS_FILE);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        };
+        let mut specs: BTreeMap<String, (Uuid, i32, BTreeMap<String, String>)> = BTreeMap::new();
+        for (n, line) in text.lines().enumerate() {
+            let f: Vec<&str> = line.split('\t').collect();
+            let bad = || format!("{}:{}: malformed line", path.display(), n + 1);
+            match f.as_slice() {
+                ["topic", name, id, parts] => {
+                    let id = uuid_from_base64(id).ok_or_else(bad)?;
+                    let parts: i32 = parts.parse().map_err(|_| bad())?;
+                    specs.insert(
+                        name.to_string(),
+                        (Uuid::from_bytes(id), parts, BTreeMap::new()),
+                    );
+                }
+                ["config", name, key, value] => {
+                    let s = specs.get_mut(*name).ok_or_else(bad)?;
+                    s.2.insert(key.to_string(), value.to_string());
+                }
+                [""] => {}
+                _ => return Err(bad()),
+            }
+        }
+        let now = now_ms();
+        for (name, (id, parts, configs)) in specs {
+            let log_config = topic_config::log_config(&configs, &mgr.config);
+            let mut partitions = Vec::new();
+            for i in 0..parts {
+                let dir = mgr.partition_dir(&name, i);
+                let p = Partition::open(
+                    &dir,
+                    &name,
+                    i,
+                    id,
+                    log_config.clone(),
+                    mgr.producer_config(),
+                    now,
+                )
+                .map_err(|e| format!("cannot open {}: {e}", dir.display()))?;
+                partitions.push(Arc::new(p));
+            }
+            let topic = Arc::new(Topic {
+                name: name.clone(),
+                id,
+                partitions,
+                configs,
+            });
+            let mut inner = mgr.inner.write();
+            inner.by_id.insert(id, topic.clone());
+            inner.by_name.insert(name, topic);
+        }
+        Ok(mgr)
+    }
+
+    fn producer_config(&self) -> ProducerStateConfig {
+        ProducerStateConfig {
+            producer_id_expiration_ms: self.config.producer_id_expiration_ms,
+        }
+    }
+
+    /// The directory of a partition: where it already is, else in the log dir holding the fewest
+    /// partitions.
+    fn partition_dir(&self, topic: &str, index: i32) -> PathBuf {
+        let name = partition_dir_name(topic, index);
+        for d in &self.config.log_dirs {
+            let p = d.join(&name);
+            if p.is_dir() {
+                return p;
+            }
+        }
+        let count = |d: &Path| {
+            std::fs::read_dir(d)
+                .map(|r| {
+                    r.filter_map(Result::ok)
+                        .filter(|e| e.path().is_dir())
+                        .count()
+                })
+                .unwrap_or(usize::MAX)
+        };
+        let best = self
+            .config
+            .log_dirs
+            .iter()
+            .min_by_key(|d| count(d))
+            .expect("at least one log dir");
+        best.join(name)
+    }
+
+    fn persist(&self, inner: &Inner) -> Result<(), TopicError> {
+        let mut text = String::new();
+        let mut names: Vec<&String> = inner.by_name.keys().collect();
+        names.sort();
+        for n in names {
+            let t = &inner.by_name[n];
+            text.push_str(&format!(
+                "topic\t{}\t{}\t{}\n",
+                t.name,
+                uuid_to_base64(t.id.as_bytes()),
+                t.partitions.len()
+            ));
+            for (k, v) in &t.configs {
+                text.push_str(&format!("config\t{}\t{}\t{}\n", t.name, k, v));
+            }
+        }
+        let path = self.config.log_dirs[0].join(TOPICS_FILE);
+        write_atomically(&path, text.as_bytes()).map_err(|e| {
+            TopicError::new(
+                ErrorCode::KafkaStorageError,
+                format!("{}: {e}", path.display()),
+            )
+        })
+    }
+
+    /// A topic by name.
+    pub fn get(&self, name: &str) -> Option<Arc<Topic>> {
+        self.inner.read().by_name.get(name).cloned()
+    }
+
+    /// A topic by id.
+    pub fn get_by_id(&self, id: &Uuid) -> Option<Arc<Topic>> {
+        self.inner.read().by_id.get(id).cloned()
+    }
+
+    /// A partition by topic name and index.
+    pub fn partition(&self, name: &str, index: i32) -> Option<Arc<Partition>> {
+        let t = self.get(name)?;
+        usize::try_from(index)
+            .ok()
+            .and_then(|i| t.partitions.get(i).cloned())
+    }
+
+    /// Every topic, sorted by name.
+    pub fn all(&self) -> Vec<Arc<Topic>> {
+        let mut v: Vec<Arc<Topic>> = self.inner.read().by_name.values().cloned().collect();
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        v
+    }
+
+    /// Checks what CreateTopics checks, without creating anything.
+    pub fn check_new(
+        &self,
+        name: &str,
+        partitions: i32,
+        configs: &BTreeMap<String, String>,
+    ) -> Result<(), TopicError> {
+        validate_topic_name(name)?;
+        let inner = self.inner.read();
+        if inner.by_name.contains_key(name) {
+            return Err(TopicError::new(
+                ErrorCode::TopicAlreadyExists,
+                format!("Topic '{name}' already exists."),
+            ));
+        }
+        let mapped = name.replace('.', "_");
+        if let Some(other) = inner.by_name.keys().find(|k| k.replace('.', "_") == mapped) {
+            return Err(TopicError::new(
+                ErrorCode::InvalidTopicException,
+                format!("Topic '{name}' collides with existing topic: {other}"),
+            ));
+        }
+        if partitions < 1 {
+            return Err(TopicError::new(
+                ErrorCode::InvalidPartitions,
+                "Number of partitions must be larger than 0.",
+            ));
+        }
+        for (k, v) in configs {
+            topic_config::validate(k, v)
+                .map_err(|m| TopicError::new(ErrorCode::InvalidConfig, m))?;
+        }
+        Ok(())
+    }
+
+    /// Creates a topic with `partitions` partitions and config overrides.
+    pub fn create(
+        &self,
+        name: &str,
+        partitions: i32,
+        configs: BTreeMap<String, String>,
+    ) -> Result<Arc<Topic>, TopicError> {
+        let _admin = self.admin.lock();
+        self.check_new(name, partitions, &configs)?;
+        let id = loop {
+            let u = Uuid::from_bytes(*uuid::Uuid::new_v4().as_bytes());
+            // Kafka reserves the zero id and ids whose text starts with '-'.
+            if !u.is_zero() && !uuid_to_base64(u.as_bytes()).starts_with('-') {
+                break u;
+            }
+        };
+        let log_config = topic_config::log_config(&configs, &self.config);
+        let now = now_ms();
+        let mut parts = Vec::new();
+        for i in 0..partitions {
+            let dir = self.partition_dir(name, i);
+            let p = Partition::open(
+                &dir,
+                name,
+                i,
+                id,
+                log_config.clone(),
+                self.producer_config(),
+                now,
+            )
+            .map_err(|e| TopicError::new(ErrorCode::KafkaStorageError, e.to_string()))?;
+            let _ = write_atomically(
+                &dir.join("partition.metadata"),
+                format!("version: 0\ntopic_id: {}\n", uuid_to_base64(id.as_bytes())).as_bytes(),
+            );
+            parts.push(Arc::new(p));
+        }
+        let topic = Arc::new(Topic {
+            name: name.to_string(),
+            id,
+            partitions: parts,
+            configs,
+        });
+        let mut inner = self.inner.write();
+        inner.by_name.insert(name.to_string(), topic.clone());
+        inner.by_id.insert(id, topic.clone());
+        self.persist(&inner)?;
+        tracing::info!(topic = %name, partitions, "created topic");
+        Ok(topic)
+    }
+
+    /// Creates one of the internal topics if it is missing, with its own partition count and
+    /// compacted config.
+    pub fn ensure_internal(&self, name: &str) -> Result<Arc<Topic>, TopicError> {
+        if let Some(t) = self.get(name) {
+            return Ok(t);
+        }
+        let c = &self.config;
+        let (parts, seg) = if name == GROUP_METADATA_TOPIC {
+            (
+                c.offsets_topic_num_partitions,
+                c.offsets_topic_segment_bytes,
+            )
+        } else {
+            (
+                c.transaction_state_log_num_partitions,
+                c.transaction_state_log_segment_bytes,
+            )
+        };
+        let mut configs = BTreeMap::new();
+        configs.insert("cleanup.policy".to_string(), "compact".to_string());
+        configs.insert("segment.bytes".to_string(), seg.to_string());
+        let compression = if name == GROUP_METADATA_TOPIC {
+            "producer"
+        } else {
+            "uncompressed"
+        };
+        configs.insert("compression.type".to_string(), compression.to_string());
+        match self.create(name, parts, configs) {
+            Ok(t) => Ok(t),
+            Err(e) if e.code == ErrorCode::TopicAlreadyExists => self.get(name).ok_or(e),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Deletes a topic: its partitions are closed and their directories removed.
+    pub fn delete(&self, name: &str) -> Result<(), TopicError> {
+        let _admin = self.admin.lock();
+        let topic = {
+            let mut inner = self.inner.write();
+            let Some(t) = inner.by_name.remove(name) else {
+                return Err(TopicError::new(
+                    ErrorCode::UnknownTopicOrPartition,
+                    "This server does not host this topic-partition.",
+                ));
+            };
+            inner.by_id.remove(&t.id);
+            self.persist(&inner)?;
+            t
+        };
+        for p in &topic.partitions {
+            let dir = p.data.lock().log.dir().to_path_buf();
+            if let Err(e) = std::fs::remove_dir_all(&dir) {
+                tracing::warn!(dir = %dir.display(), error = %e, "cannot remove deleted partition");
+            }
+        }
+        tracing::info!(topic = %name, "deleted topic");
+        Ok(())
+    }
+
+    /// Grows a topic to `count` partitions.
+    pub fn add_partitions(
+        &self,
+        name: &str,
+        count: i32,
+        validate_only: bool,
+    ) -> Result<(), TopicError> {
+        let _admin = self.admin.lock();
+        let Some(t) = self.get(name) else {
+            return Err(TopicError::new(
+                ErrorCode::UnknownTopicOrPartition,
+                format!("The topic '{name}' does not exist."),
+            ));
+        };
+        let current = t.partitions.len() as i32;
+        if count <= current {
+            return Err(TopicError::new(
+                ErrorCode::InvalidPartitions,
+                format!("Topic currently has {current} partitions, which is higher than the requested {count}."),
+            ));
+        }
+        if validate_only {
+            return Ok(());
+        }
+        let log_config = topic_config::log_config(&t.configs, &self.config);
+        let mut parts = t.partitions.clone();
+        for i in current..count {
+            let dir = self.partition_dir(name, i);
+            let p = Partition::open(
+                &dir,
+                name,
+                i,
+                t.id,
+                log_config.clone(),
+                self.producer_config(),
+                now_ms(),
+            )
+            .map_err(|e| TopicError::new(ErrorCode::KafkaStorageError, e.to_string()))?;
+            parts.push(Arc::new(p));
+        }
+        self.replace(Topic {
+            name: t.name.clone(),
+            id: t.id,
+            partitions: parts,
+            configs: t.configs.clone(),
+        })
+    }
+
+    /// Replaces a topic's config overrides and applies them to its logs.
+    pub fn set_configs(
+        &self,
+        name: &str,
+        configs: BTreeMap<String, String>,
+    ) -> Result<(), TopicError> {
+        let _admin = self.admin.lock();
+        let Some(t) = self.get(name) else {
+            return Err(TopicError::new(
+                ErrorCode::UnknownTopicOrPartition,
+                format!("The topic '{name}' does not exist."),
+            ));
+        };
+        let log_config = topic_config::log_config(&configs, &self.config);
+        for p in &t.partitions {
+            let mut d = p.data.lock();
+            d.log
+                .set_config(log_config.clone())
+                .map_err(|e| TopicError::new(ErrorCode::InvalidConfig, e.to_string()))?;
+        }
+        self.replace(Topic {
+            name: t.name.clone(),
+            id: t.id,
+            partitions: t.partitions.clone(),
+            configs,
+        })
+    }
+
+    fn replace(&self, topic: Topic) -> Result<(), TopicError> {
+        let topic = Arc::new(topic);
+        let mut inner = self.inner.write();
+        inner.by_name.insert(topic.name.clone(), topic.clone());
+        inner.by_id.insert(topic.id, topic);
+        self.persist(&inner)
+    }
+
+    /// Runs retention on every log (called periodically).
+    pub fn run_retention(&self) {
+        let now = now_ms();
+        for t in self.all() {
+            for p in &t.partitions {
+                let mut d = p.data.lock();
+                match d.log.delete_old_segments(now) {
+                    Ok(n) if n > 0 => {
+                        let start = d.log.log_start_offset();
+                        d.producers.on_log_start_offset_incremented(start);
+                        tracing::info!(topic = %t.name, partition = p.index, segments = n, "retention deleted segments");
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::warn!(topic = %t.name, partition = p.index, error = %e, "retention failed")
+                    }
+                }
+                // Compaction of closed segments (josef-log's cleaner), in the same pass.
+                if self.config.log_cleaner_enable && d.log.config().cleanup_policy.compacts() {
+                    if let Err(e) = d.log.compact(now) {
+                        tracing::warn!(topic = %t.name, partition = p.index, error = %e, "compaction failed");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Flushes every log and closes it (producer snapshot at the LEO, clean-shutdown marker).
+    pub fn shutdown(&self) {
+        let topics: Vec<Arc<Topic>> = {
+            let mut inner = self.inner.write();
+            inner.by_id.clear();
+            inner.by_name.drain().map(|(_, t)| t).collect()
+        };
+        for t in topics {
+            let partitions = match Arc::try_unwrap(t) {
+                Ok(t) => t.partitions,
+                Err(t) => t.partitions.clone(),
+            };
+            for p in partitions {
+                match Arc::try_unwrap(p) {
+                    Ok(p) => {
+                        let (topic, index) = (p.topic.clone(), p.index);
+                        if let Err(e) = p.close() {
+                            tracing::warn!(%topic, index, error = %e, "closing log failed");
+                        }
+                    }
+                    Err(p) => {
+                        let mut d = p.data.lock();
+                        if let Err(e) = d.log.flush() {
+                            tracing::warn!(topic = %p.topic, index = p.index, error = %e, "flush failed");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

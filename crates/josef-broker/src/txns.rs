@@ -1,0 +1,378 @@
+//! Drives josef-txn's `TxnCoordinator`: partitions of `__transaction_state` are loaded on first
+//! use; records go through a `PartitionWriter` that appends Kafka-format batches to the log;
+//! since one node's HW reaches the LEO inside the append, held answers are released right after
+//! each call. Marker effects are carried out locally (WriteTxnMarkers without the network hop):
+//! a COMMIT/ABORT control batch on every partition of the transaction (aborts indexed in the
+//! `.txnindex` and the LSO moved by the sequencer), the group coordinator told about
+//! `__consumer_offsets` partitions, then `markers_completed`.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use josef_coordinator::{
+    LogEntry, PartitionWriter, RecordSerde, StoredRecord, TransactionResult, WriteError,
+};
+use josef_log::BatchHeader;
+use josef_records::{
+    build_control_batch, ControlRecordType, DecompressLimits, RecordBatch, RecordBatchBuilder,
+};
+use josef_sequencer::{ControlType, EndTxnMarker};
+use josef_txn::{
+    ProducerIdGenerator, Released, TransactionVersion, TxnConfig, TxnCoordinator, TxnError,
+    TxnLogRecord, TxnMarkerRequest, TxnRecordSerde, TxnReply,
+};
+use parking_lot::Mutex;
+use tokio::sync::oneshot;
+
+use crate::config::BrokerConfig;
+use crate::groups::GroupService;
+use crate::partition::{control_type_of, Partition};
+use crate::state::FileBlockStore;
+use crate::topics::{now_ms, TopicManager, GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC};
+
+/// Appends coordinator records to a `__transaction_state` partition.
+pub struct LogWriter {
+    partition: Arc<Partition>,
+}
+
+impl PartitionWriter<TxnLogRecord> for LogWriter {
+    fn append(
+        &mut self,
+        producer_id: i64,
+        producer_epoch: i16,
+        records: &[TxnLogRecord],
+    ) -> Result<i64, WriteError> {
+        let now = now_ms();
+        let mut b = RecordBatchBuilder::new().create_time();
+        if producer_id >= 0 {
+            b = b.producer(producer_id, producer_epoch, 0);
+        }
+        for r in records {
+            let (k, v) = TxnRecordSerde::new(TransactionVersion::V0).serialize(r);
+            b = b.record(now, k.as_deref(), v.as_deref());
+        }
+        let batch = b.build().map_err(|e| WriteError::Storage(e.to_string()))?;
+        let info = self
+            .partition
+            .append_internal(batch, now)
+            .map_err(|e| WriteError::Storage(format!("{:?}", e.code)))?;
+        Ok(info.last_offset)
+    }
+}
+
+/// Producer ids for the transaction coordinator from the broker's persisted allocator.
+struct Pids<'a>(&'a Mutex<josef_sequencer::ProducerIdManager<FileBlockStore>>);
+
+impl ProducerIdGenerator for Pids<'_> {
+    fn generate_producer_id(&mut self) -> Result<i64, TxnError> {
+        self.0
+            .lock()
+            .next_id()
+            .map_err(|_| TxnError::CoordinatorLoadInProgress)
+    }
+}
+
+type Ctx = u64;
+
+/// The node's transaction coordinator.
+pub struct TxnService {
+    coord: Mutex<TxnCoordinator<LogWriter, Ctx>>,
+    loaded: Mutex<HashSet<i32>>,
+    pending: Mutex<HashMap<Ctx, oneshot::Sender<TxnReply>>>,
+    next: AtomicU64,
+}
+
+/// What a handler needs from the rest of the broker.
+pub struct Env<'a> {
+    /// Topics.
+    pub topics: &'a TopicManager,
+    /// Group coordinator (for offsets committed in a transaction).
+    pub groups: &'a GroupService,
+    /// Producer id allocator.
+    pub pids: &'a Mutex<josef_sequencer::ProducerIdManager<FileBlockStore>>,
+}
+
+impl TxnService {
+    /// Settings from the broker config.
+    pub fn new(c: &BrokerConfig) -> Self {
+        let config = TxnConfig {
+            transaction_max_timeout_ms: c.transaction_max_timeout_ms.min(i32::MAX as i64) as i32,
+            transactional_id_expiration_ms: c.transactional_id_expiration_ms,
+            transaction_state_partitions: c.transaction_state_log_num_partitions,
+            offsets_topic_partitions: c.offsets_topic_num_partitions,
+            transaction_version: TransactionVersion::V0,
+            ..TxnConfig::default()
+        };
+        TxnService {
+            coord: Mutex::new(TxnCoordinator::new(config)),
+            loaded: Mutex::new(HashSet::new()),
+            pending: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(1),
+        }
+    }
+
+    /// Loads the partition owning `transactional_id` if needed.
+    fn ensure_loaded(
+        &self,
+        env: &Env<'_>,
+        coord: &mut TxnCoordinator<LogWriter, Ctx>,
+        transactional_id: &str,
+    ) -> Vec<Released<Ctx>> {
+        let p = coord.partition_for(transactional_id);
+        if self.loaded.lock().contains(&p) {
+            return Vec::new();
+        }
+        let Ok(topic) = env.topics.ensure_internal(TRANSACTION_STATE_TOPIC) else {
+            return Vec::new();
+        };
+        let Some(partition) = topic.partitions.get(p as usize).cloned() else {
+            return Vec::new();
+        };
+        let entries = read_entries(&partition);
+        let n = entries.len();
+        match coord.complete_loading(p, 0, LogWriter { partition }, entries) {
+            Ok(released) => {
+                tracing::info!(
+                    partition = p,
+                    records = n,
+                    "loaded transaction coordinator partition"
+                );
+                self.loaded.lock().insert(p);
+                resend(released)
+            }
+            Err(e) => {
+                tracing::error!(partition = p, error = ?e, "cannot load __transaction_state partition");
+                Vec::new()
+            }
+        }
+    }
+
+    /// Runs one coordinator call and returns its answer (waiting for it if held).
+    pub async fn call(
+        &self,
+        env: &Env<'_>,
+        transactional_id: &str,
+        f: impl FnOnce(
+            &mut TxnCoordinator<LogWriter, Ctx>,
+            &mut dyn ProducerIdGenerator,
+            Ctx,
+        ) -> Option<Released<Ctx>>,
+    ) -> Option<TxnReply> {
+        let ctx = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.pending.lock().insert(ctx, tx);
+        {
+            let mut coord = self.coord.lock();
+            let mut work: VecDeque<Released<Ctx>> =
+                self.ensure_loaded(env, &mut coord, transactional_id).into();
+            let p = coord.partition_for(transactional_id);
+            let mut pids = Pids(env.pids);
+            if let Some(r) = f(&mut coord, &mut pids, ctx) {
+                work.push_back(r);
+            }
+            work.extend(self.release_all(env, &mut coord, p));
+            self.process(env, &mut coord, work);
+        }
+        let reply = rx.await.ok();
+        self.pending.lock().remove(&ctx);
+        reply
+    }
+
+    fn release_all(
+        &self,
+        env: &Env<'_>,
+        coord: &mut TxnCoordinator<LogWriter, Ctx>,
+        p: i32,
+    ) -> Vec<Released<Ctx>> {
+        let hw = env
+            .topics
+            .partition(TRANSACTION_STATE_TOPIC, p)
+            .map(|part| part.data.lock().log.high_watermark())
+            .unwrap_or(0);
+        coord.on_high_watermark(p, hw)
+    }
+
+    /// Delivers answers and carries out marker writes (which may release more answers).
+    fn process(
+        &self,
+        env: &Env<'_>,
+        coord: &mut TxnCoordinator<LogWriter, Ctx>,
+        mut work: VecDeque<Released<Ctx>>,
+    ) {
+        while let Some(r) = work.pop_front() {
+            if let Some(ctx) = r.context {
+                if let Some(tx) = self.pending.lock().remove(&ctx) {
+                    let _ = tx.send(r.reply.clone());
+                }
+            }
+            for marker in r.markers {
+                write_markers(env, &marker);
+                let p = coord.partition_for(&marker.transactional_id);
+                match coord.markers_completed(&marker, now_ms()) {
+                    Ok(Some(more)) => work.push_back(more),
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!(error = ?e, "markers_completed failed"),
+                }
+                work.extend(self.release_all(env, coord, p));
+            }
+        }
+    }
+
+    /// Periodic work: aborts timed-out transactions, expires idle ids.
+    pub fn tick(&self, env: &Env<'_>) {
+        let mut coord = self.coord.lock();
+        let now = now_ms();
+        let mut work: VecDeque<Released<Ctx>> = coord.on_tick(now).into();
+        let loaded: Vec<i32> = self.loaded.lock().iter().copied().collect();
+        for p in loaded {
+            work.extend(self.release_all(env, &mut coord, p));
+        }
+        self.process(env, &mut coord, work);
+    }
+
+    /// Read-only access (Describe/ListTransactions).
+    pub fn read<T>(
+        &self,
+        env: &Env<'_>,
+        transactional_id: Option<&str>,
+        f: impl FnOnce(&TxnCoordinator<LogWriter, Ctx>) -> T,
+    ) -> T {
+        let mut coord = self.coord.lock();
+        if let Some(id) = transactional_id {
+            let released = self.ensure_loaded(env, &mut coord, id);
+            self.process(env, &mut coord, released.into());
+        }
+        f(&coord)
+    }
+
+    /// Loads every partition (ListTransactions must see them all).
+    pub fn load_all(&self, env: &Env<'_>, partitions: i32) {
+        let mut coord = self.coord.lock();
+        for p in 0..partitions {
+            if self.loaded.lock().contains(&p) {
+                continue;
+            }
+            // Find an id that maps to p is not needed: load by partition directly.
+            let Ok(topic) = env.topics.ensure_internal(TRANSACTION_STATE_TOPIC) else {
+                return;
+            };
+            let Some(partition) = topic.partitions.get(p as usize).cloned() else {
+                continue;
+            };
+            let entries = read_entries(&partition);
+            if let Ok(released) = coord.complete_loading(p, 0, LogWriter { partition }, entries) {
+                self.loaded.lock().insert(p);
+                self.process(env, &mut coord, resend(released).into());
+            }
+        }
+    }
+}
+
+/// Markers of transactions a load found in Prepare*, as work for [`TxnService::process`].
+fn resend(markers: Vec<TxnMarkerRequest>) -> Vec<Released<Ctx>> {
+    if markers.is_empty() {
+        return Vec::new();
+    }
+    vec![Released {
+        context: None,
+        reply: TxnReply::MarkersCompleted(false),
+        markers,
+    }]
+}
+
+fn read_entries(partition: &Partition) -> Vec<LogEntry<TxnLogRecord>> {
+    let batches = {
+        let d = partition.data.lock();
+        d.log
+            .batches_from(d.log.log_start_offset())
+            .unwrap_or_default()
+    };
+    let mut out = Vec::new();
+    for (_, bytes) in batches {
+        let Ok(h) = BatchHeader::parse(&bytes) else {
+            continue;
+        };
+        if h.is_control() {
+            if let Some(ct) = control_type_of(&bytes) {
+                out.push(LogEntry::EndTransaction {
+                    offset: h.base_offset,
+                    producer_id: h.producer_id,
+                    producer_epoch: h.producer_epoch,
+                    coordinator_epoch: 0,
+                    result: if ct == ControlType::Commit {
+                        TransactionResult::Commit
+                    } else {
+                        TransactionResult::Abort
+                    },
+                });
+            }
+            continue;
+        }
+        let Ok(batch) = RecordBatch::parse(bytes) else {
+            continue;
+        };
+        let Ok(records) = batch.records(&DecompressLimits::default()) else {
+            continue;
+        };
+        for r in records.flatten() {
+            let Some(key) = r.key.as_deref() else {
+                continue;
+            };
+            if let Ok(rec) =
+                TxnRecordSerde::new(TransactionVersion::V0).deserialize(key, r.value.as_deref())
+            {
+                out.push(LogEntry::Record(StoredRecord {
+                    offset: r.offset,
+                    producer_id: h.producer_id,
+                    producer_epoch: h.producer_epoch,
+                    record: rec,
+                }));
+            }
+        }
+    }
+    out
+}
+
+/// Writes the COMMIT/ABORT marker of `m` to every partition of the transaction.
+fn write_markers(env: &Env<'_>, m: &TxnMarkerRequest) {
+    let commit = m.result == TransactionResult::Commit;
+    let now = now_ms();
+    for tp in &m.partitions {
+        let Some(p) = env.topics.partition(&tp.topic, tp.partition) else {
+            tracing::warn!(topic = %tp.topic, partition = tp.partition, "marker for an unknown partition skipped");
+            continue;
+        };
+        let batch = build_control_batch(
+            m.producer_id,
+            m.producer_epoch,
+            josef_records::EndTxnMarker {
+                control_type: if commit {
+                    ControlRecordType::Commit
+                } else {
+                    ControlRecordType::Abort
+                },
+                coordinator_epoch: m.coordinator_epoch,
+            },
+            0,
+            p.leader_epoch,
+            now,
+        );
+        let marker = EndTxnMarker::new(
+            m.producer_id,
+            m.producer_epoch,
+            if commit {
+                ControlType::Commit
+            } else {
+                ControlType::Abort
+            },
+            m.coordinator_epoch,
+        );
+        if let Err(e) = p.append_marker(batch, marker, now) {
+            tracing::warn!(topic = %tp.topic, partition = tp.partition, code = ?e.code, msg = ?e.message, "marker write failed");
+        }
+        if tp.topic == GROUP_METADATA_TOPIC {
+            env.groups.complete_transaction(m.producer_id, commit);
+        }
+    }
+}
