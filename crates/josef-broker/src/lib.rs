@@ -24,7 +24,6 @@ pub mod server;
 pub mod state;
 pub mod topic_config;
 pub mod topics;
-pub mod txn_serde;
 pub mod txns;
 
 mod broker;
