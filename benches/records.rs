@@ -18,11 +18,25 @@ const VALUE_SIZE: usize = 100;
 /// Text-like values (a small vocabulary), so codecs have something realistic to do.
 fn value(i: usize) -> Vec<u8> {
     const WORDS: [&str; 16] = [
-        "order", "id", "user", "amount", "status", "paid", "shipped", "eur", "usd", "item",
-        "sku", "qty", "42", "1700000000", "true", "false",
+        "order",
+        "id",
+        "user",
+        "amount",
+        "status",
+        "paid",
+        "shipped",
+        "eur",
+        "usd",
+        "item",
+        "sku",
+        "qty",
+        "42",
+        "1700000000",
+        "true",
+        "false",
     ];
     let mut v = Vec::with_capacity(VALUE_SIZE);
-    let mut x = i as u64 * 0x9E37_79B9_7F4A_7C15 + 1;
+    let mut x = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     while v.len() < VALUE_SIZE {
         x ^= x << 13;
         x ^= x >> 7;
@@ -81,6 +95,18 @@ fn iterate(c: &mut Criterion) {
                 for r in batch.records(&limits).unwrap() {
                     let r = r.unwrap();
                     n += r.value.map_or(0, |v| v.len());
+                }
+                n
+            })
+        });
+        g.bench_function("josef_records_iterate_refs", |b| {
+            b.iter(|| {
+                let batch = RecordBatch::parse(bytes.clone()).unwrap();
+                let records = batch.records(&limits).unwrap();
+                let mut n = 0usize;
+                for r in records.refs() {
+                    let r = r.unwrap();
+                    n += r.value.map_or(0, <[u8]>::len);
                 }
                 n
             })

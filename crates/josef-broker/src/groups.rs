@@ -13,6 +13,7 @@ use std::sync::Arc;
 use josef_coordinator::RecordSerde;
 use josef_group::api::{Completion, GroupResponse, RequestId};
 use josef_group::record::GroupRecord;
+use josef_group::serde::GroupRecordSerde;
 use josef_group::{
     placement, GroupConfig, GroupCoordinator, GroupResult, NoopTimer, RandomMemberIds,
 };
@@ -22,7 +23,6 @@ use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
 use crate::config::BrokerConfig;
-use crate::group_serde::KafkaGroupSerde;
 use crate::partition::{control_type_of, Partition};
 use crate::topics::{now_ms, TopicManager, GROUP_METADATA_TOPIC};
 
@@ -49,7 +49,7 @@ pub struct GroupService {
     shards: Mutex<HashMap<i32, Arc<Mutex<Shard>>>>,
     pending: Mutex<HashMap<RequestId, oneshot::Sender<GroupResponse>>>,
     next_request: AtomicU64,
-    serde: KafkaGroupSerde,
+    serde: GroupRecordSerde,
 }
 
 impl GroupService {
@@ -69,7 +69,7 @@ impl GroupService {
             shards: Mutex::new(HashMap::new()),
             pending: Mutex::new(HashMap::new()),
             next_request: AtomicU64::new(1),
-            serde: KafkaGroupSerde,
+            serde: GroupRecordSerde::default(),
         }
     }
 

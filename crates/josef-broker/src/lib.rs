@@ -17,7 +17,6 @@
 pub mod config;
 pub mod connection;
 pub mod dispatch;
-pub mod group_serde;
 pub mod groups;
 pub mod meta;
 pub mod partition;
@@ -25,7 +24,6 @@ pub mod server;
 pub mod state;
 pub mod topic_config;
 pub mod topics;
-pub mod txn_serde;
 pub mod txns;
 
 mod broker;

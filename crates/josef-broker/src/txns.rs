@@ -20,7 +20,7 @@ use josef_records::{
 use josef_sequencer::{ControlType, EndTxnMarker};
 use josef_txn::{
     ProducerIdGenerator, Released, TransactionVersion, TxnConfig, TxnCoordinator, TxnError,
-    TxnLogRecord, TxnMarkerRequest, TxnReply,
+    TxnLogRecord, TxnMarkerRequest, TxnRecordSerde, TxnReply,
 };
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
@@ -30,7 +30,6 @@ use crate::groups::GroupService;
 use crate::partition::{control_type_of, Partition};
 use crate::state::FileBlockStore;
 use crate::topics::{now_ms, TopicManager, GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC};
-use crate::txn_serde::KafkaTxnSerde;
 
 /// Appends coordinator records to a `__transaction_state` partition.
 pub struct LogWriter {
@@ -50,7 +49,7 @@ impl PartitionWriter<TxnLogRecord> for LogWriter {
             b = b.producer(producer_id, producer_epoch, 0);
         }
         for r in records {
-            let (k, v) = KafkaTxnSerde.serialize(r);
+            let (k, v) = TxnRecordSerde::new(TransactionVersion::V0).serialize(r);
             b = b.record(now, k.as_deref(), v.as_deref());
         }
         let batch = b.build().map_err(|e| WriteError::Storage(e.to_string()))?;
@@ -320,7 +319,9 @@ fn read_entries(partition: &Partition) -> Vec<LogEntry<TxnLogRecord>> {
             let Some(key) = r.key.as_deref() else {
                 continue;
             };
-            if let Ok(rec) = KafkaTxnSerde.deserialize(key, r.value.as_deref()) {
+            if let Ok(rec) =
+                TxnRecordSerde::new(TransactionVersion::V0).deserialize(key, r.value.as_deref())
+            {
                 out.push(LogEntry::Record(StoredRecord {
                     offset: r.offset,
                     producer_id: h.producer_id,

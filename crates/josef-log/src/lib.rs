@@ -42,5 +42,5 @@ pub use crate::config::{CleanupPolicy, LogConfig, TimestampType};
 pub use crate::error::LogError;
 pub use crate::index::{AbortedTxn, OffsetPosition, TimestampOffset};
 pub use crate::loader::{write_clean_shutdown_marker, CLEAN_SHUTDOWN_CONTENT};
-pub use crate::log::{FetchDataInfo, LoadReport, Log, LogAppendInfo, PartitionState};
+pub use crate::log::{FetchDataInfo, LoadReport, Log, LogAppendInfo, LogBatches, PartitionState};
 pub use josef_records::BatchHeader;

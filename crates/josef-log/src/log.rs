@@ -620,29 +620,29 @@ impl Log {
         Ok(())
     }
 
-    /// Iterates the batches from the one holding `start_offset` to the LEO, each with its bytes
-    /// (for a caller rebuilding producer state after [`Log::open`], from the offset of
-    /// [`Log::latest_producer_snapshot`]).
+    /// All batches from the one holding `start_offset` to the LEO, each with its bytes, collected
+    /// (see [`Log::iter_batches_from`] to hold one batch at a time).
     pub fn batches_from(&self, start_offset: i64) -> Result<Vec<(BatchPosition, Bytes)>, LogError> {
+        self.iter_batches_from(start_offset)
+            .map(|r| r.map(|(_, b, bytes)| (b, bytes)))
+            .collect()
+    }
+
+    /// Iterates the batches from the one holding `start_offset` to the LEO, each with its segment
+    /// and bytes, one batch in memory at a time (for a caller rebuilding producer state after
+    /// [`Log::open`], from the offset of [`Log::latest_producer_snapshot`]).
+    pub fn iter_batches_from(&self, start_offset: i64) -> LogBatches<'_> {
         let start_offset = start_offset.max(self.log_start_offset);
-        let mut out = Vec::new();
         let from = self
             .floor_segment(start_offset)
             .map_or(i64::MIN, |s| s.base_offset());
-        for (_, seg) in self.segments.range(from..) {
-            let start = seg
-                .translate_offset(start_offset, 0)?
-                .map_or(seg.size(), |b| b.position);
-            for b in seg.batches_from(start) {
-                let b = b?;
-                if b.header.last_offset() < start_offset {
-                    continue;
-                }
-                let bytes = seg.read_bytes(b.position, b.header.total_size())?;
-                out.push((b, bytes));
-            }
+        LogBatches {
+            log: self,
+            bases: self.segments.range(from..).map(|(&b, _)| b).collect(),
+            next_segment: 0,
+            position: None,
+            start_offset,
         }
-        Ok(out)
     }
 
     /// The first record with timestamp `>= timestamp` at or above the log start offset (ListOffsets
@@ -960,6 +960,61 @@ impl Log {
             crate::loader::write_clean_shutdown_marker(&dir)?;
         }
         Ok(())
+    }
+}
+
+/// Iterator over a log's batches (see [`Log::iter_batches_from`]): segment base offset, batch header
+/// and position, and the batch bytes.
+#[derive(Debug)]
+pub struct LogBatches<'a> {
+    log: &'a Log,
+    bases: Vec<i64>,
+    next_segment: usize,
+    /// Position in the current segment (`bases[next_segment - 1]`), `None` before it is located.
+    position: Option<u32>,
+    start_offset: i64,
+}
+
+impl Iterator for LogBatches<'_> {
+    type Item = Result<(i64, BatchPosition, Bytes), LogError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let Some(pos) = self.position else {
+                let base = *self.bases.get(self.next_segment)?;
+                self.next_segment += 1;
+                let seg = self.log.segments.get(&base)?;
+                match seg.translate_offset(self.start_offset, 0) {
+                    Ok(Some(b)) => self.position = Some(b.position),
+                    Ok(None) => continue,
+                    Err(e) => {
+                        self.next_segment = self.bases.len();
+                        return Some(Err(e));
+                    }
+                }
+                continue;
+            };
+            let base = self.bases[self.next_segment - 1];
+            let seg = self.log.segments.get(&base)?;
+            let item = seg.batch_at(pos).and_then(|b| match b {
+                None => Ok(None),
+                Some(b) => seg
+                    .read_bytes(b.position, b.header.total_size())
+                    .map(|bytes| Some((b, bytes))),
+            });
+            match item {
+                Ok(Some((b, bytes))) => {
+                    self.position = Some(pos + b.header.total_size() as u32);
+                    return Some(Ok((base, b, bytes)));
+                }
+                Ok(None) => self.position = None,
+                Err(e) => {
+                    self.next_segment = self.bases.len();
+                    self.position = None;
+                    return Some(Err(e));
+                }
+            }
+        }
     }
 }
 

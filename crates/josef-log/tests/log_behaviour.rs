@@ -607,10 +607,16 @@ fn batches_from_replays_every_batch_for_producer_state() {
     for i in 0..40 {
         append(&mut log, i, 2, 100);
     }
-    let all = log.batches_from(31).unwrap();
-    assert_eq!(all[0].0.header.base_offset, 30);
-    assert_eq!(all.last().unwrap().0.header.last_offset(), 79);
+    let all: Vec<_> = log.iter_batches_from(31).collect::<Result<_, _>>().unwrap();
+    assert_eq!(all[0].1.header.base_offset, 30);
+    assert_eq!(all.last().unwrap().1.header.last_offset(), 79);
     assert_eq!(all.len(), 25);
+    for (base, b, bytes) in &all {
+        assert!(*base <= b.header.base_offset);
+        assert_eq!(bytes.len(), b.header.total_size());
+    }
+    assert_eq!(log.iter_batches_from(80).count(), 0);
+    assert_eq!(log.batches_from(0).unwrap().len(), 40);
 }
 
 #[test]
@@ -676,4 +682,25 @@ fn timestamp_lookup_reads_compressed_batches() {
         .unwrap();
     let r = log.fetch_offset_by_timestamp(15).unwrap().unwrap();
     assert_eq!((r.offset, r.timestamp), (1, 20));
+}
+
+#[test]
+fn follower_appends_keep_their_offsets_and_must_not_go_backwards() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(&d.path().join("t-0"), small_config());
+    let b = batch(0, 1, &[(None, Some(b"a")), (None, Some(b"b"))]).freeze();
+    let info = log.append_as_follower(b.clone(), 0).unwrap();
+    assert_eq!((info.first_offset, info.last_offset), (0, 1));
+    assert_eq!(info.records, b);
+    // A gap (a compacted source) is kept as is.
+    let g = batch(10, 2, &[(None, Some(b"c"))]).freeze();
+    assert_eq!(log.append_as_follower(g, 0).unwrap().first_offset, 10);
+    assert_eq!(log.log_end_offset(), 11);
+    let old = batch(5, 3, &[(None, Some(b"d"))]).freeze();
+    assert!(matches!(
+        log.append_as_follower(old, 0),
+        Err(LogError::InvalidOffset(_))
+    ));
+    let r = log.read(2, 1 << 20, 11, true).unwrap();
+    assert_eq!(offsets_of(&r.records), vec![(10, 10)]);
 }

@@ -178,16 +178,27 @@ impl LegacyMessage {
     /// The records of this message: itself when uncompressed, else its inner messages (each CRC
     /// checked) with absolute offsets and effective timestamps. Decompression is bounded by `limits`.
     pub fn records(&self, limits: &DecompressLimits) -> Result<Vec<LegacyRecord>, RecordsError> {
+        self.records_and_inflated_size(limits).map(|(r, _)| r)
+    }
+
+    /// The records, and how many decompressed bytes they hold on to (0 when uncompressed).
+    fn records_and_inflated_size(
+        &self,
+        limits: &DecompressLimits,
+    ) -> Result<(Vec<LegacyRecord>, usize), RecordsError> {
         let codec = self.compression()?;
         if codec == Compression::None {
-            return Ok(vec![LegacyRecord {
-                offset: self.offset,
-                magic: self.magic,
-                timestamp: self.timestamp,
-                timestamp_type: self.timestamp_type(),
-                key: self.key.clone(),
-                value: self.value.clone(),
-            }]);
+            return Ok((
+                vec![LegacyRecord {
+                    offset: self.offset,
+                    magic: self.magic,
+                    timestamp: self.timestamp,
+                    timestamp_type: self.timestamp_type(),
+                    key: self.key.clone(),
+                    value: self.value.clone(),
+                }],
+                0,
+            ));
         }
         let Some(value) = &self.value else {
             return Err(RecordsError::InvalidRecord(
@@ -199,6 +210,7 @@ impl LegacyMessage {
         } else {
             decompress(codec, value, limits)?
         };
+        let inflated = inner.len();
         let mut out = Vec::new();
         for m in LegacyMessageSet::new(Bytes::from(inner)) {
             let m = m?;
@@ -246,7 +258,7 @@ impl LegacyMessage {
                 }
             }
         }
-        Ok(out)
+        Ok((out, inflated))
     }
 }
 
@@ -315,14 +327,20 @@ impl LegacyMessageSet {
         self.inner.position()
     }
 
-    /// All records of the set: every message's CRC checked, wrappers decompressed (each bounded by
-    /// `limits`), offsets made absolute.
+    /// All records of the set: every message's CRC checked, wrappers decompressed, offsets made
+    /// absolute. `limits` bounds the decompressed bytes of all wrappers *together*, since the
+    /// records keep them alive: many small wrappers cannot add up to more than the limit.
     pub fn records(self, limits: &DecompressLimits) -> Result<Vec<LegacyRecord>, RecordsError> {
+        let limit = limits.max_decompressed_bytes;
+        let mut used = 0usize;
         let mut out = Vec::new();
         for m in self {
             let m = m?;
             m.validate_crc()?;
-            out.extend(m.records(limits)?);
+            let (records, inflated) =
+                m.records_and_inflated_size(&DecompressLimits::new(limit - used))?;
+            used += inflated;
+            out.extend(records);
         }
         Ok(out)
     }
@@ -680,6 +698,36 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn many_wrappers_share_one_decompression_budget() {
+        let mut set = BytesMut::new();
+        for i in 0..4 {
+            let w = LegacySetBuilder::new(1)
+                .compression(Compression::Gzip)
+                .base_offset(i)
+                .record(1, None, Some(&[0u8; 1000]))
+                .build()
+                .unwrap();
+            set.extend_from_slice(&w);
+        }
+        let set = set.freeze();
+        // Each wrapper inflates to ~1.03 KB: alone each fits 2 KB, all four do not.
+        let err = LegacyMessageSet::new(set.clone())
+            .records(&DecompressLimits::new(2000))
+            .unwrap_err();
+        assert_eq!(
+            err,
+            RecordsError::DecompressedTooLarge { limit: 2000 - 1034 }
+        );
+        assert_eq!(
+            LegacyMessageSet::new(set)
+                .records(&DecompressLimits::new(5000))
+                .unwrap()
+                .len(),
+            4
+        );
     }
 
     #[test]

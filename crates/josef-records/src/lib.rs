@@ -68,7 +68,7 @@ pub use header::{
 pub use legacy::{
     legacy_to_v2, LegacyConversion, LegacyMessage, LegacyMessageSet, LegacyRecord, LegacySetBuilder,
 };
-pub use record::{Header, Record, RecordIter};
+pub use record::{Header, Record, RecordIter, RecordRef, RecordRefIter};
 pub use rewrite::{
     assign_offsets, set_base_offset, set_log_append_time, set_max_timestamp,
     set_partition_leader_epoch, write_crc,

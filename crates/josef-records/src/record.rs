@@ -43,15 +43,49 @@ pub struct Record {
     pub headers: Vec<Header>,
 }
 
-/// Iterator over the records of one v2 batch; yields `Result<Record, RecordsError>` and stops after
-/// the first error.
-///
-/// It checks what Kafka's `DefaultRecord.readFrom` checks: every record's fields add up to exactly
-/// its declared size, lengths are not below -1, header keys are not null, and the records section
-/// holds exactly `record_count` records ([`RecordsError::RecordCountMismatch`] otherwise).
+/// A record borrowed from a records buffer: keys, values and headers are `&[u8]` slices, so
+/// iterating costs no reference counting at all. Obtained from [`RecordIter::refs`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordRef<'a> {
+    /// Record attributes.
+    pub attributes: i8,
+    /// Absolute timestamp (the batch max timestamp for log-append-time batches).
+    pub timestamp: i64,
+    /// Absolute offset.
+    pub offset: i64,
+    /// Stored timestamp delta.
+    pub timestamp_delta: i64,
+    /// Stored offset delta.
+    pub offset_delta: i32,
+    /// Key, `None` when null.
+    pub key: Option<&'a [u8]>,
+    /// Value, `None` when null.
+    pub value: Option<&'a [u8]>,
+    header_count: usize,
+    headers_raw: &'a [u8],
+}
+
+impl<'a> RecordRef<'a> {
+    /// Number of headers.
+    pub fn header_count(&self) -> usize {
+        self.header_count
+    }
+
+    /// The headers as `(key, value)` slices, in stored order (already validated).
+    pub fn headers(&self) -> impl Iterator<Item = (&'a [u8], Option<&'a [u8]>)> + 'a {
+        let raw = self.headers_raw;
+        let mut pos = 0;
+        (0..self.header_count).map_while(move |_| {
+            let key = read_slice(raw, &mut pos, "header key").ok()??;
+            let value = read_slice(raw, &mut pos, "header value").ok()?;
+            Some((key, value))
+        })
+    }
+}
+
+/// Where a records iterator stands.
 #[derive(Debug, Clone)]
-pub struct RecordIter {
-    data: Bytes,
+struct Cursor {
     pos: usize,
     declared: i32,
     decoded: i32,
@@ -61,33 +95,10 @@ pub struct RecordIter {
     done: bool,
 }
 
-impl RecordIter {
-    pub(crate) fn new(
-        data: Bytes,
-        declared: i32,
-        base_offset: i64,
-        base_timestamp: i64,
-        log_append_time: Option<i64>,
-    ) -> RecordIter {
-        RecordIter {
-            data,
-            pos: 0,
-            declared,
-            decoded: 0,
-            base_offset,
-            base_timestamp,
-            log_append_time,
-            done: false,
-        }
-    }
-
-    /// The records section this iterator reads (decompressed when the batch is compressed).
-    pub fn records_bytes(&self) -> &Bytes {
-        &self.data
-    }
-
-    fn next_record(&mut self) -> Result<Option<Record>, RecordsError> {
-        let data = &self.data[..];
+impl Cursor {
+    /// Decodes the next record of `data`, checking what Kafka's `DefaultRecord.readFrom` checks.
+    #[inline]
+    fn next_record<'a>(&mut self, data: &'a [u8]) -> Result<Option<RecordRef<'a>>, RecordsError> {
         if self.decoded >= self.declared {
             if self.pos < data.len() {
                 return Err(RecordsError::RecordCountMismatch {
@@ -117,8 +128,8 @@ impl RecordIter {
         pos += 1;
         let timestamp_delta = read_varlong(rec, &mut pos).map_err(in_record)?;
         let offset_delta = read_varint(rec, &mut pos).map_err(in_record)?;
-        let key = self.read_bytes(rec, &mut pos, "key")?;
-        let value = self.read_bytes(rec, &mut pos, "value")?;
+        let key = read_slice(rec, &mut pos, "key")?;
+        let value = read_slice(rec, &mut pos, "value")?;
         let header_count = read_varint(rec, &mut pos).map_err(in_record)?;
         if header_count < 0 {
             return Err(RecordsError::InvalidLength {
@@ -126,14 +137,11 @@ impl RecordIter {
                 length: header_count as i64,
             });
         }
-        // Each header needs at least 2 bytes, so the capacity is bounded by the record size.
-        let mut headers = Vec::with_capacity((header_count as usize).min((end - pos) / 2));
+        let headers_start = pos;
         for _ in 0..header_count {
-            let key = self
-                .read_bytes(rec, &mut pos, "header key")?
+            read_slice(rec, &mut pos, "header key")?
                 .ok_or(RecordsError::InvalidRecord("null header key"))?;
-            let value = self.read_bytes(rec, &mut pos, "header value")?;
-            headers.push(Header { key, value });
+            read_slice(rec, &mut pos, "header value")?;
         }
         if pos != end {
             return Err(RecordsError::InvalidRecord(
@@ -146,7 +154,7 @@ impl RecordIter {
             Some(t) => t,
             None => self.base_timestamp.wrapping_add(timestamp_delta),
         };
-        Ok(Some(Record {
+        Ok(Some(RecordRef {
             attributes,
             timestamp,
             offset: self.base_offset.wrapping_add(offset_delta as i64),
@@ -154,31 +162,151 @@ impl RecordIter {
             offset_delta,
             key,
             value,
-            headers,
+            header_count: header_count as usize,
+            headers_raw: &rec[headers_start..end],
         }))
     }
 
-    #[inline]
-    fn read_bytes(
-        &self,
-        rec: &[u8],
-        pos: &mut usize,
-        what: &'static str,
-    ) -> Result<Option<Bytes>, RecordsError> {
-        let len = read_varint(rec, pos).map_err(in_record)?;
-        if len == -1 {
-            return Ok(None);
+    fn step<'a>(&mut self, data: &'a [u8]) -> Option<Result<RecordRef<'a>, RecordsError>> {
+        if self.done {
+            return None;
         }
-        if len < 0 || len as usize > rec.len() - *pos {
-            return Err(RecordsError::InvalidLength {
-                what,
-                length: len as i64,
-            });
+        match self.next_record(data) {
+            Ok(Some(r)) => Some(Ok(r)),
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
         }
-        let start = *pos;
-        *pos += len as usize;
-        Ok(Some(self.data.slice(start..*pos)))
     }
+}
+
+/// Iterator over the records of one v2 batch; yields `Result<Record, RecordsError>` and stops after
+/// the first error.
+///
+/// It checks what Kafka's `DefaultRecord.readFrom` checks: every record's fields add up to exactly
+/// its declared size, lengths are not below -1, header keys are not null, and the records section
+/// holds exactly `record_count` records ([`RecordsError::RecordCountMismatch`] otherwise).
+/// [`RecordIter::refs`] iterates the same records as borrowed [`RecordRef`]s, without reference
+/// counting, for hot paths.
+#[derive(Debug, Clone)]
+pub struct RecordIter {
+    data: Bytes,
+    cursor: Cursor,
+}
+
+impl RecordIter {
+    pub(crate) fn new(
+        data: Bytes,
+        declared: i32,
+        base_offset: i64,
+        base_timestamp: i64,
+        log_append_time: Option<i64>,
+    ) -> RecordIter {
+        RecordIter {
+            data,
+            cursor: Cursor {
+                pos: 0,
+                declared,
+                decoded: 0,
+                base_offset,
+                base_timestamp,
+                log_append_time,
+                done: false,
+            },
+        }
+    }
+
+    /// The records section this iterator reads (decompressed when the batch is compressed).
+    pub fn records_bytes(&self) -> &Bytes {
+        &self.data
+    }
+
+    /// Iterates the records (from where this iterator stands) as borrowed [`RecordRef`]s.
+    ///
+    /// ```
+    /// use josef_records::{DecompressLimits, RecordBatch, RecordBatchBuilder};
+    /// let b = RecordBatchBuilder::new()
+    ///     .record_with_headers(1, Some(b"k"), Some(b"v"), &[(b"h", Some(b"x"))])
+    ///     .build_bytes()
+    ///     .unwrap();
+    /// let records = RecordBatch::parse(b).unwrap().records(&DecompressLimits::default()).unwrap();
+    /// for r in records.refs() {
+    ///     let r = r.unwrap();
+    ///     assert_eq!(r.value, Some(&b"v"[..]));
+    ///     assert_eq!(r.headers().collect::<Vec<_>>(), [(&b"h"[..], Some(&b"x"[..]))]);
+    /// }
+    /// ```
+    pub fn refs(&self) -> RecordRefIter<'_> {
+        RecordRefIter {
+            data: &self.data,
+            cursor: self.cursor.clone(),
+        }
+    }
+
+    fn to_owned_record(&self, r: &RecordRef<'_>) -> Record {
+        let data = &self.data;
+        Record {
+            attributes: r.attributes,
+            timestamp: r.timestamp,
+            offset: r.offset,
+            timestamp_delta: r.timestamp_delta,
+            offset_delta: r.offset_delta,
+            key: r.key.map(|k| data.slice_ref(k)),
+            value: r.value.map(|v| data.slice_ref(v)),
+            headers: if r.header_count == 0 {
+                Vec::new()
+            } else {
+                r.headers()
+                    .map(|(k, v)| Header {
+                        key: data.slice_ref(k),
+                        value: v.map(|v| data.slice_ref(v)),
+                    })
+                    .collect()
+            },
+        }
+    }
+}
+
+/// Borrowed twin of [`RecordIter`]: yields [`RecordRef`]s; see [`RecordIter::refs`].
+#[derive(Debug, Clone)]
+pub struct RecordRefIter<'a> {
+    data: &'a [u8],
+    cursor: Cursor,
+}
+
+impl<'a> Iterator for RecordRefIter<'a> {
+    type Item = Result<RecordRef<'a>, RecordsError>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        self.cursor.step(self.data)
+    }
+}
+
+#[inline]
+fn read_slice<'a>(
+    rec: &'a [u8],
+    pos: &mut usize,
+    what: &'static str,
+) -> Result<Option<&'a [u8]>, RecordsError> {
+    let len = read_varint(rec, pos).map_err(in_record)?;
+    if len == -1 {
+        return Ok(None);
+    }
+    if len < 0 || len as usize > rec.len() - *pos {
+        return Err(RecordsError::InvalidLength {
+            what,
+            length: len as i64,
+        });
+    }
+    let start = *pos;
+    *pos += len as usize;
+    Ok(Some(&rec[start..*pos]))
 }
 
 const SHORT_RECORD: RecordsError = RecordsError::InvalidRecord("record fields exceed its size");
@@ -196,27 +324,17 @@ impl Iterator for RecordIter {
     type Item = Result<Record, RecordsError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        match self.next_record() {
-            Ok(Some(r)) => Some(Ok(r)),
-            Ok(None) => {
-                self.done = true;
-                None
-            }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
-        }
+        Some(match self.cursor.step(&self.data)? {
+            Ok(r) => Ok(self.to_owned_record(&r)),
+            Err(e) => Err(e),
+        })
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        if self.done {
+        if self.cursor.done {
             return (0, Some(0));
         }
-        let left = (self.declared - self.decoded).max(0) as usize;
+        let left = (self.cursor.declared - self.cursor.decoded).max(0) as usize;
         // One more item may be an error.
         (0, Some(left + 1))
     }

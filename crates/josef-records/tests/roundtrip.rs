@@ -139,6 +139,16 @@ proptest! {
             .collect::<Result<_, _>>()
             .unwrap();
         prop_assert_eq!(parsed.len(), records.len());
+        // The borrowed view yields the same records.
+        let iter = batch.records(&DecompressLimits::default()).unwrap();
+        let refs: Vec<_> = iter.refs().collect::<Result<_, _>>().unwrap();
+        prop_assert_eq!(refs.len(), parsed.len());
+        for (r, o) in refs.iter().zip(&parsed) {
+            prop_assert_eq!((r.offset, r.timestamp, r.key, r.value), (o.offset, o.timestamp, o.key.as_deref(), o.value.as_deref()));
+            let rh: Vec<_> = r.headers().collect();
+            let oh: Vec<_> = o.headers.iter().map(|h| (&h.key[..], h.value.as_deref())).collect();
+            prop_assert_eq!(rh, oh);
+        }
         for (i, (got, want)) in parsed.iter().zip(&records).enumerate() {
             prop_assert_eq!(got.offset, f.base_offset + i as i64);
             prop_assert_eq!(got.offset_delta, i as i32);

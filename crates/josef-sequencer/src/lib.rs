@@ -60,3 +60,6 @@ pub use table::{
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,
 };
 pub use txn::CompletedTxn;
+
+/// Kafka's name for the per-partition producer-state table.
+pub type ProducerStateManager = ProducerStateTable;

@@ -70,12 +70,12 @@ pub async fn handle(
         RequestBody::InitProducerId(r)
             if r.transactional_id.as_ref().is_some_and(|t| !t.is_empty()) =>
         {
-            reply(txn::init_producer_id(state, r).await)
+            reply(txn::init_producer_id(state, v, r).await)
         }
         RequestBody::InitProducerId(r) => reply(producer_ids::init_producer_id(state, r)),
         RequestBody::AddPartitionsToTxn(r) => reply(txn::add_partitions(state, v, r).await),
-        RequestBody::AddOffsetsToTxn(r) => reply(txn::add_offsets(state, r).await),
-        RequestBody::EndTxn(r) => reply(txn::end_txn(state, r).await),
+        RequestBody::AddOffsetsToTxn(r) => reply(txn::add_offsets(state, v, r).await),
+        RequestBody::EndTxn(r) => reply(txn::end_txn(state, v, r).await),
         RequestBody::DescribeTransactions(r) => reply(txn::describe(state, r)),
         RequestBody::ListTransactions(r) => reply(txn::list(state, r)),
         RequestBody::DescribeProducers(r) => reply(producer_ids::describe_producers(state, r)),
