@@ -36,7 +36,7 @@ fn value(i: usize) -> Vec<u8> {
         "false",
     ];
     let mut v = Vec::with_capacity(VALUE_SIZE);
-    let mut x = i as u64 * 0x9E37_79B9_7F4A_7C15 + 1;
+    let mut x = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     while v.len() < VALUE_SIZE {
         x ^= x << 13;
         x ^= x >> 7;

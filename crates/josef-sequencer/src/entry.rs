@@ -29,7 +29,8 @@ impl BatchMetadata {
 
     /// Offset of the batch's first record.
     pub fn first_offset(&self) -> i64 {
-        self.last_offset - i64::from(self.offset_delta)
+        // Wrapping: a corrupt-but-CRC-valid snapshot may hold any values.
+        self.last_offset.wrapping_sub(i64::from(self.offset_delta))
     }
 }
 

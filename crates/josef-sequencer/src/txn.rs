@@ -55,7 +55,7 @@ impl TxnIndex {
         self.ongoing
             .iter()
             .find(|(_, pid)| **pid != producer_id)
-            .map_or(marker_offset + 1, |(first, _)| *first)
+            .map_or(marker_offset.saturating_add(1), |(first, _)| *first)
     }
 
     pub(crate) fn first_undecided_offset(&self) -> Option<i64> {

@@ -9,6 +9,13 @@ use std::time::Instant;
 pub trait Clock: Send + Sync + 'static {
     /// Milliseconds since an arbitrary fixed origin; never decreases.
     fn now_ms(&self) -> u64;
+
+    /// The current time rounded **up** to a whole millisecond. [`crate::Timer::add`] computes
+    /// deadlines from it, so that a timer never fires before its delay has fully passed even though
+    /// `now_ms` truncates. Defaults to `now_ms` (exact for clocks that count whole milliseconds).
+    fn now_ms_ceil(&self) -> u64 {
+        self.now_ms()
+    }
 }
 
 /// Monotonic time from [`Instant`], in milliseconds since the first use of any `SystemClock` in the
@@ -16,10 +23,20 @@ pub trait Clock: Send + Sync + 'static {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SystemClock;
 
+impl SystemClock {
+    fn elapsed_ns() -> u128 {
+        static ORIGIN: OnceLock<Instant> = OnceLock::new();
+        ORIGIN.get_or_init(Instant::now).elapsed().as_nanos()
+    }
+}
+
 impl Clock for SystemClock {
     fn now_ms(&self) -> u64 {
-        static ORIGIN: OnceLock<Instant> = OnceLock::new();
-        ORIGIN.get_or_init(Instant::now).elapsed().as_millis() as u64
+        (Self::elapsed_ns() / 1_000_000) as u64
+    }
+
+    fn now_ms_ceil(&self) -> u64 {
+        Self::elapsed_ns().div_ceil(1_000_000) as u64
     }
 }
 
@@ -65,5 +82,9 @@ impl Clock for ManualClock {
 impl<C: Clock> Clock for std::sync::Arc<C> {
     fn now_ms(&self) -> u64 {
         (**self).now_ms()
+    }
+
+    fn now_ms_ceil(&self) -> u64 {
+        (**self).now_ms_ceil()
     }
 }

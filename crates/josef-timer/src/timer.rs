@@ -95,7 +95,7 @@ impl<T> Timer<T> {
     /// tick boundary) is queued for the next `advance_clock`/`poll_expired` and gets
     /// [`TimerHandle::NONE`].
     pub fn add(&self, delay_ms: u64, task: T) -> TimerHandle {
-        self.add_at(self.clock.now_ms().saturating_add(delay_ms), task)
+        self.add_at(self.clock.now_ms_ceil().saturating_add(delay_ms), task)
     }
 
     /// Schedules `task` to become due at `deadline_ms` on the timer's clock.

@@ -220,8 +220,9 @@ fn force_complete_all_completes_every_watcher_of_a_key() {
 #[test]
 fn on_complete_may_call_back_into_the_purgatory() {
     // DelayedProduce completion can trigger checks on other keys; the shard lock must not be held.
+    type Slot = Arc<Mutex<Option<Arc<Purgatory<Chain, u32>>>>>;
     struct Chain {
-        purgatory: Arc<Mutex<Option<Arc<Purgatory<Chain, u32>>>>>,
+        purgatory: Slot,
         done: Arc<AtomicUsize>,
         key: u32,
     }
@@ -241,7 +242,7 @@ fn on_complete_may_call_back_into_the_purgatory() {
             }
         }
     }
-    let slot = Arc::new(Mutex::new(None));
+    let slot: Slot = Arc::new(Mutex::new(None));
     let p = Arc::new(Purgatory::new(Arc::new(ManualClock::new(0))));
     *slot.lock() = Some(p.clone());
     let done = Arc::new(AtomicUsize::new(0));

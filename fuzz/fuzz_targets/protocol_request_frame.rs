@@ -1,0 +1,30 @@
+//! Decodes arbitrary bytes as a request frame (without length prefix); whatever decodes must
+//! re-encode, and the re-encoded frame must decode to the same header and body. Nothing may panic.
+#![no_main]
+
+use bytes::{Bytes, BytesMut};
+use josef_protocol::{decode_request_frame, encode_request_frame, split_frame};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    // The length-prefixed path, with a small maximum.
+    let mut stream = BytesMut::from(data);
+    while let Ok(Some(frame)) = split_frame(&mut stream, 1 << 16) {
+        let _ = decode_request_frame(frame.freeze());
+    }
+
+    let Ok((header, body)) = decode_request_frame(Bytes::copy_from_slice(data)) else {
+        return;
+    };
+    let mut out = BytesMut::new();
+    // Encoding can legitimately fail (e.g. a string longer than 32767 bytes cannot come from the
+    // wire, but a tagged field that decodes to its default is dropped): it must not panic.
+    if encode_request_frame(&header, &body, &mut out).is_err() {
+        return;
+    }
+    let size = i32::from_be_bytes([out[0], out[1], out[2], out[3]]) as usize;
+    assert_eq!(size, out.len() - 4, "length prefix");
+    let (h2, b2) = decode_request_frame(out.freeze().slice(4..)).expect("re-encoded frame decodes");
+    assert_eq!(h2, header);
+    assert_eq!(b2, body);
+});
