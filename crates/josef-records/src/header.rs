@@ -79,19 +79,24 @@ pub(crate) fn be_i16(b: &[u8], at: usize) -> i16 {
 
 /// Kafka's `DefaultRecordBatch.incrementSequence`: sequences wrap from `i32::MAX` to 0.
 pub fn increment_sequence(sequence: i32, increment: i32) -> i32 {
-    if sequence > i32::MAX - increment {
-        increment - (i32::MAX - sequence) - 1
+    // Java int arithmetic (wrapping), so arbitrary header values cannot overflow-panic.
+    if sequence > i32::MAX.wrapping_sub(increment) {
+        increment
+            .wrapping_sub(i32::MAX.wrapping_sub(sequence))
+            .wrapping_sub(1)
     } else {
-        sequence + increment
+        sequence.wrapping_add(increment)
     }
 }
 
 /// Kafka's `DefaultRecordBatch.decrementSequence`, the inverse of [`increment_sequence`].
 pub fn decrement_sequence(sequence: i32, decrement: i32) -> i32 {
     if sequence < decrement {
-        i32::MAX - (decrement - sequence) + 1
+        i32::MAX
+            .wrapping_sub(decrement.wrapping_sub(sequence))
+            .wrapping_add(1)
     } else {
-        sequence - decrement
+        sequence.wrapping_sub(decrement)
     }
 }
 
@@ -265,6 +270,10 @@ mod tests {
         assert_eq!(increment_sequence(i32::MAX - 1, 3), 1);
         assert_eq!(increment_sequence(5, 3), 8);
         assert_eq!(decrement_sequence(0, 1), i32::MAX);
+        // Found by fuzzing: a negative last_offset_delta must not overflow-panic.
+        let _ = increment_sequence(5, -7);
+        let _ = increment_sequence(i32::MIN, i32::MIN);
+        let _ = decrement_sequence(i32::MIN, i32::MAX);
         assert_eq!(
             decrement_sequence(increment_sequence(i32::MAX - 2, 10), 10),
             i32::MAX - 2

@@ -37,6 +37,9 @@ impl MmapIndex {
         max_index_size: usize,
     ) -> Result<MmapIndex, LogError> {
         let max_index_size = round_down(max_index_size, entry_size);
+        // Only a file created here is preallocated (Kafka's `newlyCreated`): an existing empty
+        // file is a trimmed index without entries and stays small.
+        let newly_created = !path.exists();
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -45,7 +48,7 @@ impl MmapIndex {
             .open(path)
             .map_err(|e| LogError::io(path, e))?;
         let file_len = file.metadata().map_err(|e| LogError::io(path, e))?.len();
-        let (len, entries) = if file_len == 0 {
+        let (len, entries) = if newly_created && file_len == 0 {
             file.set_len(max_index_size as u64)
                 .map_err(|e| LogError::io(path, e))?;
             (max_index_size, 0)
