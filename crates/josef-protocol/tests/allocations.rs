@@ -13,6 +13,9 @@ struct Counting;
 
 static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
 
+/// The counter is process-wide, so the tests of this file must not run at the same time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
@@ -73,6 +76,7 @@ fn count<T>(f: impl FnOnce() -> T) -> (usize, T) {
 
 #[test]
 fn allocations_per_decoded_produce_request_do_not_depend_on_record_count() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let small = frame_of(&produce_with(10));
     let large = frame_of(&produce_with(1_000));
     let huge = frame_of(&produce_with(10_000));
@@ -90,6 +94,7 @@ fn allocations_per_decoded_produce_request_do_not_depend_on_record_count() {
 
 #[test]
 fn encoding_reserves_once() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let m = produce_with(1_000);
     let len = m.encoded_len(9).unwrap();
     let mut buf = BytesMut::with_capacity(len);
