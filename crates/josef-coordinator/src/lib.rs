@@ -44,6 +44,7 @@
 mod deferred;
 mod driver;
 mod error;
+pub mod placement;
 mod result;
 mod serde;
 mod shard;

@@ -6,31 +6,10 @@
 //! reproduced bit-exactly here: clients compute nothing, but a broker that disagrees with
 //! Kafka would move groups between partitions after a migration.
 
+pub use josef_coordinator::placement::{java_string_hash, kafka_abs};
+
 /// Default `offsets.topic.num.partitions`.
 pub const DEFAULT_OFFSETS_TOPIC_PARTITIONS: i32 = 50;
-
-/// Java's `String.hashCode()`: `s[0]*31^(n-1) + ... + s[n-1]` over UTF-16 code units,
-/// with 32-bit wrapping arithmetic.
-///
-/// ```
-/// use josef_group::placement::java_string_hash;
-/// assert_eq!(java_string_hash(""), 0);
-/// assert_eq!(java_string_hash("a"), 97);
-/// assert_eq!(java_string_hash("hello"), 99162322);
-/// ```
-pub fn java_string_hash(s: &str) -> i32 {
-    s.encode_utf16()
-        .fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(unit as i32))
-}
-
-/// Kafka's `Utils.abs`: `Integer.MIN_VALUE` maps to `0`, everything else to its absolute value.
-pub fn kafka_abs(n: i32) -> i32 {
-    if n == i32::MIN {
-        0
-    } else {
-        n.abs()
-    }
-}
 
 /// The `__consumer_offsets` partition that coordinates `group_id`.
 ///

@@ -6,6 +6,8 @@
 //! units), and `Utils.abs` maps `i32::MIN` to 0 instead of overflowing. Both must be bit-exact, or
 //! clients asking FindCoordinator would be sent to the wrong partition after a migration.
 
+pub use josef_coordinator::placement::{java_string_hash, kafka_abs};
+
 /// Default `transaction.state.log.num.partitions`.
 pub const DEFAULT_TRANSACTION_STATE_PARTITIONS: i32 = 50;
 /// Default `offsets.topic.num.partitions`.
@@ -14,27 +16,6 @@ pub const DEFAULT_OFFSETS_TOPIC_PARTITIONS: i32 = 50;
 pub const TRANSACTION_STATE_TOPIC: &str = "__transaction_state";
 /// Name of the consumer offsets topic.
 pub const CONSUMER_OFFSETS_TOPIC: &str = "__consumer_offsets";
-
-/// Java's `String.hashCode`: `h = 31 * h + c` over the UTF-16 code units, wrapping.
-///
-/// ```
-/// use josef_txn::java_string_hash;
-/// assert_eq!(java_string_hash(""), 0);
-/// assert_eq!(java_string_hash("hello"), 99162322);
-/// ```
-pub fn java_string_hash(s: &str) -> i32 {
-    s.encode_utf16()
-        .fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(unit as i32))
-}
-
-/// Kafka's `Utils.abs`: absolute value, with `i32::MIN` mapped to 0.
-pub fn kafka_abs(n: i32) -> i32 {
-    if n == i32::MIN {
-        0
-    } else {
-        n.abs()
-    }
-}
 
 /// The coordinator partition of `key` among `partitions` partitions (`partitions` must be > 0;
 /// a non-positive count yields 0).
