@@ -38,8 +38,10 @@ impl Input<'_> {
 }
 
 fn run(input: &mut Input<'_>) -> Option<()> {
+    // Kafka validates producer.id.expiration.ms >= 1; a negative one would make a snapshot
+    // reload (at now = i64::MIN) drop producers that the live table still holds.
     let cfg = ProducerStateConfig {
-        producer_id_expiration_ms: i64::from(input.i32()?),
+        producer_id_expiration_ms: i64::from(input.i32()?).max(1),
     };
     let mut t = ProducerStateTable::new(cfg);
     let mut hw = 0i64;
