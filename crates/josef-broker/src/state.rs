@@ -3,6 +3,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use josef_fetch::{
+    FetchSessionCache, FetchSessionCacheConfig, TopicIdPartition, DEFAULT_EVICTION_MS,
+};
 use josef_sequencer::{ProducerIdBlockStore, ProducerIdManager, DEFAULT_PRODUCER_ID_BLOCK_SIZE};
 use parking_lot::Mutex;
 
@@ -60,6 +63,8 @@ pub struct BrokerState {
     pub groups: crate::groups::GroupService,
     /// Transaction coordinator.
     pub txns: crate::txns::TxnService,
+    /// Incremental fetch sessions (KIP-227).
+    pub fetch_sessions: Mutex<FetchSessionCache<TopicIdPartition>>,
 }
 
 impl BrokerState {
@@ -72,6 +77,13 @@ impl BrokerState {
         Ok(BrokerState {
             groups: crate::groups::GroupService::new(&config),
             txns: crate::txns::TxnService::new(&config),
+            fetch_sessions: Mutex::new(FetchSessionCache::new(FetchSessionCacheConfig {
+                max_sessions: usize::try_from(config.max_incremental_fetch_session_cache_slots)
+                    .unwrap_or(0),
+                eviction_ms: DEFAULT_EVICTION_MS,
+                // Random, so a session id of an earlier run is not taken for a live one.
+                id_seed: rand::random(),
+            })),
             config,
             cluster_id,
             topics,
