@@ -1,6 +1,7 @@
 //! Fetch (api 1): read up to the HW (or the LSO for read_committed), and if fewer than
-//! `min_bytes` are there, park until an append to one of the partitions (each partition's watch
-//! channel wakes the fetch at once) or `max_wait_ms`.
+//! `min_bytes` are there, park a `DelayedFetch` in the fetch purgatory (josef-timer) keyed by its
+//! partitions until an append to one of them completes it (at once, from the appending task) or
+//! the purgatory's timer expires it at `max_wait_ms`; then read again and answer.
 //!
 //! Fetch sessions (KIP-227) come from `josef_fetch::FetchSessionCache` (one per broker, behind a
 //! mutex held only around `new_context` and `update_and_generate_response`, never across the
@@ -9,7 +10,6 @@
 //! the partitions that changed.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use josef_fetch::{
     forgotten_partitions, request_metadata, request_partitions, uses_topic_ids, PartitionFetch,
@@ -21,6 +21,7 @@ use josef_protocol::messages::fetch_response::{
 use josef_protocol::messages::{FetchRequest, FetchResponse};
 use josef_protocol::{ErrorCode, StrBytes};
 
+use crate::delayed_fetch::{DelayedFetch, WaitingPartition};
 use crate::partition::{log_error_code, Partition};
 use crate::state::BrokerState;
 use crate::topics::now_ms;
@@ -252,30 +253,30 @@ pub async fn handle(state: &BrokerState, req: FetchRequest, version: i16) -> Fet
             fetch: *fetch,
         })
         .collect();
-    let deadline = tokio::time::Instant::now()
-        + Duration::from_millis(u64::try_from(req.max_wait_ms).unwrap_or(0));
-    let parts = loop {
-        // Subscribe before reading so an append between the read and the wait is not missed.
-        let mut watchers: Vec<_> = wanted
-            .iter()
-            .filter_map(|w| w.partition.as_ref().ok().map(|p| p.subscribe()))
-            .collect();
-        let (parts, total, any_error) = read_all(&wanted, read_committed, max_bytes, version);
-        let done = req.max_wait_ms <= 0
-            || total >= min_bytes
-            || any_error
-            || watchers.is_empty()
-            || tokio::time::Instant::now() >= deadline;
-        if done {
-            break parts;
+    let (mut parts, total, any_error) = read_all(&wanted, read_committed, max_bytes, version);
+    let waiting: Vec<WaitingPartition> = wanted
+        .iter()
+        .filter_map(|w| {
+            w.partition.as_ref().ok().map(|p| WaitingPartition {
+                partition: p.clone(),
+                fetch_offset: w.fetch.fetch_offset,
+                max_bytes: w.fetch.max_bytes,
+            })
+        })
+        .collect();
+    let answer_now = req.max_wait_ms <= 0 || total >= min_bytes || any_error || waiting.is_empty();
+    if !answer_now {
+        // Park in the purgatory: an append to any of these partitions completes it at once
+        // (from the appending task), the reaper at max_wait. Either way, read again.
+        let max_wait = u64::try_from(req.max_wait_ms).unwrap_or(0);
+        let (op, done) = DelayedFetch::new(waiting, min_bytes, read_committed, max_wait);
+        let keys = op.keys();
+        if !state.fetch_purgatory.try_complete_else_watch(op, keys) {
+            // An error means the purgatory went away (shutdown): answer with what is there.
+            let _ = done.await;
         }
-        let changed =
-            futures::future::select_all(watchers.iter_mut().map(|w| Box::pin(w.changed())));
-        tokio::select! {
-            _ = changed => {}
-            _ = tokio::time::sleep_until(deadline) => {}
-        }
-    };
+        parts = read_all(&wanted, read_committed, max_bytes, version).0;
+    }
     let mut parts: Vec<(&TopicIdPartition, PartitionData)> =
         wanted.iter().map(|w| &w.key).zip(parts).collect();
     let session = state.fetch_sessions.lock().update_and_generate_response(

@@ -1,7 +1,7 @@
-//! Incremental fetch sessions (KIP-227) over the wire: a broker started in-process on port 0,
-//! spoken to with josef-protocol frames.
+//! Fetch over the wire: incremental fetch sessions (KIP-227) and delayed fetches in the
+//! purgatory. A broker started in-process on port 0, spoken to with josef-protocol frames.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use josef_broker::config::BrokerConfig;
@@ -335,5 +335,67 @@ async fn topic_id_sessions_work_from_v13_and_reject_older_versions() {
     // The same session from a pre-v13 request: topic-id use differs.
     let r = c.fetch(12, fetch(id, 2, "ids", vec![], 0)).await;
     assert_eq!(r.error_code, ErrorCode::FetchSessionTopicIdError.code());
+    b.shutdown().await;
+}
+
+#[tokio::test]
+async fn delayed_fetch_waits_for_min_bytes_and_completes_when_enough_arrives() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start(dir.path()).await;
+    let mut consumer = Client::connect(&b).await;
+    let mut producer = Client::connect(&b).await;
+    create_topic(&mut consumer, "mb", 1).await;
+    let mut req = fetch(0, -1, "mb", vec![part(0, 0)], 30_000);
+    req.min_bytes = 2_000;
+    consumer.send(12, req.into()).await;
+    // A small record is not enough: the fetch stays parked in the purgatory.
+    produce(&mut producer, "mb", 0, b"small").await;
+    let parked = Instant::now();
+    while b.state().fetch_purgatory.num_delayed() == 0 {
+        assert!(
+            parked.elapsed() < Duration::from_secs(10),
+            "the fetch never parked"
+        );
+        tokio::task::yield_now().await;
+    }
+    produce(&mut producer, "mb", 0, b"small again").await;
+    assert_eq!(b.state().fetch_purgatory.num_delayed(), 1);
+    // Enough bytes: the append completes it at once, long before max_wait (30 s).
+    let t0 = Instant::now();
+    produce(&mut producer, "mb", 0, &[7u8; 4000]).await;
+    let r = tokio::time::timeout(Duration::from_secs(10), consumer.recv(ApiKey::Fetch, 12))
+        .await
+        .expect("answered when min_bytes became available");
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    let ResponseBody::Fetch(r) = r else { panic!() };
+    let records = r.responses[0].partitions[0].records.as_ref().unwrap();
+    assert!(
+        records.len() >= 2_000,
+        "all three batches: {} bytes",
+        records.len()
+    );
+    assert_eq!(b.state().fetch_purgatory.num_delayed(), 0);
+    b.shutdown().await;
+}
+
+#[tokio::test]
+async fn delayed_fetch_expires_at_max_wait_with_what_is_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start(dir.path()).await;
+    let mut c = Client::connect(&b).await;
+    create_topic(&mut c, "exp", 1).await;
+    produce(&mut c, "exp", 0, b"only").await;
+    let mut req = fetch(0, -1, "exp", vec![part(0, 0)], 300);
+    req.min_bytes = 1 << 20;
+    let t0 = Instant::now();
+    let r = c.fetch(12, req).await;
+    let waited = t0.elapsed();
+    assert!(
+        waited >= Duration::from_millis(290),
+        "expired after {waited:?}"
+    );
+    assert!(waited < Duration::from_secs(10), "expired after {waited:?}");
+    assert_eq!(seen(&r), [(0, true)]);
+    assert_eq!(b.state().fetch_purgatory.num_delayed(), 0);
     b.shutdown().await;
 }
