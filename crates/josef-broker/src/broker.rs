@@ -28,6 +28,8 @@ pub struct Broker {
     server: Server<BrokerState>,
     background: tokio::task::JoinHandle<()>,
     ticker: tokio::task::JoinHandle<()>,
+    /// Expires delayed fetches at their max wait.
+    fetch_reaper: josef_timer::tokio_driver::TokioDriver,
 }
 
 impl Broker {
@@ -84,8 +86,10 @@ impl Broker {
                 }
             })
         };
+        let fetch_reaper = josef_timer::tokio_driver::spawn_reaper(state.fetch_purgatory.clone());
         Ok(Broker {
             ticker,
+            fetch_reaper,
             server: Server::start(bound, state, limits),
             background,
         })
@@ -107,6 +111,7 @@ impl Broker {
         self.server.stop().await;
         self.background.abort();
         self.ticker.abort();
+        self.fetch_reaper.shutdown().await;
         let state = self.server.handler().clone();
         let _ = tokio::task::spawn_blocking(move || state.topics.shutdown()).await;
     }

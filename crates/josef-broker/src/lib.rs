@@ -16,6 +16,7 @@
 
 pub mod config;
 pub mod connection;
+pub mod delayed_fetch;
 pub mod dispatch;
 pub mod groups;
 pub mod meta;

@@ -2,6 +2,7 @@
 //! parked fetches as soon as data is appended.
 
 use std::path::Path;
+use std::sync::{Arc, OnceLock};
 
 use bytes::{Bytes, BytesMut};
 use josef_log::{AbortedTxn, BatchHeader, Log, LogAppendInfo, LogConfig, LogError};
@@ -43,7 +44,13 @@ pub struct Partition {
     pub data: Mutex<PartitionData>,
     /// Bumped (with the new HW) on every append, for parked fetches.
     appended: watch::Sender<i64>,
+    /// Called after every append, outside the partition lock (the broker completes delayed
+    /// fetches waiting on this partition).
+    on_append: OnceLock<AppendListener>,
 }
+
+/// What [`Partition::set_append_listener`] takes.
+pub type AppendListener = Arc<dyn Fn(&Partition) + Send + Sync>;
 
 /// What a successful produce to one partition returns.
 #[derive(Debug, Clone, Copy)]
@@ -226,7 +233,20 @@ impl Partition {
             leader_epoch: 0,
             data: Mutex::new(PartitionData { log, producers }),
             appended,
+            on_append: OnceLock::new(),
         })
+    }
+
+    /// Sets the function called after every append (once; later calls are ignored).
+    pub fn set_append_listener(&self, listener: AppendListener) {
+        let _ = self.on_append.set(listener);
+    }
+
+    fn notify_append(&self, hw: i64) {
+        self.appended.send_replace(hw);
+        if let Some(listener) = self.on_append.get() {
+            listener(self);
+        }
     }
 
     /// A receiver that changes on every append (subscribe before reading to never miss one).
@@ -296,7 +316,7 @@ impl Partition {
             };
             (hw, result)
         };
-        self.appended.send_replace(hw.0);
+        self.notify_append(hw.0);
         Ok(hw.1)
     }
 
@@ -339,7 +359,7 @@ impl Partition {
             d.producers.on_high_watermark_updated(hw);
             (hw, info)
         };
-        self.appended.send_replace(hw);
+        self.notify_append(hw);
         Ok(info)
     }
 
@@ -377,7 +397,7 @@ impl Partition {
             d.producers.on_high_watermark_updated(hw);
             hw
         };
-        self.appended.send_replace(hw);
+        self.notify_append(hw);
         Ok(())
     }
 

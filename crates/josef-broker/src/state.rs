@@ -3,6 +3,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use josef_fetch::{
+    FetchSessionCache, FetchSessionCacheConfig, TopicIdPartition, DEFAULT_EVICTION_MS,
+};
 use josef_sequencer::{ProducerIdBlockStore, ProducerIdManager, DEFAULT_PRODUCER_ID_BLOCK_SIZE};
 use parking_lot::Mutex;
 
@@ -60,18 +63,34 @@ pub struct BrokerState {
     pub groups: crate::groups::GroupService,
     /// Transaction coordinator.
     pub txns: crate::txns::TxnService,
+    /// Fetches waiting for `fetch.min.bytes` (completed by appends or by expiry).
+    pub fetch_purgatory: Arc<crate::delayed_fetch::FetchPurgatory>,
+    /// Incremental fetch sessions (KIP-227).
+    pub fetch_sessions: Mutex<FetchSessionCache<TopicIdPartition>>,
 }
 
 impl BrokerState {
     /// Opens the topics and the producer-id store.
     pub fn open(config: Arc<BrokerConfig>, cluster_id: String) -> Result<BrokerState, String> {
-        let topics = TopicManager::load(config.clone())?;
+        let fetch_purgatory = crate::delayed_fetch::new_purgatory();
+        let topics = TopicManager::load(
+            config.clone(),
+            Some(crate::delayed_fetch::append_listener(&fetch_purgatory)),
+        )?;
         let store = FileBlockStore::new(&config.log_dirs[0]);
         let producer_ids = ProducerIdManager::new(store, DEFAULT_PRODUCER_ID_BLOCK_SIZE)
             .map_err(|e| format!("producer id store: {e}"))?;
         Ok(BrokerState {
             groups: crate::groups::GroupService::new(&config),
             txns: crate::txns::TxnService::new(&config),
+            fetch_purgatory,
+            fetch_sessions: Mutex::new(FetchSessionCache::new(FetchSessionCacheConfig {
+                max_sessions: usize::try_from(config.max_incremental_fetch_session_cache_slots)
+                    .unwrap_or(0),
+                eviction_ms: DEFAULT_EVICTION_MS,
+                // Random, so a session id of an earlier run is not taken for a live one.
+                id_seed: rand::random(),
+            })),
             config,
             cluster_id,
             topics,

@@ -12,7 +12,7 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::config::BrokerConfig;
 use crate::meta::{uuid_from_base64, uuid_to_base64, write_atomically};
-use crate::partition::Partition;
+use crate::partition::{AppendListener, Partition};
 use crate::topic_config;
 
 /// Name of the topics file in the first log dir.
@@ -109,6 +109,8 @@ struct Inner {
 /// All topics of the node.
 pub struct TopicManager {
     config: Arc<BrokerConfig>,
+    /// Given to every partition opened here (wakes delayed fetches on append).
+    append_listener: Option<AppendListener>,
     inner: RwLock<Inner>,
     /// Serializes creates, deletes and alterations (and the topics-file writes).
     admin: Mutex<()>,
@@ -119,11 +121,23 @@ fn partition_dir_name(topic: &str, index: i32) -> String {
 }
 
 impl TopicManager {
+    /// Shares a freshly opened partition, with the append listener set.
+    fn attach(&self, p: Partition) -> Arc<Partition> {
+        if let Some(l) = &self.append_listener {
+            p.set_append_listener(l.clone());
+        }
+        Arc::new(p)
+    }
+
     /// Reads the topics file and opens every partition (recovering logs that were not closed
     /// cleanly).
-    pub fn load(config: Arc<BrokerConfig>) -> Result<TopicManager, String> {
+    pub fn load(
+        config: Arc<BrokerConfig>,
+        append_listener: Option<AppendListener>,
+    ) -> Result<TopicManager, String> {
         let mgr = TopicManager {
             config,
+            append_listener,
             inner: RwLock::new(Inner::default()),
             admin: Mutex::new(()),
         };
@@ -170,7 +184,7 @@ impl TopicManager {
                     now,
                 )
                 .map_err(|e| format!("cannot open {}: {e}", dir.display()))?;
-                partitions.push(Arc::new(p));
+                partitions.push(mgr.attach(p));
             }
             let topic = Arc::new(Topic {
                 name: name.clone(),
@@ -339,7 +353,7 @@ impl TopicManager {
                 &dir.join("partition.metadata"),
                 format!("version: 0\ntopic_id: {}\n", uuid_to_base64(id.as_bytes())).as_bytes(),
             );
-            parts.push(Arc::new(p));
+            parts.push(self.attach(p));
         }
         let topic = Arc::new(Topic {
             name: name.to_string(),
@@ -452,7 +466,7 @@ impl TopicManager {
                 now_ms(),
             )
             .map_err(|e| TopicError::new(ErrorCode::KafkaStorageError, e.to_string()))?;
-            parts.push(Arc::new(p));
+            parts.push(self.attach(p));
         }
         self.replace(Topic {
             name: t.name.clone(),

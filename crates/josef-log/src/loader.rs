@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::checkpoint::{self, read_offset_checkpoint, write_file_atomically};
 use crate::config::LogConfig;
 use crate::error::LogError;
+use crate::leader_epoch::{LeaderEpochFileCache, LEADER_EPOCH_CHECKPOINT_FILE};
 use crate::log::{delete_segment, LoadReport, Log, PartitionState};
 use crate::naming::{self, offset_from_file_name};
 use crate::segment::LogSegment;
@@ -283,6 +284,40 @@ pub(crate) fn load(
         }
     }
 
+    // 8. The leader epoch cache: entries past the LEO or before the log start are stale; segments
+    //    that recovery scanned re-assign their batches' epochs (Kafka's `LogSegment.recover`), and
+    //    a directory without the file (written before it existed) is rebuilt from every batch.
+    let epoch_file_exists = dir.join(LEADER_EPOCH_CHECKPOINT_FILE).exists();
+    // A malformed file is rebuilt like a missing one.
+    let (mut leader_epoch_cache, rebuild_all) = match LeaderEpochFileCache::open(dir) {
+        Ok(c) => (c, !epoch_file_exists && log_end_offset > log_start_offset),
+        Err(_) => (LeaderEpochFileCache::empty(dir), true),
+    };
+    leader_epoch_cache.truncate_from_end(log_end_offset)?;
+    let rescan: Vec<i64> = if rebuild_all {
+        segments.keys().copied().collect()
+    } else {
+        let mut r = report.recovered_segments.clone();
+        r.sort_unstable();
+        r
+    };
+    for base in rescan {
+        let Some(seg) = segments.get(&base) else {
+            continue;
+        };
+        for b in seg.batches_from(0) {
+            let h = b?.header;
+            let e = h.partition_leader_epoch;
+            if e >= 0 && leader_epoch_cache.latest_epoch().map_or(true, |l| e > l) {
+                leader_epoch_cache.assign(e, h.base_offset)?;
+            }
+        }
+    }
+    leader_epoch_cache.truncate_from_start(log_start_offset)?;
+    if !epoch_file_exists {
+        leader_epoch_cache.flush()?;
+    }
+
     let log = Log {
         dir: dir.to_path_buf(),
         config,
@@ -297,6 +332,7 @@ pub(crate) fn load(
         partition,
         snapshots,
         load_report: report,
+        leader_epoch_cache,
     };
     if log.state == PartitionState::Standalone {
         log.write_standalone_checkpoints()?;

@@ -15,6 +15,7 @@ use crate::checkpoint::{self, CheckpointEntry};
 use crate::config::{LogConfig, TimestampType};
 use crate::error::LogError;
 use crate::index::{AbortedTxn, TimestampOffset};
+use crate::leader_epoch::LeaderEpochFileCache;
 use crate::loader;
 use crate::naming;
 use crate::segment::{BatchPosition, LogSegment, RollParams};
@@ -120,6 +121,8 @@ pub struct Log {
     pub(crate) snapshots: BTreeMap<i64, PathBuf>,
     /// What the last open found (for tools and tests).
     pub(crate) load_report: LoadReport,
+    /// Leader epoch → first offset, persisted in `leader-epoch-checkpoint`.
+    pub(crate) leader_epoch_cache: LeaderEpochFileCache,
 }
 
 /// What [`Log::open`] did to bring the directory into a consistent state.
@@ -192,6 +195,24 @@ impl Log {
     /// What the last open did.
     pub fn load_report(&self) -> &LoadReport {
         &self.load_report
+    }
+
+    /// The leader epoch cache (epoch → first offset), kept in `leader-epoch-checkpoint`.
+    pub fn leader_epoch_cache(&self) -> &LeaderEpochFileCache {
+        &self.leader_epoch_cache
+    }
+
+    /// The latest leader epoch written to the log, if any batch carried one.
+    pub fn latest_epoch(&self) -> Option<i32> {
+        self.leader_epoch_cache.latest_epoch()
+    }
+
+    /// OffsetsForLeaderEpoch: the largest epoch `<= epoch` known to this log and the offset where
+    /// it ended (the LEO for the latest epoch); `(-1, -1)` when unknown (see
+    /// [`LeaderEpochFileCache::end_offset_for`]).
+    pub fn end_offset_for_epoch(&self, epoch: i32) -> (i32, i64) {
+        self.leader_epoch_cache
+            .end_offset_for(epoch, self.log_end_offset)
     }
 
     /// Sets the high watermark, clamped to `[log_start_offset, log_end_offset]`; returns the value
@@ -318,15 +339,19 @@ impl Log {
             return Err(LogError::InvalidRecords("append holds no batch".into()));
         }
         let records = records.freeze();
-        self.append_validated(
+        let appended = self.append_validated(
             records,
             first_offset,
             next - 1,
             max_timestamp,
             offset_of_max_timestamp,
             now_ms,
-        )
-        .map(|(rolled_to, records)| LogAppendInfo {
+        );
+        if appended.is_ok() {
+            // Every batch carries the same epoch: one entry at the first offset, if new.
+            self.leader_epoch_cache.assign(leader_epoch, first_offset)?;
+        }
+        appended.map(|(rolled_to, records)| LogAppendInfo {
             first_offset,
             last_offset: next - 1,
             max_timestamp,
@@ -392,6 +417,13 @@ impl Log {
             offset_of_max_timestamp,
             now_ms,
         )?;
+        // Kafka's rule: each batch's epoch starts at its base offset, if later than the latest.
+        let mut pos = 0usize;
+        while let Next::Batch(h) = next_batch(&records[pos..]) {
+            self.leader_epoch_cache
+                .assign(h.partition_leader_epoch, h.base_offset)?;
+            pos += h.total_size();
+        }
         Ok(LogAppendInfo {
             first_offset,
             last_offset,
@@ -780,6 +812,8 @@ impl Log {
             if self.log_start_offset < first {
                 self.log_start_offset = first;
             }
+            self.leader_epoch_cache
+                .truncate_from_start(self.log_start_offset)?;
             self.delete_snapshots_below(first)?;
             if self.state == PartitionState::Standalone {
                 self.write_standalone_checkpoints()?;
@@ -808,6 +842,7 @@ impl Log {
         }
         if offset > self.log_start_offset {
             self.log_start_offset = offset;
+            self.leader_epoch_cache.truncate_from_start(offset)?;
             if self.state == PartitionState::Standalone {
                 self.write_standalone_checkpoints()?;
             }
@@ -852,6 +887,8 @@ impl Log {
         }
         self.high_watermark = self.high_watermark.min(self.log_end_offset);
         self.recovery_point = self.recovery_point.min(self.log_end_offset);
+        self.leader_epoch_cache
+            .truncate_from_end(self.log_end_offset)?;
         self.delete_snapshots_above(self.log_end_offset)?;
         Ok(())
     }
@@ -875,6 +912,7 @@ impl Log {
         self.log_end_offset = offset;
         self.high_watermark = offset;
         self.recovery_point = offset;
+        self.leader_epoch_cache.clear_and_flush()?;
         self.delete_snapshots_above(offset)?;
         self.delete_snapshots_below(offset)?;
         if self.state == PartitionState::Standalone {

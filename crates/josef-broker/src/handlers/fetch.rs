@@ -1,34 +1,42 @@
 //! Fetch (api 1): read up to the HW (or the LSO for read_committed), and if fewer than
-//! `min_bytes` are there, park until an append to one of the partitions (each partition's watch
-//! channel wakes the fetch at once) or `max_wait_ms`.
+//! `min_bytes` are there, park a `DelayedFetch` in the fetch purgatory (josef-timer) keyed by its
+//! partitions until an append to one of them completes it (at once, from the appending task) or
+//! the purgatory's timer expires it at `max_wait_ms`; then read again and answer.
 //!
-//! Fetch sessions (KIP-227): this broker creates none (as a broker whose session cache is full
-//! would): a full fetch gets session_id 0, so clients keep sending full fetches; an incremental
-//! fetch gets FETCH_SESSION_ID_NOT_FOUND.
+//! Fetch sessions (KIP-227) come from `josef_fetch::FetchSessionCache` (one per broker, behind a
+//! mutex held only around `new_context` and `update_and_generate_response`, never across the
+//! read or the wait): a full fetch with epoch 0 creates a session; an incremental fetch reads
+//! every partition of its session with the parameters the session remembers and answers only
+//! the partitions that changed.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use josef_protocol::messages::fetch_request::FetchPartition;
+use josef_fetch::{
+    forgotten_partitions, request_metadata, request_partitions, uses_topic_ids, PartitionFetch,
+    PartitionOutcome, TopicIdPartition,
+};
 use josef_protocol::messages::fetch_response::{
     AbortedTransaction, FetchableTopicResponse, PartitionData,
 };
 use josef_protocol::messages::{FetchRequest, FetchResponse};
-use josef_protocol::{ErrorCode, StrBytes, Uuid};
+use josef_protocol::{ErrorCode, StrBytes};
 
+use crate::delayed_fetch::{DelayedFetch, WaitingPartition};
 use crate::partition::{log_error_code, Partition};
 use crate::state::BrokerState;
+use crate::topics::now_ms;
 
+/// One partition to read: its key, the fetcher's parameters, and the partition (or why not).
 struct Wanted {
-    topic: StrBytes,
-    topic_id: Uuid,
-    partitions: Vec<(FetchPartition, Result<Arc<Partition>, ErrorCode>)>,
+    key: TopicIdPartition,
+    fetch: PartitionFetch,
+    partition: Result<Arc<Partition>, ErrorCode>,
 }
 
 /// Reads one partition into `out`; returns the bytes read.
 fn read_partition(
     p: &Partition,
-    fp: &FetchPartition,
+    fp: &PartitionFetch,
     read_committed: bool,
     limit: i64,
     min_one: bool,
@@ -95,61 +103,135 @@ fn read_partition(
     }
 }
 
+/// Reads every wanted partition in order; returns the partition data (same order), the bytes
+/// read and whether any partition failed.
 fn read_all(
     wanted: &[Wanted],
     read_committed: bool,
     max_bytes: i64,
     version: i16,
-) -> (Vec<FetchableTopicResponse>, i64, bool) {
+) -> (Vec<PartitionData>, i64, bool) {
     let mut total: i64 = 0;
     let mut any_error = false;
-    let mut topics = Vec::with_capacity(wanted.len());
+    let mut parts = Vec::with_capacity(wanted.len());
     for w in wanted {
-        let mut parts = Vec::with_capacity(w.partitions.len());
-        for (fp, p) in &w.partitions {
-            let mut out = PartitionData {
-                partition_index: fp.partition,
-                high_watermark: -1,
-                last_stable_offset: -1,
-                log_start_offset: -1,
-                aborted_transactions: None,
-                preferred_read_replica: -1,
-                records: Some(bytes::Bytes::new()),
-                ..Default::default()
-            };
-            match p {
-                Err(code) => {
-                    out.error_code = code.code();
+        let mut out = PartitionData {
+            partition_index: w.key.partition,
+            high_watermark: -1,
+            last_stable_offset: -1,
+            log_start_offset: -1,
+            aborted_transactions: None,
+            preferred_read_replica: -1,
+            records: Some(bytes::Bytes::new()),
+            ..Default::default()
+        };
+        match &w.partition {
+            Err(code) => {
+                out.error_code = code.code();
+                any_error = true;
+            }
+            Ok(p) => {
+                let limit = i64::from(w.fetch.max_bytes).min(max_bytes - total);
+                // KIP-74: the first batch of the first non-empty partition comes whole.
+                let min_one = version >= 3 && total == 0;
+                let n = read_partition(p, &w.fetch, read_committed, limit, min_one, &mut out);
+                total += n as i64;
+                if out.error_code != 0 {
                     any_error = true;
                 }
-                Ok(p) => {
-                    let limit = i64::from(fp.partition_max_bytes).min(max_bytes - total);
-                    // KIP-74: the first batch of the first non-empty partition comes whole.
-                    let min_one = version >= 3 && total == 0;
-                    let n = read_partition(p, fp, read_committed, limit, min_one, &mut out);
-                    total += n as i64;
-                    if out.error_code != 0 {
-                        any_error = true;
-                    }
-                }
             }
-            parts.push(out);
         }
-        topics.push(FetchableTopicResponse {
-            topic: w.topic.clone(),
-            topic_id: w.topic_id,
-            partitions: parts,
-            ..Default::default()
-        });
+        parts.push(out);
     }
-    (topics, total, any_error)
+    (parts, total, any_error)
+}
+
+/// What the session cache needs to know about one partition of the response.
+fn outcome(d: &PartitionData) -> PartitionOutcome {
+    PartitionOutcome {
+        error_code: d.error_code,
+        high_watermark: d.high_watermark,
+        log_start_offset: d.log_start_offset,
+        has_records: d.records.as_ref().is_some_and(|r| !r.is_empty()),
+        has_preferred_read_replica: d.preferred_read_replica >= 0,
+        has_diverging_epoch: d.diverging_epoch.epoch >= 0,
+    }
+}
+
+/// Resolves a partition key against the topic registry (by id from v13, else by name).
+fn resolve(
+    state: &BrokerState,
+    key: &TopicIdPartition,
+    by_id: bool,
+) -> Result<Arc<Partition>, ErrorCode> {
+    let topic = if by_id {
+        state.topics.get_by_id(&key.topic_id)
+    } else {
+        state.topics.get(key.topic.as_str())
+    };
+    match topic {
+        None if by_id => Err(ErrorCode::UnknownTopicId),
+        None => Err(ErrorCode::UnknownTopicOrPartition),
+        Some(topic) => usize::try_from(key.partition)
+            .ok()
+            .and_then(|i| topic.partitions.get(i).cloned())
+            .ok_or(ErrorCode::UnknownTopicOrPartition),
+    }
+}
+
+/// Groups the partitions (in read order) into topics: consecutive partitions of one topic share
+/// an entry, as Kafka's `FetchResponse.of` does.
+fn group_by_topic(
+    parts: Vec<(&TopicIdPartition, PartitionData)>,
+    by_id: bool,
+) -> Vec<FetchableTopicResponse> {
+    let mut topics: Vec<FetchableTopicResponse> = Vec::new();
+    let mut last: Option<&TopicIdPartition> = None;
+    for (key, data) in parts {
+        let same = last.is_some_and(|l| {
+            if by_id {
+                l.topic_id == key.topic_id
+            } else {
+                l.topic == key.topic
+            }
+        });
+        match topics.last_mut() {
+            Some(t) if same => t.partitions.push(data),
+            _ => topics.push(FetchableTopicResponse {
+                topic: if by_id {
+                    StrBytes::default()
+                } else {
+                    key.topic.clone()
+                },
+                topic_id: key.topic_id,
+                partitions: vec![data],
+                ..Default::default()
+            }),
+        }
+        last = Some(key);
+    }
+    topics
 }
 
 /// Handles a Fetch request (possibly parking until data arrives).
 pub async fn handle(state: &BrokerState, req: FetchRequest, version: i16) -> FetchResponse {
-    if version >= 7 && req.session_epoch > 0 {
+    let by_id = uses_topic_ids(version);
+    let replica_id = if version >= 15 {
+        req.replica_state.replica_id
+    } else {
+        req.replica_id
+    };
+    let context = state.fetch_sessions.lock().new_context(
+        request_metadata(&req, version),
+        by_id,
+        replica_id >= 0,
+        request_partitions(&req, version),
+        forgotten_partitions(&req, version),
+        now_ms(),
+    );
+    if let Some(e) = context.session_error() {
         return FetchResponse {
-            error_code: ErrorCode::FetchSessionIdNotFound.code(),
+            error_code: e.code(),
             session_id: 0,
             ..Default::default()
         };
@@ -162,65 +244,51 @@ pub async fn handle(state: &BrokerState, req: FetchRequest, version: i16) -> Fet
         cap
     };
     let min_bytes = i64::from(req.min_bytes).min(max_bytes);
-    let mut wanted = Vec::with_capacity(req.topics.len());
-    for t in req.topics {
-        let topic = if version >= 13 {
-            state.topics.get_by_id(&t.topic_id)
-        } else {
-            state.topics.get(&t.topic)
-        };
-        let partitions = t
-            .partitions
-            .into_iter()
-            .map(|fp| {
-                let p = match &topic {
-                    None if version >= 13 => Err(ErrorCode::UnknownTopicId),
-                    None => Err(ErrorCode::UnknownTopicOrPartition),
-                    Some(topic) => usize::try_from(fp.partition)
-                        .ok()
-                        .and_then(|i| topic.partitions.get(i).cloned())
-                        .ok_or(ErrorCode::UnknownTopicOrPartition),
-                };
-                (fp, p)
+    let wanted: Vec<Wanted> = context
+        .partitions()
+        .iter()
+        .map(|(key, fetch)| Wanted {
+            partition: resolve(state, key, by_id),
+            key: key.clone(),
+            fetch: *fetch,
+        })
+        .collect();
+    let (mut parts, total, any_error) = read_all(&wanted, read_committed, max_bytes, version);
+    let waiting: Vec<WaitingPartition> = wanted
+        .iter()
+        .filter_map(|w| {
+            w.partition.as_ref().ok().map(|p| WaitingPartition {
+                partition: p.clone(),
+                fetch_offset: w.fetch.fetch_offset,
+                max_bytes: w.fetch.max_bytes,
             })
-            .collect();
-        wanted.push(Wanted {
-            topic: if version >= 13 {
-                StrBytes::default()
-            } else {
-                t.topic
-            },
-            topic_id: t.topic_id,
-            partitions,
-        });
+        })
+        .collect();
+    let answer_now = req.max_wait_ms <= 0 || total >= min_bytes || any_error || waiting.is_empty();
+    if !answer_now {
+        // Park in the purgatory: an append to any of these partitions completes it at once
+        // (from the appending task), the reaper at max_wait. Either way, read again.
+        let max_wait = u64::try_from(req.max_wait_ms).unwrap_or(0);
+        let (op, done) = DelayedFetch::new(waiting, min_bytes, read_committed, max_wait);
+        let keys = op.keys();
+        if !state.fetch_purgatory.try_complete_else_watch(op, keys) {
+            // An error means the purgatory went away (shutdown): answer with what is there.
+            let _ = done.await;
+        }
+        parts = read_all(&wanted, read_committed, max_bytes, version).0;
     }
-    let deadline = tokio::time::Instant::now()
-        + Duration::from_millis(u64::try_from(req.max_wait_ms).unwrap_or(0));
-    loop {
-        // Subscribe before reading so an append between the read and the wait is not missed.
-        let mut watchers: Vec<_> = wanted
-            .iter()
-            .flat_map(|w| w.partitions.iter())
-            .filter_map(|(_, p)| p.as_ref().ok().map(|p| p.subscribe()))
-            .collect();
-        let (topics, total, any_error) = read_all(&wanted, read_committed, max_bytes, version);
-        let done = req.max_wait_ms <= 0
-            || total >= min_bytes
-            || any_error
-            || watchers.is_empty()
-            || tokio::time::Instant::now() >= deadline;
-        if done {
-            return FetchResponse {
-                responses: topics,
-                session_id: 0,
-                ..Default::default()
-            };
-        }
-        let changed =
-            futures::future::select_all(watchers.iter_mut().map(|w| Box::pin(w.changed())));
-        tokio::select! {
-            _ = changed => {}
-            _ = tokio::time::sleep_until(deadline) => {}
-        }
+    let mut parts: Vec<(&TopicIdPartition, PartitionData)> =
+        wanted.iter().map(|w| &w.key).zip(parts).collect();
+    let session = state.fetch_sessions.lock().update_and_generate_response(
+        &context,
+        now_ms(),
+        &mut parts,
+        |(k, d)| (*k, outcome(d)),
+    );
+    FetchResponse {
+        error_code: session.error_code,
+        session_id: session.session_id,
+        responses: group_by_topic(parts, by_id),
+        ..Default::default()
     }
 }
