@@ -250,7 +250,7 @@ pub fn validate_client_batch(
     config: &ValidationConfig,
     now_ms: i64,
 ) -> Result<ValidatedBatch, ValidationError> {
-    let header = first_batch_header(records)?;
+    let header = produce_batch_header(records)?;
     let size = header.total_size();
     if header.base_offset != 0 {
         return Err(ValidationError::NonZeroBaseOffset(header.base_offset));
@@ -273,8 +273,10 @@ pub fn validate_client_batch(
     validate_records(batch, &header, config, now_ms)
 }
 
-/// The header of the only batch in `records` (`ProduceRequest.validateRecords` framing).
-fn first_batch_header(records: &[u8]) -> Result<BatchHeader, ValidationError> {
+/// The framing check of a Produce v3+ partition (`ProduceRequest.validateRecords`, which Kafka
+/// runs before the acks and internal-topic checks): `records` must be exactly one whole v2 batch.
+/// Returns its header; [`validate_client_batch`] repeats this and goes on with the other checks.
+pub fn produce_batch_header(records: &[u8]) -> Result<BatchHeader, ValidationError> {
     if records.len() < offsets::MAGIC + 1 {
         return Err(ValidationError::NoBatch);
     }
