@@ -5,7 +5,9 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use bytes::BytesMut;
-use josef_log::{AbortedTxn, BatchHeader, Log, LogAppendInfo, LogConfig, LogError};
+use josef_log::{
+    AbortedTxn, BatchHeader, Log, LogAppendInfo, LogConfig, LogError, ProducerStateReplay,
+};
 use josef_protocol::{ErrorCode, Uuid};
 use josef_sequencer::{
     BatchInfo, ControlType, EndTxnMarker, ProducerStateConfig, ProducerStateTable, SequenceError,
@@ -167,6 +169,58 @@ pub fn batch_info(h: &BatchHeader) -> BatchInfo {
     b
 }
 
+/// josef-log's producer-state rebuild, over josef-sequencer's table (the two crates do not know
+/// each other: the broker composes them).
+struct TableReplay<'a> {
+    table: &'a mut ProducerStateTable,
+    config: ProducerStateConfig,
+    now_ms: i64,
+}
+
+impl ProducerStateReplay for TableReplay<'_> {
+    fn load_snapshot(&mut self, offset: i64, bytes: &[u8]) -> Result<(), String> {
+        let t = ProducerStateTable::from_snapshot(self.config, bytes, offset, self.now_ms)
+            .map_err(|e| e.to_string())?;
+        *self.table = t;
+        Ok(())
+    }
+
+    fn replay_batch(&mut self, h: &BatchHeader) {
+        self.table.replay(&batch_info(h).with_offsets(
+            h.base_offset,
+            h.last_offset(),
+            h.max_timestamp,
+        ));
+    }
+
+    fn replay_marker(
+        &mut self,
+        h: &BatchHeader,
+        marker: josef_records::EndTxnMarker,
+    ) -> Option<AbortedTxn> {
+        let ct = match marker.control_type {
+            josef_records::ControlRecordType::Commit => ControlType::Commit,
+            josef_records::ControlRecordType::Abort => ControlType::Abort,
+        };
+        let m = EndTxnMarker::new(
+            h.producer_id,
+            h.producer_epoch,
+            ct,
+            marker.coordinator_epoch,
+        )
+        .at(h.base_offset, h.max_timestamp);
+        self.table
+            .replay_control(&m)
+            .filter(|c| c.is_aborted)
+            .map(|c| AbortedTxn {
+                producer_id: c.producer_id,
+                first_offset: c.first_offset,
+                last_offset: c.last_offset,
+                last_stable_offset: c.last_stable_offset,
+            })
+    }
+}
+
 impl Partition {
     /// Opens (or creates) the partition's log in `dir` and rebuilds its producer state from the
     /// newest snapshot plus the batches after it.
@@ -183,46 +237,14 @@ impl Partition {
         let leo = log.log_end_offset();
         // One replica: everything in the log is committed.
         log.update_high_watermark(leo);
-        let (mut producers, from) = match log.latest_producer_snapshot()? {
-            Some((offset, bytes)) => {
-                match ProducerStateTable::from_snapshot(producer_config, &bytes, offset, now_ms) {
-                    Ok(t) => (t, offset),
-                    Err(e) => {
-                        tracing::warn!(%topic, index, error = %e, "bad producer snapshot, rebuilding from the log");
-                        (
-                            ProducerStateTable::new(producer_config),
-                            log.log_start_offset(),
-                        )
-                    }
-                }
-            }
-            None => (
-                ProducerStateTable::new(producer_config),
-                log.log_start_offset(),
-            ),
-        };
-        if from < leo {
-            for (_, bytes) in log.batches_from(from)? {
-                let Ok(h) = BatchHeader::parse(&bytes) else {
-                    continue;
-                };
-                if !h.has_producer_id() {
-                    continue;
-                }
-                if h.is_control() {
-                    if let Some(ct) = control_type_of(&bytes) {
-                        let marker = EndTxnMarker::new(h.producer_id, h.producer_epoch, ct, 0)
-                            .at(h.base_offset, h.max_timestamp);
-                        producers.replay_control(&marker);
-                    }
-                } else {
-                    producers.replay(&batch_info(&h).with_offsets(
-                        h.base_offset,
-                        h.last_offset(),
-                        h.max_timestamp,
-                    ));
-                }
-            }
+        let mut producers = ProducerStateTable::new(producer_config);
+        let report = log.rebuild_producer_state(&mut TableReplay {
+            table: &mut producers,
+            config: producer_config,
+            now_ms,
+        })?;
+        if let Some(e) = report.snapshot_error {
+            tracing::warn!(%topic, index, error = %e, "bad producer snapshot, rebuilt from the log");
         }
         producers.on_high_watermark_updated(leo);
         let (appended, _) = watch::channel(leo);

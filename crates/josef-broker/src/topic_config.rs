@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use josef_log::{CleanupPolicy, LogConfig, TimestampType};
+use josef_log::{LogConfig, LogError};
 
 use crate::config::BrokerConfig;
 
@@ -191,22 +191,19 @@ pub fn validate(name: &str, value: &str) -> Result<(), String> {
         }
         ConfigType::String | List => {}
     }
-    let bad_if = |cond: bool| if cond { Err(bad()) } else { Ok(()) };
     match name {
-        "cleanup.policy" => {
-            for p in value.split(',').map(str::trim) {
-                bad_if(p != "compact" && p != "delete" && !p.is_empty())?;
+        "compression.type" => {
+            if !["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"].contains(&value) {
+                return Err(bad());
             }
         }
-        "compression.type" => {
-            bad_if(!["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"].contains(&value))?
+        // The storage settings: Kafka's validators live with the log config in josef-log.
+        _ => {
+            LogConfig::validate_property(name, value).map_err(|e| match e {
+                LogError::InvalidConfig(m) => m,
+                other => other.to_string(),
+            })?;
         }
-        "message.timestamp.type" => bad_if(value != "CreateTime" && value != "LogAppendTime")?,
-        "segment.bytes" => bad_if(value.trim().parse::<i32>().map_err(|_| bad())? < 14)?,
-        "max.message.bytes" | "segment.index.bytes" | "index.interval.bytes" => {
-            bad_if(value.trim().parse::<i32>().map_err(|_| bad())? < 0)?
-        }
-        _ => {}
     }
     Ok(())
 }
@@ -218,40 +215,18 @@ fn get(overrides: &BTreeMap<String, String>, name: &str, b: &BrokerConfig) -> St
         .unwrap_or_else(|| default_value(name, b))
 }
 
-/// Builds the log config of a topic from its overrides on top of the broker defaults.
+/// Builds the log config of a topic from its overrides on top of the broker defaults
+/// ([`LogConfig::set_property`] parses each Kafka name). Overrides were validated on the way in;
+/// a value that still fails (a hand-edited file) keeps Kafka's default, with a warning.
 pub fn log_config(overrides: &BTreeMap<String, String>, b: &BrokerConfig) -> LogConfig {
-    let num = |name: &str| get(overrides, name, b).trim().parse::<i64>().unwrap_or(0);
-    let policy = get(overrides, "cleanup.policy", b);
-    let compact = policy.contains("compact");
-    let delete = policy.contains("delete");
-    let ratio: f64 = get(overrides, "min.cleanable.dirty.ratio", b)
-        .parse()
-        .unwrap_or(0.5);
-    LogConfig {
-        segment_bytes: num("segment.bytes").clamp(14, i32::MAX as i64) as u32,
-        segment_ms: num("segment.ms").max(1),
-        segment_jitter_ms: num("segment.jitter.ms").max(0),
-        segment_index_bytes: num("segment.index.bytes").clamp(8, i32::MAX as i64) as u32,
-        index_interval_bytes: num("index.interval.bytes").clamp(0, i32::MAX as i64) as u32,
-        retention_ms: num("retention.ms"),
-        retention_bytes: num("retention.bytes"),
-        flush_messages: num("flush.messages").max(1),
-        flush_ms: num("flush.ms").max(0),
-        max_message_bytes: num("max.message.bytes").clamp(0, i32::MAX as i64) as u32,
-        cleanup_policy: match (compact, delete) {
-            (true, true) => CleanupPolicy::CompactDelete,
-            (true, false) => CleanupPolicy::Compact,
-            _ => CleanupPolicy::Delete,
-        },
-        delete_retention_ms: num("delete.retention.ms"),
-        min_compaction_lag_ms: num("min.compaction.lag.ms"),
-        min_cleanable_dirty_ratio_percent: (ratio * 100.0).clamp(0.0, 100.0) as u8,
-        message_timestamp_type: if get(overrides, "message.timestamp.type", b) == "LogAppendTime" {
-            TimestampType::LogAppendTime
-        } else {
-            TimestampType::CreateTime
-        },
+    let mut c = LogConfig::default();
+    for name in josef_log::config::LOG_CONFIG_PROPERTY_NAMES {
+        let value = get(overrides, name, b);
+        if let Err(e) = c.set_property(name, &value) {
+            tracing::warn!(config = name, %value, error = %e, "ignoring invalid topic config");
+        }
     }
+    c
 }
 
 #[cfg(test)]
@@ -267,13 +242,23 @@ mod tests {
     }
 
     #[test]
+    fn storage_configs_follow_kafkas_validators() {
+        assert!(validate("segment.ms", "0").is_err());
+        assert!(validate("flush.messages", "0").is_err());
+        assert!(validate("min.cleanable.dirty.ratio", "2").is_err());
+        assert!(validate("message.timestamp.type", "LogAppendTime").is_ok());
+        assert!(validate("compression.type", "brotli").is_err());
+        assert!(validate("min.insync.replicas", "2").is_ok());
+    }
+
+    #[test]
     fn overrides_beat_broker_defaults() {
         let b = BrokerConfig::default();
         let mut o = BTreeMap::new();
         o.insert("cleanup.policy".to_string(), "compact".to_string());
         o.insert("segment.bytes".to_string(), "1048576".to_string());
         let c = log_config(&o, &b);
-        assert_eq!(c.cleanup_policy, CleanupPolicy::Compact);
+        assert_eq!(c.cleanup_policy, josef_log::CleanupPolicy::Compact);
         assert_eq!(c.segment_bytes, 1 << 20);
         assert_eq!(c.max_message_bytes, 1_048_588);
     }

@@ -529,11 +529,41 @@ impl TopicManager {
                         tracing::warn!(topic = %t.name, partition = p.index, error = %e, "retention failed")
                     }
                 }
-                // Compaction of closed segments (josef-log's cleaner), in the same pass.
-                if self.config.log_cleaner_enable && d.log.config().cleanup_policy.compacts() {
-                    if let Err(e) = d.log.compact(now) {
+                // Compaction (josef-log's cleaner), in the same pass: the work is picked under
+                // the partition lock, done without it (appends and fetches go on), and swapped in
+                // under it. Undecided transactions stay out of reach (bound = LSO), and the active
+                // producers' last batches survive (producer state).
+                if !(self.config.log_cleaner_enable && d.log.config().cleanup_policy.compacts()) {
+                    continue;
+                }
+                let lso = d.last_stable_offset();
+                let task = match d.log.prepare_compaction(now, lso) {
+                    Ok(Some(task)) => task,
+                    Ok(None) => continue,
+                    Err(e) => {
                         tracing::warn!(topic = %t.name, partition = p.index, error = %e, "compaction failed");
+                        continue;
                     }
+                };
+                let active: Vec<(i64, josef_log::cleaner::LastRecord)> = d
+                    .producers
+                    .producers()
+                    .map(|e| {
+                        let last = e.last_data_offset();
+                        (
+                            e.producer_id(),
+                            josef_log::cleaner::LastRecord {
+                                last_data_offset: (last >= 0).then_some(last),
+                                producer_epoch: e.producer_epoch(),
+                            },
+                        )
+                    })
+                    .collect();
+                drop(d);
+                let result = task.with_active_producers(active).run();
+                let mut d = p.data.lock();
+                if let Err(e) = result.and_then(|r| d.log.finish_compaction(r)) {
+                    tracing::warn!(topic = %t.name, partition = p.index, error = %e, "compaction failed");
                 }
             }
         }

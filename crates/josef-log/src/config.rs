@@ -68,6 +68,12 @@ pub struct LogConfig {
     pub delete_retention_ms: i64,
     /// `min.compaction.lag.ms`: records younger than this are not compacted.
     pub min_compaction_lag_ms: i64,
+    /// `max.compaction.lag.ms`: a log whose oldest dirty data is this old is compacted whatever
+    /// its dirty ratio.
+    pub max_compaction_lag_ms: i64,
+    /// `file.delete.delay.ms`: how long a deleted segment's files stay on disk (renamed
+    /// `.deleted`) before they are removed; 0 removes them at once.
+    pub file_delete_delay_ms: i64,
     /// `min.cleanable.dirty.ratio`, in percent (Kafka's 0.5 is 50), so the config stays `Eq`.
     pub min_cleanable_dirty_ratio_percent: u8,
     /// `message.timestamp.type`.
@@ -90,6 +96,8 @@ impl Default for LogConfig {
             cleanup_policy: CleanupPolicy::Delete,
             delete_retention_ms: 24 * 60 * 60 * 1000,
             min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
+            file_delete_delay_ms: 60_000,
             min_cleanable_dirty_ratio_percent: 50,
             message_timestamp_type: TimestampType::CreateTime,
         }
@@ -125,5 +133,210 @@ impl LogConfig {
             ));
         }
         Ok(())
+    }
+
+    /// Kafka's defaults overridden by `props` (topic-config names and values as Kafka spells
+    /// them, e.g. `("retention.ms", "3600000")`), then [`LogConfig::validate`]. Names this struct
+    /// has no field for (`compression.type`, `min.insync.replicas`, ...) are ignored; a bad value
+    /// of a known name is [`LogError::InvalidConfig`] with Kafka's message.
+    ///
+    /// ```
+    /// use josef_log::{CleanupPolicy, LogConfig};
+    /// let c = LogConfig::from_properties([
+    ///     ("cleanup.policy", "compact,delete"),
+    ///     ("min.cleanable.dirty.ratio", "0.25"),
+    ///     ("compression.type", "zstd"), // not a storage setting: ignored
+    /// ]).unwrap();
+    /// assert_eq!(c.cleanup_policy, CleanupPolicy::CompactDelete);
+    /// assert_eq!(c.min_cleanable_dirty_ratio_percent, 25);
+    /// assert!(LogConfig::from_properties([("segment.ms", "0")]).is_err());
+    /// ```
+    pub fn from_properties<K, V>(props: impl IntoIterator<Item = (K, V)>) -> Result<Self, LogError>
+    where
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
+        let mut c = LogConfig::default();
+        for (k, v) in props {
+            c.set_property(k.as_ref(), v.as_ref())?;
+        }
+        c.validate()?;
+        Ok(c)
+    }
+
+    /// Checks one topic config value against Kafka's type and range (`LogConfig.java`'s
+    /// validators). `Ok(false)` for a name this struct has no field for.
+    pub fn validate_property(name: &str, value: &str) -> Result<bool, LogError> {
+        LogConfig::default().set_property(name, value)
+    }
+
+    /// Sets the field of one topic config from its Kafka name and text value. Returns `Ok(false)`
+    /// (and changes nothing) for a name this struct has no field for.
+    pub fn set_property(&mut self, name: &str, value: &str) -> Result<bool, LogError> {
+        let bad = |why: &str| {
+            LogError::InvalidConfig(format!(
+                "Invalid value {value} for configuration {name}: {why}"
+            ))
+        };
+        let v = value.trim();
+        let int = |min: i64| -> Result<i64, LogError> {
+            let n: i32 = v.parse().map_err(|_| bad("Not a number of type INT"))?;
+            if i64::from(n) < min {
+                return Err(bad(&format!("Value must be at least {min}")));
+            }
+            Ok(i64::from(n))
+        };
+        let long = |min: i64| -> Result<i64, LogError> {
+            let n: i64 = v.parse().map_err(|_| bad("Not a number of type LONG"))?;
+            if n < min {
+                return Err(bad(&format!("Value must be at least {min}")));
+            }
+            Ok(n)
+        };
+        // Sizes are stored as u32: every INT accepted here is non-negative and fits.
+        let to_u32 = |n: i64| u32::try_from(n).map_err(|_| bad("out of range"));
+        match name {
+            // LegacyRecord.RECORD_OVERHEAD_V0, Kafka's lower bound.
+            "segment.bytes" => self.segment_bytes = to_u32(int(14)?)?,
+            "segment.ms" => self.segment_ms = long(1)?,
+            "segment.jitter.ms" => self.segment_jitter_ms = long(0)?,
+            "segment.index.bytes" => self.segment_index_bytes = to_u32(int(4)?)?,
+            "index.interval.bytes" => self.index_interval_bytes = to_u32(int(0)?)?,
+            "retention.ms" => self.retention_ms = long(-1)?,
+            "retention.bytes" => self.retention_bytes = long(i64::MIN)?,
+            "flush.messages" => self.flush_messages = long(1)?,
+            "flush.ms" => self.flush_ms = long(0)?,
+            "max.message.bytes" => self.max_message_bytes = to_u32(int(0)?)?,
+            "delete.retention.ms" => self.delete_retention_ms = long(0)?,
+            "min.compaction.lag.ms" => self.min_compaction_lag_ms = long(0)?,
+            "max.compaction.lag.ms" => self.max_compaction_lag_ms = long(1)?,
+            "file.delete.delay.ms" => self.file_delete_delay_ms = long(0)?,
+            "min.cleanable.dirty.ratio" => {
+                let r: f64 = v.parse().map_err(|_| bad("Not a number of type DOUBLE"))?;
+                if !(0.0..=1.0).contains(&r) {
+                    return Err(bad("Value must be no more than 1.0"));
+                }
+                // Kept in whole percent so the config stays `Eq`.
+                self.min_cleanable_dirty_ratio_percent = (r * 100.0).round() as u8;
+            }
+            "cleanup.policy" => {
+                let (mut compact, mut delete) = (false, false);
+                for p in v.split(',').map(str::trim) {
+                    match p {
+                        "compact" => compact = true,
+                        "delete" => delete = true,
+                        "" => {}
+                        _ => return Err(bad("String must be one of: compact, delete")),
+                    }
+                }
+                self.cleanup_policy = match (compact, delete) {
+                    (true, true) => CleanupPolicy::CompactDelete,
+                    (true, false) => CleanupPolicy::Compact,
+                    // An empty list: neither compaction nor deletion in Kafka 4; the closest
+                    // this log has is `delete` (its retention settings then decide).
+                    _ => CleanupPolicy::Delete,
+                };
+            }
+            "message.timestamp.type" => {
+                self.message_timestamp_type = match v {
+                    "CreateTime" => TimestampType::CreateTime,
+                    "LogAppendTime" => TimestampType::LogAppendTime,
+                    _ => return Err(bad("String must be one of: CreateTime, LogAppendTime")),
+                }
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+/// The Kafka topic-config names [`LogConfig::set_property`] understands.
+pub const LOG_CONFIG_PROPERTY_NAMES: &[&str] = &[
+    "cleanup.policy",
+    "delete.retention.ms",
+    "file.delete.delay.ms",
+    "flush.messages",
+    "flush.ms",
+    "index.interval.bytes",
+    "max.compaction.lag.ms",
+    "max.message.bytes",
+    "message.timestamp.type",
+    "min.cleanable.dirty.ratio",
+    "min.compaction.lag.ms",
+    "retention.bytes",
+    "retention.ms",
+    "segment.bytes",
+    "segment.index.bytes",
+    "segment.jitter.ms",
+    "segment.ms",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_listed_property_name_is_understood() {
+        for name in LOG_CONFIG_PROPERTY_NAMES {
+            let ok = ["compact", "CreateTime", "0.5", "100"]
+                .iter()
+                .any(|v| matches!(LogConfig::validate_property(name, v), Ok(true)));
+            assert!(ok, "{name}");
+        }
+        assert!(matches!(
+            LogConfig::validate_property("compression.type", "zstd"),
+            Ok(false)
+        ));
+    }
+
+    #[test]
+    fn properties_are_checked_against_kafkas_validators() {
+        for (name, value) in [
+            ("segment.bytes", "13"),
+            ("segment.bytes", "abc"),
+            ("segment.bytes", "3000000000"),
+            ("segment.ms", "0"),
+            ("flush.messages", "0"),
+            ("retention.ms", "-2"),
+            ("max.compaction.lag.ms", "0"),
+            ("min.cleanable.dirty.ratio", "1.5"),
+            ("cleanup.policy", "shred"),
+            ("message.timestamp.type", "Now"),
+        ] {
+            assert!(
+                LogConfig::validate_property(name, value).is_err(),
+                "{name}={value}"
+            );
+        }
+        for (name, value) in [
+            ("retention.ms", "-1"),
+            ("retention.bytes", "-1"),
+            ("cleanup.policy", "delete,compact"),
+            ("segment.bytes", " 1048576 "),
+        ] {
+            assert!(
+                matches!(LogConfig::validate_property(name, value), Ok(true)),
+                "{name}={value}"
+            );
+        }
+    }
+
+    #[test]
+    fn from_properties_overrides_kafkas_defaults() {
+        let c = LogConfig::from_properties([
+            ("segment.bytes", "1048576"),
+            ("retention.ms", "-1"),
+            ("message.timestamp.type", "LogAppendTime"),
+            ("file.delete.delay.ms", "0"),
+            ("min.insync.replicas", "2"),
+        ])
+        .unwrap();
+        assert_eq!(c.segment_bytes, 1 << 20);
+        assert_eq!(c.retention_ms, -1);
+        assert_eq!(c.message_timestamp_type, TimestampType::LogAppendTime);
+        assert_eq!(c.file_delete_delay_ms, 0);
+        assert_eq!(c.max_message_bytes, LogConfig::default().max_message_bytes);
+        // The whole config is validated too (index smaller than four time index entries).
+        assert!(LogConfig::from_properties([("segment.index.bytes", "10")]).is_err());
     }
 }

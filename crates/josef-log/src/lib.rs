@@ -8,8 +8,11 @@
 //!
 //! The log assigns offsets, serves reads on batch boundaries, looks offsets up by offset and by
 //! timestamp, rolls segments, applies retention and DeleteRecords, compacts, flushes by policy and
-//! recovers after a crash by checking every batch past the recovery point. Producer state is the
-//! caller's: it stores snapshots through the log and replays [`Log::batches_from`] after opening.
+//! recovers after a crash by checking every batch past the recovery point. It keeps a leader epoch
+//! cache (`leader-epoch-checkpoint`) and a high watermark distinct from the log end offset, for
+//! replication. Producer state is the caller's table: it stores snapshots through the log, and
+//! [`Log::rebuild_producer_state`] rebuilds it after opening through the [`ProducerStateReplay`]
+//! trait (newest snapshot plus replay).
 //!
 //! ```
 //! use josef_log::{Log, LogConfig, TimestampType};
@@ -35,6 +38,7 @@ pub mod leader_epoch;
 mod loader;
 mod log;
 pub mod naming;
+pub mod producer_state;
 mod records;
 pub mod segment;
 pub mod testing;
@@ -45,4 +49,5 @@ pub use crate::index::{AbortedTxn, OffsetPosition, TimestampOffset};
 pub use crate::leader_epoch::{EpochEntry, LeaderEpochFileCache};
 pub use crate::loader::{write_clean_shutdown_marker, CLEAN_SHUTDOWN_CONTENT};
 pub use crate::log::{FetchDataInfo, LoadReport, Log, LogAppendInfo, LogBatches, PartitionState};
+pub use crate::producer_state::{ProducerStateRebuild, ProducerStateReplay};
 pub use josef_records::BatchHeader;

@@ -318,6 +318,22 @@ pub(crate) fn load(
         leader_epoch_cache.flush()?;
     }
 
+    // 9. Where the last compaction ended (standalone logs keep it in their directory).
+    let cleaner_checkpoint = match &state {
+        PartitionState::Standalone => {
+            read_offset_checkpoint(&dir.join(naming::CLEANER_OFFSET_CHECKPOINT_FILE))
+                .ok()
+                .and_then(|e| {
+                    e.iter()
+                        .find(|e| e.topic == topic && e.partition == partition)
+                        .or(e.first())
+                        .map(|e| e.offset)
+                })
+                .filter(|&c| c >= log_start_offset && c <= log_end_offset)
+        }
+        PartitionState::Managed { .. } => None,
+    };
+
     let log = Log {
         dir: dir.to_path_buf(),
         config,
@@ -333,6 +349,10 @@ pub(crate) fn load(
         snapshots,
         load_report: report,
         leader_epoch_cache,
+        cleaner_checkpoint,
+        next_delete_horizon_ms: None,
+        pending_deletes: Vec::new(),
+        last_now_ms: now_ms,
     };
     if log.state == PartitionState::Standalone {
         log.write_standalone_checkpoints()?;

@@ -123,6 +123,16 @@ pub struct Log {
     pub(crate) load_report: LoadReport,
     /// Leader epoch → first offset, persisted in `leader-epoch-checkpoint`.
     pub(crate) leader_epoch_cache: LeaderEpochFileCache,
+    /// Where the last compaction ended: offsets below are clean (`cleaner-offset-checkpoint`).
+    pub(crate) cleaner_checkpoint: Option<i64>,
+    /// Earliest delete horizon of tombstones or removable markers the last compaction kept: once
+    /// it passes, the log is worth cleaning again even without new dirty data.
+    pub(crate) next_delete_horizon_ms: Option<i64>,
+    /// Deleted segments (renamed `.deleted`) waiting for `file.delete.delay.ms`, with the time
+    /// their files may go.
+    pub(crate) pending_deletes: Vec<(i64, LogSegment)>,
+    /// The latest `now_ms` the log was given (deletions scheduled without a clock use it).
+    pub(crate) last_now_ms: i64,
 }
 
 /// What [`Log::open`] did to bring the directory into a consistent state.
@@ -447,6 +457,7 @@ impl Log {
         offset_of_max_timestamp: i64,
         now_ms: i64,
     ) -> Result<(Option<i64>, Bytes), LogError> {
+        self.last_now_ms = now_ms;
         if records.len() > self.config.segment_bytes as usize {
             return Err(LogError::RecordBatchTooLarge {
                 size: records.len(),
@@ -758,6 +769,8 @@ impl Log {
     /// `retention.bytes`, oldest first, never the active segment and never data at or above the
     /// high watermark. Advances the log start offset. Returns how many segments were deleted.
     pub fn delete_old_segments(&mut self, now_ms: i64) -> Result<usize, LogError> {
+        self.last_now_ms = now_ms;
+        self.delete_expired_files(now_ms)?;
         let mut deleted = self.delete_segments_while(|log, seg, next_base| {
             next_base <= log.log_start_offset && seg.base_offset() < log.log_start_offset
         })?;
@@ -804,7 +817,7 @@ impl Log {
         let n = to_delete.len();
         for base in to_delete {
             if let Some(seg) = self.segments.remove(&base) {
-                delete_segment(seg)?;
+                self.schedule_delete(seg)?;
             }
         }
         if n > 0 {
@@ -851,6 +864,78 @@ impl Log {
         Ok(self.log_start_offset)
     }
 
+    /// Takes a segment out of the log (Kafka's `deleteSegmentFiles` with async delete): its files
+    /// are renamed `.deleted` at once, so a crash leaves nothing that looks live (the next open
+    /// removes them), and removed after `file.delete.delay.ms` by [`Log::delete_expired_files`].
+    /// Reads never hold a segment beyond the call that reads it (they return copies), and a
+    /// compaction task holds its own descriptors, which stay valid after the rename and the unlink.
+    pub(crate) fn schedule_delete(&mut self, mut seg: LogSegment) -> Result<(), LogError> {
+        seg.change_file_suffixes("", naming::DELETED_FILE_SUFFIX)?;
+        if self.config.file_delete_delay_ms <= 0 {
+            return seg.delete();
+        }
+        let due = self
+            .last_now_ms
+            .saturating_add(self.config.file_delete_delay_ms);
+        self.pending_deletes.push((due, seg));
+        Ok(())
+    }
+
+    /// Removes the files of deleted segments whose `file.delete.delay.ms` has passed (also done by
+    /// [`Log::delete_old_segments`]). Returns how many segments' files were removed.
+    pub fn delete_expired_files(&mut self, now_ms: i64) -> Result<usize, LogError> {
+        self.last_now_ms = now_ms;
+        let mut n = 0;
+        let mut i = 0;
+        while i < self.pending_deletes.len() {
+            if self.pending_deletes[i].0 <= now_ms {
+                let (_, seg) = self.pending_deletes.swap_remove(i);
+                seg.delete()?;
+                n += 1;
+            } else {
+                i += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    /// Deleted segments whose files are still on disk (renamed `.deleted`), waiting for
+    /// `file.delete.delay.ms`.
+    pub fn pending_deletions(&self) -> usize {
+        self.pending_deletes.len()
+    }
+
+    /// Where the last compaction ended (`cleaner-offset-checkpoint`): offsets below are clean.
+    /// `None` if the log was never compacted.
+    pub fn cleaner_checkpoint(&self) -> Option<i64> {
+        self.cleaner_checkpoint
+    }
+
+    /// Sets the cleaner checkpoint (for a log manager that keeps `cleaner-offset-checkpoint` per
+    /// log dir, as Kafka does, and opens logs with [`PartitionState::Managed`]).
+    pub fn set_cleaner_checkpoint(&mut self, offset: Option<i64>) -> Result<(), LogError> {
+        self.cleaner_checkpoint = offset;
+        self.write_cleaner_checkpoint()
+    }
+
+    /// A standalone log keeps a one-entry `cleaner-offset-checkpoint` in its directory.
+    pub(crate) fn write_cleaner_checkpoint(&self) -> Result<(), LogError> {
+        if self.state != PartitionState::Standalone {
+            return Ok(());
+        }
+        let path = self.dir.join(naming::CLEANER_OFFSET_CHECKPOINT_FILE);
+        let entries: Vec<CheckpointEntry> = self
+            .cleaner_checkpoint
+            .map(|offset| CheckpointEntry {
+                topic: self.topic.clone(),
+                partition: self.partition,
+                offset,
+            })
+            .into_iter()
+            .collect();
+        checkpoint::write_offset_checkpoint(&path, &entries)
+    }
+
     /// Removes every offset `>= offset` (whole batches; for a follower diverging from its leader).
     /// Truncating below the log start offset empties the log and restarts it at `offset`.
     pub fn truncate_to(&mut self, offset: i64, now_ms: i64) -> Result<(), LogError> {
@@ -867,7 +952,7 @@ impl Log {
                 continue;
             }
             if let Some(seg) = self.segments.remove(&base) {
-                delete_segment(seg)?;
+                self.schedule_delete(seg)?;
             }
         }
         let Some(keep_base) = keep_base else {
@@ -889,6 +974,13 @@ impl Log {
         self.recovery_point = self.recovery_point.min(self.log_end_offset);
         self.leader_epoch_cache
             .truncate_from_end(self.log_end_offset)?;
+        if self
+            .cleaner_checkpoint
+            .is_some_and(|c| c > self.log_end_offset)
+        {
+            self.cleaner_checkpoint = Some(self.log_end_offset);
+            self.write_cleaner_checkpoint()?;
+        }
         self.delete_snapshots_above(self.log_end_offset)?;
         Ok(())
     }
@@ -899,12 +991,14 @@ impl Log {
         offset: i64,
         now_ms: i64,
     ) -> Result<(), LogError> {
+        self.last_now_ms = now_ms;
         let all: Vec<i64> = self.segments.keys().copied().collect();
         for base in all {
             if let Some(seg) = self.segments.remove(&base) {
-                delete_segment(seg)?;
+                self.schedule_delete(seg)?;
             }
         }
+        self.cleaner_checkpoint = None;
         let mut seg = LogSegment::open(&self.dir, offset, &self.config, now_ms)?;
         seg.on_become_active()?;
         self.segments.insert(offset, seg);
@@ -913,6 +1007,7 @@ impl Log {
         self.high_watermark = offset;
         self.recovery_point = offset;
         self.leader_epoch_cache.clear_and_flush()?;
+        self.write_cleaner_checkpoint()?;
         self.delete_snapshots_above(offset)?;
         self.delete_snapshots_below(offset)?;
         if self.state == PartitionState::Standalone {
@@ -994,6 +1089,10 @@ impl Log {
         for (_, seg) in segments {
             seg.close()?;
         }
+        // Nothing reads the log any more: scheduled deletions need not wait.
+        for (_, seg) in std::mem::take(&mut self.pending_deletes) {
+            seg.delete()?;
+        }
         if standalone {
             crate::loader::write_clean_shutdown_marker(&dir)?;
         }
@@ -1067,7 +1166,7 @@ impl LowerThan for Option<&LogSegment> {
 }
 
 /// Renames a segment's files to `.deleted` (so a crash leaves nothing that looks live), then
-/// removes them.
+/// removes them at once (used while loading, before anything can read the segment).
 pub(crate) fn delete_segment(mut seg: LogSegment) -> Result<(), LogError> {
     seg.change_file_suffixes("", naming::DELETED_FILE_SUFFIX)?;
     seg.delete()

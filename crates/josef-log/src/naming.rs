@@ -28,6 +28,8 @@ pub const TMP_FILE_SUFFIX: &str = ".tmp";
 pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 /// Name of the recovery-point checkpoint (per log dir in Kafka).
 pub const RECOVERY_POINT_CHECKPOINT_FILE: &str = "recovery-point-offset-checkpoint";
+/// Name of the cleaner checkpoint: where the last compaction ended (per log dir in Kafka).
+pub const CLEANER_OFFSET_CHECKPOINT_FILE: &str = "cleaner-offset-checkpoint";
 /// Name of the log-start-offset checkpoint (per log dir in Kafka).
 pub const LOG_START_OFFSET_CHECKPOINT_FILE: &str = "log-start-offset-checkpoint";
 

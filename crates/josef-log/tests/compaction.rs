@@ -124,7 +124,7 @@ fn compaction_survives_reopen_and_offsets_stay_readable() {
 }
 
 #[test]
-fn tombstones_survive_delete_retention_ms_then_go() {
+fn tombstones_survive_delete_retention_ms_after_the_run_that_first_kept_them() {
     let d = tempfile::tempdir().unwrap();
     let mut log = Log::open(d.path().join("c-0"), config(), 0).unwrap();
     put(&mut log, 100, "a", Some("1"));
@@ -138,6 +138,7 @@ fn tombstones_survive_delete_retention_ms_then_go() {
         );
     }
     log.update_high_watermark(log.log_end_offset());
+    // The first run keeps the tombstone and stamps its batch with now + delete.retention.ms.
     log.compact(500).unwrap().unwrap();
     let r = records(&log);
     assert!(
@@ -145,11 +146,22 @@ fn tombstones_survive_delete_retention_ms_then_go() {
         "tombstone kept before the horizon"
     );
     assert!(!r.iter().any(|x| x.0 == 0));
-    log.compact(200 + 1000).unwrap().unwrap();
+    let read = log.read(tomb, 1 << 20, log.log_end_offset(), true).unwrap();
+    let b = Batches::new(read.records).next().unwrap().unwrap();
+    assert_eq!(b.header().delete_horizon_ms(), Some(500 + 1000));
+    // Kafka's rule counts from that run, not from the record's timestamp (200 + 1000 passed).
+    assert_eq!(
+        log.compact(1499).unwrap(),
+        None,
+        "nothing dirty, horizon not reached"
+    );
+    assert!(records(&log).contains(&(tomb, Some("a".into()), None)));
+    // Once the horizon passed, the log is cleaned again even without new dirty data.
+    log.compact(1500).unwrap().unwrap();
     let r = records(&log);
     assert!(
         !r.iter().any(|x| x.1.as_deref() == Some("a")),
-        "tombstone removed after it"
+        "tombstone removed after the horizon"
     );
 }
 
@@ -321,4 +333,308 @@ fn delete_policy_logs_are_never_compacted() {
     .unwrap();
     put(&mut log, 1, "a", Some("b"));
     assert_eq!(log.compact(100).unwrap(), None);
+}
+
+/// Cleans whenever anything is dirty.
+fn any_dirt() -> LogConfig {
+    LogConfig {
+        min_cleanable_dirty_ratio_percent: 0,
+        ..config()
+    }
+}
+
+fn txn_batch(pid: i64, seq: i32, ts: i64, key: &str, value: &str) -> bytes::BytesMut {
+    TestBatch::new(0)
+        .producer(pid, 0, seq)
+        .transactional()
+        .record(ts, Some(key.as_bytes()), Some(value.as_bytes()))
+        .build()
+}
+
+fn marker(log: &mut Log, pid: i64, ts: i64, commit: bool) -> i64 {
+    let m = TestBatch::new(0)
+        .producer(pid, 0, -1)
+        .control_marker(ts, commit)
+        .build();
+    log.append_as_leader(m, 0, ts, TimestampType::CreateTime)
+        .unwrap()
+        .first_offset
+}
+
+fn fillers(log: &mut Log, ts: i64, n: usize) {
+    for i in 0..n {
+        put(
+            log,
+            ts,
+            &format!("f{i}"),
+            Some("ffffffffffffffffffffffffffffff"),
+        );
+    }
+}
+
+/// Offsets of the control batches in the log.
+fn markers(log: &Log) -> Vec<i64> {
+    let mut out = Vec::new();
+    for b in log.batches_from(log.log_start_offset()).unwrap() {
+        if b.0.header.is_control() {
+            out.push(b.0.header.base_offset);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_second_run_starts_at_the_cleaner_checkpoint_and_rewrites_only_changed_segments() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = fill(&d.path().join("c-0"));
+    let first = log.compact(10_000).unwrap().unwrap();
+    assert_eq!(first.first_dirty_offset, 0);
+    assert_eq!(log.cleaner_checkpoint(), Some(first.end_offset));
+    // Nothing new: no dirty bytes, nothing to do.
+    assert_eq!(log.compact(10_000).unwrap(), None);
+    // A little dirty data next to the clean part: below the 50% ratio.
+    fillers(&mut log, 10_001, 12);
+    log.update_high_watermark(log.log_end_offset());
+    // With a ratio of 0 any dirty byte is enough.
+    let mut c = log.config().clone();
+    c.min_cleanable_dirty_ratio_percent = 0;
+    log.set_config(c).unwrap();
+    let second = log.compact(10_002).unwrap().unwrap();
+    assert_eq!(second.first_dirty_offset, first.end_offset);
+    assert!(second.end_offset > first.end_offset);
+    // The clean part was rewritten only where something changed.
+    assert!(second.segments < second.segments_read, "{second:?}");
+}
+
+#[test]
+fn dirty_ratio_below_the_threshold_skips_cleaning() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = Log::open(
+        d.path().join("c-0"),
+        LogConfig {
+            min_cleanable_dirty_ratio_percent: 90,
+            ..config()
+        },
+        0,
+    )
+    .unwrap();
+    fillers(&mut log, 1, 30);
+    log.update_high_watermark(log.log_end_offset());
+    log.compact(100).unwrap().unwrap();
+    let clean_end = log.cleaner_checkpoint().unwrap();
+    // Dirty data of one segment next to several clean ones is far below 90%.
+    fillers(&mut log, 2, 12);
+    log.update_high_watermark(log.log_end_offset());
+    assert_eq!(log.compact(100).unwrap(), None);
+    assert_eq!(log.cleaner_checkpoint(), Some(clean_end));
+    // max.compaction.lag.ms forces it once the oldest dirty data is old enough.
+    let mut c = log.config().clone();
+    c.max_compaction_lag_ms = 50;
+    log.set_config(c).unwrap();
+    assert_eq!(log.compact(40).unwrap(), None);
+    assert!(log.compact(100).unwrap().unwrap().swapped);
+    assert!(log.cleaner_checkpoint().unwrap() > clean_end);
+}
+
+#[test]
+fn cleaner_offset_checkpoint_is_written_in_kafkas_format_and_survives_reopen() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("c-0");
+    let mut log = fill(&dir);
+    let stats = log.compact(10_000).unwrap().unwrap();
+    let text = std::fs::read_to_string(dir.join("cleaner-offset-checkpoint")).unwrap();
+    assert_eq!(text, format!("0\n1\nc 0 {}\n", stats.end_offset));
+    log.close().unwrap();
+    let mut log = Log::open(&dir, config(), 0).unwrap();
+    assert_eq!(log.cleaner_checkpoint(), Some(stats.end_offset));
+    log.update_high_watermark(log.log_end_offset());
+    assert_eq!(
+        log.compact(10_000).unwrap(),
+        None,
+        "clean log is not cleaned again"
+    );
+    // Truncation below the checkpoint pulls it back.
+    log.truncate_to(3, 0).unwrap();
+    assert_eq!(log.cleaner_checkpoint(), Some(3));
+}
+
+#[test]
+fn abort_marker_is_removed_once_its_data_is_gone_and_the_horizon_passed() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = Log::open(d.path().join("c-0"), any_dirt(), 0).unwrap();
+    // Producer 5 expired: nothing of it needs keeping for producer state.
+    let compact = |log: &mut Log, now: i64| {
+        let hw = log.high_watermark();
+        let t = log.prepare_compaction(now, hw).unwrap()?;
+        Some(
+            log.finish_compaction(t.with_active_producers([]).run().unwrap())
+                .unwrap(),
+        )
+    };
+    let first = log
+        .append_as_leader(
+            txn_batch(5, 0, 1, "k", "aborted"),
+            0,
+            1,
+            TimestampType::CreateTime,
+        )
+        .unwrap()
+        .first_offset;
+    let m = marker(&mut log, 5, 2, false);
+    log.append_aborted_txn(AbortedTxn {
+        producer_id: 5,
+        first_offset: first,
+        last_offset: m,
+        last_stable_offset: first,
+    })
+    .unwrap();
+    fillers(&mut log, 3, 20);
+    log.update_high_watermark(log.log_end_offset());
+    // Run 1: the aborted data goes; the marker stays (data of its transaction was seen).
+    compact(&mut log, 100).unwrap();
+    assert!(!records(&log)
+        .iter()
+        .any(|x| x.2.as_deref() == Some("aborted")));
+    assert_eq!(markers(&log), vec![m]);
+    assert_eq!(log.collect_aborted_transactions(0, 1000).len(), 1);
+    // Run 2 (new dirty data): no data left, so the marker gets a delete horizon.
+    fillers(&mut log, 200, 20);
+    log.update_high_watermark(log.log_end_offset());
+    compact(&mut log, 200).unwrap();
+    assert_eq!(markers(&log), vec![m]);
+    assert!(log.collect_aborted_transactions(0, 1000).is_empty());
+    // Run 3, at the horizon: the marker goes.
+    assert!(compact(&mut log, 1199).is_none());
+    compact(&mut log, 1200).unwrap();
+    assert!(markers(&log).is_empty());
+}
+
+#[test]
+fn commit_marker_is_removed_once_its_transaction_data_was_compacted_away() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = Log::open(d.path().join("c-0"), any_dirt(), 0).unwrap();
+    log.append_as_leader(
+        txn_batch(7, 0, 1, "k", "old"),
+        0,
+        1,
+        TimestampType::CreateTime,
+    )
+    .unwrap();
+    let m = marker(&mut log, 7, 2, true);
+    put(&mut log, 3, "k", Some("new"));
+    fillers(&mut log, 3, 20);
+    log.update_high_watermark(log.log_end_offset());
+    let active = [(
+        7i64,
+        josef_log::cleaner::LastRecord {
+            last_data_offset: None,
+            producer_epoch: 1,
+        },
+    )];
+    // Run 1: "old" is shadowed by "new"; its batch goes (producer 7 is not active with it), but
+    // the marker stays: its transaction's batch was seen in this run.
+    let t = log
+        .prepare_compaction(100, log.high_watermark())
+        .unwrap()
+        .unwrap();
+    let r = t.with_active_producers(active).run().unwrap();
+    log.finish_compaction(r).unwrap();
+    assert!(!records(&log).iter().any(|x| x.2.as_deref() == Some("old")));
+    assert_eq!(markers(&log), vec![m]);
+    // Run 2: nothing of the transaction left: horizon stamped, then the marker goes.
+    fillers(&mut log, 200, 20);
+    log.update_high_watermark(log.log_end_offset());
+    let t = log
+        .prepare_compaction(200, log.high_watermark())
+        .unwrap()
+        .unwrap();
+    log.finish_compaction(t.with_active_producers(active).run().unwrap())
+        .unwrap();
+    assert_eq!(markers(&log), vec![m]);
+    let t = log
+        .prepare_compaction(1200, log.high_watermark())
+        .unwrap()
+        .unwrap();
+    log.finish_compaction(t.with_active_producers(active).run().unwrap())
+        .unwrap();
+    assert!(markers(&log).is_empty());
+}
+
+#[test]
+fn only_the_batch_with_an_active_producers_last_sequence_survives_emptying() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = Log::open(d.path().join("c-0"), config(), 0).unwrap();
+    let idem = |seq: i32, key: &str| {
+        TestBatch::new(0)
+            .producer(3, 0, seq)
+            .record(1, Some(key.as_bytes()), Some(b"old"))
+            .build()
+    };
+    let a = log
+        .append_as_leader(idem(0, "x"), 0, 1, TimestampType::CreateTime)
+        .unwrap();
+    let b = log
+        .append_as_leader(idem(1, "y"), 0, 1, TimestampType::CreateTime)
+        .unwrap();
+    put(&mut log, 2, "x", Some("new"));
+    put(&mut log, 2, "y", Some("new"));
+    fillers(&mut log, 3, 20);
+    log.update_high_watermark(log.log_end_offset());
+    let t = log
+        .prepare_compaction(100, log.high_watermark())
+        .unwrap()
+        .unwrap();
+    let active = [(
+        3i64,
+        josef_log::cleaner::LastRecord {
+            last_data_offset: Some(b.last_offset),
+            producer_epoch: 0,
+        },
+    )];
+    log.finish_compaction(t.with_active_producers(active).run().unwrap())
+        .unwrap();
+    let kept: Vec<(i64, i32, i32)> = log
+        .batches_from(0)
+        .unwrap()
+        .iter()
+        .filter(|(p, _)| p.header.producer_id == 3)
+        .map(|(p, _)| {
+            (
+                p.header.base_offset,
+                p.header.record_count,
+                p.header.base_sequence,
+            )
+        })
+        .collect();
+    assert_eq!(
+        kept,
+        vec![(b.first_offset, 0, 1)],
+        "batch {} dropped",
+        a.first_offset
+    );
+}
+
+#[test]
+fn compaction_runs_on_another_thread_while_appends_continue() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = fill(&d.path().join("c-0"));
+    let task = log
+        .prepare_compaction(10_000, log.high_watermark())
+        .unwrap()
+        .unwrap();
+    let worker = std::thread::spawn(move || task.run());
+    for i in 0..30 {
+        put(&mut log, 20_000 + i, "k1", Some("during"));
+    }
+    let result = worker.join().unwrap().unwrap();
+    let stats = log.finish_compaction(result).unwrap();
+    assert!(stats.swapped);
+    assert_eq!(log.log_end_offset(), 70);
+    let r = records(&log);
+    assert_eq!(
+        r.iter()
+            .filter(|x| x.2.as_deref() == Some("during"))
+            .count(),
+        30
+    );
 }

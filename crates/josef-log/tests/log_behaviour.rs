@@ -704,3 +704,97 @@ fn follower_appends_keep_their_offsets_and_must_not_go_backwards() {
     let r = log.read(2, 1 << 20, 11, true).unwrap();
     assert_eq!(offsets_of(&r.records), vec![(10, 10)]);
 }
+
+#[test]
+fn deleted_segments_are_renamed_deleted_and_removed_after_file_delete_delay_ms() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let mut log = open(
+        &dir,
+        LogConfig {
+            retention_ms: 1000,
+            file_delete_delay_ms: 60_000,
+            ..small_config()
+        },
+    );
+    for i in 0..40 {
+        append(&mut log, i * 100, 1, 300);
+    }
+    log.update_high_watermark(log.log_end_offset());
+    let first = log.segment_base_offsets()[0];
+    // A reader that already holds data of the segment keeps it whatever happens next.
+    let held = log.read(0, 1 << 20, 40, true).unwrap();
+    let n = log.delete_old_segments(3000).unwrap();
+    assert!(n > 0);
+    let name = |suffix: &str| dir.join(format!("{first:020}.log{suffix}"));
+    assert!(!name("").exists());
+    assert!(name(".deleted").exists(), "renamed, not yet removed");
+    assert_eq!(log.pending_deletions(), n);
+    assert_eq!(offsets_of(&held.records)[0].0, 0);
+    // Not yet due...
+    assert_eq!(log.delete_expired_files(3000 + 59_999).unwrap(), 0);
+    assert!(name(".deleted").exists());
+    // ...then gone.
+    assert_eq!(log.delete_expired_files(3000 + 60_000).unwrap(), n);
+    assert!(!name(".deleted").exists());
+    assert_eq!(log.pending_deletions(), 0);
+}
+
+#[test]
+fn a_crash_before_file_delete_delay_ms_leaves_deleted_files_that_open_removes() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let config = LogConfig {
+        retention_ms: 1000,
+        ..small_config()
+    };
+    let mut log = open(&dir, config.clone());
+    for i in 0..40 {
+        append(&mut log, i * 100, 1, 300);
+    }
+    log.update_high_watermark(log.log_end_offset());
+    log.delete_old_segments(3000).unwrap();
+    let start = log.log_start_offset();
+    drop(log); // crash: the .deleted files are still there
+    let deleted = || {
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .ends_with(".deleted")
+            })
+            .count()
+    };
+    assert!(deleted() > 0);
+    let log = open(&dir, config);
+    assert_eq!(deleted(), 0);
+    assert_eq!(log.log_start_offset(), start);
+}
+
+#[test]
+fn file_delete_delay_ms_zero_removes_files_at_once() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let mut log = open(
+        &dir,
+        LogConfig {
+            retention_ms: 1000,
+            file_delete_delay_ms: 0,
+            ..small_config()
+        },
+    );
+    for i in 0..40 {
+        append(&mut log, i * 100, 1, 300);
+    }
+    log.update_high_watermark(log.log_end_offset());
+    assert!(log.delete_old_segments(3000).unwrap() > 0);
+    assert_eq!(log.pending_deletions(), 0);
+    assert!(!std::fs::read_dir(&dir).unwrap().any(|e| e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .ends_with(".deleted")));
+}
