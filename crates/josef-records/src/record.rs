@@ -344,6 +344,31 @@ pub struct RecordRefIter<'a> {
     cursor: Cursor,
 }
 
+impl<'a> RecordRefIter<'a> {
+    /// Records of a (decompressed) records section, for callers inside the crate that hold a
+    /// plain slice (the produce validator).
+    pub(crate) fn over(
+        data: &'a [u8],
+        declared: i32,
+        base_offset: i64,
+        base_timestamp: i64,
+        log_append_time: Option<i64>,
+    ) -> RecordRefIter<'a> {
+        RecordRefIter {
+            data,
+            cursor: Cursor {
+                pos: 0,
+                declared,
+                decoded: 0,
+                base_offset,
+                base_timestamp,
+                log_append_time,
+                done: false,
+            },
+        }
+    }
+}
+
 impl<'a> Iterator for RecordRefIter<'a> {
     type Item = Result<RecordRef<'a>, RecordsError>;
 
