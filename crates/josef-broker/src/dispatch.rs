@@ -15,12 +15,12 @@ use crate::handlers;
 use crate::state::BrokerState;
 
 /// The APIs this broker serves, with the versions it serves (a subset of what josef-protocol
-/// can decode: Produce v0–2 and Fetch v0–3 would need the legacy message formats, which Kafka 4
-/// dropped as well).
+/// can decode: Fetch v0–3 would need down-conversion to the legacy message formats, which Kafka 4
+/// dropped as well; Produce v0–2 legacy message sets are up-converted on append).
 pub fn served_versions(key: ApiKey) -> Option<(i16, i16)> {
     let (min, max) = key.valid_versions();
     let range = match key {
-        ApiKey::Produce => (3, max),
+        ApiKey::Produce => (min, max),
         ApiKey::Fetch => (4, max),
         ApiKey::ListOffsets => (1, max),
         ApiKey::Metadata

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use josef_log::{
     AbortedTxn, BatchHeader, Log, LogAppendInfo, LogConfig, LogError, ProducerStateReplay,
 };
@@ -276,11 +276,12 @@ impl Partition {
         self.appended.subscribe()
     }
 
-    /// Appends a client's records (one v2 batch, already checked by the Produce handler) as the
-    /// leader: producer-state checks, offset assignment, HW advance, fetch wake-up.
+    /// Appends a client's records (one v2 batch, validated by the Produce handler, in a buffer the
+    /// log may rewrite in place) as the leader: producer-state checks, offset assignment, HW
+    /// advance, fetch wake-up.
     pub fn append_from_client(
         &self,
-        records: Bytes,
+        records: BytesMut,
         header: &BatchHeader,
         now_ms: i64,
     ) -> Result<ProduceResult, PartitionError> {
@@ -316,12 +317,7 @@ impl Partition {
             } else {
                 None
             };
-            let append = Self::append_locked(
-                &mut d,
-                BytesMut::from(&records[..]),
-                self.leader_epoch,
-                now_ms,
-            )?;
+            let append = Self::append_locked(&mut d, records, self.leader_epoch, now_ms)?;
             if let Some(plan) = plan {
                 d.producers.commit(plan.with_offsets(
                     append.first_offset,

@@ -16,6 +16,9 @@
 //! - Compression with gzip, snappy (raw and xerial), lz4 (frame) and zstd, bounded by
 //!   [`DecompressLimits`].
 //! - Legacy message sets (magic 0/1): [`LegacyMessageSet`], [`legacy_to_v2`], [`LegacySetBuilder`].
+//! - [`validate`]: what a broker checks in a produced batch before appending it (Kafka's
+//!   `LogValidator`): framing, CRC, offset range and count, control and sequence rules, null keys on
+//!   compacted topics and timestamp bounds, with per-record errors for Produce v8+.
 //!
 //! It does no I/O, spawns no threads and reads no clock.
 //!
@@ -48,6 +51,7 @@ pub mod header;
 mod legacy;
 mod record;
 mod rewrite;
+pub mod validate;
 pub mod varint;
 mod xxh32;
 

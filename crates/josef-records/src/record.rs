@@ -97,7 +97,7 @@ struct Cursor {
 
 impl Cursor {
     /// Decodes the next record of `data`, checking what Kafka's `DefaultRecord.readFrom` checks.
-    #[inline]
+    #[inline(always)]
     fn next_record<'a>(&mut self, data: &'a [u8]) -> Result<Option<RecordRef<'a>>, RecordsError> {
         if self.decoded >= self.declared {
             if self.pos < data.len() {
@@ -114,6 +114,71 @@ impl Cursor {
                 found: self.decoded as i64,
             });
         }
+        if let Some((record, end)) = self.try_decode(data) {
+            self.pos = end;
+            self.decoded += 1;
+            return Ok(Some(record));
+        }
+        self.next_record_checked(data)
+    }
+
+    /// The hot path: decodes a well-formed record with small `Option` returns only, so no
+    /// error value is built or moved per field. Any doubt returns `None`, and
+    /// [`Cursor::next_record_checked`] re-reads the record to name the exact error.
+    #[inline(always)]
+    fn try_decode<'a>(&self, data: &'a [u8]) -> Option<(RecordRef<'a>, usize)> {
+        let mut pos = self.pos;
+        let size = fast::varint(data, &mut pos)?;
+        let end = pos.wrapping_add(size as isize as usize);
+        let rec = data.get(..end)?;
+        if end < pos {
+            return None;
+        }
+        let attributes = *rec.get(pos)? as i8;
+        pos += 1;
+        let timestamp_delta = fast::varlong(rec, &mut pos)?;
+        let offset_delta = fast::varint(rec, &mut pos)?;
+        let key = fast::slice(rec, &mut pos)?;
+        let value = fast::slice(rec, &mut pos)?;
+        let header_count = fast::varint(rec, &mut pos)?;
+        if header_count < 0 {
+            return None;
+        }
+        let headers_start = pos;
+        for _ in 0..header_count {
+            fast::slice(rec, &mut pos)??;
+            fast::slice(rec, &mut pos)?;
+        }
+        if pos != end {
+            return None;
+        }
+        let timestamp = match self.log_append_time {
+            Some(t) => t,
+            None => self.base_timestamp.wrapping_add(timestamp_delta),
+        };
+        Some((
+            RecordRef {
+                attributes,
+                timestamp,
+                offset: self.base_offset.wrapping_add(offset_delta as i64),
+                timestamp_delta,
+                offset_delta,
+                key,
+                value,
+                header_count: header_count as usize,
+                headers_raw: &rec[headers_start..end],
+            },
+            end,
+        ))
+    }
+
+    /// Decodes the record at `self.pos` field by field with full error reporting.
+    #[cold]
+    #[inline(never)]
+    fn next_record_checked<'a>(
+        &mut self,
+        data: &'a [u8],
+    ) -> Result<Option<RecordRef<'a>>, RecordsError> {
         let mut pos = self.pos;
         let size = read_varint(data, &mut pos).map_err(in_record)?;
         if size < 0 || size as usize > data.len() - pos {
@@ -279,11 +344,46 @@ pub struct RecordRefIter<'a> {
     cursor: Cursor,
 }
 
+impl<'a> RecordRefIter<'a> {
+    /// Records of a (decompressed) records section, for callers inside the crate that hold a
+    /// plain slice (the produce validator).
+    pub(crate) fn over(
+        data: &'a [u8],
+        declared: i32,
+        base_offset: i64,
+        base_timestamp: i64,
+        log_append_time: Option<i64>,
+    ) -> RecordRefIter<'a> {
+        RecordRefIter {
+            data,
+            cursor: Cursor {
+                pos: 0,
+                declared,
+                decoded: 0,
+                base_offset,
+                base_timestamp,
+                log_append_time,
+                done: false,
+            },
+        }
+    }
+}
+
 impl<'a> Iterator for RecordRefIter<'a> {
     type Item = Result<RecordRef<'a>, RecordsError>;
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
+        let c = &mut self.cursor;
+        // Straight to the fast decoder: no intermediate Result/Option layers to move the
+        // record through. Past the declared count, at the end, or on any doubt, `step` decides.
+        if !c.done && c.decoded < c.declared {
+            if let Some((record, end)) = c.try_decode(self.data) {
+                c.pos = end;
+                c.decoded += 1;
+                return Some(Ok(record));
+            }
+        }
         self.cursor.step(self.data)
     }
 }
@@ -307,6 +407,105 @@ fn read_slice<'a>(
     let start = *pos;
     *pos += len as usize;
     Ok(Some(&rec[start..*pos]))
+}
+
+/// Error-free twins of the varint and length-prefixed-slice readers for the hot path: `None`
+/// wherever the checked readers return an error (truncation, overflow, a length below -1 or past
+/// the record), with the same bit-dropping as Java's shifts.
+mod fast {
+    #[inline(always)]
+    pub(super) fn varint(buf: &[u8], pos: &mut usize) -> Option<i32> {
+        let b = *buf.get(*pos)?;
+        if b < 0x80 {
+            *pos += 1;
+            return Some(((b >> 1) as i32) ^ -((b & 1) as i32));
+        }
+        // Two bytes cover sizes, lengths and deltas below 8 KiB: most records of most batches.
+        if let Some(&b1) = buf.get(*pos + 1) {
+            if b1 < 0x80 {
+                let v = (b & 0x7f) as u32 | ((b1 as u32) << 7);
+                *pos += 2;
+                return Some(((v >> 1) as i32) ^ -((v & 1) as i32));
+            }
+        }
+        varint_multi_byte(buf, pos)
+    }
+
+    #[inline(never)]
+    fn varint_multi_byte(buf: &[u8], pos: &mut usize) -> Option<i32> {
+        let mut value: u32 = 0;
+        let mut shift = 0u32;
+        let mut p = *pos;
+        loop {
+            let b = *buf.get(p)?;
+            p += 1;
+            if b & 0x80 == 0 {
+                value |= (b as u32).wrapping_shl(shift);
+                *pos = p;
+                return Some(((value >> 1) as i32) ^ -((value & 1) as i32));
+            }
+            value |= ((b & 0x7f) as u32).wrapping_shl(shift);
+            shift += 7;
+            if shift > 28 {
+                return None;
+            }
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn varlong(buf: &[u8], pos: &mut usize) -> Option<i64> {
+        let b = *buf.get(*pos)?;
+        if b < 0x80 {
+            *pos += 1;
+            return Some(((b >> 1) as i64) ^ -((b & 1) as i64));
+        }
+        // Two bytes cover sizes, lengths and deltas below 8 KiB: most records of most batches.
+        if let Some(&b1) = buf.get(*pos + 1) {
+            if b1 < 0x80 {
+                let v = (b & 0x7f) as u64 | ((b1 as u64) << 7);
+                *pos += 2;
+                return Some(((v >> 1) as i64) ^ -((v & 1) as i64));
+            }
+        }
+        varlong_multi_byte(buf, pos)
+    }
+
+    #[inline(never)]
+    fn varlong_multi_byte(buf: &[u8], pos: &mut usize) -> Option<i64> {
+        let mut value: u64 = 0;
+        let mut shift = 0u32;
+        let mut p = *pos;
+        loop {
+            let b = *buf.get(p)?;
+            p += 1;
+            if b & 0x80 == 0 {
+                value |= (b as u64).wrapping_shl(shift);
+                *pos = p;
+                return Some(((value >> 1) as i64) ^ -((value & 1) as i64));
+            }
+            value |= ((b & 0x7f) as u64).wrapping_shl(shift);
+            shift += 7;
+            if shift > 63 {
+                return None;
+            }
+        }
+    }
+
+    /// `Some(None)` for a null (-1) length, `None` for anything invalid.
+    #[inline(always)]
+    pub(super) fn slice<'a>(rec: &'a [u8], pos: &mut usize) -> Option<Option<&'a [u8]>> {
+        let len = varint(rec, pos)?;
+        if len == -1 {
+            return Some(None);
+        }
+        // A negative length sign-extends past any remaining length: one compare checks both.
+        let len = len as isize as usize;
+        let start = *pos;
+        let end = start.wrapping_add(len);
+        let slice = rec.get(start..end)?;
+        *pos = end;
+        Some(Some(slice))
+    }
 }
 
 const SHORT_RECORD: RecordsError = RecordsError::InvalidRecord("record fields exceed its size");
@@ -337,5 +536,73 @@ impl Iterator for RecordIter {
         let left = (self.cursor.declared - self.cursor.decoded).max(0) as usize;
         // One more item may be an error.
         (0, Some(left + 1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn cursor() -> Cursor {
+        Cursor {
+            pos: 0,
+            declared: 1,
+            decoded: 0,
+            base_offset: 100,
+            base_timestamp: 1_000,
+            log_append_time: None,
+            done: false,
+        }
+    }
+
+    /// A well-formed record to mutate: size, attributes, deltas, key, value, one header.
+    fn record_bytes(key: &[u8], value: &[u8]) -> Vec<u8> {
+        use crate::varint::{put_varint, put_varlong};
+        let mut body = vec![0u8];
+        put_varlong(&mut body, 300);
+        put_varint(&mut body, 7);
+        put_varint(&mut body, key.len() as i32);
+        body.extend_from_slice(key);
+        put_varint(&mut body, value.len() as i32);
+        body.extend_from_slice(value);
+        put_varint(&mut body, 1);
+        put_varint(&mut body, 1);
+        body.push(b'h');
+        put_varint(&mut body, -1);
+        let mut out = Vec::new();
+        put_varint(&mut out, body.len() as i32);
+        out.extend_from_slice(&body);
+        out
+    }
+
+    proptest! {
+        /// The fast path accepts exactly what the checked path accepts, with the same record
+        /// and end position; what it refuses, the checked path names as an error.
+        #[test]
+        fn fast_path_agrees_with_checked_path(
+            key in proptest::collection::vec(any::<u8>(), 0..200),
+            value in proptest::collection::vec(any::<u8>(), 0..200),
+            edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..4),
+            cut in any::<usize>(),
+        ) {
+            let mut bytes = record_bytes(&key, &value);
+            for (at, b) in edits {
+                let i = at % bytes.len();
+                bytes[i] = b;
+            }
+            let cut = if cut % 4 == 0 { cut % (bytes.len() + 1) } else { bytes.len() };
+            let data = &bytes[..cut];
+            let fast = cursor().try_decode(data);
+            let mut checked_cursor = cursor();
+            let checked = checked_cursor.next_record_checked(data);
+            match fast {
+                Some((r, end)) => {
+                    prop_assert_eq!(checked, Ok(Some(r)));
+                    prop_assert_eq!(checked_cursor.pos, end);
+                }
+                None => prop_assert!(checked.is_err(), "checked accepted what fast refused"),
+            }
+        }
     }
 }

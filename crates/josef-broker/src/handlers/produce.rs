@@ -1,120 +1,226 @@
-//! Produce (api 0): per-partition checks in Kafka's order, append through the partition (which
-//! runs the sequencer), answer. On one node the HW reaches the LEO inside the append, so acks=−1
+//! Produce (api 0): per-partition checks in Kafka's order, record validation through
+//! `josef_records::validate` (Kafka's `LogValidator`), append through the partition (which runs
+//! the sequencer), answer. On one node the HW reaches the LEO inside the append, so acks=−1
 //! completes at once (Kafka's first `DelayedProduce.tryComplete` succeeds the same way).
 
-use bytes::Bytes;
-use josef_log::BatchHeader;
-use josef_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use josef_protocol::messages::produce_request::PartitionProduceData;
+use josef_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
 use josef_protocol::messages::{ProduceRequest, ProduceResponse};
 use josef_protocol::{ErrorCode, RequestHeader, StrBytes};
+use josef_records::validate::{
+    produce_batch_header, rebuild_with_consecutive_offsets, validate_client_batch, RecordError,
+    ValidationConfig, ValidationError,
+};
+use josef_records::{
+    legacy_to_v2, set_max_timestamp, Compression, LegacyConversion, LegacyMessageSet, RecordsError,
+    TimestampType,
+};
 
+use crate::config::BrokerConfig;
 use crate::dispatch::{reply, Reply};
 use crate::partition::{PartitionError, ProduceResult};
 use crate::state::BrokerState;
-use crate::topics::{now_ms, INTERNAL_TOPICS};
+use crate::topics::{now_ms, Topic, INTERNAL_TOPICS};
 
-const COMPRESSION_ZSTD: i16 = 4;
-const ATTR_TIMESTAMP_TYPE: i16 = 0x08;
-const BATCH_HEADER_LEN: usize = 61;
-
-/// Splits `records` into batch headers; `Err` if the bytes are not whole v2 batches.
-fn batch_headers(records: &[u8]) -> Result<Vec<BatchHeader>, PartitionError> {
-    let mut out = Vec::new();
-    let mut pos = 0;
-    while pos < records.len() {
-        let rest = &records[pos..];
-        if rest.len() < BATCH_HEADER_LEN {
-            return Err(PartitionError::new(ErrorCode::InvalidRecord));
-        }
-        if rest[16] as i8 != 2 {
-            return Err(PartitionError {
-                code: ErrorCode::InvalidRecord,
-                message: Some(format!("unsupported record batch magic {}", rest[16] as i8)),
-            });
-        }
-        let h = BatchHeader::parse(rest).map_err(|e| PartitionError {
-            code: ErrorCode::CorruptMessage,
-            message: Some(e.to_string()),
-        })?;
-        let size = h.total_size();
-        if size > rest.len() || size < BATCH_HEADER_LEN {
-            return Err(PartitionError::new(ErrorCode::CorruptMessage));
-        }
-        pos += size;
-        out.push(h);
-    }
-    Ok(out)
+/// A failed partition: its error, the v8+ `error_message` and the per-record errors.
+struct Failure {
+    code: ErrorCode,
+    message: Option<String>,
+    record_errors: Vec<RecordError>,
 }
 
-/// The checks of B7 "Produce" steps 2, 7 and 8 that need only the batch header.
-fn check_batch(records: &[u8], version: i16) -> Result<BatchHeader, PartitionError> {
-    let headers = batch_headers(records)?;
-    if headers.len() != 1 {
-        return Err(PartitionError {
-            code: ErrorCode::InvalidRecord,
-            message: Some(format!(
-                "Produce v3+ must carry exactly one record batch per partition, got {}",
-                headers.len()
-            )),
-        });
+impl From<PartitionError> for Failure {
+    fn from(e: PartitionError) -> Self {
+        Failure {
+            code: e.code,
+            message: e.message,
+            record_errors: Vec::new(),
+        }
     }
-    let h = headers.into_iter().next().expect("one batch");
-    if h.attributes.0 & 0x07 == COMPRESSION_ZSTD && version < 7 {
-        return Err(PartitionError::new(ErrorCode::UnsupportedCompressionType));
-    }
-    if h.base_offset != 0 {
-        return Err(PartitionError {
-            code: ErrorCode::InvalidRecord,
-            message: Some("the base offset of a produced batch must be 0".into()),
-        });
-    }
-    if h.is_control() {
-        return Err(PartitionError {
-            code: ErrorCode::InvalidRecord,
-            message: Some("clients may not write control batches".into()),
-        });
-    }
-    if h.has_producer_id() && h.base_sequence < 0 {
-        return Err(PartitionError {
-            code: ErrorCode::InvalidRecord,
-            message: Some("an idempotent batch must have a base sequence >= 0".into()),
-        });
-    }
-    if h.attributes.0 & ATTR_TIMESTAMP_TYPE != 0 {
-        return Err(PartitionError {
-            code: ErrorCode::InvalidTimestamp,
-            message: Some("clients may not set the LogAppendTime bit".into()),
-        });
-    }
-    Ok(h)
 }
 
+impl From<ErrorCode> for Failure {
+    fn from(code: ErrorCode) -> Self {
+        Failure {
+            code,
+            message: None,
+            record_errors: Vec::new(),
+        }
+    }
+}
+
+impl From<ValidationError> for Failure {
+    fn from(e: ValidationError) -> Self {
+        let code = ErrorCode::from_i16(e.kafka_error_code()).unwrap_or(ErrorCode::InvalidRecord);
+        // Kafka sends a message only with record-level errors (`RecordValidationException`);
+        // batch-level ones are logged here so an operator still sees why.
+        let message = e.is_record_level().then(|| e.to_string());
+        if !e.is_record_level() {
+            tracing::debug!(error = %e, "produced batch refused");
+        }
+        let record_errors = match e {
+            ValidationError::Records { errors, .. } => errors,
+            _ => Vec::new(),
+        };
+        Failure {
+            code,
+            message,
+            record_errors,
+        }
+    }
+}
+
+/// The topic settings record validation needs, from the topic's overrides over the broker
+/// defaults (`message.timestamp.before/after.max.ms` fall back to the deprecated
+/// `message.timestamp.difference.max.ms`, as in Kafka 3.6+).
+pub fn validation_config(topic: &Topic, broker: &BrokerConfig) -> ValidationConfig {
+    let c = &topic.configs;
+    let long = |name: &str| c.get(name).and_then(|v| v.trim().parse::<i64>().ok());
+    let difference = long("message.timestamp.difference.max.ms");
+    let timestamp_type = match c.get("message.timestamp.type") {
+        Some(t) => t.as_str(),
+        None => broker.log_message_timestamp_type.as_str(),
+    };
+    let policy = match c.get("cleanup.policy") {
+        Some(p) => p.as_str(),
+        None => broker.log_cleanup_policy.as_str(),
+    };
+    let max_message_bytes = long("max.message.bytes").unwrap_or(broker.message_max_bytes as i64);
+    ValidationConfig {
+        timestamp_type: if timestamp_type == "LogAppendTime" {
+            TimestampType::LogAppendTime
+        } else {
+            TimestampType::CreateTime
+        },
+        timestamp_before_max_ms: long("message.timestamp.before.max.ms")
+            .or(difference)
+            .unwrap_or(i64::MAX),
+        timestamp_after_max_ms: long("message.timestamp.after.max.ms")
+            .or(difference)
+            .unwrap_or(i64::MAX),
+        compacted: policy.contains("compact"),
+        max_batch_bytes: usize::try_from(max_message_bytes).unwrap_or(0),
+        ..ValidationConfig::default()
+    }
+}
+
+/// B7 "Produce" steps 1–11 for one partition.
 fn produce_partition(
     state: &BrokerState,
     header: &RequestHeader,
-    req: &ProduceRequest,
-    topic: &str,
-    index: i32,
-    records: Option<&Bytes>,
+    acks: i16,
+    topic: Option<&Arc<Topic>>,
+    topic_name: &str,
+    data: &PartitionProduceData,
     version: i16,
-) -> Result<ProduceResult, PartitionError> {
-    let partition = state
-        .topics
-        .partition(topic, index)
-        .ok_or_else(|| PartitionError::new(ErrorCode::UnknownTopicOrPartition))?;
-    let records = records.ok_or_else(|| PartitionError::new(ErrorCode::InvalidRecord))?;
-    let batch = check_batch(records, version)?;
-    if !matches!(req.acks, -1..=1) {
-        return Err(PartitionError::new(ErrorCode::InvalidRequiredAcks));
+) -> Result<ProduceResult, Failure> {
+    let (index, records) = (data.index, data.records.as_ref());
+    // Step 1.
+    let topic = topic.ok_or(ErrorCode::UnknownTopicOrPartition)?;
+    let partition = usize::try_from(index)
+        .ok()
+        .and_then(|i| topic.partitions.get(i))
+        .ok_or(ErrorCode::UnknownTopicOrPartition)?;
+    let records = records.ok_or(ErrorCode::InvalidRecord)?;
+    // Produce v0–v2 carry legacy message sets (magic 0/1); Kafka up-converts them to one v2
+    // batch on append. A v2 batch in an old request is taken as it is.
+    let legacy = version < 3 && records.get(16).is_some_and(|&magic| magic < 2);
+    if !legacy {
+        // Step 2: framing (`ProduceRequest.validateRecords`).
+        let batch = produce_batch_header(records)?;
+        if batch.attributes.compression_id() == Compression::Zstd.id() && version < 7 {
+            return Err(ErrorCode::UnsupportedCompressionType.into());
+        }
     }
+    // Step 4.
+    if !matches!(acks, -1..=1) {
+        return Err(ErrorCode::InvalidRequiredAcks.into());
+    }
+    // Step 5.
     let client_id = header.client_id.as_deref().unwrap_or("");
-    if INTERNAL_TOPICS.contains(&topic) && client_id != "__admin_client" {
-        return Err(PartitionError {
+    if INTERNAL_TOPICS.contains(&topic_name) && client_id != "__admin_client" {
+        return Err(Failure {
             code: ErrorCode::InvalidTopicException,
-            message: Some(format!("Cannot append to internal topic {topic}")),
+            message: Some(format!("Cannot append to internal topic {topic_name}")),
+            record_errors: Vec::new(),
         });
     }
-    partition.append_from_client(records.clone(), &batch, now_ms())
+    // Steps 7–9.
+    let config = validation_config(topic, &state.config);
+    let now = now_ms();
+    let converted = if legacy {
+        Some(up_convert(records, &config)?)
+    } else {
+        None
+    };
+    let batch_bytes: &[u8] = converted.as_deref().unwrap_or(records);
+    let validated = validate_client_batch(batch_bytes, &config, now)?;
+    let mut owned = if validated.needs_rebuild() {
+        rebuild_with_consecutive_offsets(batch_bytes, &config.decompress_limits).map_err(|e| {
+            Failure {
+                code: ErrorCode::CorruptMessage,
+                message: Some(e.to_string()),
+                record_errors: Vec::new(),
+            }
+        })?
+    } else if let Some(c) = converted {
+        c
+    } else {
+        BytesMut::from(batch_bytes)
+    };
+    if let Some((ts_type, max_ts)) = validated.header_timestamp_fix(&config) {
+        set_max_timestamp(&mut owned, ts_type, max_ts).map_err(|e| Failure {
+            code: ErrorCode::CorruptMessage,
+            message: Some(e.to_string()),
+            record_errors: Vec::new(),
+        })?;
+    }
+    // Steps 10–11 happen in the partition (log limits, producer state).
+    Ok(partition.append_from_client(owned, &validated.header, now)?)
+}
+
+/// A legacy message set (Produce v0–v2) as one v2 batch, keeping the codec of its first message
+/// (Kafka's `convertAndAssignOffsetsNonCompressed` / `buildRecordsAndAssignOffsets` with the
+/// topic's `compression.type=producer`). Every message CRC (and every inner one of a compressed
+/// wrapper) is checked: a mismatch is CORRUPT_MESSAGE; anything else unreadable, mixed magics
+/// included, is INVALID_RECORD.
+fn up_convert(records: &Bytes, config: &ValidationConfig) -> Result<BytesMut, Failure> {
+    let fail = |e: RecordsError| Failure {
+        code: match e {
+            RecordsError::CorruptCrc { .. } => ErrorCode::CorruptMessage,
+            _ => ErrorCode::InvalidRecord,
+        },
+        message: None,
+        record_errors: Vec::new(),
+    };
+    let codec = match LegacyMessageSet::new(records.clone()).next() {
+        Some(Ok(first)) => first.compression().map_err(fail)?,
+        Some(Err(e)) => return Err(fail(e)),
+        None => return Err(ErrorCode::InvalidRecord.into()),
+    };
+    let conversion = LegacyConversion {
+        compression: codec,
+        keep_offsets: false,
+    };
+    legacy_to_v2(records.clone(), &config.decompress_limits, &conversion).map_err(fail)
+}
+
+/// Step 0: a transactional batch in a request without a transactional id.
+fn transactional_without_id(req: &ProduceRequest) -> bool {
+    req.transactional_id.is_none()
+        && req.topic_data.iter().any(|t| {
+            t.partition_data.iter().any(|p| {
+                p.records
+                    .as_ref()
+                    .and_then(|r| produce_batch_header(r).ok())
+                    .is_some_and(|h| h.is_transactional())
+            })
+        })
 }
 
 /// Handles a Produce request.
@@ -124,35 +230,17 @@ pub fn handle(
     req: ProduceRequest,
     version: i16,
 ) -> Reply {
-    // Step 0: a transactional batch without a transactional id fails every partition.
-    let txn_without_id = req.transactional_id.is_none()
-        && req.topic_data.iter().any(|t| {
-            t.partition_data.iter().any(|p| {
-                p.records
-                    .as_ref()
-                    .and_then(|r| BatchHeader::parse(r).ok())
-                    .is_some_and(|h| h.is_transactional())
-            })
-        });
+    let txn_without_id = transactional_without_id(&req);
     let mut any_error = false;
     let mut responses = Vec::with_capacity(req.topic_data.len());
     for t in &req.topic_data {
+        let topic = state.topics.get(&t.name);
         let mut parts = Vec::with_capacity(t.partition_data.len());
         for p in &t.partition_data {
             let result = if txn_without_id {
-                Err(PartitionError::new(
-                    ErrorCode::TransactionalIdAuthorizationFailed,
-                ))
+                Err(ErrorCode::TransactionalIdAuthorizationFailed.into())
             } else {
-                produce_partition(
-                    state,
-                    header,
-                    &req,
-                    &t.name,
-                    p.index,
-                    p.records.as_ref(),
-                    version,
-                )
+                produce_partition(state, header, req.acks, topic.as_ref(), &t.name, p, version)
             };
             let pr = match result {
                 Ok(r) => PartitionProduceResponse {
@@ -172,6 +260,15 @@ pub fn handle(
                         base_offset: -1,
                         log_append_time_ms: -1,
                         log_start_offset: -1,
+                        record_errors: e
+                            .record_errors
+                            .into_iter()
+                            .map(|r| BatchIndexAndErrorMessage {
+                                batch_index: r.batch_index,
+                                batch_index_error_message: Some(StrBytes::from(r.message)),
+                                ..Default::default()
+                            })
+                            .collect(),
                         error_message: e.message.map(StrBytes::from),
                         ..Default::default()
                     }

@@ -1,0 +1,381 @@
+//! Produce record validation as a client sees it (josef_records::validate called by the broker):
+//! error codes, per-record errors, and what ends up in the log.
+
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use josef_broker::config::BrokerConfig;
+use josef_broker::Broker;
+use josef_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use josef_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use josef_protocol::messages::produce_response::PartitionProduceResponse;
+use josef_protocol::messages::*;
+use josef_protocol::{
+    decode_response_frame, encode_request_frame, RequestBody, RequestHeader, ResponseBody,
+};
+use josef_records::{BatchHeader, Compression, RecordBatchBuilder, TimestampType};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+async fn start(dir: &std::path::Path) -> Broker {
+    let mut props = std::collections::BTreeMap::new();
+    props.insert("listeners".into(), "PLAINTEXT://127.0.0.1:0".into());
+    props.insert("log.dirs".into(), dir.display().to_string());
+    props.insert("offsets.topic.num.partitions".into(), "1".into());
+    props.insert("transaction.state.log.num.partitions".into(), "1".into());
+    Broker::start(BrokerConfig::from_properties(props).unwrap())
+        .await
+        .unwrap()
+}
+
+struct Client {
+    stream: TcpStream,
+    correlation: i32,
+}
+
+impl Client {
+    async fn connect(b: &Broker) -> Client {
+        Client {
+            stream: TcpStream::connect(b.listeners()[0].addr).await.unwrap(),
+            correlation: 0,
+        }
+    }
+
+    async fn call(&mut self, version: i16, body: impl Into<RequestBody>) -> ResponseBody {
+        let body: RequestBody = body.into();
+        let key = body.api_key();
+        self.correlation += 1;
+        let header = RequestHeader {
+            request_api_key: key as i16,
+            request_api_version: version,
+            correlation_id: self.correlation,
+            client_id: Some("josef-test".into()),
+            ..Default::default()
+        };
+        let mut buf = BytesMut::new();
+        encode_request_frame(&header, &body, &mut buf).unwrap();
+        self.stream.write_all(&buf).await.unwrap();
+        let mut len = [0u8; 4];
+        tokio::time::timeout(Duration::from_secs(10), self.stream.read_exact(&mut len))
+            .await
+            .unwrap()
+            .unwrap();
+        let mut body = vec![0u8; i32::from_be_bytes(len) as usize];
+        self.stream.read_exact(&mut body).await.unwrap();
+        decode_response_frame(key, version, Bytes::from(body))
+            .unwrap()
+            .1
+    }
+}
+
+async fn create_topic(c: &mut Client, name: &str, configs: &[(&str, &str)]) {
+    let r = c
+        .call(
+            7,
+            CreateTopicsRequest {
+                topics: vec![CreatableTopic {
+                    name: name.into(),
+                    num_partitions: 1,
+                    replication_factor: 1,
+                    configs: configs
+                        .iter()
+                        .map(|(k, v)| CreatableTopicConfig {
+                            name: (*k).into(),
+                            value: Some((*v).into()),
+                            ..Default::default()
+                        })
+                        .collect(),
+                    ..Default::default()
+                }],
+                timeout_ms: 5000,
+                ..Default::default()
+            },
+        )
+        .await;
+    let ResponseBody::CreateTopics(r) = r else {
+        panic!()
+    };
+    assert_eq!(r.topics[0].error_code, 0, "{:?}", r.topics[0].error_message);
+}
+
+async fn produce(
+    c: &mut Client,
+    version: i16,
+    topic: &str,
+    records: Bytes,
+) -> PartitionProduceResponse {
+    let req = ProduceRequest {
+        acks: -1,
+        timeout_ms: 5000,
+        topic_data: vec![TopicProduceData {
+            name: topic.into(),
+            partition_data: vec![PartitionProduceData {
+                index: 0,
+                records: Some(records),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let ResponseBody::Produce(r) = c.call(version, req).await else {
+        panic!()
+    };
+    r.responses[0].partition_responses[0].clone()
+}
+
+async fn fetch_first_batch(c: &mut Client, topic: &str) -> Option<Bytes> {
+    let req = FetchRequest {
+        replica_id: -1,
+        max_wait_ms: 0,
+        min_bytes: 0,
+        max_bytes: 1 << 20,
+        session_epoch: -1,
+        topics: vec![FetchTopic {
+            topic: topic.into(),
+            partitions: vec![FetchPartition {
+                partition: 0,
+                fetch_offset: 0,
+                current_leader_epoch: -1,
+                partition_max_bytes: 1 << 20,
+                log_start_offset: -1,
+                last_fetched_epoch: -1,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let ResponseBody::Fetch(r) = c.call(12, req).await else {
+        panic!()
+    };
+    r.responses[0].partitions[0]
+        .records
+        .clone()
+        .filter(|b| !b.is_empty())
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+#[tokio::test]
+async fn a_null_key_on_a_compacted_topic_is_invalid_record_with_the_record_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path()).await;
+    let mut c = Client::connect(&broker).await;
+    create_topic(&mut c, "compacted", &[("cleanup.policy", "compact")]).await;
+    let t = now();
+    let bad = RecordBatchBuilder::new()
+        .record(t, Some(b"k"), Some(b"v"))
+        .record(t, None, Some(b"no key"))
+        .build_bytes()
+        .unwrap();
+    let p = produce(&mut c, 9, "compacted", bad).await;
+    assert_eq!(p.error_code, 87, "INVALID_RECORD");
+    assert_eq!(p.base_offset, -1);
+    assert_eq!(p.record_errors.len(), 1);
+    assert_eq!(p.record_errors[0].batch_index, 1);
+    assert!(p.error_message.is_some());
+    // Nothing of the refused batch was written: the next good batch starts at offset 0.
+    assert_eq!(fetch_first_batch(&mut c, "compacted").await, None);
+    let good = RecordBatchBuilder::new()
+        .record(t, Some(b"k"), None)
+        .build_bytes()
+        .unwrap();
+    let p = produce(&mut c, 9, "compacted", good).await;
+    assert_eq!((p.error_code, p.base_offset), (0, 0));
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn timestamps_beyond_the_topic_bounds_are_invalid_timestamp() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path()).await;
+    let mut c = Client::connect(&broker).await;
+    create_topic(
+        &mut c,
+        "bounded",
+        &[
+            ("message.timestamp.before.max.ms", "3600000"),
+            ("message.timestamp.after.max.ms", "60000"),
+        ],
+    )
+    .await;
+    let t = now();
+    for ts in [t + 3_600_000, t - 7_200_000] {
+        let b = RecordBatchBuilder::new()
+            .record(t, None, Some(b"fine"))
+            .record(ts, None, Some(b"out of range"))
+            .build_bytes()
+            .unwrap();
+        let p = produce(&mut c, 9, "bounded", b).await;
+        assert_eq!(p.error_code, 32, "INVALID_TIMESTAMP for {ts}");
+        assert_eq!(p.record_errors[0].batch_index, 1);
+    }
+    // Older clients (v7) get the code without the per-record list.
+    let b = RecordBatchBuilder::new()
+        .record(t + 3_600_000, None, Some(b"x"))
+        .build_bytes()
+        .unwrap();
+    let p = produce(&mut c, 7, "bounded", b).await;
+    assert_eq!(p.error_code, 32);
+    // In bounds, and a record without timestamp, are fine.
+    let b = RecordBatchBuilder::new()
+        .record(t + 1000, None, Some(b"x"))
+        .record(-1, None, Some(b"y"))
+        .build_bytes()
+        .unwrap();
+    assert_eq!(produce(&mut c, 9, "bounded", b).await.error_code, 0);
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_deprecated_difference_setting_bounds_both_sides() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path()).await;
+    let mut c = Client::connect(&broker).await;
+    create_topic(
+        &mut c,
+        "diff",
+        &[("message.timestamp.difference.max.ms", "1000")],
+    )
+    .await;
+    let t = now();
+    for ts in [t + 60_000, t - 60_000] {
+        let b = RecordBatchBuilder::new()
+            .record(ts, None, Some(b"x"))
+            .build_bytes()
+            .unwrap();
+        assert_eq!(produce(&mut c, 9, "diff", b).await.error_code, 32);
+    }
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_max_timestamp_and_a_client_set_log_append_time_bit_are_rewritten_on_create_time_topics(
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path()).await;
+    let mut c = Client::connect(&broker).await;
+    create_topic(&mut c, "ct", &[]).await;
+    let t = now();
+    let lat = RecordBatchBuilder::new()
+        .log_append_time(t)
+        .record(t, None, Some(b"x"))
+        .build_bytes()
+        .unwrap();
+    assert_eq!(produce(&mut c, 9, "ct", lat).await.error_code, 0);
+    let stored = fetch_first_batch(&mut c, "ct").await.unwrap();
+    let h = BatchHeader::parse(&stored).unwrap();
+    assert_eq!(h.timestamp_type(), TimestampType::CreateTime);
+    assert_eq!(h.max_timestamp, t);
+    let batch = josef_records::RecordBatch::parse(stored.slice(..h.total_size())).unwrap();
+    batch.validate_crc().unwrap();
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn framing_rules_are_checked_per_partition() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path()).await;
+    let mut c = Client::connect(&broker).await;
+    create_topic(&mut c, "frames", &[]).await;
+    let one = RecordBatchBuilder::new()
+        .record(now(), None, Some(b"x"))
+        .build_bytes()
+        .unwrap();
+    // Two batches in one partition.
+    let mut two = BytesMut::from(&one[..]);
+    two.extend_from_slice(&one);
+    assert_eq!(
+        produce(&mut c, 9, "frames", two.freeze()).await.error_code,
+        87
+    );
+    // zstd below v7.
+    let zstd = RecordBatchBuilder::new()
+        .compression(Compression::Zstd)
+        .record(now(), None, Some(b"x"))
+        .build_bytes()
+        .unwrap();
+    assert_eq!(
+        produce(&mut c, 6, "frames", zstd.clone()).await.error_code,
+        76
+    );
+    assert_eq!(produce(&mut c, 7, "frames", zstd).await.error_code, 0);
+    // A corrupted CRC.
+    let mut bad = BytesMut::from(&one[..]);
+    let last = bad.len() - 1;
+    bad[last] ^= 1;
+    assert_eq!(
+        produce(&mut c, 9, "frames", bad.freeze()).await.error_code,
+        2
+    );
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn legacy_message_sets_in_produce_v0_to_v2_are_up_converted_to_v2_batches() {
+    use josef_records::{DecompressLimits, LegacySetBuilder, RecordBatch};
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path()).await;
+    let mut c = Client::connect(&broker).await;
+    create_topic(&mut c, "legacy", &[]).await;
+    let t = now();
+    let v0 = LegacySetBuilder::new(0)
+        .record(-1, Some(b"k0"), Some(b"magic zero"))
+        .build()
+        .unwrap()
+        .freeze();
+    let p = produce(&mut c, 0, "legacy", v0).await;
+    assert_eq!((p.error_code, p.base_offset), (0, 0));
+    let v1 = LegacySetBuilder::new(1)
+        .compression(Compression::Gzip)
+        .record(t, Some(b"k1"), Some(b"magic one"))
+        .record(t + 1, None, Some(b"gzip"))
+        .build()
+        .unwrap()
+        .freeze();
+    let p = produce(&mut c, 2, "legacy", v1).await;
+    assert_eq!(
+        (p.error_code, p.base_offset, p.log_append_time_ms),
+        (0, 1, -1)
+    );
+    // A corrupted legacy message is CORRUPT_MESSAGE.
+    let mut bad = BytesMut::from(
+        &LegacySetBuilder::new(1)
+            .record(t, None, Some(b"x"))
+            .build()
+            .unwrap()[..],
+    );
+    let last = bad.len() - 1;
+    bad[last] ^= 1;
+    assert_eq!(
+        produce(&mut c, 1, "legacy", bad.freeze()).await.error_code,
+        2
+    );
+    // Read back as v2 batches.
+    let data = fetch_first_batch(&mut c, "legacy").await.unwrap();
+    let mut values = Vec::new();
+    for b in josef_records::Batches::new(data) {
+        let b: RecordBatch = b.unwrap();
+        b.validate_crc().unwrap();
+        for r in b.records(&DecompressLimits::default()).unwrap() {
+            let r = r.unwrap();
+            values.push((r.offset, r.timestamp, r.value.unwrap()));
+        }
+    }
+    assert_eq!(
+        values,
+        vec![
+            (0, -1, Bytes::from_static(b"magic zero")),
+            (1, t, Bytes::from_static(b"magic one")),
+            (2, t + 1, Bytes::from_static(b"gzip")),
+        ]
+    );
+    broker.shutdown().await;
+}
