@@ -72,6 +72,8 @@ fn bench_append(c: &mut Criterion) {
         segment_bytes: 64 << 20,
         retention_bytes: 128 << 20,
         retention_ms: -1,
+        // The bench clock stands still: deleted segments must go at once, not after a delay.
+        file_delete_delay_ms: 0,
         ..LogConfig::default()
     };
     let mut log = Log::open(tmp.path().join("bench-0"), config, 0).unwrap();

@@ -22,7 +22,8 @@
 //!   below is clean; the log is cleaned when dirty / (clean + dirty) bytes is above
 //!   `min.cleanable.dirty.ratio` (Kafka compares with `>`), or its oldest dirty data is older than
 //!   `max.compaction.lag.ms`, or the delete horizon of a tombstone or marker kept by the last run
-//!   has passed (so they go without waiting for new dirty data).
+//!   has passed (this last trigger is ours: Kafka removes them at the next run the other two
+//!   trigger; it is kept in memory only, so after a restart they wait for such a run too).
 //!
 //! What is kept (Kafka's `Cleaner.cleanInto` and `MemoryRecords.filterTo`): the offset map is built
 //! from the dirty segments only; every cleanable segment (clean ones too) is then filtered:
