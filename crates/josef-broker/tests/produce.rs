@@ -418,3 +418,56 @@ async fn a_topic_compression_type_other_than_producer_stores_batches_in_that_cod
     }
     broker.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_transactional_batch_without_transactional_id_fails_every_partition() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path()).await;
+    let mut c = Client::connect(&broker).await;
+    create_topic(&mut c, "plain", &[]).await;
+    let txn = RecordBatchBuilder::new()
+        .producer(1000, 0, 0)
+        .transactional(true)
+        .record(now(), None, Some(b"t"))
+        .build()
+        .unwrap();
+    // Even followed by a second batch (which alone would be INVALID_RECORD): the first decides.
+    let mut two = txn.clone();
+    two.extend_from_slice(&txn);
+    let plain = RecordBatchBuilder::new()
+        .record(now(), None, Some(b"p"))
+        .build_bytes()
+        .unwrap();
+    let req = ProduceRequest {
+        acks: -1,
+        timeout_ms: 5000,
+        topic_data: vec![
+            TopicProduceData {
+                name: "plain".into(),
+                partition_data: vec![PartitionProduceData {
+                    index: 0,
+                    records: Some(plain),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+            TopicProduceData {
+                name: "missing".into(),
+                partition_data: vec![PartitionProduceData {
+                    index: 0,
+                    records: Some(two.freeze()),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+        ],
+        ..Default::default()
+    };
+    let ResponseBody::Produce(r) = c.call(9, req).await else {
+        panic!()
+    };
+    for t in &r.responses {
+        assert_eq!(t.partition_responses[0].error_code, 53, "{}", t.name);
+    }
+    broker.shutdown().await;
+}

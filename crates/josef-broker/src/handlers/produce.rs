@@ -17,8 +17,8 @@ use josef_records::validate::{
     ValidationConfig, ValidationError,
 };
 use josef_records::{
-    legacy_to_v2, set_max_timestamp, Compression, LegacyConversion, LegacyMessageSet, RecordsError,
-    TimestampType,
+    legacy_to_v2, set_max_timestamp, BatchHeader, Compression, LegacyConversion, LegacyMessageSet,
+    RecordsError, TimestampType,
 };
 
 use crate::config::BrokerConfig;
@@ -230,7 +230,8 @@ fn transactional_without_id(req: &ProduceRequest) -> bool {
             t.partition_data.iter().any(|p| {
                 p.records
                     .as_ref()
-                    .and_then(|r| produce_batch_header(r).ok())
+                    // The first batch decides, whatever follows it (Kafka's `hasTransactionalRecords`).
+                    .and_then(|r| BatchHeader::parse(r).ok())
                     .is_some_and(|h| h.is_transactional())
             })
         })
