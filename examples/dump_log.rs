@@ -143,7 +143,7 @@ fn dump_offset_index(base: i64, bytes: &[u8]) {
         }
         println!("offset: {} position: {}", base + i64::from(rel), pos);
     }
-    if bytes.len() % 8 != 0 {
+    if !bytes.len().is_multiple_of(8) {
         println!("  ({} trailing bytes: not a whole entry)", bytes.len() % 8);
     }
 }
@@ -161,7 +161,7 @@ fn dump_time_index(base: i64, bytes: &[u8]) {
         }
         println!("timestamp: {} offset: {}", ts, base + i64::from(rel));
     }
-    if bytes.len() % 12 != 0 {
+    if !bytes.len().is_multiple_of(12) {
         println!("  ({} trailing bytes: not a whole entry)", bytes.len() % 12);
     }
 }
@@ -176,7 +176,7 @@ fn dump_txn_index(bytes: &[u8]) {
             None => println!("  invalid entry"),
         }
     }
-    if bytes.len() % 34 != 0 {
+    if !bytes.len().is_multiple_of(34) {
         println!("  ({} trailing bytes: not a whole entry)", bytes.len() % 34);
     }
 }

@@ -10,6 +10,9 @@ echo "== cargo test (workspace)"
 cargo test --workspace --all-targets
 cargo test --workspace --doc
 
+echo "== every library crate packages for crates.io (together, so path dependencies resolve)"
+cargo package --workspace --exclude josef --no-verify --allow-dirty --quiet
+
 bash scripts/e2e.sh
 
 echo "== fuzz smoke (each target briefly)"

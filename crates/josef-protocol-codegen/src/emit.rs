@@ -1145,9 +1145,7 @@ pub fn emit_test_values(specs: &[(&str, &Spec)], apis: &[Api<'_>]) -> Result<Str
         "#![allow(dead_code, unused_variables, unused_mut, clippy::all)]\n"
     );
     let _ = writeln!(out, "use josef_protocol::*;\n");
-    let _ = writeln!(
-        out,
-        "{}",
+    out.push_str(
         r#"/// A small deterministic generator (xorshift64*), seeded by proptest.
 pub struct Gen(u64);
 
@@ -1211,7 +1209,8 @@ impl Gen {
         m
     }
 }
-"#
+
+"#,
     );
     for (root, spec) in specs {
         let module = module_name(&spec.name);
