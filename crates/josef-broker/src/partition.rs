@@ -1,5 +1,5 @@
-//! One partition this node leads: its log, its producer state, and a watch channel that wakes
-//! parked fetches as soon as data is appended.
+//! One partition this node leads: its log, its producer state, and an append listener (the
+//! broker's completes the delayed fetches parked on it as soon as data is appended).
 
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
@@ -44,7 +44,7 @@ pub struct Partition {
     pub leader_epoch: i32,
     /// The data, under one lock.
     pub data: Mutex<PartitionData>,
-    /// Bumped (with the new HW) on every append, for parked fetches.
+    /// Bumped (with the new HW) on every append (for embedders that `subscribe`).
     appended: watch::Sender<i64>,
     /// Called after every append, outside the partition lock (the broker completes delayed
     /// fetches waiting on this partition).

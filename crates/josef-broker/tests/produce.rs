@@ -379,3 +379,42 @@ async fn legacy_message_sets_in_produce_v0_to_v2_are_up_converted_to_v2_batches(
     );
     broker.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_topic_compression_type_other_than_producer_stores_batches_in_that_codec() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path()).await;
+    let mut c = Client::connect(&broker).await;
+    for (topic, codec, sent, stored) in [
+        ("to-zstd", "zstd", Compression::None, Compression::Zstd),
+        (
+            "to-plain",
+            "uncompressed",
+            Compression::Gzip,
+            Compression::None,
+        ),
+        ("as-sent", "producer", Compression::Lz4, Compression::Lz4),
+    ] {
+        create_topic(&mut c, topic, &[("compression.type", codec)]).await;
+        let b = RecordBatchBuilder::new()
+            .compression(sent)
+            .producer(-1, -1, -1)
+            .record(now(), Some(b"k"), Some(b"value"))
+            .record(now(), None, Some(b"second"))
+            .build_bytes()
+            .unwrap();
+        assert_eq!(produce(&mut c, 9, topic, b).await.error_code, 0);
+        let data = fetch_first_batch(&mut c, topic).await.unwrap();
+        let h = BatchHeader::parse(&data).unwrap();
+        assert_eq!(h.compression().unwrap(), stored, "{topic}");
+        let batch = josef_records::RecordBatch::parse(data.slice(..h.total_size())).unwrap();
+        batch.validate_crc().unwrap();
+        let values: Vec<_> = batch
+            .records(&josef_records::DecompressLimits::default())
+            .unwrap()
+            .map(|r| r.unwrap().value.unwrap())
+            .collect();
+        assert_eq!(values, [&b"value"[..], &b"second"[..]], "{topic}");
+    }
+    broker.shutdown().await;
+}
