@@ -17,5 +17,7 @@ if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 
 echo "== end-to-end tests (real clients against josef-broker)"
 cargo build -p josef-broker
+cargo build -p josef --example logging_proxy
 export JOSEF_BROKER_BIN="$ROOT/target/debug/josef-broker"
+export JOSEF_PROXY_BIN="$ROOT/target/debug/examples/logging_proxy"
 .venv/bin/python -m pytest tests/e2e -v --timeout 600 -p no:cacheprovider

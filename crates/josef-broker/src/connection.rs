@@ -239,6 +239,10 @@ async fn run<H: FrameHandler>(
             // A big response went through the coalescing buffer: do not keep its memory.
             pending.buf = BytesMut::new();
         }
+        if input.is_empty() && input.capacity() > 4 * READ_CHUNK {
+            // A large request went through: an idle connection keeps only a chunk.
+            input = BytesMut::with_capacity(READ_CHUNK);
+        }
         reserve_for_next(&mut input);
         let read = tokio::select! {
             biased;

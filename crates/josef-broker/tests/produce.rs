@@ -379,3 +379,95 @@ async fn legacy_message_sets_in_produce_v0_to_v2_are_up_converted_to_v2_batches(
     );
     broker.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_topic_compression_type_other_than_producer_stores_batches_in_that_codec() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path()).await;
+    let mut c = Client::connect(&broker).await;
+    for (topic, codec, sent, stored) in [
+        ("to-zstd", "zstd", Compression::None, Compression::Zstd),
+        (
+            "to-plain",
+            "uncompressed",
+            Compression::Gzip,
+            Compression::None,
+        ),
+        ("as-sent", "producer", Compression::Lz4, Compression::Lz4),
+    ] {
+        create_topic(&mut c, topic, &[("compression.type", codec)]).await;
+        let b = RecordBatchBuilder::new()
+            .compression(sent)
+            .producer(-1, -1, -1)
+            .record(now(), Some(b"k"), Some(b"value"))
+            .record(now(), None, Some(b"second"))
+            .build_bytes()
+            .unwrap();
+        assert_eq!(produce(&mut c, 9, topic, b).await.error_code, 0);
+        let data = fetch_first_batch(&mut c, topic).await.unwrap();
+        let h = BatchHeader::parse(&data).unwrap();
+        assert_eq!(h.compression().unwrap(), stored, "{topic}");
+        let batch = josef_records::RecordBatch::parse(data.slice(..h.total_size())).unwrap();
+        batch.validate_crc().unwrap();
+        let values: Vec<_> = batch
+            .records(&josef_records::DecompressLimits::default())
+            .unwrap()
+            .map(|r| r.unwrap().value.unwrap())
+            .collect();
+        assert_eq!(values, [&b"value"[..], &b"second"[..]], "{topic}");
+    }
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_transactional_batch_without_transactional_id_fails_every_partition() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path()).await;
+    let mut c = Client::connect(&broker).await;
+    create_topic(&mut c, "plain", &[]).await;
+    let txn = RecordBatchBuilder::new()
+        .producer(1000, 0, 0)
+        .transactional(true)
+        .record(now(), None, Some(b"t"))
+        .build()
+        .unwrap();
+    // Even followed by a second batch (which alone would be INVALID_RECORD): the first decides.
+    let mut two = txn.clone();
+    two.extend_from_slice(&txn);
+    let plain = RecordBatchBuilder::new()
+        .record(now(), None, Some(b"p"))
+        .build_bytes()
+        .unwrap();
+    let req = ProduceRequest {
+        acks: -1,
+        timeout_ms: 5000,
+        topic_data: vec![
+            TopicProduceData {
+                name: "plain".into(),
+                partition_data: vec![PartitionProduceData {
+                    index: 0,
+                    records: Some(plain),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+            TopicProduceData {
+                name: "missing".into(),
+                partition_data: vec![PartitionProduceData {
+                    index: 0,
+                    records: Some(two.freeze()),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+        ],
+        ..Default::default()
+    };
+    let ResponseBody::Produce(r) = c.call(9, req).await else {
+        panic!()
+    };
+    for t in &r.responses {
+        assert_eq!(t.partition_responses[0].error_code, 53, "{}", t.name);
+    }
+    broker.shutdown().await;
+}

@@ -45,9 +45,8 @@
 //!   changes is rebuilt with the same base offset, last offset, producer fields, codec and epoch.
 //!   A segment in which nothing changes is not rewritten.
 //!
-//! Not done, documented: segments are not merged (Kafka groups small cleaned segments), the offset
-//! map holds whole keys in memory without `log.cleaner.dedupe.buffer.size` bounding it, and an
-//! empty marker batch kept for an active producer keeps its marker record.
+//! Not done, documented: segments are not merged (Kafka groups small cleaned segments), and the
+//! offset map holds whole keys in memory without `log.cleaner.dedupe.buffer.size` bounding it.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fs::File;

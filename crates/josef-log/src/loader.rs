@@ -174,9 +174,8 @@ pub(crate) fn load(
     // The first segment whose tail was cut: everything after it is beyond the valid prefix.
     let mut first_cut: Option<i64> = None;
     for &base in &log_bases {
-        let indexes_exist = naming::offset_index_file(dir, base).exists()
-            && naming::time_index_file(dir, base).exists();
         let mut seg = LogSegment::open(dir, base, &config, now_ms)?;
+        let indexes_exist = !seg.index_file_was_missing();
         // A segment with data always has a time index entry (its max timestamp is appended on
         // roll, close and recovery), so an empty time index means a lost file.
         let time_index_lost = seg.size() > 0 && seg.time_index().entries() == 0;

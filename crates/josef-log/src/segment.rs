@@ -151,6 +151,11 @@ impl LogSegment {
         &self.time_index
     }
 
+    /// Whether the offset or time index file was missing when the segment was opened.
+    pub(crate) fn index_file_was_missing(&self) -> bool {
+        self.offset_index.newly_created() || self.time_index.newly_created()
+    }
+
     /// The aborted-transaction index.
     pub fn txn_index(&self) -> &TransactionIndex {
         &self.txn_index

@@ -65,6 +65,9 @@ pub struct ValidationConfig {
     pub max_batch_bytes: usize,
     /// Bound on the decompressed size of a compressed batch.
     pub decompress_limits: DecompressLimits,
+    /// `compression.type`: the codec batches are stored with, or `None` for `producer` (kept as
+    /// sent). A batch in another codec is rebuilt ([`ValidatedBatch::rebuild_codec`]).
+    pub target_compression: Option<Compression>,
 }
 
 impl Default for ValidationConfig {
@@ -77,6 +80,7 @@ impl Default for ValidationConfig {
             compacted: false,
             max_batch_bytes: usize::MAX,
             decompress_limits: DecompressLimits::default(),
+            target_compression: None,
         }
     }
 }
@@ -224,6 +228,18 @@ impl ValidatedBatch {
     /// case for a compressed batch whose inner offsets are not consecutive).
     pub fn needs_rebuild(&self) -> bool {
         !self.offsets_consecutive && self.header.attributes.compression_id() != 0
+    }
+
+    /// The codec to rebuild the batch with before it is appended, if it must be rebuilt: the
+    /// topic's `compression.type` when it differs from the batch's codec, else the batch's own
+    /// codec when [`ValidatedBatch::needs_rebuild`] (Kafka's `inPlaceAssignment = false`).
+    pub fn rebuild_codec(&self, config: &ValidationConfig) -> Option<Compression> {
+        let source = self.header.compression().ok()?;
+        match config.target_compression {
+            Some(target) if target != source => Some(target),
+            _ if self.needs_rebuild() => Some(source),
+            _ => None,
+        }
     }
 
     /// The `(timestamp type, max timestamp)` Kafka's `setMaxTimestamp` stores in the header of the
@@ -429,6 +445,26 @@ pub fn rebuild_with_consecutive_offsets(
     batch: &[u8],
     limits: &DecompressLimits,
 ) -> Result<bytes::BytesMut, RecordsError> {
+    let codec = BatchHeader::parse(batch)?.compression()?;
+    rebuild_with_compression(batch, codec, limits)
+}
+
+/// Rebuilds a validated batch with `codec` (the topic's `compression.type`), offset deltas 0, 1,
+/// 2, … and the same producer fields, transactional flag and records, as Kafka's
+/// `buildRecordsAndAssignOffsets` does when the stored codec differs from the producer's.
+///
+/// ```
+/// use josef_records::validate::rebuild_with_compression;
+/// use josef_records::{BatchHeader, Compression, DecompressLimits, RecordBatchBuilder};
+/// let plain = RecordBatchBuilder::new().record(1, Some(b"k"), Some(b"v")).build().unwrap();
+/// let gz = rebuild_with_compression(&plain, Compression::Gzip, &DecompressLimits::default()).unwrap();
+/// assert_eq!(BatchHeader::parse(&gz).unwrap().compression().unwrap(), Compression::Gzip);
+/// ```
+pub fn rebuild_with_compression(
+    batch: &[u8],
+    target: Compression,
+    limits: &DecompressLimits,
+) -> Result<bytes::BytesMut, RecordsError> {
     let h = BatchHeader::parse(batch)?;
     let total = h.total_size();
     if batch.len() < total {
@@ -447,7 +483,7 @@ pub fn rebuild_with_consecutive_offsets(
         }
     };
     let mut builder = RecordBatchBuilder::new()
-        .compression(codec)
+        .compression(target)
         .transactional(h.is_transactional());
     if h.has_producer_id() {
         builder = builder.producer(h.producer_id, h.producer_epoch, h.base_sequence);
@@ -762,6 +798,42 @@ mod tests {
             let v = validate_client_batch(&b, &ValidationConfig::default(), NOW).unwrap();
             assert!(!v.needs_rebuild());
         }
+    }
+
+    #[test]
+    fn a_topic_compression_type_other_than_the_batch_codec_rebuilds_with_that_codec() {
+        let b = RecordBatchBuilder::new()
+            .compression(Compression::Snappy)
+            .producer(3, 0, 7)
+            .record(NOW, Some(b"k"), Some(b"v"))
+            .build()
+            .unwrap();
+        let producer = ValidationConfig::default();
+        let v = validate_client_batch(&b, &producer, NOW).unwrap();
+        assert_eq!(v.rebuild_codec(&producer), None);
+        let same = ValidationConfig {
+            target_compression: Some(Compression::Snappy),
+            ..producer
+        };
+        assert_eq!(v.rebuild_codec(&same), None);
+        let zstd = ValidationConfig {
+            target_compression: Some(Compression::Zstd),
+            ..producer
+        };
+        assert_eq!(v.rebuild_codec(&zstd), Some(Compression::Zstd));
+        let rebuilt =
+            rebuild_with_compression(&b, Compression::Zstd, &DecompressLimits::default()).unwrap();
+        let v2 = validate_client_batch(&rebuilt, &zstd, NOW).unwrap();
+        assert_eq!(v2.header.compression().unwrap(), Compression::Zstd);
+        assert_eq!(
+            (
+                v2.header.producer_id,
+                v2.header.base_sequence,
+                v2.header.record_count
+            ),
+            (3, 7, 1)
+        );
+        assert_eq!(v2.rebuild_codec(&zstd), None);
     }
 
     #[test]

@@ -13,12 +13,12 @@ use josef_protocol::messages::produce_response::{
 use josef_protocol::messages::{ProduceRequest, ProduceResponse};
 use josef_protocol::{ErrorCode, RequestHeader, StrBytes};
 use josef_records::validate::{
-    produce_batch_header, rebuild_with_consecutive_offsets, validate_client_batch, RecordError,
+    produce_batch_header, rebuild_with_compression, validate_client_batch, RecordError,
     ValidationConfig, ValidationError,
 };
 use josef_records::{
-    legacy_to_v2, set_max_timestamp, Compression, LegacyConversion, LegacyMessageSet, RecordsError,
-    TimestampType,
+    legacy_to_v2, set_max_timestamp, BatchHeader, Compression, LegacyConversion, LegacyMessageSet,
+    RecordsError, TimestampType,
 };
 
 use crate::config::BrokerConfig;
@@ -75,8 +75,8 @@ impl From<ValidationError> for Failure {
     }
 }
 
-/// The topic settings record validation needs, from the topic's overrides over the broker
-/// defaults (`message.timestamp.before/after.max.ms` fall back to the deprecated
+/// The topic settings record validation needs (timestamp type and bounds, compaction, size,
+/// `compression.type`), from the topic's overrides over the broker defaults (`message.timestamp.before/after.max.ms` fall back to the deprecated
 /// `message.timestamp.difference.max.ms`, as in Kafka 3.6+).
 pub fn validation_config(topic: &Topic, broker: &BrokerConfig) -> ValidationConfig {
     let c = &topic.configs;
@@ -91,6 +91,18 @@ pub fn validation_config(topic: &Topic, broker: &BrokerConfig) -> ValidationConf
         None => broker.log_cleanup_policy.as_str(),
     };
     let max_message_bytes = long("max.message.bytes").unwrap_or(broker.message_max_bytes as i64);
+    let compression_type = match c.get("compression.type") {
+        Some(t) => t.as_str(),
+        None => broker.compression_type.as_str(),
+    };
+    let target_compression = match compression_type {
+        "uncompressed" | "none" => Some(Compression::None),
+        "gzip" => Some(Compression::Gzip),
+        "snappy" => Some(Compression::Snappy),
+        "lz4" => Some(Compression::Lz4),
+        "zstd" => Some(Compression::Zstd),
+        _ => None, // producer
+    };
     ValidationConfig {
         timestamp_type: if timestamp_type == "LogAppendTime" {
             TimestampType::LogAppendTime
@@ -105,6 +117,7 @@ pub fn validation_config(topic: &Topic, broker: &BrokerConfig) -> ValidationConf
             .unwrap_or(i64::MAX),
         compacted: policy.contains("compact"),
         max_batch_bytes: usize::try_from(max_message_bytes).unwrap_or(0),
+        target_compression,
         ..ValidationConfig::default()
     }
 }
@@ -160,8 +173,8 @@ fn produce_partition(
     };
     let batch_bytes: &[u8] = converted.as_deref().unwrap_or(records);
     let validated = validate_client_batch(batch_bytes, &config, now)?;
-    let mut owned = if validated.needs_rebuild() {
-        rebuild_with_consecutive_offsets(batch_bytes, &config.decompress_limits).map_err(|e| {
+    let mut owned = if let Some(codec) = validated.rebuild_codec(&config) {
+        rebuild_with_compression(batch_bytes, codec, &config.decompress_limits).map_err(|e| {
             Failure {
                 code: ErrorCode::CorruptMessage,
                 message: Some(e.to_string()),
@@ -184,9 +197,9 @@ fn produce_partition(
     Ok(partition.append_from_client(owned, &validated.header, now)?)
 }
 
-/// A legacy message set (Produce v0–v2) as one v2 batch, keeping the codec of its first message
-/// (Kafka's `convertAndAssignOffsetsNonCompressed` / `buildRecordsAndAssignOffsets` with the
-/// topic's `compression.type=producer`). Every message CRC (and every inner one of a compressed
+/// A legacy message set (Produce v0–v2) as one v2 batch in the topic's `compression.type`, or the
+/// codec of its first message for `producer` (Kafka's `convertAndAssignOffsetsNonCompressed` /
+/// `buildRecordsAndAssignOffsets`). Every message CRC (and every inner one of a compressed
 /// wrapper) is checked: a mismatch is CORRUPT_MESSAGE; anything else unreadable, mixed magics
 /// included, is INVALID_RECORD.
 fn up_convert(records: &Bytes, config: &ValidationConfig) -> Result<BytesMut, Failure> {
@@ -204,7 +217,7 @@ fn up_convert(records: &Bytes, config: &ValidationConfig) -> Result<BytesMut, Fa
         None => return Err(ErrorCode::InvalidRecord.into()),
     };
     let conversion = LegacyConversion {
-        compression: codec,
+        compression: config.target_compression.unwrap_or(codec),
         keep_offsets: false,
     };
     legacy_to_v2(records.clone(), &config.decompress_limits, &conversion).map_err(fail)
@@ -217,7 +230,8 @@ fn transactional_without_id(req: &ProduceRequest) -> bool {
             t.partition_data.iter().any(|p| {
                 p.records
                     .as_ref()
-                    .and_then(|r| produce_batch_header(r).ok())
+                    // The first batch decides, whatever follows it (Kafka's `hasTransactionalRecords`).
+                    .and_then(|r| BatchHeader::parse(r).ok())
                     .is_some_and(|h| h.is_transactional())
             })
         })

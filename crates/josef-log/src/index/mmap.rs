@@ -27,6 +27,8 @@ pub(crate) struct MmapIndex {
     entries: usize,
     entry_size: usize,
     max_index_size: usize,
+    /// The file did not exist before [`MmapIndex::open`] created it.
+    newly_created: bool,
 }
 
 impl MmapIndex {
@@ -38,15 +40,23 @@ impl MmapIndex {
     ) -> Result<MmapIndex, LogError> {
         let max_index_size = round_down(max_index_size, entry_size);
         // Only a file created here is preallocated (Kafka's `newlyCreated`): an existing empty
-        // file is a trimmed index without entries and stays small.
-        let newly_created = !path.exists();
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(|e| LogError::io(path, e))?;
+        // file is a trimmed index without entries and stays small. Opening first and creating
+        // only on NotFound spares a stat per index when a log with many segments opens.
+        let open_existing = OpenOptions::new().read(true).write(true).open(path);
+        let (file, newly_created) = match open_existing {
+            Ok(f) => (f, false),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let f = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(false)
+                    .open(path)
+                    .map_err(|e| LogError::io(path, e))?;
+                (f, true)
+            }
+            Err(e) => return Err(LogError::io(path, e)),
+        };
         let file_len = file.metadata().map_err(|e| LogError::io(path, e))?.len();
         let (len, entries) = if newly_created && file_len == 0 {
             file.set_len(max_index_size as u64)
@@ -67,11 +77,17 @@ impl MmapIndex {
             entries,
             entry_size,
             max_index_size,
+            newly_created,
         })
     }
 
     pub(crate) fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether the file did not exist before this index was opened.
+    pub(crate) fn newly_created(&self) -> bool {
+        self.newly_created
     }
 
     pub(crate) fn entries(&self) -> usize {

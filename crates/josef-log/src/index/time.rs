@@ -209,6 +209,11 @@ impl TimeIndex {
         self.inner.path()
     }
 
+    /// Whether the file did not exist before this index was opened (a lost index).
+    pub(crate) fn newly_created(&self) -> bool {
+        self.inner.newly_created()
+    }
+
     pub(crate) fn rename(&mut self, to: &Path) -> Result<(), LogError> {
         self.inner.rename(to)
     }
