@@ -322,9 +322,17 @@ impl<K: Hash + Eq + Clone> FetchSessionCache<K> {
                     };
                 }
                 let mut to_back: Vec<K> = Vec::new();
+                let mut i = 0;
                 responses.retain(|r| {
                     let (key, outcome) = view(r);
-                    match session.partitions.get_mut(key) {
+                    // Responses come in the context's order, which is the session's: try the
+                    // same index before hashing the key.
+                    let cached = match session.partitions.get_index_mut(i) {
+                        Some((k, c)) if k == key => Some(c),
+                        _ => session.partitions.get_mut(key),
+                    };
+                    i += 1;
+                    match cached {
                         Some(cached) => {
                             let must = cached.must_respond(&outcome, true);
                             if must && outcome.has_records {
@@ -385,6 +393,7 @@ impl<K: Hash + Eq + Clone> FetchSessionCache<K> {
                 last_used_ms: now_ms,
                 epoch: next_epoch(INITIAL_EPOCH),
                 cached_size: None,
+                indexed_old: false,
             },
         );
         self.last_used.insert((now_ms, id));
@@ -428,6 +437,13 @@ impl<K: Hash + Eq + Clone> FetchSessionCache<K> {
         self.last_used.remove(&(session.last_used_ms, session.id));
         session.last_used_ms = now_ms;
         self.last_used.insert((now_ms, session.id));
+        let size = session.partitions.len();
+        let old_enough = now_ms - session.creation_ms > self.config.eviction_ms;
+        if session.cached_size == Some(size) && session.indexed_old == old_enough {
+            // Same rank and same evictability as at the last touch: the indexes are right
+            // (the steady state of a consumer, so skip four set operations per fetch).
+            return;
+        }
         if let Some(old) = session.cached_size {
             let key = EvictableKey {
                 privileged: session.privileged,
@@ -438,14 +454,13 @@ impl<K: Hash + Eq + Clone> FetchSessionCache<K> {
             self.evictable_by_privileged.remove(&key);
             self.num_partitions -= old;
         }
-        let size = session.partitions.len();
         session.cached_size = Some(size);
+        session.indexed_old = old_enough;
         let key = EvictableKey {
             privileged: session.privileged,
             size,
             id: session.id,
         };
-        let old_enough = now_ms - session.creation_ms > self.config.eviction_ms;
         if !session.privileged || old_enough {
             self.evictable_by_privileged.insert(key);
         }

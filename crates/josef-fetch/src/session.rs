@@ -29,6 +29,8 @@ pub struct FetchSession<K> {
     pub(crate) epoch: i32,
     /// The size the cache's eviction index knows (`None` = not indexed yet).
     pub(crate) cached_size: Option<usize>,
+    /// Whether the eviction index holds it as older than `eviction_ms` (at its last touch).
+    pub(crate) indexed_old: bool,
 }
 
 impl<K: Hash + Eq + Clone> FetchSession<K> {
