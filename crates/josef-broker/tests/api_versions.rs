@@ -6,7 +6,6 @@
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use josef_broker::config::BrokerConfig;
 use josef_broker::Broker;
 use josef_protocol::messages::ApiVersionsRequest;
 use josef_protocol::{
@@ -15,15 +14,17 @@ use josef_protocol::{
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+mod common;
+
 async fn start(dir: &std::path::Path) -> Broker {
-    let mut props = std::collections::BTreeMap::new();
-    props.insert("listeners".into(), "PLAINTEXT://127.0.0.1:0".into());
-    props.insert("log.dirs".into(), dir.display().to_string());
-    props.insert("offsets.topic.num.partitions".into(), "1".into());
-    props.insert("transaction.state.log.num.partitions".into(), "1".into());
-    Broker::start(BrokerConfig::from_properties(props).unwrap())
-        .await
-        .unwrap()
+    common::start_with(
+        dir,
+        &[
+            ("offsets.topic.num.partitions", "1"),
+            ("transaction.state.log.num.partitions", "1"),
+        ],
+    )
+    .await
 }
 
 /// Sends one request on a fresh connection; the decoded answer, or why there is none.

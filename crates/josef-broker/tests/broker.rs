@@ -3,7 +3,6 @@
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use josef_broker::config::BrokerConfig;
 use josef_broker::Broker;
 use josef_protocol::messages::create_topics_request::CreatableTopic;
 use josef_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
@@ -11,76 +10,22 @@ use josef_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListO
 use josef_protocol::messages::metadata_request::MetadataRequestTopic;
 use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use josef_protocol::messages::*;
-use josef_protocol::{
-    decode_response_frame, encode_request_frame, ApiKey, RequestBody, RequestHeader, ResponseBody,
-};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use josef_protocol::{ApiKey, ResponseBody};
+use tokio::io::AsyncWriteExt;
 
+mod common;
+use common::{start_with, Client};
+
+/// Small internal topics keep the coordinator tests fast.
 async fn start(dir: &std::path::Path) -> Broker {
-    let mut props = std::collections::BTreeMap::new();
-    props.insert("listeners".into(), "PLAINTEXT://127.0.0.1:0".into());
-    props.insert("log.dirs".into(), dir.display().to_string());
-    // Small internal topics keep the coordinator tests fast.
-    props.insert("offsets.topic.num.partitions".into(), "3".into());
-    props.insert("transaction.state.log.num.partitions".into(), "3".into());
-    Broker::start(BrokerConfig::from_properties(props).unwrap())
-        .await
-        .unwrap()
-}
-
-struct Client {
-    stream: TcpStream,
-    correlation: i32,
-}
-
-impl Client {
-    async fn connect(b: &Broker) -> Client {
-        Client {
-            stream: TcpStream::connect(b.listeners()[0].addr).await.unwrap(),
-            correlation: 0,
-        }
-    }
-
-    async fn send(&mut self, version: i16, body: RequestBody) -> i32 {
-        self.correlation += 1;
-        let header = RequestHeader {
-            request_api_key: body.api_key() as i16,
-            request_api_version: version,
-            correlation_id: self.correlation,
-            client_id: Some("josef-test".into()),
-            ..Default::default()
-        };
-        let mut buf = BytesMut::new();
-        encode_request_frame(&header, &body, &mut buf).unwrap();
-        self.stream.write_all(&buf).await.unwrap();
-        self.correlation
-    }
-
-    async fn recv(&mut self, key: ApiKey, version: i16) -> Option<ResponseBody> {
-        let mut len = [0u8; 4];
-        self.stream.read_exact(&mut len).await.ok()?;
-        let mut body = vec![0u8; i32::from_be_bytes(len) as usize];
-        self.stream.read_exact(&mut body).await.ok()?;
-        let (_, b) = decode_response_frame(key, version, Bytes::from(body)).unwrap();
-        Some(b)
-    }
-
-    async fn call(&mut self, version: i16, body: impl Into<RequestBody>) -> ResponseBody {
-        let body = body.into();
-        let key = body.api_key();
-        self.send(version, body).await;
-        self.recv(key, version).await.expect("a response")
-    }
-
-    /// True when the broker closed the connection without answering.
-    async fn closed(&mut self) -> bool {
-        let mut b = [0u8; 1];
-        matches!(
-            tokio::time::timeout(Duration::from_secs(5), self.stream.read(&mut b)).await,
-            Ok(Ok(0)) | Ok(Err(_))
-        )
-    }
+    start_with(
+        dir,
+        &[
+            ("offsets.topic.num.partitions", "3"),
+            ("transaction.state.log.num.partitions", "3"),
+        ],
+    )
+    .await
 }
 
 fn batch(values: &[&[u8]]) -> Bytes {

@@ -3,79 +3,18 @@
 
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
-use josef_broker::config::BrokerConfig;
 use josef_broker::Broker;
 use josef_protocol::messages::create_topics_request::CreatableTopic;
 use josef_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
 use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use josef_protocol::messages::*;
-use josef_protocol::{
-    decode_response_frame, encode_request_frame, ApiKey, ErrorCode, RequestBody, RequestHeader,
-    ResponseBody, Uuid,
-};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use josef_protocol::{ApiKey, ErrorCode, ResponseBody, Uuid};
+
+mod common;
+use common::{start_with, Client};
 
 async fn start(dir: &std::path::Path) -> Broker {
-    let mut props = std::collections::BTreeMap::new();
-    props.insert("listeners".into(), "PLAINTEXT://127.0.0.1:0".into());
-    props.insert("log.dirs".into(), dir.display().to_string());
-    Broker::start(BrokerConfig::from_properties(props).unwrap())
-        .await
-        .unwrap()
-}
-
-struct Client {
-    stream: TcpStream,
-    correlation: i32,
-}
-
-impl Client {
-    async fn connect(b: &Broker) -> Client {
-        Client {
-            stream: TcpStream::connect(b.listeners()[0].addr).await.unwrap(),
-            correlation: 0,
-        }
-    }
-
-    async fn send(&mut self, version: i16, body: RequestBody) {
-        self.correlation += 1;
-        let header = RequestHeader {
-            request_api_key: body.api_key() as i16,
-            request_api_version: version,
-            correlation_id: self.correlation,
-            client_id: Some("josef-test".into()),
-            ..Default::default()
-        };
-        let mut buf = BytesMut::new();
-        encode_request_frame(&header, &body, &mut buf).unwrap();
-        self.stream.write_all(&buf).await.unwrap();
-    }
-
-    async fn recv(&mut self, key: ApiKey, version: i16) -> ResponseBody {
-        let mut len = [0u8; 4];
-        self.stream.read_exact(&mut len).await.unwrap();
-        let mut body = vec![0u8; i32::from_be_bytes(len) as usize];
-        self.stream.read_exact(&mut body).await.unwrap();
-        decode_response_frame(key, version, Bytes::from(body))
-            .unwrap()
-            .1
-    }
-
-    async fn call(&mut self, version: i16, body: impl Into<RequestBody>) -> ResponseBody {
-        let body = body.into();
-        let key = body.api_key();
-        self.send(version, body).await;
-        self.recv(key, version).await
-    }
-
-    async fn fetch(&mut self, version: i16, req: FetchRequest) -> FetchResponse {
-        let ResponseBody::Fetch(r) = self.call(version, req).await else {
-            panic!("not a fetch response")
-        };
-        r
-    }
+    start_with(dir, &[]).await
 }
 
 /// Creates a topic; returns its id.
@@ -304,7 +243,8 @@ async fn parked_incremental_fetch_wakes_on_data_for_an_unlisted_session_partitio
     produce(&mut producer, "w", 1, b"late").await;
     let r = tokio::time::timeout(Duration::from_secs(10), consumer.recv(ApiKey::Fetch, 12))
         .await
-        .expect("the parked fetch is answered when data arrives, not at max_wait");
+        .expect("the parked fetch is answered when data arrives, not at max_wait")
+        .expect("a response");
     let ResponseBody::Fetch(r) = r else { panic!() };
     assert_eq!((r.error_code, r.session_id), (0, id));
     assert_eq!(seen(&r), [(1, true)]);
@@ -365,7 +305,8 @@ async fn delayed_fetch_waits_for_min_bytes_and_completes_when_enough_arrives() {
     produce(&mut producer, "mb", 0, &[7u8; 4000]).await;
     let r = tokio::time::timeout(Duration::from_secs(10), consumer.recv(ApiKey::Fetch, 12))
         .await
-        .expect("answered when min_bytes became available");
+        .expect("answered when min_bytes became available")
+        .expect("a response");
     assert!(t0.elapsed() < Duration::from_secs(5));
     let ResponseBody::Fetch(r) = r else { panic!() };
     let records = r.responses[0].partitions[0].records.as_ref().unwrap();

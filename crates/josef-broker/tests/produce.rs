@@ -1,72 +1,28 @@
 //! Produce record validation as a client sees it (josef_records::validate called by the broker):
 //! error codes, per-record errors, and what ends up in the log.
 
-use std::time::Duration;
-
 use bytes::{Bytes, BytesMut};
-use josef_broker::config::BrokerConfig;
 use josef_broker::Broker;
 use josef_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use josef_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use josef_protocol::messages::produce_response::PartitionProduceResponse;
 use josef_protocol::messages::*;
-use josef_protocol::{
-    decode_response_frame, encode_request_frame, RequestBody, RequestHeader, ResponseBody,
-};
+use josef_protocol::ResponseBody;
 use josef_records::{BatchHeader, Compression, RecordBatchBuilder, TimestampType};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+
+mod common;
+use common::{start_with, Client};
 
 async fn start(dir: &std::path::Path) -> Broker {
-    let mut props = std::collections::BTreeMap::new();
-    props.insert("listeners".into(), "PLAINTEXT://127.0.0.1:0".into());
-    props.insert("log.dirs".into(), dir.display().to_string());
-    props.insert("offsets.topic.num.partitions".into(), "1".into());
-    props.insert("transaction.state.log.num.partitions".into(), "1".into());
-    Broker::start(BrokerConfig::from_properties(props).unwrap())
-        .await
-        .unwrap()
-}
-
-struct Client {
-    stream: TcpStream,
-    correlation: i32,
-}
-
-impl Client {
-    async fn connect(b: &Broker) -> Client {
-        Client {
-            stream: TcpStream::connect(b.listeners()[0].addr).await.unwrap(),
-            correlation: 0,
-        }
-    }
-
-    async fn call(&mut self, version: i16, body: impl Into<RequestBody>) -> ResponseBody {
-        let body: RequestBody = body.into();
-        let key = body.api_key();
-        self.correlation += 1;
-        let header = RequestHeader {
-            request_api_key: key as i16,
-            request_api_version: version,
-            correlation_id: self.correlation,
-            client_id: Some("josef-test".into()),
-            ..Default::default()
-        };
-        let mut buf = BytesMut::new();
-        encode_request_frame(&header, &body, &mut buf).unwrap();
-        self.stream.write_all(&buf).await.unwrap();
-        let mut len = [0u8; 4];
-        tokio::time::timeout(Duration::from_secs(10), self.stream.read_exact(&mut len))
-            .await
-            .unwrap()
-            .unwrap();
-        let mut body = vec![0u8; i32::from_be_bytes(len) as usize];
-        self.stream.read_exact(&mut body).await.unwrap();
-        decode_response_frame(key, version, Bytes::from(body))
-            .unwrap()
-            .1
-    }
+    start_with(
+        dir,
+        &[
+            ("offsets.topic.num.partitions", "1"),
+            ("transaction.state.log.num.partitions", "1"),
+        ],
+    )
+    .await
 }
 
 async fn create_topic(c: &mut Client, name: &str, configs: &[(&str, &str)]) {

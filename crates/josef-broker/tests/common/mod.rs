@@ -1,0 +1,99 @@
+//! What the broker's behaviour tests share: an in-process broker on port 0 with a fresh data dir,
+//! and a raw client speaking josef-protocol frames to it.
+#![allow(dead_code)] // each test file uses its own part
+
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use josef_broker::config::BrokerConfig;
+use josef_broker::Broker;
+use josef_protocol::messages::{FetchRequest, FetchResponse, RequestHeader};
+use josef_protocol::{
+    decode_response_frame, encode_request_frame, ApiKey, RequestBody, ResponseBody,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Starts a broker on 127.0.0.1:0 with its data in `dir` and `extra` properties on top.
+pub async fn start_with(dir: &std::path::Path, extra: &[(&str, &str)]) -> Broker {
+    let mut props = std::collections::BTreeMap::new();
+    props.insert("listeners".into(), "PLAINTEXT://127.0.0.1:0".into());
+    props.insert("log.dirs".into(), dir.display().to_string());
+    for (k, v) in extra {
+        props.insert((*k).to_string(), (*v).to_string());
+    }
+    Broker::start(BrokerConfig::from_properties(props).unwrap())
+        .await
+        .unwrap()
+}
+
+/// A raw client: one connection, correlation ids counted up from 1.
+pub struct Client {
+    /// The connection, for tests that write raw bytes.
+    pub stream: TcpStream,
+    correlation: i32,
+}
+
+impl Client {
+    /// Connects to the broker's first listener.
+    pub async fn connect(b: &Broker) -> Client {
+        Client {
+            stream: TcpStream::connect(b.listeners()[0].addr).await.unwrap(),
+            correlation: 0,
+        }
+    }
+
+    /// Sends one request; returns its correlation id.
+    pub async fn send(&mut self, version: i16, body: RequestBody) -> i32 {
+        self.correlation += 1;
+        let header = RequestHeader {
+            request_api_key: body.api_key() as i16,
+            request_api_version: version,
+            correlation_id: self.correlation,
+            client_id: Some("josef-test".into()),
+            ..Default::default()
+        };
+        let mut buf = BytesMut::new();
+        encode_request_frame(&header, &body, &mut buf).unwrap();
+        self.stream.write_all(&buf).await.unwrap();
+        self.correlation
+    }
+
+    /// Reads one response of `key`/`version`; `None` when the broker closed the connection.
+    pub async fn recv(&mut self, key: ApiKey, version: i16) -> Option<ResponseBody> {
+        let mut len = [0u8; 4];
+        self.stream.read_exact(&mut len).await.ok()?;
+        let mut body = vec![0u8; i32::from_be_bytes(len) as usize];
+        self.stream.read_exact(&mut body).await.ok()?;
+        let (_, b) = decode_response_frame(key, version, Bytes::from(body)).unwrap();
+        Some(b)
+    }
+
+    /// Sends a request and waits (at most 10 s) for its response.
+    pub async fn call(&mut self, version: i16, body: impl Into<RequestBody>) -> ResponseBody {
+        let body = body.into();
+        let key = body.api_key();
+        self.send(version, body).await;
+        tokio::time::timeout(Duration::from_secs(10), self.recv(key, version))
+            .await
+            .expect("a response within 10 s")
+            .expect("a response")
+    }
+
+    /// A Fetch round trip.
+    pub async fn fetch(&mut self, version: i16, req: FetchRequest) -> FetchResponse {
+        let ResponseBody::Fetch(r) = self.call(version, req).await else {
+            panic!("not a fetch response")
+        };
+        r
+    }
+
+    /// True when the broker closed the connection without answering.
+    pub async fn closed(&mut self) -> bool {
+        let mut b = [0u8; 1];
+        matches!(
+            tokio::time::timeout(Duration::from_secs(5), self.stream.read(&mut b)).await,
+            Ok(Ok(0)) | Ok(Err(_))
+        )
+    }
+}
