@@ -4,7 +4,6 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use josef_broker::Broker;
-use josef_protocol::messages::create_topics_request::CreatableTopic;
 use josef_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use josef_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use josef_protocol::messages::metadata_request::MetadataRequestTopic;
@@ -14,7 +13,7 @@ use josef_protocol::{ApiKey, ResponseBody};
 use tokio::io::AsyncWriteExt;
 
 mod common;
-use common::{start_with, Client};
+use common::{create_topic, start_with, Client};
 
 /// Small internal topics keep the coordinator tests fast.
 async fn start(dir: &std::path::Path) -> Broker {
@@ -31,28 +30,6 @@ async fn start(dir: &std::path::Path) -> Broker {
 fn batch(values: &[&[u8]]) -> Bytes {
     let kvs: Vec<_> = values.iter().map(|v| (None, Some(*v))).collect();
     josef_log::testing::batch(0, 1_700_000_000_000, &kvs).freeze()
-}
-
-async fn create_topic(c: &mut Client, name: &str, partitions: i32) {
-    let r = c
-        .call(
-            7,
-            CreateTopicsRequest {
-                topics: vec![CreatableTopic {
-                    name: name.into(),
-                    num_partitions: partitions,
-                    replication_factor: 1,
-                    ..Default::default()
-                }],
-                timeout_ms: 5000,
-                ..Default::default()
-            },
-        )
-        .await;
-    let ResponseBody::CreateTopics(r) = r else {
-        panic!()
-    };
-    assert_eq!(r.topics[0].error_code, 0, "{:?}", r.topics[0].error_message);
 }
 
 fn produce_req(topic: &str, partition: i32, acks: i16, records: Bytes) -> ProduceRequest {

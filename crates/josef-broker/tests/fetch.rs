@@ -4,41 +4,16 @@
 use std::time::{Duration, Instant};
 
 use josef_broker::Broker;
-use josef_protocol::messages::create_topics_request::CreatableTopic;
 use josef_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
 use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use josef_protocol::messages::*;
-use josef_protocol::{ApiKey, ErrorCode, ResponseBody, Uuid};
+use josef_protocol::{ApiKey, ErrorCode, ResponseBody};
 
 mod common;
-use common::{start_with, Client};
+use common::{create_topic, start_with, Client};
 
 async fn start(dir: &std::path::Path) -> Broker {
     start_with(dir, &[]).await
-}
-
-/// Creates a topic; returns its id.
-async fn create_topic(c: &mut Client, name: &str, partitions: i32) -> Uuid {
-    let r = c
-        .call(
-            7,
-            CreateTopicsRequest {
-                topics: vec![CreatableTopic {
-                    name: name.into(),
-                    num_partitions: partitions,
-                    replication_factor: 1,
-                    ..Default::default()
-                }],
-                timeout_ms: 5000,
-                ..Default::default()
-            },
-        )
-        .await;
-    let ResponseBody::CreateTopics(r) = r else {
-        panic!()
-    };
-    assert_eq!(r.topics[0].error_code, 0);
-    r.topics[0].topic_id
 }
 
 async fn produce(c: &mut Client, topic: &str, partition: i32, value: &[u8]) {

@@ -3,7 +3,6 @@
 
 use bytes::{Bytes, BytesMut};
 use josef_broker::Broker;
-use josef_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use josef_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use josef_protocol::messages::produce_response::PartitionProduceResponse;
@@ -12,7 +11,7 @@ use josef_protocol::ResponseBody;
 use josef_records::{BatchHeader, Compression, RecordBatchBuilder, TimestampType};
 
 mod common;
-use common::{start_with, Client};
+use common::{create_topic_with, start_with, Client};
 
 async fn start(dir: &std::path::Path) -> Broker {
     start_with(
@@ -26,33 +25,7 @@ async fn start(dir: &std::path::Path) -> Broker {
 }
 
 async fn create_topic(c: &mut Client, name: &str, configs: &[(&str, &str)]) {
-    let r = c
-        .call(
-            7,
-            CreateTopicsRequest {
-                topics: vec![CreatableTopic {
-                    name: name.into(),
-                    num_partitions: 1,
-                    replication_factor: 1,
-                    configs: configs
-                        .iter()
-                        .map(|(k, v)| CreatableTopicConfig {
-                            name: (*k).into(),
-                            value: Some((*v).into()),
-                            ..Default::default()
-                        })
-                        .collect(),
-                    ..Default::default()
-                }],
-                timeout_ms: 5000,
-                ..Default::default()
-            },
-        )
-        .await;
-    let ResponseBody::CreateTopics(r) = r else {
-        panic!()
-    };
-    assert_eq!(r.topics[0].error_code, 0, "{:?}", r.topics[0].error_message);
+    create_topic_with(c, name, 1, configs).await;
 }
 
 async fn produce(

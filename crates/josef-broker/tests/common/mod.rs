@@ -7,9 +7,10 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use josef_broker::config::BrokerConfig;
 use josef_broker::Broker;
-use josef_protocol::messages::{FetchRequest, FetchResponse, RequestHeader};
+use josef_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use josef_protocol::messages::{CreateTopicsRequest, FetchRequest, FetchResponse, RequestHeader};
 use josef_protocol::{
-    decode_response_frame, encode_request_frame, ApiKey, RequestBody, ResponseBody,
+    decode_response_frame, encode_request_frame, ApiKey, RequestBody, ResponseBody, Uuid,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -96,4 +97,46 @@ impl Client {
             Ok(Ok(0)) | Ok(Err(_))
         )
     }
+}
+
+/// Creates a topic with `configs` through CreateTopics v7 and asserts it worked; returns its id.
+pub async fn create_topic_with(
+    c: &mut Client,
+    name: &str,
+    partitions: i32,
+    configs: &[(&str, &str)],
+) -> Uuid {
+    let r = c
+        .call(
+            7,
+            CreateTopicsRequest {
+                topics: vec![CreatableTopic {
+                    name: name.into(),
+                    num_partitions: partitions,
+                    replication_factor: 1,
+                    configs: configs
+                        .iter()
+                        .map(|(k, v)| CreatableTopicConfig {
+                            name: (*k).into(),
+                            value: Some((*v).into()),
+                            ..Default::default()
+                        })
+                        .collect(),
+                    ..Default::default()
+                }],
+                timeout_ms: 5000,
+                ..Default::default()
+            },
+        )
+        .await;
+    let ResponseBody::CreateTopics(r) = r else {
+        panic!("not a CreateTopics response")
+    };
+    assert_eq!(r.topics[0].error_code, 0, "{:?}", r.topics[0].error_message);
+    r.topics[0].topic_id
+}
+
+/// Creates a topic with default configs; returns its id.
+pub async fn create_topic(c: &mut Client, name: &str, partitions: i32) -> Uuid {
+    create_topic_with(c, name, partitions, &[]).await
 }
