@@ -413,83 +413,35 @@ fn read_slice<'a>(
 /// wherever the checked readers return an error (truncation, overflow, a length below -1 or past
 /// the record), with the same bit-dropping as Java's shifts.
 mod fast {
-    #[inline(always)]
-    pub(super) fn varint(buf: &[u8], pos: &mut usize) -> Option<i32> {
-        let b = *buf.get(*pos)?;
-        if b < 0x80 {
-            *pos += 1;
-            return Some(((b >> 1) as i32) ^ -((b & 1) as i32));
-        }
-        // Two bytes cover sizes, lengths and deltas below 8 KiB: most records of most batches.
-        if let Some(&b1) = buf.get(*pos + 1) {
-            if b1 < 0x80 {
-                let v = (b & 0x7f) as u32 | ((b1 as u32) << 7);
-                *pos += 2;
-                return Some(((v >> 1) as i32) ^ -((v & 1) as i32));
+    use crate::varint::{read_varint, read_varlong};
+
+    /// A one- or two-byte zig-zag varint inline; longer ones (rare in records) through the
+    /// checked reader, whose error just means `None` here.
+    macro_rules! short_varint {
+        ($name:ident, $signed:ty, $unsigned:ty, $checked:ident) => {
+            #[inline(always)]
+            pub(super) fn $name(buf: &[u8], pos: &mut usize) -> Option<$signed> {
+                let b = *buf.get(*pos)?;
+                if b < 0x80 {
+                    *pos += 1;
+                    return Some(((b >> 1) as $signed) ^ -((b & 1) as $signed));
+                }
+                // Two bytes cover sizes, lengths and deltas below 8 KiB: most records of most
+                // batches.
+                if let Some(&b1) = buf.get(*pos + 1) {
+                    if b1 < 0x80 {
+                        let v = (b & 0x7f) as $unsigned | ((b1 as $unsigned) << 7);
+                        *pos += 2;
+                        return Some(((v >> 1) as $signed) ^ -((v & 1) as $signed));
+                    }
+                }
+                $checked(buf, pos).ok()
             }
-        }
-        varint_multi_byte(buf, pos)
+        };
     }
 
-    #[inline(never)]
-    fn varint_multi_byte(buf: &[u8], pos: &mut usize) -> Option<i32> {
-        let mut value: u32 = 0;
-        let mut shift = 0u32;
-        let mut p = *pos;
-        loop {
-            let b = *buf.get(p)?;
-            p += 1;
-            if b & 0x80 == 0 {
-                value |= (b as u32).wrapping_shl(shift);
-                *pos = p;
-                return Some(((value >> 1) as i32) ^ -((value & 1) as i32));
-            }
-            value |= ((b & 0x7f) as u32).wrapping_shl(shift);
-            shift += 7;
-            if shift > 28 {
-                return None;
-            }
-        }
-    }
-
-    #[inline(always)]
-    pub(super) fn varlong(buf: &[u8], pos: &mut usize) -> Option<i64> {
-        let b = *buf.get(*pos)?;
-        if b < 0x80 {
-            *pos += 1;
-            return Some(((b >> 1) as i64) ^ -((b & 1) as i64));
-        }
-        // Two bytes cover sizes, lengths and deltas below 8 KiB: most records of most batches.
-        if let Some(&b1) = buf.get(*pos + 1) {
-            if b1 < 0x80 {
-                let v = (b & 0x7f) as u64 | ((b1 as u64) << 7);
-                *pos += 2;
-                return Some(((v >> 1) as i64) ^ -((v & 1) as i64));
-            }
-        }
-        varlong_multi_byte(buf, pos)
-    }
-
-    #[inline(never)]
-    fn varlong_multi_byte(buf: &[u8], pos: &mut usize) -> Option<i64> {
-        let mut value: u64 = 0;
-        let mut shift = 0u32;
-        let mut p = *pos;
-        loop {
-            let b = *buf.get(p)?;
-            p += 1;
-            if b & 0x80 == 0 {
-                value |= (b as u64).wrapping_shl(shift);
-                *pos = p;
-                return Some(((value >> 1) as i64) ^ -((value & 1) as i64));
-            }
-            value |= ((b & 0x7f) as u64).wrapping_shl(shift);
-            shift += 7;
-            if shift > 63 {
-                return None;
-            }
-        }
-    }
+    short_varint!(varint, i32, u32, read_varint);
+    short_varint!(varlong, i64, u64, read_varlong);
 
     /// `Some(None)` for a null (-1) length, `None` for anything invalid.
     #[inline(always)]
