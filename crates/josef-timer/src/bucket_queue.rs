@@ -28,8 +28,10 @@ pub(crate) struct BucketQueue {
     bits: Vec<u64>,
     /// Bit `w` of level `l` is set while bitmap word `w` of level `l` is not zero.
     summary: Vec<u64>,
-    /// Per level, the soonest queued (expiration, bucket index), or (`EMPTY`, 0).
-    soonest: Vec<(u64, u32)>,
+    /// Per level, the soonest queued expiration, or `EMPTY`.
+    soonest: Vec<u64>,
+    /// Per level, the bucket of `soonest`.
+    soonest_index: Vec<u32>,
     /// The soonest queued expiration of all levels and its level (the lowest level on a tie).
     top: (u64, usize),
 }
@@ -44,6 +46,7 @@ impl BucketQueue {
             bits: Vec::new(),
             summary: Vec::new(),
             soonest: Vec::new(),
+            soonest_index: Vec::new(),
             top: (EMPTY, 0),
         }
     }
@@ -53,7 +56,8 @@ impl BucketQueue {
         self.bits.resize(self.bits.len() + self.words, 0);
         self.summary
             .resize(self.summary.len() + self.summary_words, 0);
-        self.soonest.push((EMPTY, 0));
+        self.soonest.push(EMPTY);
+        self.soonest_index.push(0);
     }
 
     /// Expiration of the soonest queued bucket.
@@ -63,7 +67,7 @@ impl BucketQueue {
     }
 
     /// Queues bucket `index` of `level`, which is not queued, under `expiration`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn push(&mut self, level: usize, index: u32, expiration: u64) {
         debug_assert!(expiration != EMPTY && index < self.size);
         let w = (index / 64) as usize;
@@ -78,11 +82,12 @@ impl BucketQueue {
 
     /// Bucket `index` of `level`, already queued, now expires at `expiration` (earlier than before,
     /// and still within the bucket's own tick, so the buckets' order is unchanged).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn lower(&mut self, level: usize, index: u32, expiration: u64) {
         let soonest = &mut self.soonest[level];
-        if expiration < soonest.0 {
-            *soonest = (expiration, index);
+        if expiration < *soonest {
+            *soonest = expiration;
+            self.soonest_index[level] = index;
             if expiration < self.top.0 || (expiration == self.top.0 && level < self.top.1) {
                 self.top = (expiration, level);
             }
@@ -91,7 +96,7 @@ impl BucketQueue {
 
     /// Takes the soonest queued bucket off the queue: `(expiration, level, index)`.
     /// `expiration_of(level, index)` gives the expiration a queued bucket is queued under.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn pop(
         &mut self,
         expiration_of: impl Fn(usize, u32) -> u64,
@@ -100,7 +105,7 @@ impl BucketQueue {
         if expiration == EMPTY {
             return None;
         }
-        let index = self.soonest[level].1;
+        let index = self.soonest_index[level];
         let w = (index / 64) as usize;
         let word = &mut self.bits[level * self.words + w];
         *word &= !(1 << (index % 64));
@@ -108,20 +113,39 @@ impl BucketQueue {
             self.summary[level * self.summary_words + w / 64] &= !(1 << (w % 64));
         }
         self.soonest[level] = match self.next_from(level, index + 1) {
-            Some(next) => (expiration_of(level, next), next),
-            None => (EMPTY, 0),
+            Some(next) => {
+                self.soonest_index[level] = next;
+                expiration_of(level, next)
+            }
+            None => EMPTY,
         };
-        self.top = (EMPTY, 0);
-        for (l, &(e, _)) in self.soonest.iter().enumerate() {
-            if e < self.top.0 {
-                self.top = (e, l);
+        let mut top = (EMPTY, 0);
+        for (l, &e) in self.soonest.iter().enumerate() {
+            if e < top.0 {
+                top = (e, l);
             }
         }
+        self.top = top;
         Some((expiration, level, index))
     }
 
-    /// The first queued bucket of `level` at or after `start`, going around the wheel.
+    /// The first queued bucket of `level` at or after `start` (at most `size`), going around the
+    /// wheel.
+    #[inline(always)]
     fn next_from(&self, level: usize, start: u32) -> Option<u32> {
+        if self.words == 1 {
+            // Wheels of up to 64 buckets (Kafka's has 20): one word, no summary needed.
+            let word = self.bits[level];
+            if word == 0 {
+                return None;
+            }
+            let ahead = word & u64::MAX.checked_shl(start).unwrap_or(0);
+            return Some(if ahead != 0 { ahead } else { word }.trailing_zeros());
+        }
+        self.next_from_wide(level, start)
+    }
+
+    fn next_from_wide(&self, level: usize, start: u32) -> Option<u32> {
         self.first_at_or_after(level, start)
             .or_else(|| self.first_at_or_after(level, 0))
     }

@@ -360,20 +360,16 @@ impl<T> TimingWheel<T> {
     }
 
     /// Links slot `index` into the bucket its deadline belongs to; `false` if it is due instead.
-    #[inline]
+    #[inline(always)]
     fn place(&mut self, index: u32, deadline: u64) -> bool {
         if deadline <= self.levels[0].current_time {
             return false;
         }
-        let mut level = 0;
         // The top wheel's `end` is `u64::MAX` (saturated), above every clamped deadline.
-        while deadline >= self.levels[level].end {
-            level += 1;
-            if level == self.levels.len() {
-                let below = self.levels[level - 1];
-                self.push_level(below.interval_ms, below.current_time);
-            }
-        }
+        let level = match self.levels.iter().position(|l| deadline < l.end) {
+            Some(level) => level,
+            None => self.grow_for(deadline),
+        };
         let l = &self.levels[level];
         // `deadline / tick % wheel_size`, from the bucket of the wheel's current time: the deadline is
         // less than one span ahead of it.
@@ -399,6 +395,18 @@ impl<T> TimingWheel<T> {
             }
         }
         true
+    }
+
+    /// Adds overflow wheels until one holds `deadline`; returns its level.
+    #[cold]
+    fn grow_for(&mut self, deadline: u64) -> usize {
+        loop {
+            let top = self.levels[self.levels.len() - 1];
+            self.push_level(top.interval_ms, top.current_time);
+            if deadline < self.levels[self.levels.len() - 1].end {
+                return self.levels.len() - 1;
+            }
+        }
     }
 
     fn alloc(&mut self, task: T, deadline: u64) -> u32 {
@@ -436,6 +444,7 @@ impl<T> TimingWheel<T> {
         slot.task.take().expect("live slot holds a task")
     }
 
+    #[inline(always)]
     fn link(&mut self, bucket: u32, index: u32) {
         let tail = self.buckets[bucket as usize].tail;
         {
