@@ -41,6 +41,7 @@ fn main() {
     let wheel_size: u32 = args.get(4).map_or(20, |s| s.parse().expect(usage));
     let mut wheel = TimingWheel::new(1, wheel_size, 0).unwrap();
     let start;
+    let before;
     match mode.as_str() {
         "expire" => {
             // Same prefill and pace as the bench's insert_expire.
@@ -51,6 +52,7 @@ fn main() {
             let mut acc = 0u64;
             let mut rng = Rng(7);
             let mut expired = 0u64;
+            before = wheel.stats();
             start = Instant::now();
             for _ in 0..ops {
                 acc += step;
@@ -66,6 +68,7 @@ fn main() {
             for i in 0..n as u64 {
                 wheel.add(1 + rng.next() % SPAN_MS, i);
             }
+            before = wheel.stats();
             start = Instant::now();
             for _ in 0..ops {
                 let Insert::Scheduled(h) = wheel.add(1 + rng.next() % SPAN_MS, 0) else {
@@ -77,5 +80,13 @@ fn main() {
         _ => panic!("{usage}"),
     }
     let ns = start.elapsed().as_nanos() as f64 / ops as f64;
-    println!("{mode} n={n} ops={ops} wheel_size={wheel_size}: {ns:.1} ns/op");
+    let after = wheel.stats();
+    let per_op = |a: u64, b: u64| (a - b) as f64 / ops as f64;
+    println!(
+        "{mode} n={n} ops={ops} wheel_size={wheel_size}: {ns:.1} ns/op, bucket flushes {:.3}/op, \
+         bucket enqueues {:.3}/op, {} levels",
+        per_op(after.bucket_flushes, before.bucket_flushes),
+        per_op(after.bucket_enqueues, before.bucket_enqueues),
+        after.levels
+    );
 }

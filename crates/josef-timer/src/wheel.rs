@@ -105,7 +105,9 @@ struct Level {
     current_time: u64,
     /// `current_time + interval_ms`, saturated: deadlines below it fit in this wheel.
     end: u64,
-    /// The bucket of `current_time`: `current_time / tick_ms % wheel_size`.
+    /// `current_time / tick_ms`.
+    ticks: u64,
+    /// The bucket of `current_time`: `ticks % wheel_size`.
     cursor: u32,
 }
 
@@ -330,6 +332,7 @@ impl<T> TimingWheel<T> {
             interval_ms,
             current_time,
             end: current_time.saturating_add(interval_ms),
+            ticks,
             cursor: self.size_div.div_rem(ticks).1 as u32,
         });
         let empty = Bucket {
@@ -346,16 +349,24 @@ impl<T> TimingWheel<T> {
     #[inline]
     fn set_time(&mut self, time: u64) {
         let time = time.min(MAX_DEADLINE_MS);
+        let base = &self.levels[0];
+        if time < base.current_time.saturating_add(base.tick.get()) {
+            return; // within the current base tick: no wheel moves
+        }
+        // A wheel's tick is the span of the one below (never saturated: a wheel whose span saturates
+        // holds every deadline, so no wheel is ever put above it), so its tick count is the lower
+        // wheel's divided by the wheel size: one division per wheel that moves.
+        let mut ticks = base.tick.div(time);
         for level in &mut self.levels {
-            let tick_ms = level.tick.get();
-            if time >= level.current_time.saturating_add(tick_ms) {
-                let ticks = level.tick.div(time);
-                level.current_time = ticks * tick_ms;
-                level.end = level.current_time.saturating_add(level.interval_ms);
-                level.cursor = self.size_div.div_rem(ticks).1 as u32;
-            } else {
+            if ticks <= level.ticks {
                 break; // upper wheels have coarser ticks: they cannot move either
             }
+            let (above, cursor) = self.size_div.div_rem(ticks);
+            level.ticks = ticks;
+            level.current_time = ticks * level.tick.get();
+            level.end = level.current_time.saturating_add(level.interval_ms);
+            level.cursor = cursor as u32;
+            ticks = above;
         }
     }
 
