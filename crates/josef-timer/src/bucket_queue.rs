@@ -142,6 +142,26 @@ impl BucketQueue {
             let ahead = word & u64::MAX.checked_shl(start).unwrap_or(0);
             return Some(if ahead != 0 { ahead } else { word }.trailing_zeros());
         }
+        if self.summary_words == 1 {
+            // Up to 4096 buckets: one summary word.
+            let start = if start >= self.size { 0 } else { start };
+            let bits = &self.bits[level * self.words..][..self.words];
+            let w = (start / 64) as usize;
+            let word = bits[w] & (u64::MAX << (start % 64));
+            if word != 0 {
+                return Some(w as u32 * 64 + word.trailing_zeros());
+            }
+            let summary = self.summary[level];
+            // The first non-empty word after `w`, else (around the wheel) the first non-empty one,
+            // which may be `w` itself with bits before `start`.
+            let after = summary & u64::MAX.checked_shl(w as u32 + 1).unwrap_or(0);
+            let words = if after != 0 { after } else { summary };
+            if words == 0 {
+                return None;
+            }
+            let w = words.trailing_zeros() as usize;
+            return Some(w as u32 * 64 + bits[w].trailing_zeros());
+        }
         self.next_from_wide(level, start)
     }
 
@@ -245,7 +265,9 @@ mod tests {
 
         #[test]
         fn pops_in_expiration_order(
-            size in prop_oneof![Just(2u32), Just(3), Just(20), Just(64), Just(65), Just(200), Just(5000)],
+            size in prop_oneof![
+                Just(2u32), Just(3), Just(20), Just(64), Just(65), Just(200), Just(4096), Just(5000)
+            ],
             levels in 1usize..4,
             ops in proptest::collection::vec((any::<u8>(), any::<u64>()), 1..2_000),
         ) {
