@@ -26,7 +26,8 @@ pub(crate) struct BucketQueue {
     summary_words: usize,
     /// Bit `i` of level `l` (word `l * words + i / 64`) is set while bucket `i` of level `l` is queued.
     bits: Vec<u64>,
-    /// Bit `w` of level `l` is set while bitmap word `w` of level `l` is not zero.
+    /// Bit `w` of level `l` is set while bitmap word `w` of level `l` is not zero (kept only when a
+    /// level has more than one word).
     summary: Vec<u64>,
     /// Per level, the soonest queued expiration, or `EMPTY`.
     soonest: Vec<u64>,
@@ -73,10 +74,11 @@ impl BucketQueue {
         let w = (index / 64) as usize;
         let word = &mut self.bits[level * self.words + w];
         debug_assert!(*word & (1 << (index % 64)) == 0, "bucket queued twice");
-        if *word == 0 {
+        *word |= 1 << (index % 64);
+        if self.words > 1 {
+            // Unconditional (no branch to mispredict): the word is not zero now.
             self.summary[level * self.summary_words + w / 64] |= 1 << (w % 64);
         }
-        *word |= 1 << (index % 64);
         self.lower(level, index, expiration);
     }
 
@@ -109,8 +111,10 @@ impl BucketQueue {
         let w = (index / 64) as usize;
         let word = &mut self.bits[level * self.words + w];
         *word &= !(1 << (index % 64));
-        if *word == 0 {
-            self.summary[level * self.summary_words + w / 64] &= !(1 << (w % 64));
+        if self.words > 1 {
+            // Clears the word's summary bit if the word is now zero, without a branch.
+            let emptied = u64::from(*word == 0);
+            self.summary[level * self.summary_words + w / 64] &= !(emptied << (w % 64));
         }
         self.soonest[level] = match self.next_from(level, index + 1) {
             Some(next) => {
