@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `GroupMetadataValue` data (versions 0-4, flexible 4+).
 #[derive(Debug, Clone, PartialEq)]
@@ -93,7 +93,7 @@ impl Decode for GroupMetadataValue {
 }
 
 impl Encode for GroupMetadataValue {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=4).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "GroupMetadataValue",
@@ -241,7 +241,7 @@ impl Decode for MemberMetadata {
 }
 
 impl Encode for MemberMetadata {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 4;
         wire::put_string(buf, &self.member_id, flexible)?;
         if version >= 3 {

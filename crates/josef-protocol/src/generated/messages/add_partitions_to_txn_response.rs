@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `AddPartitionsToTxnResponse` response (versions 0-5, flexible 3+).
 ///
@@ -93,7 +93,7 @@ impl Decode for AddPartitionsToTxnResponse {
 }
 
 impl Encode for AddPartitionsToTxnResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=5).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "AddPartitionsToTxnResponse",
@@ -238,7 +238,7 @@ impl Decode for AddPartitionsToTxnResult {
 }
 
 impl Encode for AddPartitionsToTxnResult {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 3;
         if version >= 4 {
             wire::put_string(buf, &self.transactional_id, flexible)?;
@@ -346,7 +346,7 @@ impl Decode for AddPartitionsToTxnTopicResult {
 }
 
 impl Encode for AddPartitionsToTxnTopicResult {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 3;
         wire::put_string(buf, &self.name, flexible)?;
         wire::put_array_len(buf, self.results_by_partition.len(), flexible)?;
@@ -432,7 +432,7 @@ impl Decode for AddPartitionsToTxnPartitionResult {
 }
 
 impl Encode for AddPartitionsToTxnPartitionResult {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 3;
         wire::put_i32(buf, self.partition_index);
         wire::put_i16(buf, self.partition_error_code);

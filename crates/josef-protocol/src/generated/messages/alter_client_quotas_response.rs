@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `AlterClientQuotasResponse` response (versions 0-1, flexible 1+).
 ///
@@ -71,7 +71,7 @@ impl Decode for AlterClientQuotasResponse {
 }
 
 impl Encode for AlterClientQuotasResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=1).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "AlterClientQuotasResponse",
@@ -169,7 +169,7 @@ impl Decode for EntityData {
 }
 
 impl Encode for EntityData {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 1;
         wire::put_string(buf, &self.entity_type, flexible)?;
         wire::put_nullable_string(buf, self.entity_name.as_deref(), flexible)?;
@@ -251,7 +251,7 @@ impl Decode for EntryData {
 }
 
 impl Encode for EntryData {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 1;
         wire::put_i16(buf, self.error_code);
         wire::put_nullable_string(buf, self.error_message.as_deref(), flexible)?;

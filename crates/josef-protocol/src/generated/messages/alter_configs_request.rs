@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `AlterConfigsRequest` request (versions 0-2, flexible 2+).
 ///
@@ -73,7 +73,7 @@ impl Decode for AlterConfigsRequest {
 }
 
 impl Encode for AlterConfigsRequest {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=2).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "AlterConfigsRequest",
@@ -171,7 +171,7 @@ impl Decode for AlterableConfig {
 }
 
 impl Encode for AlterableConfig {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
         wire::put_string(buf, &self.name, flexible)?;
         wire::put_nullable_string(buf, self.value.as_deref(), flexible)?;
@@ -254,7 +254,7 @@ impl Decode for AlterConfigsResource {
 }
 
 impl Encode for AlterConfigsResource {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
         wire::put_i8(buf, self.resource_type);
         wire::put_string(buf, &self.resource_name, flexible)?;

@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `AlterReplicaLogDirsRequest` request (versions 0-2, flexible 2+).
 ///
@@ -68,7 +68,7 @@ impl Decode for AlterReplicaLogDirsRequest {
 }
 
 impl Encode for AlterReplicaLogDirsRequest {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=2).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "AlterReplicaLogDirsRequest",
@@ -164,7 +164,7 @@ impl Decode for AlterReplicaLogDirTopic {
 }
 
 impl Encode for AlterReplicaLogDirTopic {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
         wire::put_string(buf, &self.name, flexible)?;
         wire::put_array_len(buf, self.partitions.len(), flexible)?;
@@ -246,7 +246,7 @@ impl Decode for AlterReplicaLogDir {
 }
 
 impl Encode for AlterReplicaLogDir {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
         wire::put_string(buf, &self.path, flexible)?;
         wire::put_array_len(buf, self.topics.len(), flexible)?;

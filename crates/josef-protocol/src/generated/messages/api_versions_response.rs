@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `ApiVersionsResponse` response (versions 0-4, flexible 3+).
 ///
@@ -120,7 +120,7 @@ impl Decode for ApiVersionsResponse {
 }
 
 impl Encode for ApiVersionsResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=4).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "ApiVersionsResponse",
@@ -317,7 +317,7 @@ impl Decode for ApiVersion {
 }
 
 impl Encode for ApiVersion {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 3;
         wire::put_i16(buf, self.api_key);
         wire::put_i16(buf, self.min_version);
@@ -405,7 +405,7 @@ impl Decode for SupportedFeatureKey {
 }
 
 impl Encode for SupportedFeatureKey {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 3;
         if version >= 3 {
             wire::put_string(buf, &self.name, flexible)?;
@@ -523,7 +523,7 @@ impl Decode for FinalizedFeatureKey {
 }
 
 impl Encode for FinalizedFeatureKey {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 3;
         if version >= 3 {
             wire::put_string(buf, &self.name, flexible)?;

@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `AssignReplicasToDirsResponse` response (versions 0, flexible 0+).
 ///
@@ -77,7 +77,7 @@ impl Decode for AssignReplicasToDirsResponse {
 }
 
 impl Encode for AssignReplicasToDirsResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=0).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "AssignReplicasToDirsResponse",
@@ -177,7 +177,7 @@ impl Decode for PartitionData {
 }
 
 impl Encode for PartitionData {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_i32(buf, self.partition_index);
         wire::put_i16(buf, self.error_code);
@@ -255,7 +255,7 @@ impl Decode for TopicData {
 }
 
 impl Encode for TopicData {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_uuid(buf, &self.topic_id);
         wire::put_array_len(buf, self.partitions.len(), flexible)?;
@@ -341,7 +341,7 @@ impl Decode for DirectoryData {
 }
 
 impl Encode for DirectoryData {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_uuid(buf, &self.id);
         wire::put_array_len(buf, self.topics.len(), flexible)?;

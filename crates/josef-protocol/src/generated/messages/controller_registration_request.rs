@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `ControllerRegistrationRequest` request (versions 0, flexible 0+).
 ///
@@ -86,7 +86,7 @@ impl Decode for ControllerRegistrationRequest {
 }
 
 impl Encode for ControllerRegistrationRequest {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=0).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "ControllerRegistrationRequest",
@@ -209,7 +209,7 @@ impl Decode for Listener {
 }
 
 impl Encode for Listener {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_string(buf, &self.name, flexible)?;
         wire::put_string(buf, &self.host, flexible)?;
@@ -295,7 +295,7 @@ impl Decode for Feature {
 }
 
 impl Encode for Feature {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_string(buf, &self.name, flexible)?;
         wire::put_i16(buf, self.min_supported_version);

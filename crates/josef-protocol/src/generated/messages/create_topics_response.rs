@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `CreateTopicsResponse` response (versions 0-7, flexible 5+).
 ///
@@ -73,7 +73,7 @@ impl Decode for CreateTopicsResponse {
 }
 
 impl Encode for CreateTopicsResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=7).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "CreateTopicsResponse",
@@ -206,7 +206,7 @@ impl Decode for CreatableTopicConfigs {
 }
 
 impl Encode for CreatableTopicConfigs {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 5;
         if version >= 5 {
             wire::put_string(buf, &self.name, flexible)?;
@@ -390,7 +390,7 @@ impl Decode for CreatableTopicResult {
 }
 
 impl Encode for CreatableTopicResult {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 5;
         wire::put_string(buf, &self.name, flexible)?;
         if version >= 7 {

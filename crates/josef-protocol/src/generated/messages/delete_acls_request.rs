@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `DeleteAclsRequest` request (versions 0-3, flexible 2+).
 ///
@@ -67,7 +67,7 @@ impl Decode for DeleteAclsRequest {
 }
 
 impl Encode for DeleteAclsRequest {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=3).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "DeleteAclsRequest",
@@ -188,7 +188,7 @@ impl Decode for DeleteAclsFilter {
 }
 
 impl Encode for DeleteAclsFilter {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
         wire::put_i8(buf, self.resource_type_filter);
         wire::put_nullable_string(buf, self.resource_name_filter.as_deref(), flexible)?;

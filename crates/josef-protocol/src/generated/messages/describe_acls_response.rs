@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `DescribeAclsResponse` response (versions 0-3, flexible 2+).
 ///
@@ -83,7 +83,7 @@ impl Decode for DescribeAclsResponse {
 }
 
 impl Encode for DescribeAclsResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=3).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "DescribeAclsResponse",
@@ -195,7 +195,7 @@ impl Decode for AclDescription {
 }
 
 impl Encode for AclDescription {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
         wire::put_string(buf, &self.principal, flexible)?;
         wire::put_string(buf, &self.host, flexible)?;
@@ -286,7 +286,7 @@ impl Decode for DescribeAclsResource {
 }
 
 impl Encode for DescribeAclsResource {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
         wire::put_i8(buf, self.resource_type);
         wire::put_string(buf, &self.resource_name, flexible)?;

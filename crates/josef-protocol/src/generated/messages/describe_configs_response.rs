@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `DescribeConfigsResponse` response (versions 0-4, flexible 4+).
 ///
@@ -73,7 +73,7 @@ impl Decode for DescribeConfigsResponse {
 }
 
 impl Encode for DescribeConfigsResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=4).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "DescribeConfigsResponse",
@@ -184,7 +184,7 @@ impl Decode for DescribeConfigsSynonym {
 }
 
 impl Encode for DescribeConfigsSynonym {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 4;
         if version >= 1 {
             wire::put_string(buf, &self.name, flexible)?;
@@ -342,7 +342,7 @@ impl Decode for DescribeConfigsResourceResult {
 }
 
 impl Encode for DescribeConfigsResourceResult {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 4;
         wire::put_string(buf, &self.name, flexible)?;
         wire::put_nullable_string(buf, self.value.as_deref(), flexible)?;
@@ -485,7 +485,7 @@ impl Decode for DescribeConfigsResult {
 }
 
 impl Encode for DescribeConfigsResult {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 4;
         wire::put_i16(buf, self.error_code);
         wire::put_nullable_string(buf, self.error_message.as_deref(), flexible)?;

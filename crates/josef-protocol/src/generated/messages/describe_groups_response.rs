@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `DescribeGroupsResponse` response (versions 0-5, flexible 5+).
 ///
@@ -71,7 +71,7 @@ impl Decode for DescribeGroupsResponse {
 }
 
 impl Encode for DescribeGroupsResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=5).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "DescribeGroupsResponse",
@@ -197,7 +197,7 @@ impl Decode for DescribedGroupMember {
 }
 
 impl Encode for DescribedGroupMember {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 5;
         wire::put_string(buf, &self.member_id, flexible)?;
         if version >= 4 {
@@ -317,7 +317,7 @@ impl Decode for DescribedGroup {
 }
 
 impl Encode for DescribedGroup {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 5;
         wire::put_i16(buf, self.error_code);
         wire::put_string(buf, &self.group_id, flexible)?;

@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `DescribeLogDirsResponse` response (versions 0-4, flexible 2+).
 ///
@@ -78,7 +78,7 @@ impl Decode for DescribeLogDirsResponse {
 }
 
 impl Encode for DescribeLogDirsResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=4).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "DescribeLogDirsResponse",
@@ -192,7 +192,7 @@ impl Decode for DescribeLogDirsPartition {
 }
 
 impl Encode for DescribeLogDirsPartition {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
         wire::put_i32(buf, self.partition_index);
         wire::put_i64(buf, self.partition_size);
@@ -275,7 +275,7 @@ impl Decode for DescribeLogDirsTopic {
 }
 
 impl Encode for DescribeLogDirsTopic {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
         wire::put_string(buf, &self.name, flexible)?;
         wire::put_array_len(buf, self.partitions.len(), flexible)?;
@@ -386,7 +386,7 @@ impl Decode for DescribeLogDirsResult {
 }
 
 impl Encode for DescribeLogDirsResult {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
         wire::put_i16(buf, self.error_code);
         wire::put_string(buf, &self.log_dir, flexible)?;

@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `DescribeQuorumResponse` response (versions 0-2, flexible 0+).
 ///
@@ -89,7 +89,7 @@ impl Decode for DescribeQuorumResponse {
 }
 
 impl Encode for DescribeQuorumResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=2).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "DescribeQuorumResponse",
@@ -249,7 +249,7 @@ impl Decode for PartitionData {
 }
 
 impl Encode for PartitionData {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_i32(buf, self.partition_index);
         wire::put_i16(buf, self.error_code);
@@ -361,7 +361,7 @@ impl Decode for TopicData {
 }
 
 impl Encode for TopicData {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_string(buf, &self.topic_name, flexible)?;
         wire::put_array_len(buf, self.partitions.len(), flexible)?;
@@ -460,7 +460,7 @@ impl Decode for Listener {
 }
 
 impl Encode for Listener {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         if version >= 2 {
             wire::put_string(buf, &self.name, flexible)?;
@@ -573,7 +573,7 @@ impl Decode for Node {
 }
 
 impl Encode for Node {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         if version >= 2 {
             wire::put_i32(buf, self.node_id);
@@ -706,7 +706,7 @@ impl Decode for ReplicaState {
 }
 
 impl Encode for ReplicaState {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_i32(buf, self.replica_id);
         if version >= 2 {

@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `DescribeTopicPartitionsResponse` response (versions 0, flexible 0+).
 ///
@@ -78,7 +78,7 @@ impl Decode for DescribeTopicPartitionsResponse {
 }
 
 impl Encode for DescribeTopicPartitionsResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=0).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "DescribeTopicPartitionsResponse",
@@ -223,7 +223,7 @@ impl Decode for DescribeTopicPartitionsResponsePartition {
 }
 
 impl Encode for DescribeTopicPartitionsResponsePartition {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_i16(buf, self.error_code);
         wire::put_i32(buf, self.partition_index);
@@ -369,7 +369,7 @@ impl Decode for DescribeTopicPartitionsResponseTopic {
 }
 
 impl Encode for DescribeTopicPartitionsResponseTopic {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_i16(buf, self.error_code);
         wire::put_nullable_string(buf, self.name.as_deref(), flexible)?;
@@ -463,7 +463,7 @@ impl Decode for Cursor {
 }
 
 impl Encode for Cursor {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_string(buf, &self.topic_name, flexible)?;
         wire::put_i32(buf, self.partition_index);

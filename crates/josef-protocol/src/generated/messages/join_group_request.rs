@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `JoinGroupRequest` request (versions 0-9, flexible 6+).
 ///
@@ -115,7 +115,7 @@ impl Decode for JoinGroupRequest {
 }
 
 impl Encode for JoinGroupRequest {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=9).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "JoinGroupRequest",
@@ -243,7 +243,7 @@ impl Decode for JoinGroupRequestProtocol {
 }
 
 impl Encode for JoinGroupRequestProtocol {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         wire::put_string(buf, &self.name, flexible)?;
         wire::put_bytes(buf, &self.metadata, flexible)?;

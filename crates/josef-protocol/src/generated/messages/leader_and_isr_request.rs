@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `LeaderAndIsrRequest` request (versions 0-7, flexible 4+).
 ///
@@ -123,7 +123,7 @@ impl Decode for LeaderAndIsrRequest {
 }
 
 impl Encode for LeaderAndIsrRequest {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=7).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "LeaderAndIsrRequest",
@@ -314,7 +314,7 @@ impl Decode for LeaderAndIsrTopicState {
 }
 
 impl Encode for LeaderAndIsrTopicState {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 4;
         if version >= 2 {
             wire::put_string(buf, &self.topic_name, flexible)?;
@@ -431,7 +431,7 @@ impl Decode for LeaderAndIsrLiveLeader {
 }
 
 impl Encode for LeaderAndIsrLiveLeader {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 4;
         wire::put_i32(buf, self.broker_id);
         wire::put_string(buf, &self.host_name, flexible)?;
@@ -576,7 +576,7 @@ impl Decode for LeaderAndIsrPartitionState {
 }
 
 impl Encode for LeaderAndIsrPartitionState {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 4;
         if version <= 1 {
             wire::put_string(buf, &self.topic_name, flexible)?;

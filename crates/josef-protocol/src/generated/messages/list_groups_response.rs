@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `ListGroupsResponse` response (versions 0-5, flexible 3+).
 ///
@@ -76,7 +76,7 @@ impl Decode for ListGroupsResponse {
 }
 
 impl Encode for ListGroupsResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=5).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "ListGroupsResponse",
@@ -198,7 +198,7 @@ impl Decode for ListedGroup {
 }
 
 impl Encode for ListedGroup {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 3;
         wire::put_string(buf, &self.group_id, flexible)?;
         wire::put_string(buf, &self.protocol_type, flexible)?;

@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `ListOffsetsRequest` request (versions 0-10, flexible 6+).
 ///
@@ -86,7 +86,7 @@ impl Decode for ListOffsetsRequest {
 }
 
 impl Encode for ListOffsetsRequest {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=10).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "ListOffsetsRequest",
@@ -216,7 +216,7 @@ impl Decode for ListOffsetsPartition {
 }
 
 impl Encode for ListOffsetsPartition {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         wire::put_i32(buf, self.partition_index);
         if version >= 4 {
@@ -313,7 +313,7 @@ impl Decode for ListOffsetsTopic {
 }
 
 impl Encode for ListOffsetsTopic {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         wire::put_string(buf, &self.name, flexible)?;
         wire::put_array_len(buf, self.partitions.len(), flexible)?;

@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `ListPartitionReassignmentsResponse` response (versions 0, flexible 0+).
 ///
@@ -83,7 +83,7 @@ impl Decode for ListPartitionReassignmentsResponse {
 }
 
 impl Encode for ListPartitionReassignmentsResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=0).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "ListPartitionReassignmentsResponse",
@@ -195,7 +195,7 @@ impl Decode for OngoingPartitionReassignment {
 }
 
 impl Encode for OngoingPartitionReassignment {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_i32(buf, self.partition_index);
         wire::put_array_len(buf, self.replicas.len(), flexible)?;
@@ -289,7 +289,7 @@ impl Decode for OngoingTopicReassignment {
 }
 
 impl Encode for OngoingTopicReassignment {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_string(buf, &self.name, flexible)?;
         wire::put_array_len(buf, self.partitions.len(), flexible)?;

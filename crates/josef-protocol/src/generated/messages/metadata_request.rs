@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `MetadataRequest` request (versions 0-12, flexible 9+).
 ///
@@ -102,7 +102,7 @@ impl Decode for MetadataRequest {
 }
 
 impl Encode for MetadataRequest {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=12).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "MetadataRequest",
@@ -284,7 +284,7 @@ impl Decode for MetadataRequestTopic {
 }
 
 impl Encode for MetadataRequestTopic {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 9;
         if version >= 10 {
             wire::put_uuid(buf, &self.topic_id);

@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `MetadataResponse` response (versions 0-12, flexible 9+).
 ///
@@ -107,7 +107,7 @@ impl Decode for MetadataResponse {
 }
 
 impl Encode for MetadataResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=12).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "MetadataResponse",
@@ -258,7 +258,7 @@ impl Decode for MetadataResponseBroker {
 }
 
 impl Encode for MetadataResponseBroker {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 9;
         wire::put_i32(buf, self.node_id);
         wire::put_string(buf, &self.host, flexible)?;
@@ -376,7 +376,7 @@ impl Decode for MetadataResponsePartition {
 }
 
 impl Encode for MetadataResponsePartition {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 9;
         wire::put_i16(buf, self.error_code);
         wire::put_i32(buf, self.partition_index);
@@ -520,7 +520,7 @@ impl Decode for MetadataResponseTopic {
 }
 
 impl Encode for MetadataResponseTopic {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 9;
         wire::put_i16(buf, self.error_code);
         if version >= 12 {

@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `OffsetCommitResponse` response (versions 0-9, flexible 8+).
 ///
@@ -73,7 +73,7 @@ impl Decode for OffsetCommitResponse {
 }
 
 impl Encode for OffsetCommitResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=9).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "OffsetCommitResponse",
@@ -175,7 +175,7 @@ impl Decode for OffsetCommitResponsePartition {
 }
 
 impl Encode for OffsetCommitResponsePartition {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 8;
         wire::put_i32(buf, self.partition_index);
         wire::put_i16(buf, self.error_code);
@@ -254,7 +254,7 @@ impl Decode for OffsetCommitResponseTopic {
 }
 
 impl Encode for OffsetCommitResponseTopic {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 8;
         wire::put_string(buf, &self.name, flexible)?;
         wire::put_array_len(buf, self.partitions.len(), flexible)?;

@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `OffsetFetchRequest` request (versions 0-9, flexible 6+).
 ///
@@ -108,7 +108,7 @@ impl Decode for OffsetFetchRequest {
 }
 
 impl Encode for OffsetFetchRequest {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=9).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "OffsetFetchRequest",
@@ -309,7 +309,7 @@ impl Decode for OffsetFetchRequestTopic {
 }
 
 impl Encode for OffsetFetchRequestTopic {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         if version <= 7 {
             wire::put_string(buf, &self.name, flexible)?;
@@ -418,7 +418,7 @@ impl Decode for OffsetFetchRequestTopics {
 }
 
 impl Encode for OffsetFetchRequestTopics {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         if version >= 8 {
             wire::put_string(buf, &self.name, flexible)?;
@@ -547,7 +547,7 @@ impl Decode for OffsetFetchRequestGroup {
 }
 
 impl Encode for OffsetFetchRequestGroup {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         if version >= 8 {
             wire::put_string(buf, &self.group_id, flexible)?;

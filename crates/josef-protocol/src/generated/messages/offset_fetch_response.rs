@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `OffsetFetchResponse` response (versions 0-9, flexible 6+).
 ///
@@ -97,7 +97,7 @@ impl Decode for OffsetFetchResponse {
 }
 
 impl Encode for OffsetFetchResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=9).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "OffsetFetchResponse",
@@ -259,7 +259,7 @@ impl Decode for OffsetFetchResponsePartition {
 }
 
 impl Encode for OffsetFetchResponsePartition {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         if version <= 7 {
             wire::put_i32(buf, self.partition_index);
@@ -396,7 +396,7 @@ impl Decode for OffsetFetchResponseTopic {
 }
 
 impl Encode for OffsetFetchResponseTopic {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         if version <= 7 {
             wire::put_string(buf, &self.name, flexible)?;
@@ -525,7 +525,7 @@ impl Decode for OffsetFetchResponsePartitions {
 }
 
 impl Encode for OffsetFetchResponsePartitions {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         if version >= 8 {
             wire::put_i32(buf, self.partition_index);
@@ -662,7 +662,7 @@ impl Decode for OffsetFetchResponseTopics {
 }
 
 impl Encode for OffsetFetchResponseTopics {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         if version >= 8 {
             wire::put_string(buf, &self.name, flexible)?;
@@ -783,7 +783,7 @@ impl Decode for OffsetFetchResponseGroup {
 }
 
 impl Encode for OffsetFetchResponseGroup {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         if version >= 8 {
             wire::put_string(buf, &self.group_id, flexible)?;

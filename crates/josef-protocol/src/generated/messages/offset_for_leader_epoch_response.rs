@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `OffsetForLeaderEpochResponse` response (versions 0-4, flexible 4+).
 ///
@@ -73,7 +73,7 @@ impl Decode for OffsetForLeaderEpochResponse {
 }
 
 impl Encode for OffsetForLeaderEpochResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=4).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "OffsetForLeaderEpochResponse",
@@ -189,7 +189,7 @@ impl Decode for EpochEndOffset {
 }
 
 impl Encode for EpochEndOffset {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 4;
         wire::put_i16(buf, self.error_code);
         wire::put_i32(buf, self.partition);
@@ -275,7 +275,7 @@ impl Decode for OffsetForLeaderTopicResult {
 }
 
 impl Encode for OffsetForLeaderTopicResult {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 4;
         wire::put_string(buf, &self.topic, flexible)?;
         wire::put_array_len(buf, self.partitions.len(), flexible)?;

@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `ProduceResponse` response (versions 0-11, flexible 9+).
 ///
@@ -84,7 +84,7 @@ impl Decode for ProduceResponse {
 }
 
 impl Encode for ProduceResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=11).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "ProduceResponse",
@@ -224,7 +224,7 @@ impl Decode for BatchIndexAndErrorMessage {
 }
 
 impl Encode for BatchIndexAndErrorMessage {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 9;
         if version >= 8 {
             wire::put_i32(buf, self.batch_index);
@@ -329,7 +329,7 @@ impl Decode for LeaderIdAndEpoch {
 }
 
 impl Encode for LeaderIdAndEpoch {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 9;
         if version >= 10 {
             wire::put_i32(buf, self.leader_id);
@@ -479,7 +479,7 @@ impl Decode for PartitionProduceResponse {
 }
 
 impl Encode for PartitionProduceResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 9;
         wire::put_i32(buf, self.index);
         wire::put_i16(buf, self.error_code);
@@ -612,7 +612,7 @@ impl Decode for TopicProduceResponse {
 }
 
 impl Encode for TopicProduceResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 9;
         wire::put_string(buf, &self.name, flexible)?;
         wire::put_array_len(buf, self.partition_responses.len(), flexible)?;
@@ -724,7 +724,7 @@ impl Decode for NodeEndpoint {
 }
 
 impl Encode for NodeEndpoint {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 9;
         if version >= 10 {
             wire::put_i32(buf, self.node_id);

@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `ReadShareGroupStateResponse` response (versions 0, flexible 0+).
 ///
@@ -67,7 +67,7 @@ impl Decode for ReadShareGroupStateResponse {
 }
 
 impl Encode for ReadShareGroupStateResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=0).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "ReadShareGroupStateResponse",
@@ -173,7 +173,7 @@ impl Decode for StateBatch {
 }
 
 impl Encode for StateBatch {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_i64(buf, self.first_offset);
         wire::put_i64(buf, self.last_offset);
@@ -275,7 +275,7 @@ impl Decode for PartitionResult {
 }
 
 impl Encode for PartitionResult {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_i32(buf, self.partition);
         wire::put_i16(buf, self.error_code);
@@ -370,7 +370,7 @@ impl Decode for ReadStateResult {
 }
 
 impl Encode for ReadStateResult {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_uuid(buf, &self.topic_id);
         wire::put_array_len(buf, self.partitions.len(), flexible)?;

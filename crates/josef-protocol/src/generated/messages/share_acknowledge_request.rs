@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `ShareAcknowledgeRequest` request (versions 0, flexible 0+).
 ///
@@ -82,7 +82,7 @@ impl Decode for ShareAcknowledgeRequest {
 }
 
 impl Encode for ShareAcknowledgeRequest {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=0).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "ShareAcknowledgeRequest",
@@ -189,7 +189,7 @@ impl Decode for AcknowledgementBatch {
 }
 
 impl Encode for AcknowledgementBatch {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_i64(buf, self.first_offset);
         wire::put_i64(buf, self.last_offset);
@@ -274,7 +274,7 @@ impl Decode for AcknowledgePartition {
 }
 
 impl Encode for AcknowledgePartition {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_i32(buf, self.partition_index);
         wire::put_array_len(buf, self.acknowledgement_batches.len(), flexible)?;
@@ -362,7 +362,7 @@ impl Decode for AcknowledgeTopic {
 }
 
 impl Encode for AcknowledgeTopic {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_uuid(buf, &self.topic_id);
         wire::put_array_len(buf, self.partitions.len(), flexible)?;

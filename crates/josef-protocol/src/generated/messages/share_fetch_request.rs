@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `ShareFetchRequest` request (versions 0, flexible 0+).
 ///
@@ -102,7 +102,7 @@ impl Decode for ShareFetchRequest {
 }
 
 impl Encode for ShareFetchRequest {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=0).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "ShareFetchRequest",
@@ -226,7 +226,7 @@ impl Decode for AcknowledgementBatch {
 }
 
 impl Encode for AcknowledgementBatch {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_i64(buf, self.first_offset);
         wire::put_i64(buf, self.last_offset);
@@ -316,7 +316,7 @@ impl Decode for FetchPartition {
 }
 
 impl Encode for FetchPartition {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_i32(buf, self.partition_index);
         wire::put_i32(buf, self.partition_max_bytes);
@@ -405,7 +405,7 @@ impl Decode for FetchTopic {
 }
 
 impl Encode for FetchTopic {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_uuid(buf, &self.topic_id);
         wire::put_array_len(buf, self.partitions.len(), flexible)?;
@@ -491,7 +491,7 @@ impl Decode for ForgottenTopic {
 }
 
 impl Encode for ForgottenTopic {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_uuid(buf, &self.topic_id);
         wire::put_array_len(buf, self.partitions.len(), flexible)?;

@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `ShareGroupDescribeResponse` response (versions 0, flexible 0+).
 ///
@@ -71,7 +71,7 @@ impl Decode for ShareGroupDescribeResponse {
 }
 
 impl Encode for ShareGroupDescribeResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=0).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "ShareGroupDescribeResponse",
@@ -195,7 +195,7 @@ impl Decode for Member {
 }
 
 impl Encode for Member {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_string(buf, &self.member_id, flexible)?;
         wire::put_nullable_string(buf, self.rack_id.as_deref(), flexible)?;
@@ -326,7 +326,7 @@ impl Decode for DescribedGroup {
 }
 
 impl Encode for DescribedGroup {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_i16(buf, self.error_code);
         wire::put_nullable_string(buf, self.error_message.as_deref(), flexible)?;
@@ -431,7 +431,7 @@ impl Decode for TopicPartitions {
 }
 
 impl Encode for TopicPartitions {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_uuid(buf, &self.topic_id);
         wire::put_string(buf, &self.topic_name, flexible)?;
@@ -509,7 +509,7 @@ impl Decode for Assignment {
 }
 
 impl Encode for Assignment {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_array_len(buf, self.topic_partitions.len(), flexible)?;
         for e in self.topic_partitions.iter() {

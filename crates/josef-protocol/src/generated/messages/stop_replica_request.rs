@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `StopReplicaRequest` request (versions 0-4, flexible 2+).
 ///
@@ -131,7 +131,7 @@ impl Decode for StopReplicaRequest {
 }
 
 impl Encode for StopReplicaRequest {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=4).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "StopReplicaRequest",
@@ -317,7 +317,7 @@ impl Decode for StopReplicaPartitionV0 {
 }
 
 impl Encode for StopReplicaPartitionV0 {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
         if version <= 0 {
             wire::put_string(buf, &self.topic_name, flexible)?;
@@ -422,7 +422,7 @@ impl Decode for StopReplicaTopicV1 {
 }
 
 impl Encode for StopReplicaTopicV1 {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
         if (1..=2).contains(&version) {
             wire::put_string(buf, &self.name, flexible)?;
@@ -536,7 +536,7 @@ impl Decode for StopReplicaPartitionState {
 }
 
 impl Encode for StopReplicaPartitionState {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
         if version >= 3 {
             wire::put_i32(buf, self.partition_index);
@@ -655,7 +655,7 @@ impl Decode for StopReplicaTopicState {
 }
 
 impl Encode for StopReplicaTopicState {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
         if version >= 3 {
             wire::put_string(buf, &self.topic_name, flexible)?;

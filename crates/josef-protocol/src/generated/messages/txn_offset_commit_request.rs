@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `TxnOffsetCommitRequest` request (versions 0-4, flexible 3+).
 ///
@@ -115,7 +115,7 @@ impl Decode for TxnOffsetCommitRequest {
 }
 
 impl Encode for TxnOffsetCommitRequest {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=4).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "TxnOffsetCommitRequest",
@@ -269,7 +269,7 @@ impl Decode for TxnOffsetCommitRequestPartition {
 }
 
 impl Encode for TxnOffsetCommitRequestPartition {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 3;
         wire::put_i32(buf, self.partition_index);
         wire::put_i64(buf, self.committed_offset);
@@ -356,7 +356,7 @@ impl Decode for TxnOffsetCommitRequestTopic {
 }
 
 impl Encode for TxnOffsetCommitRequestTopic {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 3;
         wire::put_string(buf, &self.name, flexible)?;
         wire::put_array_len(buf, self.partitions.len(), flexible)?;

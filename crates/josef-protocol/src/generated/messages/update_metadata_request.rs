@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `UpdateMetadataRequest` request (versions 0-8, flexible 6+).
 ///
@@ -128,7 +128,7 @@ impl Decode for UpdateMetadataRequest {
 }
 
 impl Encode for UpdateMetadataRequest {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=8).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "UpdateMetadataRequest",
@@ -326,7 +326,7 @@ impl Decode for UpdateMetadataTopicState {
 }
 
 impl Encode for UpdateMetadataTopicState {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         if version >= 5 {
             wire::put_string(buf, &self.topic_name, flexible)?;
@@ -456,7 +456,7 @@ impl Decode for UpdateMetadataEndpoint {
 }
 
 impl Encode for UpdateMetadataEndpoint {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         if version >= 1 {
             wire::put_i32(buf, self.port);
@@ -600,7 +600,7 @@ impl Decode for UpdateMetadataBroker {
 }
 
 impl Encode for UpdateMetadataBroker {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         wire::put_i32(buf, self.id);
         if version <= 0 {
@@ -751,7 +751,7 @@ impl Decode for UpdateMetadataPartitionState {
 }
 
 impl Encode for UpdateMetadataPartitionState {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         if version <= 4 {
             wire::put_string(buf, &self.topic_name, flexible)?;

@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `UpdateRaftVoterRequest` request (versions 0, flexible 0+).
 ///
@@ -91,7 +91,7 @@ impl Decode for UpdateRaftVoterRequest {
 }
 
 impl Encode for UpdateRaftVoterRequest {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=0).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "UpdateRaftVoterRequest",
@@ -202,7 +202,7 @@ impl Decode for Listener {
 }
 
 impl Encode for Listener {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_string(buf, &self.name, flexible)?;
         wire::put_string(buf, &self.host, flexible)?;
@@ -281,7 +281,7 @@ impl Decode for KRaftVersionFeature {
 }
 
 impl Encode for KRaftVersionFeature {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_i16(buf, self.min_supported_version);
         wire::put_i16(buf, self.max_supported_version);

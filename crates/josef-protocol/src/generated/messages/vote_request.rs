@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `VoteRequest` request (versions 0-1, flexible 0+).
 ///
@@ -80,7 +80,7 @@ impl Decode for VoteRequest {
 }
 
 impl Encode for VoteRequest {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=1).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "VoteRequest",
@@ -217,7 +217,7 @@ impl Decode for PartitionData {
 }
 
 impl Encode for PartitionData {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_i32(buf, self.partition_index);
         wire::put_i32(buf, self.candidate_epoch);
@@ -313,7 +313,7 @@ impl Decode for TopicData {
 }
 
 impl Encode for TopicData {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_string(buf, &self.topic_name, flexible)?;
         wire::put_array_len(buf, self.partitions.len(), flexible)?;

@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `WriteTxnMarkersRequest` request (versions 0-1, flexible 1+).
 ///
@@ -67,7 +67,7 @@ impl Decode for WriteTxnMarkersRequest {
 }
 
 impl Encode for WriteTxnMarkersRequest {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=1).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "WriteTxnMarkersRequest",
@@ -163,7 +163,7 @@ impl Decode for WritableTxnMarkerTopic {
 }
 
 impl Encode for WritableTxnMarkerTopic {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 1;
         wire::put_string(buf, &self.name, flexible)?;
         wire::put_array_len(buf, self.partition_indexes.len(), flexible)?;
@@ -261,7 +261,7 @@ impl Decode for WritableTxnMarker {
 }
 
 impl Encode for WritableTxnMarker {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 1;
         wire::put_i64(buf, self.producer_id);
         wire::put_i16(buf, self.producer_epoch);

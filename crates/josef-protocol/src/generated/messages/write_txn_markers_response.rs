@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `WriteTxnMarkersResponse` response (versions 0-1, flexible 1+).
 ///
@@ -68,7 +68,7 @@ impl Decode for WriteTxnMarkersResponse {
 }
 
 impl Encode for WriteTxnMarkersResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=1).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "WriteTxnMarkersResponse",
@@ -164,7 +164,7 @@ impl Decode for WritableTxnMarkerPartitionResult {
 }
 
 impl Encode for WritableTxnMarkerPartitionResult {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 1;
         wire::put_i32(buf, self.partition_index);
         wire::put_i16(buf, self.error_code);
@@ -243,7 +243,7 @@ impl Decode for WritableTxnMarkerTopicResult {
 }
 
 impl Encode for WritableTxnMarkerTopicResult {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 1;
         wire::put_string(buf, &self.name, flexible)?;
         wire::put_array_len(buf, self.partitions.len(), flexible)?;
@@ -331,7 +331,7 @@ impl Decode for WritableTxnMarkerResult {
 }
 
 impl Encode for WritableTxnMarkerResult {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 1;
         wire::put_i64(buf, self.producer_id);
         wire::put_array_len(buf, self.topics.len(), flexible)?;
