@@ -716,7 +716,7 @@ fn emit_struct(ctx: &Ctx<'_>, st: &StructDef, top: bool, out: &mut String) -> Re
         }
         let _ = writeln!(out, "            wire::put_uvarint_len(buf, count)?;");
         if tagged.is_empty() {
-            let _ = writeln!(out, "            wire::put_remaining_unknown_tagged_fields(buf, &mut self.unknown_tagged_fields.iter().peekable())?;");
+            let _ = writeln!(out, "            if !self.unknown_tagged_fields.is_empty() {{ wire::put_remaining_unknown_tagged_fields(buf, &mut self.unknown_tagged_fields.iter().peekable())?; }}");
         } else {
             let _ = writeln!(
                 out,

@@ -398,6 +398,9 @@ pub const fn uvarlong_size(v: u64) -> usize {
 /// Bytes of a `usize` written as an unsigned varint (saturating; writing then fails).
 #[inline]
 pub fn usize_uvarint_size(v: usize) -> usize {
+    if v < 0x80 {
+        return 1;
+    }
     uvarint_size(u32::try_from(v).unwrap_or(u32::MAX))
 }
 
@@ -619,6 +622,10 @@ pub fn put_remaining_unknown_tagged_fields<B: BufMut>(
 /// Encoded size of unknown tagged fields (tags, sizes and payloads, without the count).
 #[inline]
 pub fn unknown_tagged_fields_size(unknown: &UnknownTaggedFields) -> usize {
+    if unknown.is_empty() {
+        // The common case: skip building an iterator over the map.
+        return 0;
+    }
     unknown
         .iter()
         .map(|(t, d)| uvarint_size(*t) + usize_uvarint_size(d.len()) + d.len())
