@@ -14,15 +14,14 @@ use crate::connection::{ConnectionInfo, FrameHandler, Outcome};
 use crate::handlers;
 use crate::state::BrokerState;
 
-/// The APIs this broker serves, with the versions it serves (a subset of what josef-protocol
-/// can decode: Fetch v0–3 would need down-conversion to the legacy message formats, which Kafka 4
-/// dropped as well; Produce v0–2 legacy message sets are up-converted on append).
+/// The APIs this broker serves, with the versions it serves: every version josef-protocol
+/// decodes for the data path, as Kafka before 4.0 (Produce v0–2 legacy message sets are
+/// up-converted on append, Fetch v0–3 get their data down-converted to magic 0/1, ListOffsets v0
+/// answers the legacy old_style_offsets).
 pub fn served_versions(key: ApiKey) -> Option<(i16, i16)> {
     let (min, max) = key.valid_versions();
     let range = match key {
-        ApiKey::Produce => (min, max),
-        ApiKey::Fetch => (4, max),
-        ApiKey::ListOffsets => (1, max),
+        ApiKey::Produce | ApiKey::Fetch | ApiKey::ListOffsets => (min, max),
         ApiKey::Metadata
         | ApiKey::ApiVersions
         | ApiKey::CreateTopics

@@ -290,6 +290,28 @@ pub fn decompress_lz4_legacy_v0(
     decompress(Compression::Lz4, &fixed, limits)
 }
 
+/// Overwrites the header checksum of an lz4 frame with the one Kafka's magic-0 writer computed
+/// (over the magic number and the descriptor instead of the descriptor alone), so that a magic-0
+/// wrapper is byte-for-byte what Kafka sends old clients. Readers repair it
+/// ([`decompress_lz4_legacy_v0`]; librdkafka and kafka-python do the same for magic 0).
+pub(crate) fn break_lz4_header_checksum_v0(frame: &mut [u8]) {
+    const LZ4_MAGIC: [u8; 4] = [0x04, 0x22, 0x4d, 0x18];
+    if frame.len() < 7 || frame[..4] != LZ4_MAGIC {
+        return;
+    }
+    let mut desc_len = 2;
+    if frame[4] & 0x08 != 0 {
+        desc_len += 8;
+    }
+    if frame[4] & 0x01 != 0 {
+        desc_len += 4;
+    }
+    let hc_at = 4 + desc_len;
+    if frame.len() > hc_at {
+        frame[hc_at] = (crate::xxh32::xxh32(&frame[..hc_at], 0) >> 8) as u8;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use crate::compression::decompress_lz4_legacy_v0;
+use crate::compression::{break_lz4_header_checksum_v0, decompress_lz4_legacy_v0};
 use crate::header::{be_i32, be_i64, be_u32, LOG_OVERHEAD, NO_TIMESTAMP};
 use crate::{
     compress, decompress, AnyBatch, AnyBatches, Compression, CompressionOptions, DecompressLimits,
@@ -476,88 +476,113 @@ impl LegacySetBuilder {
         self
     }
 
-    fn attributes(&self, codec: Compression) -> i8 {
-        let mut a = codec.id() as i8;
-        if self.magic == 1 && self.timestamp_type == TimestampType::LogAppendTime {
-            a |= LEGACY_TIMESTAMP_TYPE_BIT;
-        }
-        a
-    }
-
     /// Writes the set.
     pub fn build(self) -> Result<BytesMut, RecordsError> {
         if !(0..=1).contains(&self.magic) {
             return Err(RecordsError::UnknownMagic(self.magic));
         }
-        if self.compression == Compression::Zstd {
-            return Err(RecordsError::UnknownCompression(Compression::Zstd.id()));
-        }
-        let ts_of = |t: i64| {
-            if self.timestamp_type == TimestampType::LogAppendTime {
-                self.log_append_time
-            } else {
-                t
-            }
-        };
+        let entries: Vec<LegacyEntry<'_>> = self
+            .records
+            .iter()
+            .enumerate()
+            .map(|(i, (t, k, v))| LegacyEntry {
+                offset: self.base_offset.wrapping_add(i as i64),
+                timestamp: *t,
+                key: k.as_deref(),
+                value: v.as_deref(),
+            })
+            .collect();
+        let log_append_time =
+            (self.timestamp_type == TimestampType::LogAppendTime).then_some(self.log_append_time);
         let mut out = BytesMut::new();
-        if self.compression == Compression::None {
-            for (i, (t, k, v)) in self.records.iter().enumerate() {
-                let attrs = self.attributes(Compression::None);
-                write_message(
-                    &mut out,
-                    self.magic,
-                    self.base_offset.wrapping_add(i as i64),
-                    attrs,
-                    ts_of(*t),
-                    k.as_deref(),
-                    v.as_deref(),
-                )?;
-            }
-            return Ok(out);
-        }
-        if self.records.is_empty() {
-            return Ok(out);
-        }
-        let mut inner = BytesMut::new();
-        let mut max_ts = NO_TIMESTAMP;
-        for (i, (t, k, v)) in self.records.iter().enumerate() {
-            let offset = if self.magic == 1 {
-                i as i64
-            } else {
-                self.base_offset.wrapping_add(i as i64)
-            };
-            max_ts = max_ts.max(*t);
-            // Inner messages carry no timestamp-type bit; the wrapper's applies.
-            write_message(
-                &mut inner,
-                self.magic,
-                offset,
-                0,
-                *t,
-                k.as_deref(),
-                v.as_deref(),
-            )?;
-        }
-        let value = compress(
-            self.compression,
-            &inner,
-            &CompressionOptions {
-                snappy_framing: crate::SnappyFraming::Xerial,
-                ..Default::default()
-            },
-        )?;
-        let last = self.base_offset.wrapping_add(self.records.len() as i64 - 1);
-        write_message(
+        write_legacy_set(
             &mut out,
             self.magic,
-            last,
-            self.attributes(self.compression),
-            ts_of(max_ts),
-            None,
-            Some(&value),
+            self.compression,
+            log_append_time,
+            &entries,
         )?;
         Ok(out)
     }
+}
+
+/// One record to write into a legacy set: its absolute offset, timestamp, key and value.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LegacyEntry<'a> {
+    pub(crate) offset: i64,
+    pub(crate) timestamp: i64,
+    pub(crate) key: Option<&'a [u8]>,
+    pub(crate) value: Option<&'a [u8]>,
+}
+
+/// Appends `entries` to `out` as Kafka's `MemoryRecordsBuilder` writes a legacy set: one message
+/// per entry when `codec` is none, else one wrapper whose offset is the last entry's and whose
+/// value is the compressed inner set (relative inner offsets for magic 1, absolute for magic 0).
+/// With `log_append_time` (magic 1) every timestamp, inner and outer, is that time and every
+/// message carries the timestamp-type bit; otherwise a magic-1 wrapper's timestamp is the largest
+/// inner one. A magic-0 lz4 wrapper gets the header checksum Kafka's old writer computed
+/// (`KafkaLZ4BlockOutputStream`, broken flag-descriptor checksum), as Kafka still writes it.
+pub(crate) fn write_legacy_set(
+    out: &mut BytesMut,
+    magic: i8,
+    codec: Compression,
+    log_append_time: Option<i64>,
+    entries: &[LegacyEntry<'_>],
+) -> Result<(), RecordsError> {
+    if !(0..=1).contains(&magic) {
+        return Err(RecordsError::UnknownMagic(magic));
+    }
+    if codec == Compression::Zstd {
+        return Err(RecordsError::UnknownCompression(Compression::Zstd.id()));
+    }
+    let log_append_time = if magic == 0 { None } else { log_append_time };
+    let ts_bit = if log_append_time.is_some() {
+        LEGACY_TIMESTAMP_TYPE_BIT
+    } else {
+        0
+    };
+    if codec == Compression::None {
+        for e in entries {
+            let ts = log_append_time.unwrap_or(e.timestamp);
+            write_message(out, magic, e.offset, ts_bit, ts, e.key, e.value)?;
+        }
+        return Ok(());
+    }
+    let (Some(first), Some(last)) = (entries.first(), entries.last()) else {
+        return Ok(());
+    };
+    let mut inner = BytesMut::new();
+    let mut max_ts = NO_TIMESTAMP;
+    for e in entries {
+        let offset = if magic == 1 {
+            e.offset.wrapping_sub(first.offset)
+        } else {
+            e.offset
+        };
+        let ts = log_append_time.unwrap_or(e.timestamp);
+        max_ts = max_ts.max(ts);
+        write_message(&mut inner, magic, offset, ts_bit, ts, e.key, e.value)?;
+    }
+    let mut value = compress(
+        codec,
+        &inner,
+        &CompressionOptions {
+            snappy_framing: crate::SnappyFraming::Xerial,
+            ..Default::default()
+        },
+    )?;
+    if codec == Compression::Lz4 && magic == 0 {
+        break_lz4_header_checksum_v0(&mut value);
+    }
+    write_message(
+        out,
+        magic,
+        last.offset,
+        codec.id() as i8 | ts_bit,
+        log_append_time.unwrap_or(max_ts),
+        None,
+        Some(&value),
+    )
 }
 
 fn write_message(

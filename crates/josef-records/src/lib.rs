@@ -15,7 +15,8 @@
 //! - Control batches: [`build_control_batch`], [`RecordBatch::control_marker`].
 //! - Compression with gzip, snappy (raw and xerial), lz4 (frame) and zstd, bounded by
 //!   [`DecompressLimits`].
-//! - Legacy message sets (magic 0/1): [`LegacyMessageSet`], [`legacy_to_v2`], [`LegacySetBuilder`].
+//! - Legacy message sets (magic 0/1): [`LegacyMessageSet`], [`legacy_to_v2`], [`LegacySetBuilder`],
+//!   and down-conversion of v2 batches for Fetch v0–3: [`down_convert`].
 //! - [`validate`]: what a broker checks in a produced batch before appending it (Kafka's
 //!   `LogValidator`): framing, CRC, offset range and count, control and sequence rules, null keys on
 //!   compacted topics and timestamp bounds, with per-record errors for Produce v8+.
@@ -46,6 +47,7 @@ mod batches;
 mod builder;
 mod compression;
 mod control;
+mod downconvert;
 mod error;
 pub mod header;
 mod legacy;
@@ -64,6 +66,7 @@ pub use compression::{
     DecompressLimits, SnappyFraming,
 };
 pub use control::{build_control_batch, control_record_type, ControlRecordType, EndTxnMarker};
+pub use downconvert::{down_convert, DownConverted};
 pub use error::RecordsError;
 pub use header::{
     decrement_sequence, increment_sequence, BatchHeader, BATCH_HEADER_LEN, LOG_OVERHEAD,

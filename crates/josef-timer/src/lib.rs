@@ -2,8 +2,8 @@
 //! `SystemTimer`, `DelayedOperation` and `DelayedOperationPurgatory`.
 //!
 //! - [`TimingWheel`]: the single-threaded data structure. O(1) add and cancel by handle; the clock
-//!   jumps from one non-empty bucket to the next through a heap of bucket expirations, so it never
-//!   steps through empty ticks. It is told the time and reads no clock.
+//!   jumps from one non-empty bucket to the next through a queue of bucket expirations (per-level
+//!   occupancy bitmaps), so it never steps through empty ticks. It is told the time and reads no clock.
 //! - [`Timer`]: the thread-safe front, with deadlines taken from a [`Clock`] ([`SystemClock`], or
 //!   [`ManualClock`] in tests).
 //! - [`TimerThread`] / [`SystemTimer`]: a reaper thread plus an executor thread fed through a
@@ -24,7 +24,9 @@
 //! ```
 #![deny(missing_docs)]
 
+mod bucket_queue;
 mod clock;
+mod divisor;
 mod error;
 mod purgatory;
 mod runner;

@@ -1,9 +1,8 @@
 //! The hierarchical timing wheel (Kafka's `TimingWheel` + `TimerTaskList` + the timer's `DelayQueue`),
 //! as one single-threaded data structure that is told the time and never reads a clock.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
+use crate::bucket_queue::BucketQueue;
+use crate::divisor::Divisor;
 use crate::error::ConfigError;
 
 /// Index meaning "no slot / no bucket".
@@ -64,7 +63,7 @@ pub enum Insert<T> {
 /// ticks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WheelStats {
-    /// Times a bucket was offered to the delay queue because its expiration changed.
+    /// Times an empty bucket was put on the delay queue (once per revolution of its wheel at most).
     pub bucket_enqueues: u64,
     /// Times a bucket was taken off the delay queue and flushed (one clock advance each).
     pub bucket_flushes: u64,
@@ -86,7 +85,8 @@ struct Slot<T> {
     generation: u32,
 }
 
-/// A bucket (Kafka's `TimerTaskList`): the ends of its list and the expiration it is queued under.
+/// A bucket (Kafka's `TimerTaskList`): the ends of its list and the expiration it is queued under:
+/// the earliest deadline linked into it since it was last flushed (`NOT_QUEUED` when not queued).
 #[derive(Clone, Copy)]
 struct Bucket {
     head: u32,
@@ -97,17 +97,25 @@ struct Bucket {
 /// One wheel of the hierarchy. Its buckets are `buckets[level * wheel_size ..][.. wheel_size]`.
 #[derive(Clone, Copy)]
 struct Level {
-    tick_ms: u64,
+    /// The wheel's tick in milliseconds.
+    tick: Divisor,
     /// `tick_ms * wheel_size`, saturated at `u64::MAX` for the top wheel.
     interval_ms: u64,
-    /// Always a multiple of `tick_ms`.
+    /// Always a multiple of the tick.
     current_time: u64,
+    /// `current_time + interval_ms`, saturated: deadlines below it fit in this wheel.
+    end: u64,
+    /// `current_time / tick_ms`.
+    ticks: u64,
+    /// The bucket of `current_time`: `ticks % wheel_size`.
+    cursor: u32,
 }
 
 /// A hierarchical timing wheel holding tasks of type `T`.
 ///
 /// `add` and `cancel` are O(1); `advance_clock` jumps straight to the next non-empty bucket through a
-/// binary heap of bucket expirations (Kafka's `DelayQueue`), so idle time costs nothing. A timer whose
+/// queue of bucket expirations (Kafka's `DelayQueue`; here per-level occupancy bitmaps searched by
+/// find-first-set, see `bucket_queue.rs`), so idle time costs nothing. A timer whose
 /// deadline is beyond a wheel's span goes to a lazily created overflow wheel whose tick is that span,
 /// and comes back down when the overflow bucket expires.
 ///
@@ -132,12 +140,14 @@ struct Level {
 /// ```
 pub struct TimingWheel<T> {
     wheel_size: u32,
+    /// `wheel_size` as a divisor.
+    size_div: Divisor,
     slots: Vec<Slot<T>>,
     free_head: u32,
     buckets: Vec<Bucket>,
     levels: Vec<Level>,
-    /// (expiration, bucket) of every queued bucket; the soonest on top.
-    queue: BinaryHeap<Reverse<(u64, u32)>>,
+    /// Every queued bucket by expiration; the soonest first.
+    queue: BucketQueue,
     len: usize,
     stats: WheelStats,
 }
@@ -155,11 +165,12 @@ impl<T> TimingWheel<T> {
         let start = start_ms.min(MAX_DEADLINE_MS);
         let mut wheel = TimingWheel {
             wheel_size,
+            size_div: Divisor::new(u64::from(wheel_size)),
             slots: Vec::new(),
             free_head: NIL,
             buckets: Vec::new(),
             levels: Vec::new(),
-            queue: BinaryHeap::new(),
+            queue: BucketQueue::new(wheel_size),
             len: 0,
             stats: WheelStats::default(),
         };
@@ -181,7 +192,7 @@ impl<T> TimingWheel<T> {
 
     /// The base tick in milliseconds.
     pub fn tick_ms(&self) -> u64 {
-        self.levels[0].tick_ms
+        self.levels[0].tick.get()
     }
 
     /// The wheel's current time: the last time it was advanced to, rounded down to a tick.
@@ -210,7 +221,7 @@ impl<T> TimingWheel<T> {
     /// Expiration of the soonest queued bucket: no task is due before it. `None` when nothing is
     /// queued. (A bucket whose timers were all cancelled stays queued until it is reached.)
     pub fn next_expiration(&self) -> Option<u64> {
-        self.queue.peek().map(|Reverse((e, _))| *e)
+        self.queue.peek()
     }
 
     /// Bytes of the slab entry that holds one timer (task included).
@@ -225,7 +236,7 @@ impl<T> TimingWheel<T> {
     /// # Panics
     /// If more than `u32::MAX - 1` timers are live at once (like `Vec` on capacity overflow).
     pub fn add(&mut self, deadline_ms: u64, task: T) -> Insert<T> {
-        let tick = self.levels[0].tick_ms;
+        let tick = self.levels[0].tick.get();
         let d = deadline_ms.min(MAX_DEADLINE_MS);
         // Round up so that a timer never fires before its deadline.
         let deadline = d.div_ceil(tick) * tick;
@@ -267,17 +278,20 @@ impl<T> TimingWheel<T> {
     /// out as due (Kafka's `advanceClock` + `flush(addTimerTaskEntry)`).
     pub fn advance_clock<F: FnMut(T)>(&mut self, now_ms: u64, mut on_due: F) -> usize {
         let mut ran = 0;
-        while let Some(&Reverse((expiration, bucket))) = self.queue.peek() {
-            if expiration > now_ms {
+        let size = self.wheel_size as usize;
+        while self.queue.peek().is_some_and(|e| e <= now_ms) {
+            let buckets = &self.buckets;
+            let Some((expiration, level, index)) = self
+                .queue
+                .pop(|level, index| buckets[level * size + index as usize].expiration)
+            else {
                 break;
-            }
-            self.queue.pop();
-            if self.buckets[bucket as usize].expiration != expiration {
-                continue; // defensive: a bucket is only re-queued after it was flushed
-            }
+            };
+            let bucket = level * size + index as usize;
+            debug_assert_eq!(self.buckets[bucket].expiration, expiration);
             self.stats.bucket_flushes += 1;
             self.set_time(expiration);
-            let b = &mut self.buckets[bucket as usize];
+            let b = &mut self.buckets[bucket];
             let mut cur = b.head;
             *b = Bucket {
                 head: NIL,
@@ -310,10 +324,16 @@ impl<T> TimingWheel<T> {
 
     fn push_level(&mut self, tick_ms: u64, base_time: u64) {
         let interval_ms = tick_ms.saturating_mul(u64::from(self.wheel_size));
+        let tick = Divisor::new(tick_ms);
+        let ticks = tick.div(base_time);
+        let current_time = ticks * tick_ms;
         self.levels.push(Level {
-            tick_ms,
+            tick,
             interval_ms,
-            current_time: base_time - base_time % tick_ms,
+            current_time,
+            end: current_time.saturating_add(interval_ms),
+            ticks,
+            cursor: self.size_div.div_rem(ticks).1 as u32,
         });
         let empty = Bucket {
             head: NIL,
@@ -322,47 +342,80 @@ impl<T> TimingWheel<T> {
         };
         let len = self.buckets.len() + self.wheel_size as usize;
         self.buckets.resize(len, empty);
+        self.queue.add_level();
     }
 
     /// Moves every wheel's clock forward to `time` rounded down to its tick (never backwards).
+    #[inline]
     fn set_time(&mut self, time: u64) {
         let time = time.min(MAX_DEADLINE_MS);
+        let base = &self.levels[0];
+        if time < base.current_time.saturating_add(base.tick.get()) {
+            return; // within the current base tick: no wheel moves
+        }
+        // A wheel's tick is the span of the one below (never saturated: a wheel whose span saturates
+        // holds every deadline, so no wheel is ever put above it), so its tick count is the lower
+        // wheel's divided by the wheel size: one division per wheel that moves.
+        let mut ticks = base.tick.div(time);
         for level in &mut self.levels {
-            if time >= level.current_time.saturating_add(level.tick_ms) {
-                level.current_time = time - time % level.tick_ms;
-            } else {
+            if ticks <= level.ticks {
                 break; // upper wheels have coarser ticks: they cannot move either
             }
+            let (above, cursor) = self.size_div.div_rem(ticks);
+            level.ticks = ticks;
+            level.current_time = ticks * level.tick.get();
+            level.end = level.current_time.saturating_add(level.interval_ms);
+            level.cursor = cursor as u32;
+            ticks = above;
         }
     }
 
     /// Links slot `index` into the bucket its deadline belongs to; `false` if it is due instead.
+    #[inline(always)]
     fn place(&mut self, index: u32, deadline: u64) -> bool {
         if deadline <= self.levels[0].current_time {
             return false;
         }
-        let mut level = 0;
-        loop {
-            let l = self.levels[level];
-            if deadline < l.current_time.saturating_add(l.interval_ms) {
-                let virtual_id = deadline / l.tick_ms;
-                let bucket = level as u32 * self.wheel_size
-                    + (virtual_id % u64::from(self.wheel_size)) as u32;
-                self.link(bucket, index);
-                let expiration = virtual_id * l.tick_ms;
-                let b = &mut self.buckets[bucket as usize];
-                if b.expiration != expiration {
-                    // Kafka's `setExpiration` returning true: queue once per revolution.
-                    b.expiration = expiration;
-                    self.queue.push(Reverse((expiration, bucket)));
-                    self.stats.bucket_enqueues += 1;
-                }
-                return true;
+        // The top wheel's `end` is `u64::MAX` (saturated), above every clamped deadline.
+        let level = match self.levels.iter().position(|l| deadline < l.end) {
+            Some(level) => level,
+            None => self.grow_for(deadline),
+        };
+        let l = &self.levels[level];
+        // `deadline / tick % wheel_size`, from the bucket of the wheel's current time: the deadline is
+        // less than one span ahead of it.
+        let mut in_level = l.cursor + l.tick.div(deadline - l.current_time) as u32;
+        if in_level >= self.wheel_size {
+            in_level -= self.wheel_size;
+        }
+        let bucket = level as u32 * self.wheel_size + in_level;
+        self.link(bucket, index);
+        let b = &mut self.buckets[bucket as usize];
+        // A bucket is queued under the earliest deadline it holds (Kafka queues it under the start of
+        // its tick). Reached at that time, it hands out its earliest timers instead of cascading them
+        // one more level down: with few timers per bucket this saves a bucket flush per timer. The
+        // expiration stays within the bucket's tick, so the queue's order of buckets is unchanged.
+        if deadline < b.expiration {
+            let newly_queued = b.expiration == NOT_QUEUED;
+            b.expiration = deadline;
+            if newly_queued {
+                self.queue.push(level, in_level, deadline);
+                self.stats.bucket_enqueues += 1;
+            } else {
+                self.queue.lower(level, in_level, deadline);
             }
-            level += 1;
-            if level == self.levels.len() {
-                let below = self.levels[level - 1];
-                self.push_level(below.interval_ms, below.current_time);
+        }
+        true
+    }
+
+    /// Adds overflow wheels until one holds `deadline`; returns its level.
+    #[cold]
+    fn grow_for(&mut self, deadline: u64) -> usize {
+        loop {
+            let top = self.levels[self.levels.len() - 1];
+            self.push_level(top.interval_ms, top.current_time);
+            if deadline < self.levels[self.levels.len() - 1].end {
+                return self.levels.len() - 1;
             }
         }
     }
@@ -402,6 +455,7 @@ impl<T> TimingWheel<T> {
         slot.task.take().expect("live slot holds a task")
     }
 
+    #[inline(always)]
     fn link(&mut self, bucket: u32, index: u32) {
         let tail = self.buckets[bucket as usize].tail;
         {
@@ -438,7 +492,7 @@ impl<T> TimingWheel<T> {
 impl<T> std::fmt::Debug for TimingWheel<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TimingWheel")
-            .field("tick_ms", &self.levels[0].tick_ms)
+            .field("tick_ms", &self.levels[0].tick.get())
             .field("wheel_size", &self.wheel_size)
             .field("current_time", &self.current_time())
             .field("len", &self.len)

@@ -57,7 +57,8 @@ proptest! {
     #[test]
     fn wheel_matches_a_priority_queue_timer(
         tick in prop_oneof![Just(1u64), Just(3), Just(10)],
-        wheel_size in prop_oneof![Just(2u32), Just(3), Just(8), Just(20)],
+        // 64+ buckets: occupancy bitmaps of several words in the bucket queue
+        wheel_size in prop_oneof![Just(2u32), Just(3), Just(8), Just(20), Just(65), Just(300)],
         start in 0u64..10_000,
         ops in proptest::collection::vec(op(), 1..200),
     ) {
@@ -127,9 +128,29 @@ proptest! {
                     for &id in &model.live {
                         prop_assert!(deadlines[id] + tick > now, "timer {} late by a tick or more", id);
                     }
+                    // nothing queued is due any more
+                    prop_assert!(wheel.next_expiration().map_or(true, |e| e > now));
                 }
             }
             prop_assert_eq!(wheel.len(), model.live.len());
+            // The queue's soonest expiration is a lower bound of every live deadline (a bucket is
+            // queued under the earliest deadline it received), and exact while nothing was
+            // cancelled.
+            let soonest_live = model
+                .live
+                .iter()
+                .map(|&id| ceil_to(deadlines[id], tick))
+                .min();
+            match (wheel.next_expiration(), soonest_live) {
+                (Some(e), Some(d)) => {
+                    prop_assert!(e <= d, "queued {} after live deadline {}", e, d);
+                    if cancelled.is_empty() {
+                        prop_assert_eq!(e, d);
+                    }
+                }
+                (None, Some(d)) => prop_assert!(false, "live deadline {} but nothing queued", d),
+                (_, None) => {}
+            }
         }
 
         // Drain: everything still live runs exactly once by its rounded deadline.

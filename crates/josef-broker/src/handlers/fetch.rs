@@ -8,6 +8,14 @@
 //! read or the wait): a full fetch with epoch 0 creates a session; an incremental fetch reads
 //! every partition of its session with the parameters the session remembers and answers only
 //! the partitions that changed.
+//!
+//! Fetch v0–3 clients read only legacy message sets: the v2 data read is down-converted (magic 0
+//! for v0/v1, magic 1 for v2/v3) with `josef_records::down_convert`, outside the partition lock,
+//! like Kafka 2.x's `LazyDownConversionRecords`: a partition sends at most as many bytes as the
+//! v2 read held, but never less than its first converted batch, so an old consumer can always
+//! move on; whatever is cut off arrives as a partial message, which old clients drop. v0–2 have a
+//! hard byte limit (no KIP-74): a first batch larger than partition_max_bytes comes as a partial
+//! message of exactly that many bytes, which old clients report as "message too large".
 
 use std::sync::Arc;
 
@@ -21,10 +29,14 @@ use josef_protocol::messages::fetch_response::{
 use josef_protocol::messages::{FetchRequest, FetchResponse};
 use josef_protocol::{ErrorCode, StrBytes};
 
+use bytes::Bytes;
+use josef_records::{down_convert, DecompressLimits, RecordsError};
+
 use crate::delayed_fetch::{DelayedFetch, WaitingPartition};
 use crate::partition::{log_error_code, Partition};
 use crate::state::BrokerState;
-use crate::topics::now_ms;
+use crate::topic_config;
+use crate::topics::{now_ms, Topic};
 
 /// One partition to read: its key, the fetcher's parameters, and the partition (or why not).
 struct Wanted {
@@ -33,15 +45,19 @@ struct Wanted {
     partition: Result<Arc<Partition>, ErrorCode>,
 }
 
-/// Reads one partition into `out`; returns the bytes read.
+/// Reads one partition into `out`; returns the bytes read and where to cut them. `hard_limit`
+/// (Fetch v0–2): a first batch larger than `limit` is read whole with the cut at `limit`, for the
+/// caller to cut its converted form there (Kafka sends those clients the first `limit` bytes of
+/// the log, a partial message); the returned count is then `limit`.
 fn read_partition(
     p: &Partition,
     fp: &PartitionFetch,
     read_committed: bool,
     limit: i64,
     min_one: bool,
+    hard_limit: bool,
     out: &mut PartitionData,
-) -> usize {
+) -> (usize, Option<usize>) {
     let d = p.data.lock();
     if fp.current_leader_epoch >= 0 && fp.current_leader_epoch != p.leader_epoch {
         out.error_code = if fp.current_leader_epoch < p.leader_epoch {
@@ -50,7 +66,7 @@ fn read_partition(
             ErrorCode::UnknownLeaderEpoch.code()
         };
         out.high_watermark = -1;
-        return 0;
+        return (0, None);
     }
     let log_start = d.log.log_start_offset();
     let leo = d.log.log_end_offset();
@@ -59,7 +75,7 @@ fn read_partition(
         out.high_watermark = -1;
         out.last_stable_offset = -1;
         out.log_start_offset = -1;
-        return 0;
+        return (0, None);
     }
     let hw = d.log.high_watermark();
     let lso = d.last_stable_offset();
@@ -71,12 +87,19 @@ fn read_partition(
         out.aborted_transactions = Some(Vec::new());
     }
     if limit <= 0 && !min_one {
-        return 0;
+        return (0, None);
     }
     let limit = limit.max(0) as usize;
-    match d.log.read(fp.fetch_offset, limit, bound, min_one) {
-        Ok(info) => {
-            let n = info.records.len();
+    let read = match d.log.read(fp.fetch_offset, limit, bound, min_one) {
+        Ok(info) if hard_limit && info.records.is_empty() && info.first_entry_incomplete => d
+            .log
+            .read(fp.fetch_offset, limit, bound, true)
+            .map(|whole| (whole, Some(limit))),
+        other => other.map(|info| (info, None)),
+    };
+    match read {
+        Ok((info, cut)) => {
+            let n = cut.unwrap_or(info.records.len());
             if read_committed && n > 0 {
                 out.aborted_transactions = Some(
                     d.log
@@ -91,14 +114,14 @@ fn read_partition(
                 );
             }
             out.records = Some(info.records);
-            n
+            (n, cut)
         }
         Err(e) => {
             out.error_code = log_error_code(&e).code();
             out.high_watermark = -1;
             out.last_stable_offset = -1;
             out.log_start_offset = -1;
-            0
+            (0, None)
         }
     }
 }
@@ -134,8 +157,20 @@ fn read_all(
                 let limit = i64::from(w.fetch.max_bytes).min(max_bytes - total);
                 // KIP-74: the first batch of the first non-empty partition comes whole.
                 let min_one = version >= 3 && total == 0;
-                let n = read_partition(p, &w.fetch, read_committed, limit, min_one, &mut out);
+                let hard_limit = version <= 2;
+                let (n, cut_to) = read_partition(
+                    p,
+                    &w.fetch,
+                    read_committed,
+                    limit,
+                    min_one,
+                    hard_limit,
+                    &mut out,
+                );
                 total += n as i64;
+                if version <= 3 && out.error_code == 0 {
+                    down_convert_partition(&mut out, w.fetch.fetch_offset, version, cut_to);
+                }
                 if out.error_code != 0 {
                     any_error = true;
                 }
@@ -144,6 +179,53 @@ fn read_all(
         parts.push(out);
     }
     (parts, total, any_error)
+}
+
+/// The legacy magic a Fetch v0–3 client reads: 0 for v0/v1, 1 for v2/v3.
+fn legacy_magic(version: i16) -> i8 {
+    if version <= 1 {
+        0
+    } else {
+        1
+    }
+}
+
+/// Replaces the v2 records of `out` with their legacy form for a Fetch v0–3 client, sized like
+/// Kafka's `LazyDownConversionRecords`: at most the v2 size (or `cut_to`), at least the first
+/// converted batch. A zstd batch cannot be expressed: UNSUPPORTED_COMPRESSION_TYPE; data that does
+/// not decode: CORRUPT_MESSAGE.
+fn down_convert_partition(
+    out: &mut PartitionData,
+    fetch_offset: i64,
+    version: i16,
+    cut_to: Option<usize>,
+) {
+    let Some(v2) = out.records.take().filter(|r| !r.is_empty()) else {
+        out.records = Some(Bytes::new());
+        return;
+    };
+    let v2_len = v2.len();
+    match down_convert(
+        v2,
+        legacy_magic(version),
+        fetch_offset,
+        &DecompressLimits::default(),
+    ) {
+        Ok(converted) => {
+            let size = cut_to.unwrap_or_else(|| v2_len.max(converted.first_entry_size));
+            let records = converted.records;
+            out.records = Some(records.slice(..size.min(records.len())));
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, version, "cannot down-convert fetched data");
+            out.error_code = match e {
+                RecordsError::UnknownCompression(_) => ErrorCode::UnsupportedCompressionType,
+                _ => ErrorCode::CorruptMessage,
+            }
+            .code();
+            out.records = Some(Bytes::new());
+        }
+    }
 }
 
 /// What the session cache needs to know about one partition of the response.
@@ -158,11 +240,13 @@ fn outcome(d: &PartitionData) -> PartitionOutcome {
     }
 }
 
-/// Resolves a partition key against the topic registry (by id from v13, else by name).
+/// Resolves a partition key against the topic registry (by id from v13, else by name), with the
+/// refusals for old fetchers.
 fn resolve(
     state: &BrokerState,
     key: &TopicIdPartition,
     by_id: bool,
+    version: i16,
 ) -> Result<Arc<Partition>, ErrorCode> {
     let topic = if by_id {
         state.topics.get_by_id(&key.topic_id)
@@ -172,11 +256,35 @@ fn resolve(
     match topic {
         None if by_id => Err(ErrorCode::UnknownTopicId),
         None => Err(ErrorCode::UnknownTopicOrPartition),
-        Some(topic) => usize::try_from(key.partition)
-            .ok()
-            .and_then(|i| topic.partitions.get(i).cloned())
-            .ok_or(ErrorCode::UnknownTopicOrPartition),
+        Some(topic) => {
+            let p = usize::try_from(key.partition)
+                .ok()
+                .and_then(|i| topic.partitions.get(i).cloned())
+                .ok_or(ErrorCode::UnknownTopicOrPartition)?;
+            old_client_check(state, &topic, version)?;
+            Ok(p)
+        }
     }
+}
+
+/// Kafka's per-topic refusals for old fetchers (`KafkaApis.handleFetchRequest`): a topic whose
+/// `compression.type` is zstd cannot be read below v10 (UNSUPPORTED_COMPRESSION_TYPE), and with
+/// `message.downconversion.enable=false` v0–3 get UNSUPPORTED_VERSION.
+fn old_client_check(state: &BrokerState, topic: &Topic, version: i16) -> Result<(), ErrorCode> {
+    let config = |name: &str| {
+        topic
+            .configs
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| topic_config::default_value(name, &state.config))
+    };
+    if version < 10 && config("compression.type").eq_ignore_ascii_case("zstd") {
+        return Err(ErrorCode::UnsupportedCompressionType);
+    }
+    if version <= 3 && config("message.downconversion.enable").eq_ignore_ascii_case("false") {
+        return Err(ErrorCode::UnsupportedVersion);
+    }
+    Ok(())
 }
 
 /// Groups the partitions (in read order) into topics: consecutive partitions of one topic share
@@ -248,7 +356,7 @@ pub async fn handle(state: &BrokerState, req: FetchRequest, version: i16) -> Fet
         .partitions()
         .iter()
         .map(|(key, fetch)| Wanted {
-            partition: resolve(state, key, by_id),
+            partition: resolve(state, key, by_id, version),
             key: key.clone(),
             fetch: *fetch,
         })
