@@ -12,7 +12,7 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 
 #[path = "support/protocol_inputs.rs"]
 mod inputs;
-use inputs::{encode_ours, encode_theirs, fetch, metadata, produce};
+use inputs::{encode_ours, encode_ours_chunks, encode_theirs, fetch, metadata, produce};
 
 fn bench_pair<O, T>(c: &mut Criterion, name: &str, version: i16, ours: O)
 where
@@ -41,6 +41,10 @@ where
     g.throughput(Throughput::Bytes(bytes.len() as u64));
     g.bench_function("josef", |b| {
         b.iter(|| encode_ours(black_box(&ours), version))
+    });
+    // The same message as a vectored frame (records referenced): what a broker writes with writev.
+    g.bench_function("josef_chunks", |b| {
+        b.iter(|| encode_ours_chunks(black_box(&ours), version))
     });
     g.bench_function("kafka_protocol", |b| {
         b.iter(|| encode_theirs(black_box(&theirs), version))

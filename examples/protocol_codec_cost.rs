@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo build --release --example protocol_codec_cost
-//! for m in {produce,fetch,metadata}_{decode,encode}_{josef,kafka_protocol}; do
+//! for m in {produce,fetch,metadata}_{decode_josef,decode_kafka_protocol,encode_josef,encode_josef_chunks,encode_kafka_protocol}; do
 //!   for r in 0 200; do
 //!     echo -n "$m rounds=$r "; ROUNDS=$r valgrind --tool=callgrind \
 //!       --callgrind-out-file=/dev/null target/release/examples/protocol_codec_cost $m 2>&1 \
@@ -21,7 +21,7 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 
 #[path = "../benches/support/protocol_inputs.rs"]
 mod inputs;
-use inputs::{encode_ours, encode_theirs, fetch, metadata, produce};
+use inputs::{encode_ours, encode_ours_chunks, encode_theirs, fetch, metadata, produce};
 
 /// Runs `mode`'s path for one message kind; returns false when `mode` is not about this kind.
 fn run<O, T>(mode: &str, kind: &str, version: i16, ours: O) -> bool
@@ -55,6 +55,7 @@ where
                 1
             }
             "_encode_josef" => encode_ours(black_box(&ours), version).len(),
+            "_encode_josef_chunks" => encode_ours_chunks(black_box(&ours), version).len(),
             "_encode_kafka_protocol" => encode_theirs(black_box(&theirs), version).len(),
             _ => return false,
         };

@@ -109,6 +109,15 @@ pub fn encode_ours<M: Encode>(m: &M, v: i16) -> Bytes {
     buf.freeze()
 }
 
+/// Our encoding as a vectored frame: records of 2 KiB or more referenced, not copied (what
+/// josef-broker writes with `writev`).
+pub fn encode_ours_chunks<M: Encode>(m: &M, v: i16) -> josef_protocol::FrameChunks {
+    let mut out =
+        josef_protocol::FrameChunks::with_capacity(m.encoded_len(v).unwrap().min(16 * 1024));
+    m.encode(&mut out, v).unwrap();
+    out
+}
+
 pub fn encode_theirs<M: Encodable>(m: &M, v: i16) -> Bytes {
     let mut buf = BytesMut::with_capacity(m.compute_size(v).unwrap());
     m.encode(&mut buf, v).unwrap();

@@ -9,6 +9,9 @@
 //! - responses of requests that complete at once are coalesced and written with one `send` when
 //!   the buffered input runs out; a request that has to wait (a parked fetch, a join) first
 //!   flushes the responses before it, so it never delays an earlier answer;
+//! - responses are [`FrameChunks`]: small frames are copied together into one piece, record data
+//!   (Fetch) stays in the `Bytes` it was read into, and everything goes out with vectored writes,
+//!   so the records of a fetch are never copied in user space;
 //! - the idle timeout is one timer per connection, re-armed lazily from the time of the last
 //!   read, and the shutdown future is created once: no timer or waiter registration per request.
 
@@ -20,6 +23,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
+use josef_protocol::FrameChunks;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
@@ -41,7 +45,7 @@ pub struct ConnectionInfo {
 #[derive(Debug)]
 pub enum Outcome {
     /// Send these bytes (a complete frame, length prefix included).
-    Respond(BytesMut),
+    Respond(FrameChunks),
     /// The request has no response (Produce with acks=0).
     NoResponse,
     /// Close the connection without answering (malformed input, unknown API, acks=0 failure).
@@ -67,8 +71,11 @@ pub struct ConnectionLimits {
 /// copied out of the buffer into their own allocation (cheap at this size), so a handler that
 /// keeps a slice of a small request never pins a whole read chunk.
 const READ_CHUNK: usize = 16 * 1024;
-/// Responses are coalesced into one write up to this many bytes; larger ones go out on their own.
-const COALESCE_MAX: usize = 64 * 1024;
+/// Responses are coalesced into one write up to this many bytes (records are counted though not
+/// copied); beyond it what is pending is written first.
+const COALESCE_MAX: usize = 1024 * 1024;
+/// An idle connection keeps at most this much of its coalescing buffer's memory.
+const PENDING_KEEP: usize = 64 * 1024;
 
 /// Why the connection loop stopped.
 enum Stop {
@@ -121,28 +128,22 @@ fn reserve_for_next(buf: &mut BytesMut) {
 
 /// Responses waiting to be written.
 struct Pending {
-    buf: BytesMut,
+    buf: FrameChunks,
 }
 
 impl Pending {
-    fn push(&mut self, resp: BytesMut) -> Option<BytesMut> {
-        if self.buf.is_empty() {
-            self.buf = resp;
-            None
-        } else if self.buf.len() + resp.len() <= COALESCE_MAX {
-            self.buf.extend_from_slice(&resp);
-            None
-        } else {
-            // Too big to copy: the caller flushes what is pending, then this.
-            Some(resp)
-        }
+    /// Queues `resp`; true when enough is pending that it should be written now.
+    fn push(&mut self, resp: FrameChunks) -> bool {
+        self.buf.append(resp);
+        self.buf.len() >= COALESCE_MAX
     }
 
     async fn flush(&mut self, stream: &mut TcpStream) -> std::io::Result<()> {
         if !self.buf.is_empty() {
-            stream.write_all(&self.buf).await?;
-            self.buf.clear();
+            // Vectored (`writev`) writes of the pieces, as many per call as tokio passes.
+            stream.write_all_buf(&mut self.buf).await?;
         }
+        self.buf.clear(PENDING_KEEP);
         Ok(())
     }
 }
@@ -175,7 +176,7 @@ async fn run<H: FrameHandler>(
 ) -> Stop {
     let mut input = BytesMut::with_capacity(READ_CHUNK);
     let mut pending = Pending {
-        buf: BytesMut::new(),
+        buf: FrameChunks::new(),
     };
     let mut cancelled = pin!(shutdown.cancelled());
     // Without an idle timeout the timer is never polled (so never registered).
@@ -211,13 +212,9 @@ async fn run<H: FrameHandler>(
                 }
             };
             match outcome {
-                Outcome::Respond(bytes) => {
-                    if let Some(big) = pending.push(bytes) {
-                        let r = match pending.flush(stream).await {
-                            Ok(()) => stream.write_all(&big).await,
-                            Err(e) => Err(e),
-                        };
-                        if let Err(e) = r {
+                Outcome::Respond(frame) => {
+                    if pending.push(frame) {
+                        if let Err(e) = pending.flush(stream).await {
                             tracing::debug!(peer = %info.peer, error = %e, "response write failed");
                             return Stop::Quiet;
                         }
@@ -234,10 +231,6 @@ async fn run<H: FrameHandler>(
         if let Err(e) = pending.flush(stream).await {
             tracing::debug!(peer = %info.peer, error = %e, "response write failed");
             return Stop::Quiet;
-        }
-        if pending.buf.capacity() > COALESCE_MAX {
-            // A big response went through the coalescing buffer: do not keep its memory.
-            pending.buf = BytesMut::new();
         }
         if input.is_empty() && input.capacity() > 4 * READ_CHUNK {
             // A large request went through: an idle connection keeps only a chunk.
@@ -277,6 +270,8 @@ async fn run<H: FrameHandler>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::BufMut;
+    use josef_protocol::EncodeBuf;
     use tokio::io::AsyncReadExt;
     use tokio::net::TcpListener;
 
@@ -292,9 +287,10 @@ mod tests {
                 Some(b'n') => return Outcome::NoResponse,
                 _ => {}
             }
-            let mut out = BytesMut::new();
-            out.extend_from_slice(&(frame.len() as i32).to_be_bytes());
-            out.extend_from_slice(&frame);
+            let mut out = FrameChunks::new();
+            out.put_slice(&(frame.len() as i32).to_be_bytes());
+            // Large echoes go out as a shared piece, like fetched records.
+            out.put_shared(&frame);
             Outcome::Respond(out)
         }
     }

@@ -2,11 +2,11 @@
 //! serves, route to the API's handler, encode. Malformed input closes the connection (as Kafka
 //! does); ApiVersions of an unknown version gets a v0 UNSUPPORTED_VERSION answer.
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use josef_protocol::messages::api_versions_response::ApiVersion;
 use josef_protocol::messages::ApiVersionsResponse;
 use josef_protocol::{
-    decode_request_frame, encode_response_frame, ApiKey, ErrorCode, FrameError, RequestBody,
+    decode_request_frame, encode_response_frame_chunks, ApiKey, ErrorCode, FrameError, RequestBody,
     RequestHeader, ResponseBody,
 };
 
@@ -69,15 +69,10 @@ pub enum Reply {
 }
 
 fn encode(header: &RequestHeader, key: ApiKey, body: &ResponseBody) -> Outcome {
-    let mut buf = BytesMut::new();
-    match encode_response_frame(
-        header.correlation_id,
-        key,
-        header.request_api_version,
-        body,
-        &mut buf,
-    ) {
-        Ok(()) => Outcome::Respond(buf),
+    // Records (Fetch) are referenced, not copied: they go out with one vectored write.
+    match encode_response_frame_chunks(header.correlation_id, key, header.request_api_version, body)
+    {
+        Ok(frame) => Outcome::Respond(frame),
         Err(e) => Outcome::Close(format!(
             "cannot encode {key:?} v{} response: {e}",
             header.request_api_version
@@ -96,15 +91,13 @@ fn unsupported_api_versions(correlation_id: i32) -> Outcome {
         }],
         ..Default::default()
     };
-    let mut buf = BytesMut::new();
-    match encode_response_frame(
+    match encode_response_frame_chunks(
         correlation_id,
         ApiKey::ApiVersions,
         0,
         &ResponseBody::ApiVersions(body),
-        &mut buf,
     ) {
-        Ok(()) => Outcome::Respond(buf),
+        Ok(frame) => Outcome::Respond(frame),
         Err(e) => Outcome::Close(e.to_string()),
     }
 }

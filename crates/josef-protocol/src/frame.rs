@@ -8,8 +8,8 @@
 use crate::messages::api_versions_response::ApiVersion;
 use crate::messages::ApiVersionsResponse;
 use crate::{
-    ApiKey, Decode, DecodeError, Encode, EncodeError, FrameError, RequestBody, RequestHeader,
-    ResponseBody, ResponseHeader,
+    ApiKey, Decode, DecodeError, Encode, EncodeError, FrameChunks, FrameError, RequestBody,
+    RequestHeader, ResponseBody, ResponseHeader,
 };
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
@@ -231,6 +231,54 @@ pub fn encode_response_frame(
         body.encode(buf, version)
     })
 }
+
+/// Like [`encode_response_frame`], but into a new [`FrameChunks`]: `records` fields of at least
+/// [`FrameChunks::SHARE_MIN`] bytes are referenced, not copied, so a FetchResponse of record data
+/// read from the log can go out with one vectored write and no memcpy of its records.
+///
+/// ```
+/// use bytes::Buf;
+/// use josef_protocol::*;
+/// let body = ResponseBody::ApiVersions(api_versions_response());
+/// let mut flat = bytes::BytesMut::new();
+/// encode_response_frame(7, ApiKey::ApiVersions, 3, &body, &mut flat).unwrap();
+/// let mut chunks = encode_response_frame_chunks(7, ApiKey::ApiVersions, 3, &body).unwrap();
+/// assert_eq!(chunks.copy_to_bytes(chunks.remaining()), flat.freeze());
+/// ```
+pub fn encode_response_frame_chunks(
+    correlation_id: i32,
+    api_key: ApiKey,
+    version: i16,
+    body: &ResponseBody,
+) -> Result<FrameChunks, EncodeError> {
+    if body.api_key() != api_key {
+        return Err(EncodeError::ApiKeyMismatch {
+            expected: api_key,
+            actual: body.api_key(),
+        });
+    }
+    let header = ResponseHeader {
+        correlation_id,
+        ..Default::default()
+    };
+    let header_version = api_key.response_header_version(version);
+    let size = header.encoded_len(header_version)? + body.encoded_len(version)?;
+    let size_i32 = i32::try_from(size).map_err(|_| EncodeError::TooLong {
+        what: "frame",
+        len: size,
+    })?;
+    // The tail holds everything but shared records; a response that is mostly records needs
+    // little of it, and one that is not grows it as it goes.
+    let mut out = FrameChunks::with_capacity((4 + size).min(CHUNKS_TAIL_START));
+    out.put_i32(size_i32);
+    header.encode(&mut out, header_version)?;
+    body.encode(&mut out, version)?;
+    debug_assert_eq!(out.len(), 4 + size, "encoded_len disagrees with encode");
+    Ok(out)
+}
+
+/// First reservation of a [`FrameChunks`] tail in [`encode_response_frame_chunks`].
+const CHUNKS_TAIL_START: usize = 16 * 1024;
 
 /// An ApiVersions response (error code 0) listing every API with the version range this crate
 /// supports. A broker that implements fewer APIs filters `api_keys`; for a request whose version it

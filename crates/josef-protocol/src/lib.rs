@@ -43,6 +43,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod encode_buf;
 mod error;
 mod error_code;
 pub mod frame;
@@ -54,18 +55,19 @@ pub mod wire;
 #[cfg(feature = "tokio-codec")]
 pub mod codec;
 
+pub use encode_buf::{EncodeBuf, FrameChunks};
 pub use error::{DecodeError, EncodeError, FrameError};
 pub use error_code::ErrorCode;
 pub use frame::{
     api_versions_response, decode_request_frame, decode_request_header, decode_response_frame,
-    encode_request_frame, encode_response_frame, split_frame,
+    encode_request_frame, encode_response_frame, encode_response_frame_chunks, split_frame,
 };
 pub use generated::{coordinator_records, messages, ApiKey, RequestBody, ResponseBody};
 pub use messages::{RequestHeader, ResponseHeader};
 pub use str_bytes::StrBytes;
 pub use uuid::{ParseUuidError, Uuid};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// Tagged fields that the generated code does not know, by tag; written back in tag order.
 pub type UnknownTaggedFields = std::collections::BTreeMap<u32, Bytes>;
@@ -95,9 +97,10 @@ pub trait Decode: Sized {
 
 /// A value that can be written to the wire at a given version.
 pub trait Encode {
-    /// Appends `self` at `version` to `buf`. Fails on a version the message lacks, on a non-default
-    /// value in a non-ignorable field the version lacks, and on a null in a non-nullable version.
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError>;
+    /// Appends `self` at `version` to `buf` (a `BytesMut`, or a [`FrameChunks`] that keeps large
+    /// `records` fields by reference). Fails on a version the message lacks, on a non-default value
+    /// in a non-ignorable field the version lacks, and on a null in a non-nullable version.
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError>;
     /// The exact number of bytes [`Encode::encode`] writes at `version` (fails only on a version the
     /// message lacks; the field checks happen in `encode`).
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError>;

@@ -2,10 +2,10 @@
 //! (for example varints in record batches).
 //!
 //! Readers take `&mut Bytes` and advance it; they never panic and never allocate from a length that
-//! has not been checked against the bytes remaining. Writers append to `BytesMut`.
+//! has not been checked against the bytes remaining. Writers append to any `BufMut` (records through [`crate::EncodeBuf`], so they can be shared, not copied).
 
-use crate::{DecodeError, EncodeError, StrBytes, UnknownTaggedFields, Uuid};
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use crate::{DecodeError, EncodeBuf, EncodeError, StrBytes, UnknownTaggedFields, Uuid};
+use bytes::{Buf, BufMut, Bytes};
 use std::collections::btree_map;
 use std::iter::Peekable;
 
@@ -281,61 +281,61 @@ pub fn expect_consumed(buf: &Bytes, field: &'static str) -> Result<(), DecodeErr
 
 /// Writes a boolean as 0 or 1.
 #[inline]
-pub fn put_bool(buf: &mut BytesMut, v: bool) {
+pub fn put_bool<B: BufMut>(buf: &mut B, v: bool) {
     buf.put_u8(u8::from(v));
 }
 
 /// Writes an int8.
 #[inline]
-pub fn put_i8(buf: &mut BytesMut, v: i8) {
+pub fn put_i8<B: BufMut>(buf: &mut B, v: i8) {
     buf.put_i8(v);
 }
 
 /// Writes a big-endian int16.
 #[inline]
-pub fn put_i16(buf: &mut BytesMut, v: i16) {
+pub fn put_i16<B: BufMut>(buf: &mut B, v: i16) {
     buf.put_i16(v);
 }
 
 /// Writes a big-endian uint16.
 #[inline]
-pub fn put_u16(buf: &mut BytesMut, v: u16) {
+pub fn put_u16<B: BufMut>(buf: &mut B, v: u16) {
     buf.put_u16(v);
 }
 
 /// Writes a big-endian int32.
 #[inline]
-pub fn put_i32(buf: &mut BytesMut, v: i32) {
+pub fn put_i32<B: BufMut>(buf: &mut B, v: i32) {
     buf.put_i32(v);
 }
 
 /// Writes a big-endian uint32.
 #[inline]
-pub fn put_u32(buf: &mut BytesMut, v: u32) {
+pub fn put_u32<B: BufMut>(buf: &mut B, v: u32) {
     buf.put_u32(v);
 }
 
 /// Writes a big-endian int64.
 #[inline]
-pub fn put_i64(buf: &mut BytesMut, v: i64) {
+pub fn put_i64<B: BufMut>(buf: &mut B, v: i64) {
     buf.put_i64(v);
 }
 
 /// Writes a big-endian float64.
 #[inline]
-pub fn put_f64(buf: &mut BytesMut, v: f64) {
+pub fn put_f64<B: BufMut>(buf: &mut B, v: f64) {
     buf.put_f64(v);
 }
 
 /// Writes a uuid.
 #[inline]
-pub fn put_uuid(buf: &mut BytesMut, v: &Uuid) {
+pub fn put_uuid<B: BufMut>(buf: &mut B, v: &Uuid) {
     buf.put_slice(v.as_bytes());
 }
 
 /// Writes an unsigned varint.
 #[inline]
-pub fn put_uvarint(buf: &mut BytesMut, mut v: u32) {
+pub fn put_uvarint<B: BufMut>(buf: &mut B, mut v: u32) {
     while v >= 0x80 {
         buf.put_u8((v as u8) | 0x80);
         v >>= 7;
@@ -345,13 +345,13 @@ pub fn put_uvarint(buf: &mut BytesMut, mut v: u32) {
 
 /// Writes a zig-zag signed varint.
 #[inline]
-pub fn put_varint(buf: &mut BytesMut, v: i32) {
+pub fn put_varint<B: BufMut>(buf: &mut B, v: i32) {
     put_uvarint(buf, ((v << 1) ^ (v >> 31)) as u32);
 }
 
 /// Writes an unsigned varlong.
 #[inline]
-pub fn put_uvarlong(buf: &mut BytesMut, mut v: u64) {
+pub fn put_uvarlong<B: BufMut>(buf: &mut B, mut v: u64) {
     while v >= 0x80 {
         buf.put_u8((v as u8) | 0x80);
         v >>= 7;
@@ -361,13 +361,13 @@ pub fn put_uvarlong(buf: &mut BytesMut, mut v: u64) {
 
 /// Writes a zig-zag signed varlong.
 #[inline]
-pub fn put_varlong(buf: &mut BytesMut, v: i64) {
+pub fn put_varlong<B: BufMut>(buf: &mut B, v: i64) {
     put_uvarlong(buf, ((v << 1) ^ (v >> 63)) as u64);
 }
 
 /// Writes a `usize` (a count or size) as an unsigned varint, failing above `u32::MAX`.
 #[inline]
-pub fn put_uvarint_len(buf: &mut BytesMut, v: usize) -> Result<(), EncodeError> {
+pub fn put_uvarint_len<B: BufMut>(buf: &mut B, v: usize) -> Result<(), EncodeError> {
     let v = u32::try_from(v).map_err(|_| EncodeError::TooLong {
         what: "varint",
         len: v,
@@ -398,12 +398,15 @@ pub const fn uvarlong_size(v: u64) -> usize {
 /// Bytes of a `usize` written as an unsigned varint (saturating; writing then fails).
 #[inline]
 pub fn usize_uvarint_size(v: usize) -> usize {
+    if v < 0x80 {
+        return 1;
+    }
     uvarint_size(u32::try_from(v).unwrap_or(u32::MAX))
 }
 
 #[inline]
-fn put_len(
-    buf: &mut BytesMut,
+fn put_len<B: BufMut>(
+    buf: &mut B,
     len: Option<usize>,
     flexible: bool,
     short: bool,
@@ -452,7 +455,7 @@ fn len_size(len: Option<usize>, flexible: bool, short: bool) -> usize {
 
 /// Writes a non-null string.
 #[inline]
-pub fn put_string(buf: &mut BytesMut, s: &str, flexible: bool) -> Result<(), EncodeError> {
+pub fn put_string<B: BufMut>(buf: &mut B, s: &str, flexible: bool) -> Result<(), EncodeError> {
     put_len(buf, Some(s.len()), flexible, true, "string")?;
     buf.put_slice(s.as_bytes());
     Ok(())
@@ -460,8 +463,8 @@ pub fn put_string(buf: &mut BytesMut, s: &str, flexible: bool) -> Result<(), Enc
 
 /// Writes a nullable string.
 #[inline]
-pub fn put_nullable_string(
-    buf: &mut BytesMut,
+pub fn put_nullable_string<B: BufMut>(
+    buf: &mut B,
     s: Option<&str>,
     flexible: bool,
 ) -> Result<(), EncodeError> {
@@ -473,7 +476,7 @@ pub fn put_nullable_string(
 
 /// Writes non-null bytes.
 #[inline]
-pub fn put_bytes(buf: &mut BytesMut, b: &[u8], flexible: bool) -> Result<(), EncodeError> {
+pub fn put_bytes<B: BufMut>(buf: &mut B, b: &[u8], flexible: bool) -> Result<(), EncodeError> {
     put_len(buf, Some(b.len()), flexible, false, "bytes")?;
     buf.put_slice(b);
     Ok(())
@@ -481,8 +484,8 @@ pub fn put_bytes(buf: &mut BytesMut, b: &[u8], flexible: bool) -> Result<(), Enc
 
 /// Writes nullable bytes.
 #[inline]
-pub fn put_nullable_bytes(
-    buf: &mut BytesMut,
+pub fn put_nullable_bytes<B: BufMut>(
+    buf: &mut B,
     b: Option<&[u8]>,
     flexible: bool,
 ) -> Result<(), EncodeError> {
@@ -492,15 +495,45 @@ pub fn put_nullable_bytes(
     }
 }
 
+/// Writes a non-null `records` field: its length, then the records through
+/// [`EncodeBuf::put_shared`] (a reference instead of a copy where the buffer can keep one).
+#[inline]
+pub fn put_records<B: EncodeBuf>(
+    buf: &mut B,
+    r: &Bytes,
+    flexible: bool,
+) -> Result<(), EncodeError> {
+    put_len(buf, Some(r.len()), flexible, false, "records")?;
+    buf.put_shared(r);
+    Ok(())
+}
+
+/// Writes a nullable `records` field.
+#[inline]
+pub fn put_nullable_records<B: EncodeBuf>(
+    buf: &mut B,
+    r: Option<&Bytes>,
+    flexible: bool,
+) -> Result<(), EncodeError> {
+    match r {
+        None => put_len(buf, None, flexible, false, "records"),
+        Some(r) => put_records(buf, r, flexible),
+    }
+}
+
 /// Writes an array's element count.
 #[inline]
-pub fn put_array_len(buf: &mut BytesMut, len: usize, flexible: bool) -> Result<(), EncodeError> {
+pub fn put_array_len<B: BufMut>(
+    buf: &mut B,
+    len: usize,
+    flexible: bool,
+) -> Result<(), EncodeError> {
     put_len(buf, Some(len), flexible, false, "array")
 }
 
 /// Writes a null array.
 #[inline]
-pub fn put_null_array(buf: &mut BytesMut, flexible: bool) {
+pub fn put_null_array<B: BufMut>(buf: &mut B, flexible: bool) {
     if flexible {
         put_uvarint(buf, 0);
     } else {
@@ -553,7 +586,7 @@ pub fn null_array_size(flexible: bool) -> usize {
 /// Iterator over unknown tagged fields, in tag order.
 pub type UnknownTaggedFieldsIter<'a> = Peekable<btree_map::Iter<'a, u32, Bytes>>;
 
-fn put_raw_tagged_field(buf: &mut BytesMut, tag: u32, data: &Bytes) -> Result<(), EncodeError> {
+fn put_raw_tagged_field<B: BufMut>(buf: &mut B, tag: u32, data: &Bytes) -> Result<(), EncodeError> {
     put_uvarint(buf, tag);
     put_uvarint_len(buf, data.len())?;
     buf.put_slice(data);
@@ -563,8 +596,8 @@ fn put_raw_tagged_field(buf: &mut BytesMut, tag: u32, data: &Bytes) -> Result<()
 /// Writes the unknown tagged fields whose tag is below `tag` (so that known and unknown fields come
 /// out in one increasing tag order).
 #[inline]
-pub fn put_unknown_tagged_fields_before(
-    buf: &mut BytesMut,
+pub fn put_unknown_tagged_fields_before<B: BufMut>(
+    buf: &mut B,
     unknown: &mut UnknownTaggedFieldsIter<'_>,
     tag: u32,
 ) -> Result<(), EncodeError> {
@@ -576,8 +609,8 @@ pub fn put_unknown_tagged_fields_before(
 
 /// Writes the remaining unknown tagged fields.
 #[inline]
-pub fn put_remaining_unknown_tagged_fields(
-    buf: &mut BytesMut,
+pub fn put_remaining_unknown_tagged_fields<B: BufMut>(
+    buf: &mut B,
     unknown: &mut UnknownTaggedFieldsIter<'_>,
 ) -> Result<(), EncodeError> {
     for (t, data) in unknown {
@@ -589,6 +622,10 @@ pub fn put_remaining_unknown_tagged_fields(
 /// Encoded size of unknown tagged fields (tags, sizes and payloads, without the count).
 #[inline]
 pub fn unknown_tagged_fields_size(unknown: &UnknownTaggedFields) -> usize {
+    if unknown.is_empty() {
+        // The common case: skip building an iterator over the map.
+        return 0;
+    }
     unknown
         .iter()
         .map(|(t, d)| uvarint_size(*t) + usize_uvarint_size(d.len()) + d.len())
@@ -598,6 +635,7 @@ pub fn unknown_tagged_fields_size(unknown: &UnknownTaggedFields) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::BytesMut;
 
     #[test]
     fn uvarint_round_trips_and_sizes_agree() {

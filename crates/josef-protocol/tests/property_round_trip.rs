@@ -15,6 +15,7 @@ fn check_body<B: PartialEq + std::fmt::Debug>(
     version: i16,
     m: &B,
     encode: impl Fn(&B, &mut BytesMut) -> Result<(), EncodeError>,
+    encode_chunks: impl Fn(&B, &mut FrameChunks) -> Result<(), EncodeError>,
     encoded_len: impl Fn(&B) -> Result<usize, EncodeError>,
     decode: impl Fn(&mut Bytes) -> Result<B, DecodeError>,
 ) {
@@ -26,6 +27,13 @@ fn check_body<B: PartialEq + std::fmt::Debug>(
         "{what} v{version}: encoded_len"
     );
     let bytes = buf.freeze();
+    let mut chunks = FrameChunks::new();
+    encode_chunks(m, &mut chunks).unwrap();
+    assert_eq!(
+        chunks.to_bytes(),
+        bytes,
+        "{what} v{version}: FrameChunks encoding != contiguous encoding"
+    );
     let mut rest = bytes.clone();
     let d = decode(&mut rest).unwrap_or_else(|e| panic!("{what} v{version}: decode: {e}\n{m:?}"));
     assert!(
@@ -52,6 +60,7 @@ impl CheckMessage for Checker {
             version,
             m,
             |m, b| m.encode(b, version),
+            |m, b| m.encode(b, version),
             |m| m.encoded_len(version),
             |b| M::decode(b, version),
         );
@@ -68,9 +77,9 @@ proptest! {
             let (lo, hi) = k.valid_versions();
             for v in lo..=hi {
                 let req = random_request(k, &mut g, v);
-                check_body(k.name(), v, &req, |m, b| m.encode(b, v), |m| m.encoded_len(v), |b| RequestBody::decode(k, v, b));
+                check_body(k.name(), v, &req, |m, b| m.encode(b, v), |m, b| m.encode(b, v), |m| m.encoded_len(v), |b| RequestBody::decode(k, v, b));
                 let resp = random_response(k, &mut g, v);
-                check_body(k.name(), v, &resp, |m, b| m.encode(b, v), |m| m.encoded_len(v), |b| ResponseBody::decode(k, v, b));
+                check_body(k.name(), v, &resp, |m, b| m.encode(b, v), |m, b| m.encode(b, v), |m| m.encoded_len(v), |b| ResponseBody::decode(k, v, b));
             }
         }
     }

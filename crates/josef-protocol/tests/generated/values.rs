@@ -54,6 +54,16 @@ impl Gen {
             .collect::<Vec<u8>>()
             .into()
     }
+    /// Random `records` bytes: usually short, sometimes a few KiB (large enough that an encoder
+    /// into `FrameChunks` shares rather than copies them).
+    pub fn records(&mut self) -> bytes::Bytes {
+        if self.next() % 4 == 0 {
+            let n = 2000 + self.next() % 2000;
+            vec![self.next() as u8; n as usize].into()
+        } else {
+            self.bytes()
+        }
+    }
     /// A random uuid.
     pub fn uuid(&mut self) -> Uuid {
         Uuid::from_u64_pair(self.next(), self.next())
@@ -4713,7 +4723,7 @@ pub fn fetch_response_partition_data(
     m.records = if true && g.next() % 4 == 0 {
         None
     } else {
-        Some(g.bytes())
+        Some(g.records())
     };
     if version >= 12 {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
@@ -4903,7 +4913,7 @@ pub fn fetch_snapshot_response_partition_snapshot(
     m.current_leader = fetch_snapshot_response_leader_id_and_epoch(g, version);
     m.size = g.next() as i64;
     m.position = g.next() as i64;
-    m.unaligned_records = Some(g.bytes());
+    m.unaligned_records = Some(g.records());
     if true {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
     }
@@ -6887,7 +6897,7 @@ pub fn produce_request_partition_produce_data(
     m.records = if true && g.next() % 4 == 0 {
         None
     } else {
-        Some(g.bytes())
+        Some(g.records())
     };
     if version >= 9 {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
@@ -7798,7 +7808,7 @@ pub fn share_fetch_response_partition_data(
     m.records = if true && g.next() % 4 == 0 {
         None
     } else {
-        Some(g.bytes())
+        Some(g.records())
     };
     m.acquired_records = (0..g.len())
         .map(|_| share_fetch_response_acquired_records(g, version))

@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `ConsumerGroupMemberMetadataKey` data (versions 5, flexible none).
 #[derive(Debug, Clone, PartialEq)]
@@ -52,7 +52,7 @@ impl Decode for ConsumerGroupMemberMetadataKey {
 }
 
 impl Encode for ConsumerGroupMemberMetadataKey {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(5..=5).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "ConsumerGroupMemberMetadataKey",

@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `ConsumerGroupMetadataKey` data (versions 3, flexible none).
 #[derive(Debug, Clone, PartialEq)]
@@ -47,7 +47,7 @@ impl Decode for ConsumerGroupMetadataKey {
 }
 
 impl Encode for ConsumerGroupMetadataKey {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(3..=3).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "ConsumerGroupMetadataKey",

@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `ConsumerGroupTargetAssignmentMemberKey` data (versions 7, flexible none).
 #[derive(Debug, Clone, PartialEq)]
@@ -52,7 +52,7 @@ impl Decode for ConsumerGroupTargetAssignmentMemberKey {
 }
 
 impl Encode for ConsumerGroupTargetAssignmentMemberKey {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(7..=7).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "ConsumerGroupTargetAssignmentMemberKey",

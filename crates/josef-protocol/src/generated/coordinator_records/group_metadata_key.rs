@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `GroupMetadataKey` data (versions 2, flexible none).
 #[derive(Debug, Clone, PartialEq)]
@@ -45,7 +45,7 @@ impl Decode for GroupMetadataKey {
 }
 
 impl Encode for GroupMetadataKey {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(2..=2).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "GroupMetadataKey",

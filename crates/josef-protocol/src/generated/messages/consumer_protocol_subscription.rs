@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `ConsumerProtocolSubscription` data (versions 0-3, flexible none).
 #[derive(Debug, Clone, PartialEq)]
@@ -79,7 +79,7 @@ impl Decode for ConsumerProtocolSubscription {
 }
 
 impl Encode for ConsumerProtocolSubscription {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=3).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "ConsumerProtocolSubscription",
@@ -182,7 +182,7 @@ impl Decode for TopicPartition {
 }
 
 impl Encode for TopicPartition {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = false;
         if version >= 1 {
             wire::put_string(buf, &self.topic, flexible)?;

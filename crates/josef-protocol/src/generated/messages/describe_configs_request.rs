@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `DescribeConfigsRequest` request (versions 0-4, flexible 4+).
 ///
@@ -86,7 +86,7 @@ impl Decode for DescribeConfigsRequest {
 }
 
 impl Encode for DescribeConfigsRequest {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=4).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "DescribeConfigsRequest",
@@ -119,10 +119,12 @@ impl Encode for DescribeConfigsRequest {
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             wire::put_uvarint_len(buf, count)?;
-            wire::put_remaining_unknown_tagged_fields(
-                buf,
-                &mut self.unknown_tagged_fields.iter().peekable(),
-            )?;
+            if !self.unknown_tagged_fields.is_empty() {
+                wire::put_remaining_unknown_tagged_fields(
+                    buf,
+                    &mut self.unknown_tagged_fields.iter().peekable(),
+                )?;
+            }
         }
         Ok(())
     }
@@ -212,7 +214,7 @@ impl Decode for DescribeConfigsResource {
 }
 
 impl Encode for DescribeConfigsResource {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 4;
         wire::put_i8(buf, self.resource_type);
         wire::put_string(buf, &self.resource_name, flexible)?;
@@ -228,10 +230,12 @@ impl Encode for DescribeConfigsResource {
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             wire::put_uvarint_len(buf, count)?;
-            wire::put_remaining_unknown_tagged_fields(
-                buf,
-                &mut self.unknown_tagged_fields.iter().peekable(),
-            )?;
+            if !self.unknown_tagged_fields.is_empty() {
+                wire::put_remaining_unknown_tagged_fields(
+                    buf,
+                    &mut self.unknown_tagged_fields.iter().peekable(),
+                )?;
+            }
         }
         Ok(())
     }

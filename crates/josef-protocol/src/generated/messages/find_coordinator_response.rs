@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `FindCoordinatorResponse` response (versions 0-6, flexible 3+).
 ///
@@ -108,7 +108,7 @@ impl Decode for FindCoordinatorResponse {
 }
 
 impl Encode for FindCoordinatorResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=6).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "FindCoordinatorResponse",
@@ -173,10 +173,12 @@ impl Encode for FindCoordinatorResponse {
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             wire::put_uvarint_len(buf, count)?;
-            wire::put_remaining_unknown_tagged_fields(
-                buf,
-                &mut self.unknown_tagged_fields.iter().peekable(),
-            )?;
+            if !self.unknown_tagged_fields.is_empty() {
+                wire::put_remaining_unknown_tagged_fields(
+                    buf,
+                    &mut self.unknown_tagged_fields.iter().peekable(),
+                )?;
+            }
         }
         Ok(())
     }
@@ -306,7 +308,7 @@ impl Decode for Coordinator {
 }
 
 impl Encode for Coordinator {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 3;
         if version >= 4 {
             wire::put_string(buf, &self.key, flexible)?;
@@ -359,10 +361,12 @@ impl Encode for Coordinator {
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             wire::put_uvarint_len(buf, count)?;
-            wire::put_remaining_unknown_tagged_fields(
-                buf,
-                &mut self.unknown_tagged_fields.iter().peekable(),
-            )?;
+            if !self.unknown_tagged_fields.is_empty() {
+                wire::put_remaining_unknown_tagged_fields(
+                    buf,
+                    &mut self.unknown_tagged_fields.iter().peekable(),
+                )?;
+            }
         }
         Ok(())
     }

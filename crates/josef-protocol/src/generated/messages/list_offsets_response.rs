@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `ListOffsetsResponse` response (versions 0-10, flexible 6+).
 ///
@@ -73,7 +73,7 @@ impl Decode for ListOffsetsResponse {
 }
 
 impl Encode for ListOffsetsResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=10).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "ListOffsetsResponse",
@@ -91,10 +91,12 @@ impl Encode for ListOffsetsResponse {
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             wire::put_uvarint_len(buf, count)?;
-            wire::put_remaining_unknown_tagged_fields(
-                buf,
-                &mut self.unknown_tagged_fields.iter().peekable(),
-            )?;
+            if !self.unknown_tagged_fields.is_empty() {
+                wire::put_remaining_unknown_tagged_fields(
+                    buf,
+                    &mut self.unknown_tagged_fields.iter().peekable(),
+                )?;
+            }
         }
         Ok(())
     }
@@ -211,7 +213,7 @@ impl Decode for ListOffsetsPartitionResponse {
 }
 
 impl Encode for ListOffsetsPartitionResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         wire::put_i32(buf, self.partition_index);
         wire::put_i16(buf, self.error_code);
@@ -257,10 +259,12 @@ impl Encode for ListOffsetsPartitionResponse {
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             wire::put_uvarint_len(buf, count)?;
-            wire::put_remaining_unknown_tagged_fields(
-                buf,
-                &mut self.unknown_tagged_fields.iter().peekable(),
-            )?;
+            if !self.unknown_tagged_fields.is_empty() {
+                wire::put_remaining_unknown_tagged_fields(
+                    buf,
+                    &mut self.unknown_tagged_fields.iter().peekable(),
+                )?;
+            }
         }
         Ok(())
     }
@@ -342,7 +346,7 @@ impl Decode for ListOffsetsTopicResponse {
 }
 
 impl Encode for ListOffsetsTopicResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         wire::put_string(buf, &self.name, flexible)?;
         wire::put_array_len(buf, self.partitions.len(), flexible)?;
@@ -352,10 +356,12 @@ impl Encode for ListOffsetsTopicResponse {
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             wire::put_uvarint_len(buf, count)?;
-            wire::put_remaining_unknown_tagged_fields(
-                buf,
-                &mut self.unknown_tagged_fields.iter().peekable(),
-            )?;
+            if !self.unknown_tagged_fields.is_empty() {
+                wire::put_remaining_unknown_tagged_fields(
+                    buf,
+                    &mut self.unknown_tagged_fields.iter().peekable(),
+                )?;
+            }
         }
         Ok(())
     }

@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `ListTransactionsResponse` response (versions 0-1, flexible 0+).
 ///
@@ -83,7 +83,7 @@ impl Decode for ListTransactionsResponse {
 }
 
 impl Encode for ListTransactionsResponse {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=1).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "ListTransactionsResponse",
@@ -104,10 +104,12 @@ impl Encode for ListTransactionsResponse {
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             wire::put_uvarint_len(buf, count)?;
-            wire::put_remaining_unknown_tagged_fields(
-                buf,
-                &mut self.unknown_tagged_fields.iter().peekable(),
-            )?;
+            if !self.unknown_tagged_fields.is_empty() {
+                wire::put_remaining_unknown_tagged_fields(
+                    buf,
+                    &mut self.unknown_tagged_fields.iter().peekable(),
+                )?;
+            }
         }
         Ok(())
     }
@@ -199,7 +201,7 @@ impl Decode for TransactionState {
 }
 
 impl Encode for TransactionState {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_string(buf, &self.transactional_id, flexible)?;
         wire::put_i64(buf, self.producer_id);
@@ -207,10 +209,12 @@ impl Encode for TransactionState {
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             wire::put_uvarint_len(buf, count)?;
-            wire::put_remaining_unknown_tagged_fields(
-                buf,
-                &mut self.unknown_tagged_fields.iter().peekable(),
-            )?;
+            if !self.unknown_tagged_fields.is_empty() {
+                wire::put_remaining_unknown_tagged_fields(
+                    buf,
+                    &mut self.unknown_tagged_fields.iter().peekable(),
+                )?;
+            }
         }
         Ok(())
     }

@@ -10,10 +10,10 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid,
-    VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
+    Uuid, VersionRange,
 };
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// The `OffsetFetchRequest` request (versions 0-9, flexible 6+).
 ///
@@ -108,7 +108,7 @@ impl Decode for OffsetFetchRequest {
 }
 
 impl Encode for OffsetFetchRequest {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         if !(0..=9).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "OffsetFetchRequest",
@@ -183,10 +183,12 @@ impl Encode for OffsetFetchRequest {
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             wire::put_uvarint_len(buf, count)?;
-            wire::put_remaining_unknown_tagged_fields(
-                buf,
-                &mut self.unknown_tagged_fields.iter().peekable(),
-            )?;
+            if !self.unknown_tagged_fields.is_empty() {
+                wire::put_remaining_unknown_tagged_fields(
+                    buf,
+                    &mut self.unknown_tagged_fields.iter().peekable(),
+                )?;
+            }
         }
         Ok(())
     }
@@ -309,7 +311,7 @@ impl Decode for OffsetFetchRequestTopic {
 }
 
 impl Encode for OffsetFetchRequestTopic {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         if version <= 7 {
             wire::put_string(buf, &self.name, flexible)?;
@@ -335,10 +337,12 @@ impl Encode for OffsetFetchRequestTopic {
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             wire::put_uvarint_len(buf, count)?;
-            wire::put_remaining_unknown_tagged_fields(
-                buf,
-                &mut self.unknown_tagged_fields.iter().peekable(),
-            )?;
+            if !self.unknown_tagged_fields.is_empty() {
+                wire::put_remaining_unknown_tagged_fields(
+                    buf,
+                    &mut self.unknown_tagged_fields.iter().peekable(),
+                )?;
+            }
         }
         Ok(())
     }
@@ -418,7 +422,7 @@ impl Decode for OffsetFetchRequestTopics {
 }
 
 impl Encode for OffsetFetchRequestTopics {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         if version >= 8 {
             wire::put_string(buf, &self.name, flexible)?;
@@ -444,10 +448,12 @@ impl Encode for OffsetFetchRequestTopics {
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             wire::put_uvarint_len(buf, count)?;
-            wire::put_remaining_unknown_tagged_fields(
-                buf,
-                &mut self.unknown_tagged_fields.iter().peekable(),
-            )?;
+            if !self.unknown_tagged_fields.is_empty() {
+                wire::put_remaining_unknown_tagged_fields(
+                    buf,
+                    &mut self.unknown_tagged_fields.iter().peekable(),
+                )?;
+            }
         }
         Ok(())
     }
@@ -547,7 +553,7 @@ impl Decode for OffsetFetchRequestGroup {
 }
 
 impl Encode for OffsetFetchRequestGroup {
-    fn encode(&self, buf: &mut BytesMut, version: i16) -> Result<(), EncodeError> {
+    fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         if version >= 8 {
             wire::put_string(buf, &self.group_id, flexible)?;
@@ -584,10 +590,12 @@ impl Encode for OffsetFetchRequestGroup {
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             wire::put_uvarint_len(buf, count)?;
-            wire::put_remaining_unknown_tagged_fields(
-                buf,
-                &mut self.unknown_tagged_fields.iter().peekable(),
-            )?;
+            if !self.unknown_tagged_fields.is_empty() {
+                wire::put_remaining_unknown_tagged_fields(
+                    buf,
+                    &mut self.unknown_tagged_fields.iter().peekable(),
+                )?;
+            }
         }
         Ok(())
     }
