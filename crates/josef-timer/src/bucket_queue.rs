@@ -123,13 +123,16 @@ impl BucketQueue {
             }
             None => EMPTY,
         };
-        let mut top = (EMPTY, 0);
-        for (l, &e) in self.soonest.iter().enumerate() {
-            if e < top.0 {
-                top = (e, l);
-            }
-        }
-        self.top = top;
+        // The minimum (expiration, level) as one u128 key: a branch-free minimum over the levels
+        // (which level wins is data-dependent, a branch per level would often be mispredicted).
+        let key = self
+            .soonest
+            .iter()
+            .enumerate()
+            .map(|(l, &e)| (u128::from(e) << 64) | l as u128)
+            .min()
+            .unwrap_or(u128::MAX);
+        self.top = ((key >> 64) as u64, key as u64 as usize);
         Some((expiration, level, index))
     }
 

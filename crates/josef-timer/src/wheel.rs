@@ -290,7 +290,6 @@ impl<T> TimingWheel<T> {
             let bucket = level * size + index as usize;
             debug_assert_eq!(self.buckets[bucket].expiration, expiration);
             self.stats.bucket_flushes += 1;
-            self.set_time(expiration);
             let b = &mut self.buckets[bucket];
             let mut cur = b.head;
             *b = Bucket {
@@ -298,6 +297,20 @@ impl<T> TimingWheel<T> {
                 tail: NIL,
                 expiration: NOT_QUEUED,
             };
+            if level == 0 {
+                // A bucket of the base wheel spans one tick: every timer in it has the bucket's
+                // expiration as its (rounded) deadline and is due, none goes back into the wheel, so
+                // the clock can wait for the next coarser bucket or for `now_ms` below.
+                while cur != NIL {
+                    let next = self.slots[cur as usize].next;
+                    self.len -= 1;
+                    on_due(self.free(cur));
+                    ran += 1;
+                    cur = next;
+                }
+                continue;
+            }
+            self.set_time(expiration);
             while cur != NIL {
                 let slot = &self.slots[cur as usize];
                 let (next, deadline) = (slot.next, slot.deadline);
