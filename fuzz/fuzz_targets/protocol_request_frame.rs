@@ -1,9 +1,10 @@
 //! Decodes arbitrary bytes as a request frame (without length prefix); whatever decodes must
-//! re-encode, and the re-encoded frame must decode to the same header and body. Nothing may panic.
+//! re-encode, and the re-encoded frame must decode to the same header and body; encoding the body
+//! into `FrameChunks` (records referenced, not copied) gives the same bytes. Nothing may panic.
 #![no_main]
 
 use bytes::{Bytes, BytesMut};
-use josef_protocol::{decode_request_frame, encode_request_frame, split_frame};
+use josef_protocol::{decode_request_frame, encode_request_frame, split_frame, FrameChunks};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -24,7 +25,14 @@ fuzz_target!(|data: &[u8]| {
     }
     let size = i32::from_be_bytes([out[0], out[1], out[2], out[3]]) as usize;
     assert_eq!(size, out.len() - 4, "length prefix");
-    let (h2, b2) = decode_request_frame(out.freeze().slice(4..)).expect("re-encoded frame decodes");
+    let out = out.freeze();
+    let version = header.request_api_version;
+    let mut flat = BytesMut::new();
+    body.encode(&mut flat, version).expect("encoded in the frame above");
+    let mut chunks = FrameChunks::new();
+    body.encode(&mut chunks, version).expect("same body, same version");
+    assert_eq!(chunks.to_bytes(), flat.freeze(), "FrameChunks encoding differs");
+    let (h2, b2) = decode_request_frame(out.slice(4..)).expect("re-encoded frame decodes");
     assert_eq!(h2, header);
     assert_eq!(b2, body);
 });
