@@ -35,6 +35,9 @@ pub(crate) struct BucketQueue {
     soonest_index: Vec<u32>,
     /// The soonest queued expiration of all levels and its level (the lowest level on a tie).
     top: (u64, usize),
+    /// The same over the levels above the base wheel: taking a base-wheel bucket (the most frequent
+    /// case) then needs no pass over the levels.
+    upper: (u64, usize),
 }
 
 impl BucketQueue {
@@ -49,6 +52,7 @@ impl BucketQueue {
             soonest: Vec::new(),
             soonest_index: Vec::new(),
             top: (EMPTY, 0),
+            upper: (EMPTY, 0),
         }
     }
 
@@ -90,6 +94,12 @@ impl BucketQueue {
         if expiration < *soonest {
             *soonest = expiration;
             self.soonest_index[level] = index;
+            if level > 0
+                && (expiration < self.upper.0
+                    || (expiration == self.upper.0 && level < self.upper.1))
+            {
+                self.upper = (expiration, level);
+            }
             if expiration < self.top.0 || (expiration == self.top.0 && level < self.top.1) {
                 self.top = (expiration, level);
             }
@@ -123,16 +133,25 @@ impl BucketQueue {
             }
             None => EMPTY,
         };
-        // The minimum (expiration, level) as one u128 key: a branch-free minimum over the levels
-        // (which level wins is data-dependent, a branch per level would often be mispredicted).
-        let key = self
-            .soonest
-            .iter()
-            .enumerate()
-            .map(|(l, &e)| (u128::from(e) << 64) | l as u128)
-            .min()
-            .unwrap_or(u128::MAX);
-        self.top = ((key >> 64) as u64, key as u64 as usize);
+        if level > 0 {
+            // The minimum (expiration, level) as one u128 key: a branch-free minimum over the
+            // levels (which level wins is data-dependent, a branch per level would often be
+            // mispredicted).
+            let key = self.soonest[1..]
+                .iter()
+                .enumerate()
+                .map(|(l, &e)| (u128::from(e) << 64) | (l + 1) as u128)
+                .min()
+                .unwrap_or(u128::from(EMPTY) << 64);
+            self.upper = ((key >> 64) as u64, key as u64 as usize);
+        }
+        // The base wheel wins a tie.
+        let base = self.soonest[0];
+        self.top = if base <= self.upper.0 {
+            (base, 0)
+        } else {
+            self.upper
+        };
         Some((expiration, level, index))
     }
 

@@ -33,7 +33,7 @@ unsafe impl GlobalAlloc for Counting {
 static GLOBAL: Counting = Counting;
 
 /// Bytes of wheel state per live timer, beyond the task itself: slab entry, amortised slab growth,
-/// buckets and delay-queue entries. The target is at most 64.
+/// buckets and the delay queue's bitmaps. The target is at most 64.
 #[test]
 fn memory_per_live_timer_is_at_most_64_bytes_beyond_the_task() {
     type Task = NonZeroU64; // 8 bytes, like a Box or an Arc
