@@ -6,7 +6,6 @@ use bytes::Bytes;
 use josef_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use josef_protocol::messages::fetch_response::PartitionData;
 use josef_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
-use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use josef_protocol::messages::*;
 use josef_protocol::{ErrorCode, ResponseBody};
 use josef_records::{
@@ -19,24 +18,7 @@ use common::{create_topic, create_topic_with, start_with, Client};
 
 /// Produces one v2 batch (Produce v9); returns its base offset.
 async fn produce(c: &mut Client, topic: &str, batch: Bytes) -> i64 {
-    let req = ProduceRequest {
-        acks: -1,
-        timeout_ms: 5000,
-        topic_data: vec![TopicProduceData {
-            name: topic.into(),
-            partition_data: vec![PartitionProduceData {
-                index: 0,
-                records: Some(batch),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let ResponseBody::Produce(r) = c.call(9, req).await else {
-        panic!("not a produce response")
-    };
-    let p = &r.responses[0].partition_responses[0];
+    let p = common::produce_records(c, 9, topic, batch).await;
     assert_eq!(p.error_code, 0);
     p.base_offset
 }

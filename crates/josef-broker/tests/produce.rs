@@ -34,24 +34,7 @@ async fn produce(
     topic: &str,
     records: Bytes,
 ) -> PartitionProduceResponse {
-    let req = ProduceRequest {
-        acks: -1,
-        timeout_ms: 5000,
-        topic_data: vec![TopicProduceData {
-            name: topic.into(),
-            partition_data: vec![PartitionProduceData {
-                index: 0,
-                records: Some(records),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let ResponseBody::Produce(r) = c.call(version, req).await else {
-        panic!()
-    };
-    r.responses[0].partition_responses[0].clone()
+    common::produce_records(c, version, topic, records).await
 }
 
 async fn fetch_first_batch(c: &mut Client, topic: &str) -> Option<Bytes> {

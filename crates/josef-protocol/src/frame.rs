@@ -213,6 +213,23 @@ pub fn encode_response_frame(
     body: &ResponseBody,
     buf: &mut BytesMut,
 ) -> Result<(), EncodeError> {
+    let (header, header_version) = response_header(correlation_id, api_key, version, body)?;
+    let header_len = header.encoded_len(header_version)?;
+    let body_len = body.encoded_len(version)?;
+    write_frame(buf, header_len, body_len, |buf| {
+        header.encode(buf, header_version)?;
+        body.encode(buf, version)
+    })
+}
+
+/// The response header for `body` and its version (v0 for ApiVersions); an error if `body` is not
+/// a response of `api_key`.
+fn response_header(
+    correlation_id: i32,
+    api_key: ApiKey,
+    version: i16,
+    body: &ResponseBody,
+) -> Result<(ResponseHeader, i16), EncodeError> {
     if body.api_key() != api_key {
         return Err(EncodeError::ApiKeyMismatch {
             expected: api_key,
@@ -223,13 +240,7 @@ pub fn encode_response_frame(
         correlation_id,
         ..Default::default()
     };
-    let header_version = api_key.response_header_version(version);
-    let header_len = header.encoded_len(header_version)?;
-    let body_len = body.encoded_len(version)?;
-    write_frame(buf, header_len, body_len, |buf| {
-        header.encode(buf, header_version)?;
-        body.encode(buf, version)
-    })
+    Ok((header, api_key.response_header_version(version)))
 }
 
 /// Like [`encode_response_frame`], but into a new [`FrameChunks`]: `records` fields of at least
@@ -251,17 +262,7 @@ pub fn encode_response_frame_chunks(
     version: i16,
     body: &ResponseBody,
 ) -> Result<FrameChunks, EncodeError> {
-    if body.api_key() != api_key {
-        return Err(EncodeError::ApiKeyMismatch {
-            expected: api_key,
-            actual: body.api_key(),
-        });
-    }
-    let header = ResponseHeader {
-        correlation_id,
-        ..Default::default()
-    };
-    let header_version = api_key.response_header_version(version);
+    let (header, header_version) = response_header(correlation_id, api_key, version, body)?;
     let size = header.encoded_len(header_version)? + body.encoded_len(version)?;
     let size_i32 = i32::try_from(size).map_err(|_| EncodeError::TooLong {
         what: "frame",

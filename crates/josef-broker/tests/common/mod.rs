@@ -8,7 +8,11 @@ use bytes::{Bytes, BytesMut};
 use josef_broker::config::BrokerConfig;
 use josef_broker::Broker;
 use josef_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
-use josef_protocol::messages::{CreateTopicsRequest, FetchRequest, FetchResponse, RequestHeader};
+use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use josef_protocol::messages::produce_response::PartitionProduceResponse;
+use josef_protocol::messages::{
+    CreateTopicsRequest, FetchRequest, FetchResponse, ProduceRequest, RequestHeader,
+};
 use josef_protocol::{
     decode_response_frame, encode_request_frame, ApiKey, RequestBody, ResponseBody, Uuid,
 };
@@ -139,4 +143,32 @@ pub async fn create_topic_with(
 /// Creates a topic with default configs; returns its id.
 pub async fn create_topic(c: &mut Client, name: &str, partitions: i32) -> Uuid {
     create_topic_with(c, name, partitions, &[]).await
+}
+
+/// Produces `records` to partition 0 of `topic` with acks=all at Produce `version`; returns that
+/// partition's response.
+pub async fn produce_records(
+    c: &mut Client,
+    version: i16,
+    topic: &str,
+    records: Bytes,
+) -> PartitionProduceResponse {
+    let req = ProduceRequest {
+        acks: -1,
+        timeout_ms: 5000,
+        topic_data: vec![TopicProduceData {
+            name: topic.into(),
+            partition_data: vec![PartitionProduceData {
+                index: 0,
+                records: Some(records),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let ResponseBody::Produce(r) = c.call(version, req).await else {
+        panic!("not a produce response")
+    };
+    r.responses[0].partition_responses[0].clone()
 }
