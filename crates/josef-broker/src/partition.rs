@@ -345,9 +345,11 @@ impl Partition {
         now_ms: i64,
     ) -> Result<LogAppendInfo, PartitionError> {
         let ts_type = d.log.config().message_timestamp_type;
+        // Client batches had their CRC checked by `josef_records::validate` (produce handler) and
+        // the broker's own batches are built with theirs: the log need not compute it again.
         let info = d
             .log
-            .append_as_leader(records, leader_epoch, now_ms, ts_type)
+            .append_as_leader_crc_checked(records, leader_epoch, now_ms, ts_type)
             .map_err(|e| PartitionError::with(log_error_code(&e), e.to_string()))?;
         let leo = d.log.log_end_offset();
         d.log.update_high_watermark(leo);

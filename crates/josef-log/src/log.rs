@@ -280,10 +280,35 @@ impl Log {
     /// LogAppendTime (recomputing the CRC), rolls if needed and writes the bytes as they are.
     pub fn append_as_leader(
         &mut self,
+        records: BytesMut,
+        leader_epoch: i32,
+        now_ms: i64,
+        timestamp_type: TimestampType,
+    ) -> Result<LogAppendInfo, LogError> {
+        self.append_leader_batches(records, leader_epoch, now_ms, timestamp_type, true)
+    }
+
+    /// [`Log::append_as_leader`] for batches whose CRC the caller has already checked, e.g. a broker
+    /// that ran `josef_records::validate` on a producer's batch (Kafka checks a produced batch's CRC
+    /// once, in its validator, not again in the log). Every other check still runs; the CRC, the
+    /// costliest one, is not computed a second time, so a batch with a bad CRC is written as it is.
+    pub fn append_as_leader_crc_checked(
+        &mut self,
+        records: BytesMut,
+        leader_epoch: i32,
+        now_ms: i64,
+        timestamp_type: TimestampType,
+    ) -> Result<LogAppendInfo, LogError> {
+        self.append_leader_batches(records, leader_epoch, now_ms, timestamp_type, false)
+    }
+
+    fn append_leader_batches(
+        &mut self,
         mut records: BytesMut,
         leader_epoch: i32,
         now_ms: i64,
         timestamp_type: TimestampType,
+        check_crc: bool,
     ) -> Result<LogAppendInfo, LogError> {
         let first_offset = self.log_end_offset;
         let mut next = first_offset;
@@ -316,7 +341,7 @@ impl Log {
                 });
             }
             let batch = &mut records[pos..pos + size];
-            if !crc_is_valid(batch, &header) {
+            if check_crc && !crc_is_valid(batch, &header) {
                 return Err(LogError::InvalidRecords(format!(
                     "CRC mismatch in batch at byte {pos}"
                 )));

@@ -798,3 +798,34 @@ fn file_delete_delay_ms_zero_removes_files_at_once() {
         .to_string_lossy()
         .ends_with(".deleted")));
 }
+
+#[test]
+fn crc_checked_append_skips_only_the_crc_and_assigns_offsets_like_append_as_leader() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = open(&d.path().join("t-0"), small_config());
+    let good = batch(0, 5, &[(None, Some(b"a")), (None, Some(b"b"))]);
+    let a = log
+        .append_as_leader_crc_checked(good, 7, 5, TimestampType::CreateTime)
+        .unwrap();
+    assert_eq!((a.first_offset, a.last_offset), (0, 1));
+    let h = josef_log::BatchHeader::parse(&a.records).unwrap();
+    assert_eq!((h.base_offset, h.partition_leader_epoch), (0, 7));
+    assert_eq!(crc32c::crc32c(&a.records[21..]), h.crc);
+    // The caller vouches for the CRC: a flipped bit is not looked for (append_as_leader rejects
+    // it, see append_rejects_corrupt_partial_and_oversized_batches) ...
+    let mut flipped = batch(0, 6, &[(None, Some(b"v"))]);
+    let last = flipped.len() - 1;
+    flipped[last] ^= 1;
+    let b = log
+        .append_as_leader_crc_checked(flipped, 7, 6, TimestampType::CreateTime)
+        .unwrap();
+    assert_eq!(b.first_offset, 2);
+    // ... but every other check still runs.
+    let mut partial = batch(0, 1, &[(None, Some(b"v"))]);
+    partial.truncate(partial.len() - 2);
+    assert!(matches!(
+        log.append_as_leader_crc_checked(partial, 7, 7, TimestampType::CreateTime),
+        Err(LogError::InvalidRecords(_))
+    ));
+    assert_eq!(log.log_end_offset(), 3);
+}
