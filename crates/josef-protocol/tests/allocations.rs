@@ -7,18 +7,19 @@ use josef_protocol::{
     decode_request_frame, encode_request_frame, ApiKey, Decode, Encode, RequestBody, RequestHeader,
 };
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::Cell;
 
 struct Counting;
 
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-/// The counter is process-wide, so the tests of this file must not run at the same time.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+thread_local! {
+    // Counted per thread: the test harness's own threads (which allocate when they report another
+    // test's result) never land in a measurement. A process-wide counter made this test flaky.
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
 
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
         // SAFETY: forwarded unchanged to the system allocator.
         unsafe { System.alloc(layout) }
     }
@@ -27,7 +28,7 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
         // SAFETY: forwarded unchanged to the system allocator.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -69,14 +70,13 @@ fn frame_of(m: &ProduceRequest) -> Bytes {
 }
 
 fn count<T>(f: impl FnOnce() -> T) -> (usize, T) {
-    let before = ALLOCATIONS.load(Ordering::SeqCst);
+    let before = ALLOCATIONS.with(Cell::get);
     let r = f();
-    (ALLOCATIONS.load(Ordering::SeqCst) - before, r)
+    (ALLOCATIONS.with(Cell::get) - before, r)
 }
 
 #[test]
 fn allocations_per_decoded_produce_request_do_not_depend_on_record_count() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let small = frame_of(&produce_with(10));
     let large = frame_of(&produce_with(1_000));
     let huge = frame_of(&produce_with(10_000));
@@ -94,7 +94,6 @@ fn allocations_per_decoded_produce_request_do_not_depend_on_record_count() {
 
 #[test]
 fn encoding_reserves_once() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let m = produce_with(1_000);
     let len = m.encoded_len(9).unwrap();
     let mut buf = BytesMut::with_capacity(len);
