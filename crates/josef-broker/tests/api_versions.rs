@@ -112,7 +112,7 @@ async fn every_advertised_api_version_answers_a_minimal_request() {
 #[tokio::test]
 async fn produce_fetch_metadata_and_list_offsets_work_with_content_at_every_advertised_version() {
     use josef_protocol::messages::create_topics_request::CreatableTopic;
-    use josef_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use josef_protocol::messages::fetch_request::FetchTopic;
     use josef_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
     use josef_protocol::messages::metadata_request::MetadataRequestTopic;
     use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
@@ -213,15 +213,7 @@ async fn produce_fetch_metadata_and_list_offsets_work_with_content_at_every_adve
                         } else {
                             Default::default()
                         },
-                        partitions: vec![FetchPartition {
-                            partition: 0,
-                            fetch_offset: 0,
-                            current_leader_epoch: -1,
-                            partition_max_bytes: 1 << 20,
-                            log_start_offset: -1,
-                            last_fetched_epoch: -1,
-                            ..Default::default()
-                        }],
+                        partitions: vec![common::fetch_partition_0(0)],
                         ..Default::default()
                     }],
                     ..Default::default()

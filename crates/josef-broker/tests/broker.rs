@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use josef_broker::Broker;
-use josef_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use josef_protocol::messages::fetch_request::FetchTopic;
 use josef_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use josef_protocol::messages::metadata_request::MetadataRequestTopic;
 use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
@@ -58,15 +58,7 @@ fn fetch_req(topic: &str, offset: i64, max_wait_ms: i32, min_bytes: i32) -> Fetc
         session_epoch: -1,
         topics: vec![FetchTopic {
             topic: topic.into(),
-            partitions: vec![FetchPartition {
-                partition: 0,
-                fetch_offset: offset,
-                current_leader_epoch: -1,
-                partition_max_bytes: 1 << 20,
-                log_start_offset: -1,
-                last_fetched_epoch: -1,
-                ..Default::default()
-            }],
+            partitions: vec![common::fetch_partition_0(offset)],
             ..Default::default()
         }],
         ..Default::default()

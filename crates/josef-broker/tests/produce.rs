@@ -3,7 +3,7 @@
 
 use bytes::{Bytes, BytesMut};
 use josef_broker::Broker;
-use josef_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use josef_protocol::messages::fetch_request::FetchTopic;
 use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use josef_protocol::messages::produce_response::PartitionProduceResponse;
 use josef_protocol::messages::*;
@@ -46,15 +46,7 @@ async fn fetch_first_batch(c: &mut Client, topic: &str) -> Option<Bytes> {
         session_epoch: -1,
         topics: vec![FetchTopic {
             topic: topic.into(),
-            partitions: vec![FetchPartition {
-                partition: 0,
-                fetch_offset: 0,
-                current_leader_epoch: -1,
-                partition_max_bytes: 1 << 20,
-                log_start_offset: -1,
-                last_fetched_epoch: -1,
-                ..Default::default()
-            }],
+            partitions: vec![common::fetch_partition_0(0)],
             ..Default::default()
         }],
         ..Default::default()

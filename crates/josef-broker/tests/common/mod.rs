@@ -8,6 +8,7 @@ use bytes::{Bytes, BytesMut};
 use josef_broker::config::BrokerConfig;
 use josef_broker::Broker;
 use josef_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use josef_protocol::messages::fetch_request::FetchPartition;
 use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use josef_protocol::messages::produce_response::PartitionProduceResponse;
 use josef_protocol::messages::{
@@ -171,4 +172,17 @@ pub async fn produce_records(
         panic!("not a produce response")
     };
     r.responses[0].partition_responses[0].clone()
+}
+
+/// Partition 0 fetched from `fetch_offset` with 1 MiB of room and no leader-epoch checks.
+pub fn fetch_partition_0(fetch_offset: i64) -> FetchPartition {
+    FetchPartition {
+        partition: 0,
+        fetch_offset,
+        current_leader_epoch: -1,
+        partition_max_bytes: 1 << 20,
+        log_start_offset: -1,
+        last_fetched_epoch: -1,
+        ..Default::default()
+    }
 }
