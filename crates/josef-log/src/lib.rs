@@ -35,6 +35,7 @@ pub mod config;
 pub mod error;
 pub mod index;
 pub mod leader_epoch;
+pub mod legacy_offsets;
 mod loader;
 mod log;
 pub mod naming;
