@@ -115,7 +115,6 @@ async fn produce_fetch_metadata_and_list_offsets_work_with_content_at_every_adve
     use josef_protocol::messages::fetch_request::FetchTopic;
     use josef_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
     use josef_protocol::messages::metadata_request::MetadataRequestTopic;
-    use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
     use josef_protocol::messages::*;
     use josef_records::{LegacySetBuilder, RecordBatchBuilder};
 
@@ -185,21 +184,7 @@ async fn produce_fetch_metadata_and_list_offsets_work_with_content_at_every_adve
                             .build_bytes()
                             .unwrap()
                     };
-                    ProduceRequest {
-                        acks: -1,
-                        timeout_ms: 5000,
-                        topic_data: vec![TopicProduceData {
-                            name: "t".into(),
-                            partition_data: vec![PartitionProduceData {
-                                index: 0,
-                                records: Some(records),
-                                ..Default::default()
-                            }],
-                            ..Default::default()
-                        }],
-                        ..Default::default()
-                    }
-                    .into()
+                    common::produce_request("t", records).into()
                 }
                 ApiKey::Fetch => FetchRequest {
                     replica_id: -1,
@@ -213,7 +198,7 @@ async fn produce_fetch_metadata_and_list_offsets_work_with_content_at_every_adve
                         } else {
                             Default::default()
                         },
-                        partitions: vec![common::fetch_partition_0(0)],
+                        partitions: vec![common::fetch_partition(0, 0)],
                         ..Default::default()
                     }],
                     ..Default::default()

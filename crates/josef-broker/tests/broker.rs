@@ -58,7 +58,7 @@ fn fetch_req(topic: &str, offset: i64, max_wait_ms: i32, min_bytes: i32) -> Fetc
         session_epoch: -1,
         topics: vec![FetchTopic {
             topic: topic.into(),
-            partitions: vec![common::fetch_partition_0(offset)],
+            partitions: vec![common::fetch_partition(0, offset)],
             ..Default::default()
         }],
         ..Default::default()

@@ -10,7 +10,7 @@ use josef_protocol::messages::*;
 use josef_protocol::{ApiKey, ErrorCode, ResponseBody};
 
 mod common;
-use common::{create_topic, start_with, Client};
+use common::{create_topic, fetch_partition, start_with, Client};
 
 async fn start(dir: &std::path::Path) -> Broker {
     start_with(dir, &[]).await
@@ -36,18 +36,6 @@ async fn produce(c: &mut Client, topic: &str, partition: i32, value: &[u8]) {
         panic!()
     };
     assert_eq!(r.responses[0].partition_responses[0].error_code, 0);
-}
-
-fn part(partition: i32, fetch_offset: i64) -> FetchPartition {
-    FetchPartition {
-        partition,
-        fetch_offset,
-        current_leader_epoch: -1,
-        partition_max_bytes: 1 << 20,
-        log_start_offset: -1,
-        last_fetched_epoch: -1,
-        ..Default::default()
-    }
 }
 
 fn fetch(
@@ -103,7 +91,17 @@ async fn full_fetch_creates_a_session_and_incremental_fetch_returns_only_changed
     let r = c
         .fetch(
             12,
-            fetch(0, 0, "s", vec![part(0, 0), part(1, 0), part(2, 0)], 0),
+            fetch(
+                0,
+                0,
+                "s",
+                vec![
+                    fetch_partition(0, 0),
+                    fetch_partition(1, 0),
+                    fetch_partition(2, 0),
+                ],
+                0,
+            ),
         )
         .await;
     assert_eq!(r.error_code, 0);
@@ -117,13 +115,24 @@ async fn full_fetch_creates_a_session_and_incremental_fetch_returns_only_changed
     // The client moves past what it read on 0 and 1; partition 2 gets new data.
     produce(&mut c, "s", 2, b"c").await;
     let r = c
-        .fetch(12, fetch(id, 1, "s", vec![part(0, 1), part(1, 1)], 0))
+        .fetch(
+            12,
+            fetch(
+                id,
+                1,
+                "s",
+                vec![fetch_partition(0, 1), fetch_partition(1, 1)],
+                0,
+            ),
+        )
         .await;
     assert_eq!((r.error_code, r.session_id), (0, id));
     assert_eq!(seen(&r), [(2, true)], "only the partition that changed");
 
     // Nothing new anywhere once the client moved partition 2 past its record.
-    let r = c.fetch(12, fetch(id, 2, "s", vec![part(2, 1)], 0)).await;
+    let r = c
+        .fetch(12, fetch(id, 2, "s", vec![fetch_partition(2, 1)], 0))
+        .await;
     assert_eq!((r.error_code, r.session_id), (0, id));
     assert_eq!(seen(&r), []);
     b.shutdown().await;
@@ -135,7 +144,9 @@ async fn wrong_epoch_is_invalid_fetch_session_epoch_and_unknown_id_is_not_found(
     let b = start(dir.path()).await;
     let mut c = Client::connect(&b).await;
     create_topic(&mut c, "e", 1).await;
-    let r = c.fetch(12, fetch(0, 0, "e", vec![part(0, 0)], 0)).await;
+    let r = c
+        .fetch(12, fetch(0, 0, "e", vec![fetch_partition(0, 0)], 0))
+        .await;
     let id = r.session_id;
     assert!(id > 0);
 
@@ -156,7 +167,9 @@ async fn wrong_epoch_is_invalid_fetch_session_epoch_and_unknown_id_is_not_found(
     assert_eq!(r.error_code, ErrorCode::InvalidFetchSessionEpoch.code());
 
     // Epoch -1 closes it.
-    let r = c.fetch(12, fetch(id, -1, "e", vec![part(0, 0)], 0)).await;
+    let r = c
+        .fetch(12, fetch(id, -1, "e", vec![fetch_partition(0, 0)], 0))
+        .await;
     assert_eq!((r.error_code, r.session_id), (0, 0));
     let r = c.fetch(12, fetch(id, 2, "e", vec![], 0)).await;
     assert_eq!(r.error_code, ErrorCode::FetchSessionIdNotFound.code());
@@ -170,7 +183,16 @@ async fn forgotten_partitions_leave_the_session() {
     let mut c = Client::connect(&b).await;
     create_topic(&mut c, "f", 2).await;
     let r = c
-        .fetch(12, fetch(0, 0, "f", vec![part(0, 0), part(1, 0)], 0))
+        .fetch(
+            12,
+            fetch(
+                0,
+                0,
+                "f",
+                vec![fetch_partition(0, 0), fetch_partition(1, 0)],
+                0,
+            ),
+        )
         .await;
     let id = r.session_id;
     let mut req = fetch(id, 1, "f", vec![], 0);
@@ -209,7 +231,16 @@ async fn parked_incremental_fetch_wakes_on_data_for_an_unlisted_session_partitio
     let mut producer = Client::connect(&b).await;
     create_topic(&mut consumer, "w", 2).await;
     let r = consumer
-        .fetch(12, fetch(0, 0, "w", vec![part(0, 0), part(1, 0)], 0))
+        .fetch(
+            12,
+            fetch(
+                0,
+                0,
+                "w",
+                vec![fetch_partition(0, 0), fetch_partition(1, 0)],
+                0,
+            ),
+        )
         .await;
     let id = r.session_id;
     consumer
@@ -233,7 +264,7 @@ async fn topic_id_sessions_work_from_v13_and_reject_older_versions() {
     let mut c = Client::connect(&b).await;
     let topic_id = create_topic(&mut c, "ids", 1).await;
     produce(&mut c, "ids", 0, b"v").await;
-    let mut req = fetch(0, 0, "", vec![part(0, 0)], 0);
+    let mut req = fetch(0, 0, "", vec![fetch_partition(0, 0)], 0);
     req.topics[0].topic_id = topic_id;
     let r = c.fetch(13, req).await;
     assert!(r.session_id > 0);
@@ -260,7 +291,7 @@ async fn delayed_fetch_waits_for_min_bytes_and_completes_when_enough_arrives() {
     let mut consumer = Client::connect(&b).await;
     let mut producer = Client::connect(&b).await;
     create_topic(&mut consumer, "mb", 1).await;
-    let mut req = fetch(0, -1, "mb", vec![part(0, 0)], 30_000);
+    let mut req = fetch(0, -1, "mb", vec![fetch_partition(0, 0)], 30_000);
     req.min_bytes = 2_000;
     consumer.send(12, req.into()).await;
     // A small record is not enough: the fetch stays parked in the purgatory.
@@ -301,7 +332,7 @@ async fn delayed_fetch_expires_at_max_wait_with_what_is_there() {
     let mut c = Client::connect(&b).await;
     create_topic(&mut c, "exp", 1).await;
     produce(&mut c, "exp", 0, b"only").await;
-    let mut req = fetch(0, -1, "exp", vec![part(0, 0)], 300);
+    let mut req = fetch(0, -1, "exp", vec![fetch_partition(0, 0)], 300);
     req.min_bytes = 1 << 20;
     let t0 = Instant::now();
     let r = c.fetch(12, req).await;

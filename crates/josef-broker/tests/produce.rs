@@ -46,7 +46,7 @@ async fn fetch_first_batch(c: &mut Client, topic: &str) -> Option<Bytes> {
         session_epoch: -1,
         topics: vec![FetchTopic {
             topic: topic.into(),
-            partitions: vec![common::fetch_partition_0(0)],
+            partitions: vec![common::fetch_partition(0, 0)],
             ..Default::default()
         }],
         ..Default::default()

@@ -146,15 +146,9 @@ pub async fn create_topic(c: &mut Client, name: &str, partitions: i32) -> Uuid {
     create_topic_with(c, name, partitions, &[]).await
 }
 
-/// Produces `records` to partition 0 of `topic` with acks=all at Produce `version`; returns that
-/// partition's response.
-pub async fn produce_records(
-    c: &mut Client,
-    version: i16,
-    topic: &str,
-    records: Bytes,
-) -> PartitionProduceResponse {
-    let req = ProduceRequest {
+/// A Produce request (acks=all) of `records` to partition 0 of `topic`.
+pub fn produce_request(topic: &str, records: Bytes) -> ProduceRequest {
+    ProduceRequest {
         acks: -1,
         timeout_ms: 5000,
         topic_data: vec![TopicProduceData {
@@ -167,17 +161,27 @@ pub async fn produce_records(
             ..Default::default()
         }],
         ..Default::default()
-    };
-    let ResponseBody::Produce(r) = c.call(version, req).await else {
+    }
+}
+
+/// Produces `records` to partition 0 of `topic` with acks=all at Produce `version`; returns that
+/// partition's response.
+pub async fn produce_records(
+    c: &mut Client,
+    version: i16,
+    topic: &str,
+    records: Bytes,
+) -> PartitionProduceResponse {
+    let ResponseBody::Produce(r) = c.call(version, produce_request(topic, records)).await else {
         panic!("not a produce response")
     };
     r.responses[0].partition_responses[0].clone()
 }
 
-/// Partition 0 fetched from `fetch_offset` with 1 MiB of room and no leader-epoch checks.
-pub fn fetch_partition_0(fetch_offset: i64) -> FetchPartition {
+/// `partition` fetched from `fetch_offset` with 1 MiB of room and no leader-epoch checks.
+pub fn fetch_partition(partition: i32, fetch_offset: i64) -> FetchPartition {
     FetchPartition {
-        partition: 0,
+        partition,
         fetch_offset,
         current_leader_epoch: -1,
         partition_max_bytes: 1 << 20,
