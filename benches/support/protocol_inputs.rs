@@ -89,9 +89,9 @@ pub fn metadata() -> MetadataResponse {
                         partition_index: p,
                         leader_id: p % 3,
                         leader_epoch: 5,
-                        replica_nodes: vec![0, 1, 2],
-                        isr_nodes: vec![0, 1, 2],
-                        offline_replicas: vec![],
+                        replica_nodes: josef_protocol::smallvec![0, 1, 2],
+                        isr_nodes: josef_protocol::smallvec![0, 1, 2],
+                        offline_replicas: josef_protocol::smallvec![],
                         ..Default::default()
                     })
                     .collect(),

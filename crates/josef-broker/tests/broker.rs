@@ -392,7 +392,7 @@ async fn a_single_member_group_joins_syncs_and_its_offsets_survive_a_restart() {
         group_id: "g1".into(),
         topics: Some(vec![OffsetFetchRequestTopic {
             name: "gt".into(),
-            partition_indexes: vec![0],
+            partition_indexes: josef_protocol::smallvec![0],
             ..Default::default()
         }]),
         ..Default::default()
@@ -433,7 +433,7 @@ async fn an_aborted_transaction_is_listed_for_read_committed_and_moves_the_lso()
         v3_and_below_producer_epoch: ip.producer_epoch,
         v3_and_below_topics: vec![AddPartitionsToTxnTopic {
             name: "tx".into(),
-            partitions: vec![0],
+            partitions: josef_protocol::smallvec![0],
             ..Default::default()
         }],
         ..Default::default()

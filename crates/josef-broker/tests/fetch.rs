@@ -198,7 +198,7 @@ async fn forgotten_partitions_leave_the_session() {
     let mut req = fetch(id, 1, "f", vec![], 0);
     req.forgotten_topics_data = vec![ForgottenTopic {
         topic: "f".into(),
-        partitions: vec![1],
+        partitions: josef_protocol::smallvec![1],
         ..Default::default()
     }];
     let r = c.fetch(12, req).await;
@@ -213,7 +213,7 @@ async fn forgotten_partitions_leave_the_session() {
     let mut req = fetch(id, 3, "f", vec![], 0);
     req.forgotten_topics_data = vec![ForgottenTopic {
         topic: "f".into(),
-        partitions: vec![0],
+        partitions: josef_protocol::smallvec![0],
         ..Default::default()
     }];
     let r = c.fetch(12, req).await;

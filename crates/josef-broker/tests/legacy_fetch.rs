@@ -327,7 +327,7 @@ async fn list_offsets_v0(
         panic!("not a ListOffsets response")
     };
     let p = &r.topics[0].partitions[0];
-    (p.error_code, p.old_style_offsets.clone())
+    (p.error_code, p.old_style_offsets.to_vec())
 }
 
 #[tokio::test]

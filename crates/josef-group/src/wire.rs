@@ -360,7 +360,7 @@ pub fn offset_fetch_request(r: &WOffsetFetchRequest, version: i16) -> OffsetFetc
                     .map(
                         |t: &offset_fetch_request::OffsetFetchRequestTopic| OffsetFetchTopic {
                             name: t.name.to_string(),
-                            partition_indexes: t.partition_indexes.clone(),
+                            partition_indexes: t.partition_indexes.to_vec(),
                         },
                     )
                     .collect()
@@ -375,7 +375,7 @@ pub fn offset_fetch_request(r: &WOffsetFetchRequest, version: i16) -> OffsetFetc
                     ts.iter()
                         .map(|t| OffsetFetchTopic {
                             name: t.name.to_string(),
-                            partition_indexes: t.partition_indexes.clone(),
+                            partition_indexes: t.partition_indexes.to_vec(),
                         })
                         .collect()
                 }),

@@ -247,7 +247,7 @@ fn offset_fetch_v1_has_one_group_and_v8_a_batch() {
         group_id: sb("g"),
         topics: Some(vec![offset_fetch_request::OffsetFetchRequestTopic {
             name: sb("t"),
-            partition_indexes: vec![0, 1],
+            partition_indexes: josef_protocol::smallvec![0, 1],
             ..Default::default()
         }]),
         ..Default::default()
@@ -453,7 +453,7 @@ fn consumer_flow(versions: Client) {
                 group_id: sb("cg"),
                 topics: Some(vec![offset_fetch_request::OffsetFetchRequestTopics {
                     name: sb("orders"),
-                    partition_indexes: vec![0, 1],
+                    partition_indexes: josef_protocol::smallvec![0, 1],
                     ..Default::default()
                 }]),
                 ..Default::default()
@@ -466,7 +466,7 @@ fn consumer_flow(versions: Client) {
             group_id: sb("cg"),
             topics: Some(vec![offset_fetch_request::OffsetFetchRequestTopic {
                 name: sb("orders"),
-                partition_indexes: vec![0, 1],
+                partition_indexes: josef_protocol::smallvec![0, 1],
                 ..Default::default()
             }]),
             ..Default::default()

@@ -137,11 +137,25 @@ fn prim_put(p: Prim) -> &'static str {
     }
 }
 
+/// How many elements an array of `inner` keeps inline, without allocating: arrays of fixed-size
+/// numbers (replica lists, partition indexes) are `SmallVec`s holding up to 16 bytes inline, as
+/// small as a `Vec`, because these short lists were most of the allocations of a metadata decode.
+fn inline_capacity(inner: &Ty) -> Option<usize> {
+    match inner {
+        Ty::Prim(Prim::Uuid) => None,
+        Ty::Prim(p) => prim_fixed_size(*p).map(|size| 16 / size),
+        _ => None,
+    }
+}
+
 fn base_rust(ty: &Ty) -> String {
     match ty {
         Ty::Prim(p) => prim_rust(*p).to_string(),
         Ty::Struct(s) => s.clone(),
-        Ty::Array(inner) => format!("Vec<{}>", base_rust(inner)),
+        Ty::Array(inner) => match inline_capacity(inner) {
+            Some(n) => format!("SmallVec<[{}; {n}]>", base_rust(inner)),
+            None => format!("Vec<{}>", base_rust(inner)),
+        },
     }
 }
 
@@ -242,6 +256,7 @@ fn default_expr(f: &Field) -> Result<String, String> {
         }
         Ty::Prim(Prim::Bytes) => "Bytes::new()".to_string(),
         Ty::Struct(_) => "Default::default()".to_string(),
+        Ty::Array(inner) if inline_capacity(inner).is_some() => "SmallVec::new()".to_string(),
         Ty::Array(_) => "Vec::new()".to_string(),
     };
     Ok(if opt { format!("Some({base})") } else { base })
@@ -271,7 +286,12 @@ fn read_plain(ty: &Ty, flex: &str) -> String {
         Ty::Prim(p) => format!("wire::{}(buf)", prim_get(*p)),
         Ty::Struct(s) => format!("{s}::decode(buf, version)"),
         Ty::Array(inner) => format!(
-            "wire::get_array(buf, {flex}, |buf| {})",
+            "wire::{}(buf, {flex}, |buf| {})",
+            if inline_capacity(inner).is_some() {
+                "get_small_array"
+            } else {
+                "get_array"
+            },
             read_plain(inner, flex)
         ),
     }
@@ -285,7 +305,12 @@ fn read_nullable(ty: &Ty, flex: &str) -> Result<String, String> {
         Ty::Struct(s) => format!("wire::get_nullable_struct(buf, |buf| {s}::decode(buf, version))"),
         Ty::Array(inner) => {
             format!(
-                "wire::get_nullable_array(buf, {flex}, |buf| {})",
+                "wire::{}(buf, {flex}, |buf| {})",
+                if inline_capacity(inner).is_some() {
+                    "get_nullable_small_array"
+                } else {
+                    "get_nullable_array"
+                },
                 read_plain(inner, flex)
             )
         }
@@ -819,7 +844,7 @@ pub fn emit_module(spec: &Spec) -> Result<String, String> {
     let _ = writeln!(out, "use crate::wire;");
     let _ = writeln!(
         out,
-        "use crate::{{Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields, Uuid, VersionRange}};"
+        "use crate::{{Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes, UnknownTaggedFields, Uuid, VersionRange}};"
     );
     let _ = writeln!(out, "use bytes::Bytes;\n");
     for (i, st) in spec.structs.iter().enumerate() {
@@ -1131,8 +1156,13 @@ fn random_plain(module: &str, ty: &Ty) -> String {
         },
         Ty::Struct(s) => format!("{}(g, version)", value_fn_name(module, s)),
         Ty::Array(inner) => format!(
-            "(0..g.len()).map(|_| {}).collect::<Vec<_>>()",
-            random_plain(module, inner)
+            "(0..g.len()).map(|_| {}).collect::<{}<_>>()",
+            random_plain(module, inner),
+            if inline_capacity(inner).is_some() {
+                "SmallVec"
+            } else {
+                "Vec"
+            }
         ),
     }
 }

@@ -49,6 +49,7 @@ mod error_code;
 pub mod frame;
 mod generated;
 mod str_bytes;
+mod unknown_tagged_fields;
 mod uuid;
 pub mod wire;
 
@@ -64,13 +65,12 @@ pub use frame::{
 };
 pub use generated::{coordinator_records, messages, ApiKey, RequestBody, ResponseBody};
 pub use messages::{RequestHeader, ResponseHeader};
+pub use smallvec::{smallvec, SmallVec};
 pub use str_bytes::StrBytes;
+pub use unknown_tagged_fields::UnknownTaggedFields;
 pub use uuid::{ParseUuidError, Uuid};
 
 use bytes::Bytes;
-
-/// Tagged fields that the generated code does not know, by tag; written back in tag order.
-pub type UnknownTaggedFields = std::collections::BTreeMap<u32, Bytes>;
 
 /// An inclusive range of versions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

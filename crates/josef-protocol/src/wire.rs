@@ -6,6 +6,7 @@
 
 use crate::{DecodeError, EncodeBuf, EncodeError, StrBytes, UnknownTaggedFields, Uuid};
 use bytes::{Buf, BufMut, Bytes};
+use smallvec::SmallVec;
 use std::collections::btree_map;
 use std::iter::Peekable;
 
@@ -19,83 +20,104 @@ const MAX_STRING_LEN: usize = i16::MAX as usize;
 #[inline]
 fn need(buf: &Bytes, n: usize) -> Result<(), DecodeError> {
     if buf.remaining() < n {
-        Err(DecodeError::Truncated {
-            needed: n,
-            remaining: buf.remaining(),
-        })
+        Err(truncated(buf, n))
     } else {
         Ok(())
     }
 }
 
+#[cold]
+#[inline(never)]
+fn truncated(buf: &Bytes, needed: usize) -> DecodeError {
+    DecodeError::Truncated {
+        needed,
+        remaining: buf.remaining(),
+    }
+}
+
+/// The next `N` bytes, consumed. Inlined into every generated decoder: a fixed-size read is a
+/// bounds check, a load and a pointer bump (the `Buf` getters were out-of-line calls).
+#[inline(always)]
+fn take<const N: usize>(buf: &mut Bytes) -> Result<[u8; N], DecodeError> {
+    match buf.first_chunk::<N>() {
+        Some(b) => {
+            let b = *b;
+            buf.advance(N);
+            Ok(b)
+        }
+        None => Err(truncated(buf, N)),
+    }
+}
+
 /// Reads a boolean (any non-zero byte is true, as in Kafka).
-#[inline]
+#[inline(always)]
 pub fn get_bool(buf: &mut Bytes) -> Result<bool, DecodeError> {
-    need(buf, 1)?;
-    Ok(buf.get_u8() != 0)
+    Ok(take::<1>(buf)?[0] != 0)
 }
 
 /// Reads an int8.
-#[inline]
+#[inline(always)]
 pub fn get_i8(buf: &mut Bytes) -> Result<i8, DecodeError> {
-    need(buf, 1)?;
-    Ok(buf.get_i8())
+    Ok(i8::from_be_bytes(take(buf)?))
 }
 
 /// Reads a big-endian int16.
-#[inline]
+#[inline(always)]
 pub fn get_i16(buf: &mut Bytes) -> Result<i16, DecodeError> {
-    need(buf, 2)?;
-    Ok(buf.get_i16())
+    Ok(i16::from_be_bytes(take(buf)?))
 }
 
 /// Reads a big-endian uint16.
-#[inline]
+#[inline(always)]
 pub fn get_u16(buf: &mut Bytes) -> Result<u16, DecodeError> {
-    need(buf, 2)?;
-    Ok(buf.get_u16())
+    Ok(u16::from_be_bytes(take(buf)?))
 }
 
 /// Reads a big-endian int32.
-#[inline]
+#[inline(always)]
 pub fn get_i32(buf: &mut Bytes) -> Result<i32, DecodeError> {
-    need(buf, 4)?;
-    Ok(buf.get_i32())
+    Ok(i32::from_be_bytes(take(buf)?))
 }
 
 /// Reads a big-endian uint32.
-#[inline]
+#[inline(always)]
 pub fn get_u32(buf: &mut Bytes) -> Result<u32, DecodeError> {
-    need(buf, 4)?;
-    Ok(buf.get_u32())
+    Ok(u32::from_be_bytes(take(buf)?))
 }
 
 /// Reads a big-endian int64.
-#[inline]
+#[inline(always)]
 pub fn get_i64(buf: &mut Bytes) -> Result<i64, DecodeError> {
-    need(buf, 8)?;
-    Ok(buf.get_i64())
+    Ok(i64::from_be_bytes(take(buf)?))
 }
 
 /// Reads a big-endian IEEE 754 float64.
-#[inline]
+#[inline(always)]
 pub fn get_f64(buf: &mut Bytes) -> Result<f64, DecodeError> {
-    need(buf, 8)?;
-    Ok(buf.get_f64())
+    Ok(f64::from_be_bytes(take(buf)?))
 }
 
 /// Reads a 16-byte uuid.
-#[inline]
+#[inline(always)]
 pub fn get_uuid(buf: &mut Bytes) -> Result<Uuid, DecodeError> {
-    need(buf, 16)?;
-    let mut b = [0u8; 16];
-    buf.copy_to_slice(&mut b);
-    Ok(Uuid::from_bytes(b))
+    Ok(Uuid::from_bytes(take(buf)?))
 }
 
 /// Reads an unsigned varint of at most 5 bytes (32 bits).
-#[inline]
+#[inline(always)]
 pub fn get_uvarint(buf: &mut Bytes) -> Result<u32, DecodeError> {
+    // One byte is the usual case (tagged-field counts, short lengths): inline; longer ones call.
+    match buf.first() {
+        Some(&b) if b < 0x80 => {
+            buf.advance(1);
+            Ok(u32::from(b))
+        }
+        _ => get_uvarint_long(buf),
+    }
+}
+
+#[inline(never)]
+fn get_uvarint_long(buf: &mut Bytes) -> Result<u32, DecodeError> {
     let mut value: u32 = 0;
     for i in 0..5 {
         need(buf, 1)?;
@@ -228,6 +250,37 @@ pub fn get_array<T>(
     read: impl FnMut(&mut Bytes) -> Result<T, DecodeError>,
 ) -> Result<Vec<T>, DecodeError> {
     get_nullable_array(buf, flexible, read)?.ok_or(DecodeError::UnexpectedNull)
+}
+
+/// Reads a nullable array of fixed-size numbers into a `SmallVec`: short arrays (the usual replica
+/// lists) stay inline, longer ones allocate once, capped as `get_nullable_array` caps.
+#[inline]
+pub fn get_nullable_small_array<A: smallvec::Array>(
+    buf: &mut Bytes,
+    flexible: bool,
+    mut read: impl FnMut(&mut Bytes) -> Result<A::Item, DecodeError>,
+) -> Result<Option<SmallVec<A>>, DecodeError> {
+    let Some(n) = get_len(buf, flexible, false)? else {
+        return Ok(None);
+    };
+    let mut v = SmallVec::new();
+    if n > A::size() {
+        v.reserve_exact(n.min(MAX_PREALLOC_BYTES / std::mem::size_of::<A::Item>().max(1)));
+    }
+    for _ in 0..n {
+        v.push(read(buf)?);
+    }
+    Ok(Some(v))
+}
+
+/// Reads a non-null array of fixed-size numbers into a `SmallVec`.
+#[inline]
+pub fn get_small_array<A: smallvec::Array>(
+    buf: &mut Bytes,
+    flexible: bool,
+    read: impl FnMut(&mut Bytes) -> Result<A::Item, DecodeError>,
+) -> Result<SmallVec<A>, DecodeError> {
+    get_nullable_small_array(buf, flexible, read)?.ok_or(DecodeError::UnexpectedNull)
 }
 
 /// Reads a nullable struct: an int8 marker (negative = null) then the struct.

@@ -63,7 +63,7 @@ fn to_wire(v: &TxnLogValue) -> TransactionLogValue {
                 Some(s) if s.topic.as_str() == tp.topic => s.partition_ids.push(tp.partition),
                 _ => out.push(PartitionsSchema {
                     topic: StrBytes::from(tp.topic.as_str()),
-                    partition_ids: vec![tp.partition],
+                    partition_ids: josef_protocol::smallvec![tp.partition],
                     ..Default::default()
                 }),
             }

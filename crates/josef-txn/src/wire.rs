@@ -257,7 +257,7 @@ pub fn write_txn_markers_request(markers: &[TxnMarkerRequest]) -> WireWriteTxnMa
                         }
                         _ => topics.push(wtm::WritableTxnMarkerTopic {
                             name: StrBytes::from(tp.topic.as_str()),
-                            partition_indexes: vec![tp.partition],
+                            partition_indexes: josef_protocol::smallvec![tp.partition],
                             ..Default::default()
                         }),
                     }

@@ -326,7 +326,7 @@ fn end_txn_v5_is_transactions_v2() {
 fn add_partitions_v3_single_and_v4_batched_forms() {
     let topics = vec![apreq::AddPartitionsToTxnTopic {
         name: StrBytes::from("a"),
-        partitions: vec![1, 0],
+        partitions: josef_protocol::smallvec![1, 0],
         ..Default::default()
     }];
     let v3 = m::AddPartitionsToTxnRequest {
@@ -503,7 +503,7 @@ fn marker_effects_become_write_txn_markers() {
         (5, 2, true, 9)
     );
     assert_eq!(mk.topics.len(), 2);
-    assert_eq!(mk.topics[0].partition_indexes, vec![0, 1]);
+    assert_eq!(mk.topics[0].partition_indexes[..], [0, 1]);
     let mut b = BytesMut::new();
     w.encode(&mut b, 1).unwrap();
     assert_eq!(

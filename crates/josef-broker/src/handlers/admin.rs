@@ -76,7 +76,7 @@ pub fn create_topics(
                     return Err((ErrorCode::InvalidRequest, "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.".into()));
                 }
                 for a in &t.assignments {
-                    if a.broker_ids != [state.config.node_id] {
+                    if a.broker_ids[..] != [state.config.node_id] {
                         return Err((
                             ErrorCode::InvalidReplicaAssignment,
                             format!(

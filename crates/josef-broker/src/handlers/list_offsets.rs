@@ -171,9 +171,10 @@ fn handle_v0(state: &BrokerState, req: &ListOffsetsRequest) -> ListOffsetsRespon
                                         josef_log::legacy_offsets::cap_at_high_watermark(
                                             offsets,
                                             d.log.high_watermark(),
-                                        );
+                                        )
+                                        .into();
                                 }
-                                Some(offsets) => out.old_style_offsets = offsets,
+                                Some(offsets) => out.old_style_offsets = offsets.into(),
                                 // Kafka fails on a negative max_num_offsets (a negative array size).
                                 None => out.error_code = ErrorCode::UnknownServerError.code(),
                             }

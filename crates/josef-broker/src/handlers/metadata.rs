@@ -33,9 +33,9 @@ pub fn topic_metadata(state: &BrokerState, t: &Topic) -> MetadataResponseTopic {
                 partition_index: p.index,
                 leader_id: node,
                 leader_epoch: p.leader_epoch,
-                replica_nodes: vec![node],
-                isr_nodes: vec![node],
-                offline_replicas: vec![],
+                replica_nodes: josef_protocol::smallvec![node],
+                isr_nodes: josef_protocol::smallvec![node],
+                offline_replicas: josef_protocol::smallvec![],
                 ..Default::default()
             })
             .collect(),

@@ -145,7 +145,7 @@ pub fn describe(
                     .map(
                         |(topic, partitions)| describe_transactions_response::TopicData {
                             topic: s(&topic),
-                            partitions,
+                            partitions: partitions.into(),
                             ..Default::default()
                         },
                     )

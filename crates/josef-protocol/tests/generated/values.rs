@@ -179,7 +179,9 @@ pub fn add_partitions_to_txn_request_add_partitions_to_txn_topic(
 ) -> messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic {
     let mut m = messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic::default();
     m.name = g.string();
-    m.partitions = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.partitions = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     if version >= 3 {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
     }
@@ -585,7 +587,11 @@ pub fn alter_partition_reassignments_request_reassignable_partition(
     m.replicas = if true && g.next() % 4 == 0 {
         None
     } else {
-        Some((0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>())
+        Some(
+            (0..g.len())
+                .map(|_| g.next() as i32)
+                .collect::<SmallVec<_>>(),
+        )
     };
     if true {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
@@ -712,7 +718,9 @@ pub fn alter_partition_request_partition_data(
     m.partition_index = g.next() as i32;
     m.leader_epoch = g.next() as i32;
     if version <= 2 {
-        m.new_isr = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+        m.new_isr = (0..g.len())
+            .map(|_| g.next() as i32)
+            .collect::<SmallVec<_>>();
     }
     if version >= 3 {
         m.new_isr_with_epochs = (0..g.len())
@@ -777,7 +785,9 @@ pub fn alter_partition_response_partition_data(
     m.error_code = g.next() as i16;
     m.leader_id = g.next() as i32;
     m.leader_epoch = g.next() as i32;
-    m.isr = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.isr = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     if version >= 1 {
         m.leader_recovery_state = g.next() as i8;
     }
@@ -831,7 +841,9 @@ pub fn alter_replica_log_dirs_request_alter_replica_log_dir_topic(
 ) -> messages::alter_replica_log_dirs_request::AlterReplicaLogDirTopic {
     let mut m = messages::alter_replica_log_dirs_request::AlterReplicaLogDirTopic::default();
     m.name = g.string();
-    m.partitions = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.partitions = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     if version >= 2 {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
     }
@@ -1601,7 +1613,9 @@ pub fn consumer_group_describe_response_topic_partitions(
     let mut m = messages::consumer_group_describe_response::TopicPartitions::default();
     m.topic_id = g.uuid();
     m.topic_name = g.string();
-    m.partitions = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.partitions = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     if true {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
     }
@@ -1683,7 +1697,9 @@ pub fn consumer_group_heartbeat_request_topic_partitions(
 ) -> messages::consumer_group_heartbeat_request::TopicPartitions {
     let mut m = messages::consumer_group_heartbeat_request::TopicPartitions::default();
     m.topic_id = g.uuid();
-    m.partitions = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.partitions = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     if true {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
     }
@@ -1744,7 +1760,9 @@ pub fn consumer_group_heartbeat_response_topic_partitions(
 ) -> messages::consumer_group_heartbeat_response::TopicPartitions {
     let mut m = messages::consumer_group_heartbeat_response::TopicPartitions::default();
     m.topic_id = g.uuid();
-    m.partitions = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.partitions = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     if true {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
     }
@@ -1775,7 +1793,9 @@ pub fn consumer_protocol_assignment_topic_partition(
 ) -> messages::consumer_protocol_assignment::TopicPartition {
     let mut m = messages::consumer_protocol_assignment::TopicPartition::default();
     m.topic = g.string();
-    m.partitions = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.partitions = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     m
 }
 
@@ -1819,7 +1839,9 @@ pub fn consumer_protocol_subscription_topic_partition(
         m.topic = g.string();
     }
     if version >= 1 {
-        m.partitions = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+        m.partitions = (0..g.len())
+            .map(|_| g.next() as i32)
+            .collect::<SmallVec<_>>();
     }
     m
 }
@@ -2107,7 +2129,9 @@ pub fn create_partitions_request_create_partitions_assignment(
     version: i16,
 ) -> messages::create_partitions_request::CreatePartitionsAssignment {
     let mut m = messages::create_partitions_request::CreatePartitionsAssignment::default();
-    m.broker_ids = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.broker_ids = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     if version >= 2 {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
     }
@@ -2198,7 +2222,9 @@ pub fn create_topics_request_creatable_replica_assignment(
 ) -> messages::create_topics_request::CreatableReplicaAssignment {
     let mut m = messages::create_topics_request::CreatableReplicaAssignment::default();
     m.partition_index = g.next() as i32;
-    m.broker_ids = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.broker_ids = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     if version >= 5 {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
     }
@@ -3407,7 +3433,9 @@ pub fn describe_log_dirs_request_describable_log_dir_topic(
 ) -> messages::describe_log_dirs_request::DescribableLogDirTopic {
     let mut m = messages::describe_log_dirs_request::DescribableLogDirTopic::default();
     m.topic = g.string();
-    m.partitions = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.partitions = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     if version >= 2 {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
     }
@@ -3510,7 +3538,9 @@ pub fn describe_producers_request_topic_request(
 ) -> messages::describe_producers_request::TopicRequest {
     let mut m = messages::describe_producers_request::TopicRequest::default();
     m.name = g.string();
-    m.partition_indexes = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.partition_indexes = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     if true {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
     }
@@ -3854,19 +3884,33 @@ pub fn describe_topic_partitions_response_describe_topic_partitions_response_par
     m.partition_index = g.next() as i32;
     m.leader_id = g.next() as i32;
     m.leader_epoch = g.next() as i32;
-    m.replica_nodes = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
-    m.isr_nodes = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.replica_nodes = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
+    m.isr_nodes = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     m.eligible_leader_replicas = if true && g.next() % 4 == 0 {
         None
     } else {
-        Some((0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>())
+        Some(
+            (0..g.len())
+                .map(|_| g.next() as i32)
+                .collect::<SmallVec<_>>(),
+        )
     };
     m.last_known_elr = if true && g.next() % 4 == 0 {
         None
     } else {
-        Some((0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>())
+        Some(
+            (0..g.len())
+                .map(|_| g.next() as i32)
+                .collect::<SmallVec<_>>(),
+        )
     };
-    m.offline_replicas = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.offline_replicas = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     if true {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
     }
@@ -3953,7 +3997,9 @@ pub fn describe_transactions_response_topic_data(
 ) -> messages::describe_transactions_response::TopicData {
     let mut m = messages::describe_transactions_response::TopicData::default();
     m.topic = g.string();
-    m.partitions = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.partitions = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     if true {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
     }
@@ -4110,7 +4156,9 @@ pub fn elect_leaders_request_topic_partitions(
 ) -> messages::elect_leaders_request::TopicPartitions {
     let mut m = messages::elect_leaders_request::TopicPartitions::default();
     m.topic = g.string();
-    m.partitions = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.partitions = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     if version >= 2 {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
     }
@@ -4224,7 +4272,9 @@ pub fn end_quorum_epoch_request_partition_data(
     m.leader_id = g.next() as i32;
     m.leader_epoch = g.next() as i32;
     if version <= 0 {
-        m.preferred_successors = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+        m.preferred_successors = (0..g.len())
+            .map(|_| g.next() as i32)
+            .collect::<SmallVec<_>>();
     }
     if version >= 1 {
         m.preferred_candidates = (0..g.len())
@@ -4577,7 +4627,9 @@ pub fn fetch_request_forgotten_topic(
         m.topic_id = g.uuid();
     }
     if version >= 7 {
-        m.partitions = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+        m.partitions = (0..g.len())
+            .map(|_| g.next() as i32)
+            .collect::<SmallVec<_>>();
     }
     if version >= 12 {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
@@ -5077,7 +5129,9 @@ pub fn get_telemetry_subscriptions_response_get_telemetry_subscriptions_response
     m.error_code = g.next() as i16;
     m.client_instance_id = g.uuid();
     m.subscription_id = g.next() as i32;
-    m.accepted_compression_types = (0..g.len()).map(|_| g.next() as i8).collect::<Vec<_>>();
+    m.accepted_compression_types = (0..g.len())
+        .map(|_| g.next() as i8)
+        .collect::<SmallVec<_>>();
     m.push_interval_ms = g.next() as i32;
     m.telemetry_max_bytes = g.next() as i32;
     m.delta_temporality = g.bool();
@@ -5566,14 +5620,22 @@ pub fn leader_and_isr_request_leader_and_isr_partition_state(
     m.controller_epoch = g.next() as i32;
     m.leader = g.next() as i32;
     m.leader_epoch = g.next() as i32;
-    m.isr = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.isr = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     m.partition_epoch = g.next() as i32;
-    m.replicas = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.replicas = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     if version >= 3 {
-        m.adding_replicas = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+        m.adding_replicas = (0..g.len())
+            .map(|_| g.next() as i32)
+            .collect::<SmallVec<_>>();
     }
     if version >= 3 {
-        m.removing_replicas = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+        m.removing_replicas = (0..g.len())
+            .map(|_| g.next() as i32)
+            .collect::<SmallVec<_>>();
     }
     if version >= 1 {
         m.is_new = g.bool();
@@ -5965,7 +6027,9 @@ pub fn list_offsets_response_list_offsets_partition_response(
     m.partition_index = g.next() as i32;
     m.error_code = g.next() as i16;
     if version <= 0 {
-        m.old_style_offsets = (0..g.len()).map(|_| g.next() as i64).collect::<Vec<_>>();
+        m.old_style_offsets = (0..g.len())
+            .map(|_| g.next() as i64)
+            .collect::<SmallVec<_>>();
     }
     if version >= 1 {
         m.timestamp = g.next() as i64;
@@ -6034,7 +6098,9 @@ pub fn list_partition_reassignments_request_list_partition_reassignments_topics(
     let mut m =
         messages::list_partition_reassignments_request::ListPartitionReassignmentsTopics::default();
     m.name = g.string();
-    m.partition_indexes = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.partition_indexes = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     if true {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
     }
@@ -6071,9 +6137,15 @@ pub fn list_partition_reassignments_response_ongoing_partition_reassignment(
     let mut m =
         messages::list_partition_reassignments_response::OngoingPartitionReassignment::default();
     m.partition_index = g.next() as i32;
-    m.replicas = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
-    m.adding_replicas = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
-    m.removing_replicas = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.replicas = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
+    m.adding_replicas = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
+    m.removing_replicas = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     if true {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
     }
@@ -6104,7 +6176,9 @@ pub fn list_transactions_request_list_transactions_request(
 ) -> messages::list_transactions_request::ListTransactionsRequest {
     let mut m = messages::list_transactions_request::ListTransactionsRequest::default();
     m.state_filters = (0..g.len()).map(|_| g.string()).collect::<Vec<_>>();
-    m.producer_id_filters = (0..g.len()).map(|_| g.next() as i64).collect::<Vec<_>>();
+    m.producer_id_filters = (0..g.len())
+        .map(|_| g.next() as i64)
+        .collect::<SmallVec<_>>();
     if version >= 1 {
         m.duration_filter = g.next() as i64;
     }
@@ -6265,10 +6339,16 @@ pub fn metadata_response_metadata_response_partition(
     if version >= 7 {
         m.leader_epoch = g.next() as i32;
     }
-    m.replica_nodes = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
-    m.isr_nodes = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.replica_nodes = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
+    m.isr_nodes = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     if version >= 5 {
-        m.offline_replicas = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+        m.offline_replicas = (0..g.len())
+            .map(|_| g.next() as i32)
+            .collect::<SmallVec<_>>();
     }
     if version >= 9 {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
@@ -6545,7 +6625,9 @@ pub fn offset_fetch_request_offset_fetch_request_topic(
         m.name = g.string();
     }
     if version <= 7 {
-        m.partition_indexes = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+        m.partition_indexes = (0..g.len())
+            .map(|_| g.next() as i32)
+            .collect::<SmallVec<_>>();
     }
     if version >= 6 {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
@@ -6563,7 +6645,9 @@ pub fn offset_fetch_request_offset_fetch_request_topics(
         m.name = g.string();
     }
     if version >= 8 {
-        m.partition_indexes = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+        m.partition_indexes = (0..g.len())
+            .map(|_| g.next() as i32)
+            .collect::<SmallVec<_>>();
     }
     if version >= 6 {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
@@ -7503,7 +7587,9 @@ pub fn share_acknowledge_request_acknowledgement_batch(
     let mut m = messages::share_acknowledge_request::AcknowledgementBatch::default();
     m.first_offset = g.next() as i64;
     m.last_offset = g.next() as i64;
-    m.acknowledge_types = (0..g.len()).map(|_| g.next() as i8).collect::<Vec<_>>();
+    m.acknowledge_types = (0..g.len())
+        .map(|_| g.next() as i8)
+        .collect::<SmallVec<_>>();
     if true {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
     }
@@ -7677,7 +7763,9 @@ pub fn share_fetch_request_acknowledgement_batch(
     let mut m = messages::share_fetch_request::AcknowledgementBatch::default();
     m.first_offset = g.next() as i64;
     m.last_offset = g.next() as i64;
-    m.acknowledge_types = (0..g.len()).map(|_| g.next() as i8).collect::<Vec<_>>();
+    m.acknowledge_types = (0..g.len())
+        .map(|_| g.next() as i8)
+        .collect::<SmallVec<_>>();
     if true {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
     }
@@ -7724,7 +7812,9 @@ pub fn share_fetch_request_forgotten_topic(
 ) -> messages::share_fetch_request::ForgottenTopic {
     let mut m = messages::share_fetch_request::ForgottenTopic::default();
     m.topic_id = g.uuid();
-    m.partitions = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.partitions = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     if true {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
     }
@@ -7943,7 +8033,9 @@ pub fn share_group_describe_response_topic_partitions(
     let mut m = messages::share_group_describe_response::TopicPartitions::default();
     m.topic_id = g.uuid();
     m.topic_name = g.string();
-    m.partitions = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.partitions = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     if true {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
     }
@@ -8043,7 +8135,9 @@ pub fn share_group_heartbeat_response_topic_partitions(
 ) -> messages::share_group_heartbeat_response::TopicPartitions {
     let mut m = messages::share_group_heartbeat_response::TopicPartitions::default();
     m.topic_id = g.uuid();
-    m.partitions = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.partitions = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     if true {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
     }
@@ -8143,7 +8237,9 @@ pub fn stop_replica_request_stop_replica_topic_v1(
         m.name = g.string();
     }
     if (1..=2).contains(&version) {
-        m.partition_indexes = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+        m.partition_indexes = (0..g.len())
+            .map(|_| g.next() as i32)
+            .collect::<SmallVec<_>>();
     }
     if version >= 2 {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
@@ -8664,11 +8760,17 @@ pub fn update_metadata_request_update_metadata_partition_state(
     m.controller_epoch = g.next() as i32;
     m.leader = g.next() as i32;
     m.leader_epoch = g.next() as i32;
-    m.isr = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.isr = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     m.zk_version = g.next() as i32;
-    m.replicas = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.replicas = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     if version >= 4 {
-        m.offline_replicas = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+        m.offline_replicas = (0..g.len())
+            .map(|_| g.next() as i32)
+            .collect::<SmallVec<_>>();
     }
     if version >= 6 {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
@@ -9097,7 +9199,9 @@ pub fn write_txn_markers_request_writable_txn_marker_topic(
 ) -> messages::write_txn_markers_request::WritableTxnMarkerTopic {
     let mut m = messages::write_txn_markers_request::WritableTxnMarkerTopic::default();
     m.name = g.string();
-    m.partition_indexes = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.partition_indexes = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     if version >= 1 {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
     }
@@ -9217,7 +9321,9 @@ pub fn consumer_group_current_member_assignment_value_topic_partitions(
 ) -> coordinator_records::consumer_group_current_member_assignment_value::TopicPartitions {
     let mut m = coordinator_records::consumer_group_current_member_assignment_value::TopicPartitions::default();
     m.topic_id = g.uuid();
-    m.partitions = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.partitions = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     if true {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
     }
@@ -9422,7 +9528,9 @@ pub fn consumer_group_target_assignment_member_value_topic_partition(
         coordinator_records::consumer_group_target_assignment_member_value::TopicPartition::default(
         );
     m.topic_id = g.uuid();
-    m.partitions = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.partitions = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     if true {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
     }
@@ -9579,7 +9687,9 @@ pub fn share_group_current_member_assignment_value_topic_partitions(
         coordinator_records::share_group_current_member_assignment_value::TopicPartitions::default(
         );
     m.topic_id = g.uuid();
-    m.partitions = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.partitions = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     if true {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
     }
@@ -9730,7 +9840,9 @@ pub fn share_group_state_partition_metadata_value_topic_partitions_info(
     let mut m = coordinator_records::share_group_state_partition_metadata_value::TopicPartitionsInfo::default();
     m.topic_id = g.uuid();
     m.topic_name = g.string();
-    m.partitions = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.partitions = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     if true {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
     }
@@ -9780,7 +9892,9 @@ pub fn share_group_target_assignment_member_value_topic_partition(
     let mut m =
         coordinator_records::share_group_target_assignment_member_value::TopicPartition::default();
     m.topic_id = g.uuid();
-    m.partitions = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.partitions = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     if true {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
     }
@@ -9857,7 +9971,9 @@ pub fn transaction_log_value_partitions_schema(
 ) -> coordinator_records::transaction_log_value::PartitionsSchema {
     let mut m = coordinator_records::transaction_log_value::PartitionsSchema::default();
     m.topic = g.string();
-    m.partition_ids = (0..g.len()).map(|_| g.next() as i32).collect::<Vec<_>>();
+    m.partition_ids = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
     if version >= 1 {
         m.unknown_tagged_fields = g.unknown_tagged_fields();
     }

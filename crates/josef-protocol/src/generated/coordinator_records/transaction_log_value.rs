@@ -10,8 +10,8 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
-    Uuid, VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
+    UnknownTaggedFields, Uuid, VersionRange,
 };
 use bytes::Bytes;
 
@@ -262,7 +262,7 @@ pub struct PartitionsSchema {
     /// `Topic`: `string`, versions 0+.
     pub topic: StrBytes,
     /// `PartitionIds`: `[]int32`, versions 0+.
-    pub partition_ids: Vec<i32>,
+    pub partition_ids: SmallVec<[i32; 4]>,
     /// Tagged fields not known to this code, by tag, re-encoded unchanged.
     pub unknown_tagged_fields: UnknownTaggedFields,
 }
@@ -271,7 +271,7 @@ impl Default for PartitionsSchema {
     fn default() -> Self {
         Self {
             topic: StrBytes::new(),
-            partition_ids: Vec::new(),
+            partition_ids: SmallVec::new(),
             unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
@@ -281,7 +281,7 @@ impl Decode for PartitionsSchema {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
         let f_topic = wire::get_string(buf, flexible)?;
-        let f_partition_ids = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_partition_ids = wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;

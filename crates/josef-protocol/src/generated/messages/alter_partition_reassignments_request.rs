@@ -10,8 +10,8 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
-    Uuid, VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
+    UnknownTaggedFields, Uuid, VersionRange,
 };
 use bytes::Bytes;
 
@@ -130,7 +130,7 @@ pub struct ReassignablePartition {
     /// `PartitionIndex`: `int32`, versions 0+.
     pub partition_index: i32,
     /// `Replicas`: `[]int32`, versions 0+, nullable in 0+, default null.
-    pub replicas: Option<Vec<i32>>,
+    pub replicas: Option<SmallVec<[i32; 4]>>,
     /// Tagged fields not known to this code, by tag, re-encoded unchanged.
     pub unknown_tagged_fields: UnknownTaggedFields,
 }
@@ -149,7 +149,7 @@ impl Decode for ReassignablePartition {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_partition_index = wire::get_i32(buf)?;
-        let f_replicas = wire::get_nullable_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_replicas = wire::get_nullable_small_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;

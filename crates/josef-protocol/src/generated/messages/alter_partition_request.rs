@@ -10,8 +10,8 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
-    Uuid, VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
+    UnknownTaggedFields, Uuid, VersionRange,
 };
 use bytes::Bytes;
 
@@ -241,7 +241,7 @@ pub struct PartitionData {
     /// `LeaderEpoch`: `int32`, versions 0+.
     pub leader_epoch: i32,
     /// `NewIsr`: `[]int32`, versions 0-2.
-    pub new_isr: Vec<i32>,
+    pub new_isr: SmallVec<[i32; 4]>,
     /// `NewIsrWithEpochs`: `[]BrokerState`, versions 3+.
     pub new_isr_with_epochs: Vec<BrokerState>,
     /// `LeaderRecoveryState`: `int8`, versions 1+, default `0`.
@@ -257,7 +257,7 @@ impl Default for PartitionData {
         Self {
             partition_index: 0,
             leader_epoch: 0,
-            new_isr: Vec::new(),
+            new_isr: SmallVec::new(),
             new_isr_with_epochs: Vec::new(),
             leader_recovery_state: 0,
             partition_epoch: 0,
@@ -272,9 +272,9 @@ impl Decode for PartitionData {
         let f_partition_index = wire::get_i32(buf)?;
         let f_leader_epoch = wire::get_i32(buf)?;
         let f_new_isr = if version <= 2 {
-            wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?
+            wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?
         } else {
-            Vec::new()
+            SmallVec::new()
         };
         let f_new_isr_with_epochs = if version >= 3 {
             wire::get_array(buf, flexible, |buf| BrokerState::decode(buf, version))?

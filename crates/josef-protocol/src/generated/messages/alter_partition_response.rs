@@ -10,8 +10,8 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
-    Uuid, VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
+    UnknownTaggedFields, Uuid, VersionRange,
 };
 use bytes::Bytes;
 
@@ -142,7 +142,7 @@ pub struct PartitionData {
     /// `LeaderEpoch`: `int32`, versions 0+.
     pub leader_epoch: i32,
     /// `Isr`: `[]int32`, versions 0+.
-    pub isr: Vec<i32>,
+    pub isr: SmallVec<[i32; 4]>,
     /// `LeaderRecoveryState`: `int8`, versions 1+, default `0`, ignorable.
     pub leader_recovery_state: i8,
     /// `PartitionEpoch`: `int32`, versions 0+.
@@ -158,7 +158,7 @@ impl Default for PartitionData {
             error_code: 0,
             leader_id: 0,
             leader_epoch: 0,
-            isr: Vec::new(),
+            isr: SmallVec::new(),
             leader_recovery_state: 0,
             partition_epoch: 0,
             unknown_tagged_fields: UnknownTaggedFields::new(),
@@ -173,7 +173,7 @@ impl Decode for PartitionData {
         let f_error_code = wire::get_i16(buf)?;
         let f_leader_id = wire::get_i32(buf)?;
         let f_leader_epoch = wire::get_i32(buf)?;
-        let f_isr = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_isr = wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let f_leader_recovery_state = if version >= 1 { wire::get_i8(buf)? } else { 0 };
         let f_partition_epoch = wire::get_i32(buf)?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();

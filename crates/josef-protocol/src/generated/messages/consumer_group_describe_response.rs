@@ -10,8 +10,8 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
-    Uuid, VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
+    UnknownTaggedFields, Uuid, VersionRange,
 };
 use bytes::Bytes;
 
@@ -413,7 +413,7 @@ pub struct TopicPartitions {
     /// `TopicName`: `string`, versions 0+.
     pub topic_name: StrBytes,
     /// `Partitions`: `[]int32`, versions 0+.
-    pub partitions: Vec<i32>,
+    pub partitions: SmallVec<[i32; 4]>,
     /// Tagged fields not known to this code, by tag, re-encoded unchanged.
     pub unknown_tagged_fields: UnknownTaggedFields,
 }
@@ -423,7 +423,7 @@ impl Default for TopicPartitions {
         Self {
             topic_id: Uuid::ZERO,
             topic_name: StrBytes::new(),
-            partitions: Vec::new(),
+            partitions: SmallVec::new(),
             unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
@@ -434,7 +434,7 @@ impl Decode for TopicPartitions {
         let flexible = true;
         let f_topic_id = wire::get_uuid(buf)?;
         let f_topic_name = wire::get_string(buf, flexible)?;
-        let f_partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_partitions = wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;

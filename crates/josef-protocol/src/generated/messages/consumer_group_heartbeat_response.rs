@@ -10,8 +10,8 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
-    Uuid, VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
+    UnknownTaggedFields, Uuid, VersionRange,
 };
 use bytes::Bytes;
 
@@ -246,7 +246,7 @@ pub struct TopicPartitions {
     /// `TopicId`: `uuid`, versions 0+.
     pub topic_id: Uuid,
     /// `Partitions`: `[]int32`, versions 0+.
-    pub partitions: Vec<i32>,
+    pub partitions: SmallVec<[i32; 4]>,
     /// Tagged fields not known to this code, by tag, re-encoded unchanged.
     pub unknown_tagged_fields: UnknownTaggedFields,
 }
@@ -255,7 +255,7 @@ impl Default for TopicPartitions {
     fn default() -> Self {
         Self {
             topic_id: Uuid::ZERO,
-            partitions: Vec::new(),
+            partitions: SmallVec::new(),
             unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
@@ -265,7 +265,7 @@ impl Decode for TopicPartitions {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_id = wire::get_uuid(buf)?;
-        let f_partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_partitions = wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;

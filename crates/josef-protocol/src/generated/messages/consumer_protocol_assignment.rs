@@ -10,8 +10,8 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
-    Uuid, VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
+    UnknownTaggedFields, Uuid, VersionRange,
 };
 use bytes::Bytes;
 
@@ -96,14 +96,14 @@ pub struct TopicPartition {
     /// `Topic`: `string`, versions 0+, map key.
     pub topic: StrBytes,
     /// `Partitions`: `[]int32`, versions 0+.
-    pub partitions: Vec<i32>,
+    pub partitions: SmallVec<[i32; 4]>,
 }
 
 impl Default for TopicPartition {
     fn default() -> Self {
         Self {
             topic: StrBytes::new(),
-            partitions: Vec::new(),
+            partitions: SmallVec::new(),
         }
     }
 }
@@ -112,7 +112,7 @@ impl Decode for TopicPartition {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = false;
         let f_topic = wire::get_string(buf, flexible)?;
-        let f_partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_partitions = wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?;
         Ok(Self {
             topic: f_topic,
             partitions: f_partitions,

@@ -10,8 +10,8 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
-    Uuid, VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
+    UnknownTaggedFields, Uuid, VersionRange,
 };
 use bytes::Bytes;
 
@@ -149,14 +149,14 @@ pub struct TopicPartition {
     /// `Topic`: `string`, versions 1+, map key.
     pub topic: StrBytes,
     /// `Partitions`: `[]int32`, versions 1+.
-    pub partitions: Vec<i32>,
+    pub partitions: SmallVec<[i32; 4]>,
 }
 
 impl Default for TopicPartition {
     fn default() -> Self {
         Self {
             topic: StrBytes::new(),
-            partitions: Vec::new(),
+            partitions: SmallVec::new(),
         }
     }
 }
@@ -170,9 +170,9 @@ impl Decode for TopicPartition {
             StrBytes::new()
         };
         let f_partitions = if version >= 1 {
-            wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?
+            wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?
         } else {
-            Vec::new()
+            SmallVec::new()
         };
         Ok(Self {
             topic: f_topic,

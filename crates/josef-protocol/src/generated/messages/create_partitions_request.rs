@@ -10,8 +10,8 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
-    Uuid, VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
+    UnknownTaggedFields, Uuid, VersionRange,
 };
 use bytes::Bytes;
 
@@ -136,7 +136,7 @@ impl Encode for CreatePartitionsRequest {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CreatePartitionsAssignment {
     /// `BrokerIds`: `[]int32`, versions 0+.
-    pub broker_ids: Vec<i32>,
+    pub broker_ids: SmallVec<[i32; 4]>,
     /// Tagged fields not known to this code, by tag, re-encoded unchanged.
     pub unknown_tagged_fields: UnknownTaggedFields,
 }
@@ -144,7 +144,7 @@ pub struct CreatePartitionsAssignment {
 impl Default for CreatePartitionsAssignment {
     fn default() -> Self {
         Self {
-            broker_ids: Vec::new(),
+            broker_ids: SmallVec::new(),
             unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
@@ -153,7 +153,7 @@ impl Default for CreatePartitionsAssignment {
 impl Decode for CreatePartitionsAssignment {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
-        let f_broker_ids = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_broker_ids = wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;

@@ -10,8 +10,8 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
-    Uuid, VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
+    UnknownTaggedFields, Uuid, VersionRange,
 };
 use bytes::Bytes;
 
@@ -150,7 +150,7 @@ pub struct CreatableReplicaAssignment {
     /// `PartitionIndex`: `int32`, versions 0+, map key.
     pub partition_index: i32,
     /// `BrokerIds`: `[]int32`, versions 0+.
-    pub broker_ids: Vec<i32>,
+    pub broker_ids: SmallVec<[i32; 4]>,
     /// Tagged fields not known to this code, by tag, re-encoded unchanged.
     pub unknown_tagged_fields: UnknownTaggedFields,
 }
@@ -159,7 +159,7 @@ impl Default for CreatableReplicaAssignment {
     fn default() -> Self {
         Self {
             partition_index: 0,
-            broker_ids: Vec::new(),
+            broker_ids: SmallVec::new(),
             unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
@@ -169,7 +169,7 @@ impl Decode for CreatableReplicaAssignment {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 5;
         let f_partition_index = wire::get_i32(buf)?;
-        let f_broker_ids = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_broker_ids = wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;

@@ -10,8 +10,8 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
-    Uuid, VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
+    UnknownTaggedFields, Uuid, VersionRange,
 };
 use bytes::Bytes;
 
@@ -153,15 +153,15 @@ pub struct DescribeTopicPartitionsResponsePartition {
     /// `LeaderEpoch`: `int32`, versions 0+, default `-1`, ignorable.
     pub leader_epoch: i32,
     /// `ReplicaNodes`: `[]int32`, versions 0+.
-    pub replica_nodes: Vec<i32>,
+    pub replica_nodes: SmallVec<[i32; 4]>,
     /// `IsrNodes`: `[]int32`, versions 0+.
-    pub isr_nodes: Vec<i32>,
+    pub isr_nodes: SmallVec<[i32; 4]>,
     /// `EligibleLeaderReplicas`: `[]int32`, versions 0+, nullable in 0+, default null.
-    pub eligible_leader_replicas: Option<Vec<i32>>,
+    pub eligible_leader_replicas: Option<SmallVec<[i32; 4]>>,
     /// `LastKnownElr`: `[]int32`, versions 0+, nullable in 0+, default null.
-    pub last_known_elr: Option<Vec<i32>>,
+    pub last_known_elr: Option<SmallVec<[i32; 4]>>,
     /// `OfflineReplicas`: `[]int32`, versions 0+, ignorable.
-    pub offline_replicas: Vec<i32>,
+    pub offline_replicas: SmallVec<[i32; 4]>,
     /// Tagged fields not known to this code, by tag, re-encoded unchanged.
     pub unknown_tagged_fields: UnknownTaggedFields,
 }
@@ -173,11 +173,11 @@ impl Default for DescribeTopicPartitionsResponsePartition {
             partition_index: 0,
             leader_id: 0,
             leader_epoch: -1,
-            replica_nodes: Vec::new(),
-            isr_nodes: Vec::new(),
+            replica_nodes: SmallVec::new(),
+            isr_nodes: SmallVec::new(),
             eligible_leader_replicas: None,
             last_known_elr: None,
-            offline_replicas: Vec::new(),
+            offline_replicas: SmallVec::new(),
             unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
@@ -190,12 +190,13 @@ impl Decode for DescribeTopicPartitionsResponsePartition {
         let f_partition_index = wire::get_i32(buf)?;
         let f_leader_id = wire::get_i32(buf)?;
         let f_leader_epoch = wire::get_i32(buf)?;
-        let f_replica_nodes = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
-        let f_isr_nodes = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_replica_nodes = wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_isr_nodes = wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let f_eligible_leader_replicas =
-            wire::get_nullable_array(buf, flexible, |buf| wire::get_i32(buf))?;
-        let f_last_known_elr = wire::get_nullable_array(buf, flexible, |buf| wire::get_i32(buf))?;
-        let f_offline_replicas = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+            wire::get_nullable_small_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_last_known_elr =
+            wire::get_nullable_small_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_offline_replicas = wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;

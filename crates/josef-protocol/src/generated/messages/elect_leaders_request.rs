@@ -10,8 +10,8 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
-    Uuid, VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
+    UnknownTaggedFields, Uuid, VersionRange,
 };
 use bytes::Bytes;
 
@@ -157,7 +157,7 @@ pub struct TopicPartitions {
     /// `Topic`: `string`, versions 0+, map key.
     pub topic: StrBytes,
     /// `Partitions`: `[]int32`, versions 0+.
-    pub partitions: Vec<i32>,
+    pub partitions: SmallVec<[i32; 4]>,
     /// Tagged fields not known to this code, by tag, re-encoded unchanged.
     pub unknown_tagged_fields: UnknownTaggedFields,
 }
@@ -166,7 +166,7 @@ impl Default for TopicPartitions {
     fn default() -> Self {
         Self {
             topic: StrBytes::new(),
-            partitions: Vec::new(),
+            partitions: SmallVec::new(),
             unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
@@ -176,7 +176,7 @@ impl Decode for TopicPartitions {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_topic = wire::get_string(buf, flexible)?;
-        let f_partitions = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_partitions = wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;

@@ -10,8 +10,8 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
-    Uuid, VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
+    UnknownTaggedFields, Uuid, VersionRange,
 };
 use bytes::Bytes;
 
@@ -260,7 +260,7 @@ pub struct PartitionData {
     /// `LeaderEpoch`: `int32`, versions 0+.
     pub leader_epoch: i32,
     /// `PreferredSuccessors`: `[]int32`, versions 0, ignorable.
-    pub preferred_successors: Vec<i32>,
+    pub preferred_successors: SmallVec<[i32; 4]>,
     /// `PreferredCandidates`: `[]ReplicaInfo`, versions 1+, ignorable.
     pub preferred_candidates: Vec<ReplicaInfo>,
     /// Tagged fields not known to this code, by tag, re-encoded unchanged.
@@ -273,7 +273,7 @@ impl Default for PartitionData {
             partition_index: 0,
             leader_id: 0,
             leader_epoch: 0,
-            preferred_successors: Vec::new(),
+            preferred_successors: SmallVec::new(),
             preferred_candidates: Vec::new(),
             unknown_tagged_fields: UnknownTaggedFields::new(),
         }
@@ -287,9 +287,9 @@ impl Decode for PartitionData {
         let f_leader_id = wire::get_i32(buf)?;
         let f_leader_epoch = wire::get_i32(buf)?;
         let f_preferred_successors = if version <= 0 {
-            wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?
+            wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?
         } else {
-            Vec::new()
+            SmallVec::new()
         };
         let f_preferred_candidates = if version >= 1 {
             wire::get_array(buf, flexible, |buf| ReplicaInfo::decode(buf, version))?

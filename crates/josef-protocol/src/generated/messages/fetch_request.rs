@@ -10,8 +10,8 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
-    Uuid, VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
+    UnknownTaggedFields, Uuid, VersionRange,
 };
 use bytes::Bytes;
 
@@ -685,7 +685,7 @@ pub struct ForgottenTopic {
     /// `TopicId`: `uuid`, versions 13+, ignorable.
     pub topic_id: Uuid,
     /// `Partitions`: `[]int32`, versions 7+.
-    pub partitions: Vec<i32>,
+    pub partitions: SmallVec<[i32; 4]>,
     /// Tagged fields not known to this code, by tag, re-encoded unchanged.
     pub unknown_tagged_fields: UnknownTaggedFields,
 }
@@ -695,7 +695,7 @@ impl Default for ForgottenTopic {
         Self {
             topic: StrBytes::new(),
             topic_id: Uuid::ZERO,
-            partitions: Vec::new(),
+            partitions: SmallVec::new(),
             unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
@@ -715,9 +715,9 @@ impl Decode for ForgottenTopic {
             Uuid::ZERO
         };
         let f_partitions = if version >= 7 {
-            wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?
+            wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?
         } else {
-            Vec::new()
+            SmallVec::new()
         };
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {

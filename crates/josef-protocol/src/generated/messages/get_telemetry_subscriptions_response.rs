@@ -10,8 +10,8 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
-    Uuid, VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
+    UnknownTaggedFields, Uuid, VersionRange,
 };
 use bytes::Bytes;
 
@@ -29,7 +29,7 @@ pub struct GetTelemetrySubscriptionsResponse {
     /// `SubscriptionId`: `int32`, versions 0+.
     pub subscription_id: i32,
     /// `AcceptedCompressionTypes`: `[]int8`, versions 0+.
-    pub accepted_compression_types: Vec<i8>,
+    pub accepted_compression_types: SmallVec<[i8; 16]>,
     /// `PushIntervalMs`: `int32`, versions 0+.
     pub push_interval_ms: i32,
     /// `TelemetryMaxBytes`: `int32`, versions 0+.
@@ -49,7 +49,7 @@ impl Default for GetTelemetrySubscriptionsResponse {
             error_code: 0,
             client_instance_id: Uuid::ZERO,
             subscription_id: 0,
-            accepted_compression_types: Vec::new(),
+            accepted_compression_types: SmallVec::new(),
             push_interval_ms: 0,
             telemetry_max_bytes: 0,
             delta_temporality: false,
@@ -72,7 +72,8 @@ impl Decode for GetTelemetrySubscriptionsResponse {
         let f_error_code = wire::get_i16(buf)?;
         let f_client_instance_id = wire::get_uuid(buf)?;
         let f_subscription_id = wire::get_i32(buf)?;
-        let f_accepted_compression_types = wire::get_array(buf, flexible, |buf| wire::get_i8(buf))?;
+        let f_accepted_compression_types =
+            wire::get_small_array(buf, flexible, |buf| wire::get_i8(buf))?;
         let f_push_interval_ms = wire::get_i32(buf)?;
         let f_telemetry_max_bytes = wire::get_i32(buf)?;
         let f_delta_temporality = wire::get_bool(buf)?;

@@ -10,8 +10,8 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
-    Uuid, VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
+    UnknownTaggedFields, Uuid, VersionRange,
 };
 use bytes::Bytes;
 
@@ -482,15 +482,15 @@ pub struct LeaderAndIsrPartitionState {
     /// `LeaderEpoch`: `int32`, versions 0+.
     pub leader_epoch: i32,
     /// `Isr`: `[]int32`, versions 0+.
-    pub isr: Vec<i32>,
+    pub isr: SmallVec<[i32; 4]>,
     /// `PartitionEpoch`: `int32`, versions 0+.
     pub partition_epoch: i32,
     /// `Replicas`: `[]int32`, versions 0+.
-    pub replicas: Vec<i32>,
+    pub replicas: SmallVec<[i32; 4]>,
     /// `AddingReplicas`: `[]int32`, versions 3+, ignorable.
-    pub adding_replicas: Vec<i32>,
+    pub adding_replicas: SmallVec<[i32; 4]>,
     /// `RemovingReplicas`: `[]int32`, versions 3+, ignorable.
-    pub removing_replicas: Vec<i32>,
+    pub removing_replicas: SmallVec<[i32; 4]>,
     /// `IsNew`: `bool`, versions 1+, default `false`, ignorable.
     pub is_new: bool,
     /// `LeaderRecoveryState`: `int8`, versions 6+, default `0`.
@@ -507,11 +507,11 @@ impl Default for LeaderAndIsrPartitionState {
             controller_epoch: 0,
             leader: 0,
             leader_epoch: 0,
-            isr: Vec::new(),
+            isr: SmallVec::new(),
             partition_epoch: 0,
-            replicas: Vec::new(),
-            adding_replicas: Vec::new(),
-            removing_replicas: Vec::new(),
+            replicas: SmallVec::new(),
+            adding_replicas: SmallVec::new(),
+            removing_replicas: SmallVec::new(),
             is_new: false,
             leader_recovery_state: 0,
             unknown_tagged_fields: UnknownTaggedFields::new(),
@@ -531,18 +531,18 @@ impl Decode for LeaderAndIsrPartitionState {
         let f_controller_epoch = wire::get_i32(buf)?;
         let f_leader = wire::get_i32(buf)?;
         let f_leader_epoch = wire::get_i32(buf)?;
-        let f_isr = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_isr = wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let f_partition_epoch = wire::get_i32(buf)?;
-        let f_replicas = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_replicas = wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let f_adding_replicas = if version >= 3 {
-            wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?
+            wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?
         } else {
-            Vec::new()
+            SmallVec::new()
         };
         let f_removing_replicas = if version >= 3 {
-            wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?
+            wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?
         } else {
-            Vec::new()
+            SmallVec::new()
         };
         let f_is_new = if version >= 1 {
             wire::get_bool(buf)?

@@ -10,8 +10,8 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
-    Uuid, VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
+    UnknownTaggedFields, Uuid, VersionRange,
 };
 use bytes::Bytes;
 
@@ -137,7 +137,7 @@ pub struct ListOffsetsPartitionResponse {
     /// `ErrorCode`: `int16`, versions 0+.
     pub error_code: i16,
     /// `OldStyleOffsets`: `[]int64`, versions 0.
-    pub old_style_offsets: Vec<i64>,
+    pub old_style_offsets: SmallVec<[i64; 2]>,
     /// `Timestamp`: `int64`, versions 1+, default `-1`.
     pub timestamp: i64,
     /// `Offset`: `int64`, versions 1+, default `-1`.
@@ -153,7 +153,7 @@ impl Default for ListOffsetsPartitionResponse {
         Self {
             partition_index: 0,
             error_code: 0,
-            old_style_offsets: Vec::new(),
+            old_style_offsets: SmallVec::new(),
             timestamp: -1,
             offset: -1,
             leader_epoch: -1,
@@ -168,9 +168,9 @@ impl Decode for ListOffsetsPartitionResponse {
         let f_partition_index = wire::get_i32(buf)?;
         let f_error_code = wire::get_i16(buf)?;
         let f_old_style_offsets = if version <= 0 {
-            wire::get_array(buf, flexible, |buf| wire::get_i64(buf))?
+            wire::get_small_array(buf, flexible, |buf| wire::get_i64(buf))?
         } else {
-            Vec::new()
+            SmallVec::new()
         };
         let f_timestamp = if version >= 1 {
             wire::get_i64(buf)?

@@ -10,8 +10,8 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
-    Uuid, VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
+    UnknownTaggedFields, Uuid, VersionRange,
 };
 use bytes::Bytes;
 
@@ -141,7 +141,7 @@ pub struct ListPartitionReassignmentsTopics {
     /// `Name`: `string`, versions 0+.
     pub name: StrBytes,
     /// `PartitionIndexes`: `[]int32`, versions 0+.
-    pub partition_indexes: Vec<i32>,
+    pub partition_indexes: SmallVec<[i32; 4]>,
     /// Tagged fields not known to this code, by tag, re-encoded unchanged.
     pub unknown_tagged_fields: UnknownTaggedFields,
 }
@@ -150,7 +150,7 @@ impl Default for ListPartitionReassignmentsTopics {
     fn default() -> Self {
         Self {
             name: StrBytes::new(),
-            partition_indexes: Vec::new(),
+            partition_indexes: SmallVec::new(),
             unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
@@ -160,7 +160,7 @@ impl Decode for ListPartitionReassignmentsTopics {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_name = wire::get_string(buf, flexible)?;
-        let f_partition_indexes = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_partition_indexes = wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;

@@ -10,8 +10,8 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
-    Uuid, VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
+    UnknownTaggedFields, Uuid, VersionRange,
 };
 use bytes::Bytes;
 
@@ -145,11 +145,11 @@ pub struct OngoingPartitionReassignment {
     /// `PartitionIndex`: `int32`, versions 0+.
     pub partition_index: i32,
     /// `Replicas`: `[]int32`, versions 0+.
-    pub replicas: Vec<i32>,
+    pub replicas: SmallVec<[i32; 4]>,
     /// `AddingReplicas`: `[]int32`, versions 0+.
-    pub adding_replicas: Vec<i32>,
+    pub adding_replicas: SmallVec<[i32; 4]>,
     /// `RemovingReplicas`: `[]int32`, versions 0+.
-    pub removing_replicas: Vec<i32>,
+    pub removing_replicas: SmallVec<[i32; 4]>,
     /// Tagged fields not known to this code, by tag, re-encoded unchanged.
     pub unknown_tagged_fields: UnknownTaggedFields,
 }
@@ -158,9 +158,9 @@ impl Default for OngoingPartitionReassignment {
     fn default() -> Self {
         Self {
             partition_index: 0,
-            replicas: Vec::new(),
-            adding_replicas: Vec::new(),
-            removing_replicas: Vec::new(),
+            replicas: SmallVec::new(),
+            adding_replicas: SmallVec::new(),
+            removing_replicas: SmallVec::new(),
             unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
@@ -170,9 +170,9 @@ impl Decode for OngoingPartitionReassignment {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_partition_index = wire::get_i32(buf)?;
-        let f_replicas = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
-        let f_adding_replicas = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
-        let f_removing_replicas = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_replicas = wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_adding_replicas = wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_removing_replicas = wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;

@@ -10,8 +10,8 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
-    Uuid, VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
+    UnknownTaggedFields, Uuid, VersionRange,
 };
 use bytes::Bytes;
 
@@ -23,7 +23,7 @@ pub struct ListTransactionsRequest {
     /// `StateFilters`: `[]string`, versions 0+.
     pub state_filters: Vec<StrBytes>,
     /// `ProducerIdFilters`: `[]int64`, versions 0+.
-    pub producer_id_filters: Vec<i64>,
+    pub producer_id_filters: SmallVec<[i64; 2]>,
     /// `DurationFilter`: `int64`, versions 1+, default `-1`.
     pub duration_filter: i64,
     /// Tagged fields not known to this code, by tag, re-encoded unchanged.
@@ -34,7 +34,7 @@ impl Default for ListTransactionsRequest {
     fn default() -> Self {
         Self {
             state_filters: Vec::new(),
-            producer_id_filters: Vec::new(),
+            producer_id_filters: SmallVec::new(),
             duration_filter: -1,
             unknown_tagged_fields: UnknownTaggedFields::new(),
         }
@@ -52,7 +52,7 @@ impl Decode for ListTransactionsRequest {
         let flexible = true;
         let f_state_filters =
             wire::get_array(buf, flexible, |buf| wire::get_string(buf, flexible))?;
-        let f_producer_id_filters = wire::get_array(buf, flexible, |buf| wire::get_i64(buf))?;
+        let f_producer_id_filters = wire::get_small_array(buf, flexible, |buf| wire::get_i64(buf))?;
         let f_duration_filter = if version >= 1 {
             wire::get_i64(buf)?
         } else {

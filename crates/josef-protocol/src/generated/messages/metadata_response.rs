@@ -10,8 +10,8 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
-    Uuid, VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
+    UnknownTaggedFields, Uuid, VersionRange,
 };
 use bytes::Bytes;
 
@@ -311,11 +311,11 @@ pub struct MetadataResponsePartition {
     /// `LeaderEpoch`: `int32`, versions 7+, default `-1`, ignorable.
     pub leader_epoch: i32,
     /// `ReplicaNodes`: `[]int32`, versions 0+.
-    pub replica_nodes: Vec<i32>,
+    pub replica_nodes: SmallVec<[i32; 4]>,
     /// `IsrNodes`: `[]int32`, versions 0+.
-    pub isr_nodes: Vec<i32>,
+    pub isr_nodes: SmallVec<[i32; 4]>,
     /// `OfflineReplicas`: `[]int32`, versions 5+, ignorable.
-    pub offline_replicas: Vec<i32>,
+    pub offline_replicas: SmallVec<[i32; 4]>,
     /// Tagged fields not known to this code, by tag, re-encoded unchanged.
     pub unknown_tagged_fields: UnknownTaggedFields,
 }
@@ -327,9 +327,9 @@ impl Default for MetadataResponsePartition {
             partition_index: 0,
             leader_id: 0,
             leader_epoch: -1,
-            replica_nodes: Vec::new(),
-            isr_nodes: Vec::new(),
-            offline_replicas: Vec::new(),
+            replica_nodes: SmallVec::new(),
+            isr_nodes: SmallVec::new(),
+            offline_replicas: SmallVec::new(),
             unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
@@ -346,12 +346,12 @@ impl Decode for MetadataResponsePartition {
         } else {
             -1
         };
-        let f_replica_nodes = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
-        let f_isr_nodes = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_replica_nodes = wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_isr_nodes = wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let f_offline_replicas = if version >= 5 {
-            wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?
+            wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?
         } else {
-            Vec::new()
+            SmallVec::new()
         };
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {

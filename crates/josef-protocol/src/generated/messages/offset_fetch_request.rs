@@ -10,8 +10,8 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
-    Uuid, VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
+    UnknownTaggedFields, Uuid, VersionRange,
 };
 use bytes::Bytes;
 
@@ -261,7 +261,7 @@ pub struct OffsetFetchRequestTopic {
     /// `Name`: `string`, versions 0-7.
     pub name: StrBytes,
     /// `PartitionIndexes`: `[]int32`, versions 0-7.
-    pub partition_indexes: Vec<i32>,
+    pub partition_indexes: SmallVec<[i32; 4]>,
     /// Tagged fields not known to this code, by tag, re-encoded unchanged.
     pub unknown_tagged_fields: UnknownTaggedFields,
 }
@@ -270,7 +270,7 @@ impl Default for OffsetFetchRequestTopic {
     fn default() -> Self {
         Self {
             name: StrBytes::new(),
-            partition_indexes: Vec::new(),
+            partition_indexes: SmallVec::new(),
             unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
@@ -285,9 +285,9 @@ impl Decode for OffsetFetchRequestTopic {
             StrBytes::new()
         };
         let f_partition_indexes = if version <= 7 {
-            wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?
+            wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?
         } else {
-            Vec::new()
+            SmallVec::new()
         };
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
@@ -372,7 +372,7 @@ pub struct OffsetFetchRequestTopics {
     /// `Name`: `string`, versions 8+.
     pub name: StrBytes,
     /// `PartitionIndexes`: `[]int32`, versions 8+.
-    pub partition_indexes: Vec<i32>,
+    pub partition_indexes: SmallVec<[i32; 4]>,
     /// Tagged fields not known to this code, by tag, re-encoded unchanged.
     pub unknown_tagged_fields: UnknownTaggedFields,
 }
@@ -381,7 +381,7 @@ impl Default for OffsetFetchRequestTopics {
     fn default() -> Self {
         Self {
             name: StrBytes::new(),
-            partition_indexes: Vec::new(),
+            partition_indexes: SmallVec::new(),
             unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
@@ -396,9 +396,9 @@ impl Decode for OffsetFetchRequestTopics {
             StrBytes::new()
         };
         let f_partition_indexes = if version >= 8 {
-            wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?
+            wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?
         } else {
-            Vec::new()
+            SmallVec::new()
         };
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {

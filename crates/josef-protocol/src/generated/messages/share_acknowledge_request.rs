@@ -10,8 +10,8 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
-    Uuid, VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
+    UnknownTaggedFields, Uuid, VersionRange,
 };
 use bytes::Bytes;
 
@@ -146,7 +146,7 @@ pub struct AcknowledgementBatch {
     /// `LastOffset`: `int64`, versions 0+.
     pub last_offset: i64,
     /// `AcknowledgeTypes`: `[]int8`, versions 0+.
-    pub acknowledge_types: Vec<i8>,
+    pub acknowledge_types: SmallVec<[i8; 16]>,
     /// Tagged fields not known to this code, by tag, re-encoded unchanged.
     pub unknown_tagged_fields: UnknownTaggedFields,
 }
@@ -156,7 +156,7 @@ impl Default for AcknowledgementBatch {
         Self {
             first_offset: 0,
             last_offset: 0,
-            acknowledge_types: Vec::new(),
+            acknowledge_types: SmallVec::new(),
             unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
@@ -167,7 +167,7 @@ impl Decode for AcknowledgementBatch {
         let flexible = true;
         let f_first_offset = wire::get_i64(buf)?;
         let f_last_offset = wire::get_i64(buf)?;
-        let f_acknowledge_types = wire::get_array(buf, flexible, |buf| wire::get_i8(buf))?;
+        let f_acknowledge_types = wire::get_small_array(buf, flexible, |buf| wire::get_i8(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;

@@ -10,8 +10,8 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
-    Uuid, VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
+    UnknownTaggedFields, Uuid, VersionRange,
 };
 use bytes::Bytes;
 
@@ -376,7 +376,7 @@ pub struct StopReplicaTopicV1 {
     /// `Name`: `string`, versions 1-2.
     pub name: StrBytes,
     /// `PartitionIndexes`: `[]int32`, versions 1-2.
-    pub partition_indexes: Vec<i32>,
+    pub partition_indexes: SmallVec<[i32; 4]>,
     /// Tagged fields not known to this code, by tag, re-encoded unchanged.
     pub unknown_tagged_fields: UnknownTaggedFields,
 }
@@ -385,7 +385,7 @@ impl Default for StopReplicaTopicV1 {
     fn default() -> Self {
         Self {
             name: StrBytes::new(),
-            partition_indexes: Vec::new(),
+            partition_indexes: SmallVec::new(),
             unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
@@ -400,9 +400,9 @@ impl Decode for StopReplicaTopicV1 {
             StrBytes::new()
         };
         let f_partition_indexes = if (1..=2).contains(&version) {
-            wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?
+            wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?
         } else {
-            Vec::new()
+            SmallVec::new()
         };
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {

@@ -10,8 +10,8 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
-    Uuid, VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
+    UnknownTaggedFields, Uuid, VersionRange,
 };
 use bytes::Bytes;
 
@@ -680,13 +680,13 @@ pub struct UpdateMetadataPartitionState {
     /// `LeaderEpoch`: `int32`, versions 0+.
     pub leader_epoch: i32,
     /// `Isr`: `[]int32`, versions 0+.
-    pub isr: Vec<i32>,
+    pub isr: SmallVec<[i32; 4]>,
     /// `ZkVersion`: `int32`, versions 0+.
     pub zk_version: i32,
     /// `Replicas`: `[]int32`, versions 0+.
-    pub replicas: Vec<i32>,
+    pub replicas: SmallVec<[i32; 4]>,
     /// `OfflineReplicas`: `[]int32`, versions 4+, ignorable.
-    pub offline_replicas: Vec<i32>,
+    pub offline_replicas: SmallVec<[i32; 4]>,
     /// Tagged fields not known to this code, by tag, re-encoded unchanged.
     pub unknown_tagged_fields: UnknownTaggedFields,
 }
@@ -699,10 +699,10 @@ impl Default for UpdateMetadataPartitionState {
             controller_epoch: 0,
             leader: 0,
             leader_epoch: 0,
-            isr: Vec::new(),
+            isr: SmallVec::new(),
             zk_version: 0,
-            replicas: Vec::new(),
-            offline_replicas: Vec::new(),
+            replicas: SmallVec::new(),
+            offline_replicas: SmallVec::new(),
             unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
@@ -720,13 +720,13 @@ impl Decode for UpdateMetadataPartitionState {
         let f_controller_epoch = wire::get_i32(buf)?;
         let f_leader = wire::get_i32(buf)?;
         let f_leader_epoch = wire::get_i32(buf)?;
-        let f_isr = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_isr = wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let f_zk_version = wire::get_i32(buf)?;
-        let f_replicas = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_replicas = wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let f_offline_replicas = if version >= 4 {
-            wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?
+            wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?
         } else {
-            Vec::new()
+            SmallVec::new()
         };
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {

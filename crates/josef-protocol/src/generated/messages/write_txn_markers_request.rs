@@ -10,8 +10,8 @@
 
 use crate::wire;
 use crate::{
-    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, StrBytes, UnknownTaggedFields,
-    Uuid, VersionRange,
+    Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
+    UnknownTaggedFields, Uuid, VersionRange,
 };
 use bytes::Bytes;
 
@@ -123,7 +123,7 @@ pub struct WritableTxnMarkerTopic {
     /// `Name`: `string`, versions 0+.
     pub name: StrBytes,
     /// `PartitionIndexes`: `[]int32`, versions 0+.
-    pub partition_indexes: Vec<i32>,
+    pub partition_indexes: SmallVec<[i32; 4]>,
     /// Tagged fields not known to this code, by tag, re-encoded unchanged.
     pub unknown_tagged_fields: UnknownTaggedFields,
 }
@@ -132,7 +132,7 @@ impl Default for WritableTxnMarkerTopic {
     fn default() -> Self {
         Self {
             name: StrBytes::new(),
-            partition_indexes: Vec::new(),
+            partition_indexes: SmallVec::new(),
             unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
@@ -142,7 +142,7 @@ impl Decode for WritableTxnMarkerTopic {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
         let f_name = wire::get_string(buf, flexible)?;
-        let f_partition_indexes = wire::get_array(buf, flexible, |buf| wire::get_i32(buf))?;
+        let f_partition_indexes = wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?;
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         if flexible {
             let count = wire::get_uvarint(buf)?;
