@@ -118,19 +118,25 @@ pub fn get_uvarint(buf: &mut Bytes) -> Result<u32, DecodeError> {
 
 #[inline(never)]
 fn get_uvarint_long(buf: &mut Bytes) -> Result<u32, DecodeError> {
+    let s: &[u8] = buf;
     let mut value: u32 = 0;
-    for i in 0..5 {
-        need(buf, 1)?;
-        let b = buf.get_u8();
+    let mut i = 0;
+    while i < s.len() {
+        let b = s[i];
         if i == 4 && b > 0x0f {
             return Err(DecodeError::VarintTooLong);
         }
         value |= u32::from(b & 0x7f) << (7 * i);
+        i += 1;
         if b & 0x80 == 0 {
+            buf.advance(i);
             return Ok(value);
         }
+        if i == 5 {
+            return Err(DecodeError::VarintTooLong);
+        }
     }
-    Err(DecodeError::VarintTooLong)
+    Err(truncated(buf, buf.len() + 1))
 }
 
 /// Reads a zig-zag signed varint (32 bits).
@@ -721,6 +727,64 @@ mod tests {
             put_varlong(&mut b, v);
             assert_eq!(b.len(), uvarlong_size(((v << 1) ^ (v >> 63)) as u64));
             assert_eq!(get_varlong(&mut b.freeze()).unwrap(), v);
+        }
+    }
+
+    /// The reference the inlined readers are checked against: Kafka's byte-at-a-time loop.
+    fn uvarint_model(input: &[u8]) -> Option<(u32, usize)> {
+        let mut value = 0u32;
+        for (i, &b) in input.iter().enumerate().take(5) {
+            if i == 4 && b > 0x0f {
+                return None;
+            }
+            value |= u32::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                return Some((value, i + 1));
+            }
+        }
+        None
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn uvarint_reader_matches_the_byte_at_a_time_model(
+            input in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..8),
+            continuation in 0usize..6,
+        ) {
+            // Bias towards multi-byte varints: set the continuation bit on the first bytes.
+            let mut input = input;
+            for b in input.iter_mut().take(continuation) {
+                *b |= 0x80;
+            }
+            let mut buf = Bytes::from(input.clone());
+            match (get_uvarint(&mut buf), uvarint_model(&input)) {
+                (Ok(v), Some((expected, used))) => {
+                    proptest::prop_assert_eq!(v, expected);
+                    proptest::prop_assert_eq!(buf.len(), input.len() - used);
+                }
+                (Err(_), None) => {}
+                (got, expected) => proptest::prop_assert!(false, "{got:?} vs {expected:?}"),
+            }
+        }
+
+        #[test]
+        fn fixed_size_readers_read_big_endian_or_report_truncation(
+            input in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..20),
+        ) {
+            let mut buf = Bytes::from(input.clone());
+            match get_i64(&mut buf) {
+                Ok(v) => {
+                    proptest::prop_assert_eq!(v.to_be_bytes(), <[u8; 8]>::try_from(&input[..8]).unwrap());
+                    proptest::prop_assert_eq!(buf.len(), input.len() - 8);
+                }
+                Err(e) => {
+                    proptest::prop_assert!(input.len() < 8);
+                    proptest::prop_assert_eq!(e, DecodeError::Truncated { needed: 8, remaining: input.len() });
+                    proptest::prop_assert_eq!(buf.len(), input.len());
+                }
+            }
+            let mut buf = Bytes::from(input.clone());
+            proptest::prop_assert_eq!(get_uuid(&mut buf).is_ok(), input.len() >= 16);
         }
     }
 
