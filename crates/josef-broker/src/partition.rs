@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use josef_log::{
     AbortedTxn, BatchHeader, Log, LogAppendInfo, LogConfig, LogError, ProducerStateReplay,
 };
@@ -15,6 +15,17 @@ use josef_sequencer::{
 };
 use parking_lot::Mutex;
 use tokio::sync::watch;
+
+/// A client's batch to append: one the broker built or rewrote (up-converted, recompressed, its
+/// timestamp fixed), which the log may patch in place, or the request's own bytes, which the log
+/// writes from where they are with only the header copied.
+#[derive(Debug)]
+pub enum ClientBatch {
+    /// A buffer the log may rewrite.
+    Owned(BytesMut),
+    /// A slice of the request frame.
+    Shared(Bytes),
+}
 
 /// Everything of a partition that changes under its lock: the log and the producer state are
 /// updated together so validate → append → commit is atomic per partition.
@@ -276,12 +287,11 @@ impl Partition {
         self.appended.subscribe()
     }
 
-    /// Appends a client's records (one v2 batch, validated by the Produce handler, in a buffer the
-    /// log may rewrite in place) as the leader: producer-state checks, offset assignment, HW
-    /// advance, fetch wake-up.
+    /// Appends a client's records (one v2 batch, validated by the Produce handler) as the leader:
+    /// producer-state checks, offset assignment, HW advance, fetch wake-up.
     pub fn append_from_client(
         &self,
-        records: BytesMut,
+        records: ClientBatch,
         header: &BatchHeader,
         now_ms: i64,
     ) -> Result<ProduceResult, PartitionError> {
@@ -340,17 +350,24 @@ impl Partition {
 
     fn append_locked(
         d: &mut PartitionData,
-        records: BytesMut,
+        records: ClientBatch,
         leader_epoch: i32,
         now_ms: i64,
     ) -> Result<LogAppendInfo, PartitionError> {
         let ts_type = d.log.config().message_timestamp_type;
         // Client batches had their CRC checked by `josef_records::validate` (produce handler) and
         // the broker's own batches are built with theirs: the log need not compute it again.
-        let info = d
-            .log
-            .append_as_leader_crc_checked(records, leader_epoch, now_ms, ts_type)
-            .map_err(|e| PartitionError::with(log_error_code(&e), e.to_string()))?;
+        let info = match records {
+            ClientBatch::Owned(records) => {
+                d.log
+                    .append_as_leader_crc_checked(records, leader_epoch, now_ms, ts_type)
+            }
+            ClientBatch::Shared(records) => {
+                d.log
+                    .append_as_leader_shared(records, leader_epoch, now_ms, ts_type)
+            }
+        }
+        .map_err(|e| PartitionError::with(log_error_code(&e), e.to_string()))?;
         let leo = d.log.log_end_offset();
         d.log.update_high_watermark(leo);
         Ok(info)
@@ -365,7 +382,12 @@ impl Partition {
     ) -> Result<LogAppendInfo, PartitionError> {
         let (hw, info) = {
             let mut d = self.data.lock();
-            let info = Self::append_locked(&mut d, records, self.leader_epoch, now_ms)?;
+            let info = Self::append_locked(
+                &mut d,
+                ClientBatch::Owned(records),
+                self.leader_epoch,
+                now_ms,
+            )?;
             if let Ok(h) = BatchHeader::parse(&info.records) {
                 if h.has_producer_id() && !h.is_control() {
                     d.producers.replay(&batch_info(&h).with_offsets(
@@ -397,7 +419,8 @@ impl Partition {
                 .producers
                 .validate_marker(&marker)
                 .map_err(|e| sequence_error(&e))?;
-            let info = Self::append_locked(&mut d, batch, self.leader_epoch, now_ms)?;
+            let info =
+                Self::append_locked(&mut d, ClientBatch::Owned(batch), self.leader_epoch, now_ms)?;
             let completed = d
                 .producers
                 .commit_marker(plan.with_offset(info.first_offset, info.max_timestamp));

@@ -9,7 +9,7 @@ use bytes::{Bytes, BytesMut};
 
 use crate::batch::{
     crc_is_valid, next_batch, set_base_offset, set_log_append_time, set_partition_leader_epoch,
-    Next,
+    Next, BATCH_HEADER_LEN,
 };
 use crate::checkpoint::{self, CheckpointEntry};
 use crate::config::{LogConfig, TimestampType};
@@ -302,6 +302,74 @@ impl Log {
         self.append_leader_batches(records, leader_epoch, now_ms, timestamp_type, false)
     }
 
+    /// [`Log::append_as_leader_crc_checked`] for batches the log may not modify, typically slices
+    /// of a producer's request frame that other parts of the request still reference. Only each
+    /// batch's 61-byte header is copied and given its offset and leader epoch; headers and the
+    /// untouched record bodies are written together with one vectored write, so the records are
+    /// never copied in memory. With LogAppendTime the CRC must be recomputed over the whole batch,
+    /// so the batches are copied as [`Log::append_as_leader`] would.
+    ///
+    /// The returned [`LogAppendInfo::records`] is empty: the written bytes are the caller's
+    /// batches with the new headers, and [`Log::read`] returns them.
+    pub fn append_as_leader_shared(
+        &mut self,
+        records: Bytes,
+        leader_epoch: i32,
+        now_ms: i64,
+        timestamp_type: TimestampType,
+    ) -> Result<LogAppendInfo, LogError> {
+        if timestamp_type == TimestampType::LogAppendTime {
+            return self.append_as_leader_crc_checked(
+                BytesMut::from(&records[..]),
+                leader_epoch,
+                now_ms,
+                timestamp_type,
+            );
+        }
+        let mut headers = Vec::new();
+        let mut batches = Vec::new();
+        let scan = self.assign_leader_offsets(
+            &records,
+            leader_epoch,
+            -1,
+            false,
+            |pos, size, _base, patch| {
+                let start = headers.len();
+                headers.extend_from_slice(&records[pos..pos + BATCH_HEADER_LEN]);
+                patch(&mut headers[start..])?;
+                batches.push((pos, size));
+                Ok(())
+            },
+        )?;
+        let mut parts: Vec<&[u8]> = Vec::with_capacity(2 * batches.len());
+        for (i, &(pos, size)) in batches.iter().enumerate() {
+            parts.push(&headers[i * BATCH_HEADER_LEN..(i + 1) * BATCH_HEADER_LEN]);
+            parts.push(&records[pos + BATCH_HEADER_LEN..pos + size]);
+        }
+        let rolled_to = self.append_validated(
+            &parts,
+            scan.first_offset,
+            scan.last_offset,
+            scan.max_timestamp,
+            scan.offset_of_max_timestamp,
+            now_ms,
+        )?;
+        self.leader_epoch_cache
+            .assign(leader_epoch, scan.first_offset)?;
+        Ok(LogAppendInfo {
+            first_offset: scan.first_offset,
+            last_offset: scan.last_offset,
+            max_timestamp: scan.max_timestamp,
+            offset_of_max_timestamp: scan.offset_of_max_timestamp,
+            log_append_time: -1,
+            log_start_offset: self.log_start_offset,
+            batch_count: scan.batch_count,
+            valid_bytes: scan.valid_bytes,
+            rolled_to,
+            records: Bytes::new(),
+        })
+    }
+
     fn append_leader_batches(
         &mut self,
         mut records: BytesMut,
@@ -310,16 +378,80 @@ impl Log {
         timestamp_type: TimestampType,
         check_crc: bool,
     ) -> Result<LogAppendInfo, LogError> {
+        let log_append_time = match timestamp_type {
+            TimestampType::LogAppendTime => now_ms,
+            TimestampType::CreateTime => -1,
+        };
+        // The scan reads the batches while the closure patches them: collect where they are,
+        // then patch each in place.
+        let mut batches = Vec::new();
+        let scan = self.assign_leader_offsets(
+            &records,
+            leader_epoch,
+            log_append_time,
+            check_crc,
+            |pos, size, base, _| {
+                batches.push((pos, size, base));
+                Ok(())
+            },
+        )?;
+        for &(pos, size, base) in &batches {
+            patch_leader_header(
+                &mut records[pos..pos + size],
+                base,
+                leader_epoch,
+                log_append_time,
+            )?;
+        }
+        let records = records.freeze();
+        let rolled_to = self.append_validated(
+            &[&records],
+            scan.first_offset,
+            scan.last_offset,
+            scan.max_timestamp,
+            scan.offset_of_max_timestamp,
+            now_ms,
+        )?;
+        // Every batch carries the same epoch: one entry at the first offset, if new.
+        self.leader_epoch_cache
+            .assign(leader_epoch, scan.first_offset)?;
+        Ok(LogAppendInfo {
+            first_offset: scan.first_offset,
+            last_offset: scan.last_offset,
+            max_timestamp: scan.max_timestamp,
+            offset_of_max_timestamp: scan.offset_of_max_timestamp,
+            log_append_time,
+            log_start_offset: self.log_start_offset,
+            batch_count: scan.batch_count,
+            valid_bytes: records.len(),
+            rolled_to,
+            records,
+        })
+    }
+
+    /// Checks each batch of a leader append (whole, magic 2, CRC when asked, record count, size
+    /// limits) and works out the offsets it gets from the LEO; calls `each(pos, size, base, patch)`
+    /// per batch, where `base` is its new base offset and `patch` writes that offset, the epoch and
+    /// the append time into a copy of its header (or into the batch itself).
+    fn assign_leader_offsets(
+        &self,
+        records: &[u8],
+        leader_epoch: i32,
+        log_append_time: i64,
+        check_crc: bool,
+        mut each: impl FnMut(
+            usize,
+            usize,
+            i64,
+            &dyn Fn(&mut [u8]) -> Result<(), LogError>,
+        ) -> Result<(), LogError>,
+    ) -> Result<LeaderScan, LogError> {
         let first_offset = self.log_end_offset;
         let mut next = first_offset;
         let mut pos = 0usize;
         let mut batch_count = 0usize;
         let mut max_timestamp = crate::index::NO_TIMESTAMP;
         let mut offset_of_max_timestamp = first_offset;
-        let log_append_time = match timestamp_type {
-            TimestampType::LogAppendTime => now_ms,
-            TimestampType::CreateTime => -1,
-        };
         while pos < records.len() {
             let header = match next_batch(&records[pos..]) {
                 Next::Batch(h) => h,
@@ -340,8 +472,7 @@ impl Log {
                     max: self.config.max_message_bytes as usize,
                 });
             }
-            let batch = &mut records[pos..pos + size];
-            if check_crc && !crc_is_valid(batch, &header) {
+            if check_crc && !crc_is_valid(&records[pos..pos + size], &header) {
                 return Err(LogError::InvalidRecords(format!(
                     "CRC mismatch in batch at byte {pos}"
                 )));
@@ -352,11 +483,11 @@ impl Log {
                     header.record_count, header.last_offset_delta
                 )));
             }
-            let rewrite = |r: Result<(), String>| r.map_err(LogError::InvalidRecords);
-            rewrite(set_base_offset(batch, next))?;
-            rewrite(set_partition_leader_epoch(batch, leader_epoch))?;
+            let base = next;
+            each(pos, size, base, &|batch: &mut [u8]| {
+                patch_leader_header(batch, base, leader_epoch, log_append_time)
+            })?;
             let batch_max_ts = if log_append_time >= 0 {
-                rewrite(set_log_append_time(batch, log_append_time))?;
                 log_append_time
             } else {
                 header.max_timestamp
@@ -373,30 +504,13 @@ impl Log {
         if batch_count == 0 {
             return Err(LogError::InvalidRecords("append holds no batch".into()));
         }
-        let records = records.freeze();
-        let appended = self.append_validated(
-            records,
-            first_offset,
-            next - 1,
-            max_timestamp,
-            offset_of_max_timestamp,
-            now_ms,
-        );
-        if appended.is_ok() {
-            // Every batch carries the same epoch: one entry at the first offset, if new.
-            self.leader_epoch_cache.assign(leader_epoch, first_offset)?;
-        }
-        appended.map(|(rolled_to, records)| LogAppendInfo {
+        Ok(LeaderScan {
             first_offset,
             last_offset: next - 1,
             max_timestamp,
             offset_of_max_timestamp,
-            log_append_time,
-            log_start_offset: self.log_start_offset,
             batch_count,
-            valid_bytes: records.len(),
-            rolled_to,
-            records,
+            valid_bytes: pos,
         })
     }
 
@@ -444,8 +558,8 @@ impl Log {
         };
         let last_offset = expected - 1;
         // A gap before the first batch (compacted source) starts a segment at its base offset.
-        let (rolled_to, records) = self.append_validated(
-            records,
+        let rolled_to = self.append_validated(
+            &[&records],
             first_offset,
             last_offset,
             max_timestamp,
@@ -475,24 +589,25 @@ impl Log {
 
     fn append_validated(
         &mut self,
-        records: Bytes,
+        parts: &[&[u8]],
         first_offset: i64,
         last_offset: i64,
         max_timestamp: i64,
         offset_of_max_timestamp: i64,
         now_ms: i64,
-    ) -> Result<(Option<i64>, Bytes), LogError> {
+    ) -> Result<Option<i64>, LogError> {
         self.last_now_ms = now_ms;
-        if records.len() > self.config.segment_bytes as usize {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if len > self.config.segment_bytes as usize {
             return Err(LogError::RecordBatchTooLarge {
-                size: records.len(),
+                size: len,
                 max: self.config.segment_bytes as usize,
             });
         }
         let params = RollParams {
             max_timestamp_in_messages: max_timestamp,
             max_offset_in_messages: last_offset,
-            messages_size: records.len(),
+            messages_size: len,
             now_ms,
         };
         let config = self.config.clone();
@@ -501,15 +616,15 @@ impl Log {
         } else {
             None
         };
-        self.active_mut().append(
+        self.active_mut().append_parts(
             last_offset,
             max_timestamp,
             offset_of_max_timestamp,
-            &records,
+            parts,
         )?;
         self.log_end_offset = last_offset + 1;
         self.maybe_flush(now_ms)?;
-        Ok((rolled_to, records))
+        Ok(rolled_to)
     }
 
     /// Starts a new active segment at `max(new_base, LEO)`: the old one gets its final time index
@@ -1195,4 +1310,32 @@ impl LowerThan for Option<&LogSegment> {
 pub(crate) fn delete_segment(mut seg: LogSegment) -> Result<(), LogError> {
     seg.change_file_suffixes("", naming::DELETED_FILE_SUFFIX)?;
     seg.delete()
+}
+
+/// What [`Log::assign_leader_offsets`] found in a leader append.
+struct LeaderScan {
+    first_offset: i64,
+    last_offset: i64,
+    max_timestamp: i64,
+    offset_of_max_timestamp: i64,
+    batch_count: usize,
+    valid_bytes: usize,
+}
+
+/// Gives a batch (or a copy of its header, when `log_append_time` is -1) its base offset and
+/// leader epoch, which the CRC does not cover, and with LogAppendTime the append time, which it
+/// does (the CRC is then recomputed, so the whole batch is needed).
+fn patch_leader_header(
+    batch: &mut [u8],
+    base_offset: i64,
+    leader_epoch: i32,
+    log_append_time: i64,
+) -> Result<(), LogError> {
+    let rewrite = |r: Result<(), String>| r.map_err(LogError::InvalidRecords);
+    rewrite(set_base_offset(batch, base_offset))?;
+    rewrite(set_partition_leader_epoch(batch, leader_epoch))?;
+    if log_append_time >= 0 {
+        rewrite(set_log_append_time(batch, log_append_time))?;
+    }
+    Ok(())
 }

@@ -23,7 +23,7 @@ use josef_records::{
 
 use crate::config::BrokerConfig;
 use crate::dispatch::{reply, Reply};
-use crate::partition::{PartitionError, ProduceResult};
+use crate::partition::{ClientBatch, PartitionError, ProduceResult};
 use crate::state::BrokerState;
 use crate::topics::{now_ms, Topic, INTERNAL_TOPICS};
 
@@ -173,28 +173,36 @@ fn produce_partition(
     };
     let batch_bytes: &[u8] = converted.as_deref().unwrap_or(records);
     let validated = validate_client_batch(batch_bytes, &config, now)?;
-    let mut owned = if let Some(codec) = validated.rebuild_codec(&config) {
-        rebuild_with_compression(batch_bytes, codec, &config.decompress_limits).map_err(|e| {
-            Failure {
+    let rebuilt = if let Some(codec) = validated.rebuild_codec(&config) {
+        rebuild_with_compression(batch_bytes, codec, &config.decompress_limits)
+            .map_err(|e| Failure {
                 code: ErrorCode::CorruptMessage,
                 message: Some(e.to_string()),
                 record_errors: Vec::new(),
-            }
-        })?
-    } else if let Some(c) = converted {
-        c
+            })?
+            .into()
     } else {
-        BytesMut::from(batch_bytes)
+        converted
     };
-    if let Some((ts_type, max_ts)) = validated.header_timestamp_fix(&config) {
-        set_max_timestamp(&mut owned, ts_type, max_ts).map_err(|e| Failure {
-            code: ErrorCode::CorruptMessage,
-            message: Some(e.to_string()),
-            record_errors: Vec::new(),
-        })?;
-    }
+    let batch = match (rebuilt, validated.header_timestamp_fix(&config)) {
+        // The usual case: the producer's batch goes to the log as it came, unchanged but for its
+        // offsets and epoch, which the log writes into a copy of the header.
+        (None, None) => ClientBatch::Shared(records.clone()),
+        (rebuilt, fix) => {
+            // Not rebuilt means not converted either: the batch is the request's bytes.
+            let mut owned = rebuilt.unwrap_or_else(|| BytesMut::from(&records[..]));
+            if let Some((ts_type, max_ts)) = fix {
+                set_max_timestamp(&mut owned, ts_type, max_ts).map_err(|e| Failure {
+                    code: ErrorCode::CorruptMessage,
+                    message: Some(e.to_string()),
+                    record_errors: Vec::new(),
+                })?;
+            }
+            ClientBatch::Owned(owned)
+        }
+    };
     // Steps 10–11 happen in the partition (log limits, producer state).
-    Ok(partition.append_from_client(owned, &validated.header, now)?)
+    Ok(partition.append_from_client(batch, &validated.header, now)?)
 }
 
 /// A legacy message set (Produce v0–v2) as one v2 batch in the topic's `compression.type`, or the
