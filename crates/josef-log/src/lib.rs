@@ -49,6 +49,8 @@ pub use crate::error::LogError;
 pub use crate::index::{AbortedTxn, OffsetPosition, TimestampOffset};
 pub use crate::leader_epoch::{EpochEntry, LeaderEpochFileCache};
 pub use crate::loader::{write_clean_shutdown_marker, CLEAN_SHUTDOWN_CONTENT};
-pub use crate::log::{FetchDataInfo, LoadReport, Log, LogAppendInfo, LogBatches, PartitionState};
+pub use crate::log::{
+    FetchDataInfo, LoadReport, Log, LogAppendInfo, LogBatches, PartitionState, SHARED_APPEND_MIN,
+};
 pub use crate::producer_state::{ProducerStateRebuild, ProducerStateReplay};
 pub use josef_records::BatchHeader;

@@ -307,10 +307,11 @@ impl Log {
     /// batch's 61-byte header is copied and given its offset and leader epoch; headers and the
     /// untouched record bodies are written together with one vectored write, so the records are
     /// never copied in memory. With LogAppendTime the CRC must be recomputed over the whole batch,
-    /// so the batches are copied as [`Log::append_as_leader`] would.
+    /// so the batches are copied as [`Log::append_as_leader`] would, and so are appends under
+    /// [`SHARED_APPEND_MIN`] bytes, for which a copy costs less than the extra write pieces.
     ///
-    /// The returned [`LogAppendInfo::records`] is empty: the written bytes are the caller's
-    /// batches with the new headers, and [`Log::read`] returns them.
+    /// The returned [`LogAppendInfo::records`] is empty when the bytes were not copied: the
+    /// written bytes are the caller's batches with the new headers, and [`Log::read`] returns them.
     pub fn append_as_leader_shared(
         &mut self,
         records: Bytes,
@@ -318,7 +319,8 @@ impl Log {
         now_ms: i64,
         timestamp_type: TimestampType,
     ) -> Result<LogAppendInfo, LogError> {
-        if timestamp_type == TimestampType::LogAppendTime {
+        // Small appends are cheaper to copy than to describe to the kernel piece by piece.
+        if timestamp_type == TimestampType::LogAppendTime || records.len() < SHARED_APPEND_MIN {
             return self.append_as_leader_crc_checked(
                 BytesMut::from(&records[..]),
                 leader_epoch,
@@ -1311,6 +1313,9 @@ pub(crate) fn delete_segment(mut seg: LogSegment) -> Result<(), LogError> {
     seg.change_file_suffixes("", naming::DELETED_FILE_SUFFIX)?;
     seg.delete()
 }
+
+/// Appends smaller than this are copied by [`Log::append_as_leader_shared`].
+pub const SHARED_APPEND_MIN: usize = 4096;
 
 /// What [`Log::assign_leader_offsets`] found in a leader append.
 struct LeaderScan {
