@@ -348,8 +348,9 @@ fn write_plain(ty: &Ty, p: &str, flex: &str) -> String {
         Ty::Prim(Prim::Uuid) => format!("wire::put_uuid(buf, &{p});"),
         Ty::Prim(pr) => format!("wire::{}(buf, {p});", prim_put(*pr)),
         Ty::Struct(_) => format!("{p}.encode(buf, version)?;"),
+        // One slice borrow per array: `SmallVec` checks whether it spilled on every `len`/`iter`.
         Ty::Array(inner) => format!(
-            "wire::put_array_len(buf, {p}.len(), {flex})?; for e in {p}.iter() {{ {} }}",
+            "{{ let a: &[_] = &{p}; wire::put_array_len(buf, a.len(), {flex})?; for e in a.iter() {{ {} }} }}",
             write_plain(inner, "(*e)", flex)
         ),
     }
@@ -413,7 +414,10 @@ fn size_plain(ty: &Ty, p: &str, flex: &str) -> String {
             let head = format!("wire::array_len_size({p}.len(), {flex})");
             match inner.as_ref() {
                 Ty::Prim(pr) if prim_fixed_size(*pr).is_some() => {
-                    format!("{head} + {p}.len() * {}", prim_fixed_size(*pr).unwrap_or(0))
+                    format!(
+                        "{{ let n = {p}.len(); wire::array_len_size(n, {flex}) + n * {} }}",
+                        prim_fixed_size(*pr).unwrap_or(0)
+                    )
                 }
                 _ => format!(
                     "{head} + {{ let mut n = 0usize; for e in {p}.iter() {{ n += {}; }} n }}",
@@ -767,6 +771,11 @@ fn emit_struct(ctx: &Ctx<'_>, st: &StructDef, top: bool, out: &mut String) -> Re
     }
     let _ = writeln!(out, "        Ok(())\n    }}\n");
 
+    if !top {
+        // Nested structs' sizes are a few additions, summed once per array element; without the
+        // hint they stay calls across the crate boundary.
+        let _ = writeln!(out, "    #[inline]");
+    }
     let _ = writeln!(
         out,
         "    fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {{"

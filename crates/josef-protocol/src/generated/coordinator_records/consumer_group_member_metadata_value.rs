@@ -127,9 +127,12 @@ impl Encode for ConsumerGroupMemberMetadataValue {
         wire::put_nullable_string(buf, self.rack_id.as_deref(), flexible)?;
         wire::put_string(buf, &self.client_id, flexible)?;
         wire::put_string(buf, &self.client_host, flexible)?;
-        wire::put_array_len(buf, self.subscribed_topic_names.len(), flexible)?;
-        for e in self.subscribed_topic_names.iter() {
-            wire::put_string(buf, &(*e), flexible)?;
+        {
+            let a: &[_] = &self.subscribed_topic_names;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_string(buf, &(*e), flexible)?;
+            }
         }
         wire::put_nullable_string(buf, self.subscribed_topic_regex.as_deref(), flexible)?;
         wire::put_i32(buf, self.rebalance_timeout_ms);
@@ -267,6 +270,7 @@ impl Encode for ClassicProtocol {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -333,9 +337,12 @@ impl Encode for ClassicMemberMetadata {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_i32(buf, self.session_timeout_ms);
-        wire::put_array_len(buf, self.supported_protocols.len(), flexible)?;
-        for e in self.supported_protocols.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.supported_protocols;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -350,6 +357,7 @@ impl Encode for ClassicMemberMetadata {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

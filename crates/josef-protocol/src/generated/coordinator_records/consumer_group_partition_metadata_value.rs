@@ -72,9 +72,12 @@ impl Encode for ConsumerGroupPartitionMetadataValue {
             });
         }
         let flexible = true;
-        wire::put_array_len(buf, self.topics.len(), flexible)?;
-        for e in self.topics.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.topics;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -165,9 +168,12 @@ impl Encode for PartitionMetadata {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_i32(buf, self.partition);
-        wire::put_array_len(buf, self.racks.len(), flexible)?;
-        for e in self.racks.iter() {
-            wire::put_string(buf, &(*e), flexible)?;
+        {
+            let a: &[_] = &self.racks;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_string(buf, &(*e), flexible)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -182,6 +188,7 @@ impl Encode for PartitionMetadata {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -266,9 +273,12 @@ impl Encode for TopicMetadata {
         wire::put_uuid(buf, &self.topic_id);
         wire::put_string(buf, &self.topic_name, flexible)?;
         wire::put_i32(buf, self.num_partitions);
-        wire::put_array_len(buf, self.partition_metadata.len(), flexible)?;
-        for e in self.partition_metadata.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.partition_metadata;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -283,6 +293,7 @@ impl Encode for TopicMetadata {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

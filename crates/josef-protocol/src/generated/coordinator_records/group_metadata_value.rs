@@ -108,9 +108,12 @@ impl Encode for GroupMetadataValue {
         if version >= 2 {
             wire::put_i64(buf, self.current_state_timestamp);
         }
-        wire::put_array_len(buf, self.members.len(), flexible)?;
-        for e in self.members.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.members;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -270,6 +273,7 @@ impl Encode for MemberMetadata {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 4;
         let mut len = 0usize;

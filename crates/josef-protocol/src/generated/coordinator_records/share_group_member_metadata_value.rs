@@ -91,9 +91,12 @@ impl Encode for ShareGroupMemberMetadataValue {
         wire::put_nullable_string(buf, self.rack_id.as_deref(), flexible)?;
         wire::put_string(buf, &self.client_id, flexible)?;
         wire::put_string(buf, &self.client_host, flexible)?;
-        wire::put_array_len(buf, self.subscribed_topic_names.len(), flexible)?;
-        for e in self.subscribed_topic_names.iter() {
-            wire::put_string(buf, &(*e), flexible)?;
+        {
+            let a: &[_] = &self.subscribed_topic_names;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_string(buf, &(*e), flexible)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();

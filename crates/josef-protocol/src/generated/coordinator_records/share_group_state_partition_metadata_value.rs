@@ -80,13 +80,19 @@ impl Encode for ShareGroupStatePartitionMetadataValue {
             });
         }
         let flexible = true;
-        wire::put_array_len(buf, self.initialized_topics.len(), flexible)?;
-        for e in self.initialized_topics.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.initialized_topics;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
-        wire::put_array_len(buf, self.deleting_topics.len(), flexible)?;
-        for e in self.deleting_topics.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.deleting_topics;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -190,9 +196,12 @@ impl Encode for TopicPartitionsInfo {
         let flexible = true;
         wire::put_uuid(buf, &self.topic_id);
         wire::put_string(buf, &self.topic_name, flexible)?;
-        wire::put_array_len(buf, self.partitions.len(), flexible)?;
-        for e in self.partitions.iter() {
-            wire::put_i32(buf, (*e));
+        {
+            let a: &[_] = &self.partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i32(buf, (*e));
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -207,12 +216,16 @@ impl Encode for TopicPartitionsInfo {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
         len += 16;
         len += wire::string_size(&self.topic_name, flexible);
-        len += wire::array_len_size(self.partitions.len(), flexible) + self.partitions.len() * 4;
+        len += {
+            let n = self.partitions.len();
+            wire::array_len_size(n, flexible) + n * 4
+        };
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             len += wire::usize_uvarint_size(count)
@@ -287,6 +300,7 @@ impl Encode for TopicInfo {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

@@ -152,8 +152,9 @@ impl Encode for TransactionLogValue {
         match &self.transaction_partitions {
             None => wire::put_null_array(buf, flexible),
             Some(v) => {
-                wire::put_array_len(buf, (*v).len(), flexible)?;
-                for e in (*v).iter() {
+                let a: &[_] = &(*v);
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
                     (*e).encode(buf, version)?;
                 }
             }
@@ -307,9 +308,12 @@ impl Encode for PartitionsSchema {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 1;
         wire::put_string(buf, &self.topic, flexible)?;
-        wire::put_array_len(buf, self.partition_ids.len(), flexible)?;
-        for e in self.partition_ids.iter() {
-            wire::put_i32(buf, (*e));
+        {
+            let a: &[_] = &self.partition_ids;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i32(buf, (*e));
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -324,12 +328,15 @@ impl Encode for PartitionsSchema {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 1;
         let mut len = 0usize;
         len += wire::string_size(&self.topic, flexible);
-        len +=
-            wire::array_len_size(self.partition_ids.len(), flexible) + self.partition_ids.len() * 4;
+        len += {
+            let n = self.partition_ids.len();
+            wire::array_len_size(n, flexible) + n * 4
+        };
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             len += wire::usize_uvarint_size(count)

@@ -111,9 +111,12 @@ impl Encode for AddPartitionsToTxnRequest {
         }
         let flexible = version >= 3;
         if version >= 4 {
-            wire::put_array_len(buf, self.transactions.len(), flexible)?;
-            for e in self.transactions.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.transactions;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version >= 4) && !self.transactions.is_empty() {
@@ -150,9 +153,12 @@ impl Encode for AddPartitionsToTxnRequest {
             });
         }
         if version <= 3 {
-            wire::put_array_len(buf, self.v3_and_below_topics.len(), flexible)?;
-            for e in self.v3_and_below_topics.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.v3_and_below_topics;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version <= 3) && !self.v3_and_below_topics.is_empty() {
@@ -335,9 +341,12 @@ impl Encode for AddPartitionsToTxnTransaction {
             });
         }
         if version >= 4 {
-            wire::put_array_len(buf, self.topics.len(), flexible)?;
-            for e in self.topics.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.topics;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version >= 4) && !self.topics.is_empty() {
@@ -359,6 +368,7 @@ impl Encode for AddPartitionsToTxnTransaction {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 3;
         let mut len = 0usize;
@@ -443,9 +453,12 @@ impl Encode for AddPartitionsToTxnTopic {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 3;
         wire::put_string(buf, &self.name, flexible)?;
-        wire::put_array_len(buf, self.partitions.len(), flexible)?;
-        for e in self.partitions.iter() {
-            wire::put_i32(buf, (*e));
+        {
+            let a: &[_] = &self.partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i32(buf, (*e));
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -460,11 +473,15 @@ impl Encode for AddPartitionsToTxnTopic {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 3;
         let mut len = 0usize;
         len += wire::string_size(&self.name, flexible);
-        len += wire::array_len_size(self.partitions.len(), flexible) + self.partitions.len() * 4;
+        len += {
+            let n = self.partitions.len();
+            wire::array_len_size(n, flexible) + n * 4
+        };
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             len += wire::usize_uvarint_size(count)

@@ -106,9 +106,12 @@ impl Encode for AddPartitionsToTxnResponse {
             wire::put_i16(buf, self.error_code);
         }
         if version >= 4 {
-            wire::put_array_len(buf, self.results_by_transaction.len(), flexible)?;
-            for e in self.results_by_transaction.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.results_by_transaction;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version >= 4) && !self.results_by_transaction.is_empty() {
@@ -118,9 +121,12 @@ impl Encode for AddPartitionsToTxnResponse {
             });
         }
         if version <= 3 {
-            wire::put_array_len(buf, self.results_by_topic_v3_and_below.len(), flexible)?;
-            for e in self.results_by_topic_v3_and_below.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.results_by_topic_v3_and_below;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version <= 3) && !self.results_by_topic_v3_and_below.is_empty() {
@@ -252,9 +258,12 @@ impl Encode for AddPartitionsToTxnResult {
             });
         }
         if version >= 4 {
-            wire::put_array_len(buf, self.topic_results.len(), flexible)?;
-            for e in self.topic_results.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.topic_results;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version >= 4) && !self.topic_results.is_empty() {
@@ -276,6 +285,7 @@ impl Encode for AddPartitionsToTxnResult {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 3;
         let mut len = 0usize;
@@ -353,9 +363,12 @@ impl Encode for AddPartitionsToTxnTopicResult {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 3;
         wire::put_string(buf, &self.name, flexible)?;
-        wire::put_array_len(buf, self.results_by_partition.len(), flexible)?;
-        for e in self.results_by_partition.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.results_by_partition;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -370,6 +383,7 @@ impl Encode for AddPartitionsToTxnTopicResult {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 3;
         let mut len = 0usize;
@@ -455,6 +469,7 @@ impl Encode for AddPartitionsToTxnPartitionResult {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 3;
         let mut len = 0usize;

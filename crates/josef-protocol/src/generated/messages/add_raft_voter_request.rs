@@ -98,9 +98,12 @@ impl Encode for AddRaftVoterRequest {
         wire::put_i32(buf, self.timeout_ms);
         wire::put_i32(buf, self.voter_id);
         wire::put_uuid(buf, &self.voter_directory_id);
-        wire::put_array_len(buf, self.listeners.len(), flexible)?;
-        for e in self.listeners.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.listeners;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -215,6 +218,7 @@ impl Encode for Listener {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

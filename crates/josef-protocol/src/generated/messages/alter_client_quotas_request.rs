@@ -79,9 +79,12 @@ impl Encode for AlterClientQuotasRequest {
             });
         }
         let flexible = version >= 1;
-        wire::put_array_len(buf, self.entries.len(), flexible)?;
-        for e in self.entries.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.entries;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         wire::put_bool(buf, self.validate_only);
         if flexible {
@@ -188,6 +191,7 @@ impl Encode for EntityData {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 1;
         let mut len = 0usize;
@@ -273,6 +277,7 @@ impl Encode for OpData {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 1;
         let mut len = 0usize;
@@ -338,13 +343,19 @@ impl Decode for EntryData {
 impl Encode for EntryData {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 1;
-        wire::put_array_len(buf, self.entity.len(), flexible)?;
-        for e in self.entity.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.entity;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
-        wire::put_array_len(buf, self.ops.len(), flexible)?;
-        for e in self.ops.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.ops;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -359,6 +370,7 @@ impl Encode for EntryData {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 1;
         let mut len = 0usize;

@@ -80,9 +80,12 @@ impl Encode for AlterClientQuotasResponse {
         }
         let flexible = version >= 1;
         wire::put_i32(buf, self.throttle_time_ms);
-        wire::put_array_len(buf, self.entries.len(), flexible)?;
-        for e in self.entries.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.entries;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -188,6 +191,7 @@ impl Encode for EntityData {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 1;
         let mut len = 0usize;
@@ -259,9 +263,12 @@ impl Encode for EntryData {
         let flexible = version >= 1;
         wire::put_i16(buf, self.error_code);
         wire::put_nullable_string(buf, self.error_message.as_deref(), flexible)?;
-        wire::put_array_len(buf, self.entity.len(), flexible)?;
-        for e in self.entity.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.entity;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -276,6 +283,7 @@ impl Encode for EntryData {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 1;
         let mut len = 0usize;

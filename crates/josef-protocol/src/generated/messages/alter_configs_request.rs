@@ -81,9 +81,12 @@ impl Encode for AlterConfigsRequest {
             });
         }
         let flexible = version >= 2;
-        wire::put_array_len(buf, self.resources.len(), flexible)?;
-        for e in self.resources.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.resources;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         wire::put_bool(buf, self.validate_only);
         if flexible {
@@ -190,6 +193,7 @@ impl Encode for AlterableConfig {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 2;
         let mut len = 0usize;
@@ -262,9 +266,12 @@ impl Encode for AlterConfigsResource {
         let flexible = version >= 2;
         wire::put_i8(buf, self.resource_type);
         wire::put_string(buf, &self.resource_name, flexible)?;
-        wire::put_array_len(buf, self.configs.len(), flexible)?;
-        for e in self.configs.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.configs;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -279,6 +286,7 @@ impl Encode for AlterConfigsResource {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 2;
         let mut len = 0usize;

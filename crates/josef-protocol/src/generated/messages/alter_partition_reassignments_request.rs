@@ -81,9 +81,12 @@ impl Encode for AlterPartitionReassignmentsRequest {
         }
         let flexible = true;
         wire::put_i32(buf, self.timeout_ms);
-        wire::put_array_len(buf, self.topics.len(), flexible)?;
-        for e in self.topics.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.topics;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -178,8 +181,9 @@ impl Encode for ReassignablePartition {
         match &self.replicas {
             None => wire::put_null_array(buf, flexible),
             Some(v) => {
-                wire::put_array_len(buf, (*v).len(), flexible)?;
-                for e in (*v).iter() {
+                let a: &[_] = &(*v);
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
                     wire::put_i32(buf, (*e));
                 }
             }
@@ -197,13 +201,17 @@ impl Encode for ReassignablePartition {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
         len += 4;
         len += match &self.replicas {
             None => wire::null_array_size(flexible),
-            Some(v) => wire::array_len_size((*v).len(), flexible) + (*v).len() * 4,
+            Some(v) => {
+                let n = (*v).len();
+                wire::array_len_size(n, flexible) + n * 4
+            }
         };
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -267,9 +275,12 @@ impl Encode for ReassignableTopic {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_string(buf, &self.name, flexible)?;
-        wire::put_array_len(buf, self.partitions.len(), flexible)?;
-        for e in self.partitions.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -284,6 +295,7 @@ impl Encode for ReassignableTopic {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

@@ -86,9 +86,12 @@ impl Encode for AlterPartitionRequest {
         let flexible = true;
         wire::put_i32(buf, self.broker_id);
         wire::put_i64(buf, self.broker_epoch);
-        wire::put_array_len(buf, self.topics.len(), flexible)?;
-        for e in self.topics.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.topics;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -215,6 +218,7 @@ impl Encode for BrokerState {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -314,9 +318,12 @@ impl Encode for PartitionData {
         wire::put_i32(buf, self.partition_index);
         wire::put_i32(buf, self.leader_epoch);
         if version <= 2 {
-            wire::put_array_len(buf, self.new_isr.len(), flexible)?;
-            for e in self.new_isr.iter() {
-                wire::put_i32(buf, (*e));
+            {
+                let a: &[_] = &self.new_isr;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    wire::put_i32(buf, (*e));
+                }
             }
         }
         if !(version <= 2) && !self.new_isr.is_empty() {
@@ -326,9 +333,12 @@ impl Encode for PartitionData {
             });
         }
         if version >= 3 {
-            wire::put_array_len(buf, self.new_isr_with_epochs.len(), flexible)?;
-            for e in self.new_isr_with_epochs.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.new_isr_with_epochs;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version >= 3) && !self.new_isr_with_epochs.is_empty() {
@@ -360,13 +370,17 @@ impl Encode for PartitionData {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
         len += 4;
         len += 4;
         if version <= 2 {
-            len += wire::array_len_size(self.new_isr.len(), flexible) + self.new_isr.len() * 4;
+            len += {
+                let n = self.new_isr.len();
+                wire::array_len_size(n, flexible) + n * 4
+            };
         }
         if version >= 3 {
             len += wire::array_len_size(self.new_isr_with_epochs.len(), flexible) + {
@@ -460,9 +474,12 @@ impl Encode for TopicData {
         if version >= 2 {
             wire::put_uuid(buf, &self.topic_id);
         }
-        wire::put_array_len(buf, self.partitions.len(), flexible)?;
-        for e in self.partitions.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -477,6 +494,7 @@ impl Encode for TopicData {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

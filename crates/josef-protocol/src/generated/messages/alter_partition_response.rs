@@ -86,9 +86,12 @@ impl Encode for AlterPartitionResponse {
         let flexible = true;
         wire::put_i32(buf, self.throttle_time_ms);
         wire::put_i16(buf, self.error_code);
-        wire::put_array_len(buf, self.topics.len(), flexible)?;
-        for e in self.topics.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.topics;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -209,9 +212,12 @@ impl Encode for PartitionData {
         wire::put_i16(buf, self.error_code);
         wire::put_i32(buf, self.leader_id);
         wire::put_i32(buf, self.leader_epoch);
-        wire::put_array_len(buf, self.isr.len(), flexible)?;
-        for e in self.isr.iter() {
-            wire::put_i32(buf, (*e));
+        {
+            let a: &[_] = &self.isr;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i32(buf, (*e));
+            }
         }
         if version >= 1 {
             wire::put_i8(buf, self.leader_recovery_state);
@@ -230,6 +236,7 @@ impl Encode for PartitionData {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -237,7 +244,10 @@ impl Encode for PartitionData {
         len += 2;
         len += 4;
         len += 4;
-        len += wire::array_len_size(self.isr.len(), flexible) + self.isr.len() * 4;
+        len += {
+            let n = self.isr.len();
+            wire::array_len_size(n, flexible) + n * 4
+        };
         if version >= 1 {
             len += 1;
         }
@@ -321,9 +331,12 @@ impl Encode for TopicData {
         if version >= 2 {
             wire::put_uuid(buf, &self.topic_id);
         }
-        wire::put_array_len(buf, self.partitions.len(), flexible)?;
-        for e in self.partitions.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -338,6 +351,7 @@ impl Encode for TopicData {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

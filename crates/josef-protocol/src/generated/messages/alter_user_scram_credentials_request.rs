@@ -83,13 +83,19 @@ impl Encode for AlterUserScramCredentialsRequest {
             });
         }
         let flexible = true;
-        wire::put_array_len(buf, self.deletions.len(), flexible)?;
-        for e in self.deletions.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.deletions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
-        wire::put_array_len(buf, self.upsertions.len(), flexible)?;
-        for e in self.upsertions.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.upsertions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -201,6 +207,7 @@ impl Encode for ScramCredentialDeletion {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -298,6 +305,7 @@ impl Encode for ScramCredentialUpsertion {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

@@ -82,9 +82,12 @@ impl Encode for AlterUserScramCredentialsResponse {
         }
         let flexible = true;
         wire::put_i32(buf, self.throttle_time_ms);
-        wire::put_array_len(buf, self.results.len(), flexible)?;
-        for e in self.results.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.results;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -196,6 +199,7 @@ impl Encode for AlterUserScramCredentialsResult {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

@@ -129,9 +129,12 @@ impl Encode for ApiVersionsResponse {
         }
         let flexible = version >= 3;
         wire::put_i16(buf, self.error_code);
-        wire::put_array_len(buf, self.api_keys.len(), flexible)?;
-        for e in self.api_keys.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.api_keys;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if version >= 1 {
             wire::put_i32(buf, self.throttle_time_ms);
@@ -163,9 +166,12 @@ impl Encode for ApiVersionsResponse {
                     n
                 };
                 wire::put_uvarint_len(buf, size)?;
-                wire::put_array_len(buf, self.supported_features.len(), true)?;
-                for e in self.supported_features.iter() {
-                    (*e).encode(buf, version)?;
+                {
+                    let a: &[_] = &self.supported_features;
+                    wire::put_array_len(buf, a.len(), true)?;
+                    for e in a.iter() {
+                        (*e).encode(buf, version)?;
+                    }
                 }
             }
             if version >= 3 && self.finalized_features_epoch != -1 {
@@ -186,9 +192,12 @@ impl Encode for ApiVersionsResponse {
                     n
                 };
                 wire::put_uvarint_len(buf, size)?;
-                wire::put_array_len(buf, self.finalized_features.len(), true)?;
-                for e in self.finalized_features.iter() {
-                    (*e).encode(buf, version)?;
+                {
+                    let a: &[_] = &self.finalized_features;
+                    wire::put_array_len(buf, a.len(), true)?;
+                    for e in a.iter() {
+                        (*e).encode(buf, version)?;
+                    }
                 }
             }
             if version >= 3 && self.zk_migration_ready != false {
@@ -335,6 +344,7 @@ impl Encode for ApiVersion {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 3;
         let mut len = 0usize;
@@ -449,6 +459,7 @@ impl Encode for SupportedFeatureKey {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 3;
         let mut len = 0usize;
@@ -569,6 +580,7 @@ impl Encode for FinalizedFeatureKey {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 3;
         let mut len = 0usize;

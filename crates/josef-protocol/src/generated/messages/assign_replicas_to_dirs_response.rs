@@ -87,9 +87,12 @@ impl Encode for AssignReplicasToDirsResponse {
         let flexible = true;
         wire::put_i32(buf, self.throttle_time_ms);
         wire::put_i16(buf, self.error_code);
-        wire::put_array_len(buf, self.directories.len(), flexible)?;
-        for e in self.directories.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.directories;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -196,6 +199,7 @@ impl Encode for PartitionData {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -262,9 +266,12 @@ impl Encode for TopicData {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_uuid(buf, &self.topic_id);
-        wire::put_array_len(buf, self.partitions.len(), flexible)?;
-        for e in self.partitions.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -279,6 +286,7 @@ impl Encode for TopicData {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -350,9 +358,12 @@ impl Encode for DirectoryData {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_uuid(buf, &self.id);
-        wire::put_array_len(buf, self.topics.len(), flexible)?;
-        for e in self.topics.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.topics;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -367,6 +378,7 @@ impl Encode for DirectoryData {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

@@ -101,14 +101,20 @@ impl Encode for BeginQuorumEpochRequest {
         if version >= 1 {
             wire::put_i32(buf, self.voter_id);
         }
-        wire::put_array_len(buf, self.topics.len(), flexible)?;
-        for e in self.topics.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.topics;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if version >= 1 {
-            wire::put_array_len(buf, self.leader_endpoints.len(), flexible)?;
-            for e in self.leader_endpoints.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.leader_endpoints;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if flexible {
@@ -245,6 +251,7 @@ impl Encode for PartitionData {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 1;
         let mut len = 0usize;
@@ -315,9 +322,12 @@ impl Encode for TopicData {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 1;
         wire::put_string(buf, &self.topic_name, flexible)?;
-        wire::put_array_len(buf, self.partitions.len(), flexible)?;
-        for e in self.partitions.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -332,6 +342,7 @@ impl Encode for TopicData {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 1;
         let mut len = 0usize;
@@ -455,6 +466,7 @@ impl Encode for LeaderEndpoint {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 1;
         let mut len = 0usize;

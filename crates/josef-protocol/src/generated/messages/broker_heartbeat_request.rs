@@ -125,12 +125,17 @@ impl Encode for BrokerHeartbeatRequest {
             if version >= 1 && !self.offline_log_dirs.is_empty() {
                 wire::put_unknown_tagged_fields_before(buf, &mut unknown, 0)?;
                 wire::put_uvarint(buf, 0);
-                let size = wire::array_len_size(self.offline_log_dirs.len(), true)
-                    + self.offline_log_dirs.len() * 16;
+                let size = {
+                    let n = self.offline_log_dirs.len();
+                    wire::array_len_size(n, true) + n * 16
+                };
                 wire::put_uvarint_len(buf, size)?;
-                wire::put_array_len(buf, self.offline_log_dirs.len(), true)?;
-                for e in self.offline_log_dirs.iter() {
-                    wire::put_uuid(buf, &(*e));
+                {
+                    let a: &[_] = &self.offline_log_dirs;
+                    wire::put_array_len(buf, a.len(), true)?;
+                    for e in a.iter() {
+                        wire::put_uuid(buf, &(*e));
+                    }
                 }
             }
             wire::put_remaining_unknown_tagged_fields(buf, &mut unknown)?;
@@ -156,8 +161,10 @@ impl Encode for BrokerHeartbeatRequest {
             let mut count = self.unknown_tagged_fields.len();
             if version >= 1 && !self.offline_log_dirs.is_empty() {
                 count += 1;
-                let size = wire::array_len_size(self.offline_log_dirs.len(), true)
-                    + self.offline_log_dirs.len() * 16;
+                let size = {
+                    let n = self.offline_log_dirs.len();
+                    wire::array_len_size(n, true) + n * 16
+                };
                 len += wire::uvarint_size(0) + wire::usize_uvarint_size(size) + size;
             }
             len += wire::usize_uvarint_size(count)

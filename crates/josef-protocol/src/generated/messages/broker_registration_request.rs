@@ -129,13 +129,19 @@ impl Encode for BrokerRegistrationRequest {
         wire::put_i32(buf, self.broker_id);
         wire::put_string(buf, &self.cluster_id, flexible)?;
         wire::put_uuid(buf, &self.incarnation_id);
-        wire::put_array_len(buf, self.listeners.len(), flexible)?;
-        for e in self.listeners.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.listeners;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
-        wire::put_array_len(buf, self.features.len(), flexible)?;
-        for e in self.features.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.features;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         wire::put_nullable_string(buf, self.rack.as_deref(), flexible)?;
         if version >= 1 {
@@ -148,9 +154,12 @@ impl Encode for BrokerRegistrationRequest {
             });
         }
         if version >= 2 {
-            wire::put_array_len(buf, self.log_dirs.len(), flexible)?;
-            for e in self.log_dirs.iter() {
-                wire::put_uuid(buf, &(*e));
+            {
+                let a: &[_] = &self.log_dirs;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    wire::put_uuid(buf, &(*e));
+                }
             }
         }
         if version >= 3 {
@@ -200,7 +209,10 @@ impl Encode for BrokerRegistrationRequest {
             len += 1;
         }
         if version >= 2 {
-            len += wire::array_len_size(self.log_dirs.len(), flexible) + self.log_dirs.len() * 16;
+            len += {
+                let n = self.log_dirs.len();
+                wire::array_len_size(n, flexible) + n * 16
+            };
         }
         if version >= 3 {
             len += 8;
@@ -291,6 +303,7 @@ impl Encode for Listener {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -378,6 +391,7 @@ impl Encode for Feature {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

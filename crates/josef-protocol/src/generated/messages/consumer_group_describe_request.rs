@@ -79,9 +79,12 @@ impl Encode for ConsumerGroupDescribeRequest {
             });
         }
         let flexible = true;
-        wire::put_array_len(buf, self.group_ids.len(), flexible)?;
-        for e in self.group_ids.iter() {
-            wire::put_string(buf, &(*e), flexible)?;
+        {
+            let a: &[_] = &self.group_ids;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_string(buf, &(*e), flexible)?;
+            }
         }
         wire::put_bool(buf, self.include_authorized_operations);
         if flexible {

@@ -80,9 +80,12 @@ impl Encode for ConsumerGroupDescribeResponse {
         }
         let flexible = true;
         wire::put_i32(buf, self.throttle_time_ms);
-        wire::put_array_len(buf, self.groups.len(), flexible)?;
-        for e in self.groups.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.groups;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -220,9 +223,12 @@ impl Encode for Member {
         wire::put_i32(buf, self.member_epoch);
         wire::put_string(buf, &self.client_id, flexible)?;
         wire::put_string(buf, &self.client_host, flexible)?;
-        wire::put_array_len(buf, self.subscribed_topic_names.len(), flexible)?;
-        for e in self.subscribed_topic_names.iter() {
-            wire::put_string(buf, &(*e), flexible)?;
+        {
+            let a: &[_] = &self.subscribed_topic_names;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_string(buf, &(*e), flexible)?;
+            }
         }
         wire::put_nullable_string(buf, self.subscribed_topic_regex.as_deref(), flexible)?;
         self.assignment.encode(buf, version)?;
@@ -240,6 +246,7 @@ impl Encode for Member {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -360,9 +367,12 @@ impl Encode for DescribedGroup {
         wire::put_i32(buf, self.group_epoch);
         wire::put_i32(buf, self.assignment_epoch);
         wire::put_string(buf, &self.assignor_name, flexible)?;
-        wire::put_array_len(buf, self.members.len(), flexible)?;
-        for e in self.members.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.members;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         wire::put_i32(buf, self.authorized_operations);
         if flexible {
@@ -378,6 +388,7 @@ impl Encode for DescribedGroup {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -462,9 +473,12 @@ impl Encode for TopicPartitions {
         let flexible = true;
         wire::put_uuid(buf, &self.topic_id);
         wire::put_string(buf, &self.topic_name, flexible)?;
-        wire::put_array_len(buf, self.partitions.len(), flexible)?;
-        for e in self.partitions.iter() {
-            wire::put_i32(buf, (*e));
+        {
+            let a: &[_] = &self.partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i32(buf, (*e));
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -479,12 +493,16 @@ impl Encode for TopicPartitions {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
         len += 16;
         len += wire::string_size(&self.topic_name, flexible);
-        len += wire::array_len_size(self.partitions.len(), flexible) + self.partitions.len() * 4;
+        len += {
+            let n = self.partitions.len();
+            wire::array_len_size(n, flexible) + n * 4
+        };
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             len += wire::usize_uvarint_size(count)
@@ -540,9 +558,12 @@ impl Decode for Assignment {
 impl Encode for Assignment {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
-        wire::put_array_len(buf, self.topic_partitions.len(), flexible)?;
-        for e in self.topic_partitions.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.topic_partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -557,6 +578,7 @@ impl Encode for Assignment {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

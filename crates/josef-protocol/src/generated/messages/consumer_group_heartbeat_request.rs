@@ -134,8 +134,9 @@ impl Encode for ConsumerGroupHeartbeatRequest {
         match &self.subscribed_topic_names {
             None => wire::put_null_array(buf, flexible),
             Some(v) => {
-                wire::put_array_len(buf, (*v).len(), flexible)?;
-                for e in (*v).iter() {
+                let a: &[_] = &(*v);
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
                     wire::put_string(buf, &(*e), flexible)?;
                 }
             }
@@ -153,8 +154,9 @@ impl Encode for ConsumerGroupHeartbeatRequest {
         match &self.topic_partitions {
             None => wire::put_null_array(buf, flexible),
             Some(v) => {
-                wire::put_array_len(buf, (*v).len(), flexible)?;
-                for e in (*v).iter() {
+                let a: &[_] = &(*v);
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
                     (*e).encode(buf, version)?;
                 }
             }
@@ -275,9 +277,12 @@ impl Encode for TopicPartitions {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_uuid(buf, &self.topic_id);
-        wire::put_array_len(buf, self.partitions.len(), flexible)?;
-        for e in self.partitions.iter() {
-            wire::put_i32(buf, (*e));
+        {
+            let a: &[_] = &self.partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i32(buf, (*e));
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -292,11 +297,15 @@ impl Encode for TopicPartitions {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
         len += 16;
-        len += wire::array_len_size(self.partitions.len(), flexible) + self.partitions.len() * 4;
+        len += {
+            let n = self.partitions.len();
+            wire::array_len_size(n, flexible) + n * 4
+        };
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             len += wire::usize_uvarint_size(count)

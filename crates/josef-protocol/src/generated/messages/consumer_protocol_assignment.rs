@@ -61,9 +61,12 @@ impl Encode for ConsumerProtocolAssignment {
             });
         }
         let flexible = false;
-        wire::put_array_len(buf, self.assigned_partitions.len(), flexible)?;
-        for e in self.assigned_partitions.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.assigned_partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         wire::put_nullable_bytes(buf, self.user_data.as_deref(), flexible)?;
         Ok(())
@@ -124,18 +127,25 @@ impl Encode for TopicPartition {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = false;
         wire::put_string(buf, &self.topic, flexible)?;
-        wire::put_array_len(buf, self.partitions.len(), flexible)?;
-        for e in self.partitions.iter() {
-            wire::put_i32(buf, (*e));
+        {
+            let a: &[_] = &self.partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i32(buf, (*e));
+            }
         }
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = false;
         let mut len = 0usize;
         len += wire::string_size(&self.topic, flexible);
-        len += wire::array_len_size(self.partitions.len(), flexible) + self.partitions.len() * 4;
+        len += {
+            let n = self.partitions.len();
+            wire::array_len_size(n, flexible) + n * 4
+        };
         Ok(len)
     }
 }

@@ -87,15 +87,21 @@ impl Encode for ConsumerProtocolSubscription {
             });
         }
         let flexible = false;
-        wire::put_array_len(buf, self.topics.len(), flexible)?;
-        for e in self.topics.iter() {
-            wire::put_string(buf, &(*e), flexible)?;
+        {
+            let a: &[_] = &self.topics;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_string(buf, &(*e), flexible)?;
+            }
         }
         wire::put_nullable_bytes(buf, self.user_data.as_deref(), flexible)?;
         if version >= 1 {
-            wire::put_array_len(buf, self.owned_partitions.len(), flexible)?;
-            for e in self.owned_partitions.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.owned_partitions;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if version >= 2 {
@@ -194,9 +200,12 @@ impl Encode for TopicPartition {
             });
         }
         if version >= 1 {
-            wire::put_array_len(buf, self.partitions.len(), flexible)?;
-            for e in self.partitions.iter() {
-                wire::put_i32(buf, (*e));
+            {
+                let a: &[_] = &self.partitions;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    wire::put_i32(buf, (*e));
+                }
             }
         }
         if !(version >= 1) && !self.partitions.is_empty() {
@@ -208,6 +217,7 @@ impl Encode for TopicPartition {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = false;
         let mut len = 0usize;
@@ -215,8 +225,10 @@ impl Encode for TopicPartition {
             len += wire::string_size(&self.topic, flexible);
         }
         if version >= 1 {
-            len +=
-                wire::array_len_size(self.partitions.len(), flexible) + self.partitions.len() * 4;
+            len += {
+                let n = self.partitions.len();
+                wire::array_len_size(n, flexible) + n * 4
+            };
         }
         Ok(len)
     }

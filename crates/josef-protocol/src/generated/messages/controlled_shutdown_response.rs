@@ -82,9 +82,12 @@ impl Encode for ControlledShutdownResponse {
         }
         let flexible = version >= 3;
         wire::put_i16(buf, self.error_code);
-        wire::put_array_len(buf, self.remaining_partitions.len(), flexible)?;
-        for e in self.remaining_partitions.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.remaining_partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -190,6 +193,7 @@ impl Encode for RemainingPartition {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 3;
         let mut len = 0usize;

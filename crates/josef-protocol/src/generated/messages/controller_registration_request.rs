@@ -97,13 +97,19 @@ impl Encode for ControllerRegistrationRequest {
         wire::put_i32(buf, self.controller_id);
         wire::put_uuid(buf, &self.incarnation_id);
         wire::put_bool(buf, self.zk_migration_ready);
-        wire::put_array_len(buf, self.listeners.len(), flexible)?;
-        for e in self.listeners.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.listeners;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
-        wire::put_array_len(buf, self.features.len(), flexible)?;
-        for e in self.features.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.features;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -230,6 +236,7 @@ impl Encode for Listener {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -317,6 +324,7 @@ impl Encode for Feature {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

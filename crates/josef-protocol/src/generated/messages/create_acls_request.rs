@@ -74,9 +74,12 @@ impl Encode for CreateAclsRequest {
             });
         }
         let flexible = version >= 2;
-        wire::put_array_len(buf, self.creations.len(), flexible)?;
-        for e in self.creations.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.creations;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -219,6 +222,7 @@ impl Encode for AclCreation {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 2;
         let mut len = 0usize;

@@ -81,9 +81,12 @@ impl Encode for CreateAclsResponse {
         }
         let flexible = version >= 2;
         wire::put_i32(buf, self.throttle_time_ms);
-        wire::put_array_len(buf, self.results.len(), flexible)?;
-        for e in self.results.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.results;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -189,6 +192,7 @@ impl Encode for AclCreationResult {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 2;
         let mut len = 0usize;

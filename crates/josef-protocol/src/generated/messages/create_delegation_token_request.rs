@@ -116,9 +116,12 @@ impl Encode for CreateDelegationTokenRequest {
                 version,
             });
         }
-        wire::put_array_len(buf, self.renewers.len(), flexible)?;
-        for e in self.renewers.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.renewers;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         wire::put_i64(buf, self.max_lifetime_ms);
         if flexible {
@@ -231,6 +234,7 @@ impl Encode for CreatableRenewers {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 2;
         let mut len = 0usize;

@@ -86,9 +86,12 @@ impl Encode for CreatePartitionsRequest {
             });
         }
         let flexible = version >= 2;
-        wire::put_array_len(buf, self.topics.len(), flexible)?;
-        for e in self.topics.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.topics;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         wire::put_i32(buf, self.timeout_ms);
         wire::put_bool(buf, self.validate_only);
@@ -177,9 +180,12 @@ impl Decode for CreatePartitionsAssignment {
 impl Encode for CreatePartitionsAssignment {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
-        wire::put_array_len(buf, self.broker_ids.len(), flexible)?;
-        for e in self.broker_ids.iter() {
-            wire::put_i32(buf, (*e));
+        {
+            let a: &[_] = &self.broker_ids;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i32(buf, (*e));
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -194,10 +200,14 @@ impl Encode for CreatePartitionsAssignment {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 2;
         let mut len = 0usize;
-        len += wire::array_len_size(self.broker_ids.len(), flexible) + self.broker_ids.len() * 4;
+        len += {
+            let n = self.broker_ids.len();
+            wire::array_len_size(n, flexible) + n * 4
+        };
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             len += wire::usize_uvarint_size(count)
@@ -269,8 +279,9 @@ impl Encode for CreatePartitionsTopic {
         match &self.assignments {
             None => wire::put_null_array(buf, flexible),
             Some(v) => {
-                wire::put_array_len(buf, (*v).len(), flexible)?;
-                for e in (*v).iter() {
+                let a: &[_] = &(*v);
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
                     (*e).encode(buf, version)?;
                 }
             }
@@ -288,6 +299,7 @@ impl Encode for CreatePartitionsTopic {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 2;
         let mut len = 0usize;

@@ -88,9 +88,12 @@ impl Encode for CreateTopicsRequest {
             });
         }
         let flexible = version >= 5;
-        wire::put_array_len(buf, self.topics.len(), flexible)?;
-        for e in self.topics.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.topics;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         wire::put_i32(buf, self.timeout_ms);
         if version >= 1 {
@@ -195,9 +198,12 @@ impl Encode for CreatableReplicaAssignment {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 5;
         wire::put_i32(buf, self.partition_index);
-        wire::put_array_len(buf, self.broker_ids.len(), flexible)?;
-        for e in self.broker_ids.iter() {
-            wire::put_i32(buf, (*e));
+        {
+            let a: &[_] = &self.broker_ids;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i32(buf, (*e));
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -212,11 +218,15 @@ impl Encode for CreatableReplicaAssignment {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 5;
         let mut len = 0usize;
         len += 4;
-        len += wire::array_len_size(self.broker_ids.len(), flexible) + self.broker_ids.len() * 4;
+        len += {
+            let n = self.broker_ids.len();
+            wire::array_len_size(n, flexible) + n * 4
+        };
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             len += wire::usize_uvarint_size(count)
@@ -291,6 +301,7 @@ impl Encode for CreatableTopicConfig {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 5;
         let mut len = 0usize;
@@ -377,13 +388,19 @@ impl Encode for CreatableTopic {
         wire::put_string(buf, &self.name, flexible)?;
         wire::put_i32(buf, self.num_partitions);
         wire::put_i16(buf, self.replication_factor);
-        wire::put_array_len(buf, self.assignments.len(), flexible)?;
-        for e in self.assignments.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.assignments;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
-        wire::put_array_len(buf, self.configs.len(), flexible)?;
-        for e in self.configs.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.configs;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -398,6 +415,7 @@ impl Encode for CreatableTopic {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 5;
         let mut len = 0usize;

@@ -84,9 +84,12 @@ impl Encode for CreateTopicsResponse {
         if version >= 2 {
             wire::put_i32(buf, self.throttle_time_ms);
         }
-        wire::put_array_len(buf, self.topics.len(), flexible)?;
-        for e in self.topics.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.topics;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -262,6 +265,7 @@ impl Encode for CreatableTopicConfigs {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 5;
         let mut len = 0usize;
@@ -414,8 +418,9 @@ impl Encode for CreatableTopicResult {
             match &self.configs {
                 None => wire::put_null_array(buf, flexible),
                 Some(v) => {
-                    wire::put_array_len(buf, (*v).len(), flexible)?;
-                    for e in (*v).iter() {
+                    let a: &[_] = &(*v);
+                    wire::put_array_len(buf, a.len(), flexible)?;
+                    for e in a.iter() {
                         (*e).encode(buf, version)?;
                     }
                 }
@@ -440,6 +445,7 @@ impl Encode for CreatableTopicResult {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 5;
         let mut len = 0usize;

@@ -75,9 +75,12 @@ impl Encode for DeleteAclsRequest {
             });
         }
         let flexible = version >= 2;
-        wire::put_array_len(buf, self.filters.len(), flexible)?;
-        for e in self.filters.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.filters;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -220,6 +223,7 @@ impl Encode for DeleteAclsFilter {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 2;
         let mut len = 0usize;

@@ -82,9 +82,12 @@ impl Encode for DeleteAclsResponse {
         }
         let flexible = version >= 2;
         wire::put_i32(buf, self.throttle_time_ms);
-        wire::put_array_len(buf, self.filter_results.len(), flexible)?;
-        for e in self.filter_results.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.filter_results;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -240,6 +243,7 @@ impl Encode for DeleteAclsMatchingAcl {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 2;
         let mut len = 0usize;
@@ -322,9 +326,12 @@ impl Encode for DeleteAclsFilterResult {
         let flexible = version >= 2;
         wire::put_i16(buf, self.error_code);
         wire::put_nullable_string(buf, self.error_message.as_deref(), flexible)?;
-        wire::put_array_len(buf, self.matching_acls.len(), flexible)?;
-        for e in self.matching_acls.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.matching_acls;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -339,6 +346,7 @@ impl Encode for DeleteAclsFilterResult {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 2;
         let mut len = 0usize;

@@ -74,9 +74,12 @@ impl Encode for DeleteGroupsRequest {
             });
         }
         let flexible = version >= 2;
-        wire::put_array_len(buf, self.groups_names.len(), flexible)?;
-        for e in self.groups_names.iter() {
-            wire::put_string(buf, &(*e), flexible)?;
+        {
+            let a: &[_] = &self.groups_names;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_string(buf, &(*e), flexible)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();

@@ -93,9 +93,12 @@ impl Encode for DeleteTopicsRequest {
         }
         let flexible = version >= 4;
         if version >= 6 {
-            wire::put_array_len(buf, self.topics.len(), flexible)?;
-            for e in self.topics.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.topics;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version >= 6) && !self.topics.is_empty() {
@@ -105,9 +108,12 @@ impl Encode for DeleteTopicsRequest {
             });
         }
         if version <= 5 {
-            wire::put_array_len(buf, self.topic_names.len(), flexible)?;
-            for e in self.topic_names.iter() {
-                wire::put_string(buf, &(*e), flexible)?;
+            {
+                let a: &[_] = &self.topic_names;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    wire::put_string(buf, &(*e), flexible)?;
+                }
             }
         }
         wire::put_i32(buf, self.timeout_ms);
@@ -250,6 +256,7 @@ impl Encode for DeleteTopicState {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 4;
         let mut len = 0usize;

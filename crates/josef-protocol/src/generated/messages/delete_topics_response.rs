@@ -84,9 +84,12 @@ impl Encode for DeleteTopicsResponse {
         if version >= 1 {
             wire::put_i32(buf, self.throttle_time_ms);
         }
-        wire::put_array_len(buf, self.responses.len(), flexible)?;
-        for e in self.responses.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.responses;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -236,6 +239,7 @@ impl Encode for DeletableTopicResult {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 4;
         let mut len = 0usize;

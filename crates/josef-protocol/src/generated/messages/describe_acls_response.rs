@@ -94,9 +94,12 @@ impl Encode for DescribeAclsResponse {
         wire::put_i32(buf, self.throttle_time_ms);
         wire::put_i16(buf, self.error_code);
         wire::put_nullable_string(buf, self.error_message.as_deref(), flexible)?;
-        wire::put_array_len(buf, self.resources.len(), flexible)?;
-        for e in self.resources.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.resources;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -216,6 +219,7 @@ impl Encode for AclDescription {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 2;
         let mut len = 0usize;
@@ -303,9 +307,12 @@ impl Encode for DescribeAclsResource {
                 version,
             });
         }
-        wire::put_array_len(buf, self.acls.len(), flexible)?;
-        for e in self.acls.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.acls;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -320,6 +327,7 @@ impl Encode for DescribeAclsResource {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 2;
         let mut len = 0usize;

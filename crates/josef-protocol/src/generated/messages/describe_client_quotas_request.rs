@@ -80,9 +80,12 @@ impl Encode for DescribeClientQuotasRequest {
             });
         }
         let flexible = version >= 1;
-        wire::put_array_len(buf, self.components.len(), flexible)?;
-        for e in self.components.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.components;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         wire::put_bool(buf, self.strict);
         if flexible {
@@ -195,6 +198,7 @@ impl Encode for ComponentData {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 1;
         let mut len = 0usize;

@@ -96,8 +96,9 @@ impl Encode for DescribeClientQuotasResponse {
         match &self.entries {
             None => wire::put_null_array(buf, flexible),
             Some(v) => {
-                wire::put_array_len(buf, (*v).len(), flexible)?;
-                for e in (*v).iter() {
+                let a: &[_] = &(*v);
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
                     (*e).encode(buf, version)?;
                 }
             }
@@ -213,6 +214,7 @@ impl Encode for EntityData {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 1;
         let mut len = 0usize;
@@ -292,6 +294,7 @@ impl Encode for ValueData {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 1;
         let mut len = 0usize;
@@ -356,13 +359,19 @@ impl Decode for EntryData {
 impl Encode for EntryData {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 1;
-        wire::put_array_len(buf, self.entity.len(), flexible)?;
-        for e in self.entity.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.entity;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
-        wire::put_array_len(buf, self.values.len(), flexible)?;
-        for e in self.values.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.values;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -377,6 +386,7 @@ impl Encode for EntryData {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 1;
         let mut len = 0usize;

@@ -125,9 +125,12 @@ impl Encode for DescribeClusterResponse {
         }
         wire::put_string(buf, &self.cluster_id, flexible)?;
         wire::put_i32(buf, self.controller_id);
-        wire::put_array_len(buf, self.brokers.len(), flexible)?;
-        for e in self.brokers.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.brokers;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         wire::put_i32(buf, self.cluster_authorized_operations);
         if flexible {
@@ -254,6 +257,7 @@ impl Encode for DescribeClusterBroker {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

@@ -94,9 +94,12 @@ impl Encode for DescribeConfigsRequest {
             });
         }
         let flexible = version >= 4;
-        wire::put_array_len(buf, self.resources.len(), flexible)?;
-        for e in self.resources.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.resources;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if version >= 1 {
             wire::put_bool(buf, self.include_synonyms);
@@ -221,8 +224,9 @@ impl Encode for DescribeConfigsResource {
         match &self.configuration_keys {
             None => wire::put_null_array(buf, flexible),
             Some(v) => {
-                wire::put_array_len(buf, (*v).len(), flexible)?;
-                for e in (*v).iter() {
+                let a: &[_] = &(*v);
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
                     wire::put_string(buf, &(*e), flexible)?;
                 }
             }
@@ -240,6 +244,7 @@ impl Encode for DescribeConfigsResource {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 4;
         let mut len = 0usize;

@@ -82,9 +82,12 @@ impl Encode for DescribeConfigsResponse {
         }
         let flexible = version >= 4;
         wire::put_i32(buf, self.throttle_time_ms);
-        wire::put_array_len(buf, self.results.len(), flexible)?;
-        for e in self.results.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.results;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -228,6 +231,7 @@ impl Encode for DescribeConfigsSynonym {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 4;
         let mut len = 0usize;
@@ -365,9 +369,12 @@ impl Encode for DescribeConfigsResourceResult {
         }
         wire::put_bool(buf, self.is_sensitive);
         if version >= 1 {
-            wire::put_array_len(buf, self.synonyms.len(), flexible)?;
-            for e in self.synonyms.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.synonyms;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if version >= 3 {
@@ -389,6 +396,7 @@ impl Encode for DescribeConfigsResourceResult {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 4;
         let mut len = 0usize;
@@ -497,9 +505,12 @@ impl Encode for DescribeConfigsResult {
         wire::put_nullable_string(buf, self.error_message.as_deref(), flexible)?;
         wire::put_i8(buf, self.resource_type);
         wire::put_string(buf, &self.resource_name, flexible)?;
-        wire::put_array_len(buf, self.configs.len(), flexible)?;
-        for e in self.configs.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.configs;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -514,6 +525,7 @@ impl Encode for DescribeConfigsResult {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 4;
         let mut len = 0usize;

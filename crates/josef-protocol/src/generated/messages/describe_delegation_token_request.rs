@@ -79,8 +79,9 @@ impl Encode for DescribeDelegationTokenRequest {
         match &self.owners {
             None => wire::put_null_array(buf, flexible),
             Some(v) => {
-                wire::put_array_len(buf, (*v).len(), flexible)?;
-                for e in (*v).iter() {
+                let a: &[_] = &(*v);
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
                     (*e).encode(buf, version)?;
                 }
             }
@@ -193,6 +194,7 @@ impl Encode for DescribeDelegationTokenOwner {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 2;
         let mut len = 0usize;

@@ -87,9 +87,12 @@ impl Encode for DescribeDelegationTokenResponse {
         }
         let flexible = version >= 2;
         wire::put_i16(buf, self.error_code);
-        wire::put_array_len(buf, self.tokens.len(), flexible)?;
-        for e in self.tokens.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.tokens;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         wire::put_i32(buf, self.throttle_time_ms);
         if flexible {
@@ -197,6 +200,7 @@ impl Encode for DescribedDelegationTokenRenewer {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 2;
         let mut len = 0usize;
@@ -336,9 +340,12 @@ impl Encode for DescribedDelegationToken {
         wire::put_i64(buf, self.max_timestamp);
         wire::put_string(buf, &self.token_id, flexible)?;
         wire::put_bytes(buf, &self.hmac, flexible)?;
-        wire::put_array_len(buf, self.renewers.len(), flexible)?;
-        for e in self.renewers.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.renewers;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -353,6 +360,7 @@ impl Encode for DescribedDelegationToken {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 2;
         let mut len = 0usize;

@@ -83,9 +83,12 @@ impl Encode for DescribeGroupsRequest {
             });
         }
         let flexible = version >= 5;
-        wire::put_array_len(buf, self.groups.len(), flexible)?;
-        for e in self.groups.iter() {
-            wire::put_string(buf, &(*e), flexible)?;
+        {
+            let a: &[_] = &self.groups;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_string(buf, &(*e), flexible)?;
+            }
         }
         if version >= 3 {
             wire::put_bool(buf, self.include_authorized_operations);

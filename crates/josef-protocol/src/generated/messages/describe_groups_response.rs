@@ -82,9 +82,12 @@ impl Encode for DescribeGroupsResponse {
         if version >= 1 {
             wire::put_i32(buf, self.throttle_time_ms);
         }
-        wire::put_array_len(buf, self.groups.len(), flexible)?;
-        for e in self.groups.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.groups;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -222,6 +225,7 @@ impl Encode for DescribedGroupMember {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 5;
         let mut len = 0usize;
@@ -328,9 +332,12 @@ impl Encode for DescribedGroup {
         wire::put_string(buf, &self.group_state, flexible)?;
         wire::put_string(buf, &self.protocol_type, flexible)?;
         wire::put_string(buf, &self.protocol_data, flexible)?;
-        wire::put_array_len(buf, self.members.len(), flexible)?;
-        for e in self.members.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.members;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if version >= 3 {
             wire::put_i32(buf, self.authorized_operations);
@@ -354,6 +361,7 @@ impl Encode for DescribedGroup {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 5;
         let mut len = 0usize;

@@ -90,9 +90,12 @@ impl Encode for DescribeLogDirsResponse {
         if version >= 3 {
             wire::put_i16(buf, self.error_code);
         }
-        wire::put_array_len(buf, self.results.len(), flexible)?;
-        for e in self.results.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.results;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -213,6 +216,7 @@ impl Encode for DescribeLogDirsPartition {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 2;
         let mut len = 0usize;
@@ -282,9 +286,12 @@ impl Encode for DescribeLogDirsTopic {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
         wire::put_string(buf, &self.name, flexible)?;
-        wire::put_array_len(buf, self.partitions.len(), flexible)?;
-        for e in self.partitions.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -299,6 +306,7 @@ impl Encode for DescribeLogDirsTopic {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 2;
         let mut len = 0usize;
@@ -396,9 +404,12 @@ impl Encode for DescribeLogDirsResult {
         let flexible = version >= 2;
         wire::put_i16(buf, self.error_code);
         wire::put_string(buf, &self.log_dir, flexible)?;
-        wire::put_array_len(buf, self.topics.len(), flexible)?;
-        for e in self.topics.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.topics;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if version >= 4 {
             wire::put_i64(buf, self.total_bytes);
@@ -419,6 +430,7 @@ impl Encode for DescribeLogDirsResult {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 2;
         let mut len = 0usize;

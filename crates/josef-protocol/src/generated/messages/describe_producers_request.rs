@@ -74,9 +74,12 @@ impl Encode for DescribeProducersRequest {
             });
         }
         let flexible = true;
-        wire::put_array_len(buf, self.topics.len(), flexible)?;
-        for e in self.topics.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.topics;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -167,9 +170,12 @@ impl Encode for TopicRequest {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_string(buf, &self.name, flexible)?;
-        wire::put_array_len(buf, self.partition_indexes.len(), flexible)?;
-        for e in self.partition_indexes.iter() {
-            wire::put_i32(buf, (*e));
+        {
+            let a: &[_] = &self.partition_indexes;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i32(buf, (*e));
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -184,12 +190,15 @@ impl Encode for TopicRequest {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
         len += wire::string_size(&self.name, flexible);
-        len += wire::array_len_size(self.partition_indexes.len(), flexible)
-            + self.partition_indexes.len() * 4;
+        len += {
+            let n = self.partition_indexes.len();
+            wire::array_len_size(n, flexible) + n * 4
+        };
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             len += wire::usize_uvarint_size(count)

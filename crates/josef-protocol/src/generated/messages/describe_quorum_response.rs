@@ -101,14 +101,20 @@ impl Encode for DescribeQuorumResponse {
         if version >= 2 {
             wire::put_nullable_string(buf, self.error_message.as_deref(), flexible)?;
         }
-        wire::put_array_len(buf, self.topics.len(), flexible)?;
-        for e in self.topics.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.topics;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if version >= 2 {
-            wire::put_array_len(buf, self.nodes.len(), flexible)?;
-            for e in self.nodes.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.nodes;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version >= 2) && !self.nodes.is_empty() {
@@ -261,13 +267,19 @@ impl Encode for PartitionData {
         wire::put_i32(buf, self.leader_id);
         wire::put_i32(buf, self.leader_epoch);
         wire::put_i64(buf, self.high_watermark);
-        wire::put_array_len(buf, self.current_voters.len(), flexible)?;
-        for e in self.current_voters.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.current_voters;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
-        wire::put_array_len(buf, self.observers.len(), flexible)?;
-        for e in self.observers.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.observers;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -282,6 +294,7 @@ impl Encode for PartitionData {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -368,9 +381,12 @@ impl Encode for TopicData {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_string(buf, &self.topic_name, flexible)?;
-        wire::put_array_len(buf, self.partitions.len(), flexible)?;
-        for e in self.partitions.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -385,6 +401,7 @@ impl Encode for TopicData {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -508,6 +525,7 @@ impl Encode for Listener {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -593,9 +611,12 @@ impl Encode for Node {
             });
         }
         if version >= 2 {
-            wire::put_array_len(buf, self.listeners.len(), flexible)?;
-            for e in self.listeners.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.listeners;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version >= 2) && !self.listeners.is_empty() {
@@ -617,6 +638,7 @@ impl Encode for Node {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -748,6 +770,7 @@ impl Encode for ReplicaState {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

@@ -84,9 +84,12 @@ impl Encode for DescribeTopicPartitionsRequest {
             });
         }
         let flexible = true;
-        wire::put_array_len(buf, self.topics.len(), flexible)?;
-        for e in self.topics.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.topics;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         wire::put_i32(buf, self.response_partition_limit);
         match &self.cursor {
@@ -198,6 +201,7 @@ impl Encode for TopicRequest {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -276,6 +280,7 @@ impl Encode for Cursor {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

@@ -87,9 +87,12 @@ impl Encode for DescribeTopicPartitionsResponse {
         }
         let flexible = true;
         wire::put_i32(buf, self.throttle_time_ms);
-        wire::put_array_len(buf, self.topics.len(), flexible)?;
-        for e in self.topics.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.topics;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         match &self.next_cursor {
             None => wire::put_i8(buf, -1),
@@ -232,19 +235,26 @@ impl Encode for DescribeTopicPartitionsResponsePartition {
         wire::put_i32(buf, self.partition_index);
         wire::put_i32(buf, self.leader_id);
         wire::put_i32(buf, self.leader_epoch);
-        wire::put_array_len(buf, self.replica_nodes.len(), flexible)?;
-        for e in self.replica_nodes.iter() {
-            wire::put_i32(buf, (*e));
+        {
+            let a: &[_] = &self.replica_nodes;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i32(buf, (*e));
+            }
         }
-        wire::put_array_len(buf, self.isr_nodes.len(), flexible)?;
-        for e in self.isr_nodes.iter() {
-            wire::put_i32(buf, (*e));
+        {
+            let a: &[_] = &self.isr_nodes;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i32(buf, (*e));
+            }
         }
         match &self.eligible_leader_replicas {
             None => wire::put_null_array(buf, flexible),
             Some(v) => {
-                wire::put_array_len(buf, (*v).len(), flexible)?;
-                for e in (*v).iter() {
+                let a: &[_] = &(*v);
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
                     wire::put_i32(buf, (*e));
                 }
             }
@@ -252,15 +262,19 @@ impl Encode for DescribeTopicPartitionsResponsePartition {
         match &self.last_known_elr {
             None => wire::put_null_array(buf, flexible),
             Some(v) => {
-                wire::put_array_len(buf, (*v).len(), flexible)?;
-                for e in (*v).iter() {
+                let a: &[_] = &(*v);
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
                     wire::put_i32(buf, (*e));
                 }
             }
         }
-        wire::put_array_len(buf, self.offline_replicas.len(), flexible)?;
-        for e in self.offline_replicas.iter() {
-            wire::put_i32(buf, (*e));
+        {
+            let a: &[_] = &self.offline_replicas;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i32(buf, (*e));
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -275,6 +289,7 @@ impl Encode for DescribeTopicPartitionsResponsePartition {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -282,19 +297,32 @@ impl Encode for DescribeTopicPartitionsResponsePartition {
         len += 4;
         len += 4;
         len += 4;
-        len +=
-            wire::array_len_size(self.replica_nodes.len(), flexible) + self.replica_nodes.len() * 4;
-        len += wire::array_len_size(self.isr_nodes.len(), flexible) + self.isr_nodes.len() * 4;
+        len += {
+            let n = self.replica_nodes.len();
+            wire::array_len_size(n, flexible) + n * 4
+        };
+        len += {
+            let n = self.isr_nodes.len();
+            wire::array_len_size(n, flexible) + n * 4
+        };
         len += match &self.eligible_leader_replicas {
             None => wire::null_array_size(flexible),
-            Some(v) => wire::array_len_size((*v).len(), flexible) + (*v).len() * 4,
+            Some(v) => {
+                let n = (*v).len();
+                wire::array_len_size(n, flexible) + n * 4
+            }
         };
         len += match &self.last_known_elr {
             None => wire::null_array_size(flexible),
-            Some(v) => wire::array_len_size((*v).len(), flexible) + (*v).len() * 4,
+            Some(v) => {
+                let n = (*v).len();
+                wire::array_len_size(n, flexible) + n * 4
+            }
         };
-        len += wire::array_len_size(self.offline_replicas.len(), flexible)
-            + self.offline_replicas.len() * 4;
+        len += {
+            let n = self.offline_replicas.len();
+            wire::array_len_size(n, flexible) + n * 4
+        };
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             len += wire::usize_uvarint_size(count)
@@ -380,9 +408,12 @@ impl Encode for DescribeTopicPartitionsResponseTopic {
         wire::put_nullable_string(buf, self.name.as_deref(), flexible)?;
         wire::put_uuid(buf, &self.topic_id);
         wire::put_bool(buf, self.is_internal);
-        wire::put_array_len(buf, self.partitions.len(), flexible)?;
-        for e in self.partitions.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         wire::put_i32(buf, self.topic_authorized_operations);
         if flexible {
@@ -398,6 +429,7 @@ impl Encode for DescribeTopicPartitionsResponseTopic {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -487,6 +519,7 @@ impl Encode for Cursor {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

@@ -75,9 +75,12 @@ impl Encode for DescribeTransactionsRequest {
             });
         }
         let flexible = true;
-        wire::put_array_len(buf, self.transactional_ids.len(), flexible)?;
-        for e in self.transactional_ids.iter() {
-            wire::put_string(buf, &(*e), flexible)?;
+        {
+            let a: &[_] = &self.transactional_ids;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_string(buf, &(*e), flexible)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();

@@ -78,8 +78,9 @@ impl Encode for DescribeUserScramCredentialsRequest {
         match &self.users {
             None => wire::put_null_array(buf, flexible),
             Some(v) => {
-                wire::put_array_len(buf, (*v).len(), flexible)?;
-                for e in (*v).iter() {
+                let a: &[_] = &(*v);
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
                     (*e).encode(buf, version)?;
                 }
             }
@@ -186,6 +187,7 @@ impl Encode for UserName {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

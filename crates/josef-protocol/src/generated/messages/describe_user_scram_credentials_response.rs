@@ -94,9 +94,12 @@ impl Encode for DescribeUserScramCredentialsResponse {
         wire::put_i32(buf, self.throttle_time_ms);
         wire::put_i16(buf, self.error_code);
         wire::put_nullable_string(buf, self.error_message.as_deref(), flexible)?;
-        wire::put_array_len(buf, self.results.len(), flexible)?;
-        for e in self.results.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.results;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -204,6 +207,7 @@ impl Encode for CredentialInfo {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -282,9 +286,12 @@ impl Encode for DescribeUserScramCredentialsResult {
         wire::put_string(buf, &self.user, flexible)?;
         wire::put_i16(buf, self.error_code);
         wire::put_nullable_string(buf, self.error_message.as_deref(), flexible)?;
-        wire::put_array_len(buf, self.credential_infos.len(), flexible)?;
-        for e in self.credential_infos.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.credential_infos;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -299,6 +306,7 @@ impl Encode for DescribeUserScramCredentialsResult {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

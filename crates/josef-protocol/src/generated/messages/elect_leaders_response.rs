@@ -96,9 +96,12 @@ impl Encode for ElectLeadersResponse {
                 version,
             });
         }
-        wire::put_array_len(buf, self.replica_election_results.len(), flexible)?;
-        for e in self.replica_election_results.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.replica_election_results;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -213,6 +216,7 @@ impl Encode for PartitionResult {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 2;
         let mut len = 0usize;
@@ -280,9 +284,12 @@ impl Encode for ReplicaElectionResult {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 2;
         wire::put_string(buf, &self.topic, flexible)?;
-        wire::put_array_len(buf, self.partition_result.len(), flexible)?;
-        for e in self.partition_result.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.partition_result;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -297,6 +304,7 @@ impl Encode for ReplicaElectionResult {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 2;
         let mut len = 0usize;

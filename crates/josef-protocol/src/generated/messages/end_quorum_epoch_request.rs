@@ -89,14 +89,20 @@ impl Encode for EndQuorumEpochRequest {
         }
         let flexible = version >= 1;
         wire::put_nullable_string(buf, self.cluster_id.as_deref(), flexible)?;
-        wire::put_array_len(buf, self.topics.len(), flexible)?;
-        for e in self.topics.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.topics;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if version >= 1 {
-            wire::put_array_len(buf, self.leader_endpoints.len(), flexible)?;
-            for e in self.leader_endpoints.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.leader_endpoints;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if flexible {
@@ -232,6 +238,7 @@ impl Encode for ReplicaInfo {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 1;
         let mut len = 0usize;
@@ -327,15 +334,21 @@ impl Encode for PartitionData {
         wire::put_i32(buf, self.leader_id);
         wire::put_i32(buf, self.leader_epoch);
         if version <= 0 {
-            wire::put_array_len(buf, self.preferred_successors.len(), flexible)?;
-            for e in self.preferred_successors.iter() {
-                wire::put_i32(buf, (*e));
+            {
+                let a: &[_] = &self.preferred_successors;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    wire::put_i32(buf, (*e));
+                }
             }
         }
         if version >= 1 {
-            wire::put_array_len(buf, self.preferred_candidates.len(), flexible)?;
-            for e in self.preferred_candidates.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.preferred_candidates;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if flexible {
@@ -351,6 +364,7 @@ impl Encode for PartitionData {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 1;
         let mut len = 0usize;
@@ -358,8 +372,10 @@ impl Encode for PartitionData {
         len += 4;
         len += 4;
         if version <= 0 {
-            len += wire::array_len_size(self.preferred_successors.len(), flexible)
-                + self.preferred_successors.len() * 4;
+            len += {
+                let n = self.preferred_successors.len();
+                wire::array_len_size(n, flexible) + n * 4
+            };
         }
         if version >= 1 {
             len += wire::array_len_size(self.preferred_candidates.len(), flexible) + {
@@ -431,9 +447,12 @@ impl Encode for TopicData {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 1;
         wire::put_string(buf, &self.topic_name, flexible)?;
-        wire::put_array_len(buf, self.partitions.len(), flexible)?;
-        for e in self.partitions.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -448,6 +467,7 @@ impl Encode for TopicData {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 1;
         let mut len = 0usize;
@@ -571,6 +591,7 @@ impl Encode for LeaderEndpoint {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 1;
         let mut len = 0usize;

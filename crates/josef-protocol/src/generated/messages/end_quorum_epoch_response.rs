@@ -91,9 +91,12 @@ impl Encode for EndQuorumEpochResponse {
         }
         let flexible = version >= 1;
         wire::put_i16(buf, self.error_code);
-        wire::put_array_len(buf, self.topics.len(), flexible)?;
-        for e in self.topics.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.topics;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if !(version >= 1) && !self.node_endpoints.is_empty() {
             return Err(EncodeError::FieldNotInVersion {
@@ -119,9 +122,12 @@ impl Encode for EndQuorumEpochResponse {
                     n
                 };
                 wire::put_uvarint_len(buf, size)?;
-                wire::put_array_len(buf, self.node_endpoints.len(), true)?;
-                for e in self.node_endpoints.iter() {
-                    (*e).encode(buf, version)?;
+                {
+                    let a: &[_] = &self.node_endpoints;
+                    wire::put_array_len(buf, a.len(), true)?;
+                    for e in a.iter() {
+                        (*e).encode(buf, version)?;
+                    }
                 }
             }
             wire::put_remaining_unknown_tagged_fields(buf, &mut unknown)?;
@@ -243,6 +249,7 @@ impl Encode for PartitionData {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 1;
         let mut len = 0usize;
@@ -311,9 +318,12 @@ impl Encode for TopicData {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 1;
         wire::put_string(buf, &self.topic_name, flexible)?;
-        wire::put_array_len(buf, self.partitions.len(), flexible)?;
-        for e in self.partitions.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -328,6 +338,7 @@ impl Encode for TopicData {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 1;
         let mut len = 0usize;
@@ -447,6 +458,7 @@ impl Encode for NodeEndpoint {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 1;
         let mut len = 0usize;

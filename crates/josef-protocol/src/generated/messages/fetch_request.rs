@@ -188,14 +188,20 @@ impl Encode for FetchRequest {
         if version >= 7 {
             wire::put_i32(buf, self.session_epoch);
         }
-        wire::put_array_len(buf, self.topics.len(), flexible)?;
-        for e in self.topics.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.topics;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if version >= 7 {
-            wire::put_array_len(buf, self.forgotten_topics_data.len(), flexible)?;
-            for e in self.forgotten_topics_data.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.forgotten_topics_data;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version >= 7) && !self.forgotten_topics_data.is_empty() {
@@ -389,6 +395,7 @@ impl Encode for ReplicaState {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 12;
         let mut len = 0usize;
@@ -536,6 +543,7 @@ impl Encode for FetchPartition {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 12;
         let mut len = 0usize;
@@ -635,9 +643,12 @@ impl Encode for FetchTopic {
         if version >= 13 {
             wire::put_uuid(buf, &self.topic_id);
         }
-        wire::put_array_len(buf, self.partitions.len(), flexible)?;
-        for e in self.partitions.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -652,6 +663,7 @@ impl Encode for FetchTopic {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 12;
         let mut len = 0usize;
@@ -751,9 +763,12 @@ impl Encode for ForgottenTopic {
             wire::put_uuid(buf, &self.topic_id);
         }
         if version >= 7 {
-            wire::put_array_len(buf, self.partitions.len(), flexible)?;
-            for e in self.partitions.iter() {
-                wire::put_i32(buf, (*e));
+            {
+                let a: &[_] = &self.partitions;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    wire::put_i32(buf, (*e));
+                }
             }
         }
         if !(version >= 7) && !self.partitions.is_empty() {
@@ -775,6 +790,7 @@ impl Encode for ForgottenTopic {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 12;
         let mut len = 0usize;
@@ -785,8 +801,10 @@ impl Encode for ForgottenTopic {
             len += 16;
         }
         if version >= 7 {
-            len +=
-                wire::array_len_size(self.partitions.len(), flexible) + self.partitions.len() * 4;
+            len += {
+                let n = self.partitions.len();
+                wire::array_len_size(n, flexible) + n * 4
+            };
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();

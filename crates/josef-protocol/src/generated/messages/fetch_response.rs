@@ -117,9 +117,12 @@ impl Encode for FetchResponse {
                 version,
             });
         }
-        wire::put_array_len(buf, self.responses.len(), flexible)?;
-        for e in self.responses.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.responses;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if !(version >= 16) && !self.node_endpoints.is_empty() {
             return Err(EncodeError::FieldNotInVersion {
@@ -145,9 +148,12 @@ impl Encode for FetchResponse {
                     n
                 };
                 wire::put_uvarint_len(buf, size)?;
-                wire::put_array_len(buf, self.node_endpoints.len(), true)?;
-                for e in self.node_endpoints.iter() {
-                    (*e).encode(buf, version)?;
+                {
+                    let a: &[_] = &self.node_endpoints;
+                    wire::put_array_len(buf, a.len(), true)?;
+                    for e in a.iter() {
+                        (*e).encode(buf, version)?;
+                    }
                 }
             }
             wire::put_remaining_unknown_tagged_fields(buf, &mut unknown)?;
@@ -289,6 +295,7 @@ impl Encode for EpochEndOffset {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 12;
         let mut len = 0usize;
@@ -396,6 +403,7 @@ impl Encode for LeaderIdAndEpoch {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 12;
         let mut len = 0usize;
@@ -479,6 +487,7 @@ impl Encode for SnapshotId {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 12;
         let mut len = 0usize;
@@ -574,6 +583,7 @@ impl Encode for AbortedTransaction {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 12;
         let mut len = 0usize;
@@ -751,8 +761,9 @@ impl Encode for PartitionData {
             match &self.aborted_transactions {
                 None => wire::put_null_array(buf, flexible),
                 Some(v) => {
-                    wire::put_array_len(buf, (*v).len(), flexible)?;
-                    for e in (*v).iter() {
+                    let a: &[_] = &(*v);
+                    wire::put_array_len(buf, a.len(), flexible)?;
+                    for e in a.iter() {
                         (*e).encode(buf, version)?;
                     }
                 }
@@ -807,6 +818,7 @@ impl Encode for PartitionData {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 12;
         let mut len = 0usize;
@@ -931,9 +943,12 @@ impl Encode for FetchableTopicResponse {
         if version >= 13 {
             wire::put_uuid(buf, &self.topic_id);
         }
-        wire::put_array_len(buf, self.partitions.len(), flexible)?;
-        for e in self.partitions.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -948,6 +963,7 @@ impl Encode for FetchableTopicResponse {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 12;
         let mut len = 0usize;
@@ -1098,6 +1114,7 @@ impl Encode for NodeEndpoint {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 12;
         let mut len = 0usize;

@@ -97,9 +97,12 @@ impl Encode for FetchSnapshotResponse {
         let flexible = true;
         wire::put_i32(buf, self.throttle_time_ms);
         wire::put_i16(buf, self.error_code);
-        wire::put_array_len(buf, self.topics.len(), flexible)?;
-        for e in self.topics.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.topics;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if !(version >= 1) && !self.node_endpoints.is_empty() {
             return Err(EncodeError::FieldNotInVersion {
@@ -125,9 +128,12 @@ impl Encode for FetchSnapshotResponse {
                     n
                 };
                 wire::put_uvarint_len(buf, size)?;
-                wire::put_array_len(buf, self.node_endpoints.len(), true)?;
-                for e in self.node_endpoints.iter() {
-                    (*e).encode(buf, version)?;
+                {
+                    let a: &[_] = &self.node_endpoints;
+                    wire::put_array_len(buf, a.len(), true)?;
+                    for e in a.iter() {
+                        (*e).encode(buf, version)?;
+                    }
                 }
             }
             wire::put_remaining_unknown_tagged_fields(buf, &mut unknown)?;
@@ -238,6 +244,7 @@ impl Encode for SnapshotId {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -317,6 +324,7 @@ impl Encode for LeaderIdAndEpoch {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -446,6 +454,7 @@ impl Encode for PartitionSnapshot {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -524,9 +533,12 @@ impl Encode for TopicSnapshot {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_string(buf, &self.name, flexible)?;
-        wire::put_array_len(buf, self.partitions.len(), flexible)?;
-        for e in self.partitions.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -541,6 +553,7 @@ impl Encode for TopicSnapshot {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -660,6 +673,7 @@ impl Encode for NodeEndpoint {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

@@ -111,9 +111,12 @@ impl Encode for FindCoordinatorRequest {
             });
         }
         if version >= 4 {
-            wire::put_array_len(buf, self.coordinator_keys.len(), flexible)?;
-            for e in self.coordinator_keys.iter() {
-                wire::put_string(buf, &(*e), flexible)?;
+            {
+                let a: &[_] = &self.coordinator_keys;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    wire::put_string(buf, &(*e), flexible)?;
+                }
             }
         }
         if !(version >= 4) && !self.coordinator_keys.is_empty() {

@@ -159,9 +159,12 @@ impl Encode for FindCoordinatorResponse {
             });
         }
         if version >= 4 {
-            wire::put_array_len(buf, self.coordinators.len(), flexible)?;
-            for e in self.coordinators.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.coordinators;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version >= 4) && !self.coordinators.is_empty() {
@@ -371,6 +374,7 @@ impl Encode for Coordinator {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 3;
         let mut len = 0usize;

@@ -120,16 +120,22 @@ impl Encode for GetTelemetrySubscriptionsResponse {
         wire::put_i16(buf, self.error_code);
         wire::put_uuid(buf, &self.client_instance_id);
         wire::put_i32(buf, self.subscription_id);
-        wire::put_array_len(buf, self.accepted_compression_types.len(), flexible)?;
-        for e in self.accepted_compression_types.iter() {
-            wire::put_i8(buf, (*e));
+        {
+            let a: &[_] = &self.accepted_compression_types;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i8(buf, (*e));
+            }
         }
         wire::put_i32(buf, self.push_interval_ms);
         wire::put_i32(buf, self.telemetry_max_bytes);
         wire::put_bool(buf, self.delta_temporality);
-        wire::put_array_len(buf, self.requested_metrics.len(), flexible)?;
-        for e in self.requested_metrics.iter() {
-            wire::put_string(buf, &(*e), flexible)?;
+        {
+            let a: &[_] = &self.requested_metrics;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_string(buf, &(*e), flexible)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -157,8 +163,10 @@ impl Encode for GetTelemetrySubscriptionsResponse {
         len += 2;
         len += 16;
         len += 4;
-        len += wire::array_len_size(self.accepted_compression_types.len(), flexible)
-            + self.accepted_compression_types.len() * 1;
+        len += {
+            let n = self.accepted_compression_types.len();
+            wire::array_len_size(n, flexible) + n * 1
+        };
         len += 4;
         len += 4;
         len += 1;

@@ -82,9 +82,12 @@ impl Encode for IncrementalAlterConfigsResponse {
         }
         let flexible = version >= 1;
         wire::put_i32(buf, self.throttle_time_ms);
-        wire::put_array_len(buf, self.responses.len(), flexible)?;
-        for e in self.responses.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.responses;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -202,6 +205,7 @@ impl Encode for AlterConfigsResourceResponse {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 1;
         let mut len = 0usize;

@@ -139,9 +139,12 @@ impl Encode for JoinGroupRequest {
             });
         }
         wire::put_string(buf, &self.protocol_type, flexible)?;
-        wire::put_array_len(buf, self.protocols.len(), flexible)?;
-        for e in self.protocols.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.protocols;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if version >= 8 {
             wire::put_nullable_string(buf, self.reason.as_deref(), flexible)?;
@@ -262,6 +265,7 @@ impl Encode for JoinGroupRequestProtocol {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 6;
         let mut len = 0usize;

@@ -162,9 +162,12 @@ impl Encode for JoinGroupResponse {
             });
         }
         wire::put_string(buf, &self.member_id, flexible)?;
-        wire::put_array_len(buf, self.members.len(), flexible)?;
-        for e in self.members.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.members;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -302,6 +305,7 @@ impl Encode for JoinGroupResponseMember {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 6;
         let mut len = 0usize;

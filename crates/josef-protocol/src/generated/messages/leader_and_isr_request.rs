@@ -155,9 +155,12 @@ impl Encode for LeaderAndIsrRequest {
             });
         }
         if version <= 1 {
-            wire::put_array_len(buf, self.ungrouped_partition_states.len(), flexible)?;
-            for e in self.ungrouped_partition_states.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.ungrouped_partition_states;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version <= 1) && !self.ungrouped_partition_states.is_empty() {
@@ -167,9 +170,12 @@ impl Encode for LeaderAndIsrRequest {
             });
         }
         if version >= 2 {
-            wire::put_array_len(buf, self.topic_states.len(), flexible)?;
-            for e in self.topic_states.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.topic_states;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version >= 2) && !self.topic_states.is_empty() {
@@ -178,9 +184,12 @@ impl Encode for LeaderAndIsrRequest {
                 version,
             });
         }
-        wire::put_array_len(buf, self.live_leaders.len(), flexible)?;
-        for e in self.live_leaders.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.live_leaders;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -331,9 +340,12 @@ impl Encode for LeaderAndIsrTopicState {
             wire::put_uuid(buf, &self.topic_id);
         }
         if version >= 2 {
-            wire::put_array_len(buf, self.partition_states.len(), flexible)?;
-            for e in self.partition_states.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.partition_states;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version >= 2) && !self.partition_states.is_empty() {
@@ -355,6 +367,7 @@ impl Encode for LeaderAndIsrTopicState {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 4;
         let mut len = 0usize;
@@ -453,6 +466,7 @@ impl Encode for LeaderAndIsrLiveLeader {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 4;
         let mut len = 0usize;
@@ -591,25 +605,37 @@ impl Encode for LeaderAndIsrPartitionState {
         wire::put_i32(buf, self.controller_epoch);
         wire::put_i32(buf, self.leader);
         wire::put_i32(buf, self.leader_epoch);
-        wire::put_array_len(buf, self.isr.len(), flexible)?;
-        for e in self.isr.iter() {
-            wire::put_i32(buf, (*e));
+        {
+            let a: &[_] = &self.isr;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i32(buf, (*e));
+            }
         }
         wire::put_i32(buf, self.partition_epoch);
-        wire::put_array_len(buf, self.replicas.len(), flexible)?;
-        for e in self.replicas.iter() {
-            wire::put_i32(buf, (*e));
-        }
-        if version >= 3 {
-            wire::put_array_len(buf, self.adding_replicas.len(), flexible)?;
-            for e in self.adding_replicas.iter() {
+        {
+            let a: &[_] = &self.replicas;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
                 wire::put_i32(buf, (*e));
             }
         }
         if version >= 3 {
-            wire::put_array_len(buf, self.removing_replicas.len(), flexible)?;
-            for e in self.removing_replicas.iter() {
-                wire::put_i32(buf, (*e));
+            {
+                let a: &[_] = &self.adding_replicas;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    wire::put_i32(buf, (*e));
+                }
+            }
+        }
+        if version >= 3 {
+            {
+                let a: &[_] = &self.removing_replicas;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    wire::put_i32(buf, (*e));
+                }
             }
         }
         if version >= 1 {
@@ -637,6 +663,7 @@ impl Encode for LeaderAndIsrPartitionState {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 4;
         let mut len = 0usize;
@@ -647,16 +674,26 @@ impl Encode for LeaderAndIsrPartitionState {
         len += 4;
         len += 4;
         len += 4;
-        len += wire::array_len_size(self.isr.len(), flexible) + self.isr.len() * 4;
+        len += {
+            let n = self.isr.len();
+            wire::array_len_size(n, flexible) + n * 4
+        };
         len += 4;
-        len += wire::array_len_size(self.replicas.len(), flexible) + self.replicas.len() * 4;
+        len += {
+            let n = self.replicas.len();
+            wire::array_len_size(n, flexible) + n * 4
+        };
         if version >= 3 {
-            len += wire::array_len_size(self.adding_replicas.len(), flexible)
-                + self.adding_replicas.len() * 4;
+            len += {
+                let n = self.adding_replicas.len();
+                wire::array_len_size(n, flexible) + n * 4
+            };
         }
         if version >= 3 {
-            len += wire::array_len_size(self.removing_replicas.len(), flexible)
-                + self.removing_replicas.len() * 4;
+            len += {
+                let n = self.removing_replicas.len();
+                wire::array_len_size(n, flexible) + n * 4
+            };
         }
         if version >= 1 {
             len += 1;

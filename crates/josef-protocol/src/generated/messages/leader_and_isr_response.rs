@@ -98,9 +98,12 @@ impl Encode for LeaderAndIsrResponse {
         let flexible = version >= 4;
         wire::put_i16(buf, self.error_code);
         if version <= 4 {
-            wire::put_array_len(buf, self.partition_errors.len(), flexible)?;
-            for e in self.partition_errors.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.partition_errors;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version <= 4) && !self.partition_errors.is_empty() {
@@ -110,9 +113,12 @@ impl Encode for LeaderAndIsrResponse {
             });
         }
         if version >= 5 {
-            wire::put_array_len(buf, self.topics.len(), flexible)?;
-            for e in self.topics.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.topics;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version >= 5) && !self.topics.is_empty() {
@@ -241,9 +247,12 @@ impl Encode for LeaderAndIsrTopicError {
             });
         }
         if version >= 5 {
-            wire::put_array_len(buf, self.partition_errors.len(), flexible)?;
-            for e in self.partition_errors.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.partition_errors;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version >= 5) && !self.partition_errors.is_empty() {
@@ -265,6 +274,7 @@ impl Encode for LeaderAndIsrTopicError {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 4;
         let mut len = 0usize;
@@ -366,6 +376,7 @@ impl Encode for LeaderAndIsrPartitionError {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 4;
         let mut len = 0usize;

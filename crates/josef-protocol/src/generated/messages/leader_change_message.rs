@@ -89,13 +89,19 @@ impl Encode for LeaderChangeMessage {
         let flexible = true;
         wire::put_i16(buf, self.version);
         wire::put_i32(buf, self.leader_id);
-        wire::put_array_len(buf, self.voters.len(), flexible)?;
-        for e in self.voters.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.voters;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
-        wire::put_array_len(buf, self.granting_voters.len(), flexible)?;
-        for e in self.granting_voters.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.granting_voters;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -221,6 +227,7 @@ impl Encode for Voter {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

@@ -103,9 +103,12 @@ impl Encode for LeaveGroupRequest {
             });
         }
         if version >= 3 {
-            wire::put_array_len(buf, self.members.len(), flexible)?;
-            for e in self.members.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.members;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version >= 3) && !self.members.is_empty() {
@@ -259,6 +262,7 @@ impl Encode for MemberIdentity {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 4;
         let mut len = 0usize;

@@ -93,9 +93,12 @@ impl Encode for LeaveGroupResponse {
         }
         wire::put_i16(buf, self.error_code);
         if version >= 3 {
-            wire::put_array_len(buf, self.members.len(), flexible)?;
-            for e in self.members.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.members;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version >= 3) && !self.members.is_empty() {
@@ -251,6 +254,7 @@ impl Encode for MemberResponse {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 4;
         let mut len = 0usize;

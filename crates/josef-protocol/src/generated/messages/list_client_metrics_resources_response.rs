@@ -88,9 +88,12 @@ impl Encode for ListClientMetricsResourcesResponse {
         let flexible = true;
         wire::put_i32(buf, self.throttle_time_ms);
         wire::put_i16(buf, self.error_code);
-        wire::put_array_len(buf, self.client_metrics_resources.len(), flexible)?;
-        for e in self.client_metrics_resources.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.client_metrics_resources;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -191,6 +194,7 @@ impl Encode for ClientMetricsResource {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

@@ -88,9 +88,12 @@ impl Encode for ListGroupsRequest {
         }
         let flexible = version >= 3;
         if version >= 4 {
-            wire::put_array_len(buf, self.states_filter.len(), flexible)?;
-            for e in self.states_filter.iter() {
-                wire::put_string(buf, &(*e), flexible)?;
+            {
+                let a: &[_] = &self.states_filter;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    wire::put_string(buf, &(*e), flexible)?;
+                }
             }
         }
         if !(version >= 4) && !self.states_filter.is_empty() {
@@ -100,9 +103,12 @@ impl Encode for ListGroupsRequest {
             });
         }
         if version >= 5 {
-            wire::put_array_len(buf, self.types_filter.len(), flexible)?;
-            for e in self.types_filter.iter() {
-                wire::put_string(buf, &(*e), flexible)?;
+            {
+                let a: &[_] = &self.types_filter;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    wire::put_string(buf, &(*e), flexible)?;
+                }
             }
         }
         if !(version >= 5) && !self.types_filter.is_empty() {

@@ -88,9 +88,12 @@ impl Encode for ListGroupsResponse {
             wire::put_i32(buf, self.throttle_time_ms);
         }
         wire::put_i16(buf, self.error_code);
-        wire::put_array_len(buf, self.groups.len(), flexible)?;
-        for e in self.groups.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.groups;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -223,6 +226,7 @@ impl Encode for ListedGroup {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 3;
         let mut len = 0usize;

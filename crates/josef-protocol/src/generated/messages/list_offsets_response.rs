@@ -84,9 +84,12 @@ impl Encode for ListOffsetsResponse {
         if version >= 2 {
             wire::put_i32(buf, self.throttle_time_ms);
         }
-        wire::put_array_len(buf, self.topics.len(), flexible)?;
-        for e in self.topics.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.topics;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -218,9 +221,12 @@ impl Encode for ListOffsetsPartitionResponse {
         wire::put_i32(buf, self.partition_index);
         wire::put_i16(buf, self.error_code);
         if version <= 0 {
-            wire::put_array_len(buf, self.old_style_offsets.len(), flexible)?;
-            for e in self.old_style_offsets.iter() {
-                wire::put_i64(buf, (*e));
+            {
+                let a: &[_] = &self.old_style_offsets;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    wire::put_i64(buf, (*e));
+                }
             }
         }
         if !(version <= 0) && !self.old_style_offsets.is_empty() {
@@ -269,14 +275,17 @@ impl Encode for ListOffsetsPartitionResponse {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 6;
         let mut len = 0usize;
         len += 4;
         len += 2;
         if version <= 0 {
-            len += wire::array_len_size(self.old_style_offsets.len(), flexible)
-                + self.old_style_offsets.len() * 8;
+            len += {
+                let n = self.old_style_offsets.len();
+                wire::array_len_size(n, flexible) + n * 8
+            };
         }
         if version >= 1 {
             len += 8;
@@ -349,9 +358,12 @@ impl Encode for ListOffsetsTopicResponse {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 6;
         wire::put_string(buf, &self.name, flexible)?;
-        wire::put_array_len(buf, self.partitions.len(), flexible)?;
-        for e in self.partitions.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -366,6 +378,7 @@ impl Encode for ListOffsetsTopicResponse {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 6;
         let mut len = 0usize;

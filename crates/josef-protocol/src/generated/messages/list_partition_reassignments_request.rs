@@ -85,8 +85,9 @@ impl Encode for ListPartitionReassignmentsRequest {
         match &self.topics {
             None => wire::put_null_array(buf, flexible),
             Some(v) => {
-                wire::put_array_len(buf, (*v).len(), flexible)?;
-                for e in (*v).iter() {
+                let a: &[_] = &(*v);
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
                     (*e).encode(buf, version)?;
                 }
             }
@@ -186,9 +187,12 @@ impl Encode for ListPartitionReassignmentsTopics {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_string(buf, &self.name, flexible)?;
-        wire::put_array_len(buf, self.partition_indexes.len(), flexible)?;
-        for e in self.partition_indexes.iter() {
-            wire::put_i32(buf, (*e));
+        {
+            let a: &[_] = &self.partition_indexes;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i32(buf, (*e));
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -203,12 +207,15 @@ impl Encode for ListPartitionReassignmentsTopics {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
         len += wire::string_size(&self.name, flexible);
-        len += wire::array_len_size(self.partition_indexes.len(), flexible)
-            + self.partition_indexes.len() * 4;
+        len += {
+            let n = self.partition_indexes.len();
+            wire::array_len_size(n, flexible) + n * 4
+        };
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             len += wire::usize_uvarint_size(count)

@@ -94,9 +94,12 @@ impl Encode for ListPartitionReassignmentsResponse {
         wire::put_i32(buf, self.throttle_time_ms);
         wire::put_i16(buf, self.error_code);
         wire::put_nullable_string(buf, self.error_message.as_deref(), flexible)?;
-        wire::put_array_len(buf, self.topics.len(), flexible)?;
-        for e in self.topics.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.topics;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -200,17 +203,26 @@ impl Encode for OngoingPartitionReassignment {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_i32(buf, self.partition_index);
-        wire::put_array_len(buf, self.replicas.len(), flexible)?;
-        for e in self.replicas.iter() {
-            wire::put_i32(buf, (*e));
+        {
+            let a: &[_] = &self.replicas;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i32(buf, (*e));
+            }
         }
-        wire::put_array_len(buf, self.adding_replicas.len(), flexible)?;
-        for e in self.adding_replicas.iter() {
-            wire::put_i32(buf, (*e));
+        {
+            let a: &[_] = &self.adding_replicas;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i32(buf, (*e));
+            }
         }
-        wire::put_array_len(buf, self.removing_replicas.len(), flexible)?;
-        for e in self.removing_replicas.iter() {
-            wire::put_i32(buf, (*e));
+        {
+            let a: &[_] = &self.removing_replicas;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i32(buf, (*e));
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -225,15 +237,23 @@ impl Encode for OngoingPartitionReassignment {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
         len += 4;
-        len += wire::array_len_size(self.replicas.len(), flexible) + self.replicas.len() * 4;
-        len += wire::array_len_size(self.adding_replicas.len(), flexible)
-            + self.adding_replicas.len() * 4;
-        len += wire::array_len_size(self.removing_replicas.len(), flexible)
-            + self.removing_replicas.len() * 4;
+        len += {
+            let n = self.replicas.len();
+            wire::array_len_size(n, flexible) + n * 4
+        };
+        len += {
+            let n = self.adding_replicas.len();
+            wire::array_len_size(n, flexible) + n * 4
+        };
+        len += {
+            let n = self.removing_replicas.len();
+            wire::array_len_size(n, flexible) + n * 4
+        };
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             len += wire::usize_uvarint_size(count)
@@ -296,9 +316,12 @@ impl Encode for OngoingTopicReassignment {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_string(buf, &self.name, flexible)?;
-        wire::put_array_len(buf, self.partitions.len(), flexible)?;
-        for e in self.partitions.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -313,6 +336,7 @@ impl Encode for OngoingTopicReassignment {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

@@ -89,13 +89,19 @@ impl Encode for ListTransactionsRequest {
             });
         }
         let flexible = true;
-        wire::put_array_len(buf, self.state_filters.len(), flexible)?;
-        for e in self.state_filters.iter() {
-            wire::put_string(buf, &(*e), flexible)?;
+        {
+            let a: &[_] = &self.state_filters;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_string(buf, &(*e), flexible)?;
+            }
         }
-        wire::put_array_len(buf, self.producer_id_filters.len(), flexible)?;
-        for e in self.producer_id_filters.iter() {
-            wire::put_i64(buf, (*e));
+        {
+            let a: &[_] = &self.producer_id_filters;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i64(buf, (*e));
+            }
         }
         if version >= 1 {
             wire::put_i64(buf, self.duration_filter);
@@ -135,8 +141,10 @@ impl Encode for ListTransactionsRequest {
             }
             n
         };
-        len += wire::array_len_size(self.producer_id_filters.len(), flexible)
-            + self.producer_id_filters.len() * 8;
+        len += {
+            let n = self.producer_id_filters.len();
+            wire::array_len_size(n, flexible) + n * 8
+        };
         if version >= 1 {
             len += 8;
         }

@@ -93,13 +93,19 @@ impl Encode for ListTransactionsResponse {
         let flexible = true;
         wire::put_i32(buf, self.throttle_time_ms);
         wire::put_i16(buf, self.error_code);
-        wire::put_array_len(buf, self.unknown_state_filters.len(), flexible)?;
-        for e in self.unknown_state_filters.iter() {
-            wire::put_string(buf, &(*e), flexible)?;
+        {
+            let a: &[_] = &self.unknown_state_filters;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_string(buf, &(*e), flexible)?;
+            }
         }
-        wire::put_array_len(buf, self.transaction_states.len(), flexible)?;
-        for e in self.transaction_states.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.transaction_states;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -219,6 +225,7 @@ impl Encode for TransactionState {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

@@ -114,8 +114,9 @@ impl Encode for MetadataRequest {
             match &self.topics {
                 None => wire::put_null_array(buf, flexible),
                 Some(v) => {
-                    wire::put_array_len(buf, (*v).len(), flexible)?;
-                    for e in (*v).iter() {
+                    let a: &[_] = &(*v);
+                    wire::put_array_len(buf, a.len(), flexible)?;
+                    for e in a.iter() {
                         (*e).encode(buf, version)?;
                     }
                 }
@@ -123,8 +124,9 @@ impl Encode for MetadataRequest {
         } else {
             match &self.topics {
                 Some(v) => {
-                    wire::put_array_len(buf, (*v).len(), flexible)?;
-                    for e in (*v).iter() {
+                    let a: &[_] = &(*v);
+                    wire::put_array_len(buf, a.len(), flexible)?;
+                    for e in a.iter() {
                         (*e).encode(buf, version)?;
                     }
                 }
@@ -319,6 +321,7 @@ impl Encode for MetadataRequestTopic {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 9;
         let mut len = 0usize;

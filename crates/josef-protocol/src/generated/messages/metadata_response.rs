@@ -118,9 +118,12 @@ impl Encode for MetadataResponse {
         if version >= 3 {
             wire::put_i32(buf, self.throttle_time_ms);
         }
-        wire::put_array_len(buf, self.brokers.len(), flexible)?;
-        for e in self.brokers.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.brokers;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if version >= 2 {
             wire::put_nullable_string(buf, self.cluster_id.as_deref(), flexible)?;
@@ -128,9 +131,12 @@ impl Encode for MetadataResponse {
         if version >= 1 {
             wire::put_i32(buf, self.controller_id);
         }
-        wire::put_array_len(buf, self.topics.len(), flexible)?;
-        for e in self.topics.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.topics;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if (8..=10).contains(&version) {
             wire::put_i32(buf, self.cluster_authorized_operations);
@@ -281,6 +287,7 @@ impl Encode for MetadataResponseBroker {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 9;
         let mut len = 0usize;
@@ -388,18 +395,27 @@ impl Encode for MetadataResponsePartition {
         if version >= 7 {
             wire::put_i32(buf, self.leader_epoch);
         }
-        wire::put_array_len(buf, self.replica_nodes.len(), flexible)?;
-        for e in self.replica_nodes.iter() {
-            wire::put_i32(buf, (*e));
+        {
+            let a: &[_] = &self.replica_nodes;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i32(buf, (*e));
+            }
         }
-        wire::put_array_len(buf, self.isr_nodes.len(), flexible)?;
-        for e in self.isr_nodes.iter() {
-            wire::put_i32(buf, (*e));
+        {
+            let a: &[_] = &self.isr_nodes;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i32(buf, (*e));
+            }
         }
         if version >= 5 {
-            wire::put_array_len(buf, self.offline_replicas.len(), flexible)?;
-            for e in self.offline_replicas.iter() {
-                wire::put_i32(buf, (*e));
+            {
+                let a: &[_] = &self.offline_replicas;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    wire::put_i32(buf, (*e));
+                }
             }
         }
         if flexible {
@@ -415,6 +431,7 @@ impl Encode for MetadataResponsePartition {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 9;
         let mut len = 0usize;
@@ -424,12 +441,19 @@ impl Encode for MetadataResponsePartition {
         if version >= 7 {
             len += 4;
         }
-        len +=
-            wire::array_len_size(self.replica_nodes.len(), flexible) + self.replica_nodes.len() * 4;
-        len += wire::array_len_size(self.isr_nodes.len(), flexible) + self.isr_nodes.len() * 4;
+        len += {
+            let n = self.replica_nodes.len();
+            wire::array_len_size(n, flexible) + n * 4
+        };
+        len += {
+            let n = self.isr_nodes.len();
+            wire::array_len_size(n, flexible) + n * 4
+        };
         if version >= 5 {
-            len += wire::array_len_size(self.offline_replicas.len(), flexible)
-                + self.offline_replicas.len() * 4;
+            len += {
+                let n = self.offline_replicas.len();
+                wire::array_len_size(n, flexible) + n * 4
+            };
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -550,9 +574,12 @@ impl Encode for MetadataResponseTopic {
         if version >= 1 {
             wire::put_bool(buf, self.is_internal);
         }
-        wire::put_array_len(buf, self.partitions.len(), flexible)?;
-        for e in self.partitions.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if version >= 8 {
             wire::put_i32(buf, self.topic_authorized_operations);
@@ -576,6 +603,7 @@ impl Encode for MetadataResponseTopic {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 9;
         let mut len = 0usize;

@@ -130,8 +130,9 @@ impl Encode for OffsetFetchRequest {
                 match &self.topics {
                     None => wire::put_null_array(buf, flexible),
                     Some(v) => {
-                        wire::put_array_len(buf, (*v).len(), flexible)?;
-                        for e in (*v).iter() {
+                        let a: &[_] = &(*v);
+                        wire::put_array_len(buf, a.len(), flexible)?;
+                        for e in a.iter() {
                             (*e).encode(buf, version)?;
                         }
                     }
@@ -139,8 +140,9 @@ impl Encode for OffsetFetchRequest {
             } else {
                 match &self.topics {
                     Some(v) => {
-                        wire::put_array_len(buf, (*v).len(), flexible)?;
-                        for e in (*v).iter() {
+                        let a: &[_] = &(*v);
+                        wire::put_array_len(buf, a.len(), flexible)?;
+                        for e in a.iter() {
                             (*e).encode(buf, version)?;
                         }
                     }
@@ -160,9 +162,12 @@ impl Encode for OffsetFetchRequest {
             });
         }
         if version >= 8 {
-            wire::put_array_len(buf, self.groups.len(), flexible)?;
-            for e in self.groups.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.groups;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version >= 8) && !self.groups.is_empty() {
@@ -323,9 +328,12 @@ impl Encode for OffsetFetchRequestTopic {
             });
         }
         if version <= 7 {
-            wire::put_array_len(buf, self.partition_indexes.len(), flexible)?;
-            for e in self.partition_indexes.iter() {
-                wire::put_i32(buf, (*e));
+            {
+                let a: &[_] = &self.partition_indexes;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    wire::put_i32(buf, (*e));
+                }
             }
         }
         if !(version <= 7) && !self.partition_indexes.is_empty() {
@@ -347,6 +355,7 @@ impl Encode for OffsetFetchRequestTopic {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 6;
         let mut len = 0usize;
@@ -354,8 +363,10 @@ impl Encode for OffsetFetchRequestTopic {
             len += wire::string_size(&self.name, flexible);
         }
         if version <= 7 {
-            len += wire::array_len_size(self.partition_indexes.len(), flexible)
-                + self.partition_indexes.len() * 4;
+            len += {
+                let n = self.partition_indexes.len();
+                wire::array_len_size(n, flexible) + n * 4
+            };
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -434,9 +445,12 @@ impl Encode for OffsetFetchRequestTopics {
             });
         }
         if version >= 8 {
-            wire::put_array_len(buf, self.partition_indexes.len(), flexible)?;
-            for e in self.partition_indexes.iter() {
-                wire::put_i32(buf, (*e));
+            {
+                let a: &[_] = &self.partition_indexes;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    wire::put_i32(buf, (*e));
+                }
             }
         }
         if !(version >= 8) && !self.partition_indexes.is_empty() {
@@ -458,6 +472,7 @@ impl Encode for OffsetFetchRequestTopics {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 6;
         let mut len = 0usize;
@@ -465,8 +480,10 @@ impl Encode for OffsetFetchRequestTopics {
             len += wire::string_size(&self.name, flexible);
         }
         if version >= 8 {
-            len += wire::array_len_size(self.partition_indexes.len(), flexible)
-                + self.partition_indexes.len() * 4;
+            len += {
+                let n = self.partition_indexes.len();
+                wire::array_len_size(n, flexible) + n * 4
+            };
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -574,8 +591,9 @@ impl Encode for OffsetFetchRequestGroup {
             match &self.topics {
                 None => wire::put_null_array(buf, flexible),
                 Some(v) => {
-                    wire::put_array_len(buf, (*v).len(), flexible)?;
-                    for e in (*v).iter() {
+                    let a: &[_] = &(*v);
+                    wire::put_array_len(buf, a.len(), flexible)?;
+                    for e in a.iter() {
                         (*e).encode(buf, version)?;
                     }
                 }
@@ -600,6 +618,7 @@ impl Encode for OffsetFetchRequestGroup {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 6;
         let mut len = 0usize;

@@ -109,9 +109,12 @@ impl Encode for OffsetFetchResponse {
             wire::put_i32(buf, self.throttle_time_ms);
         }
         if version <= 7 {
-            wire::put_array_len(buf, self.topics.len(), flexible)?;
-            for e in self.topics.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.topics;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version <= 7) && !self.topics.is_empty() {
@@ -124,9 +127,12 @@ impl Encode for OffsetFetchResponse {
             wire::put_i16(buf, self.error_code);
         }
         if version >= 8 {
-            wire::put_array_len(buf, self.groups.len(), flexible)?;
-            for e in self.groups.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.groups;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version >= 8) && !self.groups.is_empty() {
@@ -315,6 +321,7 @@ impl Encode for OffsetFetchResponsePartition {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 6;
         let mut len = 0usize;
@@ -412,9 +419,12 @@ impl Encode for OffsetFetchResponseTopic {
             });
         }
         if version <= 7 {
-            wire::put_array_len(buf, self.partitions.len(), flexible)?;
-            for e in self.partitions.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.partitions;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version <= 7) && !self.partitions.is_empty() {
@@ -436,6 +446,7 @@ impl Encode for OffsetFetchResponseTopic {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 6;
         let mut len = 0usize;
@@ -585,6 +596,7 @@ impl Encode for OffsetFetchResponsePartitions {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 6;
         let mut len = 0usize;
@@ -682,9 +694,12 @@ impl Encode for OffsetFetchResponseTopics {
             });
         }
         if version >= 8 {
-            wire::put_array_len(buf, self.partitions.len(), flexible)?;
-            for e in self.partitions.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.partitions;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version >= 8) && !self.partitions.is_empty() {
@@ -706,6 +721,7 @@ impl Encode for OffsetFetchResponseTopics {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 6;
         let mut len = 0usize;
@@ -805,9 +821,12 @@ impl Encode for OffsetFetchResponseGroup {
             });
         }
         if version >= 8 {
-            wire::put_array_len(buf, self.topics.len(), flexible)?;
-            for e in self.topics.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.topics;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version >= 8) && !self.topics.is_empty() {
@@ -838,6 +857,7 @@ impl Encode for OffsetFetchResponseGroup {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 6;
         let mut len = 0usize;

@@ -105,9 +105,12 @@ impl Encode for ProduceRequest {
         }
         wire::put_i16(buf, self.acks);
         wire::put_i32(buf, self.timeout_ms);
-        wire::put_array_len(buf, self.topic_data.len(), flexible)?;
-        for e in self.topic_data.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.topic_data;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -217,6 +220,7 @@ impl Encode for PartitionProduceData {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 9;
         let mut len = 0usize;
@@ -284,9 +288,12 @@ impl Encode for TopicProduceData {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 9;
         wire::put_string(buf, &self.name, flexible)?;
-        wire::put_array_len(buf, self.partition_data.len(), flexible)?;
-        for e in self.partition_data.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.partition_data;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -301,6 +308,7 @@ impl Encode for TopicProduceData {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 9;
         let mut len = 0usize;

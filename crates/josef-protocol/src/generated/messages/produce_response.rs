@@ -92,9 +92,12 @@ impl Encode for ProduceResponse {
             });
         }
         let flexible = version >= 9;
-        wire::put_array_len(buf, self.responses.len(), flexible)?;
-        for e in self.responses.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.responses;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if version >= 1 {
             wire::put_i32(buf, self.throttle_time_ms);
@@ -123,9 +126,12 @@ impl Encode for ProduceResponse {
                     n
                 };
                 wire::put_uvarint_len(buf, size)?;
-                wire::put_array_len(buf, self.node_endpoints.len(), true)?;
-                for e in self.node_endpoints.iter() {
-                    (*e).encode(buf, version)?;
+                {
+                    let a: &[_] = &self.node_endpoints;
+                    wire::put_array_len(buf, a.len(), true)?;
+                    for e in a.iter() {
+                        (*e).encode(buf, version)?;
+                    }
                 }
             }
             wire::put_remaining_unknown_tagged_fields(buf, &mut unknown)?;
@@ -257,6 +263,7 @@ impl Encode for BatchIndexAndErrorMessage {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 9;
         let mut len = 0usize;
@@ -364,6 +371,7 @@ impl Encode for LeaderIdAndEpoch {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 9;
         let mut len = 0usize;
@@ -495,9 +503,12 @@ impl Encode for PartitionProduceResponse {
             wire::put_i64(buf, self.log_start_offset);
         }
         if version >= 8 {
-            wire::put_array_len(buf, self.record_errors.len(), flexible)?;
-            for e in self.record_errors.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.record_errors;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if version >= 8 {
@@ -528,6 +539,7 @@ impl Encode for PartitionProduceResponse {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 9;
         let mut len = 0usize;
@@ -619,9 +631,12 @@ impl Encode for TopicProduceResponse {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 9;
         wire::put_string(buf, &self.name, flexible)?;
-        wire::put_array_len(buf, self.partition_responses.len(), flexible)?;
-        for e in self.partition_responses.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.partition_responses;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -636,6 +651,7 @@ impl Encode for TopicProduceResponse {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 9;
         let mut len = 0usize;
@@ -781,6 +797,7 @@ impl Encode for NodeEndpoint {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 9;
         let mut len = 0usize;

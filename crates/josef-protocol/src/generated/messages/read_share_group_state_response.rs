@@ -75,9 +75,12 @@ impl Encode for ReadShareGroupStateResponse {
             });
         }
         let flexible = true;
-        wire::put_array_len(buf, self.results.len(), flexible)?;
-        for e in self.results.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.results;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -194,6 +197,7 @@ impl Encode for StateBatch {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -286,9 +290,12 @@ impl Encode for PartitionResult {
         wire::put_nullable_string(buf, self.error_message.as_deref(), flexible)?;
         wire::put_i32(buf, self.state_epoch);
         wire::put_i64(buf, self.start_offset);
-        wire::put_array_len(buf, self.state_batches.len(), flexible)?;
-        for e in self.state_batches.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.state_batches;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -303,6 +310,7 @@ impl Encode for PartitionResult {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -379,9 +387,12 @@ impl Encode for ReadStateResult {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_uuid(buf, &self.topic_id);
-        wire::put_array_len(buf, self.partitions.len(), flexible)?;
-        for e in self.partitions.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -396,6 +407,7 @@ impl Encode for ReadStateResult {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

@@ -63,9 +63,12 @@ impl Encode for SaslHandshakeResponse {
         }
         let flexible = false;
         wire::put_i16(buf, self.error_code);
-        wire::put_array_len(buf, self.mechanisms.len(), flexible)?;
-        for e in self.mechanisms.iter() {
-            wire::put_string(buf, &(*e), flexible)?;
+        {
+            let a: &[_] = &self.mechanisms;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_string(buf, &(*e), flexible)?;
+            }
         }
         Ok(())
     }

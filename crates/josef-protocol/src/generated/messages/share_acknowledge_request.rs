@@ -93,9 +93,12 @@ impl Encode for ShareAcknowledgeRequest {
         wire::put_nullable_string(buf, self.group_id.as_deref(), flexible)?;
         wire::put_nullable_string(buf, self.member_id.as_deref(), flexible)?;
         wire::put_i32(buf, self.share_session_epoch);
-        wire::put_array_len(buf, self.topics.len(), flexible)?;
-        for e in self.topics.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.topics;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -195,9 +198,12 @@ impl Encode for AcknowledgementBatch {
         let flexible = true;
         wire::put_i64(buf, self.first_offset);
         wire::put_i64(buf, self.last_offset);
-        wire::put_array_len(buf, self.acknowledge_types.len(), flexible)?;
-        for e in self.acknowledge_types.iter() {
-            wire::put_i8(buf, (*e));
+        {
+            let a: &[_] = &self.acknowledge_types;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i8(buf, (*e));
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -212,13 +218,16 @@ impl Encode for AcknowledgementBatch {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
         len += 8;
         len += 8;
-        len += wire::array_len_size(self.acknowledge_types.len(), flexible)
-            + self.acknowledge_types.len() * 1;
+        len += {
+            let n = self.acknowledge_types.len();
+            wire::array_len_size(n, flexible) + n * 1
+        };
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             len += wire::usize_uvarint_size(count)
@@ -281,9 +290,12 @@ impl Encode for AcknowledgePartition {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_i32(buf, self.partition_index);
-        wire::put_array_len(buf, self.acknowledgement_batches.len(), flexible)?;
-        for e in self.acknowledgement_batches.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.acknowledgement_batches;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -298,6 +310,7 @@ impl Encode for AcknowledgePartition {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -371,9 +384,12 @@ impl Encode for AcknowledgeTopic {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_uuid(buf, &self.topic_id);
-        wire::put_array_len(buf, self.partitions.len(), flexible)?;
-        for e in self.partitions.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -388,6 +404,7 @@ impl Encode for AcknowledgeTopic {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

@@ -116,13 +116,19 @@ impl Encode for ShareFetchRequest {
         wire::put_i32(buf, self.max_wait_ms);
         wire::put_i32(buf, self.min_bytes);
         wire::put_i32(buf, self.max_bytes);
-        wire::put_array_len(buf, self.topics.len(), flexible)?;
-        for e in self.topics.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.topics;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
-        wire::put_array_len(buf, self.forgotten_topics_data.len(), flexible)?;
-        for e in self.forgotten_topics_data.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.forgotten_topics_data;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -232,9 +238,12 @@ impl Encode for AcknowledgementBatch {
         let flexible = true;
         wire::put_i64(buf, self.first_offset);
         wire::put_i64(buf, self.last_offset);
-        wire::put_array_len(buf, self.acknowledge_types.len(), flexible)?;
-        for e in self.acknowledge_types.iter() {
-            wire::put_i8(buf, (*e));
+        {
+            let a: &[_] = &self.acknowledge_types;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i8(buf, (*e));
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -249,13 +258,16 @@ impl Encode for AcknowledgementBatch {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
         len += 8;
         len += 8;
-        len += wire::array_len_size(self.acknowledge_types.len(), flexible)
-            + self.acknowledge_types.len() * 1;
+        len += {
+            let n = self.acknowledge_types.len();
+            wire::array_len_size(n, flexible) + n * 1
+        };
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             len += wire::usize_uvarint_size(count)
@@ -324,9 +336,12 @@ impl Encode for FetchPartition {
         let flexible = true;
         wire::put_i32(buf, self.partition_index);
         wire::put_i32(buf, self.partition_max_bytes);
-        wire::put_array_len(buf, self.acknowledgement_batches.len(), flexible)?;
-        for e in self.acknowledgement_batches.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.acknowledgement_batches;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -341,6 +356,7 @@ impl Encode for FetchPartition {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -414,9 +430,12 @@ impl Encode for FetchTopic {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_uuid(buf, &self.topic_id);
-        wire::put_array_len(buf, self.partitions.len(), flexible)?;
-        for e in self.partitions.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -431,6 +450,7 @@ impl Encode for FetchTopic {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -502,9 +522,12 @@ impl Encode for ForgottenTopic {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_uuid(buf, &self.topic_id);
-        wire::put_array_len(buf, self.partitions.len(), flexible)?;
-        for e in self.partitions.iter() {
-            wire::put_i32(buf, (*e));
+        {
+            let a: &[_] = &self.partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i32(buf, (*e));
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -519,11 +542,15 @@ impl Encode for ForgottenTopic {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
         len += 16;
-        len += wire::array_len_size(self.partitions.len(), flexible) + self.partitions.len() * 4;
+        len += {
+            let n = self.partitions.len();
+            wire::array_len_size(n, flexible) + n * 4
+        };
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             len += wire::usize_uvarint_size(count)

@@ -100,13 +100,19 @@ impl Encode for ShareFetchResponse {
         wire::put_i32(buf, self.throttle_time_ms);
         wire::put_i16(buf, self.error_code);
         wire::put_nullable_string(buf, self.error_message.as_deref(), flexible)?;
-        wire::put_array_len(buf, self.responses.len(), flexible)?;
-        for e in self.responses.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.responses;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
-        wire::put_array_len(buf, self.node_endpoints.len(), flexible)?;
-        for e in self.node_endpoints.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.node_endpoints;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -221,6 +227,7 @@ impl Encode for LeaderIdAndEpoch {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -306,6 +313,7 @@ impl Encode for AcquiredRecords {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -409,9 +417,12 @@ impl Encode for PartitionData {
         wire::put_nullable_string(buf, self.acknowledge_error_message.as_deref(), flexible)?;
         self.current_leader.encode(buf, version)?;
         wire::put_nullable_records(buf, self.records.as_ref(), flexible)?;
-        wire::put_array_len(buf, self.acquired_records.len(), flexible)?;
-        for e in self.acquired_records.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.acquired_records;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -426,6 +437,7 @@ impl Encode for PartitionData {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -504,9 +516,12 @@ impl Encode for ShareFetchableTopicResponse {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
         wire::put_uuid(buf, &self.topic_id);
-        wire::put_array_len(buf, self.partitions.len(), flexible)?;
-        for e in self.partitions.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -521,6 +536,7 @@ impl Encode for ShareFetchableTopicResponse {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -618,6 +634,7 @@ impl Encode for NodeEndpoint {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

@@ -80,9 +80,12 @@ impl Encode for ShareGroupDescribeResponse {
         }
         let flexible = true;
         wire::put_i32(buf, self.throttle_time_ms);
-        wire::put_array_len(buf, self.groups.len(), flexible)?;
-        for e in self.groups.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.groups;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -204,9 +207,12 @@ impl Encode for Member {
         wire::put_i32(buf, self.member_epoch);
         wire::put_string(buf, &self.client_id, flexible)?;
         wire::put_string(buf, &self.client_host, flexible)?;
-        wire::put_array_len(buf, self.subscribed_topic_names.len(), flexible)?;
-        for e in self.subscribed_topic_names.iter() {
-            wire::put_string(buf, &(*e), flexible)?;
+        {
+            let a: &[_] = &self.subscribed_topic_names;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_string(buf, &(*e), flexible)?;
+            }
         }
         self.assignment.encode(buf, version)?;
         if flexible {
@@ -222,6 +228,7 @@ impl Encode for Member {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -339,9 +346,12 @@ impl Encode for DescribedGroup {
         wire::put_i32(buf, self.group_epoch);
         wire::put_i32(buf, self.assignment_epoch);
         wire::put_string(buf, &self.assignor_name, flexible)?;
-        wire::put_array_len(buf, self.members.len(), flexible)?;
-        for e in self.members.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.members;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         wire::put_i32(buf, self.authorized_operations);
         if flexible {
@@ -357,6 +367,7 @@ impl Encode for DescribedGroup {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -441,9 +452,12 @@ impl Encode for TopicPartitions {
         let flexible = true;
         wire::put_uuid(buf, &self.topic_id);
         wire::put_string(buf, &self.topic_name, flexible)?;
-        wire::put_array_len(buf, self.partitions.len(), flexible)?;
-        for e in self.partitions.iter() {
-            wire::put_i32(buf, (*e));
+        {
+            let a: &[_] = &self.partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i32(buf, (*e));
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -458,12 +472,16 @@ impl Encode for TopicPartitions {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
         len += 16;
         len += wire::string_size(&self.topic_name, flexible);
-        len += wire::array_len_size(self.partitions.len(), flexible) + self.partitions.len() * 4;
+        len += {
+            let n = self.partitions.len();
+            wire::array_len_size(n, flexible) + n * 4
+        };
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             len += wire::usize_uvarint_size(count)
@@ -519,9 +537,12 @@ impl Decode for Assignment {
 impl Encode for Assignment {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = true;
-        wire::put_array_len(buf, self.topic_partitions.len(), flexible)?;
-        for e in self.topic_partitions.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.topic_partitions;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -536,6 +557,7 @@ impl Encode for Assignment {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

@@ -102,8 +102,9 @@ impl Encode for ShareGroupHeartbeatRequest {
         match &self.subscribed_topic_names {
             None => wire::put_null_array(buf, flexible),
             Some(v) => {
-                wire::put_array_len(buf, (*v).len(), flexible)?;
-                for e in (*v).iter() {
+                let a: &[_] = &(*v);
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
                     wire::put_string(buf, &(*e), flexible)?;
                 }
             }

@@ -163,9 +163,12 @@ impl Encode for StopReplicaRequest {
             });
         }
         if version <= 0 {
-            wire::put_array_len(buf, self.ungrouped_partitions.len(), flexible)?;
-            for e in self.ungrouped_partitions.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.ungrouped_partitions;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version <= 0) && !self.ungrouped_partitions.is_empty() {
@@ -175,9 +178,12 @@ impl Encode for StopReplicaRequest {
             });
         }
         if (1..=2).contains(&version) {
-            wire::put_array_len(buf, self.topics.len(), flexible)?;
-            for e in self.topics.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.topics;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !((1..=2).contains(&version)) && !self.topics.is_empty() {
@@ -187,9 +193,12 @@ impl Encode for StopReplicaRequest {
             });
         }
         if version >= 3 {
-            wire::put_array_len(buf, self.topic_states.len(), flexible)?;
-            for e in self.topic_states.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.topic_states;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version >= 3) && !self.topic_states.is_empty() {
@@ -352,6 +361,7 @@ impl Encode for StopReplicaPartitionV0 {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 2;
         let mut len = 0usize;
@@ -438,9 +448,12 @@ impl Encode for StopReplicaTopicV1 {
             });
         }
         if (1..=2).contains(&version) {
-            wire::put_array_len(buf, self.partition_indexes.len(), flexible)?;
-            for e in self.partition_indexes.iter() {
-                wire::put_i32(buf, (*e));
+            {
+                let a: &[_] = &self.partition_indexes;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    wire::put_i32(buf, (*e));
+                }
             }
         }
         if !((1..=2).contains(&version)) && !self.partition_indexes.is_empty() {
@@ -462,6 +475,7 @@ impl Encode for StopReplicaTopicV1 {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 2;
         let mut len = 0usize;
@@ -469,8 +483,10 @@ impl Encode for StopReplicaTopicV1 {
             len += wire::string_size(&self.name, flexible);
         }
         if (1..=2).contains(&version) {
-            len += wire::array_len_size(self.partition_indexes.len(), flexible)
-                + self.partition_indexes.len() * 4;
+            len += {
+                let n = self.partition_indexes.len();
+                wire::array_len_size(n, flexible) + n * 4
+            };
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -584,6 +600,7 @@ impl Encode for StopReplicaPartitionState {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 2;
         let mut len = 0usize;
@@ -675,9 +692,12 @@ impl Encode for StopReplicaTopicState {
             });
         }
         if version >= 3 {
-            wire::put_array_len(buf, self.partition_states.len(), flexible)?;
-            for e in self.partition_states.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.partition_states;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version >= 3) && !self.partition_states.is_empty() {
@@ -699,6 +719,7 @@ impl Encode for StopReplicaTopicState {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 2;
         let mut len = 0usize;

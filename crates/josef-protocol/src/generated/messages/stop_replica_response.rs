@@ -82,9 +82,12 @@ impl Encode for StopReplicaResponse {
         }
         let flexible = version >= 2;
         wire::put_i16(buf, self.error_code);
-        wire::put_array_len(buf, self.partition_errors.len(), flexible)?;
-        for e in self.partition_errors.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.partition_errors;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -196,6 +199,7 @@ impl Encode for StopReplicaPartitionError {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 2;
         let mut len = 0usize;

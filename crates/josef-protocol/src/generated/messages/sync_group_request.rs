@@ -136,9 +136,12 @@ impl Encode for SyncGroupRequest {
         if version >= 5 {
             wire::put_nullable_string(buf, self.protocol_name.as_deref(), flexible)?;
         }
-        wire::put_array_len(buf, self.assignments.len(), flexible)?;
-        for e in self.assignments.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.assignments;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -255,6 +258,7 @@ impl Encode for SyncGroupRequestAssignment {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 4;
         let mut len = 0usize;

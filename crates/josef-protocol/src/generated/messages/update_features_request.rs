@@ -90,9 +90,12 @@ impl Encode for UpdateFeaturesRequest {
         }
         let flexible = true;
         wire::put_i32(buf, self.timeout_ms);
-        wire::put_array_len(buf, self.feature_updates.len(), flexible)?;
-        for e in self.feature_updates.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.feature_updates;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if version >= 1 {
             wire::put_bool(buf, self.validate_only);
@@ -242,6 +245,7 @@ impl Encode for FeatureUpdateKey {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

@@ -99,9 +99,12 @@ impl Encode for UpdateFeaturesResponse {
         wire::put_i16(buf, self.error_code);
         wire::put_nullable_string(buf, self.error_message.as_deref(), flexible)?;
         if version <= 1 {
-            wire::put_array_len(buf, self.results.len(), flexible)?;
-            for e in self.results.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.results;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if flexible {
@@ -218,6 +221,7 @@ impl Encode for UpdatableFeatureResult {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

@@ -157,9 +157,12 @@ impl Encode for UpdateMetadataRequest {
             wire::put_i64(buf, self.broker_epoch);
         }
         if version <= 4 {
-            wire::put_array_len(buf, self.ungrouped_partition_states.len(), flexible)?;
-            for e in self.ungrouped_partition_states.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.ungrouped_partition_states;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version <= 4) && !self.ungrouped_partition_states.is_empty() {
@@ -169,9 +172,12 @@ impl Encode for UpdateMetadataRequest {
             });
         }
         if version >= 5 {
-            wire::put_array_len(buf, self.topic_states.len(), flexible)?;
-            for e in self.topic_states.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.topic_states;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version >= 5) && !self.topic_states.is_empty() {
@@ -180,9 +186,12 @@ impl Encode for UpdateMetadataRequest {
                 version,
             });
         }
-        wire::put_array_len(buf, self.live_brokers.len(), flexible)?;
-        for e in self.live_brokers.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.live_brokers;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -341,9 +350,12 @@ impl Encode for UpdateMetadataTopicState {
             wire::put_uuid(buf, &self.topic_id);
         }
         if version >= 5 {
-            wire::put_array_len(buf, self.partition_states.len(), flexible)?;
-            for e in self.partition_states.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.partition_states;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if !(version >= 5) && !self.partition_states.is_empty() {
@@ -365,6 +377,7 @@ impl Encode for UpdateMetadataTopicState {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 6;
         let mut len = 0usize;
@@ -503,6 +516,7 @@ impl Encode for UpdateMetadataEndpoint {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 6;
         let mut len = 0usize;
@@ -614,9 +628,12 @@ impl Encode for UpdateMetadataBroker {
             wire::put_i32(buf, self.v0_port);
         }
         if version >= 1 {
-            wire::put_array_len(buf, self.endpoints.len(), flexible)?;
-            for e in self.endpoints.iter() {
-                (*e).encode(buf, version)?;
+            {
+                let a: &[_] = &self.endpoints;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    (*e).encode(buf, version)?;
+                }
             }
         }
         if version >= 2 {
@@ -635,6 +652,7 @@ impl Encode for UpdateMetadataBroker {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 6;
         let mut len = 0usize;
@@ -766,19 +784,28 @@ impl Encode for UpdateMetadataPartitionState {
         wire::put_i32(buf, self.controller_epoch);
         wire::put_i32(buf, self.leader);
         wire::put_i32(buf, self.leader_epoch);
-        wire::put_array_len(buf, self.isr.len(), flexible)?;
-        for e in self.isr.iter() {
-            wire::put_i32(buf, (*e));
+        {
+            let a: &[_] = &self.isr;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i32(buf, (*e));
+            }
         }
         wire::put_i32(buf, self.zk_version);
-        wire::put_array_len(buf, self.replicas.len(), flexible)?;
-        for e in self.replicas.iter() {
-            wire::put_i32(buf, (*e));
+        {
+            let a: &[_] = &self.replicas;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i32(buf, (*e));
+            }
         }
         if version >= 4 {
-            wire::put_array_len(buf, self.offline_replicas.len(), flexible)?;
-            for e in self.offline_replicas.iter() {
-                wire::put_i32(buf, (*e));
+            {
+                let a: &[_] = &self.offline_replicas;
+                wire::put_array_len(buf, a.len(), flexible)?;
+                for e in a.iter() {
+                    wire::put_i32(buf, (*e));
+                }
             }
         }
         if flexible {
@@ -794,6 +821,7 @@ impl Encode for UpdateMetadataPartitionState {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 6;
         let mut len = 0usize;
@@ -804,12 +832,20 @@ impl Encode for UpdateMetadataPartitionState {
         len += 4;
         len += 4;
         len += 4;
-        len += wire::array_len_size(self.isr.len(), flexible) + self.isr.len() * 4;
+        len += {
+            let n = self.isr.len();
+            wire::array_len_size(n, flexible) + n * 4
+        };
         len += 4;
-        len += wire::array_len_size(self.replicas.len(), flexible) + self.replicas.len() * 4;
+        len += {
+            let n = self.replicas.len();
+            wire::array_len_size(n, flexible) + n * 4
+        };
         if version >= 4 {
-            len += wire::array_len_size(self.offline_replicas.len(), flexible)
-                + self.offline_replicas.len() * 4;
+            len += {
+                let n = self.offline_replicas.len();
+                wire::array_len_size(n, flexible) + n * 4
+            };
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();

@@ -103,9 +103,12 @@ impl Encode for UpdateRaftVoterRequest {
         wire::put_i32(buf, self.current_leader_epoch);
         wire::put_i32(buf, self.voter_id);
         wire::put_uuid(buf, &self.voter_directory_id);
-        wire::put_array_len(buf, self.listeners.len(), flexible)?;
-        for e in self.listeners.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.listeners;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         self.k_raft_version_feature.encode(buf, version)?;
         if flexible {
@@ -222,6 +225,7 @@ impl Encode for Listener {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -302,6 +306,7 @@ impl Encode for KRaftVersionFeature {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

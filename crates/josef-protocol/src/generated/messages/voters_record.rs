@@ -78,9 +78,12 @@ impl Encode for VotersRecord {
         }
         let flexible = true;
         wire::put_i16(buf, self.version);
-        wire::put_array_len(buf, self.voters.len(), flexible)?;
-        for e in self.voters.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.voters;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -192,6 +195,7 @@ impl Encode for Endpoint {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -272,6 +276,7 @@ impl Encode for KRaftVersionFeature {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;
@@ -348,9 +353,12 @@ impl Encode for Voter {
         let flexible = true;
         wire::put_i32(buf, self.voter_id);
         wire::put_uuid(buf, &self.voter_directory_id);
-        wire::put_array_len(buf, self.endpoints.len(), flexible)?;
-        for e in self.endpoints.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.endpoints;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         self.k_raft_version_feature.encode(buf, version)?;
         if flexible {
@@ -366,6 +374,7 @@ impl Encode for Voter {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = true;
         let mut len = 0usize;

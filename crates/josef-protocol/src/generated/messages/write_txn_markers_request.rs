@@ -75,9 +75,12 @@ impl Encode for WriteTxnMarkersRequest {
             });
         }
         let flexible = version >= 1;
-        wire::put_array_len(buf, self.markers.len(), flexible)?;
-        for e in self.markers.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.markers;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -168,9 +171,12 @@ impl Encode for WritableTxnMarkerTopic {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
         let flexible = version >= 1;
         wire::put_string(buf, &self.name, flexible)?;
-        wire::put_array_len(buf, self.partition_indexes.len(), flexible)?;
-        for e in self.partition_indexes.iter() {
-            wire::put_i32(buf, (*e));
+        {
+            let a: &[_] = &self.partition_indexes;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                wire::put_i32(buf, (*e));
+            }
         }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -185,12 +191,15 @@ impl Encode for WritableTxnMarkerTopic {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 1;
         let mut len = 0usize;
         len += wire::string_size(&self.name, flexible);
-        len += wire::array_len_size(self.partition_indexes.len(), flexible)
-            + self.partition_indexes.len() * 4;
+        len += {
+            let n = self.partition_indexes.len();
+            wire::array_len_size(n, flexible) + n * 4
+        };
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             len += wire::usize_uvarint_size(count)
@@ -270,9 +279,12 @@ impl Encode for WritableTxnMarker {
         wire::put_i64(buf, self.producer_id);
         wire::put_i16(buf, self.producer_epoch);
         wire::put_bool(buf, self.transaction_result);
-        wire::put_array_len(buf, self.topics.len(), flexible)?;
-        for e in self.topics.iter() {
-            (*e).encode(buf, version)?;
+        {
+            let a: &[_] = &self.topics;
+            wire::put_array_len(buf, a.len(), flexible)?;
+            for e in a.iter() {
+                (*e).encode(buf, version)?;
+            }
         }
         wire::put_i32(buf, self.coordinator_epoch);
         if flexible {
@@ -288,6 +300,7 @@ impl Encode for WritableTxnMarker {
         Ok(())
     }
 
+    #[inline]
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
         let flexible = version >= 1;
         let mut len = 0usize;
