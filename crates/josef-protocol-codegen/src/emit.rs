@@ -599,6 +599,11 @@ fn emit_struct(ctx: &Ctx<'_>, st: &StructDef, top: bool, out: &mut String) -> Re
 
     // Decode.
     let _ = writeln!(out, "impl Decode for {} {{", st.name);
+    if !top {
+        // Inlined into the array loop that reads them, a nested struct is built in place rather
+        // than returned through a `Result` and moved into the `Vec`.
+        let _ = writeln!(out, "    #[inline]");
+    }
     let _ = writeln!(
         out,
         "    fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {{"

@@ -227,6 +227,7 @@ impl Default for ClassicProtocol {
 }
 
 impl Decode for ClassicProtocol {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_name = wire::get_string(buf, flexible)?;
@@ -307,6 +308,7 @@ impl Default for ClassicMemberMetadata {
 }
 
 impl Decode for ClassicMemberMetadata {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_session_timeout_ms = wire::get_i32(buf)?;

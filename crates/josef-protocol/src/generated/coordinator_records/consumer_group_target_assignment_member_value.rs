@@ -140,6 +140,7 @@ impl Default for TopicPartition {
 }
 
 impl Decode for TopicPartition {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_id = wire::get_uuid(buf)?;

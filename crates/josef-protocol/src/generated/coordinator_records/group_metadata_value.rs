@@ -200,6 +200,7 @@ impl Default for MemberMetadata {
 }
 
 impl Decode for MemberMetadata {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
         let f_member_id = wire::get_string(buf, flexible)?;

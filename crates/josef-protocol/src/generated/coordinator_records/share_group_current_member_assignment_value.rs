@@ -161,6 +161,7 @@ impl Default for TopicPartitions {
 }
 
 impl Decode for TopicPartitions {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_id = wire::get_uuid(buf)?;

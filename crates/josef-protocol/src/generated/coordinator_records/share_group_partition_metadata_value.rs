@@ -139,6 +139,7 @@ impl Default for PartitionMetadata {
 }
 
 impl Decode for PartitionMetadata {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_partition = wire::get_i32(buf)?;
@@ -237,6 +238,7 @@ impl Default for TopicMetadata {
 }
 
 impl Decode for TopicMetadata {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_id = wire::get_uuid(buf)?;

@@ -164,6 +164,7 @@ impl Default for TopicPartitionsInfo {
 }
 
 impl Decode for TopicPartitionsInfo {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_id = wire::get_uuid(buf)?;
@@ -257,6 +258,7 @@ impl Default for TopicInfo {
 }
 
 impl Decode for TopicInfo {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_id = wire::get_uuid(buf)?;

@@ -279,6 +279,7 @@ impl Default for PartitionsSchema {
 }
 
 impl Decode for PartitionsSchema {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
         let f_topic = wire::get_string(buf, flexible)?;

@@ -256,6 +256,7 @@ impl Default for AddPartitionsToTxnTransaction {
 }
 
 impl Decode for AddPartitionsToTxnTransaction {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
         let f_transactional_id = if version >= 4 {
@@ -424,6 +425,7 @@ impl Default for AddPartitionsToTxnTopic {
 }
 
 impl Decode for AddPartitionsToTxnTopic {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
         let f_name = wire::get_string(buf, flexible)?;

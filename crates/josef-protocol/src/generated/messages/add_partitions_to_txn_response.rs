@@ -210,6 +210,7 @@ impl Default for AddPartitionsToTxnResult {
 }
 
 impl Decode for AddPartitionsToTxnResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
         let f_transactional_id = if version >= 4 {
@@ -332,6 +333,7 @@ impl Default for AddPartitionsToTxnTopicResult {
 }
 
 impl Decode for AddPartitionsToTxnTopicResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
         let f_name = wire::get_string(buf, flexible)?;
@@ -426,6 +428,7 @@ impl Default for AddPartitionsToTxnPartitionResult {
 }
 
 impl Decode for AddPartitionsToTxnPartitionResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
         let f_partition_index = wire::get_i32(buf)?;

@@ -172,6 +172,7 @@ impl Default for Listener {
 }
 
 impl Decode for Listener {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_name = wire::get_string(buf, flexible)?;

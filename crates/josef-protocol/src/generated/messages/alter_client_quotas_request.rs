@@ -148,6 +148,7 @@ impl Default for EntityData {
 }
 
 impl Decode for EntityData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
         let f_entity_type = wire::get_string(buf, flexible)?;
@@ -231,6 +232,7 @@ impl Default for OpData {
 }
 
 impl Decode for OpData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
         let f_key = wire::get_string(buf, flexible)?;
@@ -315,6 +317,7 @@ impl Default for EntryData {
 }
 
 impl Decode for EntryData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
         let f_entity = wire::get_array(buf, flexible, |buf| EntityData::decode(buf, version))?;

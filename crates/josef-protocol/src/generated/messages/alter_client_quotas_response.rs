@@ -148,6 +148,7 @@ impl Default for EntityData {
 }
 
 impl Decode for EntityData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
         let f_entity_type = wire::get_string(buf, flexible)?;
@@ -231,6 +232,7 @@ impl Default for EntryData {
 }
 
 impl Decode for EntryData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
         let f_error_code = wire::get_i16(buf)?;

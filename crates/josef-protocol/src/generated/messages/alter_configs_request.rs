@@ -150,6 +150,7 @@ impl Default for AlterableConfig {
 }
 
 impl Decode for AlterableConfig {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_name = wire::get_string(buf, flexible)?;
@@ -233,6 +234,7 @@ impl Default for AlterConfigsResource {
 }
 
 impl Decode for AlterConfigsResource {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_resource_type = wire::get_i8(buf)?;

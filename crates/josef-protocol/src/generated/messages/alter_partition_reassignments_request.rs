@@ -149,6 +149,7 @@ impl Default for ReassignablePartition {
 }
 
 impl Decode for ReassignablePartition {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_partition_index = wire::get_i32(buf)?;
@@ -244,6 +245,7 @@ impl Default for ReassignableTopic {
 }
 
 impl Decode for ReassignableTopic {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_name = wire::get_string(buf, flexible)?;

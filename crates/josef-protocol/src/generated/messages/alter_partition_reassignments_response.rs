@@ -167,6 +167,7 @@ impl Default for ReassignablePartitionResponse {
 }
 
 impl Decode for ReassignablePartitionResponse {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_partition_index = wire::get_i32(buf)?;
@@ -251,6 +252,7 @@ impl Default for ReassignableTopicResponse {
 }
 
 impl Decode for ReassignableTopicResponse {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_name = wire::get_string(buf, flexible)?;

@@ -143,6 +143,7 @@ impl Default for AlterReplicaLogDirTopic {
 }
 
 impl Decode for AlterReplicaLogDirTopic {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_name = wire::get_string(buf, flexible)?;
@@ -232,6 +233,7 @@ impl Default for AlterReplicaLogDir {
 }
 
 impl Decode for AlterReplicaLogDir {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_path = wire::get_string(buf, flexible)?;

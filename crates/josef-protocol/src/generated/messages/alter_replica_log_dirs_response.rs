@@ -150,6 +150,7 @@ impl Default for AlterReplicaLogDirPartitionResult {
 }
 
 impl Decode for AlterReplicaLogDirPartitionResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_partition_index = wire::get_i32(buf)?;
@@ -230,6 +231,7 @@ impl Default for AlterReplicaLogDirTopicResult {
 }
 
 impl Decode for AlterReplicaLogDirTopicResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_topic_name = wire::get_string(buf, flexible)?;

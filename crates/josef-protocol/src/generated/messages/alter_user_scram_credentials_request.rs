@@ -164,6 +164,7 @@ impl Default for ScramCredentialDeletion {
 }
 
 impl Decode for ScramCredentialDeletion {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_name = wire::get_string(buf, flexible)?;
@@ -253,6 +254,7 @@ impl Default for ScramCredentialUpsertion {
 }
 
 impl Decode for ScramCredentialUpsertion {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_name = wire::get_string(buf, flexible)?;

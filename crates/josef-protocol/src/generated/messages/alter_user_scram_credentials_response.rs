@@ -153,6 +153,7 @@ impl Default for AlterUserScramCredentialsResult {
 }
 
 impl Decode for AlterUserScramCredentialsResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_user = wire::get_string(buf, flexible)?;

@@ -298,6 +298,7 @@ impl Default for ApiVersion {
 }
 
 impl Decode for ApiVersion {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
         let f_api_key = wire::get_i16(buf)?;
@@ -385,6 +386,7 @@ impl Default for SupportedFeatureKey {
 }
 
 impl Decode for SupportedFeatureKey {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
         let f_name = if version >= 3 {
@@ -506,6 +508,7 @@ impl Default for FinalizedFeatureKey {
 }
 
 impl Decode for FinalizedFeatureKey {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
         let f_name = if version >= 3 {

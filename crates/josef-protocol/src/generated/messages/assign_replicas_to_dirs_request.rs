@@ -153,6 +153,7 @@ impl Default for PartitionData {
 }
 
 impl Decode for PartitionData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_partition_index = wire::get_i32(buf)?;
@@ -229,6 +230,7 @@ impl Default for TopicData {
 }
 
 impl Decode for TopicData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_id = wire::get_uuid(buf)?;
@@ -322,6 +324,7 @@ impl Default for DirectoryData {
 }
 
 impl Decode for DirectoryData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_id = wire::get_uuid(buf)?;

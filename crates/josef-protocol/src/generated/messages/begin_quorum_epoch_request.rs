@@ -196,6 +196,7 @@ impl Default for PartitionData {
 }
 
 impl Decode for PartitionData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
         let f_partition_index = wire::get_i32(buf)?;
@@ -292,6 +293,7 @@ impl Default for TopicData {
 }
 
 impl Decode for TopicData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
         let f_topic_name = wire::get_string(buf, flexible)?;
@@ -388,6 +390,7 @@ impl Default for LeaderEndpoint {
 }
 
 impl Decode for LeaderEndpoint {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
         let f_name = if version >= 1 {

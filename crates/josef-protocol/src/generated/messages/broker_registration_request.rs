@@ -254,6 +254,7 @@ impl Default for Listener {
 }
 
 impl Decode for Listener {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_name = wire::get_string(buf, flexible)?;
@@ -345,6 +346,7 @@ impl Default for Feature {
 }
 
 impl Decode for Feature {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_name = wire::get_string(buf, flexible)?;

@@ -177,6 +177,7 @@ impl Default for Assignment {
 }
 
 impl Decode for Assignment {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_partitions =
@@ -266,6 +267,7 @@ impl Default for TopicPartitions {
 }
 
 impl Decode for TopicPartitions {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_id = wire::get_uuid(buf)?;

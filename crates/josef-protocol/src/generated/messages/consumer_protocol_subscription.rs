@@ -168,6 +168,7 @@ impl Default for TopicPartition {
 }
 
 impl Decode for TopicPartition {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = false;
         let f_topic = if version >= 1 {

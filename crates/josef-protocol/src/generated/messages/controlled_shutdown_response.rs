@@ -150,6 +150,7 @@ impl Default for RemainingPartition {
 }
 
 impl Decode for RemainingPartition {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
         let f_topic_name = wire::get_string(buf, flexible)?;

@@ -156,6 +156,7 @@ impl Default for AclCreation {
 }
 
 impl Decode for AclCreation {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_resource_type = wire::get_i8(buf)?;

@@ -149,6 +149,7 @@ impl Default for AclCreationResult {
 }
 
 impl Decode for AclCreationResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_error_code = wire::get_i16(buf)?;

@@ -191,6 +191,7 @@ impl Default for CreatableRenewers {
 }
 
 impl Decode for CreatableRenewers {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_principal_type = wire::get_string(buf, flexible)?;

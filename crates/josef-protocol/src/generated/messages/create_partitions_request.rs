@@ -154,6 +154,7 @@ impl Default for CreatePartitionsAssignment {
 }
 
 impl Decode for CreatePartitionsAssignment {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_broker_ids = wire::get_small_array(buf, flexible, |buf| wire::get_i32(buf))?;
@@ -242,6 +243,7 @@ impl Default for CreatePartitionsTopic {
 }
 
 impl Decode for CreatePartitionsTopic {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_name = wire::get_string(buf, flexible)?;

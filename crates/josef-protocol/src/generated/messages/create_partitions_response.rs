@@ -153,6 +153,7 @@ impl Default for CreatePartitionsTopicResult {
 }
 
 impl Decode for CreatePartitionsTopicResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_name = wire::get_string(buf, flexible)?;

@@ -169,6 +169,7 @@ impl Default for CreatableReplicaAssignment {
 }
 
 impl Decode for CreatableReplicaAssignment {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 5;
         let f_partition_index = wire::get_i32(buf)?;
@@ -258,6 +259,7 @@ impl Default for CreatableTopicConfig {
 }
 
 impl Decode for CreatableTopicConfig {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 5;
         let f_name = wire::get_string(buf, flexible)?;
@@ -347,6 +349,7 @@ impl Default for CreatableTopic {
 }
 
 impl Decode for CreatableTopic {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 5;
         let f_name = wire::get_string(buf, flexible)?;

@@ -163,6 +163,7 @@ impl Default for CreatableTopicConfigs {
 }
 
 impl Decode for CreatableTopicConfigs {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 5;
         let f_name = if version >= 5 {
@@ -333,6 +334,7 @@ impl Default for CreatableTopicResult {
 }
 
 impl Decode for CreatableTopicResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 5;
         let f_name = wire::get_string(buf, flexible)?;

@@ -157,6 +157,7 @@ impl Default for DeleteAclsFilter {
 }
 
 impl Decode for DeleteAclsFilter {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_resource_type_filter = wire::get_i8(buf)?;

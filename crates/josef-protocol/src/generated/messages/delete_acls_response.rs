@@ -171,6 +171,7 @@ impl Default for DeleteAclsMatchingAcl {
 }
 
 impl Decode for DeleteAclsMatchingAcl {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_error_code = wire::get_i16(buf)?;
@@ -292,6 +293,7 @@ impl Default for DeleteAclsFilterResult {
 }
 
 impl Decode for DeleteAclsFilterResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_error_code = wire::get_i16(buf)?;

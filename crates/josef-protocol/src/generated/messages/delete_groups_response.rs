@@ -150,6 +150,7 @@ impl Default for DeletableGroupResult {
 }
 
 impl Decode for DeletableGroupResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_group_id = wire::get_string(buf, flexible)?;

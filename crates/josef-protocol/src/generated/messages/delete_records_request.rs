@@ -150,6 +150,7 @@ impl Default for DeleteRecordsPartition {
 }
 
 impl Decode for DeleteRecordsPartition {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_partition_index = wire::get_i32(buf)?;
@@ -230,6 +231,7 @@ impl Default for DeleteRecordsTopic {
 }
 
 impl Decode for DeleteRecordsTopic {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_name = wire::get_string(buf, flexible)?;

@@ -153,6 +153,7 @@ impl Default for DeleteRecordsPartitionResult {
 }
 
 impl Decode for DeleteRecordsPartitionResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_partition_index = wire::get_i32(buf)?;
@@ -237,6 +238,7 @@ impl Default for DeleteRecordsTopicResult {
 }
 
 impl Decode for DeleteRecordsTopicResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_name = wire::get_string(buf, flexible)?;

@@ -145,6 +145,7 @@ impl Default for PartitionData {
 }
 
 impl Decode for PartitionData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_partition = wire::get_i32(buf)?;
@@ -221,6 +222,7 @@ impl Default for DeleteStateData {
 }
 
 impl Decode for DeleteStateData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_id = wire::get_uuid(buf)?;

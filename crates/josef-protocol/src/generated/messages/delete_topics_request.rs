@@ -189,6 +189,7 @@ impl Default for DeleteTopicState {
 }
 
 impl Decode for DeleteTopicState {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
         let f_name = if version >= 6 {

@@ -160,6 +160,7 @@ impl Default for DeletableTopicResult {
 }
 
 impl Decode for DeletableTopicResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
         let f_name = if version >= 6 {

@@ -170,6 +170,7 @@ impl Default for AclDescription {
 }
 
 impl Decode for AclDescription {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_principal = wire::get_string(buf, flexible)?;
@@ -264,6 +265,7 @@ impl Default for DescribeAclsResource {
 }
 
 impl Decode for DescribeAclsResource {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_resource_type = wire::get_i8(buf)?;

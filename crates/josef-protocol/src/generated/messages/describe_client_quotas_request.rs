@@ -152,6 +152,7 @@ impl Default for ComponentData {
 }
 
 impl Decode for ComponentData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
         let f_entity_type = wire::get_string(buf, flexible)?;

@@ -171,6 +171,7 @@ impl Default for EntityData {
 }
 
 impl Decode for EntityData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
         let f_entity_type = wire::get_string(buf, flexible)?;
@@ -251,6 +252,7 @@ impl Default for ValueData {
 }
 
 impl Decode for ValueData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
         let f_key = wire::get_string(buf, flexible)?;
@@ -331,6 +333,7 @@ impl Default for EntryData {
 }
 
 impl Decode for EntryData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
         let f_entity = wire::get_array(buf, flexible, |buf| EntityData::decode(buf, version))?;

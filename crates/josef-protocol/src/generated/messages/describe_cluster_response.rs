@@ -208,6 +208,7 @@ impl Default for DescribeClusterBroker {
 }
 
 impl Decode for DescribeClusterBroker {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_broker_id = wire::get_i32(buf)?;

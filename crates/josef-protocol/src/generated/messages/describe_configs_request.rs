@@ -188,6 +188,7 @@ impl Default for DescribeConfigsResource {
 }
 
 impl Decode for DescribeConfigsResource {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
         let f_resource_type = wire::get_i8(buf)?;

@@ -153,6 +153,7 @@ impl Default for DescribeConfigsSynonym {
 }
 
 impl Decode for DescribeConfigsSynonym {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
         let f_name = if version >= 1 {
@@ -296,6 +297,7 @@ impl Default for DescribeConfigsResourceResult {
 }
 
 impl Decode for DescribeConfigsResourceResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
         let f_name = wire::get_string(buf, flexible)?;
@@ -465,6 +467,7 @@ impl Default for DescribeConfigsResult {
 }
 
 impl Decode for DescribeConfigsResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
         let f_error_code = wire::get_i16(buf)?;

@@ -151,6 +151,7 @@ impl Default for DescribeDelegationTokenOwner {
 }
 
 impl Decode for DescribeDelegationTokenOwner {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_principal_type = wire::get_string(buf, flexible)?;

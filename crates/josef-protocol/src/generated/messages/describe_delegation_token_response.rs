@@ -157,6 +157,7 @@ impl Default for DescribedDelegationTokenRenewer {
 }
 
 impl Decode for DescribedDelegationTokenRenewer {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_principal_type = wire::get_string(buf, flexible)?;
@@ -261,6 +262,7 @@ impl Default for DescribedDelegationToken {
 }
 
 impl Decode for DescribedDelegationToken {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_principal_type = wire::get_string(buf, flexible)?;

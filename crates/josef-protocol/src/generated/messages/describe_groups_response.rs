@@ -164,6 +164,7 @@ impl Default for DescribedGroupMember {
 }
 
 impl Decode for DescribedGroupMember {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 5;
         let f_member_id = wire::get_string(buf, flexible)?;
@@ -283,6 +284,7 @@ impl Default for DescribedGroup {
 }
 
 impl Decode for DescribedGroup {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 5;
         let f_error_code = wire::get_i16(buf)?;

@@ -151,6 +151,7 @@ impl Default for DescribableLogDirTopic {
 }
 
 impl Decode for DescribableLogDirTopic {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_topic = wire::get_string(buf, flexible)?;

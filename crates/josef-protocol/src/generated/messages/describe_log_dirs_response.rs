@@ -167,6 +167,7 @@ impl Default for DescribeLogDirsPartition {
 }
 
 impl Decode for DescribeLogDirsPartition {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_partition_index = wire::get_i32(buf)?;
@@ -255,6 +256,7 @@ impl Default for DescribeLogDirsTopic {
 }
 
 impl Decode for DescribeLogDirsTopic {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_name = wire::get_string(buf, flexible)?;
@@ -358,6 +360,7 @@ impl Default for DescribeLogDirsResult {
 }
 
 impl Decode for DescribeLogDirsResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_error_code = wire::get_i16(buf)?;

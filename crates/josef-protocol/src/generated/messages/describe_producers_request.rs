@@ -141,6 +141,7 @@ impl Default for TopicRequest {
 }
 
 impl Decode for TopicRequest {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_name = wire::get_string(buf, flexible)?;

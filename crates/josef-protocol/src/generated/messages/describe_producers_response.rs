@@ -160,6 +160,7 @@ impl Default for ProducerState {
 }
 
 impl Decode for ProducerState {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_producer_id = wire::get_i64(buf)?;
@@ -262,6 +263,7 @@ impl Default for PartitionResponse {
 }
 
 impl Decode for PartitionResponse {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_partition_index = wire::get_i32(buf)?;
@@ -363,6 +365,7 @@ impl Default for TopicResponse {
 }
 
 impl Decode for TopicResponse {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_name = wire::get_string(buf, flexible)?;

@@ -214,6 +214,7 @@ impl Default for PartitionData {
 }
 
 impl Decode for PartitionData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_partition_index = wire::get_i32(buf)?;
@@ -351,6 +352,7 @@ impl Default for TopicData {
 }
 
 impl Decode for TopicData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_name = wire::get_string(buf, flexible)?;
@@ -447,6 +449,7 @@ impl Default for Listener {
 }
 
 impl Decode for Listener {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_name = if version >= 2 {
@@ -569,6 +572,7 @@ impl Default for Node {
 }
 
 impl Decode for Node {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_node_id = if version >= 2 { wire::get_i32(buf)? } else { 0 };
@@ -694,6 +698,7 @@ impl Default for ReplicaState {
 }
 
 impl Decode for ReplicaState {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_replica_id = wire::get_i32(buf)?;

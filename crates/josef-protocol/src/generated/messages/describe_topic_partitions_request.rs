@@ -161,6 +161,7 @@ impl Default for TopicRequest {
 }
 
 impl Decode for TopicRequest {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_name = wire::get_string(buf, flexible)?;
@@ -237,6 +238,7 @@ impl Default for Cursor {
 }
 
 impl Decode for Cursor {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_name = wire::get_string(buf, flexible)?;

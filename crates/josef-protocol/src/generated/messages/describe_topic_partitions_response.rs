@@ -187,6 +187,7 @@ impl Default for DescribeTopicPartitionsResponsePartition {
 }
 
 impl Decode for DescribeTopicPartitionsResponsePartition {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_error_code = wire::get_i16(buf)?;
@@ -366,6 +367,7 @@ impl Default for DescribeTopicPartitionsResponseTopic {
 }
 
 impl Decode for DescribeTopicPartitionsResponseTopic {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_error_code = wire::get_i16(buf)?;
@@ -476,6 +478,7 @@ impl Default for Cursor {
 }
 
 impl Decode for Cursor {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_name = wire::get_string(buf, flexible)?;

@@ -149,6 +149,7 @@ impl Default for TopicData {
 }
 
 impl Decode for TopicData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic = wire::get_string(buf, flexible)?;
@@ -256,6 +257,7 @@ impl Default for TransactionState {
 }
 
 impl Decode for TransactionState {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_error_code = wire::get_i16(buf)?;

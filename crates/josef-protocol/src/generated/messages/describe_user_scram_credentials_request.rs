@@ -147,6 +147,7 @@ impl Default for UserName {
 }
 
 impl Decode for UserName {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_name = wire::get_string(buf, flexible)?;

@@ -164,6 +164,7 @@ impl Default for CredentialInfo {
 }
 
 impl Decode for CredentialInfo {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_mechanism = wire::get_i8(buf)?;
@@ -250,6 +251,7 @@ impl Default for DescribeUserScramCredentialsResult {
 }
 
 impl Decode for DescribeUserScramCredentialsResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_user = wire::get_string(buf, flexible)?;

@@ -174,6 +174,7 @@ impl Default for TopicPartitions {
 }
 
 impl Decode for TopicPartitions {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_topic = wire::get_string(buf, flexible)?;

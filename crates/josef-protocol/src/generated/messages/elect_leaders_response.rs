@@ -170,6 +170,7 @@ impl Default for PartitionResult {
 }
 
 impl Decode for PartitionResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_partition_id = wire::get_i32(buf)?;
@@ -254,6 +255,7 @@ impl Default for ReplicaElectionResult {
 }
 
 impl Decode for ReplicaElectionResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_topic = wire::get_string(buf, flexible)?;

@@ -175,6 +175,7 @@ impl Default for ReplicaInfo {
 }
 
 impl Decode for ReplicaInfo {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
         let f_candidate_id = if version >= 1 { wire::get_i32(buf)? } else { 0 };
@@ -288,6 +289,7 @@ impl Default for PartitionData {
 }
 
 impl Decode for PartitionData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
         let f_partition_index = wire::get_i32(buf)?;
@@ -417,6 +419,7 @@ impl Default for TopicData {
 }
 
 impl Decode for TopicData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
         let f_topic_name = wire::get_string(buf, flexible)?;
@@ -513,6 +516,7 @@ impl Default for LeaderEndpoint {
 }
 
 impl Decode for LeaderEndpoint {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
         let f_name = if version >= 1 {

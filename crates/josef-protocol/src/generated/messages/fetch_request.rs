@@ -328,6 +328,7 @@ impl Default for ReplicaState {
 }
 
 impl Decode for ReplicaState {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
         let f_replica_id = if version >= 15 {
@@ -451,6 +452,7 @@ impl Default for FetchPartition {
 }
 
 impl Decode for FetchPartition {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
         let f_partition = wire::get_i32(buf)?;
@@ -598,6 +600,7 @@ impl Default for FetchTopic {
 }
 
 impl Decode for FetchTopic {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
         let f_topic = if version <= 12 {
@@ -714,6 +717,7 @@ impl Default for ForgottenTopic {
 }
 
 impl Decode for ForgottenTopic {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
         let f_topic = if (7..=12).contains(&version) {

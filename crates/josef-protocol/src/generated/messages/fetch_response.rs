@@ -228,6 +228,7 @@ impl Default for EpochEndOffset {
 }
 
 impl Decode for EpochEndOffset {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
         let f_epoch = if version >= 12 {
@@ -336,6 +337,7 @@ impl Default for LeaderIdAndEpoch {
 }
 
 impl Decode for LeaderIdAndEpoch {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
         let f_leader_id = if version >= 12 {
@@ -444,6 +446,7 @@ impl Default for SnapshotId {
 }
 
 impl Decode for SnapshotId {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
         let f_end_offset = wire::get_i64(buf)?;
@@ -524,6 +527,7 @@ impl Default for AbortedTransaction {
 }
 
 impl Decode for AbortedTransaction {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
         let f_producer_id = if version >= 4 { wire::get_i64(buf)? } else { 0 };
@@ -651,6 +655,7 @@ impl Default for PartitionData {
 }
 
 impl Decode for PartitionData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
         let f_partition_index = wire::get_i32(buf)?;
@@ -898,6 +903,7 @@ impl Default for FetchableTopicResponse {
 }
 
 impl Decode for FetchableTopicResponse {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
         let f_topic = if version <= 12 {
@@ -1017,6 +1023,7 @@ impl Default for NodeEndpoint {
 }
 
 impl Decode for NodeEndpoint {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
         let f_node_id = if version >= 16 {

@@ -176,6 +176,7 @@ impl Default for SnapshotId {
 }
 
 impl Decode for SnapshotId {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_end_offset = wire::get_i64(buf)?;
@@ -265,6 +266,7 @@ impl Default for PartitionSnapshot {
 }
 
 impl Decode for PartitionSnapshot {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_partition = wire::get_i32(buf)?;
@@ -371,6 +373,7 @@ impl Default for TopicSnapshot {
 }
 
 impl Decode for TopicSnapshot {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_name = wire::get_string(buf, flexible)?;

@@ -201,6 +201,7 @@ impl Default for SnapshotId {
 }
 
 impl Decode for SnapshotId {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_end_offset = wire::get_i64(buf)?;
@@ -281,6 +282,7 @@ impl Default for LeaderIdAndEpoch {
 }
 
 impl Decode for LeaderIdAndEpoch {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_leader_id = wire::get_i32(buf)?;
@@ -376,6 +378,7 @@ impl Default for PartitionSnapshot {
 }
 
 impl Decode for PartitionSnapshot {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_index = wire::get_i32(buf)?;
@@ -503,6 +506,7 @@ impl Default for TopicSnapshot {
 }
 
 impl Decode for TopicSnapshot {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_name = wire::get_string(buf, flexible)?;
@@ -599,6 +603,7 @@ impl Default for NodeEndpoint {
 }
 
 impl Decode for NodeEndpoint {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_node_id = if version >= 1 { wire::get_i32(buf)? } else { 0 };

@@ -265,6 +265,7 @@ impl Default for Coordinator {
 }
 
 impl Decode for Coordinator {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
         let f_key = if version >= 4 {

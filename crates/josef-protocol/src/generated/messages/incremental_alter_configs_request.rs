@@ -153,6 +153,7 @@ impl Default for AlterableConfig {
 }
 
 impl Decode for AlterableConfig {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
         let f_name = wire::get_string(buf, flexible)?;
@@ -240,6 +241,7 @@ impl Default for AlterConfigsResource {
 }
 
 impl Decode for AlterConfigsResource {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
         let f_resource_type = wire::get_i8(buf)?;

@@ -156,6 +156,7 @@ impl Default for AlterConfigsResourceResponse {
 }
 
 impl Decode for AlterConfigsResourceResponse {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
         let f_error_code = wire::get_i16(buf)?;

@@ -153,6 +153,7 @@ impl Default for PartitionData {
 }
 
 impl Decode for PartitionData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_partition = wire::get_i32(buf)?;
@@ -237,6 +238,7 @@ impl Default for InitializeStateData {
 }
 
 impl Decode for InitializeStateData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_id = wire::get_uuid(buf)?;

@@ -146,6 +146,7 @@ impl Default for PartitionResult {
 }
 
 impl Decode for PartitionResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_partition = wire::get_i32(buf)?;
@@ -230,6 +231,7 @@ impl Default for InitializeStateResult {
 }
 
 impl Decode for InitializeStateResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_id = wire::get_uuid(buf)?;

@@ -222,6 +222,7 @@ impl Default for JoinGroupRequestProtocol {
 }
 
 impl Decode for JoinGroupRequestProtocol {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_name = wire::get_string(buf, flexible)?;

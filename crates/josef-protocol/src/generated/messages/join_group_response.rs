@@ -253,6 +253,7 @@ impl Default for JoinGroupResponseMember {
 }
 
 impl Decode for JoinGroupResponseMember {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_member_id = wire::get_string(buf, flexible)?;

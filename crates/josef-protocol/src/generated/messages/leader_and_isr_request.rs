@@ -283,6 +283,7 @@ impl Default for LeaderAndIsrTopicState {
 }
 
 impl Decode for LeaderAndIsrTopicState {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
         let f_topic_name = if version >= 2 {
@@ -420,6 +421,7 @@ impl Default for LeaderAndIsrLiveLeader {
 }
 
 impl Decode for LeaderAndIsrLiveLeader {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
         let f_broker_id = wire::get_i32(buf)?;
@@ -534,6 +536,7 @@ impl Default for LeaderAndIsrPartitionState {
 }
 
 impl Decode for LeaderAndIsrPartitionState {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
         let f_topic_name = if version <= 1 {

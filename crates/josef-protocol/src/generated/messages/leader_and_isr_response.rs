@@ -199,6 +199,7 @@ impl Default for LeaderAndIsrTopicError {
 }
 
 impl Decode for LeaderAndIsrTopicError {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
         let f_topic_id = if version >= 5 {
@@ -324,6 +325,7 @@ impl Default for LeaderAndIsrPartitionError {
 }
 
 impl Decode for LeaderAndIsrPartitionError {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
         let f_topic_name = if version <= 4 {

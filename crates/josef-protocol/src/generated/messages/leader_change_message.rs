@@ -172,6 +172,7 @@ impl Default for Voter {
 }
 
 impl Decode for Voter {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_voter_id = wire::get_i32(buf)?;

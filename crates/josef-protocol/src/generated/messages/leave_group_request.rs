@@ -186,6 +186,7 @@ impl Default for MemberIdentity {
 }
 
 impl Decode for MemberIdentity {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
         let f_member_id = if version >= 3 {

@@ -176,6 +176,7 @@ impl Default for MemberResponse {
 }
 
 impl Decode for MemberResponse {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
         let f_member_id = if version >= 3 {

@@ -154,6 +154,7 @@ impl Default for ClientMetricsResource {
 }
 
 impl Decode for ClientMetricsResource {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_name = wire::get_string(buf, flexible)?;

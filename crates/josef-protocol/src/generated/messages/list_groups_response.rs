@@ -165,6 +165,7 @@ impl Default for ListedGroup {
 }
 
 impl Decode for ListedGroup {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
         let f_group_id = wire::get_string(buf, flexible)?;

@@ -187,6 +187,7 @@ impl Default for ListOffsetsPartition {
 }
 
 impl Decode for ListOffsetsPartition {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_partition_index = wire::get_i32(buf)?;
@@ -293,6 +294,7 @@ impl Default for ListOffsetsTopic {
 }
 
 impl Decode for ListOffsetsTopic {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_name = wire::get_string(buf, flexible)?;

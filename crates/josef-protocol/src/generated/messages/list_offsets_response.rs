@@ -166,6 +166,7 @@ impl Default for ListOffsetsPartitionResponse {
 }
 
 impl Decode for ListOffsetsPartitionResponse {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_partition_index = wire::get_i32(buf)?;
@@ -327,6 +328,7 @@ impl Default for ListOffsetsTopicResponse {
 }
 
 impl Decode for ListOffsetsTopicResponse {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_name = wire::get_string(buf, flexible)?;

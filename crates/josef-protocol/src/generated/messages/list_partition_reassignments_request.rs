@@ -158,6 +158,7 @@ impl Default for ListPartitionReassignmentsTopics {
 }
 
 impl Decode for ListPartitionReassignmentsTopics {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_name = wire::get_string(buf, flexible)?;

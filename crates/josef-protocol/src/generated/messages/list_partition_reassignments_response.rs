@@ -170,6 +170,7 @@ impl Default for OngoingPartitionReassignment {
 }
 
 impl Decode for OngoingPartitionReassignment {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_partition_index = wire::get_i32(buf)?;
@@ -285,6 +286,7 @@ impl Default for OngoingTopicReassignment {
 }
 
 impl Decode for OngoingTopicReassignment {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_name = wire::get_string(buf, flexible)?;

@@ -179,6 +179,7 @@ impl Default for TransactionState {
 }
 
 impl Decode for TransactionState {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_transactional_id = wire::get_string(buf, flexible)?;

@@ -254,6 +254,7 @@ impl Default for MetadataRequestTopic {
 }
 
 impl Decode for MetadataRequestTopic {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
         let f_topic_id = if version >= 10 {

@@ -232,6 +232,7 @@ impl Default for MetadataResponseBroker {
 }
 
 impl Decode for MetadataResponseBroker {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
         let f_node_id = wire::get_i32(buf)?;
@@ -343,6 +344,7 @@ impl Default for MetadataResponsePartition {
 }
 
 impl Decode for MetadataResponsePartition {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
         let f_error_code = wire::get_i16(buf)?;
@@ -498,6 +500,7 @@ impl Default for MetadataResponseTopic {
 }
 
 impl Decode for MetadataResponseTopic {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
         let f_error_code = wire::get_i16(buf)?;

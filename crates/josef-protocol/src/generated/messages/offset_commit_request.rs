@@ -225,6 +225,7 @@ impl Default for OffsetCommitRequestPartition {
 }
 
 impl Decode for OffsetCommitRequestPartition {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 8;
         let f_partition_index = wire::get_i32(buf)?;
@@ -339,6 +340,7 @@ impl Default for OffsetCommitRequestTopic {
 }
 
 impl Decode for OffsetCommitRequestTopic {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 8;
         let f_name = wire::get_string(buf, flexible)?;

@@ -154,6 +154,7 @@ impl Default for OffsetCommitResponsePartition {
 }
 
 impl Decode for OffsetCommitResponsePartition {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 8;
         let f_partition_index = wire::get_i32(buf)?;
@@ -234,6 +235,7 @@ impl Default for OffsetCommitResponseTopic {
 }
 
 impl Decode for OffsetCommitResponseTopic {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 8;
         let f_name = wire::get_string(buf, flexible)?;

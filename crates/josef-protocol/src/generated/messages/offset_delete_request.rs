@@ -110,6 +110,7 @@ impl Default for OffsetDeleteRequestPartition {
 }
 
 impl Decode for OffsetDeleteRequestPartition {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = false;
         let f_partition_index = wire::get_i32(buf)?;
@@ -154,6 +155,7 @@ impl Default for OffsetDeleteRequestTopic {
 }
 
 impl Decode for OffsetDeleteRequestTopic {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = false;
         let f_name = wire::get_string(buf, flexible)?;

@@ -122,6 +122,7 @@ impl Default for OffsetDeleteResponsePartition {
 }
 
 impl Decode for OffsetDeleteResponsePartition {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = false;
         let f_partition_index = wire::get_i32(buf)?;
@@ -170,6 +171,7 @@ impl Default for OffsetDeleteResponseTopic {
 }
 
 impl Decode for OffsetDeleteResponseTopic {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = false;
         let f_name = wire::get_string(buf, flexible)?;

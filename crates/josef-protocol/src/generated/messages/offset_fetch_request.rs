@@ -282,6 +282,7 @@ impl Default for OffsetFetchRequestTopic {
 }
 
 impl Decode for OffsetFetchRequestTopic {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_name = if version <= 7 {
@@ -399,6 +400,7 @@ impl Default for OffsetFetchRequestTopics {
 }
 
 impl Decode for OffsetFetchRequestTopics {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_name = if version >= 8 {
@@ -522,6 +524,7 @@ impl Default for OffsetFetchRequestGroup {
 }
 
 impl Decode for OffsetFetchRequestGroup {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_group_id = if version >= 8 {

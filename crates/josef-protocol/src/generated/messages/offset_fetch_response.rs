@@ -227,6 +227,7 @@ impl Default for OffsetFetchResponsePartition {
 }
 
 impl Decode for OffsetFetchResponsePartition {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_partition_index = if version <= 7 { wire::get_i32(buf)? } else { 0 };
@@ -371,6 +372,7 @@ impl Default for OffsetFetchResponseTopic {
 }
 
 impl Decode for OffsetFetchResponseTopic {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_name = if version <= 7 {
@@ -502,6 +504,7 @@ impl Default for OffsetFetchResponsePartitions {
 }
 
 impl Decode for OffsetFetchResponsePartitions {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_partition_index = if version >= 8 { wire::get_i32(buf)? } else { 0 };
@@ -646,6 +649,7 @@ impl Default for OffsetFetchResponseTopics {
 }
 
 impl Decode for OffsetFetchResponseTopics {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_name = if version >= 8 {
@@ -771,6 +775,7 @@ impl Default for OffsetFetchResponseGroup {
 }
 
 impl Decode for OffsetFetchResponseGroup {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_group_id = if version >= 8 {

@@ -161,6 +161,7 @@ impl Default for OffsetForLeaderPartition {
 }
 
 impl Decode for OffsetForLeaderPartition {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
         let f_partition = wire::get_i32(buf)?;
@@ -253,6 +254,7 @@ impl Default for OffsetForLeaderTopic {
 }
 
 impl Decode for OffsetForLeaderTopic {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
         let f_topic = wire::get_string(buf, flexible)?;

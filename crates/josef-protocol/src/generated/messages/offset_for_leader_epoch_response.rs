@@ -160,6 +160,7 @@ impl Default for EpochEndOffset {
 }
 
 impl Decode for EpochEndOffset {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
         let f_error_code = wire::get_i16(buf)?;
@@ -256,6 +257,7 @@ impl Default for OffsetForLeaderTopicResult {
 }
 
 impl Decode for OffsetForLeaderTopicResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
         let f_topic = wire::get_string(buf, flexible)?;

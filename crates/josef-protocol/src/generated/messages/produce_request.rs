@@ -177,6 +177,7 @@ impl Default for PartitionProduceData {
 }
 
 impl Decode for PartitionProduceData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
         let f_index = wire::get_i32(buf)?;
@@ -257,6 +258,7 @@ impl Default for TopicProduceData {
 }
 
 impl Decode for TopicProduceData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
         let f_name = wire::get_string(buf, flexible)?;

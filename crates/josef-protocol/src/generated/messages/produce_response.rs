@@ -200,6 +200,7 @@ impl Default for BatchIndexAndErrorMessage {
 }
 
 impl Decode for BatchIndexAndErrorMessage {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
         let f_batch_index = if version >= 8 { wire::get_i32(buf)? } else { 0 };
@@ -304,6 +305,7 @@ impl Default for LeaderIdAndEpoch {
 }
 
 impl Decode for LeaderIdAndEpoch {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
         let f_leader_id = if version >= 10 {
@@ -430,6 +432,7 @@ impl Default for PartitionProduceResponse {
 }
 
 impl Decode for PartitionProduceResponse {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
         let f_index = wire::get_i32(buf)?;
@@ -600,6 +603,7 @@ impl Default for TopicProduceResponse {
 }
 
 impl Decode for TopicProduceResponse {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
         let f_name = wire::get_string(buf, flexible)?;
@@ -700,6 +704,7 @@ impl Default for NodeEndpoint {
 }
 
 impl Decode for NodeEndpoint {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
         let f_node_id = if version >= 10 {

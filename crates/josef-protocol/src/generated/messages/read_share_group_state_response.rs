@@ -148,6 +148,7 @@ impl Default for StateBatch {
 }
 
 impl Decode for StateBatch {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_first_offset = wire::get_i64(buf)?;
@@ -248,6 +249,7 @@ impl Default for PartitionResult {
 }
 
 impl Decode for PartitionResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_partition = wire::get_i32(buf)?;
@@ -357,6 +359,7 @@ impl Default for ReadStateResult {
 }
 
 impl Decode for ReadStateResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_id = wire::get_uuid(buf)?;

@@ -150,6 +150,7 @@ impl Default for PartitionData {
 }
 
 impl Decode for PartitionData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_partition = wire::get_i32(buf)?;
@@ -230,6 +231,7 @@ impl Default for ReadStateSummaryData {
 }
 
 impl Decode for ReadStateSummaryData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_id = wire::get_uuid(buf)?;

@@ -152,6 +152,7 @@ impl Default for PartitionResult {
 }
 
 impl Decode for PartitionResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_partition = wire::get_i32(buf)?;
@@ -244,6 +245,7 @@ impl Default for ReadStateSummaryResult {
 }
 
 impl Decode for ReadStateSummaryResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_id = wire::get_uuid(buf)?;

@@ -166,6 +166,7 @@ impl Default for AcknowledgementBatch {
 }
 
 impl Decode for AcknowledgementBatch {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_first_offset = wire::get_i64(buf)?;
@@ -259,6 +260,7 @@ impl Default for AcknowledgePartition {
 }
 
 impl Decode for AcknowledgePartition {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_partition_index = wire::get_i32(buf)?;
@@ -353,6 +355,7 @@ impl Default for AcknowledgeTopic {
 }
 
 impl Decode for AcknowledgeTopic {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_id = wire::get_uuid(buf)?;

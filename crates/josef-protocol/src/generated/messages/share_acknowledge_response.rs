@@ -184,6 +184,7 @@ impl Default for LeaderIdAndEpoch {
 }
 
 impl Decode for LeaderIdAndEpoch {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_leader_id = wire::get_i32(buf)?;
@@ -270,6 +271,7 @@ impl Default for PartitionData {
 }
 
 impl Decode for PartitionData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_partition_index = wire::get_i32(buf)?;
@@ -358,6 +360,7 @@ impl Default for ShareAcknowledgeTopicResponse {
 }
 
 impl Decode for ShareAcknowledgeTopicResponse {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_id = wire::get_uuid(buf)?;
@@ -457,6 +460,7 @@ impl Default for NodeEndpoint {
 }
 
 impl Decode for NodeEndpoint {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_node_id = wire::get_i32(buf)?;

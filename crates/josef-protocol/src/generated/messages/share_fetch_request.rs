@@ -206,6 +206,7 @@ impl Default for AcknowledgementBatch {
 }
 
 impl Decode for AcknowledgementBatch {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_first_offset = wire::get_i64(buf)?;
@@ -302,6 +303,7 @@ impl Default for FetchPartition {
 }
 
 impl Decode for FetchPartition {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_partition_index = wire::get_i32(buf)?;
@@ -400,6 +402,7 @@ impl Default for FetchTopic {
 }
 
 impl Decode for FetchTopic {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_id = wire::get_uuid(buf)?;
@@ -493,6 +496,7 @@ impl Default for ForgottenTopic {
 }
 
 impl Decode for ForgottenTopic {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_id = wire::get_uuid(buf)?;

@@ -184,6 +184,7 @@ impl Default for LeaderIdAndEpoch {
 }
 
 impl Decode for LeaderIdAndEpoch {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_leader_id = wire::get_i32(buf)?;
@@ -267,6 +268,7 @@ impl Default for AcquiredRecords {
 }
 
 impl Decode for AcquiredRecords {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_first_offset = wire::get_i64(buf)?;
@@ -369,6 +371,7 @@ impl Default for PartitionData {
 }
 
 impl Decode for PartitionData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_partition_index = wire::get_i32(buf)?;
@@ -486,6 +489,7 @@ impl Default for ShareFetchableTopicResponse {
 }
 
 impl Decode for ShareFetchableTopicResponse {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_id = wire::get_uuid(buf)?;
@@ -585,6 +589,7 @@ impl Default for NodeEndpoint {
 }
 
 impl Decode for NodeEndpoint {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_node_id = wire::get_i32(buf)?;

@@ -163,6 +163,7 @@ impl Default for Member {
 }
 
 impl Decode for Member {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_member_id = wire::get_string(buf, flexible)?;
@@ -297,6 +298,7 @@ impl Default for DescribedGroup {
 }
 
 impl Decode for DescribedGroup {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_error_code = wire::get_i16(buf)?;
@@ -420,6 +422,7 @@ impl Default for TopicPartitions {
 }
 
 impl Decode for TopicPartitions {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_id = wire::get_uuid(buf)?;
@@ -510,6 +513,7 @@ impl Default for Assignment {
 }
 
 impl Decode for Assignment {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_partitions =

@@ -298,6 +298,7 @@ impl Default for StopReplicaPartitionV0 {
 }
 
 impl Decode for StopReplicaPartitionV0 {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_topic_name = if version <= 0 {
@@ -402,6 +403,7 @@ impl Default for StopReplicaTopicV1 {
 }
 
 impl Decode for StopReplicaTopicV1 {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_name = if (1..=2).contains(&version) {
@@ -522,6 +524,7 @@ impl Default for StopReplicaPartitionState {
 }
 
 impl Decode for StopReplicaPartitionState {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_partition_index = if version >= 3 { wire::get_i32(buf)? } else { 0 };
@@ -644,6 +647,7 @@ impl Default for StopReplicaTopicState {
 }
 
 impl Decode for StopReplicaTopicState {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_topic_name = if version >= 3 {

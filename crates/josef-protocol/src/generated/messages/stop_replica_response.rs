@@ -153,6 +153,7 @@ impl Default for StopReplicaPartitionError {
 }
 
 impl Decode for StopReplicaPartitionError {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_topic_name = wire::get_string(buf, flexible)?;

@@ -240,6 +240,7 @@ impl Default for TxnOffsetCommitRequestPartition {
 }
 
 impl Decode for TxnOffsetCommitRequestPartition {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
         let f_partition_index = wire::get_i32(buf)?;
@@ -336,6 +337,7 @@ impl Default for TxnOffsetCommitRequestTopic {
 }
 
 impl Decode for TxnOffsetCommitRequestTopic {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
         let f_name = wire::get_string(buf, flexible)?;

@@ -150,6 +150,7 @@ impl Default for TxnOffsetCommitResponsePartition {
 }
 
 impl Decode for TxnOffsetCommitResponsePartition {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
         let f_partition_index = wire::get_i32(buf)?;
@@ -230,6 +231,7 @@ impl Default for TxnOffsetCommitResponseTopic {
 }
 
 impl Decode for TxnOffsetCommitResponseTopic {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
         let f_name = wire::get_string(buf, flexible)?;

@@ -176,6 +176,7 @@ impl Default for FeatureUpdateKey {
 }
 
 impl Decode for FeatureUpdateKey {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_feature = wire::get_string(buf, flexible)?;

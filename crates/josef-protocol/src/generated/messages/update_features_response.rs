@@ -175,6 +175,7 @@ impl Default for UpdatableFeatureResult {
 }
 
 impl Decode for UpdatableFeatureResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_feature = wire::get_string(buf, flexible)?;

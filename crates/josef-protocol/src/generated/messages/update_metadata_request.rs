@@ -293,6 +293,7 @@ impl Default for UpdateMetadataTopicState {
 }
 
 impl Decode for UpdateMetadataTopicState {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_topic_name = if version >= 5 {
@@ -433,6 +434,7 @@ impl Default for UpdateMetadataEndpoint {
 }
 
 impl Decode for UpdateMetadataEndpoint {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_port = if version >= 1 { wire::get_i32(buf)? } else { 0 };
@@ -572,6 +574,7 @@ impl Default for UpdateMetadataBroker {
 }
 
 impl Decode for UpdateMetadataBroker {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_id = wire::get_i32(buf)?;
@@ -727,6 +730,7 @@ impl Default for UpdateMetadataPartitionState {
 }
 
 impl Decode for UpdateMetadataPartitionState {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_topic_name = if version <= 4 {

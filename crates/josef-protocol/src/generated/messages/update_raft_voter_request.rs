@@ -179,6 +179,7 @@ impl Default for Listener {
 }
 
 impl Decode for Listener {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_name = wire::get_string(buf, flexible)?;
@@ -263,6 +264,7 @@ impl Default for KRaftVersionFeature {
 }
 
 impl Decode for KRaftVersionFeature {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_min_supported_version = wire::get_i16(buf)?;

@@ -163,6 +163,7 @@ impl Default for CurrentLeader {
 }
 
 impl Decode for CurrentLeader {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_leader_id = wire::get_i32(buf)?;

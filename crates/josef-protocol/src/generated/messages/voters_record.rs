@@ -149,6 +149,7 @@ impl Default for Endpoint {
 }
 
 impl Decode for Endpoint {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_name = wire::get_string(buf, flexible)?;
@@ -233,6 +234,7 @@ impl Default for KRaftVersionFeature {
 }
 
 impl Decode for KRaftVersionFeature {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_min_supported_version = wire::get_i16(buf)?;
@@ -319,6 +321,7 @@ impl Default for Voter {
 }
 
 impl Decode for Voter {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_voter_id = wire::get_i32(buf)?;

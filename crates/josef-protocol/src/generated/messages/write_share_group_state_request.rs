@@ -154,6 +154,7 @@ impl Default for StateBatch {
 }
 
 impl Decode for StateBatch {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_first_offset = wire::get_i64(buf)?;
@@ -251,6 +252,7 @@ impl Default for PartitionData {
 }
 
 impl Decode for PartitionData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_partition = wire::get_i32(buf)?;
@@ -356,6 +358,7 @@ impl Default for WriteStateData {
 }
 
 impl Decode for WriteStateData {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_id = wire::get_uuid(buf)?;

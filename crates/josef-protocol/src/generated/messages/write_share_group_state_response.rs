@@ -145,6 +145,7 @@ impl Default for PartitionResult {
 }
 
 impl Decode for PartitionResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_partition = wire::get_i32(buf)?;
@@ -229,6 +230,7 @@ impl Default for WriteStateResult {
 }
 
 impl Decode for WriteStateResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_id = wire::get_uuid(buf)?;

@@ -142,6 +142,7 @@ impl Default for WritableTxnMarkerTopic {
 }
 
 impl Decode for WritableTxnMarkerTopic {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
         let f_name = wire::get_string(buf, flexible)?;
@@ -240,6 +241,7 @@ impl Default for WritableTxnMarker {
 }
 
 impl Decode for WritableTxnMarker {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
         let f_producer_id = wire::get_i64(buf)?;

@@ -143,6 +143,7 @@ impl Default for WritableTxnMarkerPartitionResult {
 }
 
 impl Decode for WritableTxnMarkerPartitionResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
         let f_partition_index = wire::get_i32(buf)?;
@@ -223,6 +224,7 @@ impl Default for WritableTxnMarkerTopicResult {
 }
 
 impl Decode for WritableTxnMarkerTopicResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
         let f_name = wire::get_string(buf, flexible)?;
@@ -317,6 +319,7 @@ impl Default for WritableTxnMarkerResult {
 }
 
 impl Decode for WritableTxnMarkerResult {
+    #[inline]
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
         let f_producer_id = wire::get_i64(buf)?;
