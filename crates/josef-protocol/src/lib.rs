@@ -12,9 +12,12 @@
 //! Every struct is `Debug + Clone + PartialEq + Default` with public fields named after the spec's
 //! fields in snake_case (a Rust keyword gets a trailing underscore: `type_`). Strings are [`StrBytes`],
 //! `bytes` are [`bytes::Bytes`], `records` are `Option<Bytes>`, nullable fields are `Option<T>`, arrays
-//! (also those with a map key, whose order is kept) are `Vec<T>`, uuids are [`Uuid`]. Structs with
-//! flexible versions keep tagged fields they do not know in `unknown_tagged_fields` and write them back.
-//! Decoding slices the input (`Bytes`) instead of copying strings, bytes and records.
+//! of structs and strings (also those with a map key, whose order is kept) are `Vec<T>`, arrays of
+//! fixed-size numbers are [`SmallVec`]s holding up to 16 bytes inline (`SmallVec<[i32; 4]>`,
+//! `SmallVec<[i64; 2]>`: a replica list does not allocate; build one with [`smallvec!`] or
+//! `.into()` from a `Vec`), uuids are [`Uuid`]. Structs with flexible versions keep tagged fields
+//! they do not know in [`UnknownTaggedFields`] and write them back. Decoding slices the input
+//! (`Bytes`) instead of copying strings, bytes and records.
 //!
 //! ```
 //! use bytes::{Bytes, BytesMut};
