@@ -348,28 +348,7 @@ impl Log {
             parts.push(&headers[i * BATCH_HEADER_LEN..(i + 1) * BATCH_HEADER_LEN]);
             parts.push(&records[pos + BATCH_HEADER_LEN..pos + size]);
         }
-        let rolled_to = self.append_validated(
-            &parts,
-            scan.first_offset,
-            scan.last_offset,
-            scan.max_timestamp,
-            scan.offset_of_max_timestamp,
-            now_ms,
-        )?;
-        self.leader_epoch_cache
-            .assign(leader_epoch, scan.first_offset)?;
-        Ok(LogAppendInfo {
-            first_offset: scan.first_offset,
-            last_offset: scan.last_offset,
-            max_timestamp: scan.max_timestamp,
-            offset_of_max_timestamp: scan.offset_of_max_timestamp,
-            log_append_time: -1,
-            log_start_offset: self.log_start_offset,
-            batch_count: scan.batch_count,
-            valid_bytes: scan.valid_bytes,
-            rolled_to,
-            records: Bytes::new(),
-        })
+        self.write_leader_append(&parts, &scan, leader_epoch, -1, now_ms, Bytes::new())
     }
 
     fn append_leader_batches(
@@ -406,8 +385,28 @@ impl Log {
             )?;
         }
         let records = records.freeze();
-        let rolled_to = self.append_validated(
+        self.write_leader_append(
             &[&records],
+            &scan,
+            leader_epoch,
+            log_append_time,
+            now_ms,
+            records.clone(),
+        )
+    }
+
+    /// Writes a checked leader append (`parts`, in order) and records its epoch.
+    fn write_leader_append(
+        &mut self,
+        parts: &[&[u8]],
+        scan: &LeaderScan,
+        leader_epoch: i32,
+        log_append_time: i64,
+        now_ms: i64,
+        records: Bytes,
+    ) -> Result<LogAppendInfo, LogError> {
+        let rolled_to = self.append_validated(
+            parts,
             scan.first_offset,
             scan.last_offset,
             scan.max_timestamp,
@@ -425,7 +424,7 @@ impl Log {
             log_append_time,
             log_start_offset: self.log_start_offset,
             batch_count: scan.batch_count,
-            valid_bytes: records.len(),
+            valid_bytes: scan.valid_bytes,
             rolled_to,
             records,
         })

@@ -775,18 +775,10 @@ fn write_all_vectored_at(file: &File, parts: &[&[u8]], mut offset: u64) -> std::
         // SAFETY: every iovec describes a live slice of `parts`, which pwritev only reads.
         let n =
             unsafe { libc::pwritev(file.as_raw_fd(), iov.as_ptr(), iov.len() as libc::c_int, at) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        if n == 0 {
-            return Err(std::io::ErrorKind::WriteZero.into());
-        }
+        let Some(mut n) = transferred(n, std::io::ErrorKind::WriteZero)? else {
+            continue;
+        };
         offset += n as u64;
-        let mut n = n as usize;
         while part < parts.len() && n >= parts[part].len() - within {
             n -= parts[part].len() - within;
             part += 1;
@@ -824,18 +816,28 @@ fn read_exact_at_uninit(
                 at,
             )
         };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        if n == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
+        let Some(n) = transferred(n, std::io::ErrorKind::UnexpectedEof)? else {
+            continue;
+        };
         // SAFETY: pread initialised the first `n` (<= want) spare bytes.
-        unsafe { buf.set_len(buf.len() + n as usize) };
+        unsafe { buf.set_len(buf.len() + n) };
     }
     Ok(())
+}
+
+/// The byte count a `pread`/`pwritev` returned: `None` when a signal interrupted it (retry), the
+/// OS error when it failed, `on_zero` when it moved nothing (end of file, or a full device).
+fn transferred(n: isize, on_zero: std::io::ErrorKind) -> std::io::Result<Option<usize>> {
+    match n {
+        n if n > 0 => Ok(Some(n as usize)),
+        0 => Err(on_zero.into()),
+        _ => {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                Ok(None)
+            } else {
+                Err(e)
+            }
+        }
+    }
 }
