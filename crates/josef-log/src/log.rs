@@ -61,7 +61,9 @@ pub struct LogAppendInfo {
     pub valid_bytes: usize,
     /// Base offset of the new segment if the append rolled one.
     pub rolled_to: Option<i64>,
-    /// The appended batches as stored (offsets, epoch and timestamps rewritten).
+    /// The appended batches as stored (offsets, epoch and timestamps rewritten). Empty after an
+    /// [`Log::append_as_leader_shared`] that wrote the caller's bytes without copying them
+    /// (read them back with [`Log::read`]).
     pub records: Bytes,
 }
 
