@@ -1,13 +1,14 @@
 //! josef-protocol benches, each side by side with the `kafka-protocol` crate in the same group:
 //! decode and encode of a ProduceRequest v9 carrying one 1,000-record x 100 B batch, a FetchResponse
 //! v16 carrying such a batch for 10 partitions, and a MetadataResponse v12 of 100 topics x 10 partitions.
+//! Decode is measured for the owned messages (`josef`) and for the borrowed views (`josef_view`).
 //!
 //! `cargo bench --bench protocol -- --warm-up-time 1 --measurement-time 2`
 
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use josef_protocol::{Decode, Encode};
+use josef_protocol::{DecodeView, Message};
 use kafka_protocol::protocol::{Decodable, Encodable};
 
 #[path = "support/protocol_inputs.rs"]
@@ -16,7 +17,7 @@ use inputs::{encode_ours, encode_ours_chunks, encode_theirs, fetch, metadata, pr
 
 fn bench_pair<O, T>(c: &mut Criterion, name: &str, version: i16, ours: O)
 where
-    O: Decode + Encode,
+    O: Message,
     T: Decodable + Encodable,
 {
     let bytes = encode_ours(&ours, version);
@@ -31,6 +32,11 @@ where
     g.throughput(Throughput::Bytes(bytes.len() as u64));
     g.bench_function("josef", |b| {
         b.iter(|| O::decode(&mut black_box(bytes.clone()), version).unwrap())
+    });
+    // The borrowed view: the same checks, no allocation (strings, bytes and records borrowed,
+    // arrays checked now and decoded again when iterated).
+    g.bench_function("josef_view", |b| {
+        b.iter(|| O::View::decode_view(&mut black_box(&bytes[..]), version).unwrap())
     });
     g.bench_function("kafka_protocol", |b| {
         b.iter(|| T::decode(&mut black_box(bytes.clone()), version).unwrap())

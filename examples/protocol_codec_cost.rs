@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo build --release --example protocol_codec_cost
-//! for m in {produce,fetch,metadata}_{decode_josef,decode_kafka_protocol,encode_josef,encode_josef_chunks,encode_kafka_protocol}; do
+//! for m in {produce,fetch,metadata}_{decode_josef,decode_josef_view,decode_kafka_protocol,encode_josef,encode_josef_chunks,encode_kafka_protocol}; do
 //!   for r in 0 200; do
 //!     echo -n "$m rounds=$r "; ROUNDS=$r valgrind --tool=callgrind \
 //!       --callgrind-out-file=/dev/null target/release/examples/protocol_codec_cost $m 2>&1 \
@@ -16,7 +16,7 @@
 
 use std::hint::black_box;
 
-use josef_protocol::{Decode, Encode};
+use josef_protocol::{DecodeView, Message};
 use kafka_protocol::protocol::{Decodable, Encodable};
 
 #[path = "../benches/support/protocol_inputs.rs"]
@@ -26,7 +26,7 @@ use inputs::{encode_ours, encode_ours_chunks, encode_theirs, fetch, metadata, pr
 /// Runs `mode`'s path for one message kind; returns false when `mode` is not about this kind.
 fn run<O, T>(mode: &str, kind: &str, version: i16, ours: O) -> bool
 where
-    O: Decode + Encode,
+    O: Message,
     T: Decodable + Encodable,
 {
     let Some(path) = mode.strip_prefix(kind) else {
@@ -48,6 +48,12 @@ where
         n += match path {
             "_decode_josef" => {
                 black_box(O::decode(&mut black_box(bytes.clone()), version).expect("decode"));
+                1
+            }
+            "_decode_josef_view" => {
+                black_box(
+                    O::View::decode_view(&mut black_box(&bytes[..]), version).expect("decode"),
+                );
                 1
             }
             "_decode_kafka_protocol" => {

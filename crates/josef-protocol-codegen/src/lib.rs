@@ -105,7 +105,7 @@ pub fn generate_files(specs_dir: &Path) -> Result<BTreeMap<PathBuf, String>, Str
         PathBuf::from("mod.rs"),
         "//! Code generated from Kafka's message specs by josef-protocol-codegen. Do not edit.\n\n\
          mod api_key;\nmod bodies;\npub mod coordinator_records;\npub mod messages;\n\n\
-         pub use api_key::ApiKey;\npub use bodies::{RequestBody, ResponseBody};\n"
+         pub use api_key::ApiKey;\npub use bodies::{RequestBody, RequestBodyView, ResponseBody, ResponseBodyView};\n"
             .to_string(),
     );
 

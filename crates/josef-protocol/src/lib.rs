@@ -54,6 +54,7 @@ mod generated;
 mod str_bytes;
 mod unknown_tagged_fields;
 mod uuid;
+pub mod view;
 pub mod wire;
 
 #[cfg(feature = "tokio-codec")]
@@ -66,12 +67,16 @@ pub use frame::{
     api_versions_response, decode_request_frame, decode_request_header, decode_response_frame,
     encode_request_frame, encode_response_frame, encode_response_frame_chunks, split_frame,
 };
-pub use generated::{coordinator_records, messages, ApiKey, RequestBody, ResponseBody};
-pub use messages::{RequestHeader, ResponseHeader};
+pub use generated::{
+    coordinator_records, messages, ApiKey, RequestBody, RequestBodyView, ResponseBody,
+    ResponseBodyView,
+};
+pub use messages::{RequestHeader, RequestHeaderView, ResponseHeader, ResponseHeaderView};
 pub use smallvec::{smallvec, SmallVec};
 pub use str_bytes::StrBytes;
 pub use unknown_tagged_fields::UnknownTaggedFields;
 pub use uuid::{ParseUuidError, Uuid};
+pub use view::{ArrayView, DecodeView, MessageView, TaggedFieldsView};
 
 use bytes::Bytes;
 
@@ -117,6 +122,8 @@ pub trait Message: Decode + Encode + Default + Clone + PartialEq + std::fmt::Deb
     const FLEXIBLE_VERSIONS: Option<i16>;
     /// The versions Kafka marks deprecated, if any.
     const DEPRECATED_VERSIONS: Option<VersionRange>;
+    /// Its borrowed view (see [`view`]).
+    type View<'a>: DecodeView<'a> + MessageView<Owned = Self> + Copy + std::fmt::Debug;
 
     /// Whether `version` is flexible (compact strings and arrays, tagged fields).
     fn is_flexible(version: i16) -> bool {

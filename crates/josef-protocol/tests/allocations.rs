@@ -93,6 +93,35 @@ fn allocations_per_decoded_produce_request_do_not_depend_on_record_count() {
 }
 
 #[test]
+fn a_view_of_a_produce_request_allocates_nothing() {
+    use josef_protocol::RequestBodyView;
+    let frame = frame_of(&produce_with(1_000));
+    let mut rest = frame.clone();
+    let (_, header) = josef_protocol::decode_request_header(&mut rest).unwrap();
+    let body: &[u8] = &rest;
+    let (allocs, view) = count(|| {
+        let mut buf = body;
+        let view =
+            RequestBodyView::decode_view(ApiKey::Produce, header.request_api_version, &mut buf)
+                .unwrap();
+        // Reading it all (the records of every partition) allocates nothing either.
+        let RequestBodyView::Produce(p) = view else {
+            unreachable!("a produce frame")
+        };
+        let records: usize = p
+            .topic_data
+            .iter()
+            .flat_map(|t| t.partition_data.iter())
+            .map(|partition| partition.records.map_or(0, <[u8]>::len))
+            .sum();
+        (view, records)
+    });
+    assert_eq!(allocs, 0, "decoding and reading a view allocates nothing");
+    assert_eq!(view.1, 61 + 1_000 * 110);
+    assert_eq!(view.0.to_body(), RequestBody::Produce(produce_with(1_000)));
+}
+
+#[test]
 fn encoding_reserves_once() {
     let m = produce_with(1_000);
     let len = m.encoded_len(9).unwrap();

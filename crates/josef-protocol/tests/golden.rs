@@ -1,11 +1,13 @@
 //! Golden frames written by real clients (confluent-kafka/librdkafka, kafka-python, kafkajs): every one
-//! decodes completely and re-encodes to the same bytes.
+//! decodes completely and re-encodes to the same bytes, and its borrowed views read the same values.
 //!
 //! The frames are copied into `tests/data/<client>/` so that this test does not depend on the shared
 //! fixtures; `decodes_shared_fixture_frames_when_present` also reads the shared directory when it exists.
 
 use bytes::{Bytes, BytesMut};
-use josef_protocol::{decode_request_header, encode_request_frame, RequestBody};
+use josef_protocol::{
+    decode_request_header, encode_request_frame, DecodeView, MessageView, RequestBody,
+};
 use std::path::{Path, PathBuf};
 
 fn bin_files(dir: &Path) -> Vec<PathBuf> {
@@ -56,6 +58,18 @@ fn check_frame(path: &Path) -> Result<(), String> {
         josef_protocol::decode_request_frame(Bytes::from(raw)).map_err(|e| e.to_string())?;
     if h2 != header || b2 != body {
         return Err("decode_request_frame disagrees".into());
+    }
+    // The borrowed views read the same header and body.
+    let mut rest: &[u8] = &out[4..];
+    let header_view = josef_protocol::RequestHeaderView::decode_view(
+        &mut rest,
+        api_key.request_header_version(version),
+    )
+    .map_err(|e| format!("header view: {e}"))?;
+    let body_view = josef_protocol::RequestBodyView::decode_view(api_key, version, &mut rest)
+        .map_err(|e| format!("body view: {e}"))?;
+    if !rest.is_empty() || header_view.to_message() != header || body_view.to_body() != body {
+        return Err("the views disagree with the owned decode".into());
     }
     Ok(())
 }

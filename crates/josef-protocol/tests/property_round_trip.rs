@@ -51,6 +51,65 @@ fn check_body<B: PartialEq + std::fmt::Debug>(
     );
 }
 
+/// The borrowed view of `bytes` (the encoding of `expected`) reads all of them and converts back
+/// to `expected`.
+fn check_view<'a, B: PartialEq + std::fmt::Debug, V>(
+    what: &str,
+    version: i16,
+    expected: &B,
+    bytes: &'a [u8],
+    decode_view: impl Fn(&mut &'a [u8]) -> Result<V, DecodeError>,
+    to_owned: impl Fn(&V) -> B,
+) {
+    let mut rest = bytes;
+    let view = decode_view(&mut rest)
+        .unwrap_or_else(|e| panic!("{what} v{version}: decode_view: {e}\n{expected:?}"));
+    assert!(
+        rest.is_empty(),
+        "{what} v{version}: view left {} bytes",
+        rest.len()
+    );
+    assert_eq!(
+        &to_owned(&view),
+        expected,
+        "{what} v{version}: view.to_message() != m"
+    );
+}
+
+/// The owned decoder and the view decoder agree on `bytes`: both fail with the same error, or both
+/// succeed, consume the same bytes and give equal messages.
+fn same_as_view(k: ApiKey, v: i16, bytes: &[u8], request: bool) {
+    let mut owned_rest = Bytes::copy_from_slice(bytes);
+    let mut view_rest = bytes;
+    let (owned, view) = if request {
+        (
+            RequestBody::decode(k, v, &mut owned_rest).map(|b| format!("{b:?}")),
+            RequestBodyView::decode_view(k, v, &mut view_rest)
+                .map(|b| format!("{:?}", b.to_body())),
+        )
+    } else {
+        (
+            ResponseBody::decode(k, v, &mut owned_rest).map(|b| format!("{b:?}")),
+            ResponseBodyView::decode_view(k, v, &mut view_rest)
+                .map(|b| format!("{:?}", b.to_body())),
+        )
+    };
+    assert_eq!(
+        owned,
+        view,
+        "{} v{v}: owned and view decoders disagree",
+        k.name()
+    );
+    if owned.is_ok() {
+        assert_eq!(
+            owned_rest.len(),
+            view_rest.len(),
+            "{} v{v}: consumed lengths differ",
+            k.name()
+        );
+    }
+}
+
 struct Checker;
 
 impl CheckMessage for Checker {
@@ -63,6 +122,16 @@ impl CheckMessage for Checker {
             |m, b| m.encode(b, version),
             |m| m.encoded_len(version),
             |b| M::decode(b, version),
+        );
+        let mut buf = BytesMut::new();
+        m.encode(&mut buf, version).unwrap();
+        check_view(
+            name,
+            version,
+            m,
+            &buf,
+            |b| M::View::decode_view(b, version),
+            |view| view.to_message(),
         );
     }
 }
@@ -80,6 +149,12 @@ proptest! {
                 check_body(k.name(), v, &req, |m, b| m.encode(b, v), |m, b| m.encode(b, v), |m| m.encoded_len(v), |b| RequestBody::decode(k, v, b));
                 let resp = random_response(k, &mut g, v);
                 check_body(k.name(), v, &resp, |m, b| m.encode(b, v), |m, b| m.encode(b, v), |m| m.encoded_len(v), |b| ResponseBody::decode(k, v, b));
+                let mut buf = BytesMut::new();
+                req.encode(&mut buf, v).unwrap();
+                check_view(k.name(), v, &req, &buf, |b| RequestBodyView::decode_view(k, v, b), |view| view.to_body());
+                let mut buf = BytesMut::new();
+                resp.encode(&mut buf, v).unwrap();
+                check_view(k.name(), v, &resp, &buf, |b| ResponseBodyView::decode_view(k, v, b), |view| view.to_body());
             }
         }
     }
@@ -156,7 +231,38 @@ proptest! {
                 let i = at % frame.len();
                 frame[i] ^= x;
             }
-            let _ = decode_request_frame(Bytes::from(frame));
+            let _ = decode_request_frame(Bytes::from(frame.clone()));
+            // Past the header, the owned and the view decoders accept the same bodies.
+            let mut rest = Bytes::from(frame);
+            if decode_request_header(&mut rest).is_ok() {
+                same_as_view(k, v, &rest, true);
+            }
+        }
+    }
+
+    #[test]
+    fn owned_and_view_decoders_agree_on_mutated_bodies(seed in any::<u64>(), flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..4), cut in any::<usize>()) {
+        let mut g = Gen::new(seed);
+        for k in ApiKey::ALL {
+            let (lo, hi) = k.valid_versions();
+            let v = lo + (g.next() % (hi - lo + 1) as u64) as i16;
+            for request in [true, false] {
+                let mut buf = BytesMut::new();
+                if request {
+                    random_request(k, &mut g, v).encode(&mut buf, v).unwrap();
+                } else {
+                    random_response(k, &mut g, v).encode(&mut buf, v).unwrap();
+                }
+                let mut body = buf.to_vec();
+                if !body.is_empty() {
+                    for (at, x) in &flips {
+                        let i = at % body.len();
+                        body[i] ^= x;
+                    }
+                    body.truncate(body.len() - cut % (body.len() / 4 + 1));
+                }
+                same_as_view(k, v, &body, request);
+            }
         }
     }
 }

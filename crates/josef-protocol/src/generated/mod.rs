@@ -6,4 +6,4 @@ pub mod coordinator_records;
 pub mod messages;
 
 pub use api_key::ApiKey;
-pub use bodies::{RequestBody, ResponseBody};
+pub use bodies::{RequestBody, RequestBodyView, ResponseBody, ResponseBodyView};

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -80,7 +81,65 @@ impl Encode for ConsumerGroupCurrentMemberAssignmentKey {
     }
 }
 
+/// A borrowed view of [`ConsumerGroupCurrentMemberAssignmentKey`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConsumerGroupCurrentMemberAssignmentKeyView<'a> {
+    /// `GroupId`: `string`, versions 8.
+    pub group_id: &'a str,
+    /// `MemberId`: `string`, versions 8.
+    pub member_id: &'a str,
+}
+
+impl Default for ConsumerGroupCurrentMemberAssignmentKeyView<'_> {
+    fn default() -> Self {
+        Self {
+            group_id: "",
+            member_id: "",
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ConsumerGroupCurrentMemberAssignmentKeyView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(8..=8).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ConsumerGroupCurrentMemberAssignmentKey",
+                version,
+            });
+        }
+        let flexible = false;
+        let f_group_id = read::get_str(buf, flexible)?;
+        let f_member_id = read::get_str(buf, flexible)?;
+        Ok(Self {
+            group_id: f_group_id,
+            member_id: f_member_id,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ConsumerGroupCurrentMemberAssignmentKeyView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ConsumerGroupCurrentMemberAssignmentKeyView<'_> {
+    type Owned = ConsumerGroupCurrentMemberAssignmentKey;
+    fn to_message(&self) -> ConsumerGroupCurrentMemberAssignmentKey {
+        ConsumerGroupCurrentMemberAssignmentKey {
+            group_id: StrBytes::from(self.group_id),
+            member_id: StrBytes::from(self.member_id),
+        }
+    }
+}
+
 impl Message for ConsumerGroupCurrentMemberAssignmentKey {
+    type View<'a> = ConsumerGroupCurrentMemberAssignmentKeyView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 8, max: 8 };
     const FLEXIBLE_VERSIONS: Option<i16> = None;
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

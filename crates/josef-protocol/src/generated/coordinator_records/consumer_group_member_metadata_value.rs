@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -205,6 +206,148 @@ impl Encode for ConsumerGroupMemberMetadataValue {
     }
 }
 
+/// A borrowed view of [`ConsumerGroupMemberMetadataValue`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConsumerGroupMemberMetadataValueView<'a> {
+    /// `InstanceId`: `string`, versions 0+, nullable in 0+.
+    pub instance_id: Option<&'a str>,
+    /// `RackId`: `string`, versions 0+, nullable in 0+.
+    pub rack_id: Option<&'a str>,
+    /// `ClientId`: `string`, versions 0+.
+    pub client_id: &'a str,
+    /// `ClientHost`: `string`, versions 0+.
+    pub client_host: &'a str,
+    /// `SubscribedTopicNames`: `[]string`, versions 0+.
+    pub subscribed_topic_names: ArrayView<'a, &'a str>,
+    /// `SubscribedTopicRegex`: `string`, versions 0+, nullable in 0+.
+    pub subscribed_topic_regex: Option<&'a str>,
+    /// `RebalanceTimeoutMs`: `int32`, versions 0+, default `-1`.
+    pub rebalance_timeout_ms: i32,
+    /// `ServerAssignor`: `string`, versions 0+, nullable in 0+.
+    pub server_assignor: Option<&'a str>,
+    /// `ClassicMemberMetadata`: `ClassicMemberMetadata`, versions 0+, nullable in 0+, tagged field 0 in 0+, default null.
+    pub classic_member_metadata: Option<ClassicMemberMetadataView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ConsumerGroupMemberMetadataValueView<'_> {
+    fn default() -> Self {
+        Self {
+            instance_id: Some(""),
+            rack_id: Some(""),
+            client_id: "",
+            client_host: "",
+            subscribed_topic_names: ArrayView::empty(),
+            subscribed_topic_regex: Some(""),
+            rebalance_timeout_ms: -1,
+            server_assignor: Some(""),
+            classic_member_metadata: None,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ConsumerGroupMemberMetadataValueView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ConsumerGroupMemberMetadataValue",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_instance_id = read::get_nullable_str(buf, flexible)?;
+        let f_rack_id = read::get_nullable_str(buf, flexible)?;
+        let f_client_id = read::get_str(buf, flexible)?;
+        let f_client_host = read::get_str(buf, flexible)?;
+        let f_subscribed_topic_names = read::get_array(buf, flexible, version)?;
+        let f_subscribed_topic_regex = read::get_nullable_str(buf, flexible)?;
+        let f_rebalance_timeout_ms = read::get_i32(buf)?;
+        let f_server_assignor = read::get_nullable_str(buf, flexible)?;
+        let mut f_classic_member_metadata = None;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    0 => {
+                        let buf = &mut data;
+                        f_classic_member_metadata = read::get_nullable_struct(buf, |buf| {
+                            ClassicMemberMetadataView::decode_view(buf, version)
+                        })?;
+                        read::expect_consumed(
+                            buf,
+                            "ConsumerGroupMemberMetadataValue.ClassicMemberMetadata",
+                        )?;
+                    }
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            instance_id: f_instance_id,
+            rack_id: f_rack_id,
+            client_id: f_client_id,
+            client_host: f_client_host,
+            subscribed_topic_names: f_subscribed_topic_names,
+            subscribed_topic_regex: f_subscribed_topic_regex,
+            rebalance_timeout_ms: f_rebalance_timeout_ms,
+            server_assignor: f_server_assignor,
+            classic_member_metadata: f_classic_member_metadata,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ConsumerGroupMemberMetadataValueView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ConsumerGroupMemberMetadataValueView<'_> {
+    type Owned = ConsumerGroupMemberMetadataValue;
+    fn to_message(&self) -> ConsumerGroupMemberMetadataValue {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                0 => true,
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ConsumerGroupMemberMetadataValue {
+            instance_id: self.instance_id.map(|v| StrBytes::from(v)),
+            rack_id: self.rack_id.map(|v| StrBytes::from(v)),
+            client_id: StrBytes::from(self.client_id),
+            client_host: StrBytes::from(self.client_host),
+            subscribed_topic_names: self
+                .subscribed_topic_names
+                .iter()
+                .map(|e0| StrBytes::from(e0))
+                .collect(),
+            subscribed_topic_regex: self.subscribed_topic_regex.map(|v| StrBytes::from(v)),
+            rebalance_timeout_ms: self.rebalance_timeout_ms,
+            server_assignor: self.server_assignor.map(|v| StrBytes::from(v)),
+            classic_member_metadata: self.classic_member_metadata.map(|v| v.to_message()),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `ClassicProtocol` struct of `ConsumerGroupMemberMetadataValue`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClassicProtocol {
@@ -283,6 +426,86 @@ impl Encode for ClassicProtocol {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`ClassicProtocol`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClassicProtocolView<'a> {
+    /// `Name`: `string`, versions 0+.
+    pub name: &'a str,
+    /// `Metadata`: `bytes`, versions 0+.
+    pub metadata: &'a [u8],
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ClassicProtocolView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            metadata: &[],
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ClassicProtocolView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_metadata = read::get_bytes(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            metadata: f_metadata,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ClassicProtocolView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ClassicProtocolView<'_> {
+    type Owned = ClassicProtocol;
+    fn to_message(&self) -> ClassicProtocol {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ClassicProtocol {
+            name: StrBytes::from(self.name),
+            metadata: Bytes::copy_from_slice(self.metadata),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -380,7 +603,92 @@ impl Encode for ClassicMemberMetadata {
     }
 }
 
+/// A borrowed view of [`ClassicMemberMetadata`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClassicMemberMetadataView<'a> {
+    /// `SessionTimeoutMs`: `int32`, versions 0+.
+    pub session_timeout_ms: i32,
+    /// `SupportedProtocols`: `[]ClassicProtocol`, versions 0+.
+    pub supported_protocols: ArrayView<'a, ClassicProtocolView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ClassicMemberMetadataView<'_> {
+    fn default() -> Self {
+        Self {
+            session_timeout_ms: 0,
+            supported_protocols: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ClassicMemberMetadataView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_session_timeout_ms = read::get_i32(buf)?;
+        let f_supported_protocols = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            session_timeout_ms: f_session_timeout_ms,
+            supported_protocols: f_supported_protocols,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ClassicMemberMetadataView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ClassicMemberMetadataView<'_> {
+    type Owned = ClassicMemberMetadata;
+    fn to_message(&self) -> ClassicMemberMetadata {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ClassicMemberMetadata {
+            session_timeout_ms: self.session_timeout_ms,
+            supported_protocols: self
+                .supported_protocols
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for ConsumerGroupMemberMetadataValue {
+    type View<'a> = ConsumerGroupMemberMetadataValueView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

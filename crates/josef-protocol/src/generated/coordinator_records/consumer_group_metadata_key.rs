@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -73,7 +74,57 @@ impl Encode for ConsumerGroupMetadataKey {
     }
 }
 
+/// A borrowed view of [`ConsumerGroupMetadataKey`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConsumerGroupMetadataKeyView<'a> {
+    /// `GroupId`: `string`, versions 3.
+    pub group_id: &'a str,
+}
+
+impl Default for ConsumerGroupMetadataKeyView<'_> {
+    fn default() -> Self {
+        Self { group_id: "" }
+    }
+}
+
+impl<'a> DecodeView<'a> for ConsumerGroupMetadataKeyView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(3..=3).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ConsumerGroupMetadataKey",
+                version,
+            });
+        }
+        let flexible = false;
+        let f_group_id = read::get_str(buf, flexible)?;
+        Ok(Self {
+            group_id: f_group_id,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ConsumerGroupMetadataKeyView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ConsumerGroupMetadataKeyView<'_> {
+    type Owned = ConsumerGroupMetadataKey;
+    fn to_message(&self) -> ConsumerGroupMetadataKey {
+        ConsumerGroupMetadataKey {
+            group_id: StrBytes::from(self.group_id),
+        }
+    }
+}
+
 impl Message for ConsumerGroupMetadataKey {
+    type View<'a> = ConsumerGroupMetadataKeyView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 3, max: 3 };
     const FLEXIBLE_VERSIONS: Option<i16> = None;
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -117,6 +118,85 @@ impl Encode for ConsumerGroupPartitionMetadataValue {
     }
 }
 
+/// A borrowed view of [`ConsumerGroupPartitionMetadataValue`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConsumerGroupPartitionMetadataValueView<'a> {
+    /// `Topics`: `[]TopicMetadata`, versions 0+.
+    pub topics: ArrayView<'a, TopicMetadataView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ConsumerGroupPartitionMetadataValueView<'_> {
+    fn default() -> Self {
+        Self {
+            topics: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ConsumerGroupPartitionMetadataValueView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ConsumerGroupPartitionMetadataValue",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_topics = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topics: f_topics,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ConsumerGroupPartitionMetadataValueView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ConsumerGroupPartitionMetadataValueView<'_> {
+    type Owned = ConsumerGroupPartitionMetadataValue;
+    fn to_message(&self) -> ConsumerGroupPartitionMetadataValue {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ConsumerGroupPartitionMetadataValue {
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `PartitionMetadata` struct of `ConsumerGroupPartitionMetadataValue`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartitionMetadata {
@@ -207,6 +287,86 @@ impl Encode for PartitionMetadata {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`PartitionMetadata`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PartitionMetadataView<'a> {
+    /// `Partition`: `int32`, versions 0+.
+    pub partition: i32,
+    /// `Racks`: `[]string`, versions 0+.
+    pub racks: ArrayView<'a, &'a str>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for PartitionMetadataView<'_> {
+    fn default() -> Self {
+        Self {
+            partition: 0,
+            racks: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for PartitionMetadataView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_partition = read::get_i32(buf)?;
+        let f_racks = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            partition: f_partition,
+            racks: f_racks,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for PartitionMetadataView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for PartitionMetadataView<'_> {
+    type Owned = PartitionMetadata;
+    fn to_message(&self) -> PartitionMetadata {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        PartitionMetadata {
+            partition: self.partition,
+            racks: self.racks.iter().map(|e0| StrBytes::from(e0)).collect(),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -318,7 +478,104 @@ impl Encode for TopicMetadata {
     }
 }
 
+/// A borrowed view of [`TopicMetadata`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TopicMetadataView<'a> {
+    /// `TopicId`: `uuid`, versions 0+.
+    pub topic_id: Uuid,
+    /// `TopicName`: `string`, versions 0+.
+    pub topic_name: &'a str,
+    /// `NumPartitions`: `int32`, versions 0+.
+    pub num_partitions: i32,
+    /// `PartitionMetadata`: `[]PartitionMetadata`, versions 0+.
+    pub partition_metadata: ArrayView<'a, PartitionMetadataView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for TopicMetadataView<'_> {
+    fn default() -> Self {
+        Self {
+            topic_id: Uuid::ZERO,
+            topic_name: "",
+            num_partitions: 0,
+            partition_metadata: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for TopicMetadataView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_topic_id = read::get_uuid(buf)?;
+        let f_topic_name = read::get_str(buf, flexible)?;
+        let f_num_partitions = read::get_i32(buf)?;
+        let f_partition_metadata = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic_id: f_topic_id,
+            topic_name: f_topic_name,
+            num_partitions: f_num_partitions,
+            partition_metadata: f_partition_metadata,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for TopicMetadataView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for TopicMetadataView<'_> {
+    type Owned = TopicMetadata;
+    fn to_message(&self) -> TopicMetadata {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        TopicMetadata {
+            topic_id: self.topic_id,
+            topic_name: StrBytes::from(self.topic_name),
+            num_partitions: self.num_partitions,
+            partition_metadata: self
+                .partition_metadata
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for ConsumerGroupPartitionMetadataValue {
+    type View<'a> = ConsumerGroupPartitionMetadataValueView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -73,7 +74,57 @@ impl Encode for ConsumerGroupTargetAssignmentMetadataKey {
     }
 }
 
+/// A borrowed view of [`ConsumerGroupTargetAssignmentMetadataKey`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConsumerGroupTargetAssignmentMetadataKeyView<'a> {
+    /// `GroupId`: `string`, versions 6.
+    pub group_id: &'a str,
+}
+
+impl Default for ConsumerGroupTargetAssignmentMetadataKeyView<'_> {
+    fn default() -> Self {
+        Self { group_id: "" }
+    }
+}
+
+impl<'a> DecodeView<'a> for ConsumerGroupTargetAssignmentMetadataKeyView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(6..=6).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ConsumerGroupTargetAssignmentMetadataKey",
+                version,
+            });
+        }
+        let flexible = false;
+        let f_group_id = read::get_str(buf, flexible)?;
+        Ok(Self {
+            group_id: f_group_id,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ConsumerGroupTargetAssignmentMetadataKeyView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ConsumerGroupTargetAssignmentMetadataKeyView<'_> {
+    type Owned = ConsumerGroupTargetAssignmentMetadataKey;
+    fn to_message(&self) -> ConsumerGroupTargetAssignmentMetadataKey {
+        ConsumerGroupTargetAssignmentMetadataKey {
+            group_id: StrBytes::from(self.group_id),
+        }
+    }
+}
+
 impl Message for ConsumerGroupTargetAssignmentMetadataKey {
+    type View<'a> = ConsumerGroupTargetAssignmentMetadataKeyView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 6, max: 6 };
     const FLEXIBLE_VERSIONS: Option<i16> = None;
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -105,7 +106,87 @@ impl Encode for ConsumerGroupTargetAssignmentMetadataValue {
     }
 }
 
+/// A borrowed view of [`ConsumerGroupTargetAssignmentMetadataValue`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConsumerGroupTargetAssignmentMetadataValueView<'a> {
+    /// `AssignmentEpoch`: `int32`, versions 0+.
+    pub assignment_epoch: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ConsumerGroupTargetAssignmentMetadataValueView<'_> {
+    fn default() -> Self {
+        Self {
+            assignment_epoch: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ConsumerGroupTargetAssignmentMetadataValueView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ConsumerGroupTargetAssignmentMetadataValue",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_assignment_epoch = read::get_i32(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            assignment_epoch: f_assignment_epoch,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ConsumerGroupTargetAssignmentMetadataValueView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ConsumerGroupTargetAssignmentMetadataValueView<'_> {
+    type Owned = ConsumerGroupTargetAssignmentMetadataValue;
+    fn to_message(&self) -> ConsumerGroupTargetAssignmentMetadataValue {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ConsumerGroupTargetAssignmentMetadataValue {
+            assignment_epoch: self.assignment_epoch,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for ConsumerGroupTargetAssignmentMetadataValue {
+    type View<'a> = ConsumerGroupTargetAssignmentMetadataValueView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

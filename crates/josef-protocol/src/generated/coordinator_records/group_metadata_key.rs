@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -71,7 +72,55 @@ impl Encode for GroupMetadataKey {
     }
 }
 
+/// A borrowed view of [`GroupMetadataKey`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GroupMetadataKeyView<'a> {
+    /// `group`: `string`, versions 2.
+    pub group: &'a str,
+}
+
+impl Default for GroupMetadataKeyView<'_> {
+    fn default() -> Self {
+        Self { group: "" }
+    }
+}
+
+impl<'a> DecodeView<'a> for GroupMetadataKeyView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(2..=2).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "GroupMetadataKey",
+                version,
+            });
+        }
+        let flexible = false;
+        let f_group = read::get_str(buf, flexible)?;
+        Ok(Self { group: f_group })
+    }
+}
+
+impl<'a> ViewElement<'a> for GroupMetadataKeyView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for GroupMetadataKeyView<'_> {
+    type Owned = GroupMetadataKey;
+    fn to_message(&self) -> GroupMetadataKey {
+        GroupMetadataKey {
+            group: StrBytes::from(self.group),
+        }
+    }
+}
+
 impl Message for GroupMetadataKey {
+    type View<'a> = GroupMetadataKeyView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 2, max: 2 };
     const FLEXIBLE_VERSIONS: Option<i16> = None;
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -160,6 +161,119 @@ impl Encode for GroupMetadataValue {
     }
 }
 
+/// A borrowed view of [`GroupMetadataValue`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GroupMetadataValueView<'a> {
+    /// `protocolType`: `string`, versions 0+.
+    pub protocol_type: &'a str,
+    /// `generation`: `int32`, versions 0+.
+    pub generation: i32,
+    /// `protocol`: `string`, versions 0+, nullable in 0+.
+    pub protocol: Option<&'a str>,
+    /// `leader`: `string`, versions 0+, nullable in 0+.
+    pub leader: Option<&'a str>,
+    /// `currentStateTimestamp`: `int64`, versions 2+, default `-1`, ignorable.
+    pub current_state_timestamp: i64,
+    /// `members`: `[]MemberMetadata`, versions 0+.
+    pub members: ArrayView<'a, MemberMetadataView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for GroupMetadataValueView<'_> {
+    fn default() -> Self {
+        Self {
+            protocol_type: "",
+            generation: 0,
+            protocol: Some(""),
+            leader: Some(""),
+            current_state_timestamp: -1,
+            members: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for GroupMetadataValueView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=4).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "GroupMetadataValue",
+                version,
+            });
+        }
+        let flexible = version >= 4;
+        let f_protocol_type = read::get_str(buf, flexible)?;
+        let f_generation = read::get_i32(buf)?;
+        let f_protocol = read::get_nullable_str(buf, flexible)?;
+        let f_leader = read::get_nullable_str(buf, flexible)?;
+        let f_current_state_timestamp = if version >= 2 {
+            read::get_i64(buf)?
+        } else {
+            -1
+        };
+        let f_members = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            protocol_type: f_protocol_type,
+            generation: f_generation,
+            protocol: f_protocol,
+            leader: f_leader,
+            current_state_timestamp: f_current_state_timestamp,
+            members: f_members,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for GroupMetadataValueView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for GroupMetadataValueView<'_> {
+    type Owned = GroupMetadataValue;
+    fn to_message(&self) -> GroupMetadataValue {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        GroupMetadataValue {
+            protocol_type: StrBytes::from(self.protocol_type),
+            generation: self.generation,
+            protocol: self.protocol.map(|v| StrBytes::from(v)),
+            leader: self.leader.map(|v| StrBytes::from(v)),
+            current_state_timestamp: self.current_state_timestamp,
+            members: self.members.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `MemberMetadata` struct of `GroupMetadataValue`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemberMetadata {
@@ -299,7 +413,132 @@ impl Encode for MemberMetadata {
     }
 }
 
+/// A borrowed view of [`MemberMetadata`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MemberMetadataView<'a> {
+    /// `memberId`: `string`, versions 0+.
+    pub member_id: &'a str,
+    /// `groupInstanceId`: `string`, versions 3+, nullable in 3+, default null, ignorable.
+    pub group_instance_id: Option<&'a str>,
+    /// `clientId`: `string`, versions 0+.
+    pub client_id: &'a str,
+    /// `clientHost`: `string`, versions 0+.
+    pub client_host: &'a str,
+    /// `rebalanceTimeout`: `int32`, versions 1+, default `-1`, ignorable.
+    pub rebalance_timeout: i32,
+    /// `sessionTimeout`: `int32`, versions 0+.
+    pub session_timeout: i32,
+    /// `subscription`: `bytes`, versions 0+.
+    pub subscription: &'a [u8],
+    /// `assignment`: `bytes`, versions 0+.
+    pub assignment: &'a [u8],
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for MemberMetadataView<'_> {
+    fn default() -> Self {
+        Self {
+            member_id: "",
+            group_instance_id: None,
+            client_id: "",
+            client_host: "",
+            rebalance_timeout: -1,
+            session_timeout: 0,
+            subscription: &[],
+            assignment: &[],
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for MemberMetadataView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 4;
+        let f_member_id = read::get_str(buf, flexible)?;
+        let f_group_instance_id = if version >= 3 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            None
+        };
+        let f_client_id = read::get_str(buf, flexible)?;
+        let f_client_host = read::get_str(buf, flexible)?;
+        let f_rebalance_timeout = if version >= 1 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let f_session_timeout = read::get_i32(buf)?;
+        let f_subscription = read::get_bytes(buf, flexible)?;
+        let f_assignment = read::get_bytes(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            member_id: f_member_id,
+            group_instance_id: f_group_instance_id,
+            client_id: f_client_id,
+            client_host: f_client_host,
+            rebalance_timeout: f_rebalance_timeout,
+            session_timeout: f_session_timeout,
+            subscription: f_subscription,
+            assignment: f_assignment,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for MemberMetadataView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for MemberMetadataView<'_> {
+    type Owned = MemberMetadata;
+    fn to_message(&self) -> MemberMetadata {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        MemberMetadata {
+            member_id: StrBytes::from(self.member_id),
+            group_instance_id: self.group_instance_id.map(|v| StrBytes::from(v)),
+            client_id: StrBytes::from(self.client_id),
+            client_host: StrBytes::from(self.client_host),
+            rebalance_timeout: self.rebalance_timeout,
+            session_timeout: self.session_timeout,
+            subscription: Bytes::copy_from_slice(self.subscription),
+            assignment: Bytes::copy_from_slice(self.assignment),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for GroupMetadataValue {
+    type View<'a> = GroupMetadataValueView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(4);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -35,35 +35,81 @@ pub mod share_group_target_assignment_metadata_value;
 pub mod transaction_log_key;
 pub mod transaction_log_value;
 
-pub use consumer_group_current_member_assignment_key::ConsumerGroupCurrentMemberAssignmentKey;
-pub use consumer_group_current_member_assignment_value::ConsumerGroupCurrentMemberAssignmentValue;
-pub use consumer_group_member_metadata_key::ConsumerGroupMemberMetadataKey;
-pub use consumer_group_member_metadata_value::ConsumerGroupMemberMetadataValue;
-pub use consumer_group_metadata_key::ConsumerGroupMetadataKey;
-pub use consumer_group_metadata_value::ConsumerGroupMetadataValue;
-pub use consumer_group_partition_metadata_key::ConsumerGroupPartitionMetadataKey;
-pub use consumer_group_partition_metadata_value::ConsumerGroupPartitionMetadataValue;
-pub use consumer_group_target_assignment_member_key::ConsumerGroupTargetAssignmentMemberKey;
-pub use consumer_group_target_assignment_member_value::ConsumerGroupTargetAssignmentMemberValue;
-pub use consumer_group_target_assignment_metadata_key::ConsumerGroupTargetAssignmentMetadataKey;
-pub use consumer_group_target_assignment_metadata_value::ConsumerGroupTargetAssignmentMetadataValue;
-pub use group_metadata_key::GroupMetadataKey;
-pub use group_metadata_value::GroupMetadataValue;
-pub use offset_commit_key::OffsetCommitKey;
-pub use offset_commit_value::OffsetCommitValue;
-pub use share_group_current_member_assignment_key::ShareGroupCurrentMemberAssignmentKey;
-pub use share_group_current_member_assignment_value::ShareGroupCurrentMemberAssignmentValue;
-pub use share_group_member_metadata_key::ShareGroupMemberMetadataKey;
-pub use share_group_member_metadata_value::ShareGroupMemberMetadataValue;
-pub use share_group_metadata_key::ShareGroupMetadataKey;
-pub use share_group_metadata_value::ShareGroupMetadataValue;
-pub use share_group_partition_metadata_key::ShareGroupPartitionMetadataKey;
-pub use share_group_partition_metadata_value::ShareGroupPartitionMetadataValue;
-pub use share_group_state_partition_metadata_key::ShareGroupStatePartitionMetadataKey;
-pub use share_group_state_partition_metadata_value::ShareGroupStatePartitionMetadataValue;
-pub use share_group_target_assignment_member_key::ShareGroupTargetAssignmentMemberKey;
-pub use share_group_target_assignment_member_value::ShareGroupTargetAssignmentMemberValue;
-pub use share_group_target_assignment_metadata_key::ShareGroupTargetAssignmentMetadataKey;
-pub use share_group_target_assignment_metadata_value::ShareGroupTargetAssignmentMetadataValue;
-pub use transaction_log_key::TransactionLogKey;
-pub use transaction_log_value::TransactionLogValue;
+pub use consumer_group_current_member_assignment_key::{
+    ConsumerGroupCurrentMemberAssignmentKey, ConsumerGroupCurrentMemberAssignmentKeyView,
+};
+pub use consumer_group_current_member_assignment_value::{
+    ConsumerGroupCurrentMemberAssignmentValue, ConsumerGroupCurrentMemberAssignmentValueView,
+};
+pub use consumer_group_member_metadata_key::{
+    ConsumerGroupMemberMetadataKey, ConsumerGroupMemberMetadataKeyView,
+};
+pub use consumer_group_member_metadata_value::{
+    ConsumerGroupMemberMetadataValue, ConsumerGroupMemberMetadataValueView,
+};
+pub use consumer_group_metadata_key::{ConsumerGroupMetadataKey, ConsumerGroupMetadataKeyView};
+pub use consumer_group_metadata_value::{
+    ConsumerGroupMetadataValue, ConsumerGroupMetadataValueView,
+};
+pub use consumer_group_partition_metadata_key::{
+    ConsumerGroupPartitionMetadataKey, ConsumerGroupPartitionMetadataKeyView,
+};
+pub use consumer_group_partition_metadata_value::{
+    ConsumerGroupPartitionMetadataValue, ConsumerGroupPartitionMetadataValueView,
+};
+pub use consumer_group_target_assignment_member_key::{
+    ConsumerGroupTargetAssignmentMemberKey, ConsumerGroupTargetAssignmentMemberKeyView,
+};
+pub use consumer_group_target_assignment_member_value::{
+    ConsumerGroupTargetAssignmentMemberValue, ConsumerGroupTargetAssignmentMemberValueView,
+};
+pub use consumer_group_target_assignment_metadata_key::{
+    ConsumerGroupTargetAssignmentMetadataKey, ConsumerGroupTargetAssignmentMetadataKeyView,
+};
+pub use consumer_group_target_assignment_metadata_value::{
+    ConsumerGroupTargetAssignmentMetadataValue, ConsumerGroupTargetAssignmentMetadataValueView,
+};
+pub use group_metadata_key::{GroupMetadataKey, GroupMetadataKeyView};
+pub use group_metadata_value::{GroupMetadataValue, GroupMetadataValueView};
+pub use offset_commit_key::{OffsetCommitKey, OffsetCommitKeyView};
+pub use offset_commit_value::{OffsetCommitValue, OffsetCommitValueView};
+pub use share_group_current_member_assignment_key::{
+    ShareGroupCurrentMemberAssignmentKey, ShareGroupCurrentMemberAssignmentKeyView,
+};
+pub use share_group_current_member_assignment_value::{
+    ShareGroupCurrentMemberAssignmentValue, ShareGroupCurrentMemberAssignmentValueView,
+};
+pub use share_group_member_metadata_key::{
+    ShareGroupMemberMetadataKey, ShareGroupMemberMetadataKeyView,
+};
+pub use share_group_member_metadata_value::{
+    ShareGroupMemberMetadataValue, ShareGroupMemberMetadataValueView,
+};
+pub use share_group_metadata_key::{ShareGroupMetadataKey, ShareGroupMetadataKeyView};
+pub use share_group_metadata_value::{ShareGroupMetadataValue, ShareGroupMetadataValueView};
+pub use share_group_partition_metadata_key::{
+    ShareGroupPartitionMetadataKey, ShareGroupPartitionMetadataKeyView,
+};
+pub use share_group_partition_metadata_value::{
+    ShareGroupPartitionMetadataValue, ShareGroupPartitionMetadataValueView,
+};
+pub use share_group_state_partition_metadata_key::{
+    ShareGroupStatePartitionMetadataKey, ShareGroupStatePartitionMetadataKeyView,
+};
+pub use share_group_state_partition_metadata_value::{
+    ShareGroupStatePartitionMetadataValue, ShareGroupStatePartitionMetadataValueView,
+};
+pub use share_group_target_assignment_member_key::{
+    ShareGroupTargetAssignmentMemberKey, ShareGroupTargetAssignmentMemberKeyView,
+};
+pub use share_group_target_assignment_member_value::{
+    ShareGroupTargetAssignmentMemberValue, ShareGroupTargetAssignmentMemberValueView,
+};
+pub use share_group_target_assignment_metadata_key::{
+    ShareGroupTargetAssignmentMetadataKey, ShareGroupTargetAssignmentMetadataKeyView,
+};
+pub use share_group_target_assignment_metadata_value::{
+    ShareGroupTargetAssignmentMetadataValue, ShareGroupTargetAssignmentMetadataValueView,
+};
+pub use transaction_log_key::{TransactionLogKey, TransactionLogKeyView};
+pub use transaction_log_value::{TransactionLogValue, TransactionLogValueView};

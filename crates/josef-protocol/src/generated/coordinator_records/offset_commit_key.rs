@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -87,7 +88,71 @@ impl Encode for OffsetCommitKey {
     }
 }
 
+/// A borrowed view of [`OffsetCommitKey`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OffsetCommitKeyView<'a> {
+    /// `group`: `string`, versions 0-1.
+    pub group: &'a str,
+    /// `topic`: `string`, versions 0-1.
+    pub topic: &'a str,
+    /// `partition`: `int32`, versions 0-1.
+    pub partition: i32,
+}
+
+impl Default for OffsetCommitKeyView<'_> {
+    fn default() -> Self {
+        Self {
+            group: "",
+            topic: "",
+            partition: 0,
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for OffsetCommitKeyView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=1).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "OffsetCommitKey",
+                version,
+            });
+        }
+        let flexible = false;
+        let f_group = read::get_str(buf, flexible)?;
+        let f_topic = read::get_str(buf, flexible)?;
+        let f_partition = read::get_i32(buf)?;
+        Ok(Self {
+            group: f_group,
+            topic: f_topic,
+            partition: f_partition,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for OffsetCommitKeyView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for OffsetCommitKeyView<'_> {
+    type Owned = OffsetCommitKey;
+    fn to_message(&self) -> OffsetCommitKey {
+        OffsetCommitKey {
+            group: StrBytes::from(self.group),
+            topic: StrBytes::from(self.topic),
+            partition: self.partition,
+        }
+    }
+}
+
 impl Message for OffsetCommitKey {
+    type View<'a> = OffsetCommitKeyView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_VERSIONS: Option<i16> = None;
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -149,7 +150,119 @@ impl Encode for OffsetCommitValue {
     }
 }
 
+/// A borrowed view of [`OffsetCommitValue`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OffsetCommitValueView<'a> {
+    /// `offset`: `int64`, versions 0+.
+    pub offset: i64,
+    /// `leaderEpoch`: `int32`, versions 3+, default `-1`, ignorable.
+    pub leader_epoch: i32,
+    /// `metadata`: `string`, versions 0+.
+    pub metadata: &'a str,
+    /// `commitTimestamp`: `int64`, versions 0+.
+    pub commit_timestamp: i64,
+    /// `expireTimestamp`: `int64`, versions 1, default `-1`, ignorable.
+    pub expire_timestamp: i64,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for OffsetCommitValueView<'_> {
+    fn default() -> Self {
+        Self {
+            offset: 0,
+            leader_epoch: -1,
+            metadata: "",
+            commit_timestamp: 0,
+            expire_timestamp: -1,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for OffsetCommitValueView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=4).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "OffsetCommitValue",
+                version,
+            });
+        }
+        let flexible = version >= 4;
+        let f_offset = read::get_i64(buf)?;
+        let f_leader_epoch = if version >= 3 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let f_metadata = read::get_str(buf, flexible)?;
+        let f_commit_timestamp = read::get_i64(buf)?;
+        let f_expire_timestamp = if version == 1 {
+            read::get_i64(buf)?
+        } else {
+            -1
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            offset: f_offset,
+            leader_epoch: f_leader_epoch,
+            metadata: f_metadata,
+            commit_timestamp: f_commit_timestamp,
+            expire_timestamp: f_expire_timestamp,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for OffsetCommitValueView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for OffsetCommitValueView<'_> {
+    type Owned = OffsetCommitValue;
+    fn to_message(&self) -> OffsetCommitValue {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        OffsetCommitValue {
+            offset: self.offset,
+            leader_epoch: self.leader_epoch,
+            metadata: StrBytes::from(self.metadata),
+            commit_timestamp: self.commit_timestamp,
+            expire_timestamp: self.expire_timestamp,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for OffsetCommitValue {
+    type View<'a> = OffsetCommitValueView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(4);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -139,6 +140,107 @@ impl Encode for ShareGroupCurrentMemberAssignmentValue {
     }
 }
 
+/// A borrowed view of [`ShareGroupCurrentMemberAssignmentValue`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShareGroupCurrentMemberAssignmentValueView<'a> {
+    /// `MemberEpoch`: `int32`, versions 0+.
+    pub member_epoch: i32,
+    /// `PreviousMemberEpoch`: `int32`, versions 0+.
+    pub previous_member_epoch: i32,
+    /// `State`: `int8`, versions 0+.
+    pub state: i8,
+    /// `AssignedPartitions`: `[]TopicPartitions`, versions 0+.
+    pub assigned_partitions: ArrayView<'a, TopicPartitionsView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ShareGroupCurrentMemberAssignmentValueView<'_> {
+    fn default() -> Self {
+        Self {
+            member_epoch: 0,
+            previous_member_epoch: 0,
+            state: 0,
+            assigned_partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ShareGroupCurrentMemberAssignmentValueView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ShareGroupCurrentMemberAssignmentValue",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_member_epoch = read::get_i32(buf)?;
+        let f_previous_member_epoch = read::get_i32(buf)?;
+        let f_state = read::get_i8(buf)?;
+        let f_assigned_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            member_epoch: f_member_epoch,
+            previous_member_epoch: f_previous_member_epoch,
+            state: f_state,
+            assigned_partitions: f_assigned_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ShareGroupCurrentMemberAssignmentValueView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ShareGroupCurrentMemberAssignmentValueView<'_> {
+    type Owned = ShareGroupCurrentMemberAssignmentValue;
+    fn to_message(&self) -> ShareGroupCurrentMemberAssignmentValue {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ShareGroupCurrentMemberAssignmentValue {
+            member_epoch: self.member_epoch,
+            previous_member_epoch: self.previous_member_epoch,
+            state: self.state,
+            assigned_partitions: self
+                .assigned_partitions
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `TopicPartitions` struct of `ShareGroupCurrentMemberAssignmentValue`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicPartitions {
@@ -229,7 +331,88 @@ impl Encode for TopicPartitions {
     }
 }
 
+/// A borrowed view of [`TopicPartitions`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TopicPartitionsView<'a> {
+    /// `TopicId`: `uuid`, versions 0+.
+    pub topic_id: Uuid,
+    /// `Partitions`: `[]int32`, versions 0+.
+    pub partitions: ArrayView<'a, i32>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for TopicPartitionsView<'_> {
+    fn default() -> Self {
+        Self {
+            topic_id: Uuid::ZERO,
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for TopicPartitionsView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_topic_id = read::get_uuid(buf)?;
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic_id: f_topic_id,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for TopicPartitionsView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for TopicPartitionsView<'_> {
+    type Owned = TopicPartitions;
+    fn to_message(&self) -> TopicPartitions {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        TopicPartitions {
+            topic_id: self.topic_id,
+            partitions: self.partitions.iter().collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for ShareGroupCurrentMemberAssignmentValue {
+    type View<'a> = ShareGroupCurrentMemberAssignmentValueView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -80,7 +81,65 @@ impl Encode for ShareGroupMemberMetadataKey {
     }
 }
 
+/// A borrowed view of [`ShareGroupMemberMetadataKey`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShareGroupMemberMetadataKeyView<'a> {
+    /// `GroupId`: `string`, versions 10.
+    pub group_id: &'a str,
+    /// `MemberId`: `string`, versions 10.
+    pub member_id: &'a str,
+}
+
+impl Default for ShareGroupMemberMetadataKeyView<'_> {
+    fn default() -> Self {
+        Self {
+            group_id: "",
+            member_id: "",
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ShareGroupMemberMetadataKeyView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(10..=10).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ShareGroupMemberMetadataKey",
+                version,
+            });
+        }
+        let flexible = false;
+        let f_group_id = read::get_str(buf, flexible)?;
+        let f_member_id = read::get_str(buf, flexible)?;
+        Ok(Self {
+            group_id: f_group_id,
+            member_id: f_member_id,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ShareGroupMemberMetadataKeyView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ShareGroupMemberMetadataKeyView<'_> {
+    type Owned = ShareGroupMemberMetadataKey;
+    fn to_message(&self) -> ShareGroupMemberMetadataKey {
+        ShareGroupMemberMetadataKey {
+            group_id: StrBytes::from(self.group_id),
+            member_id: StrBytes::from(self.member_id),
+        }
+    }
+}
+
 impl Message for ShareGroupMemberMetadataKey {
+    type View<'a> = ShareGroupMemberMetadataKeyView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 10, max: 10 };
     const FLEXIBLE_VERSIONS: Option<i16> = None;
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

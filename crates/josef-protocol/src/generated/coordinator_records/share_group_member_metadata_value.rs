@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -139,7 +140,109 @@ impl Encode for ShareGroupMemberMetadataValue {
     }
 }
 
+/// A borrowed view of [`ShareGroupMemberMetadataValue`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShareGroupMemberMetadataValueView<'a> {
+    /// `RackId`: `string`, versions 0+, nullable in 0+.
+    pub rack_id: Option<&'a str>,
+    /// `ClientId`: `string`, versions 0+.
+    pub client_id: &'a str,
+    /// `ClientHost`: `string`, versions 0+.
+    pub client_host: &'a str,
+    /// `SubscribedTopicNames`: `[]string`, versions 0+.
+    pub subscribed_topic_names: ArrayView<'a, &'a str>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ShareGroupMemberMetadataValueView<'_> {
+    fn default() -> Self {
+        Self {
+            rack_id: Some(""),
+            client_id: "",
+            client_host: "",
+            subscribed_topic_names: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ShareGroupMemberMetadataValueView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ShareGroupMemberMetadataValue",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_rack_id = read::get_nullable_str(buf, flexible)?;
+        let f_client_id = read::get_str(buf, flexible)?;
+        let f_client_host = read::get_str(buf, flexible)?;
+        let f_subscribed_topic_names = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            rack_id: f_rack_id,
+            client_id: f_client_id,
+            client_host: f_client_host,
+            subscribed_topic_names: f_subscribed_topic_names,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ShareGroupMemberMetadataValueView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ShareGroupMemberMetadataValueView<'_> {
+    type Owned = ShareGroupMemberMetadataValue;
+    fn to_message(&self) -> ShareGroupMemberMetadataValue {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ShareGroupMemberMetadataValue {
+            rack_id: self.rack_id.map(|v| StrBytes::from(v)),
+            client_id: StrBytes::from(self.client_id),
+            client_host: StrBytes::from(self.client_host),
+            subscribed_topic_names: self
+                .subscribed_topic_names
+                .iter()
+                .map(|e0| StrBytes::from(e0))
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for ShareGroupMemberMetadataValue {
+    type View<'a> = ShareGroupMemberMetadataValueView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -73,7 +74,57 @@ impl Encode for ShareGroupMetadataKey {
     }
 }
 
+/// A borrowed view of [`ShareGroupMetadataKey`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShareGroupMetadataKeyView<'a> {
+    /// `GroupId`: `string`, versions 11.
+    pub group_id: &'a str,
+}
+
+impl Default for ShareGroupMetadataKeyView<'_> {
+    fn default() -> Self {
+        Self { group_id: "" }
+    }
+}
+
+impl<'a> DecodeView<'a> for ShareGroupMetadataKeyView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(11..=11).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ShareGroupMetadataKey",
+                version,
+            });
+        }
+        let flexible = false;
+        let f_group_id = read::get_str(buf, flexible)?;
+        Ok(Self {
+            group_id: f_group_id,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ShareGroupMetadataKeyView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ShareGroupMetadataKeyView<'_> {
+    type Owned = ShareGroupMetadataKey;
+    fn to_message(&self) -> ShareGroupMetadataKey {
+        ShareGroupMetadataKey {
+            group_id: StrBytes::from(self.group_id),
+        }
+    }
+}
+
 impl Message for ShareGroupMetadataKey {
+    type View<'a> = ShareGroupMetadataKeyView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 11, max: 11 };
     const FLEXIBLE_VERSIONS: Option<i16> = None;
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -73,7 +74,57 @@ impl Encode for ShareGroupStatePartitionMetadataKey {
     }
 }
 
+/// A borrowed view of [`ShareGroupStatePartitionMetadataKey`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShareGroupStatePartitionMetadataKeyView<'a> {
+    /// `GroupId`: `string`, versions 15.
+    pub group_id: &'a str,
+}
+
+impl Default for ShareGroupStatePartitionMetadataKeyView<'_> {
+    fn default() -> Self {
+        Self { group_id: "" }
+    }
+}
+
+impl<'a> DecodeView<'a> for ShareGroupStatePartitionMetadataKeyView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(15..=15).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ShareGroupStatePartitionMetadataKey",
+                version,
+            });
+        }
+        let flexible = false;
+        let f_group_id = read::get_str(buf, flexible)?;
+        Ok(Self {
+            group_id: f_group_id,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ShareGroupStatePartitionMetadataKeyView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ShareGroupStatePartitionMetadataKeyView<'_> {
+    type Owned = ShareGroupStatePartitionMetadataKey;
+    fn to_message(&self) -> ShareGroupStatePartitionMetadataKey {
+        ShareGroupStatePartitionMetadataKey {
+            group_id: StrBytes::from(self.group_id),
+        }
+    }
+}
+
 impl Message for ShareGroupStatePartitionMetadataKey {
+    type View<'a> = ShareGroupStatePartitionMetadataKeyView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 15, max: 15 };
     const FLEXIBLE_VERSIONS: Option<i16> = None;
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -73,7 +74,57 @@ impl Encode for ShareGroupTargetAssignmentMetadataKey {
     }
 }
 
+/// A borrowed view of [`ShareGroupTargetAssignmentMetadataKey`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShareGroupTargetAssignmentMetadataKeyView<'a> {
+    /// `GroupId`: `string`, versions 12.
+    pub group_id: &'a str,
+}
+
+impl Default for ShareGroupTargetAssignmentMetadataKeyView<'_> {
+    fn default() -> Self {
+        Self { group_id: "" }
+    }
+}
+
+impl<'a> DecodeView<'a> for ShareGroupTargetAssignmentMetadataKeyView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(12..=12).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ShareGroupTargetAssignmentMetadataKey",
+                version,
+            });
+        }
+        let flexible = false;
+        let f_group_id = read::get_str(buf, flexible)?;
+        Ok(Self {
+            group_id: f_group_id,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ShareGroupTargetAssignmentMetadataKeyView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ShareGroupTargetAssignmentMetadataKeyView<'_> {
+    type Owned = ShareGroupTargetAssignmentMetadataKey;
+    fn to_message(&self) -> ShareGroupTargetAssignmentMetadataKey {
+        ShareGroupTargetAssignmentMetadataKey {
+            group_id: StrBytes::from(self.group_id),
+        }
+    }
+}
+
 impl Message for ShareGroupTargetAssignmentMetadataKey {
+    type View<'a> = ShareGroupTargetAssignmentMetadataKeyView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 12, max: 12 };
     const FLEXIBLE_VERSIONS: Option<i16> = None;
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -73,7 +74,59 @@ impl Encode for TransactionLogKey {
     }
 }
 
+/// A borrowed view of [`TransactionLogKey`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TransactionLogKeyView<'a> {
+    /// `TransactionalId`: `string`, versions 0.
+    pub transactional_id: &'a str,
+}
+
+impl Default for TransactionLogKeyView<'_> {
+    fn default() -> Self {
+        Self {
+            transactional_id: "",
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for TransactionLogKeyView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "TransactionLogKey",
+                version,
+            });
+        }
+        let flexible = false;
+        let f_transactional_id = read::get_str(buf, flexible)?;
+        Ok(Self {
+            transactional_id: f_transactional_id,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for TransactionLogKeyView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for TransactionLogKeyView<'_> {
+    type Owned = TransactionLogKey;
+    fn to_message(&self) -> TransactionLogKey {
+        TransactionLogKey {
+            transactional_id: StrBytes::from(self.transactional_id),
+        }
+    }
+}
+
 impl Message for TransactionLogKey {
+    type View<'a> = TransactionLogKeyView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = None;
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

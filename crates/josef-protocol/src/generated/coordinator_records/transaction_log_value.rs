@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -257,6 +258,159 @@ impl Encode for TransactionLogValue {
     }
 }
 
+/// A borrowed view of [`TransactionLogValue`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TransactionLogValueView<'a> {
+    /// `ProducerId`: `int64`, versions 0+.
+    pub producer_id: i64,
+    /// `PreviousProducerId`: `int64`, versions 1+, tagged field 0 in 1+, default `-1`.
+    pub previous_producer_id: i64,
+    /// `NextProducerId`: `int64`, versions 1+, tagged field 1 in 1+, default `-1`.
+    pub next_producer_id: i64,
+    /// `ProducerEpoch`: `int16`, versions 0+.
+    pub producer_epoch: i16,
+    /// `TransactionTimeoutMs`: `int32`, versions 0+.
+    pub transaction_timeout_ms: i32,
+    /// `TransactionStatus`: `int8`, versions 0+.
+    pub transaction_status: i8,
+    /// `TransactionPartitions`: `[]PartitionsSchema`, versions 0+, nullable in 0+.
+    pub transaction_partitions: Option<ArrayView<'a, PartitionsSchemaView<'a>>>,
+    /// `TransactionLastUpdateTimestampMs`: `int64`, versions 0+.
+    pub transaction_last_update_timestamp_ms: i64,
+    /// `TransactionStartTimestampMs`: `int64`, versions 0+.
+    pub transaction_start_timestamp_ms: i64,
+    /// `ClientTransactionVersion`: `int16`, versions 1+, tagged field 2 in 1+, default `0`.
+    pub client_transaction_version: i16,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for TransactionLogValueView<'_> {
+    fn default() -> Self {
+        Self {
+            producer_id: 0,
+            previous_producer_id: -1,
+            next_producer_id: -1,
+            producer_epoch: 0,
+            transaction_timeout_ms: 0,
+            transaction_status: 0,
+            transaction_partitions: Some(ArrayView::empty()),
+            transaction_last_update_timestamp_ms: 0,
+            transaction_start_timestamp_ms: 0,
+            client_transaction_version: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for TransactionLogValueView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=1).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "TransactionLogValue",
+                version,
+            });
+        }
+        let flexible = version >= 1;
+        let f_producer_id = read::get_i64(buf)?;
+        let mut f_previous_producer_id = -1;
+        let mut f_next_producer_id = -1;
+        let f_producer_epoch = read::get_i16(buf)?;
+        let f_transaction_timeout_ms = read::get_i32(buf)?;
+        let f_transaction_status = read::get_i8(buf)?;
+        let f_transaction_partitions = read::get_nullable_array(buf, flexible, version)?;
+        let f_transaction_last_update_timestamp_ms = read::get_i64(buf)?;
+        let f_transaction_start_timestamp_ms = read::get_i64(buf)?;
+        let mut f_client_transaction_version = 0;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    0 if version >= 1 => {
+                        let buf = &mut data;
+                        f_previous_producer_id = read::get_i64(buf)?;
+                        read::expect_consumed(buf, "TransactionLogValue.PreviousProducerId")?;
+                    }
+                    1 if version >= 1 => {
+                        let buf = &mut data;
+                        f_next_producer_id = read::get_i64(buf)?;
+                        read::expect_consumed(buf, "TransactionLogValue.NextProducerId")?;
+                    }
+                    2 if version >= 1 => {
+                        let buf = &mut data;
+                        f_client_transaction_version = read::get_i16(buf)?;
+                        read::expect_consumed(buf, "TransactionLogValue.ClientTransactionVersion")?;
+                    }
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            producer_id: f_producer_id,
+            previous_producer_id: f_previous_producer_id,
+            next_producer_id: f_next_producer_id,
+            producer_epoch: f_producer_epoch,
+            transaction_timeout_ms: f_transaction_timeout_ms,
+            transaction_status: f_transaction_status,
+            transaction_partitions: f_transaction_partitions,
+            transaction_last_update_timestamp_ms: f_transaction_last_update_timestamp_ms,
+            transaction_start_timestamp_ms: f_transaction_start_timestamp_ms,
+            client_transaction_version: f_client_transaction_version,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for TransactionLogValueView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for TransactionLogValueView<'_> {
+    type Owned = TransactionLogValue;
+    fn to_message(&self) -> TransactionLogValue {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                0 if version >= 1 => true,
+                1 if version >= 1 => true,
+                2 if version >= 1 => true,
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        TransactionLogValue {
+            producer_id: self.producer_id,
+            previous_producer_id: self.previous_producer_id,
+            next_producer_id: self.next_producer_id,
+            producer_epoch: self.producer_epoch,
+            transaction_timeout_ms: self.transaction_timeout_ms,
+            transaction_status: self.transaction_status,
+            transaction_partitions: self
+                .transaction_partitions
+                .map(|v| v.iter().map(|e0| e0.to_message()).collect()),
+            transaction_last_update_timestamp_ms: self.transaction_last_update_timestamp_ms,
+            transaction_start_timestamp_ms: self.transaction_start_timestamp_ms,
+            client_transaction_version: self.client_transaction_version,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `PartitionsSchema` struct of `TransactionLogValue`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartitionsSchema {
@@ -347,7 +501,88 @@ impl Encode for PartitionsSchema {
     }
 }
 
+/// A borrowed view of [`PartitionsSchema`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PartitionsSchemaView<'a> {
+    /// `Topic`: `string`, versions 0+.
+    pub topic: &'a str,
+    /// `PartitionIds`: `[]int32`, versions 0+.
+    pub partition_ids: ArrayView<'a, i32>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for PartitionsSchemaView<'_> {
+    fn default() -> Self {
+        Self {
+            topic: "",
+            partition_ids: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for PartitionsSchemaView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 1;
+        let f_topic = read::get_str(buf, flexible)?;
+        let f_partition_ids = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic: f_topic,
+            partition_ids: f_partition_ids,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for PartitionsSchemaView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for PartitionsSchemaView<'_> {
+    type Owned = PartitionsSchema;
+    fn to_message(&self) -> PartitionsSchema {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        PartitionsSchema {
+            topic: StrBytes::from(self.topic),
+            partition_ids: self.partition_ids.iter().collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for TransactionLogValue {
+    type View<'a> = TransactionLogValueView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(1);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

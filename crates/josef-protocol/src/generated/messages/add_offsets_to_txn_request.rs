@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -128,7 +129,105 @@ impl Encode for AddOffsetsToTxnRequest {
     }
 }
 
+/// A borrowed view of [`AddOffsetsToTxnRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AddOffsetsToTxnRequestView<'a> {
+    /// `TransactionalId`: `string`, versions 0+.
+    pub transactional_id: &'a str,
+    /// `ProducerId`: `int64`, versions 0+.
+    pub producer_id: i64,
+    /// `ProducerEpoch`: `int16`, versions 0+.
+    pub producer_epoch: i16,
+    /// `GroupId`: `string`, versions 0+.
+    pub group_id: &'a str,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for AddOffsetsToTxnRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            transactional_id: "",
+            producer_id: 0,
+            producer_epoch: 0,
+            group_id: "",
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for AddOffsetsToTxnRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=4).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "AddOffsetsToTxnRequest",
+                version,
+            });
+        }
+        let flexible = version >= 3;
+        let f_transactional_id = read::get_str(buf, flexible)?;
+        let f_producer_id = read::get_i64(buf)?;
+        let f_producer_epoch = read::get_i16(buf)?;
+        let f_group_id = read::get_str(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            transactional_id: f_transactional_id,
+            producer_id: f_producer_id,
+            producer_epoch: f_producer_epoch,
+            group_id: f_group_id,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for AddOffsetsToTxnRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for AddOffsetsToTxnRequestView<'_> {
+    type Owned = AddOffsetsToTxnRequest;
+    fn to_message(&self) -> AddOffsetsToTxnRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        AddOffsetsToTxnRequest {
+            transactional_id: StrBytes::from(self.transactional_id),
+            producer_id: self.producer_id,
+            producer_epoch: self.producer_epoch,
+            group_id: StrBytes::from(self.group_id),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for AddOffsetsToTxnRequest {
+    type View<'a> = AddOffsetsToTxnRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(3);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -225,6 +226,125 @@ impl Encode for AddPartitionsToTxnRequest {
     }
 }
 
+/// A borrowed view of [`AddPartitionsToTxnRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AddPartitionsToTxnRequestView<'a> {
+    /// `Transactions`: `[]AddPartitionsToTxnTransaction`, versions 4+.
+    pub transactions: ArrayView<'a, AddPartitionsToTxnTransactionView<'a>>,
+    /// `V3AndBelowTransactionalId`: `string`, versions 0-3.
+    pub v3_and_below_transactional_id: &'a str,
+    /// `V3AndBelowProducerId`: `int64`, versions 0-3.
+    pub v3_and_below_producer_id: i64,
+    /// `V3AndBelowProducerEpoch`: `int16`, versions 0-3.
+    pub v3_and_below_producer_epoch: i16,
+    /// `V3AndBelowTopics`: `[]AddPartitionsToTxnTopic`, versions 0-3.
+    pub v3_and_below_topics: ArrayView<'a, AddPartitionsToTxnTopicView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for AddPartitionsToTxnRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            transactions: ArrayView::empty(),
+            v3_and_below_transactional_id: "",
+            v3_and_below_producer_id: 0,
+            v3_and_below_producer_epoch: 0,
+            v3_and_below_topics: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for AddPartitionsToTxnRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=5).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "AddPartitionsToTxnRequest",
+                version,
+            });
+        }
+        let flexible = version >= 3;
+        let f_transactions = if version >= 4 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let f_v3_and_below_transactional_id = if version <= 3 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_v3_and_below_producer_id = if version <= 3 { read::get_i64(buf)? } else { 0 };
+        let f_v3_and_below_producer_epoch = if version <= 3 { read::get_i16(buf)? } else { 0 };
+        let f_v3_and_below_topics = if version <= 3 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            transactions: f_transactions,
+            v3_and_below_transactional_id: f_v3_and_below_transactional_id,
+            v3_and_below_producer_id: f_v3_and_below_producer_id,
+            v3_and_below_producer_epoch: f_v3_and_below_producer_epoch,
+            v3_and_below_topics: f_v3_and_below_topics,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for AddPartitionsToTxnRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for AddPartitionsToTxnRequestView<'_> {
+    type Owned = AddPartitionsToTxnRequest;
+    fn to_message(&self) -> AddPartitionsToTxnRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        AddPartitionsToTxnRequest {
+            transactions: self.transactions.iter().map(|e0| e0.to_message()).collect(),
+            v3_and_below_transactional_id: StrBytes::from(self.v3_and_below_transactional_id),
+            v3_and_below_producer_id: self.v3_and_below_producer_id,
+            v3_and_below_producer_epoch: self.v3_and_below_producer_epoch,
+            v3_and_below_topics: self
+                .v3_and_below_topics
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `AddPartitionsToTxnTransaction` struct of `AddPartitionsToTxnRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AddPartitionsToTxnTransaction {
@@ -403,6 +523,116 @@ impl Encode for AddPartitionsToTxnTransaction {
     }
 }
 
+/// A borrowed view of [`AddPartitionsToTxnTransaction`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AddPartitionsToTxnTransactionView<'a> {
+    /// `TransactionalId`: `string`, versions 4+, map key.
+    pub transactional_id: &'a str,
+    /// `ProducerId`: `int64`, versions 4+.
+    pub producer_id: i64,
+    /// `ProducerEpoch`: `int16`, versions 4+.
+    pub producer_epoch: i16,
+    /// `VerifyOnly`: `bool`, versions 4+, default `false`.
+    pub verify_only: bool,
+    /// `Topics`: `[]AddPartitionsToTxnTopic`, versions 4+.
+    pub topics: ArrayView<'a, AddPartitionsToTxnTopicView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for AddPartitionsToTxnTransactionView<'_> {
+    fn default() -> Self {
+        Self {
+            transactional_id: "",
+            producer_id: 0,
+            producer_epoch: 0,
+            verify_only: false,
+            topics: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for AddPartitionsToTxnTransactionView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 3;
+        let f_transactional_id = if version >= 4 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_producer_id = if version >= 4 { read::get_i64(buf)? } else { 0 };
+        let f_producer_epoch = if version >= 4 { read::get_i16(buf)? } else { 0 };
+        let f_verify_only = if version >= 4 {
+            read::get_bool(buf)?
+        } else {
+            false
+        };
+        let f_topics = if version >= 4 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            transactional_id: f_transactional_id,
+            producer_id: f_producer_id,
+            producer_epoch: f_producer_epoch,
+            verify_only: f_verify_only,
+            topics: f_topics,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for AddPartitionsToTxnTransactionView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for AddPartitionsToTxnTransactionView<'_> {
+    type Owned = AddPartitionsToTxnTransaction;
+    fn to_message(&self) -> AddPartitionsToTxnTransaction {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        AddPartitionsToTxnTransaction {
+            transactional_id: StrBytes::from(self.transactional_id),
+            producer_id: self.producer_id,
+            producer_epoch: self.producer_epoch,
+            verify_only: self.verify_only,
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `AddPartitionsToTxnTopic` struct of `AddPartitionsToTxnRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AddPartitionsToTxnTopic {
@@ -493,7 +723,88 @@ impl Encode for AddPartitionsToTxnTopic {
     }
 }
 
+/// A borrowed view of [`AddPartitionsToTxnTopic`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AddPartitionsToTxnTopicView<'a> {
+    /// `Name`: `string`, versions 0+, map key.
+    pub name: &'a str,
+    /// `Partitions`: `[]int32`, versions 0+.
+    pub partitions: ArrayView<'a, i32>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for AddPartitionsToTxnTopicView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for AddPartitionsToTxnTopicView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 3;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for AddPartitionsToTxnTopicView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for AddPartitionsToTxnTopicView<'_> {
+    type Owned = AddPartitionsToTxnTopic;
+    fn to_message(&self) -> AddPartitionsToTxnTopic {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        AddPartitionsToTxnTopic {
+            name: StrBytes::from(self.name),
+            partitions: self.partitions.iter().collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for AddPartitionsToTxnRequest {
+    type View<'a> = AddPartitionsToTxnRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(3);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -188,6 +189,119 @@ impl Encode for AddPartitionsToTxnResponse {
     }
 }
 
+/// A borrowed view of [`AddPartitionsToTxnResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AddPartitionsToTxnResponseView<'a> {
+    /// `ThrottleTimeMs`: `int32`, versions 0+.
+    pub throttle_time_ms: i32,
+    /// `ErrorCode`: `int16`, versions 4+, ignorable.
+    pub error_code: i16,
+    /// `ResultsByTransaction`: `[]AddPartitionsToTxnResult`, versions 4+.
+    pub results_by_transaction: ArrayView<'a, AddPartitionsToTxnResultView<'a>>,
+    /// `ResultsByTopicV3AndBelow`: `[]AddPartitionsToTxnTopicResult`, versions 0-3.
+    pub results_by_topic_v3_and_below: ArrayView<'a, AddPartitionsToTxnTopicResultView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for AddPartitionsToTxnResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            error_code: 0,
+            results_by_transaction: ArrayView::empty(),
+            results_by_topic_v3_and_below: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for AddPartitionsToTxnResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=5).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "AddPartitionsToTxnResponse",
+                version,
+            });
+        }
+        let flexible = version >= 3;
+        let f_throttle_time_ms = read::get_i32(buf)?;
+        let f_error_code = if version >= 4 { read::get_i16(buf)? } else { 0 };
+        let f_results_by_transaction = if version >= 4 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let f_results_by_topic_v3_and_below = if version <= 3 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            results_by_transaction: f_results_by_transaction,
+            results_by_topic_v3_and_below: f_results_by_topic_v3_and_below,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for AddPartitionsToTxnResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for AddPartitionsToTxnResponseView<'_> {
+    type Owned = AddPartitionsToTxnResponse;
+    fn to_message(&self) -> AddPartitionsToTxnResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        AddPartitionsToTxnResponse {
+            throttle_time_ms: self.throttle_time_ms,
+            error_code: self.error_code,
+            results_by_transaction: self
+                .results_by_transaction
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            results_by_topic_v3_and_below: self
+                .results_by_topic_v3_and_below
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `AddPartitionsToTxnResult` struct of `AddPartitionsToTxnResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AddPartitionsToTxnResult {
@@ -311,6 +425,98 @@ impl Encode for AddPartitionsToTxnResult {
     }
 }
 
+/// A borrowed view of [`AddPartitionsToTxnResult`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AddPartitionsToTxnResultView<'a> {
+    /// `TransactionalId`: `string`, versions 4+, map key.
+    pub transactional_id: &'a str,
+    /// `TopicResults`: `[]AddPartitionsToTxnTopicResult`, versions 4+.
+    pub topic_results: ArrayView<'a, AddPartitionsToTxnTopicResultView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for AddPartitionsToTxnResultView<'_> {
+    fn default() -> Self {
+        Self {
+            transactional_id: "",
+            topic_results: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for AddPartitionsToTxnResultView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 3;
+        let f_transactional_id = if version >= 4 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_topic_results = if version >= 4 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            transactional_id: f_transactional_id,
+            topic_results: f_topic_results,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for AddPartitionsToTxnResultView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for AddPartitionsToTxnResultView<'_> {
+    type Owned = AddPartitionsToTxnResult;
+    fn to_message(&self) -> AddPartitionsToTxnResult {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        AddPartitionsToTxnResult {
+            transactional_id: StrBytes::from(self.transactional_id),
+            topic_results: self
+                .topic_results
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `AddPartitionsToTxnTopicResult` struct of `AddPartitionsToTxnResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AddPartitionsToTxnTopicResult {
@@ -406,6 +612,90 @@ impl Encode for AddPartitionsToTxnTopicResult {
     }
 }
 
+/// A borrowed view of [`AddPartitionsToTxnTopicResult`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AddPartitionsToTxnTopicResultView<'a> {
+    /// `Name`: `string`, versions 0+, map key.
+    pub name: &'a str,
+    /// `ResultsByPartition`: `[]AddPartitionsToTxnPartitionResult`, versions 0+.
+    pub results_by_partition: ArrayView<'a, AddPartitionsToTxnPartitionResultView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for AddPartitionsToTxnTopicResultView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            results_by_partition: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for AddPartitionsToTxnTopicResultView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 3;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_results_by_partition = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            results_by_partition: f_results_by_partition,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for AddPartitionsToTxnTopicResultView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for AddPartitionsToTxnTopicResultView<'_> {
+    type Owned = AddPartitionsToTxnTopicResult;
+    fn to_message(&self) -> AddPartitionsToTxnTopicResult {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        AddPartitionsToTxnTopicResult {
+            name: StrBytes::from(self.name),
+            results_by_partition: self
+                .results_by_partition
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `AddPartitionsToTxnPartitionResult` struct of `AddPartitionsToTxnResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AddPartitionsToTxnPartitionResult {
@@ -487,7 +777,88 @@ impl Encode for AddPartitionsToTxnPartitionResult {
     }
 }
 
+/// A borrowed view of [`AddPartitionsToTxnPartitionResult`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AddPartitionsToTxnPartitionResultView<'a> {
+    /// `PartitionIndex`: `int32`, versions 0+, map key.
+    pub partition_index: i32,
+    /// `PartitionErrorCode`: `int16`, versions 0+.
+    pub partition_error_code: i16,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for AddPartitionsToTxnPartitionResultView<'_> {
+    fn default() -> Self {
+        Self {
+            partition_index: 0,
+            partition_error_code: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for AddPartitionsToTxnPartitionResultView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 3;
+        let f_partition_index = read::get_i32(buf)?;
+        let f_partition_error_code = read::get_i16(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            partition_index: f_partition_index,
+            partition_error_code: f_partition_error_code,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for AddPartitionsToTxnPartitionResultView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for AddPartitionsToTxnPartitionResultView<'_> {
+    type Owned = AddPartitionsToTxnPartitionResult;
+    fn to_message(&self) -> AddPartitionsToTxnPartitionResult {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        AddPartitionsToTxnPartitionResult {
+            partition_index: self.partition_index,
+            partition_error_code: self.partition_error_code,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for AddPartitionsToTxnResponse {
+    type View<'a> = AddPartitionsToTxnResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(3);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -147,6 +148,109 @@ impl Encode for AddRaftVoterRequest {
     }
 }
 
+/// A borrowed view of [`AddRaftVoterRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AddRaftVoterRequestView<'a> {
+    /// `ClusterId`: `string`, versions 0+, nullable in 0+.
+    pub cluster_id: Option<&'a str>,
+    /// `TimeoutMs`: `int32`, versions 0+.
+    pub timeout_ms: i32,
+    /// `VoterId`: `int32`, versions 0+.
+    pub voter_id: i32,
+    /// `VoterDirectoryId`: `uuid`, versions 0+.
+    pub voter_directory_id: Uuid,
+    /// `Listeners`: `[]Listener`, versions 0+.
+    pub listeners: ArrayView<'a, ListenerView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for AddRaftVoterRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            cluster_id: Some(""),
+            timeout_ms: 0,
+            voter_id: 0,
+            voter_directory_id: Uuid::ZERO,
+            listeners: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for AddRaftVoterRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "AddRaftVoterRequest",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_cluster_id = read::get_nullable_str(buf, flexible)?;
+        let f_timeout_ms = read::get_i32(buf)?;
+        let f_voter_id = read::get_i32(buf)?;
+        let f_voter_directory_id = read::get_uuid(buf)?;
+        let f_listeners = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            cluster_id: f_cluster_id,
+            timeout_ms: f_timeout_ms,
+            voter_id: f_voter_id,
+            voter_directory_id: f_voter_directory_id,
+            listeners: f_listeners,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for AddRaftVoterRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for AddRaftVoterRequestView<'_> {
+    type Owned = AddRaftVoterRequest;
+    fn to_message(&self) -> AddRaftVoterRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        AddRaftVoterRequest {
+            cluster_id: self.cluster_id.map(|v| StrBytes::from(v)),
+            timeout_ms: self.timeout_ms,
+            voter_id: self.voter_id,
+            voter_directory_id: self.voter_directory_id,
+            listeners: self.listeners.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `Listener` struct of `AddRaftVoterRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Listener {
@@ -235,7 +339,94 @@ impl Encode for Listener {
     }
 }
 
+/// A borrowed view of [`Listener`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ListenerView<'a> {
+    /// `Name`: `string`, versions 0+, map key.
+    pub name: &'a str,
+    /// `Host`: `string`, versions 0+.
+    pub host: &'a str,
+    /// `Port`: `uint16`, versions 0+.
+    pub port: u16,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ListenerView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            host: "",
+            port: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ListenerView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_host = read::get_str(buf, flexible)?;
+        let f_port = read::get_u16(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            host: f_host,
+            port: f_port,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ListenerView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ListenerView<'_> {
+    type Owned = Listener;
+    fn to_message(&self) -> Listener {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        Listener {
+            name: StrBytes::from(self.name),
+            host: StrBytes::from(self.host),
+            port: self.port,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for AddRaftVoterRequest {
+    type View<'a> = AddRaftVoterRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

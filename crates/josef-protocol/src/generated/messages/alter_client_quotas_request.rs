@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -126,6 +127,91 @@ impl Encode for AlterClientQuotasRequest {
     }
 }
 
+/// A borrowed view of [`AlterClientQuotasRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AlterClientQuotasRequestView<'a> {
+    /// `Entries`: `[]EntryData`, versions 0+.
+    pub entries: ArrayView<'a, EntryDataView<'a>>,
+    /// `ValidateOnly`: `bool`, versions 0+.
+    pub validate_only: bool,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for AlterClientQuotasRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            entries: ArrayView::empty(),
+            validate_only: false,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for AlterClientQuotasRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=1).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "AlterClientQuotasRequest",
+                version,
+            });
+        }
+        let flexible = version >= 1;
+        let f_entries = read::get_array(buf, flexible, version)?;
+        let f_validate_only = read::get_bool(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            entries: f_entries,
+            validate_only: f_validate_only,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for AlterClientQuotasRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for AlterClientQuotasRequestView<'_> {
+    type Owned = AlterClientQuotasRequest;
+    fn to_message(&self) -> AlterClientQuotasRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        AlterClientQuotasRequest {
+            entries: self.entries.iter().map(|e0| e0.to_message()).collect(),
+            validate_only: self.validate_only,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `EntityData` struct of `AlterClientQuotasRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EntityData {
@@ -204,6 +290,86 @@ impl Encode for EntityData {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`EntityData`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EntityDataView<'a> {
+    /// `EntityType`: `string`, versions 0+.
+    pub entity_type: &'a str,
+    /// `EntityName`: `string`, versions 0+, nullable in 0+.
+    pub entity_name: Option<&'a str>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for EntityDataView<'_> {
+    fn default() -> Self {
+        Self {
+            entity_type: "",
+            entity_name: Some(""),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for EntityDataView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 1;
+        let f_entity_type = read::get_str(buf, flexible)?;
+        let f_entity_name = read::get_nullable_str(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            entity_type: f_entity_type,
+            entity_name: f_entity_name,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for EntityDataView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for EntityDataView<'_> {
+    type Owned = EntityData;
+    fn to_message(&self) -> EntityData {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        EntityData {
+            entity_type: StrBytes::from(self.entity_type),
+            entity_name: self.entity_name.map(|v| StrBytes::from(v)),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -292,6 +458,92 @@ impl Encode for OpData {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`OpData`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OpDataView<'a> {
+    /// `Key`: `string`, versions 0+.
+    pub key: &'a str,
+    /// `Value`: `float64`, versions 0+.
+    pub value: f64,
+    /// `Remove`: `bool`, versions 0+.
+    pub remove: bool,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for OpDataView<'_> {
+    fn default() -> Self {
+        Self {
+            key: "",
+            value: 0.0,
+            remove: false,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for OpDataView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 1;
+        let f_key = read::get_str(buf, flexible)?;
+        let f_value = read::get_f64(buf)?;
+        let f_remove = read::get_bool(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            key: f_key,
+            value: f_value,
+            remove: f_remove,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for OpDataView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for OpDataView<'_> {
+    type Owned = OpData;
+    fn to_message(&self) -> OpData {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        OpData {
+            key: StrBytes::from(self.key),
+            value: self.value,
+            remove: self.remove,
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -400,7 +652,88 @@ impl Encode for EntryData {
     }
 }
 
+/// A borrowed view of [`EntryData`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EntryDataView<'a> {
+    /// `Entity`: `[]EntityData`, versions 0+.
+    pub entity: ArrayView<'a, EntityDataView<'a>>,
+    /// `Ops`: `[]OpData`, versions 0+.
+    pub ops: ArrayView<'a, OpDataView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for EntryDataView<'_> {
+    fn default() -> Self {
+        Self {
+            entity: ArrayView::empty(),
+            ops: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for EntryDataView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 1;
+        let f_entity = read::get_array(buf, flexible, version)?;
+        let f_ops = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            entity: f_entity,
+            ops: f_ops,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for EntryDataView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for EntryDataView<'_> {
+    type Owned = EntryData;
+    fn to_message(&self) -> EntryData {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        EntryData {
+            entity: self.entity.iter().map(|e0| e0.to_message()).collect(),
+            ops: self.ops.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for AlterClientQuotasRequest {
+    type View<'a> = AlterClientQuotasRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(1);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

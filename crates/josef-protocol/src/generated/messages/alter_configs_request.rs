@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -128,6 +129,91 @@ impl Encode for AlterConfigsRequest {
     }
 }
 
+/// A borrowed view of [`AlterConfigsRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AlterConfigsRequestView<'a> {
+    /// `Resources`: `[]AlterConfigsResource`, versions 0+.
+    pub resources: ArrayView<'a, AlterConfigsResourceView<'a>>,
+    /// `ValidateOnly`: `bool`, versions 0+.
+    pub validate_only: bool,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for AlterConfigsRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            resources: ArrayView::empty(),
+            validate_only: false,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for AlterConfigsRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=2).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "AlterConfigsRequest",
+                version,
+            });
+        }
+        let flexible = version >= 2;
+        let f_resources = read::get_array(buf, flexible, version)?;
+        let f_validate_only = read::get_bool(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            resources: f_resources,
+            validate_only: f_validate_only,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for AlterConfigsRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for AlterConfigsRequestView<'_> {
+    type Owned = AlterConfigsRequest;
+    fn to_message(&self) -> AlterConfigsRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        AlterConfigsRequest {
+            resources: self.resources.iter().map(|e0| e0.to_message()).collect(),
+            validate_only: self.validate_only,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `AlterableConfig` struct of `AlterConfigsRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AlterableConfig {
@@ -206,6 +292,86 @@ impl Encode for AlterableConfig {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`AlterableConfig`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AlterableConfigView<'a> {
+    /// `Name`: `string`, versions 0+, map key.
+    pub name: &'a str,
+    /// `Value`: `string`, versions 0+, nullable in 0+.
+    pub value: Option<&'a str>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for AlterableConfigView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            value: Some(""),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for AlterableConfigView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 2;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_value = read::get_nullable_str(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            value: f_value,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for AlterableConfigView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for AlterableConfigView<'_> {
+    type Owned = AlterableConfig;
+    fn to_message(&self) -> AlterableConfig {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        AlterableConfig {
+            name: StrBytes::from(self.name),
+            value: self.value.map(|v| StrBytes::from(v)),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -310,7 +476,94 @@ impl Encode for AlterConfigsResource {
     }
 }
 
+/// A borrowed view of [`AlterConfigsResource`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AlterConfigsResourceView<'a> {
+    /// `ResourceType`: `int8`, versions 0+, map key.
+    pub resource_type: i8,
+    /// `ResourceName`: `string`, versions 0+, map key.
+    pub resource_name: &'a str,
+    /// `Configs`: `[]AlterableConfig`, versions 0+.
+    pub configs: ArrayView<'a, AlterableConfigView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for AlterConfigsResourceView<'_> {
+    fn default() -> Self {
+        Self {
+            resource_type: 0,
+            resource_name: "",
+            configs: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for AlterConfigsResourceView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 2;
+        let f_resource_type = read::get_i8(buf)?;
+        let f_resource_name = read::get_str(buf, flexible)?;
+        let f_configs = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            resource_type: f_resource_type,
+            resource_name: f_resource_name,
+            configs: f_configs,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for AlterConfigsResourceView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for AlterConfigsResourceView<'_> {
+    type Owned = AlterConfigsResource;
+    fn to_message(&self) -> AlterConfigsResource {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        AlterConfigsResource {
+            resource_type: self.resource_type,
+            resource_name: StrBytes::from(self.resource_name),
+            configs: self.configs.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for AlterConfigsRequest {
+    type View<'a> = AlterConfigsRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 2 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(2);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

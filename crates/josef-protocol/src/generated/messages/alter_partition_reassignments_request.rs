@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -127,6 +128,91 @@ impl Encode for AlterPartitionReassignmentsRequest {
     }
 }
 
+/// A borrowed view of [`AlterPartitionReassignmentsRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AlterPartitionReassignmentsRequestView<'a> {
+    /// `TimeoutMs`: `int32`, versions 0+, default `60000`.
+    pub timeout_ms: i32,
+    /// `Topics`: `[]ReassignableTopic`, versions 0+.
+    pub topics: ArrayView<'a, ReassignableTopicView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for AlterPartitionReassignmentsRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            timeout_ms: 60000,
+            topics: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for AlterPartitionReassignmentsRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "AlterPartitionReassignmentsRequest",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_timeout_ms = read::get_i32(buf)?;
+        let f_topics = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            timeout_ms: f_timeout_ms,
+            topics: f_topics,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for AlterPartitionReassignmentsRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for AlterPartitionReassignmentsRequestView<'_> {
+    type Owned = AlterPartitionReassignmentsRequest;
+    fn to_message(&self) -> AlterPartitionReassignmentsRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        AlterPartitionReassignmentsRequest {
+            timeout_ms: self.timeout_ms,
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `ReassignablePartition` struct of `AlterPartitionReassignmentsRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReassignablePartition {
@@ -220,6 +306,86 @@ impl Encode for ReassignablePartition {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`ReassignablePartition`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReassignablePartitionView<'a> {
+    /// `PartitionIndex`: `int32`, versions 0+.
+    pub partition_index: i32,
+    /// `Replicas`: `[]int32`, versions 0+, nullable in 0+, default null.
+    pub replicas: Option<ArrayView<'a, i32>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ReassignablePartitionView<'_> {
+    fn default() -> Self {
+        Self {
+            partition_index: 0,
+            replicas: None,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ReassignablePartitionView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_partition_index = read::get_i32(buf)?;
+        let f_replicas = read::get_nullable_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            partition_index: f_partition_index,
+            replicas: f_replicas,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ReassignablePartitionView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ReassignablePartitionView<'_> {
+    type Owned = ReassignablePartition;
+    fn to_message(&self) -> ReassignablePartition {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ReassignablePartition {
+            partition_index: self.partition_index,
+            replicas: self.replicas.map(|v| v.iter().collect()),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -318,7 +484,88 @@ impl Encode for ReassignableTopic {
     }
 }
 
+/// A borrowed view of [`ReassignableTopic`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReassignableTopicView<'a> {
+    /// `Name`: `string`, versions 0+.
+    pub name: &'a str,
+    /// `Partitions`: `[]ReassignablePartition`, versions 0+.
+    pub partitions: ArrayView<'a, ReassignablePartitionView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ReassignableTopicView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ReassignableTopicView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ReassignableTopicView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ReassignableTopicView<'_> {
+    type Owned = ReassignableTopic;
+    fn to_message(&self) -> ReassignableTopic {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ReassignableTopic {
+            name: StrBytes::from(self.name),
+            partitions: self.partitions.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for AlterPartitionReassignmentsRequest {
+    type View<'a> = AlterPartitionReassignmentsRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -142,6 +143,103 @@ impl Encode for AlterPartitionReassignmentsResponse {
     }
 }
 
+/// A borrowed view of [`AlterPartitionReassignmentsResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AlterPartitionReassignmentsResponseView<'a> {
+    /// `ThrottleTimeMs`: `int32`, versions 0+.
+    pub throttle_time_ms: i32,
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `ErrorMessage`: `string`, versions 0+, nullable in 0+.
+    pub error_message: Option<&'a str>,
+    /// `Responses`: `[]ReassignableTopicResponse`, versions 0+.
+    pub responses: ArrayView<'a, ReassignableTopicResponseView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for AlterPartitionReassignmentsResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            error_code: 0,
+            error_message: Some(""),
+            responses: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for AlterPartitionReassignmentsResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "AlterPartitionReassignmentsResponse",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_throttle_time_ms = read::get_i32(buf)?;
+        let f_error_code = read::get_i16(buf)?;
+        let f_error_message = read::get_nullable_str(buf, flexible)?;
+        let f_responses = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            responses: f_responses,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for AlterPartitionReassignmentsResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for AlterPartitionReassignmentsResponseView<'_> {
+    type Owned = AlterPartitionReassignmentsResponse;
+    fn to_message(&self) -> AlterPartitionReassignmentsResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        AlterPartitionReassignmentsResponse {
+            throttle_time_ms: self.throttle_time_ms,
+            error_code: self.error_code,
+            error_message: self.error_message.map(|v| StrBytes::from(v)),
+            responses: self.responses.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `ReassignablePartitionResponse` struct of `AlterPartitionReassignmentsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReassignablePartitionResponse {
@@ -227,6 +325,92 @@ impl Encode for ReassignablePartitionResponse {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`ReassignablePartitionResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReassignablePartitionResponseView<'a> {
+    /// `PartitionIndex`: `int32`, versions 0+.
+    pub partition_index: i32,
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `ErrorMessage`: `string`, versions 0+, nullable in 0+.
+    pub error_message: Option<&'a str>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ReassignablePartitionResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            partition_index: 0,
+            error_code: 0,
+            error_message: Some(""),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ReassignablePartitionResponseView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_partition_index = read::get_i32(buf)?;
+        let f_error_code = read::get_i16(buf)?;
+        let f_error_message = read::get_nullable_str(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            partition_index: f_partition_index,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ReassignablePartitionResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ReassignablePartitionResponseView<'_> {
+    type Owned = ReassignablePartitionResponse;
+    fn to_message(&self) -> ReassignablePartitionResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ReassignablePartitionResponse {
+            partition_index: self.partition_index,
+            error_code: self.error_code,
+            error_message: self.error_message.map(|v| StrBytes::from(v)),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -325,7 +509,88 @@ impl Encode for ReassignableTopicResponse {
     }
 }
 
+/// A borrowed view of [`ReassignableTopicResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReassignableTopicResponseView<'a> {
+    /// `Name`: `string`, versions 0+.
+    pub name: &'a str,
+    /// `Partitions`: `[]ReassignablePartitionResponse`, versions 0+.
+    pub partitions: ArrayView<'a, ReassignablePartitionResponseView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ReassignableTopicResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ReassignableTopicResponseView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ReassignableTopicResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ReassignableTopicResponseView<'_> {
+    type Owned = ReassignableTopicResponse;
+    fn to_message(&self) -> ReassignableTopicResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ReassignableTopicResponse {
+            name: StrBytes::from(self.name),
+            partitions: self.partitions.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for AlterPartitionReassignmentsResponse {
+    type View<'a> = AlterPartitionReassignmentsResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -133,6 +134,97 @@ impl Encode for AlterPartitionRequest {
     }
 }
 
+/// A borrowed view of [`AlterPartitionRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AlterPartitionRequestView<'a> {
+    /// `BrokerId`: `int32`, versions 0+.
+    pub broker_id: i32,
+    /// `BrokerEpoch`: `int64`, versions 0+, default `-1`.
+    pub broker_epoch: i64,
+    /// `Topics`: `[]TopicData`, versions 0+.
+    pub topics: ArrayView<'a, TopicDataView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for AlterPartitionRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            broker_id: 0,
+            broker_epoch: -1,
+            topics: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for AlterPartitionRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=3).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "AlterPartitionRequest",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_broker_id = read::get_i32(buf)?;
+        let f_broker_epoch = read::get_i64(buf)?;
+        let f_topics = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            broker_id: f_broker_id,
+            broker_epoch: f_broker_epoch,
+            topics: f_topics,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for AlterPartitionRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for AlterPartitionRequestView<'_> {
+    type Owned = AlterPartitionRequest;
+    fn to_message(&self) -> AlterPartitionRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        AlterPartitionRequest {
+            broker_id: self.broker_id,
+            broker_epoch: self.broker_epoch,
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `BrokerState` struct of `AlterPartitionRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BrokerState {
@@ -235,6 +327,90 @@ impl Encode for BrokerState {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`BrokerState`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BrokerStateView<'a> {
+    /// `BrokerId`: `int32`, versions 3+.
+    pub broker_id: i32,
+    /// `BrokerEpoch`: `int64`, versions 3+, default `-1`.
+    pub broker_epoch: i64,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for BrokerStateView<'_> {
+    fn default() -> Self {
+        Self {
+            broker_id: 0,
+            broker_epoch: -1,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for BrokerStateView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_broker_id = if version >= 3 { read::get_i32(buf)? } else { 0 };
+        let f_broker_epoch = if version >= 3 {
+            read::get_i64(buf)?
+        } else {
+            -1
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            broker_id: f_broker_id,
+            broker_epoch: f_broker_epoch,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for BrokerStateView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for BrokerStateView<'_> {
+    type Owned = BrokerState;
+    fn to_message(&self) -> BrokerState {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        BrokerState {
+            broker_id: self.broker_id,
+            broker_epoch: self.broker_epoch,
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -406,6 +582,122 @@ impl Encode for PartitionData {
     }
 }
 
+/// A borrowed view of [`PartitionData`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PartitionDataView<'a> {
+    /// `PartitionIndex`: `int32`, versions 0+.
+    pub partition_index: i32,
+    /// `LeaderEpoch`: `int32`, versions 0+.
+    pub leader_epoch: i32,
+    /// `NewIsr`: `[]int32`, versions 0-2.
+    pub new_isr: ArrayView<'a, i32>,
+    /// `NewIsrWithEpochs`: `[]BrokerState`, versions 3+.
+    pub new_isr_with_epochs: ArrayView<'a, BrokerStateView<'a>>,
+    /// `LeaderRecoveryState`: `int8`, versions 1+, default `0`.
+    pub leader_recovery_state: i8,
+    /// `PartitionEpoch`: `int32`, versions 0+.
+    pub partition_epoch: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for PartitionDataView<'_> {
+    fn default() -> Self {
+        Self {
+            partition_index: 0,
+            leader_epoch: 0,
+            new_isr: ArrayView::empty(),
+            new_isr_with_epochs: ArrayView::empty(),
+            leader_recovery_state: 0,
+            partition_epoch: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for PartitionDataView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_partition_index = read::get_i32(buf)?;
+        let f_leader_epoch = read::get_i32(buf)?;
+        let f_new_isr = if version <= 2 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let f_new_isr_with_epochs = if version >= 3 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let f_leader_recovery_state = if version >= 1 { read::get_i8(buf)? } else { 0 };
+        let f_partition_epoch = read::get_i32(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            partition_index: f_partition_index,
+            leader_epoch: f_leader_epoch,
+            new_isr: f_new_isr,
+            new_isr_with_epochs: f_new_isr_with_epochs,
+            leader_recovery_state: f_leader_recovery_state,
+            partition_epoch: f_partition_epoch,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for PartitionDataView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for PartitionDataView<'_> {
+    type Owned = PartitionData;
+    fn to_message(&self) -> PartitionData {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        PartitionData {
+            partition_index: self.partition_index,
+            leader_epoch: self.leader_epoch,
+            new_isr: self.new_isr.iter().collect(),
+            new_isr_with_epochs: self
+                .new_isr_with_epochs
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            leader_recovery_state: self.leader_recovery_state,
+            partition_epoch: self.partition_epoch,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `TopicData` struct of `AlterPartitionRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicData {
@@ -523,7 +815,102 @@ impl Encode for TopicData {
     }
 }
 
+/// A borrowed view of [`TopicData`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TopicDataView<'a> {
+    /// `TopicName`: `string`, versions 0-1, ignorable.
+    pub topic_name: &'a str,
+    /// `TopicId`: `uuid`, versions 2+, ignorable.
+    pub topic_id: Uuid,
+    /// `Partitions`: `[]PartitionData`, versions 0+.
+    pub partitions: ArrayView<'a, PartitionDataView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for TopicDataView<'_> {
+    fn default() -> Self {
+        Self {
+            topic_name: "",
+            topic_id: Uuid::ZERO,
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for TopicDataView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_topic_name = if version <= 1 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_topic_id = if version >= 2 {
+            read::get_uuid(buf)?
+        } else {
+            Uuid::ZERO
+        };
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic_name: f_topic_name,
+            topic_id: f_topic_id,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for TopicDataView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for TopicDataView<'_> {
+    type Owned = TopicData;
+    fn to_message(&self) -> TopicData {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        TopicData {
+            topic_name: StrBytes::from(self.topic_name),
+            topic_id: self.topic_id,
+            partitions: self.partitions.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for AlterPartitionRequest {
+    type View<'a> = AlterPartitionRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 3 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -142,6 +143,91 @@ impl Encode for AlterUserScramCredentialsRequest {
     }
 }
 
+/// A borrowed view of [`AlterUserScramCredentialsRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AlterUserScramCredentialsRequestView<'a> {
+    /// `Deletions`: `[]ScramCredentialDeletion`, versions 0+.
+    pub deletions: ArrayView<'a, ScramCredentialDeletionView<'a>>,
+    /// `Upsertions`: `[]ScramCredentialUpsertion`, versions 0+.
+    pub upsertions: ArrayView<'a, ScramCredentialUpsertionView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for AlterUserScramCredentialsRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            deletions: ArrayView::empty(),
+            upsertions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for AlterUserScramCredentialsRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "AlterUserScramCredentialsRequest",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_deletions = read::get_array(buf, flexible, version)?;
+        let f_upsertions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            deletions: f_deletions,
+            upsertions: f_upsertions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for AlterUserScramCredentialsRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for AlterUserScramCredentialsRequestView<'_> {
+    type Owned = AlterUserScramCredentialsRequest;
+    fn to_message(&self) -> AlterUserScramCredentialsRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        AlterUserScramCredentialsRequest {
+            deletions: self.deletions.iter().map(|e0| e0.to_message()).collect(),
+            upsertions: self.upsertions.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `ScramCredentialDeletion` struct of `AlterUserScramCredentialsRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScramCredentialDeletion {
@@ -220,6 +306,86 @@ impl Encode for ScramCredentialDeletion {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`ScramCredentialDeletion`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScramCredentialDeletionView<'a> {
+    /// `Name`: `string`, versions 0+.
+    pub name: &'a str,
+    /// `Mechanism`: `int8`, versions 0+.
+    pub mechanism: i8,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ScramCredentialDeletionView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            mechanism: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ScramCredentialDeletionView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_mechanism = read::get_i8(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            mechanism: f_mechanism,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ScramCredentialDeletionView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ScramCredentialDeletionView<'_> {
+    type Owned = ScramCredentialDeletion;
+    fn to_message(&self) -> ScramCredentialDeletion {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ScramCredentialDeletion {
+            name: StrBytes::from(self.name),
+            mechanism: self.mechanism,
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -325,7 +491,106 @@ impl Encode for ScramCredentialUpsertion {
     }
 }
 
+/// A borrowed view of [`ScramCredentialUpsertion`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScramCredentialUpsertionView<'a> {
+    /// `Name`: `string`, versions 0+.
+    pub name: &'a str,
+    /// `Mechanism`: `int8`, versions 0+.
+    pub mechanism: i8,
+    /// `Iterations`: `int32`, versions 0+.
+    pub iterations: i32,
+    /// `Salt`: `bytes`, versions 0+.
+    pub salt: &'a [u8],
+    /// `SaltedPassword`: `bytes`, versions 0+.
+    pub salted_password: &'a [u8],
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ScramCredentialUpsertionView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            mechanism: 0,
+            iterations: 0,
+            salt: &[],
+            salted_password: &[],
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ScramCredentialUpsertionView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_mechanism = read::get_i8(buf)?;
+        let f_iterations = read::get_i32(buf)?;
+        let f_salt = read::get_bytes(buf, flexible)?;
+        let f_salted_password = read::get_bytes(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            mechanism: f_mechanism,
+            iterations: f_iterations,
+            salt: f_salt,
+            salted_password: f_salted_password,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ScramCredentialUpsertionView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ScramCredentialUpsertionView<'_> {
+    type Owned = ScramCredentialUpsertion;
+    fn to_message(&self) -> ScramCredentialUpsertion {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ScramCredentialUpsertion {
+            name: StrBytes::from(self.name),
+            mechanism: self.mechanism,
+            iterations: self.iterations,
+            salt: Bytes::copy_from_slice(self.salt),
+            salted_password: Bytes::copy_from_slice(self.salted_password),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for AlterUserScramCredentialsRequest {
+    type View<'a> = AlterUserScramCredentialsRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -130,7 +131,101 @@ impl Encode for ApiVersionsRequest {
     }
 }
 
+/// A borrowed view of [`ApiVersionsRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ApiVersionsRequestView<'a> {
+    /// `ClientSoftwareName`: `string`, versions 3+, ignorable.
+    pub client_software_name: &'a str,
+    /// `ClientSoftwareVersion`: `string`, versions 3+, ignorable.
+    pub client_software_version: &'a str,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ApiVersionsRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            client_software_name: "",
+            client_software_version: "",
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ApiVersionsRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=4).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ApiVersionsRequest",
+                version,
+            });
+        }
+        let flexible = version >= 3;
+        let f_client_software_name = if version >= 3 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_client_software_version = if version >= 3 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            client_software_name: f_client_software_name,
+            client_software_version: f_client_software_version,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ApiVersionsRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ApiVersionsRequestView<'_> {
+    type Owned = ApiVersionsRequest;
+    fn to_message(&self) -> ApiVersionsRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ApiVersionsRequest {
+            client_software_name: StrBytes::from(self.client_software_name),
+            client_software_version: StrBytes::from(self.client_software_version),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for ApiVersionsRequest {
+    type View<'a> = ApiVersionsRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(3);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

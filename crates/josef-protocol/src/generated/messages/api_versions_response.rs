@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -273,6 +274,153 @@ impl Encode for ApiVersionsResponse {
     }
 }
 
+/// A borrowed view of [`ApiVersionsResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ApiVersionsResponseView<'a> {
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `ApiKeys`: `[]ApiVersion`, versions 0+.
+    pub api_keys: ArrayView<'a, ApiVersionView<'a>>,
+    /// `ThrottleTimeMs`: `int32`, versions 1+, ignorable.
+    pub throttle_time_ms: i32,
+    /// `SupportedFeatures`: `[]SupportedFeatureKey`, versions 3+, tagged field 0 in 3+, ignorable.
+    pub supported_features: ArrayView<'a, SupportedFeatureKeyView<'a>>,
+    /// `FinalizedFeaturesEpoch`: `int64`, versions 3+, tagged field 1 in 3+, default `-1`, ignorable.
+    pub finalized_features_epoch: i64,
+    /// `FinalizedFeatures`: `[]FinalizedFeatureKey`, versions 3+, tagged field 2 in 3+, ignorable.
+    pub finalized_features: ArrayView<'a, FinalizedFeatureKeyView<'a>>,
+    /// `ZkMigrationReady`: `bool`, versions 3+, tagged field 3 in 3+, default `false`, ignorable.
+    pub zk_migration_ready: bool,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ApiVersionsResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            error_code: 0,
+            api_keys: ArrayView::empty(),
+            throttle_time_ms: 0,
+            supported_features: ArrayView::empty(),
+            finalized_features_epoch: -1,
+            finalized_features: ArrayView::empty(),
+            zk_migration_ready: false,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ApiVersionsResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=4).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ApiVersionsResponse",
+                version,
+            });
+        }
+        let flexible = version >= 3;
+        let f_error_code = read::get_i16(buf)?;
+        let f_api_keys = read::get_array(buf, flexible, version)?;
+        let f_throttle_time_ms = if version >= 1 { read::get_i32(buf)? } else { 0 };
+        let mut f_supported_features = ArrayView::empty();
+        let mut f_finalized_features_epoch = -1;
+        let mut f_finalized_features = ArrayView::empty();
+        let mut f_zk_migration_ready = false;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    0 if version >= 3 => {
+                        let buf = &mut data;
+                        f_supported_features = read::get_array(buf, true, version)?;
+                        read::expect_consumed(buf, "ApiVersionsResponse.SupportedFeatures")?;
+                    }
+                    1 if version >= 3 => {
+                        let buf = &mut data;
+                        f_finalized_features_epoch = read::get_i64(buf)?;
+                        read::expect_consumed(buf, "ApiVersionsResponse.FinalizedFeaturesEpoch")?;
+                    }
+                    2 if version >= 3 => {
+                        let buf = &mut data;
+                        f_finalized_features = read::get_array(buf, true, version)?;
+                        read::expect_consumed(buf, "ApiVersionsResponse.FinalizedFeatures")?;
+                    }
+                    3 if version >= 3 => {
+                        let buf = &mut data;
+                        f_zk_migration_ready = read::get_bool(buf)?;
+                        read::expect_consumed(buf, "ApiVersionsResponse.ZkMigrationReady")?;
+                    }
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            error_code: f_error_code,
+            api_keys: f_api_keys,
+            throttle_time_ms: f_throttle_time_ms,
+            supported_features: f_supported_features,
+            finalized_features_epoch: f_finalized_features_epoch,
+            finalized_features: f_finalized_features,
+            zk_migration_ready: f_zk_migration_ready,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ApiVersionsResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ApiVersionsResponseView<'_> {
+    type Owned = ApiVersionsResponse;
+    fn to_message(&self) -> ApiVersionsResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                0 if version >= 3 => true,
+                1 if version >= 3 => true,
+                2 if version >= 3 => true,
+                3 if version >= 3 => true,
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ApiVersionsResponse {
+            error_code: self.error_code,
+            api_keys: self.api_keys.iter().map(|e0| e0.to_message()).collect(),
+            throttle_time_ms: self.throttle_time_ms,
+            supported_features: self
+                .supported_features
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            finalized_features_epoch: self.finalized_features_epoch,
+            finalized_features: self
+                .finalized_features
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            zk_migration_ready: self.zk_migration_ready,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `ApiVersion` struct of `ApiVersionsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiVersion {
@@ -358,6 +506,92 @@ impl Encode for ApiVersion {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`ApiVersion`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ApiVersionView<'a> {
+    /// `ApiKey`: `int16`, versions 0+, map key.
+    pub api_key: i16,
+    /// `MinVersion`: `int16`, versions 0+.
+    pub min_version: i16,
+    /// `MaxVersion`: `int16`, versions 0+.
+    pub max_version: i16,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ApiVersionView<'_> {
+    fn default() -> Self {
+        Self {
+            api_key: 0,
+            min_version: 0,
+            max_version: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ApiVersionView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 3;
+        let f_api_key = read::get_i16(buf)?;
+        let f_min_version = read::get_i16(buf)?;
+        let f_max_version = read::get_i16(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            api_key: f_api_key,
+            min_version: f_min_version,
+            max_version: f_max_version,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ApiVersionView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ApiVersionView<'_> {
+    type Owned = ApiVersion;
+    fn to_message(&self) -> ApiVersion {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ApiVersion {
+            api_key: self.api_key,
+            min_version: self.min_version,
+            max_version: self.max_version,
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -483,6 +717,96 @@ impl Encode for SupportedFeatureKey {
     }
 }
 
+/// A borrowed view of [`SupportedFeatureKey`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SupportedFeatureKeyView<'a> {
+    /// `Name`: `string`, versions 3+, map key.
+    pub name: &'a str,
+    /// `MinVersion`: `int16`, versions 3+.
+    pub min_version: i16,
+    /// `MaxVersion`: `int16`, versions 3+.
+    pub max_version: i16,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for SupportedFeatureKeyView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            min_version: 0,
+            max_version: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for SupportedFeatureKeyView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 3;
+        let f_name = if version >= 3 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_min_version = if version >= 3 { read::get_i16(buf)? } else { 0 };
+        let f_max_version = if version >= 3 { read::get_i16(buf)? } else { 0 };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            min_version: f_min_version,
+            max_version: f_max_version,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for SupportedFeatureKeyView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for SupportedFeatureKeyView<'_> {
+    type Owned = SupportedFeatureKey;
+    fn to_message(&self) -> SupportedFeatureKey {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        SupportedFeatureKey {
+            name: StrBytes::from(self.name),
+            min_version: self.min_version,
+            max_version: self.max_version,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `FinalizedFeatureKey` struct of `ApiVersionsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FinalizedFeatureKey {
@@ -605,7 +929,98 @@ impl Encode for FinalizedFeatureKey {
     }
 }
 
+/// A borrowed view of [`FinalizedFeatureKey`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FinalizedFeatureKeyView<'a> {
+    /// `Name`: `string`, versions 3+, map key.
+    pub name: &'a str,
+    /// `MaxVersionLevel`: `int16`, versions 3+.
+    pub max_version_level: i16,
+    /// `MinVersionLevel`: `int16`, versions 3+.
+    pub min_version_level: i16,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for FinalizedFeatureKeyView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            max_version_level: 0,
+            min_version_level: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for FinalizedFeatureKeyView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 3;
+        let f_name = if version >= 3 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_max_version_level = if version >= 3 { read::get_i16(buf)? } else { 0 };
+        let f_min_version_level = if version >= 3 { read::get_i16(buf)? } else { 0 };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            max_version_level: f_max_version_level,
+            min_version_level: f_min_version_level,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for FinalizedFeatureKeyView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for FinalizedFeatureKeyView<'_> {
+    type Owned = FinalizedFeatureKey;
+    fn to_message(&self) -> FinalizedFeatureKey {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        FinalizedFeatureKey {
+            name: StrBytes::from(self.name),
+            max_version_level: self.max_version_level,
+            min_version_level: self.min_version_level,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for ApiVersionsResponse {
+    type View<'a> = ApiVersionsResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(3);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -174,7 +175,123 @@ impl Encode for BrokerHeartbeatRequest {
     }
 }
 
+/// A borrowed view of [`BrokerHeartbeatRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BrokerHeartbeatRequestView<'a> {
+    /// `BrokerId`: `int32`, versions 0+.
+    pub broker_id: i32,
+    /// `BrokerEpoch`: `int64`, versions 0+, default `-1`.
+    pub broker_epoch: i64,
+    /// `CurrentMetadataOffset`: `int64`, versions 0+.
+    pub current_metadata_offset: i64,
+    /// `WantFence`: `bool`, versions 0+.
+    pub want_fence: bool,
+    /// `WantShutDown`: `bool`, versions 0+.
+    pub want_shut_down: bool,
+    /// `OfflineLogDirs`: `[]uuid`, versions 1+, tagged field 0 in 1+.
+    pub offline_log_dirs: ArrayView<'a, Uuid>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for BrokerHeartbeatRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            broker_id: 0,
+            broker_epoch: -1,
+            current_metadata_offset: 0,
+            want_fence: false,
+            want_shut_down: false,
+            offline_log_dirs: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for BrokerHeartbeatRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=1).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "BrokerHeartbeatRequest",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_broker_id = read::get_i32(buf)?;
+        let f_broker_epoch = read::get_i64(buf)?;
+        let f_current_metadata_offset = read::get_i64(buf)?;
+        let f_want_fence = read::get_bool(buf)?;
+        let f_want_shut_down = read::get_bool(buf)?;
+        let mut f_offline_log_dirs = ArrayView::empty();
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    0 if version >= 1 => {
+                        let buf = &mut data;
+                        f_offline_log_dirs = read::get_array(buf, true, version)?;
+                        read::expect_consumed(buf, "BrokerHeartbeatRequest.OfflineLogDirs")?;
+                    }
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            broker_id: f_broker_id,
+            broker_epoch: f_broker_epoch,
+            current_metadata_offset: f_current_metadata_offset,
+            want_fence: f_want_fence,
+            want_shut_down: f_want_shut_down,
+            offline_log_dirs: f_offline_log_dirs,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for BrokerHeartbeatRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for BrokerHeartbeatRequestView<'_> {
+    type Owned = BrokerHeartbeatRequest;
+    fn to_message(&self) -> BrokerHeartbeatRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                0 if version >= 1 => true,
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        BrokerHeartbeatRequest {
+            broker_id: self.broker_id,
+            broker_epoch: self.broker_epoch,
+            current_metadata_offset: self.current_metadata_offset,
+            want_fence: self.want_fence,
+            want_shut_down: self.want_shut_down,
+            offline_log_dirs: self.offline_log_dirs.iter().collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for BrokerHeartbeatRequest {
+    type View<'a> = BrokerHeartbeatRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -135,7 +136,111 @@ impl Encode for BrokerHeartbeatResponse {
     }
 }
 
+/// A borrowed view of [`BrokerHeartbeatResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BrokerHeartbeatResponseView<'a> {
+    /// `ThrottleTimeMs`: `int32`, versions 0+.
+    pub throttle_time_ms: i32,
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `IsCaughtUp`: `bool`, versions 0+, default `false`.
+    pub is_caught_up: bool,
+    /// `IsFenced`: `bool`, versions 0+, default `true`.
+    pub is_fenced: bool,
+    /// `ShouldShutDown`: `bool`, versions 0+.
+    pub should_shut_down: bool,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for BrokerHeartbeatResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            error_code: 0,
+            is_caught_up: false,
+            is_fenced: true,
+            should_shut_down: false,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for BrokerHeartbeatResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=1).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "BrokerHeartbeatResponse",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_throttle_time_ms = read::get_i32(buf)?;
+        let f_error_code = read::get_i16(buf)?;
+        let f_is_caught_up = read::get_bool(buf)?;
+        let f_is_fenced = read::get_bool(buf)?;
+        let f_should_shut_down = read::get_bool(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            is_caught_up: f_is_caught_up,
+            is_fenced: f_is_fenced,
+            should_shut_down: f_should_shut_down,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for BrokerHeartbeatResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for BrokerHeartbeatResponseView<'_> {
+    type Owned = BrokerHeartbeatResponse;
+    fn to_message(&self) -> BrokerHeartbeatResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        BrokerHeartbeatResponse {
+            throttle_time_ms: self.throttle_time_ms,
+            error_code: self.error_code,
+            is_caught_up: self.is_caught_up,
+            is_fenced: self.is_fenced,
+            should_shut_down: self.should_shut_down,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for BrokerHeartbeatResponse {
+    type View<'a> = BrokerHeartbeatResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

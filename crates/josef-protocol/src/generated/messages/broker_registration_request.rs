@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -226,6 +227,145 @@ impl Encode for BrokerRegistrationRequest {
     }
 }
 
+/// A borrowed view of [`BrokerRegistrationRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BrokerRegistrationRequestView<'a> {
+    /// `BrokerId`: `int32`, versions 0+.
+    pub broker_id: i32,
+    /// `ClusterId`: `string`, versions 0+.
+    pub cluster_id: &'a str,
+    /// `IncarnationId`: `uuid`, versions 0+.
+    pub incarnation_id: Uuid,
+    /// `Listeners`: `[]Listener`, versions 0+.
+    pub listeners: ArrayView<'a, ListenerView<'a>>,
+    /// `Features`: `[]Feature`, versions 0+.
+    pub features: ArrayView<'a, FeatureView<'a>>,
+    /// `Rack`: `string`, versions 0+, nullable in 0+.
+    pub rack: Option<&'a str>,
+    /// `IsMigratingZkBroker`: `bool`, versions 1+, default `false`.
+    pub is_migrating_zk_broker: bool,
+    /// `LogDirs`: `[]uuid`, versions 2+, ignorable.
+    pub log_dirs: ArrayView<'a, Uuid>,
+    /// `PreviousBrokerEpoch`: `int64`, versions 3+, default `-1`, ignorable.
+    pub previous_broker_epoch: i64,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for BrokerRegistrationRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            broker_id: 0,
+            cluster_id: "",
+            incarnation_id: Uuid::ZERO,
+            listeners: ArrayView::empty(),
+            features: ArrayView::empty(),
+            rack: Some(""),
+            is_migrating_zk_broker: false,
+            log_dirs: ArrayView::empty(),
+            previous_broker_epoch: -1,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for BrokerRegistrationRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=4).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "BrokerRegistrationRequest",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_broker_id = read::get_i32(buf)?;
+        let f_cluster_id = read::get_str(buf, flexible)?;
+        let f_incarnation_id = read::get_uuid(buf)?;
+        let f_listeners = read::get_array(buf, flexible, version)?;
+        let f_features = read::get_array(buf, flexible, version)?;
+        let f_rack = read::get_nullable_str(buf, flexible)?;
+        let f_is_migrating_zk_broker = if version >= 1 {
+            read::get_bool(buf)?
+        } else {
+            false
+        };
+        let f_log_dirs = if version >= 2 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let f_previous_broker_epoch = if version >= 3 {
+            read::get_i64(buf)?
+        } else {
+            -1
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            broker_id: f_broker_id,
+            cluster_id: f_cluster_id,
+            incarnation_id: f_incarnation_id,
+            listeners: f_listeners,
+            features: f_features,
+            rack: f_rack,
+            is_migrating_zk_broker: f_is_migrating_zk_broker,
+            log_dirs: f_log_dirs,
+            previous_broker_epoch: f_previous_broker_epoch,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for BrokerRegistrationRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for BrokerRegistrationRequestView<'_> {
+    type Owned = BrokerRegistrationRequest;
+    fn to_message(&self) -> BrokerRegistrationRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        BrokerRegistrationRequest {
+            broker_id: self.broker_id,
+            cluster_id: StrBytes::from(self.cluster_id),
+            incarnation_id: self.incarnation_id,
+            listeners: self.listeners.iter().map(|e0| e0.to_message()).collect(),
+            features: self.features.iter().map(|e0| e0.to_message()).collect(),
+            rack: self.rack.map(|v| StrBytes::from(v)),
+            is_migrating_zk_broker: self.is_migrating_zk_broker,
+            log_dirs: self.log_dirs.iter().collect(),
+            previous_broker_epoch: self.previous_broker_epoch,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `Listener` struct of `BrokerRegistrationRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Listener {
@@ -321,6 +461,98 @@ impl Encode for Listener {
     }
 }
 
+/// A borrowed view of [`Listener`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ListenerView<'a> {
+    /// `Name`: `string`, versions 0+, map key.
+    pub name: &'a str,
+    /// `Host`: `string`, versions 0+.
+    pub host: &'a str,
+    /// `Port`: `uint16`, versions 0+.
+    pub port: u16,
+    /// `SecurityProtocol`: `int16`, versions 0+.
+    pub security_protocol: i16,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ListenerView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            host: "",
+            port: 0,
+            security_protocol: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ListenerView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_host = read::get_str(buf, flexible)?;
+        let f_port = read::get_u16(buf)?;
+        let f_security_protocol = read::get_i16(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            host: f_host,
+            port: f_port,
+            security_protocol: f_security_protocol,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ListenerView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ListenerView<'_> {
+    type Owned = Listener;
+    fn to_message(&self) -> Listener {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        Listener {
+            name: StrBytes::from(self.name),
+            host: StrBytes::from(self.host),
+            port: self.port,
+            security_protocol: self.security_protocol,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `Feature` struct of `BrokerRegistrationRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Feature {
@@ -409,7 +641,94 @@ impl Encode for Feature {
     }
 }
 
+/// A borrowed view of [`Feature`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FeatureView<'a> {
+    /// `Name`: `string`, versions 0+, map key.
+    pub name: &'a str,
+    /// `MinSupportedVersion`: `int16`, versions 0+.
+    pub min_supported_version: i16,
+    /// `MaxSupportedVersion`: `int16`, versions 0+.
+    pub max_supported_version: i16,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for FeatureView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            min_supported_version: 0,
+            max_supported_version: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for FeatureView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_min_supported_version = read::get_i16(buf)?;
+        let f_max_supported_version = read::get_i16(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            min_supported_version: f_min_supported_version,
+            max_supported_version: f_max_supported_version,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for FeatureView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for FeatureView<'_> {
+    type Owned = Feature;
+    fn to_message(&self) -> Feature {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        Feature {
+            name: StrBytes::from(self.name),
+            min_supported_version: self.min_supported_version,
+            max_supported_version: self.max_supported_version,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for BrokerRegistrationRequest {
+    type View<'a> = BrokerRegistrationRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -123,6 +124,91 @@ impl Encode for ConsumerGroupDescribeResponse {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`ConsumerGroupDescribeResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConsumerGroupDescribeResponseView<'a> {
+    /// `ThrottleTimeMs`: `int32`, versions 0+.
+    pub throttle_time_ms: i32,
+    /// `Groups`: `[]DescribedGroup`, versions 0+.
+    pub groups: ArrayView<'a, DescribedGroupView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ConsumerGroupDescribeResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            groups: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ConsumerGroupDescribeResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ConsumerGroupDescribeResponse",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_throttle_time_ms = read::get_i32(buf)?;
+        let f_groups = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            throttle_time_ms: f_throttle_time_ms,
+            groups: f_groups,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ConsumerGroupDescribeResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ConsumerGroupDescribeResponseView<'_> {
+    type Owned = ConsumerGroupDescribeResponse;
+    fn to_message(&self) -> ConsumerGroupDescribeResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ConsumerGroupDescribeResponse {
+            throttle_time_ms: self.throttle_time_ms,
+            groups: self.groups.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -276,6 +362,138 @@ impl Encode for Member {
     }
 }
 
+/// A borrowed view of [`Member`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MemberView<'a> {
+    /// `MemberId`: `string`, versions 0+.
+    pub member_id: &'a str,
+    /// `InstanceId`: `string`, versions 0+, nullable in 0+, default null.
+    pub instance_id: Option<&'a str>,
+    /// `RackId`: `string`, versions 0+, nullable in 0+, default null.
+    pub rack_id: Option<&'a str>,
+    /// `MemberEpoch`: `int32`, versions 0+.
+    pub member_epoch: i32,
+    /// `ClientId`: `string`, versions 0+.
+    pub client_id: &'a str,
+    /// `ClientHost`: `string`, versions 0+.
+    pub client_host: &'a str,
+    /// `SubscribedTopicNames`: `[]string`, versions 0+.
+    pub subscribed_topic_names: ArrayView<'a, &'a str>,
+    /// `SubscribedTopicRegex`: `string`, versions 0+, nullable in 0+, default null.
+    pub subscribed_topic_regex: Option<&'a str>,
+    /// `Assignment`: `Assignment`, versions 0+.
+    pub assignment: AssignmentView<'a>,
+    /// `TargetAssignment`: `Assignment`, versions 0+.
+    pub target_assignment: AssignmentView<'a>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for MemberView<'_> {
+    fn default() -> Self {
+        Self {
+            member_id: "",
+            instance_id: None,
+            rack_id: None,
+            member_epoch: 0,
+            client_id: "",
+            client_host: "",
+            subscribed_topic_names: ArrayView::empty(),
+            subscribed_topic_regex: None,
+            assignment: Default::default(),
+            target_assignment: Default::default(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for MemberView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_member_id = read::get_str(buf, flexible)?;
+        let f_instance_id = read::get_nullable_str(buf, flexible)?;
+        let f_rack_id = read::get_nullable_str(buf, flexible)?;
+        let f_member_epoch = read::get_i32(buf)?;
+        let f_client_id = read::get_str(buf, flexible)?;
+        let f_client_host = read::get_str(buf, flexible)?;
+        let f_subscribed_topic_names = read::get_array(buf, flexible, version)?;
+        let f_subscribed_topic_regex = read::get_nullable_str(buf, flexible)?;
+        let f_assignment = AssignmentView::decode_view(buf, version)?;
+        let f_target_assignment = AssignmentView::decode_view(buf, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            member_id: f_member_id,
+            instance_id: f_instance_id,
+            rack_id: f_rack_id,
+            member_epoch: f_member_epoch,
+            client_id: f_client_id,
+            client_host: f_client_host,
+            subscribed_topic_names: f_subscribed_topic_names,
+            subscribed_topic_regex: f_subscribed_topic_regex,
+            assignment: f_assignment,
+            target_assignment: f_target_assignment,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for MemberView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for MemberView<'_> {
+    type Owned = Member;
+    fn to_message(&self) -> Member {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        Member {
+            member_id: StrBytes::from(self.member_id),
+            instance_id: self.instance_id.map(|v| StrBytes::from(v)),
+            rack_id: self.rack_id.map(|v| StrBytes::from(v)),
+            member_epoch: self.member_epoch,
+            client_id: StrBytes::from(self.client_id),
+            client_host: StrBytes::from(self.client_host),
+            subscribed_topic_names: self
+                .subscribed_topic_names
+                .iter()
+                .map(|e0| StrBytes::from(e0))
+                .collect(),
+            subscribed_topic_regex: self.subscribed_topic_regex.map(|v| StrBytes::from(v)),
+            assignment: self.assignment.to_message(),
+            target_assignment: self.target_assignment.to_message(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `DescribedGroup` struct of `ConsumerGroupDescribeResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribedGroup {
@@ -418,6 +636,128 @@ impl Encode for DescribedGroup {
     }
 }
 
+/// A borrowed view of [`DescribedGroup`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribedGroupView<'a> {
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `ErrorMessage`: `string`, versions 0+, nullable in 0+, default null.
+    pub error_message: Option<&'a str>,
+    /// `GroupId`: `string`, versions 0+.
+    pub group_id: &'a str,
+    /// `GroupState`: `string`, versions 0+.
+    pub group_state: &'a str,
+    /// `GroupEpoch`: `int32`, versions 0+.
+    pub group_epoch: i32,
+    /// `AssignmentEpoch`: `int32`, versions 0+.
+    pub assignment_epoch: i32,
+    /// `AssignorName`: `string`, versions 0+.
+    pub assignor_name: &'a str,
+    /// `Members`: `[]Member`, versions 0+.
+    pub members: ArrayView<'a, MemberView<'a>>,
+    /// `AuthorizedOperations`: `int32`, versions 0+, default `-2147483648`.
+    pub authorized_operations: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribedGroupView<'_> {
+    fn default() -> Self {
+        Self {
+            error_code: 0,
+            error_message: None,
+            group_id: "",
+            group_state: "",
+            group_epoch: 0,
+            assignment_epoch: 0,
+            assignor_name: "",
+            members: ArrayView::empty(),
+            authorized_operations: -2147483648,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribedGroupView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_error_code = read::get_i16(buf)?;
+        let f_error_message = read::get_nullable_str(buf, flexible)?;
+        let f_group_id = read::get_str(buf, flexible)?;
+        let f_group_state = read::get_str(buf, flexible)?;
+        let f_group_epoch = read::get_i32(buf)?;
+        let f_assignment_epoch = read::get_i32(buf)?;
+        let f_assignor_name = read::get_str(buf, flexible)?;
+        let f_members = read::get_array(buf, flexible, version)?;
+        let f_authorized_operations = read::get_i32(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            error_code: f_error_code,
+            error_message: f_error_message,
+            group_id: f_group_id,
+            group_state: f_group_state,
+            group_epoch: f_group_epoch,
+            assignment_epoch: f_assignment_epoch,
+            assignor_name: f_assignor_name,
+            members: f_members,
+            authorized_operations: f_authorized_operations,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribedGroupView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribedGroupView<'_> {
+    type Owned = DescribedGroup;
+    fn to_message(&self) -> DescribedGroup {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribedGroup {
+            error_code: self.error_code,
+            error_message: self.error_message.map(|v| StrBytes::from(v)),
+            group_id: StrBytes::from(self.group_id),
+            group_state: StrBytes::from(self.group_state),
+            group_epoch: self.group_epoch,
+            assignment_epoch: self.assignment_epoch,
+            assignor_name: StrBytes::from(self.assignor_name),
+            members: self.members.iter().map(|e0| e0.to_message()).collect(),
+            authorized_operations: self.authorized_operations,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `TopicPartitions` struct of `ConsumerGroupDescribeResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicPartitions {
@@ -515,6 +855,92 @@ impl Encode for TopicPartitions {
     }
 }
 
+/// A borrowed view of [`TopicPartitions`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TopicPartitionsView<'a> {
+    /// `TopicId`: `uuid`, versions 0+.
+    pub topic_id: Uuid,
+    /// `TopicName`: `string`, versions 0+.
+    pub topic_name: &'a str,
+    /// `Partitions`: `[]int32`, versions 0+.
+    pub partitions: ArrayView<'a, i32>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for TopicPartitionsView<'_> {
+    fn default() -> Self {
+        Self {
+            topic_id: Uuid::ZERO,
+            topic_name: "",
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for TopicPartitionsView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_topic_id = read::get_uuid(buf)?;
+        let f_topic_name = read::get_str(buf, flexible)?;
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic_id: f_topic_id,
+            topic_name: f_topic_name,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for TopicPartitionsView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for TopicPartitionsView<'_> {
+    type Owned = TopicPartitions;
+    fn to_message(&self) -> TopicPartitions {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        TopicPartitions {
+            topic_id: self.topic_id,
+            topic_name: StrBytes::from(self.topic_name),
+            partitions: self.partitions.iter().collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `Assignment` struct of `ConsumerGroupDescribeResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Assignment {
@@ -602,7 +1028,86 @@ impl Encode for Assignment {
     }
 }
 
+/// A borrowed view of [`Assignment`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AssignmentView<'a> {
+    /// `TopicPartitions`: `[]TopicPartitions`, versions 0+.
+    pub topic_partitions: ArrayView<'a, TopicPartitionsView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for AssignmentView<'_> {
+    fn default() -> Self {
+        Self {
+            topic_partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for AssignmentView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_topic_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic_partitions: f_topic_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for AssignmentView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for AssignmentView<'_> {
+    type Owned = Assignment;
+    fn to_message(&self) -> Assignment {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        Assignment {
+            topic_partitions: self
+                .topic_partitions
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for ConsumerGroupDescribeResponse {
+    type View<'a> = ConsumerGroupDescribeResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

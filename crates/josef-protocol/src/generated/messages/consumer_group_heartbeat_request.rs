@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -226,6 +227,147 @@ impl Encode for ConsumerGroupHeartbeatRequest {
     }
 }
 
+/// A borrowed view of [`ConsumerGroupHeartbeatRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConsumerGroupHeartbeatRequestView<'a> {
+    /// `GroupId`: `string`, versions 0+.
+    pub group_id: &'a str,
+    /// `MemberId`: `string`, versions 0+.
+    pub member_id: &'a str,
+    /// `MemberEpoch`: `int32`, versions 0+.
+    pub member_epoch: i32,
+    /// `InstanceId`: `string`, versions 0+, nullable in 0+, default null.
+    pub instance_id: Option<&'a str>,
+    /// `RackId`: `string`, versions 0+, nullable in 0+, default null.
+    pub rack_id: Option<&'a str>,
+    /// `RebalanceTimeoutMs`: `int32`, versions 0+, default `-1`.
+    pub rebalance_timeout_ms: i32,
+    /// `SubscribedTopicNames`: `[]string`, versions 0+, nullable in 0+, default null.
+    pub subscribed_topic_names: Option<ArrayView<'a, &'a str>>,
+    /// `SubscribedTopicRegex`: `string`, versions 1+, nullable in 1+, default null.
+    pub subscribed_topic_regex: Option<&'a str>,
+    /// `ServerAssignor`: `string`, versions 0+, nullable in 0+, default null.
+    pub server_assignor: Option<&'a str>,
+    /// `TopicPartitions`: `[]TopicPartitions`, versions 0+, nullable in 0+, default null.
+    pub topic_partitions: Option<ArrayView<'a, TopicPartitionsView<'a>>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ConsumerGroupHeartbeatRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            group_id: "",
+            member_id: "",
+            member_epoch: 0,
+            instance_id: None,
+            rack_id: None,
+            rebalance_timeout_ms: -1,
+            subscribed_topic_names: None,
+            subscribed_topic_regex: None,
+            server_assignor: None,
+            topic_partitions: None,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ConsumerGroupHeartbeatRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=1).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ConsumerGroupHeartbeatRequest",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_group_id = read::get_str(buf, flexible)?;
+        let f_member_id = read::get_str(buf, flexible)?;
+        let f_member_epoch = read::get_i32(buf)?;
+        let f_instance_id = read::get_nullable_str(buf, flexible)?;
+        let f_rack_id = read::get_nullable_str(buf, flexible)?;
+        let f_rebalance_timeout_ms = read::get_i32(buf)?;
+        let f_subscribed_topic_names = read::get_nullable_array(buf, flexible, version)?;
+        let f_subscribed_topic_regex = if version >= 1 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            None
+        };
+        let f_server_assignor = read::get_nullable_str(buf, flexible)?;
+        let f_topic_partitions = read::get_nullable_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            group_id: f_group_id,
+            member_id: f_member_id,
+            member_epoch: f_member_epoch,
+            instance_id: f_instance_id,
+            rack_id: f_rack_id,
+            rebalance_timeout_ms: f_rebalance_timeout_ms,
+            subscribed_topic_names: f_subscribed_topic_names,
+            subscribed_topic_regex: f_subscribed_topic_regex,
+            server_assignor: f_server_assignor,
+            topic_partitions: f_topic_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ConsumerGroupHeartbeatRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ConsumerGroupHeartbeatRequestView<'_> {
+    type Owned = ConsumerGroupHeartbeatRequest;
+    fn to_message(&self) -> ConsumerGroupHeartbeatRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ConsumerGroupHeartbeatRequest {
+            group_id: StrBytes::from(self.group_id),
+            member_id: StrBytes::from(self.member_id),
+            member_epoch: self.member_epoch,
+            instance_id: self.instance_id.map(|v| StrBytes::from(v)),
+            rack_id: self.rack_id.map(|v| StrBytes::from(v)),
+            rebalance_timeout_ms: self.rebalance_timeout_ms,
+            subscribed_topic_names: self
+                .subscribed_topic_names
+                .map(|v| v.iter().map(|e0| StrBytes::from(e0)).collect()),
+            subscribed_topic_regex: self.subscribed_topic_regex.map(|v| StrBytes::from(v)),
+            server_assignor: self.server_assignor.map(|v| StrBytes::from(v)),
+            topic_partitions: self
+                .topic_partitions
+                .map(|v| v.iter().map(|e0| e0.to_message()).collect()),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `TopicPartitions` struct of `ConsumerGroupHeartbeatRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicPartitions {
@@ -316,7 +458,88 @@ impl Encode for TopicPartitions {
     }
 }
 
+/// A borrowed view of [`TopicPartitions`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TopicPartitionsView<'a> {
+    /// `TopicId`: `uuid`, versions 0+.
+    pub topic_id: Uuid,
+    /// `Partitions`: `[]int32`, versions 0+.
+    pub partitions: ArrayView<'a, i32>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for TopicPartitionsView<'_> {
+    fn default() -> Self {
+        Self {
+            topic_id: Uuid::ZERO,
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for TopicPartitionsView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_topic_id = read::get_uuid(buf)?;
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic_id: f_topic_id,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for TopicPartitionsView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for TopicPartitionsView<'_> {
+    type Owned = TopicPartitions;
+    fn to_message(&self) -> TopicPartitions {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        TopicPartitions {
+            topic_id: self.topic_id,
+            partitions: self.partitions.iter().collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for ConsumerGroupHeartbeatRequest {
+    type View<'a> = ConsumerGroupHeartbeatRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

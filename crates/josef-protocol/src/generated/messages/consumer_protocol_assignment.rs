@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -93,6 +94,67 @@ impl Encode for ConsumerProtocolAssignment {
     }
 }
 
+/// A borrowed view of [`ConsumerProtocolAssignment`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConsumerProtocolAssignmentView<'a> {
+    /// `AssignedPartitions`: `[]TopicPartition`, versions 0+.
+    pub assigned_partitions: ArrayView<'a, TopicPartitionView<'a>>,
+    /// `UserData`: `bytes`, versions 0+, nullable in 0+, default null.
+    pub user_data: Option<&'a [u8]>,
+}
+
+impl Default for ConsumerProtocolAssignmentView<'_> {
+    fn default() -> Self {
+        Self {
+            assigned_partitions: ArrayView::empty(),
+            user_data: None,
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ConsumerProtocolAssignmentView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=3).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ConsumerProtocolAssignment",
+                version,
+            });
+        }
+        let flexible = false;
+        let f_assigned_partitions = read::get_array(buf, flexible, version)?;
+        let f_user_data = read::get_nullable_bytes(buf, flexible)?;
+        Ok(Self {
+            assigned_partitions: f_assigned_partitions,
+            user_data: f_user_data,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ConsumerProtocolAssignmentView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ConsumerProtocolAssignmentView<'_> {
+    type Owned = ConsumerProtocolAssignment;
+    fn to_message(&self) -> ConsumerProtocolAssignment {
+        ConsumerProtocolAssignment {
+            assigned_partitions: self
+                .assigned_partitions
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            user_data: self.user_data.map(|v| Bytes::copy_from_slice(v)),
+        }
+    }
+}
+
 /// The `TopicPartition` struct of `ConsumerProtocolAssignment`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicPartition {
@@ -151,7 +213,60 @@ impl Encode for TopicPartition {
     }
 }
 
+/// A borrowed view of [`TopicPartition`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TopicPartitionView<'a> {
+    /// `Topic`: `string`, versions 0+, map key.
+    pub topic: &'a str,
+    /// `Partitions`: `[]int32`, versions 0+.
+    pub partitions: ArrayView<'a, i32>,
+}
+
+impl Default for TopicPartitionView<'_> {
+    fn default() -> Self {
+        Self {
+            topic: "",
+            partitions: ArrayView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for TopicPartitionView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = false;
+        let f_topic = read::get_str(buf, flexible)?;
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        Ok(Self {
+            topic: f_topic,
+            partitions: f_partitions,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for TopicPartitionView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for TopicPartitionView<'_> {
+    type Owned = TopicPartition;
+    fn to_message(&self) -> TopicPartition {
+        TopicPartition {
+            topic: StrBytes::from(self.topic),
+            partitions: self.partitions.iter().collect(),
+        }
+    }
+}
+
 impl Message for ConsumerProtocolAssignment {
+    type View<'a> = ConsumerProtocolAssignmentView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 3 };
     const FLEXIBLE_VERSIONS: Option<i16> = None;
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

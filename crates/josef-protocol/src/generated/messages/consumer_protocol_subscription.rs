@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -149,6 +150,97 @@ impl Encode for ConsumerProtocolSubscription {
     }
 }
 
+/// A borrowed view of [`ConsumerProtocolSubscription`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConsumerProtocolSubscriptionView<'a> {
+    /// `Topics`: `[]string`, versions 0+.
+    pub topics: ArrayView<'a, &'a str>,
+    /// `UserData`: `bytes`, versions 0+, nullable in 0+, default null.
+    pub user_data: Option<&'a [u8]>,
+    /// `OwnedPartitions`: `[]TopicPartition`, versions 1+, ignorable.
+    pub owned_partitions: ArrayView<'a, TopicPartitionView<'a>>,
+    /// `GenerationId`: `int32`, versions 2+, default `-1`, ignorable.
+    pub generation_id: i32,
+    /// `RackId`: `string`, versions 3+, nullable in 3+, default null, ignorable.
+    pub rack_id: Option<&'a str>,
+}
+
+impl Default for ConsumerProtocolSubscriptionView<'_> {
+    fn default() -> Self {
+        Self {
+            topics: ArrayView::empty(),
+            user_data: None,
+            owned_partitions: ArrayView::empty(),
+            generation_id: -1,
+            rack_id: None,
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ConsumerProtocolSubscriptionView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=3).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ConsumerProtocolSubscription",
+                version,
+            });
+        }
+        let flexible = false;
+        let f_topics = read::get_array(buf, flexible, version)?;
+        let f_user_data = read::get_nullable_bytes(buf, flexible)?;
+        let f_owned_partitions = if version >= 1 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let f_generation_id = if version >= 2 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let f_rack_id = if version >= 3 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            None
+        };
+        Ok(Self {
+            topics: f_topics,
+            user_data: f_user_data,
+            owned_partitions: f_owned_partitions,
+            generation_id: f_generation_id,
+            rack_id: f_rack_id,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ConsumerProtocolSubscriptionView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ConsumerProtocolSubscriptionView<'_> {
+    type Owned = ConsumerProtocolSubscription;
+    fn to_message(&self) -> ConsumerProtocolSubscription {
+        ConsumerProtocolSubscription {
+            topics: self.topics.iter().map(|e0| StrBytes::from(e0)).collect(),
+            user_data: self.user_data.map(|v| Bytes::copy_from_slice(v)),
+            owned_partitions: self
+                .owned_partitions
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            generation_id: self.generation_id,
+            rack_id: self.rack_id.map(|v| StrBytes::from(v)),
+        }
+    }
+}
+
 /// The `TopicPartition` struct of `ConsumerProtocolSubscription`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicPartition {
@@ -235,7 +327,68 @@ impl Encode for TopicPartition {
     }
 }
 
+/// A borrowed view of [`TopicPartition`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TopicPartitionView<'a> {
+    /// `Topic`: `string`, versions 1+, map key.
+    pub topic: &'a str,
+    /// `Partitions`: `[]int32`, versions 1+.
+    pub partitions: ArrayView<'a, i32>,
+}
+
+impl Default for TopicPartitionView<'_> {
+    fn default() -> Self {
+        Self {
+            topic: "",
+            partitions: ArrayView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for TopicPartitionView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = false;
+        let f_topic = if version >= 1 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_partitions = if version >= 1 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        Ok(Self {
+            topic: f_topic,
+            partitions: f_partitions,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for TopicPartitionView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for TopicPartitionView<'_> {
+    type Owned = TopicPartition;
+    fn to_message(&self) -> TopicPartition {
+        TopicPartition {
+            topic: StrBytes::from(self.topic),
+            partitions: self.partitions.iter().collect(),
+        }
+    }
+}
+
 impl Message for ConsumerProtocolSubscription {
+    type View<'a> = ConsumerProtocolSubscriptionView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 3 };
     const FLEXIBLE_VERSIONS: Option<i16> = None;
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -159,6 +160,109 @@ impl Encode for ControllerRegistrationRequest {
     }
 }
 
+/// A borrowed view of [`ControllerRegistrationRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ControllerRegistrationRequestView<'a> {
+    /// `ControllerId`: `int32`, versions 0+.
+    pub controller_id: i32,
+    /// `IncarnationId`: `uuid`, versions 0+.
+    pub incarnation_id: Uuid,
+    /// `ZkMigrationReady`: `bool`, versions 0+.
+    pub zk_migration_ready: bool,
+    /// `Listeners`: `[]Listener`, versions 0+.
+    pub listeners: ArrayView<'a, ListenerView<'a>>,
+    /// `Features`: `[]Feature`, versions 0+.
+    pub features: ArrayView<'a, FeatureView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ControllerRegistrationRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            controller_id: 0,
+            incarnation_id: Uuid::ZERO,
+            zk_migration_ready: false,
+            listeners: ArrayView::empty(),
+            features: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ControllerRegistrationRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ControllerRegistrationRequest",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_controller_id = read::get_i32(buf)?;
+        let f_incarnation_id = read::get_uuid(buf)?;
+        let f_zk_migration_ready = read::get_bool(buf)?;
+        let f_listeners = read::get_array(buf, flexible, version)?;
+        let f_features = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            controller_id: f_controller_id,
+            incarnation_id: f_incarnation_id,
+            zk_migration_ready: f_zk_migration_ready,
+            listeners: f_listeners,
+            features: f_features,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ControllerRegistrationRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ControllerRegistrationRequestView<'_> {
+    type Owned = ControllerRegistrationRequest;
+    fn to_message(&self) -> ControllerRegistrationRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ControllerRegistrationRequest {
+            controller_id: self.controller_id,
+            incarnation_id: self.incarnation_id,
+            zk_migration_ready: self.zk_migration_ready,
+            listeners: self.listeners.iter().map(|e0| e0.to_message()).collect(),
+            features: self.features.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `Listener` struct of `ControllerRegistrationRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Listener {
@@ -254,6 +358,98 @@ impl Encode for Listener {
     }
 }
 
+/// A borrowed view of [`Listener`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ListenerView<'a> {
+    /// `Name`: `string`, versions 0+, map key.
+    pub name: &'a str,
+    /// `Host`: `string`, versions 0+.
+    pub host: &'a str,
+    /// `Port`: `uint16`, versions 0+.
+    pub port: u16,
+    /// `SecurityProtocol`: `int16`, versions 0+.
+    pub security_protocol: i16,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ListenerView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            host: "",
+            port: 0,
+            security_protocol: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ListenerView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_host = read::get_str(buf, flexible)?;
+        let f_port = read::get_u16(buf)?;
+        let f_security_protocol = read::get_i16(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            host: f_host,
+            port: f_port,
+            security_protocol: f_security_protocol,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ListenerView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ListenerView<'_> {
+    type Owned = Listener;
+    fn to_message(&self) -> Listener {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        Listener {
+            name: StrBytes::from(self.name),
+            host: StrBytes::from(self.host),
+            port: self.port,
+            security_protocol: self.security_protocol,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `Feature` struct of `ControllerRegistrationRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Feature {
@@ -342,7 +538,94 @@ impl Encode for Feature {
     }
 }
 
+/// A borrowed view of [`Feature`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FeatureView<'a> {
+    /// `Name`: `string`, versions 0+, map key.
+    pub name: &'a str,
+    /// `MinSupportedVersion`: `int16`, versions 0+.
+    pub min_supported_version: i16,
+    /// `MaxSupportedVersion`: `int16`, versions 0+.
+    pub max_supported_version: i16,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for FeatureView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            min_supported_version: 0,
+            max_supported_version: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for FeatureView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_min_supported_version = read::get_i16(buf)?;
+        let f_max_supported_version = read::get_i16(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            min_supported_version: f_min_supported_version,
+            max_supported_version: f_max_supported_version,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for FeatureView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for FeatureView<'_> {
+    type Owned = Feature;
+    fn to_message(&self) -> Feature {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        Feature {
+            name: StrBytes::from(self.name),
+            min_supported_version: self.min_supported_version,
+            max_supported_version: self.max_supported_version,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for ControllerRegistrationRequest {
+    type View<'a> = ControllerRegistrationRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

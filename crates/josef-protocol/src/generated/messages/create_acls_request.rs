@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -116,6 +117,85 @@ impl Encode for CreateAclsRequest {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`CreateAclsRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CreateAclsRequestView<'a> {
+    /// `Creations`: `[]AclCreation`, versions 0+.
+    pub creations: ArrayView<'a, AclCreationView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for CreateAclsRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            creations: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for CreateAclsRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=3).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "CreateAclsRequest",
+                version,
+            });
+        }
+        let flexible = version >= 2;
+        let f_creations = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            creations: f_creations,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for CreateAclsRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for CreateAclsRequestView<'_> {
+    type Owned = CreateAclsRequest;
+    fn to_message(&self) -> CreateAclsRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        CreateAclsRequest {
+            creations: self.creations.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -245,7 +325,118 @@ impl Encode for AclCreation {
     }
 }
 
+/// A borrowed view of [`AclCreation`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AclCreationView<'a> {
+    /// `ResourceType`: `int8`, versions 0+.
+    pub resource_type: i8,
+    /// `ResourceName`: `string`, versions 0+.
+    pub resource_name: &'a str,
+    /// `ResourcePatternType`: `int8`, versions 1+, default `3`.
+    pub resource_pattern_type: i8,
+    /// `Principal`: `string`, versions 0+.
+    pub principal: &'a str,
+    /// `Host`: `string`, versions 0+.
+    pub host: &'a str,
+    /// `Operation`: `int8`, versions 0+.
+    pub operation: i8,
+    /// `PermissionType`: `int8`, versions 0+.
+    pub permission_type: i8,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for AclCreationView<'_> {
+    fn default() -> Self {
+        Self {
+            resource_type: 0,
+            resource_name: "",
+            resource_pattern_type: 3,
+            principal: "",
+            host: "",
+            operation: 0,
+            permission_type: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for AclCreationView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 2;
+        let f_resource_type = read::get_i8(buf)?;
+        let f_resource_name = read::get_str(buf, flexible)?;
+        let f_resource_pattern_type = if version >= 1 { read::get_i8(buf)? } else { 3 };
+        let f_principal = read::get_str(buf, flexible)?;
+        let f_host = read::get_str(buf, flexible)?;
+        let f_operation = read::get_i8(buf)?;
+        let f_permission_type = read::get_i8(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            resource_type: f_resource_type,
+            resource_name: f_resource_name,
+            resource_pattern_type: f_resource_pattern_type,
+            principal: f_principal,
+            host: f_host,
+            operation: f_operation,
+            permission_type: f_permission_type,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for AclCreationView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for AclCreationView<'_> {
+    type Owned = AclCreation;
+    fn to_message(&self) -> AclCreation {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        AclCreation {
+            resource_type: self.resource_type,
+            resource_name: StrBytes::from(self.resource_name),
+            resource_pattern_type: self.resource_pattern_type,
+            principal: StrBytes::from(self.principal),
+            host: StrBytes::from(self.host),
+            operation: self.operation,
+            permission_type: self.permission_type,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for CreateAclsRequest {
+    type View<'a> = CreateAclsRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 3 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(2);
     const DEPRECATED_VERSIONS: Option<VersionRange> = Some(VersionRange { min: 0, max: 0 });

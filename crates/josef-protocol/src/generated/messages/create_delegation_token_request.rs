@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -169,6 +170,111 @@ impl Encode for CreateDelegationTokenRequest {
     }
 }
 
+/// A borrowed view of [`CreateDelegationTokenRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CreateDelegationTokenRequestView<'a> {
+    /// `OwnerPrincipalType`: `string`, versions 3+, nullable in 3+.
+    pub owner_principal_type: Option<&'a str>,
+    /// `OwnerPrincipalName`: `string`, versions 3+, nullable in 3+.
+    pub owner_principal_name: Option<&'a str>,
+    /// `Renewers`: `[]CreatableRenewers`, versions 0+.
+    pub renewers: ArrayView<'a, CreatableRenewersView<'a>>,
+    /// `MaxLifetimeMs`: `int64`, versions 0+.
+    pub max_lifetime_ms: i64,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for CreateDelegationTokenRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            owner_principal_type: Some(""),
+            owner_principal_name: Some(""),
+            renewers: ArrayView::empty(),
+            max_lifetime_ms: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for CreateDelegationTokenRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=3).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "CreateDelegationTokenRequest",
+                version,
+            });
+        }
+        let flexible = version >= 2;
+        let f_owner_principal_type = if version >= 3 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            Some("")
+        };
+        let f_owner_principal_name = if version >= 3 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            Some("")
+        };
+        let f_renewers = read::get_array(buf, flexible, version)?;
+        let f_max_lifetime_ms = read::get_i64(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            owner_principal_type: f_owner_principal_type,
+            owner_principal_name: f_owner_principal_name,
+            renewers: f_renewers,
+            max_lifetime_ms: f_max_lifetime_ms,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for CreateDelegationTokenRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for CreateDelegationTokenRequestView<'_> {
+    type Owned = CreateDelegationTokenRequest;
+    fn to_message(&self) -> CreateDelegationTokenRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        CreateDelegationTokenRequest {
+            owner_principal_type: self.owner_principal_type.map(|v| StrBytes::from(v)),
+            owner_principal_name: self.owner_principal_name.map(|v| StrBytes::from(v)),
+            renewers: self.renewers.iter().map(|e0| e0.to_message()).collect(),
+            max_lifetime_ms: self.max_lifetime_ms,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `CreatableRenewers` struct of `CreateDelegationTokenRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CreatableRenewers {
@@ -250,7 +356,88 @@ impl Encode for CreatableRenewers {
     }
 }
 
+/// A borrowed view of [`CreatableRenewers`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CreatableRenewersView<'a> {
+    /// `PrincipalType`: `string`, versions 0+.
+    pub principal_type: &'a str,
+    /// `PrincipalName`: `string`, versions 0+.
+    pub principal_name: &'a str,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for CreatableRenewersView<'_> {
+    fn default() -> Self {
+        Self {
+            principal_type: "",
+            principal_name: "",
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for CreatableRenewersView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 2;
+        let f_principal_type = read::get_str(buf, flexible)?;
+        let f_principal_name = read::get_str(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            principal_type: f_principal_type,
+            principal_name: f_principal_name,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for CreatableRenewersView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for CreatableRenewersView<'_> {
+    type Owned = CreatableRenewers;
+    fn to_message(&self) -> CreatableRenewers {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        CreatableRenewers {
+            principal_type: StrBytes::from(self.principal_type),
+            principal_name: StrBytes::from(self.principal_name),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for CreateDelegationTokenRequest {
+    type View<'a> = CreateDelegationTokenRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 3 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(2);
     const DEPRECATED_VERSIONS: Option<VersionRange> = Some(VersionRange { min: 0, max: 0 });

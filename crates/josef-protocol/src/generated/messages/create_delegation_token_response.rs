@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -205,7 +206,155 @@ impl Encode for CreateDelegationTokenResponse {
     }
 }
 
+/// A borrowed view of [`CreateDelegationTokenResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CreateDelegationTokenResponseView<'a> {
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `PrincipalType`: `string`, versions 0+.
+    pub principal_type: &'a str,
+    /// `PrincipalName`: `string`, versions 0+.
+    pub principal_name: &'a str,
+    /// `TokenRequesterPrincipalType`: `string`, versions 3+.
+    pub token_requester_principal_type: &'a str,
+    /// `TokenRequesterPrincipalName`: `string`, versions 3+.
+    pub token_requester_principal_name: &'a str,
+    /// `IssueTimestampMs`: `int64`, versions 0+.
+    pub issue_timestamp_ms: i64,
+    /// `ExpiryTimestampMs`: `int64`, versions 0+.
+    pub expiry_timestamp_ms: i64,
+    /// `MaxTimestampMs`: `int64`, versions 0+.
+    pub max_timestamp_ms: i64,
+    /// `TokenId`: `string`, versions 0+.
+    pub token_id: &'a str,
+    /// `Hmac`: `bytes`, versions 0+.
+    pub hmac: &'a [u8],
+    /// `ThrottleTimeMs`: `int32`, versions 0+.
+    pub throttle_time_ms: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for CreateDelegationTokenResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            error_code: 0,
+            principal_type: "",
+            principal_name: "",
+            token_requester_principal_type: "",
+            token_requester_principal_name: "",
+            issue_timestamp_ms: 0,
+            expiry_timestamp_ms: 0,
+            max_timestamp_ms: 0,
+            token_id: "",
+            hmac: &[],
+            throttle_time_ms: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for CreateDelegationTokenResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=3).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "CreateDelegationTokenResponse",
+                version,
+            });
+        }
+        let flexible = version >= 2;
+        let f_error_code = read::get_i16(buf)?;
+        let f_principal_type = read::get_str(buf, flexible)?;
+        let f_principal_name = read::get_str(buf, flexible)?;
+        let f_token_requester_principal_type = if version >= 3 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_token_requester_principal_name = if version >= 3 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_issue_timestamp_ms = read::get_i64(buf)?;
+        let f_expiry_timestamp_ms = read::get_i64(buf)?;
+        let f_max_timestamp_ms = read::get_i64(buf)?;
+        let f_token_id = read::get_str(buf, flexible)?;
+        let f_hmac = read::get_bytes(buf, flexible)?;
+        let f_throttle_time_ms = read::get_i32(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            error_code: f_error_code,
+            principal_type: f_principal_type,
+            principal_name: f_principal_name,
+            token_requester_principal_type: f_token_requester_principal_type,
+            token_requester_principal_name: f_token_requester_principal_name,
+            issue_timestamp_ms: f_issue_timestamp_ms,
+            expiry_timestamp_ms: f_expiry_timestamp_ms,
+            max_timestamp_ms: f_max_timestamp_ms,
+            token_id: f_token_id,
+            hmac: f_hmac,
+            throttle_time_ms: f_throttle_time_ms,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for CreateDelegationTokenResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for CreateDelegationTokenResponseView<'_> {
+    type Owned = CreateDelegationTokenResponse;
+    fn to_message(&self) -> CreateDelegationTokenResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        CreateDelegationTokenResponse {
+            error_code: self.error_code,
+            principal_type: StrBytes::from(self.principal_type),
+            principal_name: StrBytes::from(self.principal_name),
+            token_requester_principal_type: StrBytes::from(self.token_requester_principal_type),
+            token_requester_principal_name: StrBytes::from(self.token_requester_principal_name),
+            issue_timestamp_ms: self.issue_timestamp_ms,
+            expiry_timestamp_ms: self.expiry_timestamp_ms,
+            max_timestamp_ms: self.max_timestamp_ms,
+            token_id: StrBytes::from(self.token_id),
+            hmac: Bytes::copy_from_slice(self.hmac),
+            throttle_time_ms: self.throttle_time_ms,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for CreateDelegationTokenResponse {
+    type View<'a> = CreateDelegationTokenResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 3 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(2);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

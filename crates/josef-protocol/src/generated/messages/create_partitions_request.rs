@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -135,6 +136,97 @@ impl Encode for CreatePartitionsRequest {
     }
 }
 
+/// A borrowed view of [`CreatePartitionsRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CreatePartitionsRequestView<'a> {
+    /// `Topics`: `[]CreatePartitionsTopic`, versions 0+.
+    pub topics: ArrayView<'a, CreatePartitionsTopicView<'a>>,
+    /// `TimeoutMs`: `int32`, versions 0+.
+    pub timeout_ms: i32,
+    /// `ValidateOnly`: `bool`, versions 0+.
+    pub validate_only: bool,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for CreatePartitionsRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            topics: ArrayView::empty(),
+            timeout_ms: 0,
+            validate_only: false,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for CreatePartitionsRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=3).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "CreatePartitionsRequest",
+                version,
+            });
+        }
+        let flexible = version >= 2;
+        let f_topics = read::get_array(buf, flexible, version)?;
+        let f_timeout_ms = read::get_i32(buf)?;
+        let f_validate_only = read::get_bool(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topics: f_topics,
+            timeout_ms: f_timeout_ms,
+            validate_only: f_validate_only,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for CreatePartitionsRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for CreatePartitionsRequestView<'_> {
+    type Owned = CreatePartitionsRequest;
+    fn to_message(&self) -> CreatePartitionsRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        CreatePartitionsRequest {
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            timeout_ms: self.timeout_ms,
+            validate_only: self.validate_only,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `CreatePartitionsAssignment` struct of `CreatePartitionsRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CreatePartitionsAssignment {
@@ -215,6 +307,80 @@ impl Encode for CreatePartitionsAssignment {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`CreatePartitionsAssignment`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CreatePartitionsAssignmentView<'a> {
+    /// `BrokerIds`: `[]int32`, versions 0+.
+    pub broker_ids: ArrayView<'a, i32>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for CreatePartitionsAssignmentView<'_> {
+    fn default() -> Self {
+        Self {
+            broker_ids: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for CreatePartitionsAssignmentView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 2;
+        let f_broker_ids = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            broker_ids: f_broker_ids,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for CreatePartitionsAssignmentView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for CreatePartitionsAssignmentView<'_> {
+    type Owned = CreatePartitionsAssignment;
+    fn to_message(&self) -> CreatePartitionsAssignment {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        CreatePartitionsAssignment {
+            broker_ids: self.broker_ids.iter().collect(),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -328,7 +494,96 @@ impl Encode for CreatePartitionsTopic {
     }
 }
 
+/// A borrowed view of [`CreatePartitionsTopic`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CreatePartitionsTopicView<'a> {
+    /// `Name`: `string`, versions 0+, map key.
+    pub name: &'a str,
+    /// `Count`: `int32`, versions 0+.
+    pub count: i32,
+    /// `Assignments`: `[]CreatePartitionsAssignment`, versions 0+, nullable in 0+.
+    pub assignments: Option<ArrayView<'a, CreatePartitionsAssignmentView<'a>>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for CreatePartitionsTopicView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            count: 0,
+            assignments: Some(ArrayView::empty()),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for CreatePartitionsTopicView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 2;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_count = read::get_i32(buf)?;
+        let f_assignments = read::get_nullable_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            count: f_count,
+            assignments: f_assignments,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for CreatePartitionsTopicView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for CreatePartitionsTopicView<'_> {
+    type Owned = CreatePartitionsTopic;
+    fn to_message(&self) -> CreatePartitionsTopic {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        CreatePartitionsTopic {
+            name: StrBytes::from(self.name),
+            count: self.count,
+            assignments: self
+                .assignments
+                .map(|v| v.iter().map(|e0| e0.to_message()).collect()),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for CreatePartitionsRequest {
+    type View<'a> = CreatePartitionsRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 3 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(2);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -147,6 +148,101 @@ impl Encode for CreateTopicsRequest {
     }
 }
 
+/// A borrowed view of [`CreateTopicsRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CreateTopicsRequestView<'a> {
+    /// `Topics`: `[]CreatableTopic`, versions 0+.
+    pub topics: ArrayView<'a, CreatableTopicView<'a>>,
+    /// `timeoutMs`: `int32`, versions 0+, default `60000`.
+    pub timeout_ms: i32,
+    /// `validateOnly`: `bool`, versions 1+, default `false`.
+    pub validate_only: bool,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for CreateTopicsRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            topics: ArrayView::empty(),
+            timeout_ms: 60000,
+            validate_only: false,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for CreateTopicsRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=7).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "CreateTopicsRequest",
+                version,
+            });
+        }
+        let flexible = version >= 5;
+        let f_topics = read::get_array(buf, flexible, version)?;
+        let f_timeout_ms = read::get_i32(buf)?;
+        let f_validate_only = if version >= 1 {
+            read::get_bool(buf)?
+        } else {
+            false
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topics: f_topics,
+            timeout_ms: f_timeout_ms,
+            validate_only: f_validate_only,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for CreateTopicsRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for CreateTopicsRequestView<'_> {
+    type Owned = CreateTopicsRequest;
+    fn to_message(&self) -> CreateTopicsRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        CreateTopicsRequest {
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            timeout_ms: self.timeout_ms,
+            validate_only: self.validate_only,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `CreatableReplicaAssignment` struct of `CreateTopicsRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CreatableReplicaAssignment {
@@ -237,6 +333,86 @@ impl Encode for CreatableReplicaAssignment {
     }
 }
 
+/// A borrowed view of [`CreatableReplicaAssignment`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CreatableReplicaAssignmentView<'a> {
+    /// `PartitionIndex`: `int32`, versions 0+, map key.
+    pub partition_index: i32,
+    /// `BrokerIds`: `[]int32`, versions 0+.
+    pub broker_ids: ArrayView<'a, i32>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for CreatableReplicaAssignmentView<'_> {
+    fn default() -> Self {
+        Self {
+            partition_index: 0,
+            broker_ids: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for CreatableReplicaAssignmentView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 5;
+        let f_partition_index = read::get_i32(buf)?;
+        let f_broker_ids = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            partition_index: f_partition_index,
+            broker_ids: f_broker_ids,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for CreatableReplicaAssignmentView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for CreatableReplicaAssignmentView<'_> {
+    type Owned = CreatableReplicaAssignment;
+    fn to_message(&self) -> CreatableReplicaAssignment {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        CreatableReplicaAssignment {
+            partition_index: self.partition_index,
+            broker_ids: self.broker_ids.iter().collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `CreatableTopicConfig` struct of `CreateTopicsRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CreatableTopicConfig {
@@ -315,6 +491,86 @@ impl Encode for CreatableTopicConfig {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`CreatableTopicConfig`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CreatableTopicConfigView<'a> {
+    /// `Name`: `string`, versions 0+, map key.
+    pub name: &'a str,
+    /// `Value`: `string`, versions 0+, nullable in 0+.
+    pub value: Option<&'a str>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for CreatableTopicConfigView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            value: Some(""),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for CreatableTopicConfigView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 5;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_value = read::get_nullable_str(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            value: f_value,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for CreatableTopicConfigView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for CreatableTopicConfigView<'_> {
+    type Owned = CreatableTopicConfig;
+    fn to_message(&self) -> CreatableTopicConfig {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        CreatableTopicConfig {
+            name: StrBytes::from(self.name),
+            value: self.value.map(|v| StrBytes::from(v)),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -448,7 +704,106 @@ impl Encode for CreatableTopic {
     }
 }
 
+/// A borrowed view of [`CreatableTopic`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CreatableTopicView<'a> {
+    /// `Name`: `string`, versions 0+, map key.
+    pub name: &'a str,
+    /// `NumPartitions`: `int32`, versions 0+.
+    pub num_partitions: i32,
+    /// `ReplicationFactor`: `int16`, versions 0+.
+    pub replication_factor: i16,
+    /// `Assignments`: `[]CreatableReplicaAssignment`, versions 0+.
+    pub assignments: ArrayView<'a, CreatableReplicaAssignmentView<'a>>,
+    /// `Configs`: `[]CreatableTopicConfig`, versions 0+.
+    pub configs: ArrayView<'a, CreatableTopicConfigView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for CreatableTopicView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            num_partitions: 0,
+            replication_factor: 0,
+            assignments: ArrayView::empty(),
+            configs: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for CreatableTopicView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 5;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_num_partitions = read::get_i32(buf)?;
+        let f_replication_factor = read::get_i16(buf)?;
+        let f_assignments = read::get_array(buf, flexible, version)?;
+        let f_configs = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            num_partitions: f_num_partitions,
+            replication_factor: f_replication_factor,
+            assignments: f_assignments,
+            configs: f_configs,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for CreatableTopicView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for CreatableTopicView<'_> {
+    type Owned = CreatableTopic;
+    fn to_message(&self) -> CreatableTopic {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        CreatableTopic {
+            name: StrBytes::from(self.name),
+            num_partitions: self.num_partitions,
+            replication_factor: self.replication_factor,
+            assignments: self.assignments.iter().map(|e0| e0.to_message()).collect(),
+            configs: self.configs.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for CreateTopicsRequest {
+    type View<'a> = CreateTopicsRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 7 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(5);
     const DEPRECATED_VERSIONS: Option<VersionRange> = Some(VersionRange { min: 0, max: 1 });

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -129,6 +130,91 @@ impl Encode for CreateTopicsResponse {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`CreateTopicsResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CreateTopicsResponseView<'a> {
+    /// `ThrottleTimeMs`: `int32`, versions 2+, ignorable.
+    pub throttle_time_ms: i32,
+    /// `Topics`: `[]CreatableTopicResult`, versions 0+.
+    pub topics: ArrayView<'a, CreatableTopicResultView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for CreateTopicsResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            topics: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for CreateTopicsResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=7).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "CreateTopicsResponse",
+                version,
+            });
+        }
+        let flexible = version >= 5;
+        let f_throttle_time_ms = if version >= 2 { read::get_i32(buf)? } else { 0 };
+        let f_topics = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            throttle_time_ms: f_throttle_time_ms,
+            topics: f_topics,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for CreateTopicsResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for CreateTopicsResponseView<'_> {
+    type Owned = CreateTopicsResponse;
+    fn to_message(&self) -> CreateTopicsResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        CreateTopicsResponse {
+            throttle_time_ms: self.throttle_time_ms,
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -291,6 +377,120 @@ impl Encode for CreatableTopicConfigs {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`CreatableTopicConfigs`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CreatableTopicConfigsView<'a> {
+    /// `Name`: `string`, versions 5+.
+    pub name: &'a str,
+    /// `Value`: `string`, versions 5+, nullable in 5+.
+    pub value: Option<&'a str>,
+    /// `ReadOnly`: `bool`, versions 5+.
+    pub read_only: bool,
+    /// `ConfigSource`: `int8`, versions 5+, default `-1`, ignorable.
+    pub config_source: i8,
+    /// `IsSensitive`: `bool`, versions 5+.
+    pub is_sensitive: bool,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for CreatableTopicConfigsView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            value: Some(""),
+            read_only: false,
+            config_source: -1,
+            is_sensitive: false,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for CreatableTopicConfigsView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 5;
+        let f_name = if version >= 5 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_value = if version >= 5 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            Some("")
+        };
+        let f_read_only = if version >= 5 {
+            read::get_bool(buf)?
+        } else {
+            false
+        };
+        let f_config_source = if version >= 5 { read::get_i8(buf)? } else { -1 };
+        let f_is_sensitive = if version >= 5 {
+            read::get_bool(buf)?
+        } else {
+            false
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            value: f_value,
+            read_only: f_read_only,
+            config_source: f_config_source,
+            is_sensitive: f_is_sensitive,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for CreatableTopicConfigsView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for CreatableTopicConfigsView<'_> {
+    type Owned = CreatableTopicConfigs;
+    fn to_message(&self) -> CreatableTopicConfigs {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        CreatableTopicConfigs {
+            name: StrBytes::from(self.name),
+            value: self.value.map(|v| StrBytes::from(v)),
+            read_only: self.read_only,
+            config_source: self.config_source,
+            is_sensitive: self.is_sensitive,
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -493,7 +693,152 @@ impl Encode for CreatableTopicResult {
     }
 }
 
+/// A borrowed view of [`CreatableTopicResult`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CreatableTopicResultView<'a> {
+    /// `Name`: `string`, versions 0+, map key.
+    pub name: &'a str,
+    /// `TopicId`: `uuid`, versions 7+, ignorable.
+    pub topic_id: Uuid,
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `ErrorMessage`: `string`, versions 1+, nullable in 1+, ignorable.
+    pub error_message: Option<&'a str>,
+    /// `TopicConfigErrorCode`: `int16`, versions 5+, tagged field 0 in 5+, ignorable.
+    pub topic_config_error_code: i16,
+    /// `NumPartitions`: `int32`, versions 5+, default `-1`, ignorable.
+    pub num_partitions: i32,
+    /// `ReplicationFactor`: `int16`, versions 5+, default `-1`, ignorable.
+    pub replication_factor: i16,
+    /// `Configs`: `[]CreatableTopicConfigs`, versions 5+, nullable in 5+, ignorable.
+    pub configs: Option<ArrayView<'a, CreatableTopicConfigsView<'a>>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for CreatableTopicResultView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            topic_id: Uuid::ZERO,
+            error_code: 0,
+            error_message: Some(""),
+            topic_config_error_code: 0,
+            num_partitions: -1,
+            replication_factor: -1,
+            configs: Some(ArrayView::empty()),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for CreatableTopicResultView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 5;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_topic_id = if version >= 7 {
+            read::get_uuid(buf)?
+        } else {
+            Uuid::ZERO
+        };
+        let f_error_code = read::get_i16(buf)?;
+        let f_error_message = if version >= 1 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            Some("")
+        };
+        let mut f_topic_config_error_code = 0;
+        let f_num_partitions = if version >= 5 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let f_replication_factor = if version >= 5 {
+            read::get_i16(buf)?
+        } else {
+            -1
+        };
+        let f_configs = if version >= 5 {
+            read::get_nullable_array(buf, flexible, version)?
+        } else {
+            Some(ArrayView::empty())
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    0 if version >= 5 => {
+                        let buf = &mut data;
+                        f_topic_config_error_code = read::get_i16(buf)?;
+                        read::expect_consumed(buf, "CreatableTopicResult.TopicConfigErrorCode")?;
+                    }
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            topic_id: f_topic_id,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            topic_config_error_code: f_topic_config_error_code,
+            num_partitions: f_num_partitions,
+            replication_factor: f_replication_factor,
+            configs: f_configs,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for CreatableTopicResultView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for CreatableTopicResultView<'_> {
+    type Owned = CreatableTopicResult;
+    fn to_message(&self) -> CreatableTopicResult {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                0 if version >= 5 => true,
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        CreatableTopicResult {
+            name: StrBytes::from(self.name),
+            topic_id: self.topic_id,
+            error_code: self.error_code,
+            error_message: self.error_message.map(|v| StrBytes::from(v)),
+            topic_config_error_code: self.topic_config_error_code,
+            num_partitions: self.num_partitions,
+            replication_factor: self.replication_factor,
+            configs: self
+                .configs
+                .map(|v| v.iter().map(|e0| e0.to_message()).collect()),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for CreateTopicsResponse {
+    type View<'a> = CreateTopicsResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 7 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(5);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

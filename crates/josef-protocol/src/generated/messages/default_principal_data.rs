@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -119,7 +120,99 @@ impl Encode for DefaultPrincipalData {
     }
 }
 
+/// A borrowed view of [`DefaultPrincipalData`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DefaultPrincipalDataView<'a> {
+    /// `Type`: `string`, versions 0+.
+    pub type_: &'a str,
+    /// `Name`: `string`, versions 0+.
+    pub name: &'a str,
+    /// `TokenAuthenticated`: `bool`, versions 0+.
+    pub token_authenticated: bool,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DefaultPrincipalDataView<'_> {
+    fn default() -> Self {
+        Self {
+            type_: "",
+            name: "",
+            token_authenticated: false,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DefaultPrincipalDataView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "DefaultPrincipalData",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_type_ = read::get_str(buf, flexible)?;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_token_authenticated = read::get_bool(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            type_: f_type_,
+            name: f_name,
+            token_authenticated: f_token_authenticated,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DefaultPrincipalDataView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DefaultPrincipalDataView<'_> {
+    type Owned = DefaultPrincipalData;
+    fn to_message(&self) -> DefaultPrincipalData {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DefaultPrincipalData {
+            type_: StrBytes::from(self.type_),
+            name: StrBytes::from(self.name),
+            token_authenticated: self.token_authenticated,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for DefaultPrincipalData {
+    type View<'a> = DefaultPrincipalDataView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

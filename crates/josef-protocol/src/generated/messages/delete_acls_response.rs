@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -125,6 +126,95 @@ impl Encode for DeleteAclsResponse {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`DeleteAclsResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DeleteAclsResponseView<'a> {
+    /// `ThrottleTimeMs`: `int32`, versions 0+.
+    pub throttle_time_ms: i32,
+    /// `FilterResults`: `[]DeleteAclsFilterResult`, versions 0+.
+    pub filter_results: ArrayView<'a, DeleteAclsFilterResultView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DeleteAclsResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            filter_results: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DeleteAclsResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=3).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "DeleteAclsResponse",
+                version,
+            });
+        }
+        let flexible = version >= 2;
+        let f_throttle_time_ms = read::get_i32(buf)?;
+        let f_filter_results = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            throttle_time_ms: f_throttle_time_ms,
+            filter_results: f_filter_results,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DeleteAclsResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DeleteAclsResponseView<'_> {
+    type Owned = DeleteAclsResponse;
+    fn to_message(&self) -> DeleteAclsResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DeleteAclsResponse {
+            throttle_time_ms: self.throttle_time_ms,
+            filter_results: self
+                .filter_results
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -268,6 +358,128 @@ impl Encode for DeleteAclsMatchingAcl {
     }
 }
 
+/// A borrowed view of [`DeleteAclsMatchingAcl`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DeleteAclsMatchingAclView<'a> {
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `ErrorMessage`: `string`, versions 0+, nullable in 0+.
+    pub error_message: Option<&'a str>,
+    /// `ResourceType`: `int8`, versions 0+.
+    pub resource_type: i8,
+    /// `ResourceName`: `string`, versions 0+.
+    pub resource_name: &'a str,
+    /// `PatternType`: `int8`, versions 1+, default `3`.
+    pub pattern_type: i8,
+    /// `Principal`: `string`, versions 0+.
+    pub principal: &'a str,
+    /// `Host`: `string`, versions 0+.
+    pub host: &'a str,
+    /// `Operation`: `int8`, versions 0+.
+    pub operation: i8,
+    /// `PermissionType`: `int8`, versions 0+.
+    pub permission_type: i8,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DeleteAclsMatchingAclView<'_> {
+    fn default() -> Self {
+        Self {
+            error_code: 0,
+            error_message: Some(""),
+            resource_type: 0,
+            resource_name: "",
+            pattern_type: 3,
+            principal: "",
+            host: "",
+            operation: 0,
+            permission_type: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DeleteAclsMatchingAclView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 2;
+        let f_error_code = read::get_i16(buf)?;
+        let f_error_message = read::get_nullable_str(buf, flexible)?;
+        let f_resource_type = read::get_i8(buf)?;
+        let f_resource_name = read::get_str(buf, flexible)?;
+        let f_pattern_type = if version >= 1 { read::get_i8(buf)? } else { 3 };
+        let f_principal = read::get_str(buf, flexible)?;
+        let f_host = read::get_str(buf, flexible)?;
+        let f_operation = read::get_i8(buf)?;
+        let f_permission_type = read::get_i8(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            error_code: f_error_code,
+            error_message: f_error_message,
+            resource_type: f_resource_type,
+            resource_name: f_resource_name,
+            pattern_type: f_pattern_type,
+            principal: f_principal,
+            host: f_host,
+            operation: f_operation,
+            permission_type: f_permission_type,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DeleteAclsMatchingAclView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DeleteAclsMatchingAclView<'_> {
+    type Owned = DeleteAclsMatchingAcl;
+    fn to_message(&self) -> DeleteAclsMatchingAcl {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DeleteAclsMatchingAcl {
+            error_code: self.error_code,
+            error_message: self.error_message.map(|v| StrBytes::from(v)),
+            resource_type: self.resource_type,
+            resource_name: StrBytes::from(self.resource_name),
+            pattern_type: self.pattern_type,
+            principal: StrBytes::from(self.principal),
+            host: StrBytes::from(self.host),
+            operation: self.operation,
+            permission_type: self.permission_type,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `DeleteAclsFilterResult` struct of `DeleteAclsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeleteAclsFilterResult {
@@ -370,7 +582,98 @@ impl Encode for DeleteAclsFilterResult {
     }
 }
 
+/// A borrowed view of [`DeleteAclsFilterResult`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DeleteAclsFilterResultView<'a> {
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `ErrorMessage`: `string`, versions 0+, nullable in 0+.
+    pub error_message: Option<&'a str>,
+    /// `MatchingAcls`: `[]DeleteAclsMatchingAcl`, versions 0+.
+    pub matching_acls: ArrayView<'a, DeleteAclsMatchingAclView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DeleteAclsFilterResultView<'_> {
+    fn default() -> Self {
+        Self {
+            error_code: 0,
+            error_message: Some(""),
+            matching_acls: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DeleteAclsFilterResultView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 2;
+        let f_error_code = read::get_i16(buf)?;
+        let f_error_message = read::get_nullable_str(buf, flexible)?;
+        let f_matching_acls = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            error_code: f_error_code,
+            error_message: f_error_message,
+            matching_acls: f_matching_acls,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DeleteAclsFilterResultView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DeleteAclsFilterResultView<'_> {
+    type Owned = DeleteAclsFilterResult;
+    fn to_message(&self) -> DeleteAclsFilterResult {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DeleteAclsFilterResult {
+            error_code: self.error_code,
+            error_message: self.error_message.map(|v| StrBytes::from(v)),
+            matching_acls: self
+                .matching_acls
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for DeleteAclsResponse {
+    type View<'a> = DeleteAclsResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 3 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(2);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -128,6 +129,91 @@ impl Encode for DeleteGroupsResponse {
     }
 }
 
+/// A borrowed view of [`DeleteGroupsResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DeleteGroupsResponseView<'a> {
+    /// `ThrottleTimeMs`: `int32`, versions 0+.
+    pub throttle_time_ms: i32,
+    /// `Results`: `[]DeletableGroupResult`, versions 0+.
+    pub results: ArrayView<'a, DeletableGroupResultView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DeleteGroupsResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            results: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DeleteGroupsResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=2).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "DeleteGroupsResponse",
+                version,
+            });
+        }
+        let flexible = version >= 2;
+        let f_throttle_time_ms = read::get_i32(buf)?;
+        let f_results = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            throttle_time_ms: f_throttle_time_ms,
+            results: f_results,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DeleteGroupsResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DeleteGroupsResponseView<'_> {
+    type Owned = DeleteGroupsResponse;
+    fn to_message(&self) -> DeleteGroupsResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DeleteGroupsResponse {
+            throttle_time_ms: self.throttle_time_ms,
+            results: self.results.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `DeletableGroupResult` struct of `DeleteGroupsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeletableGroupResult {
@@ -209,7 +295,88 @@ impl Encode for DeletableGroupResult {
     }
 }
 
+/// A borrowed view of [`DeletableGroupResult`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DeletableGroupResultView<'a> {
+    /// `GroupId`: `string`, versions 0+, map key.
+    pub group_id: &'a str,
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DeletableGroupResultView<'_> {
+    fn default() -> Self {
+        Self {
+            group_id: "",
+            error_code: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DeletableGroupResultView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 2;
+        let f_group_id = read::get_str(buf, flexible)?;
+        let f_error_code = read::get_i16(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            group_id: f_group_id,
+            error_code: f_error_code,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DeletableGroupResultView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DeletableGroupResultView<'_> {
+    type Owned = DeletableGroupResult;
+    fn to_message(&self) -> DeletableGroupResult {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DeletableGroupResult {
+            group_id: StrBytes::from(self.group_id),
+            error_code: self.error_code,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for DeleteGroupsResponse {
+    type View<'a> = DeleteGroupsResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 2 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(2);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

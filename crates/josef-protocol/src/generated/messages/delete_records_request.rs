@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -128,6 +129,91 @@ impl Encode for DeleteRecordsRequest {
     }
 }
 
+/// A borrowed view of [`DeleteRecordsRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DeleteRecordsRequestView<'a> {
+    /// `Topics`: `[]DeleteRecordsTopic`, versions 0+.
+    pub topics: ArrayView<'a, DeleteRecordsTopicView<'a>>,
+    /// `TimeoutMs`: `int32`, versions 0+.
+    pub timeout_ms: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DeleteRecordsRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            topics: ArrayView::empty(),
+            timeout_ms: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DeleteRecordsRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=2).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "DeleteRecordsRequest",
+                version,
+            });
+        }
+        let flexible = version >= 2;
+        let f_topics = read::get_array(buf, flexible, version)?;
+        let f_timeout_ms = read::get_i32(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topics: f_topics,
+            timeout_ms: f_timeout_ms,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DeleteRecordsRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DeleteRecordsRequestView<'_> {
+    type Owned = DeleteRecordsRequest;
+    fn to_message(&self) -> DeleteRecordsRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DeleteRecordsRequest {
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            timeout_ms: self.timeout_ms,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `DeleteRecordsPartition` struct of `DeleteRecordsRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeleteRecordsPartition {
@@ -206,6 +292,86 @@ impl Encode for DeleteRecordsPartition {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`DeleteRecordsPartition`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DeleteRecordsPartitionView<'a> {
+    /// `PartitionIndex`: `int32`, versions 0+.
+    pub partition_index: i32,
+    /// `Offset`: `int64`, versions 0+.
+    pub offset: i64,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DeleteRecordsPartitionView<'_> {
+    fn default() -> Self {
+        Self {
+            partition_index: 0,
+            offset: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DeleteRecordsPartitionView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 2;
+        let f_partition_index = read::get_i32(buf)?;
+        let f_offset = read::get_i64(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            partition_index: f_partition_index,
+            offset: f_offset,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DeleteRecordsPartitionView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DeleteRecordsPartitionView<'_> {
+    type Owned = DeleteRecordsPartition;
+    fn to_message(&self) -> DeleteRecordsPartition {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DeleteRecordsPartition {
+            partition_index: self.partition_index,
+            offset: self.offset,
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -304,7 +470,88 @@ impl Encode for DeleteRecordsTopic {
     }
 }
 
+/// A borrowed view of [`DeleteRecordsTopic`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DeleteRecordsTopicView<'a> {
+    /// `Name`: `string`, versions 0+.
+    pub name: &'a str,
+    /// `Partitions`: `[]DeleteRecordsPartition`, versions 0+.
+    pub partitions: ArrayView<'a, DeleteRecordsPartitionView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DeleteRecordsTopicView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DeleteRecordsTopicView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 2;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DeleteRecordsTopicView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DeleteRecordsTopicView<'_> {
+    type Owned = DeleteRecordsTopic;
+    fn to_message(&self) -> DeleteRecordsTopic {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DeleteRecordsTopic {
+            name: StrBytes::from(self.name),
+            partitions: self.partitions.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for DeleteRecordsRequest {
+    type View<'a> = DeleteRecordsRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 2 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(2);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -167,6 +168,109 @@ impl Encode for DeleteTopicsRequest {
     }
 }
 
+/// A borrowed view of [`DeleteTopicsRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DeleteTopicsRequestView<'a> {
+    /// `Topics`: `[]DeleteTopicState`, versions 6+.
+    pub topics: ArrayView<'a, DeleteTopicStateView<'a>>,
+    /// `TopicNames`: `[]string`, versions 0-5, ignorable.
+    pub topic_names: ArrayView<'a, &'a str>,
+    /// `TimeoutMs`: `int32`, versions 0+.
+    pub timeout_ms: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DeleteTopicsRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            topics: ArrayView::empty(),
+            topic_names: ArrayView::empty(),
+            timeout_ms: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DeleteTopicsRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=6).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "DeleteTopicsRequest",
+                version,
+            });
+        }
+        let flexible = version >= 4;
+        let f_topics = if version >= 6 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let f_topic_names = if version <= 5 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let f_timeout_ms = read::get_i32(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topics: f_topics,
+            topic_names: f_topic_names,
+            timeout_ms: f_timeout_ms,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DeleteTopicsRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DeleteTopicsRequestView<'_> {
+    type Owned = DeleteTopicsRequest;
+    fn to_message(&self) -> DeleteTopicsRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DeleteTopicsRequest {
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            topic_names: self
+                .topic_names
+                .iter()
+                .map(|e0| StrBytes::from(e0))
+                .collect(),
+            timeout_ms: self.timeout_ms,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `DeleteTopicState` struct of `DeleteTopicsRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeleteTopicState {
@@ -276,7 +380,96 @@ impl Encode for DeleteTopicState {
     }
 }
 
+/// A borrowed view of [`DeleteTopicState`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DeleteTopicStateView<'a> {
+    /// `Name`: `string`, versions 6+, nullable in 6+, default null.
+    pub name: Option<&'a str>,
+    /// `TopicId`: `uuid`, versions 6+.
+    pub topic_id: Uuid,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DeleteTopicStateView<'_> {
+    fn default() -> Self {
+        Self {
+            name: None,
+            topic_id: Uuid::ZERO,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DeleteTopicStateView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 4;
+        let f_name = if version >= 6 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            None
+        };
+        let f_topic_id = if version >= 6 {
+            read::get_uuid(buf)?
+        } else {
+            Uuid::ZERO
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            topic_id: f_topic_id,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DeleteTopicStateView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DeleteTopicStateView<'_> {
+    type Owned = DeleteTopicState;
+    fn to_message(&self) -> DeleteTopicState {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DeleteTopicState {
+            name: self.name.map(|v| StrBytes::from(v)),
+            topic_id: self.topic_id,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for DeleteTopicsRequest {
+    type View<'a> = DeleteTopicsRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 6 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(4);
     const DEPRECATED_VERSIONS: Option<VersionRange> = Some(VersionRange { min: 0, max: 0 });

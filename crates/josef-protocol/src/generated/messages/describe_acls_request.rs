@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -159,7 +160,123 @@ impl Encode for DescribeAclsRequest {
     }
 }
 
+/// A borrowed view of [`DescribeAclsRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribeAclsRequestView<'a> {
+    /// `ResourceTypeFilter`: `int8`, versions 0+.
+    pub resource_type_filter: i8,
+    /// `ResourceNameFilter`: `string`, versions 0+, nullable in 0+.
+    pub resource_name_filter: Option<&'a str>,
+    /// `PatternTypeFilter`: `int8`, versions 1+, default `3`.
+    pub pattern_type_filter: i8,
+    /// `PrincipalFilter`: `string`, versions 0+, nullable in 0+.
+    pub principal_filter: Option<&'a str>,
+    /// `HostFilter`: `string`, versions 0+, nullable in 0+.
+    pub host_filter: Option<&'a str>,
+    /// `Operation`: `int8`, versions 0+.
+    pub operation: i8,
+    /// `PermissionType`: `int8`, versions 0+.
+    pub permission_type: i8,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribeAclsRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            resource_type_filter: 0,
+            resource_name_filter: Some(""),
+            pattern_type_filter: 3,
+            principal_filter: Some(""),
+            host_filter: Some(""),
+            operation: 0,
+            permission_type: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribeAclsRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=3).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "DescribeAclsRequest",
+                version,
+            });
+        }
+        let flexible = version >= 2;
+        let f_resource_type_filter = read::get_i8(buf)?;
+        let f_resource_name_filter = read::get_nullable_str(buf, flexible)?;
+        let f_pattern_type_filter = if version >= 1 { read::get_i8(buf)? } else { 3 };
+        let f_principal_filter = read::get_nullable_str(buf, flexible)?;
+        let f_host_filter = read::get_nullable_str(buf, flexible)?;
+        let f_operation = read::get_i8(buf)?;
+        let f_permission_type = read::get_i8(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            resource_type_filter: f_resource_type_filter,
+            resource_name_filter: f_resource_name_filter,
+            pattern_type_filter: f_pattern_type_filter,
+            principal_filter: f_principal_filter,
+            host_filter: f_host_filter,
+            operation: f_operation,
+            permission_type: f_permission_type,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribeAclsRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribeAclsRequestView<'_> {
+    type Owned = DescribeAclsRequest;
+    fn to_message(&self) -> DescribeAclsRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribeAclsRequest {
+            resource_type_filter: self.resource_type_filter,
+            resource_name_filter: self.resource_name_filter.map(|v| StrBytes::from(v)),
+            pattern_type_filter: self.pattern_type_filter,
+            principal_filter: self.principal_filter.map(|v| StrBytes::from(v)),
+            host_filter: self.host_filter.map(|v| StrBytes::from(v)),
+            operation: self.operation,
+            permission_type: self.permission_type,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for DescribeAclsRequest {
+    type View<'a> = DescribeAclsRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 3 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(2);
     const DEPRECATED_VERSIONS: Option<VersionRange> = Some(VersionRange { min: 0, max: 0 });

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -127,6 +128,91 @@ impl Encode for DescribeClientQuotasRequest {
     }
 }
 
+/// A borrowed view of [`DescribeClientQuotasRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribeClientQuotasRequestView<'a> {
+    /// `Components`: `[]ComponentData`, versions 0+.
+    pub components: ArrayView<'a, ComponentDataView<'a>>,
+    /// `Strict`: `bool`, versions 0+.
+    pub strict: bool,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribeClientQuotasRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            components: ArrayView::empty(),
+            strict: false,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribeClientQuotasRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=1).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "DescribeClientQuotasRequest",
+                version,
+            });
+        }
+        let flexible = version >= 1;
+        let f_components = read::get_array(buf, flexible, version)?;
+        let f_strict = read::get_bool(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            components: f_components,
+            strict: f_strict,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribeClientQuotasRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribeClientQuotasRequestView<'_> {
+    type Owned = DescribeClientQuotasRequest;
+    fn to_message(&self) -> DescribeClientQuotasRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribeClientQuotasRequest {
+            components: self.components.iter().map(|e0| e0.to_message()).collect(),
+            strict: self.strict,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `ComponentData` struct of `DescribeClientQuotasRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ComponentData {
@@ -215,7 +301,94 @@ impl Encode for ComponentData {
     }
 }
 
+/// A borrowed view of [`ComponentData`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ComponentDataView<'a> {
+    /// `EntityType`: `string`, versions 0+.
+    pub entity_type: &'a str,
+    /// `MatchType`: `int8`, versions 0+.
+    pub match_type: i8,
+    /// `Match`: `string`, versions 0+, nullable in 0+.
+    pub match_: Option<&'a str>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ComponentDataView<'_> {
+    fn default() -> Self {
+        Self {
+            entity_type: "",
+            match_type: 0,
+            match_: Some(""),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ComponentDataView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 1;
+        let f_entity_type = read::get_str(buf, flexible)?;
+        let f_match_type = read::get_i8(buf)?;
+        let f_match_ = read::get_nullable_str(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            entity_type: f_entity_type,
+            match_type: f_match_type,
+            match_: f_match_,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ComponentDataView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ComponentDataView<'_> {
+    type Owned = ComponentData;
+    fn to_message(&self) -> ComponentData {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ComponentData {
+            entity_type: StrBytes::from(self.entity_type),
+            match_type: self.match_type,
+            match_: self.match_.map(|v| StrBytes::from(v)),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for DescribeClientQuotasRequest {
+    type View<'a> = DescribeClientQuotasRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(1);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -124,7 +125,93 @@ impl Encode for DescribeClusterRequest {
     }
 }
 
+/// A borrowed view of [`DescribeClusterRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribeClusterRequestView<'a> {
+    /// `IncludeClusterAuthorizedOperations`: `bool`, versions 0+.
+    pub include_cluster_authorized_operations: bool,
+    /// `EndpointType`: `int8`, versions 1+, default `1`.
+    pub endpoint_type: i8,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribeClusterRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            include_cluster_authorized_operations: false,
+            endpoint_type: 1,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribeClusterRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=1).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "DescribeClusterRequest",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_include_cluster_authorized_operations = read::get_bool(buf)?;
+        let f_endpoint_type = if version >= 1 { read::get_i8(buf)? } else { 1 };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            include_cluster_authorized_operations: f_include_cluster_authorized_operations,
+            endpoint_type: f_endpoint_type,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribeClusterRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribeClusterRequestView<'_> {
+    type Owned = DescribeClusterRequest;
+    fn to_message(&self) -> DescribeClusterRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribeClusterRequest {
+            include_cluster_authorized_operations: self.include_cluster_authorized_operations,
+            endpoint_type: self.endpoint_type,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for DescribeClusterRequest {
+    type View<'a> = DescribeClusterRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -180,6 +181,127 @@ impl Encode for DescribeClusterResponse {
     }
 }
 
+/// A borrowed view of [`DescribeClusterResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribeClusterResponseView<'a> {
+    /// `ThrottleTimeMs`: `int32`, versions 0+.
+    pub throttle_time_ms: i32,
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `ErrorMessage`: `string`, versions 0+, nullable in 0+, default null.
+    pub error_message: Option<&'a str>,
+    /// `EndpointType`: `int8`, versions 1+, default `1`.
+    pub endpoint_type: i8,
+    /// `ClusterId`: `string`, versions 0+.
+    pub cluster_id: &'a str,
+    /// `ControllerId`: `int32`, versions 0+, default `-1`.
+    pub controller_id: i32,
+    /// `Brokers`: `[]DescribeClusterBroker`, versions 0+.
+    pub brokers: ArrayView<'a, DescribeClusterBrokerView<'a>>,
+    /// `ClusterAuthorizedOperations`: `int32`, versions 0+, default `-2147483648`.
+    pub cluster_authorized_operations: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribeClusterResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            error_code: 0,
+            error_message: None,
+            endpoint_type: 1,
+            cluster_id: "",
+            controller_id: -1,
+            brokers: ArrayView::empty(),
+            cluster_authorized_operations: -2147483648,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribeClusterResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=1).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "DescribeClusterResponse",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_throttle_time_ms = read::get_i32(buf)?;
+        let f_error_code = read::get_i16(buf)?;
+        let f_error_message = read::get_nullable_str(buf, flexible)?;
+        let f_endpoint_type = if version >= 1 { read::get_i8(buf)? } else { 1 };
+        let f_cluster_id = read::get_str(buf, flexible)?;
+        let f_controller_id = read::get_i32(buf)?;
+        let f_brokers = read::get_array(buf, flexible, version)?;
+        let f_cluster_authorized_operations = read::get_i32(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            endpoint_type: f_endpoint_type,
+            cluster_id: f_cluster_id,
+            controller_id: f_controller_id,
+            brokers: f_brokers,
+            cluster_authorized_operations: f_cluster_authorized_operations,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribeClusterResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribeClusterResponseView<'_> {
+    type Owned = DescribeClusterResponse;
+    fn to_message(&self) -> DescribeClusterResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribeClusterResponse {
+            throttle_time_ms: self.throttle_time_ms,
+            error_code: self.error_code,
+            error_message: self.error_message.map(|v| StrBytes::from(v)),
+            endpoint_type: self.endpoint_type,
+            cluster_id: StrBytes::from(self.cluster_id),
+            controller_id: self.controller_id,
+            brokers: self.brokers.iter().map(|e0| e0.to_message()).collect(),
+            cluster_authorized_operations: self.cluster_authorized_operations,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `DescribeClusterBroker` struct of `DescribeClusterResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeClusterBroker {
@@ -275,7 +397,100 @@ impl Encode for DescribeClusterBroker {
     }
 }
 
+/// A borrowed view of [`DescribeClusterBroker`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribeClusterBrokerView<'a> {
+    /// `BrokerId`: `int32`, versions 0+, map key.
+    pub broker_id: i32,
+    /// `Host`: `string`, versions 0+.
+    pub host: &'a str,
+    /// `Port`: `int32`, versions 0+.
+    pub port: i32,
+    /// `Rack`: `string`, versions 0+, nullable in 0+, default null.
+    pub rack: Option<&'a str>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribeClusterBrokerView<'_> {
+    fn default() -> Self {
+        Self {
+            broker_id: 0,
+            host: "",
+            port: 0,
+            rack: None,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribeClusterBrokerView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_broker_id = read::get_i32(buf)?;
+        let f_host = read::get_str(buf, flexible)?;
+        let f_port = read::get_i32(buf)?;
+        let f_rack = read::get_nullable_str(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            broker_id: f_broker_id,
+            host: f_host,
+            port: f_port,
+            rack: f_rack,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribeClusterBrokerView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribeClusterBrokerView<'_> {
+    type Owned = DescribeClusterBroker;
+    fn to_message(&self) -> DescribeClusterBroker {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribeClusterBroker {
+            broker_id: self.broker_id,
+            host: StrBytes::from(self.host),
+            port: self.port,
+            rack: self.rack.map(|v| StrBytes::from(v)),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for DescribeClusterResponse {
+    type View<'a> = DescribeClusterResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -163,6 +164,105 @@ impl Encode for DescribeConfigsRequest {
     }
 }
 
+/// A borrowed view of [`DescribeConfigsRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribeConfigsRequestView<'a> {
+    /// `Resources`: `[]DescribeConfigsResource`, versions 0+.
+    pub resources: ArrayView<'a, DescribeConfigsResourceView<'a>>,
+    /// `IncludeSynonyms`: `bool`, versions 1+, default `false`.
+    pub include_synonyms: bool,
+    /// `IncludeDocumentation`: `bool`, versions 3+, default `false`.
+    pub include_documentation: bool,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribeConfigsRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            resources: ArrayView::empty(),
+            include_synonyms: false,
+            include_documentation: false,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribeConfigsRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=4).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "DescribeConfigsRequest",
+                version,
+            });
+        }
+        let flexible = version >= 4;
+        let f_resources = read::get_array(buf, flexible, version)?;
+        let f_include_synonyms = if version >= 1 {
+            read::get_bool(buf)?
+        } else {
+            false
+        };
+        let f_include_documentation = if version >= 3 {
+            read::get_bool(buf)?
+        } else {
+            false
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            resources: f_resources,
+            include_synonyms: f_include_synonyms,
+            include_documentation: f_include_documentation,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribeConfigsRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribeConfigsRequestView<'_> {
+    type Owned = DescribeConfigsRequest;
+    fn to_message(&self) -> DescribeConfigsRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribeConfigsRequest {
+            resources: self.resources.iter().map(|e0| e0.to_message()).collect(),
+            include_synonyms: self.include_synonyms,
+            include_documentation: self.include_documentation,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `DescribeConfigsResource` struct of `DescribeConfigsRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeConfigsResource {
@@ -272,7 +372,96 @@ impl Encode for DescribeConfigsResource {
     }
 }
 
+/// A borrowed view of [`DescribeConfigsResource`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribeConfigsResourceView<'a> {
+    /// `ResourceType`: `int8`, versions 0+.
+    pub resource_type: i8,
+    /// `ResourceName`: `string`, versions 0+.
+    pub resource_name: &'a str,
+    /// `ConfigurationKeys`: `[]string`, versions 0+, nullable in 0+.
+    pub configuration_keys: Option<ArrayView<'a, &'a str>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribeConfigsResourceView<'_> {
+    fn default() -> Self {
+        Self {
+            resource_type: 0,
+            resource_name: "",
+            configuration_keys: Some(ArrayView::empty()),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribeConfigsResourceView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 4;
+        let f_resource_type = read::get_i8(buf)?;
+        let f_resource_name = read::get_str(buf, flexible)?;
+        let f_configuration_keys = read::get_nullable_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            resource_type: f_resource_type,
+            resource_name: f_resource_name,
+            configuration_keys: f_configuration_keys,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribeConfigsResourceView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribeConfigsResourceView<'_> {
+    type Owned = DescribeConfigsResource;
+    fn to_message(&self) -> DescribeConfigsResource {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribeConfigsResource {
+            resource_type: self.resource_type,
+            resource_name: StrBytes::from(self.resource_name),
+            configuration_keys: self
+                .configuration_keys
+                .map(|v| v.iter().map(|e0| StrBytes::from(e0)).collect()),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for DescribeConfigsRequest {
+    type View<'a> = DescribeConfigsRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(4);
     const DEPRECATED_VERSIONS: Option<VersionRange> = Some(VersionRange { min: 0, max: 0 });

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -125,6 +126,91 @@ impl Encode for DescribeConfigsResponse {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`DescribeConfigsResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribeConfigsResponseView<'a> {
+    /// `ThrottleTimeMs`: `int32`, versions 0+.
+    pub throttle_time_ms: i32,
+    /// `Results`: `[]DescribeConfigsResult`, versions 0+.
+    pub results: ArrayView<'a, DescribeConfigsResultView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribeConfigsResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            results: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribeConfigsResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=4).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "DescribeConfigsResponse",
+                version,
+            });
+        }
+        let flexible = version >= 4;
+        let f_throttle_time_ms = read::get_i32(buf)?;
+        let f_results = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            throttle_time_ms: f_throttle_time_ms,
+            results: f_results,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribeConfigsResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribeConfigsResponseView<'_> {
+    type Owned = DescribeConfigsResponse;
+    fn to_message(&self) -> DescribeConfigsResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribeConfigsResponse {
+            throttle_time_ms: self.throttle_time_ms,
+            results: self.results.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -251,6 +337,100 @@ impl Encode for DescribeConfigsSynonym {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`DescribeConfigsSynonym`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribeConfigsSynonymView<'a> {
+    /// `Name`: `string`, versions 1+.
+    pub name: &'a str,
+    /// `Value`: `string`, versions 1+, nullable in 1+.
+    pub value: Option<&'a str>,
+    /// `Source`: `int8`, versions 1+.
+    pub source: i8,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribeConfigsSynonymView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            value: Some(""),
+            source: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribeConfigsSynonymView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 4;
+        let f_name = if version >= 1 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_value = if version >= 1 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            Some("")
+        };
+        let f_source = if version >= 1 { read::get_i8(buf)? } else { 0 };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            value: f_value,
+            source: f_source,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribeConfigsSynonymView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribeConfigsSynonymView<'_> {
+    type Owned = DescribeConfigsSynonym;
+    fn to_message(&self) -> DescribeConfigsSynonym {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribeConfigsSynonym {
+            name: StrBytes::from(self.name),
+            value: self.value.map(|v| StrBytes::from(v)),
+            source: self.source,
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -436,6 +616,140 @@ impl Encode for DescribeConfigsResourceResult {
     }
 }
 
+/// A borrowed view of [`DescribeConfigsResourceResult`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribeConfigsResourceResultView<'a> {
+    /// `Name`: `string`, versions 0+.
+    pub name: &'a str,
+    /// `Value`: `string`, versions 0+, nullable in 0+.
+    pub value: Option<&'a str>,
+    /// `ReadOnly`: `bool`, versions 0+.
+    pub read_only: bool,
+    /// `IsDefault`: `bool`, versions 0.
+    pub is_default: bool,
+    /// `ConfigSource`: `int8`, versions 1+, default `-1`, ignorable.
+    pub config_source: i8,
+    /// `IsSensitive`: `bool`, versions 0+.
+    pub is_sensitive: bool,
+    /// `Synonyms`: `[]DescribeConfigsSynonym`, versions 1+, ignorable.
+    pub synonyms: ArrayView<'a, DescribeConfigsSynonymView<'a>>,
+    /// `ConfigType`: `int8`, versions 3+, default `0`, ignorable.
+    pub config_type: i8,
+    /// `Documentation`: `string`, versions 3+, nullable in 3+, ignorable.
+    pub documentation: Option<&'a str>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribeConfigsResourceResultView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            value: Some(""),
+            read_only: false,
+            is_default: false,
+            config_source: -1,
+            is_sensitive: false,
+            synonyms: ArrayView::empty(),
+            config_type: 0,
+            documentation: Some(""),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribeConfigsResourceResultView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 4;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_value = read::get_nullable_str(buf, flexible)?;
+        let f_read_only = read::get_bool(buf)?;
+        let f_is_default = if version <= 0 {
+            read::get_bool(buf)?
+        } else {
+            false
+        };
+        let f_config_source = if version >= 1 { read::get_i8(buf)? } else { -1 };
+        let f_is_sensitive = read::get_bool(buf)?;
+        let f_synonyms = if version >= 1 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let f_config_type = if version >= 3 { read::get_i8(buf)? } else { 0 };
+        let f_documentation = if version >= 3 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            Some("")
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            value: f_value,
+            read_only: f_read_only,
+            is_default: f_is_default,
+            config_source: f_config_source,
+            is_sensitive: f_is_sensitive,
+            synonyms: f_synonyms,
+            config_type: f_config_type,
+            documentation: f_documentation,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribeConfigsResourceResultView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribeConfigsResourceResultView<'_> {
+    type Owned = DescribeConfigsResourceResult;
+    fn to_message(&self) -> DescribeConfigsResourceResult {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribeConfigsResourceResult {
+            name: StrBytes::from(self.name),
+            value: self.value.map(|v| StrBytes::from(v)),
+            read_only: self.read_only,
+            is_default: self.is_default,
+            config_source: self.config_source,
+            is_sensitive: self.is_sensitive,
+            synonyms: self.synonyms.iter().map(|e0| e0.to_message()).collect(),
+            config_type: self.config_type,
+            documentation: self.documentation.map(|v| StrBytes::from(v)),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `DescribeConfigsResult` struct of `DescribeConfigsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeConfigsResult {
@@ -552,7 +866,106 @@ impl Encode for DescribeConfigsResult {
     }
 }
 
+/// A borrowed view of [`DescribeConfigsResult`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribeConfigsResultView<'a> {
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `ErrorMessage`: `string`, versions 0+, nullable in 0+.
+    pub error_message: Option<&'a str>,
+    /// `ResourceType`: `int8`, versions 0+.
+    pub resource_type: i8,
+    /// `ResourceName`: `string`, versions 0+.
+    pub resource_name: &'a str,
+    /// `Configs`: `[]DescribeConfigsResourceResult`, versions 0+.
+    pub configs: ArrayView<'a, DescribeConfigsResourceResultView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribeConfigsResultView<'_> {
+    fn default() -> Self {
+        Self {
+            error_code: 0,
+            error_message: Some(""),
+            resource_type: 0,
+            resource_name: "",
+            configs: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribeConfigsResultView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 4;
+        let f_error_code = read::get_i16(buf)?;
+        let f_error_message = read::get_nullable_str(buf, flexible)?;
+        let f_resource_type = read::get_i8(buf)?;
+        let f_resource_name = read::get_str(buf, flexible)?;
+        let f_configs = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            error_code: f_error_code,
+            error_message: f_error_message,
+            resource_type: f_resource_type,
+            resource_name: f_resource_name,
+            configs: f_configs,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribeConfigsResultView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribeConfigsResultView<'_> {
+    type Owned = DescribeConfigsResult;
+    fn to_message(&self) -> DescribeConfigsResult {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribeConfigsResult {
+            error_code: self.error_code,
+            error_message: self.error_message.map(|v| StrBytes::from(v)),
+            resource_type: self.resource_type,
+            resource_name: StrBytes::from(self.resource_name),
+            configs: self.configs.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for DescribeConfigsResponse {
+    type View<'a> = DescribeConfigsResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(4);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

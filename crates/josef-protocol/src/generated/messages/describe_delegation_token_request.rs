@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -129,6 +130,87 @@ impl Encode for DescribeDelegationTokenRequest {
     }
 }
 
+/// A borrowed view of [`DescribeDelegationTokenRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribeDelegationTokenRequestView<'a> {
+    /// `Owners`: `[]DescribeDelegationTokenOwner`, versions 0+, nullable in 0+.
+    pub owners: Option<ArrayView<'a, DescribeDelegationTokenOwnerView<'a>>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribeDelegationTokenRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            owners: Some(ArrayView::empty()),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribeDelegationTokenRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=3).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "DescribeDelegationTokenRequest",
+                version,
+            });
+        }
+        let flexible = version >= 2;
+        let f_owners = read::get_nullable_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            owners: f_owners,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribeDelegationTokenRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribeDelegationTokenRequestView<'_> {
+    type Owned = DescribeDelegationTokenRequest;
+    fn to_message(&self) -> DescribeDelegationTokenRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribeDelegationTokenRequest {
+            owners: self
+                .owners
+                .map(|v| v.iter().map(|e0| e0.to_message()).collect()),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `DescribeDelegationTokenOwner` struct of `DescribeDelegationTokenRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeDelegationTokenOwner {
@@ -210,7 +292,88 @@ impl Encode for DescribeDelegationTokenOwner {
     }
 }
 
+/// A borrowed view of [`DescribeDelegationTokenOwner`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribeDelegationTokenOwnerView<'a> {
+    /// `PrincipalType`: `string`, versions 0+.
+    pub principal_type: &'a str,
+    /// `PrincipalName`: `string`, versions 0+.
+    pub principal_name: &'a str,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribeDelegationTokenOwnerView<'_> {
+    fn default() -> Self {
+        Self {
+            principal_type: "",
+            principal_name: "",
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribeDelegationTokenOwnerView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 2;
+        let f_principal_type = read::get_str(buf, flexible)?;
+        let f_principal_name = read::get_str(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            principal_type: f_principal_type,
+            principal_name: f_principal_name,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribeDelegationTokenOwnerView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribeDelegationTokenOwnerView<'_> {
+    type Owned = DescribeDelegationTokenOwner;
+    fn to_message(&self) -> DescribeDelegationTokenOwner {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribeDelegationTokenOwner {
+            principal_type: StrBytes::from(self.principal_type),
+            principal_name: StrBytes::from(self.principal_name),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for DescribeDelegationTokenRequest {
+    type View<'a> = DescribeDelegationTokenRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 3 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(2);
     const DEPRECATED_VERSIONS: Option<VersionRange> = Some(VersionRange { min: 0, max: 0 });

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -135,6 +136,97 @@ impl Encode for DescribeDelegationTokenResponse {
     }
 }
 
+/// A borrowed view of [`DescribeDelegationTokenResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribeDelegationTokenResponseView<'a> {
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `Tokens`: `[]DescribedDelegationToken`, versions 0+.
+    pub tokens: ArrayView<'a, DescribedDelegationTokenView<'a>>,
+    /// `ThrottleTimeMs`: `int32`, versions 0+.
+    pub throttle_time_ms: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribeDelegationTokenResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            error_code: 0,
+            tokens: ArrayView::empty(),
+            throttle_time_ms: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribeDelegationTokenResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=3).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "DescribeDelegationTokenResponse",
+                version,
+            });
+        }
+        let flexible = version >= 2;
+        let f_error_code = read::get_i16(buf)?;
+        let f_tokens = read::get_array(buf, flexible, version)?;
+        let f_throttle_time_ms = read::get_i32(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            error_code: f_error_code,
+            tokens: f_tokens,
+            throttle_time_ms: f_throttle_time_ms,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribeDelegationTokenResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribeDelegationTokenResponseView<'_> {
+    type Owned = DescribeDelegationTokenResponse;
+    fn to_message(&self) -> DescribeDelegationTokenResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribeDelegationTokenResponse {
+            error_code: self.error_code,
+            tokens: self.tokens.iter().map(|e0| e0.to_message()).collect(),
+            throttle_time_ms: self.throttle_time_ms,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `DescribedDelegationTokenRenewer` struct of `DescribeDelegationTokenResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribedDelegationTokenRenewer {
@@ -213,6 +305,86 @@ impl Encode for DescribedDelegationTokenRenewer {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`DescribedDelegationTokenRenewer`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribedDelegationTokenRenewerView<'a> {
+    /// `PrincipalType`: `string`, versions 0+.
+    pub principal_type: &'a str,
+    /// `PrincipalName`: `string`, versions 0+.
+    pub principal_name: &'a str,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribedDelegationTokenRenewerView<'_> {
+    fn default() -> Self {
+        Self {
+            principal_type: "",
+            principal_name: "",
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribedDelegationTokenRenewerView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 2;
+        let f_principal_type = read::get_str(buf, flexible)?;
+        let f_principal_name = read::get_str(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            principal_type: f_principal_type,
+            principal_name: f_principal_name,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribedDelegationTokenRenewerView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribedDelegationTokenRenewerView<'_> {
+    type Owned = DescribedDelegationTokenRenewer;
+    fn to_message(&self) -> DescribedDelegationTokenRenewer {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribedDelegationTokenRenewer {
+            principal_type: StrBytes::from(self.principal_type),
+            principal_name: StrBytes::from(self.principal_name),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -395,7 +567,144 @@ impl Encode for DescribedDelegationToken {
     }
 }
 
+/// A borrowed view of [`DescribedDelegationToken`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribedDelegationTokenView<'a> {
+    /// `PrincipalType`: `string`, versions 0+.
+    pub principal_type: &'a str,
+    /// `PrincipalName`: `string`, versions 0+.
+    pub principal_name: &'a str,
+    /// `TokenRequesterPrincipalType`: `string`, versions 3+.
+    pub token_requester_principal_type: &'a str,
+    /// `TokenRequesterPrincipalName`: `string`, versions 3+.
+    pub token_requester_principal_name: &'a str,
+    /// `IssueTimestamp`: `int64`, versions 0+.
+    pub issue_timestamp: i64,
+    /// `ExpiryTimestamp`: `int64`, versions 0+.
+    pub expiry_timestamp: i64,
+    /// `MaxTimestamp`: `int64`, versions 0+.
+    pub max_timestamp: i64,
+    /// `TokenId`: `string`, versions 0+.
+    pub token_id: &'a str,
+    /// `Hmac`: `bytes`, versions 0+.
+    pub hmac: &'a [u8],
+    /// `Renewers`: `[]DescribedDelegationTokenRenewer`, versions 0+.
+    pub renewers: ArrayView<'a, DescribedDelegationTokenRenewerView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribedDelegationTokenView<'_> {
+    fn default() -> Self {
+        Self {
+            principal_type: "",
+            principal_name: "",
+            token_requester_principal_type: "",
+            token_requester_principal_name: "",
+            issue_timestamp: 0,
+            expiry_timestamp: 0,
+            max_timestamp: 0,
+            token_id: "",
+            hmac: &[],
+            renewers: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribedDelegationTokenView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 2;
+        let f_principal_type = read::get_str(buf, flexible)?;
+        let f_principal_name = read::get_str(buf, flexible)?;
+        let f_token_requester_principal_type = if version >= 3 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_token_requester_principal_name = if version >= 3 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_issue_timestamp = read::get_i64(buf)?;
+        let f_expiry_timestamp = read::get_i64(buf)?;
+        let f_max_timestamp = read::get_i64(buf)?;
+        let f_token_id = read::get_str(buf, flexible)?;
+        let f_hmac = read::get_bytes(buf, flexible)?;
+        let f_renewers = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            principal_type: f_principal_type,
+            principal_name: f_principal_name,
+            token_requester_principal_type: f_token_requester_principal_type,
+            token_requester_principal_name: f_token_requester_principal_name,
+            issue_timestamp: f_issue_timestamp,
+            expiry_timestamp: f_expiry_timestamp,
+            max_timestamp: f_max_timestamp,
+            token_id: f_token_id,
+            hmac: f_hmac,
+            renewers: f_renewers,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribedDelegationTokenView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribedDelegationTokenView<'_> {
+    type Owned = DescribedDelegationToken;
+    fn to_message(&self) -> DescribedDelegationToken {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribedDelegationToken {
+            principal_type: StrBytes::from(self.principal_type),
+            principal_name: StrBytes::from(self.principal_name),
+            token_requester_principal_type: StrBytes::from(self.token_requester_principal_type),
+            token_requester_principal_name: StrBytes::from(self.token_requester_principal_name),
+            issue_timestamp: self.issue_timestamp,
+            expiry_timestamp: self.expiry_timestamp,
+            max_timestamp: self.max_timestamp,
+            token_id: StrBytes::from(self.token_id),
+            hmac: Bytes::copy_from_slice(self.hmac),
+            renewers: self.renewers.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for DescribeDelegationTokenResponse {
+    type View<'a> = DescribeDelegationTokenResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 3 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(2);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

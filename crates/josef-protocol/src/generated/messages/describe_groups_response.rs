@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -130,6 +131,91 @@ impl Encode for DescribeGroupsResponse {
     }
 }
 
+/// A borrowed view of [`DescribeGroupsResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribeGroupsResponseView<'a> {
+    /// `ThrottleTimeMs`: `int32`, versions 1+, ignorable.
+    pub throttle_time_ms: i32,
+    /// `Groups`: `[]DescribedGroup`, versions 0+.
+    pub groups: ArrayView<'a, DescribedGroupView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribeGroupsResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            groups: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribeGroupsResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=5).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "DescribeGroupsResponse",
+                version,
+            });
+        }
+        let flexible = version >= 5;
+        let f_throttle_time_ms = if version >= 1 { read::get_i32(buf)? } else { 0 };
+        let f_groups = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            throttle_time_ms: f_throttle_time_ms,
+            groups: f_groups,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribeGroupsResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribeGroupsResponseView<'_> {
+    type Owned = DescribeGroupsResponse;
+    fn to_message(&self) -> DescribeGroupsResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribeGroupsResponse {
+            throttle_time_ms: self.throttle_time_ms,
+            groups: self.groups.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `DescribedGroupMember` struct of `DescribeGroupsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribedGroupMember {
@@ -244,6 +330,114 @@ impl Encode for DescribedGroupMember {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`DescribedGroupMember`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribedGroupMemberView<'a> {
+    /// `MemberId`: `string`, versions 0+.
+    pub member_id: &'a str,
+    /// `GroupInstanceId`: `string`, versions 4+, nullable in 4+, default null, ignorable.
+    pub group_instance_id: Option<&'a str>,
+    /// `ClientId`: `string`, versions 0+.
+    pub client_id: &'a str,
+    /// `ClientHost`: `string`, versions 0+.
+    pub client_host: &'a str,
+    /// `MemberMetadata`: `bytes`, versions 0+.
+    pub member_metadata: &'a [u8],
+    /// `MemberAssignment`: `bytes`, versions 0+.
+    pub member_assignment: &'a [u8],
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribedGroupMemberView<'_> {
+    fn default() -> Self {
+        Self {
+            member_id: "",
+            group_instance_id: None,
+            client_id: "",
+            client_host: "",
+            member_metadata: &[],
+            member_assignment: &[],
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribedGroupMemberView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 5;
+        let f_member_id = read::get_str(buf, flexible)?;
+        let f_group_instance_id = if version >= 4 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            None
+        };
+        let f_client_id = read::get_str(buf, flexible)?;
+        let f_client_host = read::get_str(buf, flexible)?;
+        let f_member_metadata = read::get_bytes(buf, flexible)?;
+        let f_member_assignment = read::get_bytes(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            member_id: f_member_id,
+            group_instance_id: f_group_instance_id,
+            client_id: f_client_id,
+            client_host: f_client_host,
+            member_metadata: f_member_metadata,
+            member_assignment: f_member_assignment,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribedGroupMemberView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribedGroupMemberView<'_> {
+    type Owned = DescribedGroupMember;
+    fn to_message(&self) -> DescribedGroupMember {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribedGroupMember {
+            member_id: StrBytes::from(self.member_id),
+            group_instance_id: self.group_instance_id.map(|v| StrBytes::from(v)),
+            client_id: StrBytes::from(self.client_id),
+            client_host: StrBytes::from(self.client_host),
+            member_metadata: Bytes::copy_from_slice(self.member_metadata),
+            member_assignment: Bytes::copy_from_slice(self.member_assignment),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -391,7 +585,122 @@ impl Encode for DescribedGroup {
     }
 }
 
+/// A borrowed view of [`DescribedGroup`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribedGroupView<'a> {
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `GroupId`: `string`, versions 0+.
+    pub group_id: &'a str,
+    /// `GroupState`: `string`, versions 0+.
+    pub group_state: &'a str,
+    /// `ProtocolType`: `string`, versions 0+.
+    pub protocol_type: &'a str,
+    /// `ProtocolData`: `string`, versions 0+.
+    pub protocol_data: &'a str,
+    /// `Members`: `[]DescribedGroupMember`, versions 0+.
+    pub members: ArrayView<'a, DescribedGroupMemberView<'a>>,
+    /// `AuthorizedOperations`: `int32`, versions 3+, default `-2147483648`.
+    pub authorized_operations: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribedGroupView<'_> {
+    fn default() -> Self {
+        Self {
+            error_code: 0,
+            group_id: "",
+            group_state: "",
+            protocol_type: "",
+            protocol_data: "",
+            members: ArrayView::empty(),
+            authorized_operations: -2147483648,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribedGroupView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 5;
+        let f_error_code = read::get_i16(buf)?;
+        let f_group_id = read::get_str(buf, flexible)?;
+        let f_group_state = read::get_str(buf, flexible)?;
+        let f_protocol_type = read::get_str(buf, flexible)?;
+        let f_protocol_data = read::get_str(buf, flexible)?;
+        let f_members = read::get_array(buf, flexible, version)?;
+        let f_authorized_operations = if version >= 3 {
+            read::get_i32(buf)?
+        } else {
+            -2147483648
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            error_code: f_error_code,
+            group_id: f_group_id,
+            group_state: f_group_state,
+            protocol_type: f_protocol_type,
+            protocol_data: f_protocol_data,
+            members: f_members,
+            authorized_operations: f_authorized_operations,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribedGroupView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribedGroupView<'_> {
+    type Owned = DescribedGroup;
+    fn to_message(&self) -> DescribedGroup {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribedGroup {
+            error_code: self.error_code,
+            group_id: StrBytes::from(self.group_id),
+            group_state: StrBytes::from(self.group_state),
+            protocol_type: StrBytes::from(self.protocol_type),
+            protocol_data: StrBytes::from(self.protocol_data),
+            members: self.members.iter().map(|e0| e0.to_message()).collect(),
+            authorized_operations: self.authorized_operations,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for DescribeGroupsResponse {
+    type View<'a> = DescribeGroupsResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(5);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

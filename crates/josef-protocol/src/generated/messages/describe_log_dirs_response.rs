@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -139,6 +140,97 @@ impl Encode for DescribeLogDirsResponse {
     }
 }
 
+/// A borrowed view of [`DescribeLogDirsResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribeLogDirsResponseView<'a> {
+    /// `ThrottleTimeMs`: `int32`, versions 0+.
+    pub throttle_time_ms: i32,
+    /// `ErrorCode`: `int16`, versions 3+, ignorable.
+    pub error_code: i16,
+    /// `Results`: `[]DescribeLogDirsResult`, versions 0+.
+    pub results: ArrayView<'a, DescribeLogDirsResultView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribeLogDirsResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            error_code: 0,
+            results: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribeLogDirsResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=4).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "DescribeLogDirsResponse",
+                version,
+            });
+        }
+        let flexible = version >= 2;
+        let f_throttle_time_ms = read::get_i32(buf)?;
+        let f_error_code = if version >= 3 { read::get_i16(buf)? } else { 0 };
+        let f_results = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            results: f_results,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribeLogDirsResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribeLogDirsResponseView<'_> {
+    type Owned = DescribeLogDirsResponse;
+    fn to_message(&self) -> DescribeLogDirsResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribeLogDirsResponse {
+            throttle_time_ms: self.throttle_time_ms,
+            error_code: self.error_code,
+            results: self.results.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `DescribeLogDirsPartition` struct of `DescribeLogDirsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeLogDirsPartition {
@@ -234,6 +326,98 @@ impl Encode for DescribeLogDirsPartition {
     }
 }
 
+/// A borrowed view of [`DescribeLogDirsPartition`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribeLogDirsPartitionView<'a> {
+    /// `PartitionIndex`: `int32`, versions 0+.
+    pub partition_index: i32,
+    /// `PartitionSize`: `int64`, versions 0+.
+    pub partition_size: i64,
+    /// `OffsetLag`: `int64`, versions 0+.
+    pub offset_lag: i64,
+    /// `IsFutureKey`: `bool`, versions 0+.
+    pub is_future_key: bool,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribeLogDirsPartitionView<'_> {
+    fn default() -> Self {
+        Self {
+            partition_index: 0,
+            partition_size: 0,
+            offset_lag: 0,
+            is_future_key: false,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribeLogDirsPartitionView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 2;
+        let f_partition_index = read::get_i32(buf)?;
+        let f_partition_size = read::get_i64(buf)?;
+        let f_offset_lag = read::get_i64(buf)?;
+        let f_is_future_key = read::get_bool(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            partition_index: f_partition_index,
+            partition_size: f_partition_size,
+            offset_lag: f_offset_lag,
+            is_future_key: f_is_future_key,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribeLogDirsPartitionView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribeLogDirsPartitionView<'_> {
+    type Owned = DescribeLogDirsPartition;
+    fn to_message(&self) -> DescribeLogDirsPartition {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribeLogDirsPartition {
+            partition_index: self.partition_index,
+            partition_size: self.partition_size,
+            offset_lag: self.offset_lag,
+            is_future_key: self.is_future_key,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `DescribeLogDirsTopic` struct of `DescribeLogDirsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeLogDirsTopic {
@@ -326,6 +510,86 @@ impl Encode for DescribeLogDirsTopic {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`DescribeLogDirsTopic`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribeLogDirsTopicView<'a> {
+    /// `Name`: `string`, versions 0+.
+    pub name: &'a str,
+    /// `Partitions`: `[]DescribeLogDirsPartition`, versions 0+.
+    pub partitions: ArrayView<'a, DescribeLogDirsPartitionView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribeLogDirsTopicView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribeLogDirsTopicView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 2;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribeLogDirsTopicView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribeLogDirsTopicView<'_> {
+    type Owned = DescribeLogDirsTopic;
+    fn to_message(&self) -> DescribeLogDirsTopic {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribeLogDirsTopic {
+            name: StrBytes::from(self.name),
+            partitions: self.partitions.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -461,7 +725,114 @@ impl Encode for DescribeLogDirsResult {
     }
 }
 
+/// A borrowed view of [`DescribeLogDirsResult`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribeLogDirsResultView<'a> {
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `LogDir`: `string`, versions 0+.
+    pub log_dir: &'a str,
+    /// `Topics`: `[]DescribeLogDirsTopic`, versions 0+.
+    pub topics: ArrayView<'a, DescribeLogDirsTopicView<'a>>,
+    /// `TotalBytes`: `int64`, versions 4+, default `-1`, ignorable.
+    pub total_bytes: i64,
+    /// `UsableBytes`: `int64`, versions 4+, default `-1`, ignorable.
+    pub usable_bytes: i64,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribeLogDirsResultView<'_> {
+    fn default() -> Self {
+        Self {
+            error_code: 0,
+            log_dir: "",
+            topics: ArrayView::empty(),
+            total_bytes: -1,
+            usable_bytes: -1,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribeLogDirsResultView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 2;
+        let f_error_code = read::get_i16(buf)?;
+        let f_log_dir = read::get_str(buf, flexible)?;
+        let f_topics = read::get_array(buf, flexible, version)?;
+        let f_total_bytes = if version >= 4 {
+            read::get_i64(buf)?
+        } else {
+            -1
+        };
+        let f_usable_bytes = if version >= 4 {
+            read::get_i64(buf)?
+        } else {
+            -1
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            error_code: f_error_code,
+            log_dir: f_log_dir,
+            topics: f_topics,
+            total_bytes: f_total_bytes,
+            usable_bytes: f_usable_bytes,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribeLogDirsResultView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribeLogDirsResultView<'_> {
+    type Owned = DescribeLogDirsResult;
+    fn to_message(&self) -> DescribeLogDirsResult {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribeLogDirsResult {
+            error_code: self.error_code,
+            log_dir: StrBytes::from(self.log_dir),
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            total_bytes: self.total_bytes,
+            usable_bytes: self.usable_bytes,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for DescribeLogDirsResponse {
+    type View<'a> = DescribeLogDirsResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(2);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

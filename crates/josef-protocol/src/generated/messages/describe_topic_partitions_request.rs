@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -142,6 +143,97 @@ impl Encode for DescribeTopicPartitionsRequest {
     }
 }
 
+/// A borrowed view of [`DescribeTopicPartitionsRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribeTopicPartitionsRequestView<'a> {
+    /// `Topics`: `[]TopicRequest`, versions 0+.
+    pub topics: ArrayView<'a, TopicRequestView<'a>>,
+    /// `ResponsePartitionLimit`: `int32`, versions 0+, default `2000`.
+    pub response_partition_limit: i32,
+    /// `Cursor`: `Cursor`, versions 0+, nullable in 0+, default null.
+    pub cursor: Option<CursorView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribeTopicPartitionsRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            topics: ArrayView::empty(),
+            response_partition_limit: 2000,
+            cursor: None,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribeTopicPartitionsRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "DescribeTopicPartitionsRequest",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_topics = read::get_array(buf, flexible, version)?;
+        let f_response_partition_limit = read::get_i32(buf)?;
+        let f_cursor = read::get_nullable_struct(buf, |buf| CursorView::decode_view(buf, version))?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topics: f_topics,
+            response_partition_limit: f_response_partition_limit,
+            cursor: f_cursor,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribeTopicPartitionsRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribeTopicPartitionsRequestView<'_> {
+    type Owned = DescribeTopicPartitionsRequest;
+    fn to_message(&self) -> DescribeTopicPartitionsRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribeTopicPartitionsRequest {
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            response_partition_limit: self.response_partition_limit,
+            cursor: self.cursor.map(|v| v.to_message()),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `TopicRequest` struct of `DescribeTopicPartitionsRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicRequest {
@@ -213,6 +305,80 @@ impl Encode for TopicRequest {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`TopicRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TopicRequestView<'a> {
+    /// `Name`: `string`, versions 0+.
+    pub name: &'a str,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for TopicRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for TopicRequestView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_name = read::get_str(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for TopicRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for TopicRequestView<'_> {
+    type Owned = TopicRequest;
+    fn to_message(&self) -> TopicRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        TopicRequest {
+            name: StrBytes::from(self.name),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -297,7 +463,88 @@ impl Encode for Cursor {
     }
 }
 
+/// A borrowed view of [`Cursor`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CursorView<'a> {
+    /// `TopicName`: `string`, versions 0+.
+    pub topic_name: &'a str,
+    /// `PartitionIndex`: `int32`, versions 0+.
+    pub partition_index: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for CursorView<'_> {
+    fn default() -> Self {
+        Self {
+            topic_name: "",
+            partition_index: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for CursorView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_topic_name = read::get_str(buf, flexible)?;
+        let f_partition_index = read::get_i32(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic_name: f_topic_name,
+            partition_index: f_partition_index,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for CursorView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for CursorView<'_> {
+    type Owned = Cursor;
+    fn to_message(&self) -> Cursor {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        Cursor {
+            topic_name: StrBytes::from(self.topic_name),
+            partition_index: self.partition_index,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for DescribeTopicPartitionsRequest {
+    type View<'a> = DescribeTopicPartitionsRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -141,6 +142,98 @@ impl Encode for DescribeTopicPartitionsResponse {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`DescribeTopicPartitionsResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribeTopicPartitionsResponseView<'a> {
+    /// `ThrottleTimeMs`: `int32`, versions 0+, ignorable.
+    pub throttle_time_ms: i32,
+    /// `Topics`: `[]DescribeTopicPartitionsResponseTopic`, versions 0+.
+    pub topics: ArrayView<'a, DescribeTopicPartitionsResponseTopicView<'a>>,
+    /// `NextCursor`: `Cursor`, versions 0+, nullable in 0+, default null.
+    pub next_cursor: Option<CursorView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribeTopicPartitionsResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            topics: ArrayView::empty(),
+            next_cursor: None,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribeTopicPartitionsResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "DescribeTopicPartitionsResponse",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_throttle_time_ms = read::get_i32(buf)?;
+        let f_topics = read::get_array(buf, flexible, version)?;
+        let f_next_cursor =
+            read::get_nullable_struct(buf, |buf| CursorView::decode_view(buf, version))?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            throttle_time_ms: f_throttle_time_ms,
+            topics: f_topics,
+            next_cursor: f_next_cursor,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribeTopicPartitionsResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribeTopicPartitionsResponseView<'_> {
+    type Owned = DescribeTopicPartitionsResponse;
+    fn to_message(&self) -> DescribeTopicPartitionsResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribeTopicPartitionsResponse {
+            throttle_time_ms: self.throttle_time_ms,
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            next_cursor: self.next_cursor.map(|v| v.to_message()),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -333,6 +426,128 @@ impl Encode for DescribeTopicPartitionsResponsePartition {
     }
 }
 
+/// A borrowed view of [`DescribeTopicPartitionsResponsePartition`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribeTopicPartitionsResponsePartitionView<'a> {
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `PartitionIndex`: `int32`, versions 0+.
+    pub partition_index: i32,
+    /// `LeaderId`: `int32`, versions 0+.
+    pub leader_id: i32,
+    /// `LeaderEpoch`: `int32`, versions 0+, default `-1`, ignorable.
+    pub leader_epoch: i32,
+    /// `ReplicaNodes`: `[]int32`, versions 0+.
+    pub replica_nodes: ArrayView<'a, i32>,
+    /// `IsrNodes`: `[]int32`, versions 0+.
+    pub isr_nodes: ArrayView<'a, i32>,
+    /// `EligibleLeaderReplicas`: `[]int32`, versions 0+, nullable in 0+, default null.
+    pub eligible_leader_replicas: Option<ArrayView<'a, i32>>,
+    /// `LastKnownElr`: `[]int32`, versions 0+, nullable in 0+, default null.
+    pub last_known_elr: Option<ArrayView<'a, i32>>,
+    /// `OfflineReplicas`: `[]int32`, versions 0+, ignorable.
+    pub offline_replicas: ArrayView<'a, i32>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribeTopicPartitionsResponsePartitionView<'_> {
+    fn default() -> Self {
+        Self {
+            error_code: 0,
+            partition_index: 0,
+            leader_id: 0,
+            leader_epoch: -1,
+            replica_nodes: ArrayView::empty(),
+            isr_nodes: ArrayView::empty(),
+            eligible_leader_replicas: None,
+            last_known_elr: None,
+            offline_replicas: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribeTopicPartitionsResponsePartitionView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_error_code = read::get_i16(buf)?;
+        let f_partition_index = read::get_i32(buf)?;
+        let f_leader_id = read::get_i32(buf)?;
+        let f_leader_epoch = read::get_i32(buf)?;
+        let f_replica_nodes = read::get_array(buf, flexible, version)?;
+        let f_isr_nodes = read::get_array(buf, flexible, version)?;
+        let f_eligible_leader_replicas = read::get_nullable_array(buf, flexible, version)?;
+        let f_last_known_elr = read::get_nullable_array(buf, flexible, version)?;
+        let f_offline_replicas = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            error_code: f_error_code,
+            partition_index: f_partition_index,
+            leader_id: f_leader_id,
+            leader_epoch: f_leader_epoch,
+            replica_nodes: f_replica_nodes,
+            isr_nodes: f_isr_nodes,
+            eligible_leader_replicas: f_eligible_leader_replicas,
+            last_known_elr: f_last_known_elr,
+            offline_replicas: f_offline_replicas,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribeTopicPartitionsResponsePartitionView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribeTopicPartitionsResponsePartitionView<'_> {
+    type Owned = DescribeTopicPartitionsResponsePartition;
+    fn to_message(&self) -> DescribeTopicPartitionsResponsePartition {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribeTopicPartitionsResponsePartition {
+            error_code: self.error_code,
+            partition_index: self.partition_index,
+            leader_id: self.leader_id,
+            leader_epoch: self.leader_epoch,
+            replica_nodes: self.replica_nodes.iter().collect(),
+            isr_nodes: self.isr_nodes.iter().collect(),
+            eligible_leader_replicas: self.eligible_leader_replicas.map(|v| v.iter().collect()),
+            last_known_elr: self.last_known_elr.map(|v| v.iter().collect()),
+            offline_replicas: self.offline_replicas.iter().collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `DescribeTopicPartitionsResponseTopic` struct of `DescribeTopicPartitionsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DescribeTopicPartitionsResponseTopic {
@@ -456,6 +671,110 @@ impl Encode for DescribeTopicPartitionsResponseTopic {
     }
 }
 
+/// A borrowed view of [`DescribeTopicPartitionsResponseTopic`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribeTopicPartitionsResponseTopicView<'a> {
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `Name`: `string`, versions 0+, nullable in 0+, map key.
+    pub name: Option<&'a str>,
+    /// `TopicId`: `uuid`, versions 0+, ignorable.
+    pub topic_id: Uuid,
+    /// `IsInternal`: `bool`, versions 0+, default `false`, ignorable.
+    pub is_internal: bool,
+    /// `Partitions`: `[]DescribeTopicPartitionsResponsePartition`, versions 0+.
+    pub partitions: ArrayView<'a, DescribeTopicPartitionsResponsePartitionView<'a>>,
+    /// `TopicAuthorizedOperations`: `int32`, versions 0+, default `-2147483648`.
+    pub topic_authorized_operations: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribeTopicPartitionsResponseTopicView<'_> {
+    fn default() -> Self {
+        Self {
+            error_code: 0,
+            name: Some(""),
+            topic_id: Uuid::ZERO,
+            is_internal: false,
+            partitions: ArrayView::empty(),
+            topic_authorized_operations: -2147483648,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribeTopicPartitionsResponseTopicView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_error_code = read::get_i16(buf)?;
+        let f_name = read::get_nullable_str(buf, flexible)?;
+        let f_topic_id = read::get_uuid(buf)?;
+        let f_is_internal = read::get_bool(buf)?;
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let f_topic_authorized_operations = read::get_i32(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            error_code: f_error_code,
+            name: f_name,
+            topic_id: f_topic_id,
+            is_internal: f_is_internal,
+            partitions: f_partitions,
+            topic_authorized_operations: f_topic_authorized_operations,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribeTopicPartitionsResponseTopicView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribeTopicPartitionsResponseTopicView<'_> {
+    type Owned = DescribeTopicPartitionsResponseTopic;
+    fn to_message(&self) -> DescribeTopicPartitionsResponseTopic {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribeTopicPartitionsResponseTopic {
+            error_code: self.error_code,
+            name: self.name.map(|v| StrBytes::from(v)),
+            topic_id: self.topic_id,
+            is_internal: self.is_internal,
+            partitions: self.partitions.iter().map(|e0| e0.to_message()).collect(),
+            topic_authorized_operations: self.topic_authorized_operations,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `Cursor` struct of `DescribeTopicPartitionsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cursor {
@@ -537,7 +856,88 @@ impl Encode for Cursor {
     }
 }
 
+/// A borrowed view of [`Cursor`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CursorView<'a> {
+    /// `TopicName`: `string`, versions 0+.
+    pub topic_name: &'a str,
+    /// `PartitionIndex`: `int32`, versions 0+.
+    pub partition_index: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for CursorView<'_> {
+    fn default() -> Self {
+        Self {
+            topic_name: "",
+            partition_index: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for CursorView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_topic_name = read::get_str(buf, flexible)?;
+        let f_partition_index = read::get_i32(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic_name: f_topic_name,
+            partition_index: f_partition_index,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for CursorView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for CursorView<'_> {
+    type Owned = Cursor;
+    fn to_message(&self) -> Cursor {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        Cursor {
+            topic_name: StrBytes::from(self.topic_name),
+            partition_index: self.partition_index,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for DescribeTopicPartitionsResponse {
+    type View<'a> = DescribeTopicPartitionsResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

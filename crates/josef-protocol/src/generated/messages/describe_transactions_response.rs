@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -127,6 +128,95 @@ impl Encode for DescribeTransactionsResponse {
     }
 }
 
+/// A borrowed view of [`DescribeTransactionsResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DescribeTransactionsResponseView<'a> {
+    /// `ThrottleTimeMs`: `int32`, versions 0+.
+    pub throttle_time_ms: i32,
+    /// `TransactionStates`: `[]TransactionState`, versions 0+.
+    pub transaction_states: ArrayView<'a, TransactionStateView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for DescribeTransactionsResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            transaction_states: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for DescribeTransactionsResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "DescribeTransactionsResponse",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_throttle_time_ms = read::get_i32(buf)?;
+        let f_transaction_states = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            throttle_time_ms: f_throttle_time_ms,
+            transaction_states: f_transaction_states,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for DescribeTransactionsResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for DescribeTransactionsResponseView<'_> {
+    type Owned = DescribeTransactionsResponse;
+    fn to_message(&self) -> DescribeTransactionsResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        DescribeTransactionsResponse {
+            throttle_time_ms: self.throttle_time_ms,
+            transaction_states: self
+                .transaction_states
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `TopicData` struct of `DescribeTransactionsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicData {
@@ -214,6 +304,86 @@ impl Encode for TopicData {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`TopicData`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TopicDataView<'a> {
+    /// `Topic`: `string`, versions 0+, map key.
+    pub topic: &'a str,
+    /// `Partitions`: `[]int32`, versions 0+.
+    pub partitions: ArrayView<'a, i32>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for TopicDataView<'_> {
+    fn default() -> Self {
+        Self {
+            topic: "",
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for TopicDataView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_topic = read::get_str(buf, flexible)?;
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic: f_topic,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for TopicDataView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for TopicDataView<'_> {
+    type Owned = TopicData;
+    fn to_message(&self) -> TopicData {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        TopicData {
+            topic: StrBytes::from(self.topic),
+            partitions: self.partitions.iter().collect(),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -352,7 +522,124 @@ impl Encode for TransactionState {
     }
 }
 
+/// A borrowed view of [`TransactionState`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TransactionStateView<'a> {
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `TransactionalId`: `string`, versions 0+.
+    pub transactional_id: &'a str,
+    /// `TransactionState`: `string`, versions 0+.
+    pub transaction_state: &'a str,
+    /// `TransactionTimeoutMs`: `int32`, versions 0+.
+    pub transaction_timeout_ms: i32,
+    /// `TransactionStartTimeMs`: `int64`, versions 0+.
+    pub transaction_start_time_ms: i64,
+    /// `ProducerId`: `int64`, versions 0+.
+    pub producer_id: i64,
+    /// `ProducerEpoch`: `int16`, versions 0+.
+    pub producer_epoch: i16,
+    /// `Topics`: `[]TopicData`, versions 0+.
+    pub topics: ArrayView<'a, TopicDataView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for TransactionStateView<'_> {
+    fn default() -> Self {
+        Self {
+            error_code: 0,
+            transactional_id: "",
+            transaction_state: "",
+            transaction_timeout_ms: 0,
+            transaction_start_time_ms: 0,
+            producer_id: 0,
+            producer_epoch: 0,
+            topics: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for TransactionStateView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_error_code = read::get_i16(buf)?;
+        let f_transactional_id = read::get_str(buf, flexible)?;
+        let f_transaction_state = read::get_str(buf, flexible)?;
+        let f_transaction_timeout_ms = read::get_i32(buf)?;
+        let f_transaction_start_time_ms = read::get_i64(buf)?;
+        let f_producer_id = read::get_i64(buf)?;
+        let f_producer_epoch = read::get_i16(buf)?;
+        let f_topics = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            error_code: f_error_code,
+            transactional_id: f_transactional_id,
+            transaction_state: f_transaction_state,
+            transaction_timeout_ms: f_transaction_timeout_ms,
+            transaction_start_time_ms: f_transaction_start_time_ms,
+            producer_id: f_producer_id,
+            producer_epoch: f_producer_epoch,
+            topics: f_topics,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for TransactionStateView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for TransactionStateView<'_> {
+    type Owned = TransactionState;
+    fn to_message(&self) -> TransactionState {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        TransactionState {
+            error_code: self.error_code,
+            transactional_id: StrBytes::from(self.transactional_id),
+            transaction_state: StrBytes::from(self.transaction_state),
+            transaction_timeout_ms: self.transaction_timeout_ms,
+            transaction_start_time_ms: self.transaction_start_time_ms,
+            producer_id: self.producer_id,
+            producer_epoch: self.producer_epoch,
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for DescribeTransactionsResponse {
+    type View<'a> = DescribeTransactionsResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -152,6 +153,99 @@ impl Encode for ElectLeadersRequest {
     }
 }
 
+/// A borrowed view of [`ElectLeadersRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ElectLeadersRequestView<'a> {
+    /// `ElectionType`: `int8`, versions 1+.
+    pub election_type: i8,
+    /// `TopicPartitions`: `[]TopicPartitions`, versions 0+, nullable in 0+.
+    pub topic_partitions: Option<ArrayView<'a, TopicPartitionsView<'a>>>,
+    /// `TimeoutMs`: `int32`, versions 0+, default `60000`.
+    pub timeout_ms: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ElectLeadersRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            election_type: 0,
+            topic_partitions: Some(ArrayView::empty()),
+            timeout_ms: 60000,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ElectLeadersRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=2).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ElectLeadersRequest",
+                version,
+            });
+        }
+        let flexible = version >= 2;
+        let f_election_type = if version >= 1 { read::get_i8(buf)? } else { 0 };
+        let f_topic_partitions = read::get_nullable_array(buf, flexible, version)?;
+        let f_timeout_ms = read::get_i32(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            election_type: f_election_type,
+            topic_partitions: f_topic_partitions,
+            timeout_ms: f_timeout_ms,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ElectLeadersRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ElectLeadersRequestView<'_> {
+    type Owned = ElectLeadersRequest;
+    fn to_message(&self) -> ElectLeadersRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ElectLeadersRequest {
+            election_type: self.election_type,
+            topic_partitions: self
+                .topic_partitions
+                .map(|v| v.iter().map(|e0| e0.to_message()).collect()),
+            timeout_ms: self.timeout_ms,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `TopicPartitions` struct of `ElectLeadersRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicPartitions {
@@ -242,7 +336,88 @@ impl Encode for TopicPartitions {
     }
 }
 
+/// A borrowed view of [`TopicPartitions`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TopicPartitionsView<'a> {
+    /// `Topic`: `string`, versions 0+, map key.
+    pub topic: &'a str,
+    /// `Partitions`: `[]int32`, versions 0+.
+    pub partitions: ArrayView<'a, i32>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for TopicPartitionsView<'_> {
+    fn default() -> Self {
+        Self {
+            topic: "",
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for TopicPartitionsView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 2;
+        let f_topic = read::get_str(buf, flexible)?;
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic: f_topic,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for TopicPartitionsView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for TopicPartitionsView<'_> {
+    type Owned = TopicPartitions;
+    fn to_message(&self) -> TopicPartitions {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        TopicPartitions {
+            topic: StrBytes::from(self.topic),
+            partitions: self.partitions.iter().collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for ElectLeadersRequest {
+    type View<'a> = ElectLeadersRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 2 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(2);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

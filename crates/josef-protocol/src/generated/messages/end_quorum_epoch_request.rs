@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -153,6 +154,105 @@ impl Encode for EndQuorumEpochRequest {
     }
 }
 
+/// A borrowed view of [`EndQuorumEpochRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EndQuorumEpochRequestView<'a> {
+    /// `ClusterId`: `string`, versions 0+, nullable in 0+, default null.
+    pub cluster_id: Option<&'a str>,
+    /// `Topics`: `[]TopicData`, versions 0+.
+    pub topics: ArrayView<'a, TopicDataView<'a>>,
+    /// `LeaderEndpoints`: `[]LeaderEndpoint`, versions 1+, ignorable.
+    pub leader_endpoints: ArrayView<'a, LeaderEndpointView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for EndQuorumEpochRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            cluster_id: None,
+            topics: ArrayView::empty(),
+            leader_endpoints: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for EndQuorumEpochRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=1).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "EndQuorumEpochRequest",
+                version,
+            });
+        }
+        let flexible = version >= 1;
+        let f_cluster_id = read::get_nullable_str(buf, flexible)?;
+        let f_topics = read::get_array(buf, flexible, version)?;
+        let f_leader_endpoints = if version >= 1 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            cluster_id: f_cluster_id,
+            topics: f_topics,
+            leader_endpoints: f_leader_endpoints,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for EndQuorumEpochRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for EndQuorumEpochRequestView<'_> {
+    type Owned = EndQuorumEpochRequest;
+    fn to_message(&self) -> EndQuorumEpochRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        EndQuorumEpochRequest {
+            cluster_id: self.cluster_id.map(|v| StrBytes::from(v)),
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            leader_endpoints: self
+                .leader_endpoints
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `ReplicaInfo` struct of `EndQuorumEpochRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReplicaInfo {
@@ -255,6 +355,90 @@ impl Encode for ReplicaInfo {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`ReplicaInfo`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReplicaInfoView<'a> {
+    /// `CandidateId`: `int32`, versions 1+.
+    pub candidate_id: i32,
+    /// `CandidateDirectoryId`: `uuid`, versions 1+.
+    pub candidate_directory_id: Uuid,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ReplicaInfoView<'_> {
+    fn default() -> Self {
+        Self {
+            candidate_id: 0,
+            candidate_directory_id: Uuid::ZERO,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ReplicaInfoView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 1;
+        let f_candidate_id = if version >= 1 { read::get_i32(buf)? } else { 0 };
+        let f_candidate_directory_id = if version >= 1 {
+            read::get_uuid(buf)?
+        } else {
+            Uuid::ZERO
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            candidate_id: f_candidate_id,
+            candidate_directory_id: f_candidate_directory_id,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ReplicaInfoView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ReplicaInfoView<'_> {
+    type Owned = ReplicaInfo;
+    fn to_message(&self) -> ReplicaInfo {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ReplicaInfo {
+            candidate_id: self.candidate_id,
+            candidate_directory_id: self.candidate_directory_id,
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -397,6 +581,116 @@ impl Encode for PartitionData {
     }
 }
 
+/// A borrowed view of [`PartitionData`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PartitionDataView<'a> {
+    /// `PartitionIndex`: `int32`, versions 0+.
+    pub partition_index: i32,
+    /// `LeaderId`: `int32`, versions 0+.
+    pub leader_id: i32,
+    /// `LeaderEpoch`: `int32`, versions 0+.
+    pub leader_epoch: i32,
+    /// `PreferredSuccessors`: `[]int32`, versions 0, ignorable.
+    pub preferred_successors: ArrayView<'a, i32>,
+    /// `PreferredCandidates`: `[]ReplicaInfo`, versions 1+, ignorable.
+    pub preferred_candidates: ArrayView<'a, ReplicaInfoView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for PartitionDataView<'_> {
+    fn default() -> Self {
+        Self {
+            partition_index: 0,
+            leader_id: 0,
+            leader_epoch: 0,
+            preferred_successors: ArrayView::empty(),
+            preferred_candidates: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for PartitionDataView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 1;
+        let f_partition_index = read::get_i32(buf)?;
+        let f_leader_id = read::get_i32(buf)?;
+        let f_leader_epoch = read::get_i32(buf)?;
+        let f_preferred_successors = if version <= 0 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let f_preferred_candidates = if version >= 1 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            partition_index: f_partition_index,
+            leader_id: f_leader_id,
+            leader_epoch: f_leader_epoch,
+            preferred_successors: f_preferred_successors,
+            preferred_candidates: f_preferred_candidates,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for PartitionDataView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for PartitionDataView<'_> {
+    type Owned = PartitionData;
+    fn to_message(&self) -> PartitionData {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        PartitionData {
+            partition_index: self.partition_index,
+            leader_id: self.leader_id,
+            leader_epoch: self.leader_epoch,
+            preferred_successors: self.preferred_successors.iter().collect(),
+            preferred_candidates: self
+                .preferred_candidates
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `TopicData` struct of `EndQuorumEpochRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicData {
@@ -488,6 +782,86 @@ impl Encode for TopicData {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`TopicData`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TopicDataView<'a> {
+    /// `TopicName`: `string`, versions 0+.
+    pub topic_name: &'a str,
+    /// `Partitions`: `[]PartitionData`, versions 0+.
+    pub partitions: ArrayView<'a, PartitionDataView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for TopicDataView<'_> {
+    fn default() -> Self {
+        Self {
+            topic_name: "",
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for TopicDataView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 1;
+        let f_topic_name = read::get_str(buf, flexible)?;
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic_name: f_topic_name,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for TopicDataView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for TopicDataView<'_> {
+    type Owned = TopicData;
+    fn to_message(&self) -> TopicData {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        TopicData {
+            topic_name: StrBytes::from(self.topic_name),
+            partitions: self.partitions.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -617,7 +991,102 @@ impl Encode for LeaderEndpoint {
     }
 }
 
+/// A borrowed view of [`LeaderEndpoint`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LeaderEndpointView<'a> {
+    /// `Name`: `string`, versions 1+, map key.
+    pub name: &'a str,
+    /// `Host`: `string`, versions 1+.
+    pub host: &'a str,
+    /// `Port`: `uint16`, versions 1+.
+    pub port: u16,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for LeaderEndpointView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            host: "",
+            port: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for LeaderEndpointView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 1;
+        let f_name = if version >= 1 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_host = if version >= 1 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_port = if version >= 1 { read::get_u16(buf)? } else { 0 };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            host: f_host,
+            port: f_port,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for LeaderEndpointView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for LeaderEndpointView<'_> {
+    type Owned = LeaderEndpoint;
+    fn to_message(&self) -> LeaderEndpoint {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        LeaderEndpoint {
+            name: StrBytes::from(self.name),
+            host: StrBytes::from(self.host),
+            port: self.port,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for EndQuorumEpochRequest {
+    type View<'a> = EndQuorumEpochRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(1);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

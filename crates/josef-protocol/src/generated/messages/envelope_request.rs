@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -121,7 +122,99 @@ impl Encode for EnvelopeRequest {
     }
 }
 
+/// A borrowed view of [`EnvelopeRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EnvelopeRequestView<'a> {
+    /// `RequestData`: `bytes`, versions 0+.
+    pub request_data: &'a [u8],
+    /// `RequestPrincipal`: `bytes`, versions 0+, nullable in 0+.
+    pub request_principal: Option<&'a [u8]>,
+    /// `ClientHostAddress`: `bytes`, versions 0+.
+    pub client_host_address: &'a [u8],
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for EnvelopeRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            request_data: &[],
+            request_principal: Some(&[]),
+            client_host_address: &[],
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for EnvelopeRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "EnvelopeRequest",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_request_data = read::get_bytes(buf, flexible)?;
+        let f_request_principal = read::get_nullable_bytes(buf, flexible)?;
+        let f_client_host_address = read::get_bytes(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            request_data: f_request_data,
+            request_principal: f_request_principal,
+            client_host_address: f_client_host_address,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for EnvelopeRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for EnvelopeRequestView<'_> {
+    type Owned = EnvelopeRequest;
+    fn to_message(&self) -> EnvelopeRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        EnvelopeRequest {
+            request_data: Bytes::copy_from_slice(self.request_data),
+            request_principal: self.request_principal.map(|v| Bytes::copy_from_slice(v)),
+            client_host_address: Bytes::copy_from_slice(self.client_host_address),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for EnvelopeRequest {
+    type View<'a> = EnvelopeRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

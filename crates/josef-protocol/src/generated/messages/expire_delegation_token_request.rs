@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -114,7 +115,93 @@ impl Encode for ExpireDelegationTokenRequest {
     }
 }
 
+/// A borrowed view of [`ExpireDelegationTokenRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ExpireDelegationTokenRequestView<'a> {
+    /// `Hmac`: `bytes`, versions 0+.
+    pub hmac: &'a [u8],
+    /// `ExpiryTimePeriodMs`: `int64`, versions 0+.
+    pub expiry_time_period_ms: i64,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ExpireDelegationTokenRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            hmac: &[],
+            expiry_time_period_ms: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ExpireDelegationTokenRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=2).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ExpireDelegationTokenRequest",
+                version,
+            });
+        }
+        let flexible = version >= 2;
+        let f_hmac = read::get_bytes(buf, flexible)?;
+        let f_expiry_time_period_ms = read::get_i64(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            hmac: f_hmac,
+            expiry_time_period_ms: f_expiry_time_period_ms,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ExpireDelegationTokenRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ExpireDelegationTokenRequestView<'_> {
+    type Owned = ExpireDelegationTokenRequest;
+    fn to_message(&self) -> ExpireDelegationTokenRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ExpireDelegationTokenRequest {
+            hmac: Bytes::copy_from_slice(self.hmac),
+            expiry_time_period_ms: self.expiry_time_period_ms,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for ExpireDelegationTokenRequest {
+    type View<'a> = ExpireDelegationTokenRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 2 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(2);
     const DEPRECATED_VERSIONS: Option<VersionRange> = Some(VersionRange { min: 0, max: 0 });

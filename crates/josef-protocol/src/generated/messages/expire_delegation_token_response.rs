@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -121,7 +122,99 @@ impl Encode for ExpireDelegationTokenResponse {
     }
 }
 
+/// A borrowed view of [`ExpireDelegationTokenResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ExpireDelegationTokenResponseView<'a> {
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `ExpiryTimestampMs`: `int64`, versions 0+.
+    pub expiry_timestamp_ms: i64,
+    /// `ThrottleTimeMs`: `int32`, versions 0+.
+    pub throttle_time_ms: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ExpireDelegationTokenResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            error_code: 0,
+            expiry_timestamp_ms: 0,
+            throttle_time_ms: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ExpireDelegationTokenResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=2).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ExpireDelegationTokenResponse",
+                version,
+            });
+        }
+        let flexible = version >= 2;
+        let f_error_code = read::get_i16(buf)?;
+        let f_expiry_timestamp_ms = read::get_i64(buf)?;
+        let f_throttle_time_ms = read::get_i32(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            error_code: f_error_code,
+            expiry_timestamp_ms: f_expiry_timestamp_ms,
+            throttle_time_ms: f_throttle_time_ms,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ExpireDelegationTokenResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ExpireDelegationTokenResponseView<'_> {
+    type Owned = ExpireDelegationTokenResponse;
+    fn to_message(&self) -> ExpireDelegationTokenResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ExpireDelegationTokenResponse {
+            error_code: self.error_code,
+            expiry_timestamp_ms: self.expiry_timestamp_ms,
+            throttle_time_ms: self.throttle_time_ms,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for ExpireDelegationTokenResponse {
+    type View<'a> = ExpireDelegationTokenResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 2 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(2);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

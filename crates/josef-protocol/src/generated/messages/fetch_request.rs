@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -306,6 +307,187 @@ impl Encode for FetchRequest {
     }
 }
 
+/// A borrowed view of [`FetchRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FetchRequestView<'a> {
+    /// `ClusterId`: `string`, versions 12+, nullable in 12+, tagged field 0 in 12+, default null, ignorable.
+    pub cluster_id: Option<&'a str>,
+    /// `ReplicaId`: `int32`, versions 0-14, default `-1`.
+    pub replica_id: i32,
+    /// `ReplicaState`: `ReplicaState`, versions 15+, tagged field 1 in 15+.
+    pub replica_state: ReplicaStateView<'a>,
+    /// `MaxWaitMs`: `int32`, versions 0+.
+    pub max_wait_ms: i32,
+    /// `MinBytes`: `int32`, versions 0+.
+    pub min_bytes: i32,
+    /// `MaxBytes`: `int32`, versions 3+, default `0x7fffffff`, ignorable.
+    pub max_bytes: i32,
+    /// `IsolationLevel`: `int8`, versions 4+, default `0`, ignorable.
+    pub isolation_level: i8,
+    /// `SessionId`: `int32`, versions 7+, default `0`, ignorable.
+    pub session_id: i32,
+    /// `SessionEpoch`: `int32`, versions 7+, default `-1`, ignorable.
+    pub session_epoch: i32,
+    /// `Topics`: `[]FetchTopic`, versions 0+.
+    pub topics: ArrayView<'a, FetchTopicView<'a>>,
+    /// `ForgottenTopicsData`: `[]ForgottenTopic`, versions 7+.
+    pub forgotten_topics_data: ArrayView<'a, ForgottenTopicView<'a>>,
+    /// `RackId`: `string`, versions 11+, default ``, ignorable.
+    pub rack_id: &'a str,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for FetchRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            cluster_id: None,
+            replica_id: -1,
+            replica_state: Default::default(),
+            max_wait_ms: 0,
+            min_bytes: 0,
+            max_bytes: 2147483647,
+            isolation_level: 0,
+            session_id: 0,
+            session_epoch: -1,
+            topics: ArrayView::empty(),
+            forgotten_topics_data: ArrayView::empty(),
+            rack_id: "",
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for FetchRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=17).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "FetchRequest",
+                version,
+            });
+        }
+        let flexible = version >= 12;
+        let mut f_cluster_id = None;
+        let f_replica_id = if version <= 14 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let mut f_replica_state = Default::default();
+        let f_max_wait_ms = read::get_i32(buf)?;
+        let f_min_bytes = read::get_i32(buf)?;
+        let f_max_bytes = if version >= 3 {
+            read::get_i32(buf)?
+        } else {
+            2147483647
+        };
+        let f_isolation_level = if version >= 4 { read::get_i8(buf)? } else { 0 };
+        let f_session_id = if version >= 7 { read::get_i32(buf)? } else { 0 };
+        let f_session_epoch = if version >= 7 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let f_topics = read::get_array(buf, flexible, version)?;
+        let f_forgotten_topics_data = if version >= 7 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let f_rack_id = if version >= 11 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    0 if version >= 12 => {
+                        let buf = &mut data;
+                        f_cluster_id = read::get_nullable_str(buf, true)?;
+                        read::expect_consumed(buf, "FetchRequest.ClusterId")?;
+                    }
+                    1 if version >= 15 => {
+                        let buf = &mut data;
+                        f_replica_state = ReplicaStateView::decode_view(buf, version)?;
+                        read::expect_consumed(buf, "FetchRequest.ReplicaState")?;
+                    }
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            cluster_id: f_cluster_id,
+            replica_id: f_replica_id,
+            replica_state: f_replica_state,
+            max_wait_ms: f_max_wait_ms,
+            min_bytes: f_min_bytes,
+            max_bytes: f_max_bytes,
+            isolation_level: f_isolation_level,
+            session_id: f_session_id,
+            session_epoch: f_session_epoch,
+            topics: f_topics,
+            forgotten_topics_data: f_forgotten_topics_data,
+            rack_id: f_rack_id,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for FetchRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for FetchRequestView<'_> {
+    type Owned = FetchRequest;
+    fn to_message(&self) -> FetchRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                0 if version >= 12 => true,
+                1 if version >= 15 => true,
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        FetchRequest {
+            cluster_id: self.cluster_id.map(|v| StrBytes::from(v)),
+            replica_id: self.replica_id,
+            replica_state: self.replica_state.to_message(),
+            max_wait_ms: self.max_wait_ms,
+            min_bytes: self.min_bytes,
+            max_bytes: self.max_bytes,
+            isolation_level: self.isolation_level,
+            session_id: self.session_id,
+            session_epoch: self.session_epoch,
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            forgotten_topics_data: self
+                .forgotten_topics_data
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            rack_id: StrBytes::from(self.rack_id),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `ReplicaState` struct of `FetchRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReplicaState {
@@ -412,6 +594,94 @@ impl Encode for ReplicaState {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`ReplicaState`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReplicaStateView<'a> {
+    /// `ReplicaId`: `int32`, versions 15+, default `-1`.
+    pub replica_id: i32,
+    /// `ReplicaEpoch`: `int64`, versions 15+, default `-1`.
+    pub replica_epoch: i64,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ReplicaStateView<'_> {
+    fn default() -> Self {
+        Self {
+            replica_id: -1,
+            replica_epoch: -1,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ReplicaStateView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 12;
+        let f_replica_id = if version >= 15 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let f_replica_epoch = if version >= 15 {
+            read::get_i64(buf)?
+        } else {
+            -1
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            replica_id: f_replica_id,
+            replica_epoch: f_replica_epoch,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ReplicaStateView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ReplicaStateView<'_> {
+    type Owned = ReplicaState;
+    fn to_message(&self) -> ReplicaState {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ReplicaState {
+            replica_id: self.replica_id,
+            replica_epoch: self.replica_epoch,
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -575,6 +845,134 @@ impl Encode for FetchPartition {
     }
 }
 
+/// A borrowed view of [`FetchPartition`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FetchPartitionView<'a> {
+    /// `Partition`: `int32`, versions 0+.
+    pub partition: i32,
+    /// `CurrentLeaderEpoch`: `int32`, versions 9+, default `-1`, ignorable.
+    pub current_leader_epoch: i32,
+    /// `FetchOffset`: `int64`, versions 0+.
+    pub fetch_offset: i64,
+    /// `LastFetchedEpoch`: `int32`, versions 12+, default `-1`.
+    pub last_fetched_epoch: i32,
+    /// `LogStartOffset`: `int64`, versions 5+, default `-1`, ignorable.
+    pub log_start_offset: i64,
+    /// `PartitionMaxBytes`: `int32`, versions 0+.
+    pub partition_max_bytes: i32,
+    /// `ReplicaDirectoryId`: `uuid`, versions 17+, tagged field 0 in 17+, ignorable.
+    pub replica_directory_id: Uuid,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for FetchPartitionView<'_> {
+    fn default() -> Self {
+        Self {
+            partition: 0,
+            current_leader_epoch: -1,
+            fetch_offset: 0,
+            last_fetched_epoch: -1,
+            log_start_offset: -1,
+            partition_max_bytes: 0,
+            replica_directory_id: Uuid::ZERO,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for FetchPartitionView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 12;
+        let f_partition = read::get_i32(buf)?;
+        let f_current_leader_epoch = if version >= 9 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let f_fetch_offset = read::get_i64(buf)?;
+        let f_last_fetched_epoch = if version >= 12 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let f_log_start_offset = if version >= 5 {
+            read::get_i64(buf)?
+        } else {
+            -1
+        };
+        let f_partition_max_bytes = read::get_i32(buf)?;
+        let mut f_replica_directory_id = Uuid::ZERO;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    0 if version >= 17 => {
+                        let buf = &mut data;
+                        f_replica_directory_id = read::get_uuid(buf)?;
+                        read::expect_consumed(buf, "FetchPartition.ReplicaDirectoryId")?;
+                    }
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            partition: f_partition,
+            current_leader_epoch: f_current_leader_epoch,
+            fetch_offset: f_fetch_offset,
+            last_fetched_epoch: f_last_fetched_epoch,
+            log_start_offset: f_log_start_offset,
+            partition_max_bytes: f_partition_max_bytes,
+            replica_directory_id: f_replica_directory_id,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for FetchPartitionView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for FetchPartitionView<'_> {
+    type Owned = FetchPartition;
+    fn to_message(&self) -> FetchPartition {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                0 if version >= 17 => true,
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        FetchPartition {
+            partition: self.partition,
+            current_leader_epoch: self.current_leader_epoch,
+            fetch_offset: self.fetch_offset,
+            last_fetched_epoch: self.last_fetched_epoch,
+            log_start_offset: self.log_start_offset,
+            partition_max_bytes: self.partition_max_bytes,
+            replica_directory_id: self.replica_directory_id,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `FetchTopic` struct of `FetchRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FetchTopic {
@@ -689,6 +1087,100 @@ impl Encode for FetchTopic {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`FetchTopic`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FetchTopicView<'a> {
+    /// `Topic`: `string`, versions 0-12, ignorable.
+    pub topic: &'a str,
+    /// `TopicId`: `uuid`, versions 13+, ignorable.
+    pub topic_id: Uuid,
+    /// `Partitions`: `[]FetchPartition`, versions 0+.
+    pub partitions: ArrayView<'a, FetchPartitionView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for FetchTopicView<'_> {
+    fn default() -> Self {
+        Self {
+            topic: "",
+            topic_id: Uuid::ZERO,
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for FetchTopicView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 12;
+        let f_topic = if version <= 12 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_topic_id = if version >= 13 {
+            read::get_uuid(buf)?
+        } else {
+            Uuid::ZERO
+        };
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic: f_topic,
+            topic_id: f_topic_id,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for FetchTopicView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for FetchTopicView<'_> {
+    type Owned = FetchTopic;
+    fn to_message(&self) -> FetchTopic {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        FetchTopic {
+            topic: StrBytes::from(self.topic),
+            topic_id: self.topic_id,
+            partitions: self.partitions.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -819,7 +1311,106 @@ impl Encode for ForgottenTopic {
     }
 }
 
+/// A borrowed view of [`ForgottenTopic`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ForgottenTopicView<'a> {
+    /// `Topic`: `string`, versions 7-12, ignorable.
+    pub topic: &'a str,
+    /// `TopicId`: `uuid`, versions 13+, ignorable.
+    pub topic_id: Uuid,
+    /// `Partitions`: `[]int32`, versions 7+.
+    pub partitions: ArrayView<'a, i32>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ForgottenTopicView<'_> {
+    fn default() -> Self {
+        Self {
+            topic: "",
+            topic_id: Uuid::ZERO,
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ForgottenTopicView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 12;
+        let f_topic = if (7..=12).contains(&version) {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_topic_id = if version >= 13 {
+            read::get_uuid(buf)?
+        } else {
+            Uuid::ZERO
+        };
+        let f_partitions = if version >= 7 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic: f_topic,
+            topic_id: f_topic_id,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ForgottenTopicView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ForgottenTopicView<'_> {
+    type Owned = ForgottenTopic;
+    fn to_message(&self) -> ForgottenTopic {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ForgottenTopic {
+            topic: StrBytes::from(self.topic),
+            topic_id: self.topic_id,
+            partitions: self.partitions.iter().collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for FetchRequest {
+    type View<'a> = FetchRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 17 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(12);
     const DEPRECATED_VERSIONS: Option<VersionRange> = Some(VersionRange { min: 0, max: 3 });

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -206,6 +207,119 @@ impl Encode for FetchResponse {
     }
 }
 
+/// A borrowed view of [`FetchResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FetchResponseView<'a> {
+    /// `ThrottleTimeMs`: `int32`, versions 1+, ignorable.
+    pub throttle_time_ms: i32,
+    /// `ErrorCode`: `int16`, versions 7+, ignorable.
+    pub error_code: i16,
+    /// `SessionId`: `int32`, versions 7+, default `0`.
+    pub session_id: i32,
+    /// `Responses`: `[]FetchableTopicResponse`, versions 0+.
+    pub responses: ArrayView<'a, FetchableTopicResponseView<'a>>,
+    /// `NodeEndpoints`: `[]NodeEndpoint`, versions 16+, tagged field 0 in 16+.
+    pub node_endpoints: ArrayView<'a, NodeEndpointView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for FetchResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            error_code: 0,
+            session_id: 0,
+            responses: ArrayView::empty(),
+            node_endpoints: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for FetchResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=17).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "FetchResponse",
+                version,
+            });
+        }
+        let flexible = version >= 12;
+        let f_throttle_time_ms = if version >= 1 { read::get_i32(buf)? } else { 0 };
+        let f_error_code = if version >= 7 { read::get_i16(buf)? } else { 0 };
+        let f_session_id = if version >= 7 { read::get_i32(buf)? } else { 0 };
+        let f_responses = read::get_array(buf, flexible, version)?;
+        let mut f_node_endpoints = ArrayView::empty();
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    0 if version >= 16 => {
+                        let buf = &mut data;
+                        f_node_endpoints = read::get_array(buf, true, version)?;
+                        read::expect_consumed(buf, "FetchResponse.NodeEndpoints")?;
+                    }
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            session_id: f_session_id,
+            responses: f_responses,
+            node_endpoints: f_node_endpoints,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for FetchResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for FetchResponseView<'_> {
+    type Owned = FetchResponse;
+    fn to_message(&self) -> FetchResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                0 if version >= 16 => true,
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        FetchResponse {
+            throttle_time_ms: self.throttle_time_ms,
+            error_code: self.error_code,
+            session_id: self.session_id,
+            responses: self.responses.iter().map(|e0| e0.to_message()).collect(),
+            node_endpoints: self
+                .node_endpoints
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `EpochEndOffset` struct of `FetchResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EpochEndOffset {
@@ -312,6 +426,94 @@ impl Encode for EpochEndOffset {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`EpochEndOffset`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EpochEndOffsetView<'a> {
+    /// `Epoch`: `int32`, versions 12+, default `-1`.
+    pub epoch: i32,
+    /// `EndOffset`: `int64`, versions 12+, default `-1`.
+    pub end_offset: i64,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for EpochEndOffsetView<'_> {
+    fn default() -> Self {
+        Self {
+            epoch: -1,
+            end_offset: -1,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for EpochEndOffsetView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 12;
+        let f_epoch = if version >= 12 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let f_end_offset = if version >= 12 {
+            read::get_i64(buf)?
+        } else {
+            -1
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            epoch: f_epoch,
+            end_offset: f_end_offset,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for EpochEndOffsetView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for EpochEndOffsetView<'_> {
+    type Owned = EpochEndOffset;
+    fn to_message(&self) -> EpochEndOffset {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        EpochEndOffset {
+            epoch: self.epoch,
+            end_offset: self.end_offset,
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -424,6 +626,94 @@ impl Encode for LeaderIdAndEpoch {
     }
 }
 
+/// A borrowed view of [`LeaderIdAndEpoch`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LeaderIdAndEpochView<'a> {
+    /// `LeaderId`: `int32`, versions 12+, default `-1`.
+    pub leader_id: i32,
+    /// `LeaderEpoch`: `int32`, versions 12+, default `-1`.
+    pub leader_epoch: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for LeaderIdAndEpochView<'_> {
+    fn default() -> Self {
+        Self {
+            leader_id: -1,
+            leader_epoch: -1,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for LeaderIdAndEpochView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 12;
+        let f_leader_id = if version >= 12 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let f_leader_epoch = if version >= 12 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            leader_id: f_leader_id,
+            leader_epoch: f_leader_epoch,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for LeaderIdAndEpochView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for LeaderIdAndEpochView<'_> {
+    type Owned = LeaderIdAndEpoch;
+    fn to_message(&self) -> LeaderIdAndEpoch {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        LeaderIdAndEpoch {
+            leader_id: self.leader_id,
+            leader_epoch: self.leader_epoch,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `SnapshotId` struct of `FetchResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SnapshotId {
@@ -502,6 +792,86 @@ impl Encode for SnapshotId {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`SnapshotId`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SnapshotIdView<'a> {
+    /// `EndOffset`: `int64`, versions 0+, default `-1`.
+    pub end_offset: i64,
+    /// `Epoch`: `int32`, versions 0+, default `-1`.
+    pub epoch: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for SnapshotIdView<'_> {
+    fn default() -> Self {
+        Self {
+            end_offset: -1,
+            epoch: -1,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for SnapshotIdView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 12;
+        let f_end_offset = read::get_i64(buf)?;
+        let f_epoch = read::get_i32(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            end_offset: f_end_offset,
+            epoch: f_epoch,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for SnapshotIdView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for SnapshotIdView<'_> {
+    type Owned = SnapshotId;
+    fn to_message(&self) -> SnapshotId {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        SnapshotId {
+            end_offset: self.end_offset,
+            epoch: self.epoch,
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -603,6 +973,86 @@ impl Encode for AbortedTransaction {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`AbortedTransaction`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AbortedTransactionView<'a> {
+    /// `ProducerId`: `int64`, versions 4+.
+    pub producer_id: i64,
+    /// `FirstOffset`: `int64`, versions 4+.
+    pub first_offset: i64,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for AbortedTransactionView<'_> {
+    fn default() -> Self {
+        Self {
+            producer_id: 0,
+            first_offset: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for AbortedTransactionView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 12;
+        let f_producer_id = if version >= 4 { read::get_i64(buf)? } else { 0 };
+        let f_first_offset = if version >= 4 { read::get_i64(buf)? } else { 0 };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            producer_id: f_producer_id,
+            first_offset: f_first_offset,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for AbortedTransactionView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for AbortedTransactionView<'_> {
+    type Owned = AbortedTransaction;
+    fn to_message(&self) -> AbortedTransaction {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        AbortedTransaction {
+            producer_id: self.producer_id,
+            first_offset: self.first_offset,
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -878,6 +1328,176 @@ impl Encode for PartitionData {
     }
 }
 
+/// A borrowed view of [`PartitionData`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PartitionDataView<'a> {
+    /// `PartitionIndex`: `int32`, versions 0+.
+    pub partition_index: i32,
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `HighWatermark`: `int64`, versions 0+.
+    pub high_watermark: i64,
+    /// `LastStableOffset`: `int64`, versions 4+, default `-1`, ignorable.
+    pub last_stable_offset: i64,
+    /// `LogStartOffset`: `int64`, versions 5+, default `-1`, ignorable.
+    pub log_start_offset: i64,
+    /// `DivergingEpoch`: `EpochEndOffset`, versions 12+, tagged field 0 in 12+.
+    pub diverging_epoch: EpochEndOffsetView<'a>,
+    /// `CurrentLeader`: `LeaderIdAndEpoch`, versions 12+, tagged field 1 in 12+.
+    pub current_leader: LeaderIdAndEpochView<'a>,
+    /// `SnapshotId`: `SnapshotId`, versions 12+, tagged field 2 in 12+.
+    pub snapshot_id: SnapshotIdView<'a>,
+    /// `AbortedTransactions`: `[]AbortedTransaction`, versions 4+, nullable in 4+, ignorable.
+    pub aborted_transactions: Option<ArrayView<'a, AbortedTransactionView<'a>>>,
+    /// `PreferredReadReplica`: `int32`, versions 11+, default `-1`.
+    pub preferred_read_replica: i32,
+    /// `Records`: `records`, versions 0+, nullable in 0+.
+    pub records: Option<&'a [u8]>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for PartitionDataView<'_> {
+    fn default() -> Self {
+        Self {
+            partition_index: 0,
+            error_code: 0,
+            high_watermark: 0,
+            last_stable_offset: -1,
+            log_start_offset: -1,
+            diverging_epoch: Default::default(),
+            current_leader: Default::default(),
+            snapshot_id: Default::default(),
+            aborted_transactions: Some(ArrayView::empty()),
+            preferred_read_replica: -1,
+            records: None,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for PartitionDataView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 12;
+        let f_partition_index = read::get_i32(buf)?;
+        let f_error_code = read::get_i16(buf)?;
+        let f_high_watermark = read::get_i64(buf)?;
+        let f_last_stable_offset = if version >= 4 {
+            read::get_i64(buf)?
+        } else {
+            -1
+        };
+        let f_log_start_offset = if version >= 5 {
+            read::get_i64(buf)?
+        } else {
+            -1
+        };
+        let mut f_diverging_epoch = Default::default();
+        let mut f_current_leader = Default::default();
+        let mut f_snapshot_id = Default::default();
+        let f_aborted_transactions = if version >= 4 {
+            read::get_nullable_array(buf, flexible, version)?
+        } else {
+            Some(ArrayView::empty())
+        };
+        let f_preferred_read_replica = if version >= 11 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let f_records = read::get_nullable_bytes(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    0 if version >= 12 => {
+                        let buf = &mut data;
+                        f_diverging_epoch = EpochEndOffsetView::decode_view(buf, version)?;
+                        read::expect_consumed(buf, "PartitionData.DivergingEpoch")?;
+                    }
+                    1 if version >= 12 => {
+                        let buf = &mut data;
+                        f_current_leader = LeaderIdAndEpochView::decode_view(buf, version)?;
+                        read::expect_consumed(buf, "PartitionData.CurrentLeader")?;
+                    }
+                    2 if version >= 12 => {
+                        let buf = &mut data;
+                        f_snapshot_id = SnapshotIdView::decode_view(buf, version)?;
+                        read::expect_consumed(buf, "PartitionData.SnapshotId")?;
+                    }
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            partition_index: f_partition_index,
+            error_code: f_error_code,
+            high_watermark: f_high_watermark,
+            last_stable_offset: f_last_stable_offset,
+            log_start_offset: f_log_start_offset,
+            diverging_epoch: f_diverging_epoch,
+            current_leader: f_current_leader,
+            snapshot_id: f_snapshot_id,
+            aborted_transactions: f_aborted_transactions,
+            preferred_read_replica: f_preferred_read_replica,
+            records: f_records,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for PartitionDataView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for PartitionDataView<'_> {
+    type Owned = PartitionData;
+    fn to_message(&self) -> PartitionData {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                0 if version >= 12 => true,
+                1 if version >= 12 => true,
+                2 if version >= 12 => true,
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        PartitionData {
+            partition_index: self.partition_index,
+            error_code: self.error_code,
+            high_watermark: self.high_watermark,
+            last_stable_offset: self.last_stable_offset,
+            log_start_offset: self.log_start_offset,
+            diverging_epoch: self.diverging_epoch.to_message(),
+            current_leader: self.current_leader.to_message(),
+            snapshot_id: self.snapshot_id.to_message(),
+            aborted_transactions: self
+                .aborted_transactions
+                .map(|v| v.iter().map(|e0| e0.to_message()).collect()),
+            preferred_read_replica: self.preferred_read_replica,
+            records: self.records.map(|v| Bytes::copy_from_slice(v)),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `FetchableTopicResponse` struct of `FetchResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FetchableTopicResponse {
@@ -992,6 +1612,100 @@ impl Encode for FetchableTopicResponse {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`FetchableTopicResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FetchableTopicResponseView<'a> {
+    /// `Topic`: `string`, versions 0-12, ignorable.
+    pub topic: &'a str,
+    /// `TopicId`: `uuid`, versions 13+, ignorable.
+    pub topic_id: Uuid,
+    /// `Partitions`: `[]PartitionData`, versions 0+.
+    pub partitions: ArrayView<'a, PartitionDataView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for FetchableTopicResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            topic: "",
+            topic_id: Uuid::ZERO,
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for FetchableTopicResponseView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 12;
+        let f_topic = if version <= 12 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_topic_id = if version >= 13 {
+            read::get_uuid(buf)?
+        } else {
+            Uuid::ZERO
+        };
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic: f_topic,
+            topic_id: f_topic_id,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for FetchableTopicResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for FetchableTopicResponseView<'_> {
+    type Owned = FetchableTopicResponse;
+    fn to_message(&self) -> FetchableTopicResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        FetchableTopicResponse {
+            topic: StrBytes::from(self.topic),
+            topic_id: self.topic_id,
+            partitions: self.partitions.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -1146,7 +1860,116 @@ impl Encode for NodeEndpoint {
     }
 }
 
+/// A borrowed view of [`NodeEndpoint`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NodeEndpointView<'a> {
+    /// `NodeId`: `int32`, versions 16+, map key.
+    pub node_id: i32,
+    /// `Host`: `string`, versions 16+.
+    pub host: &'a str,
+    /// `Port`: `int32`, versions 16+.
+    pub port: i32,
+    /// `Rack`: `string`, versions 16+, nullable in 16+, default null.
+    pub rack: Option<&'a str>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for NodeEndpointView<'_> {
+    fn default() -> Self {
+        Self {
+            node_id: 0,
+            host: "",
+            port: 0,
+            rack: None,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for NodeEndpointView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 12;
+        let f_node_id = if version >= 16 {
+            read::get_i32(buf)?
+        } else {
+            0
+        };
+        let f_host = if version >= 16 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_port = if version >= 16 {
+            read::get_i32(buf)?
+        } else {
+            0
+        };
+        let f_rack = if version >= 16 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            None
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            node_id: f_node_id,
+            host: f_host,
+            port: f_port,
+            rack: f_rack,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for NodeEndpointView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for NodeEndpointView<'_> {
+    type Owned = NodeEndpoint;
+    fn to_message(&self) -> NodeEndpoint {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        NodeEndpoint {
+            node_id: self.node_id,
+            host: StrBytes::from(self.host),
+            port: self.port,
+            rack: self.rack.map(|v| StrBytes::from(v)),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for FetchResponse {
+    type View<'a> = FetchResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 17 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(12);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -154,6 +155,109 @@ impl Encode for FetchSnapshotRequest {
     }
 }
 
+/// A borrowed view of [`FetchSnapshotRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FetchSnapshotRequestView<'a> {
+    /// `ClusterId`: `string`, versions 0+, nullable in 0+, tagged field 0 in 0+, default null.
+    pub cluster_id: Option<&'a str>,
+    /// `ReplicaId`: `int32`, versions 0+, default `-1`.
+    pub replica_id: i32,
+    /// `MaxBytes`: `int32`, versions 0+, default `0x7fffffff`.
+    pub max_bytes: i32,
+    /// `Topics`: `[]TopicSnapshot`, versions 0+.
+    pub topics: ArrayView<'a, TopicSnapshotView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for FetchSnapshotRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            cluster_id: None,
+            replica_id: -1,
+            max_bytes: 2147483647,
+            topics: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for FetchSnapshotRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=1).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "FetchSnapshotRequest",
+                version,
+            });
+        }
+        let flexible = true;
+        let mut f_cluster_id = None;
+        let f_replica_id = read::get_i32(buf)?;
+        let f_max_bytes = read::get_i32(buf)?;
+        let f_topics = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    0 => {
+                        let buf = &mut data;
+                        f_cluster_id = read::get_nullable_str(buf, true)?;
+                        read::expect_consumed(buf, "FetchSnapshotRequest.ClusterId")?;
+                    }
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            cluster_id: f_cluster_id,
+            replica_id: f_replica_id,
+            max_bytes: f_max_bytes,
+            topics: f_topics,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for FetchSnapshotRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for FetchSnapshotRequestView<'_> {
+    type Owned = FetchSnapshotRequest;
+    fn to_message(&self) -> FetchSnapshotRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                0 => true,
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        FetchSnapshotRequest {
+            cluster_id: self.cluster_id.map(|v| StrBytes::from(v)),
+            replica_id: self.replica_id,
+            max_bytes: self.max_bytes,
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `SnapshotId` struct of `FetchSnapshotRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SnapshotId {
@@ -232,6 +336,86 @@ impl Encode for SnapshotId {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`SnapshotId`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SnapshotIdView<'a> {
+    /// `EndOffset`: `int64`, versions 0+.
+    pub end_offset: i64,
+    /// `Epoch`: `int32`, versions 0+.
+    pub epoch: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for SnapshotIdView<'_> {
+    fn default() -> Self {
+        Self {
+            end_offset: 0,
+            epoch: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for SnapshotIdView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_end_offset = read::get_i64(buf)?;
+        let f_epoch = read::get_i32(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            end_offset: f_end_offset,
+            epoch: f_epoch,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for SnapshotIdView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for SnapshotIdView<'_> {
+    type Owned = SnapshotId;
+    fn to_message(&self) -> SnapshotId {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        SnapshotId {
+            end_offset: self.end_offset,
+            epoch: self.epoch,
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -351,6 +535,110 @@ impl Encode for PartitionSnapshot {
     }
 }
 
+/// A borrowed view of [`PartitionSnapshot`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PartitionSnapshotView<'a> {
+    /// `Partition`: `int32`, versions 0+.
+    pub partition: i32,
+    /// `CurrentLeaderEpoch`: `int32`, versions 0+.
+    pub current_leader_epoch: i32,
+    /// `SnapshotId`: `SnapshotId`, versions 0+.
+    pub snapshot_id: SnapshotIdView<'a>,
+    /// `Position`: `int64`, versions 0+.
+    pub position: i64,
+    /// `ReplicaDirectoryId`: `uuid`, versions 1+, tagged field 0 in 1+, ignorable.
+    pub replica_directory_id: Uuid,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for PartitionSnapshotView<'_> {
+    fn default() -> Self {
+        Self {
+            partition: 0,
+            current_leader_epoch: 0,
+            snapshot_id: Default::default(),
+            position: 0,
+            replica_directory_id: Uuid::ZERO,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for PartitionSnapshotView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_partition = read::get_i32(buf)?;
+        let f_current_leader_epoch = read::get_i32(buf)?;
+        let f_snapshot_id = SnapshotIdView::decode_view(buf, version)?;
+        let f_position = read::get_i64(buf)?;
+        let mut f_replica_directory_id = Uuid::ZERO;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    0 if version >= 1 => {
+                        let buf = &mut data;
+                        f_replica_directory_id = read::get_uuid(buf)?;
+                        read::expect_consumed(buf, "PartitionSnapshot.ReplicaDirectoryId")?;
+                    }
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            partition: f_partition,
+            current_leader_epoch: f_current_leader_epoch,
+            snapshot_id: f_snapshot_id,
+            position: f_position,
+            replica_directory_id: f_replica_directory_id,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for PartitionSnapshotView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for PartitionSnapshotView<'_> {
+    type Owned = PartitionSnapshot;
+    fn to_message(&self) -> PartitionSnapshot {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                0 if version >= 1 => true,
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        PartitionSnapshot {
+            partition: self.partition,
+            current_leader_epoch: self.current_leader_epoch,
+            snapshot_id: self.snapshot_id.to_message(),
+            position: self.position,
+            replica_directory_id: self.replica_directory_id,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `TopicSnapshot` struct of `FetchSnapshotRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicSnapshot {
@@ -445,7 +733,88 @@ impl Encode for TopicSnapshot {
     }
 }
 
+/// A borrowed view of [`TopicSnapshot`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TopicSnapshotView<'a> {
+    /// `Name`: `string`, versions 0+.
+    pub name: &'a str,
+    /// `Partitions`: `[]PartitionSnapshot`, versions 0+.
+    pub partitions: ArrayView<'a, PartitionSnapshotView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for TopicSnapshotView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for TopicSnapshotView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for TopicSnapshotView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for TopicSnapshotView<'_> {
+    type Owned = TopicSnapshot;
+    fn to_message(&self) -> TopicSnapshot {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        TopicSnapshot {
+            name: StrBytes::from(self.name),
+            partitions: self.partitions.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for FetchSnapshotRequest {
+    type View<'a> = FetchSnapshotRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -179,6 +180,113 @@ impl Encode for FetchSnapshotResponse {
     }
 }
 
+/// A borrowed view of [`FetchSnapshotResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FetchSnapshotResponseView<'a> {
+    /// `ThrottleTimeMs`: `int32`, versions 0+, ignorable.
+    pub throttle_time_ms: i32,
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `Topics`: `[]TopicSnapshot`, versions 0+.
+    pub topics: ArrayView<'a, TopicSnapshotView<'a>>,
+    /// `NodeEndpoints`: `[]NodeEndpoint`, versions 1+, tagged field 0 in 1+.
+    pub node_endpoints: ArrayView<'a, NodeEndpointView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for FetchSnapshotResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            error_code: 0,
+            topics: ArrayView::empty(),
+            node_endpoints: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for FetchSnapshotResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=1).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "FetchSnapshotResponse",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_throttle_time_ms = read::get_i32(buf)?;
+        let f_error_code = read::get_i16(buf)?;
+        let f_topics = read::get_array(buf, flexible, version)?;
+        let mut f_node_endpoints = ArrayView::empty();
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    0 if version >= 1 => {
+                        let buf = &mut data;
+                        f_node_endpoints = read::get_array(buf, true, version)?;
+                        read::expect_consumed(buf, "FetchSnapshotResponse.NodeEndpoints")?;
+                    }
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            topics: f_topics,
+            node_endpoints: f_node_endpoints,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for FetchSnapshotResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for FetchSnapshotResponseView<'_> {
+    type Owned = FetchSnapshotResponse;
+    fn to_message(&self) -> FetchSnapshotResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                0 if version >= 1 => true,
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        FetchSnapshotResponse {
+            throttle_time_ms: self.throttle_time_ms,
+            error_code: self.error_code,
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            node_endpoints: self
+                .node_endpoints
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `SnapshotId` struct of `FetchSnapshotResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SnapshotId {
@@ -260,6 +368,86 @@ impl Encode for SnapshotId {
     }
 }
 
+/// A borrowed view of [`SnapshotId`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SnapshotIdView<'a> {
+    /// `EndOffset`: `int64`, versions 0+.
+    pub end_offset: i64,
+    /// `Epoch`: `int32`, versions 0+.
+    pub epoch: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for SnapshotIdView<'_> {
+    fn default() -> Self {
+        Self {
+            end_offset: 0,
+            epoch: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for SnapshotIdView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_end_offset = read::get_i64(buf)?;
+        let f_epoch = read::get_i32(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            end_offset: f_end_offset,
+            epoch: f_epoch,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for SnapshotIdView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for SnapshotIdView<'_> {
+    type Owned = SnapshotId;
+    fn to_message(&self) -> SnapshotId {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        SnapshotId {
+            end_offset: self.end_offset,
+            epoch: self.epoch,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `LeaderIdAndEpoch` struct of `FetchSnapshotResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeaderIdAndEpoch {
@@ -338,6 +526,86 @@ impl Encode for LeaderIdAndEpoch {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`LeaderIdAndEpoch`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LeaderIdAndEpochView<'a> {
+    /// `LeaderId`: `int32`, versions 0+.
+    pub leader_id: i32,
+    /// `LeaderEpoch`: `int32`, versions 0+.
+    pub leader_epoch: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for LeaderIdAndEpochView<'_> {
+    fn default() -> Self {
+        Self {
+            leader_id: 0,
+            leader_epoch: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for LeaderIdAndEpochView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_leader_id = read::get_i32(buf)?;
+        let f_leader_epoch = read::get_i32(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            leader_id: f_leader_id,
+            leader_epoch: f_leader_epoch,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for LeaderIdAndEpochView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for LeaderIdAndEpochView<'_> {
+    type Owned = LeaderIdAndEpoch;
+    fn to_message(&self) -> LeaderIdAndEpoch {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        LeaderIdAndEpoch {
+            leader_id: self.leader_id,
+            leader_epoch: self.leader_epoch,
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -484,6 +752,122 @@ impl Encode for PartitionSnapshot {
     }
 }
 
+/// A borrowed view of [`PartitionSnapshot`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PartitionSnapshotView<'a> {
+    /// `Index`: `int32`, versions 0+.
+    pub index: i32,
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `SnapshotId`: `SnapshotId`, versions 0+.
+    pub snapshot_id: SnapshotIdView<'a>,
+    /// `CurrentLeader`: `LeaderIdAndEpoch`, versions 0+, tagged field 0 in 0+.
+    pub current_leader: LeaderIdAndEpochView<'a>,
+    /// `Size`: `int64`, versions 0+.
+    pub size: i64,
+    /// `Position`: `int64`, versions 0+.
+    pub position: i64,
+    /// `UnalignedRecords`: `records`, versions 0+.
+    pub unaligned_records: Option<&'a [u8]>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for PartitionSnapshotView<'_> {
+    fn default() -> Self {
+        Self {
+            index: 0,
+            error_code: 0,
+            snapshot_id: Default::default(),
+            current_leader: Default::default(),
+            size: 0,
+            position: 0,
+            unaligned_records: None,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for PartitionSnapshotView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_index = read::get_i32(buf)?;
+        let f_error_code = read::get_i16(buf)?;
+        let f_snapshot_id = SnapshotIdView::decode_view(buf, version)?;
+        let mut f_current_leader = Default::default();
+        let f_size = read::get_i64(buf)?;
+        let f_position = read::get_i64(buf)?;
+        let f_unaligned_records = read::get_bytes(buf, flexible).map(Some)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    0 => {
+                        let buf = &mut data;
+                        f_current_leader = LeaderIdAndEpochView::decode_view(buf, version)?;
+                        read::expect_consumed(buf, "PartitionSnapshot.CurrentLeader")?;
+                    }
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            index: f_index,
+            error_code: f_error_code,
+            snapshot_id: f_snapshot_id,
+            current_leader: f_current_leader,
+            size: f_size,
+            position: f_position,
+            unaligned_records: f_unaligned_records,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for PartitionSnapshotView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for PartitionSnapshotView<'_> {
+    type Owned = PartitionSnapshot;
+    fn to_message(&self) -> PartitionSnapshot {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                0 => true,
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        PartitionSnapshot {
+            index: self.index,
+            error_code: self.error_code,
+            snapshot_id: self.snapshot_id.to_message(),
+            current_leader: self.current_leader.to_message(),
+            size: self.size,
+            position: self.position,
+            unaligned_records: self.unaligned_records.map(|v| Bytes::copy_from_slice(v)),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `TopicSnapshot` struct of `FetchSnapshotResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicSnapshot {
@@ -575,6 +959,86 @@ impl Encode for TopicSnapshot {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`TopicSnapshot`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TopicSnapshotView<'a> {
+    /// `Name`: `string`, versions 0+.
+    pub name: &'a str,
+    /// `Partitions`: `[]PartitionSnapshot`, versions 0+.
+    pub partitions: ArrayView<'a, PartitionSnapshotView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for TopicSnapshotView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for TopicSnapshotView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for TopicSnapshotView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for TopicSnapshotView<'_> {
+    type Owned = TopicSnapshot;
+    fn to_message(&self) -> TopicSnapshot {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        TopicSnapshot {
+            name: StrBytes::from(self.name),
+            partitions: self.partitions.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -700,7 +1164,98 @@ impl Encode for NodeEndpoint {
     }
 }
 
+/// A borrowed view of [`NodeEndpoint`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NodeEndpointView<'a> {
+    /// `NodeId`: `int32`, versions 1+, map key.
+    pub node_id: i32,
+    /// `Host`: `string`, versions 1+.
+    pub host: &'a str,
+    /// `Port`: `uint16`, versions 1+.
+    pub port: u16,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for NodeEndpointView<'_> {
+    fn default() -> Self {
+        Self {
+            node_id: 0,
+            host: "",
+            port: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for NodeEndpointView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_node_id = if version >= 1 { read::get_i32(buf)? } else { 0 };
+        let f_host = if version >= 1 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_port = if version >= 1 { read::get_u16(buf)? } else { 0 };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            node_id: f_node_id,
+            host: f_host,
+            port: f_port,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for NodeEndpointView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for NodeEndpointView<'_> {
+    type Owned = NodeEndpoint;
+    fn to_message(&self) -> NodeEndpoint {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        NodeEndpoint {
+            node_id: self.node_id,
+            host: StrBytes::from(self.host),
+            port: self.port,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for FetchSnapshotResponse {
+    type View<'a> = FetchSnapshotResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -171,7 +172,111 @@ impl Encode for FindCoordinatorRequest {
     }
 }
 
+/// A borrowed view of [`FindCoordinatorRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FindCoordinatorRequestView<'a> {
+    /// `Key`: `string`, versions 0-3.
+    pub key: &'a str,
+    /// `KeyType`: `int8`, versions 1+, default `0`.
+    pub key_type: i8,
+    /// `CoordinatorKeys`: `[]string`, versions 4+.
+    pub coordinator_keys: ArrayView<'a, &'a str>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for FindCoordinatorRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            key: "",
+            key_type: 0,
+            coordinator_keys: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for FindCoordinatorRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=6).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "FindCoordinatorRequest",
+                version,
+            });
+        }
+        let flexible = version >= 3;
+        let f_key = if version <= 3 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_key_type = if version >= 1 { read::get_i8(buf)? } else { 0 };
+        let f_coordinator_keys = if version >= 4 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            key: f_key,
+            key_type: f_key_type,
+            coordinator_keys: f_coordinator_keys,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for FindCoordinatorRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for FindCoordinatorRequestView<'_> {
+    type Owned = FindCoordinatorRequest;
+    fn to_message(&self) -> FindCoordinatorRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        FindCoordinatorRequest {
+            key: StrBytes::from(self.key),
+            key_type: self.key_type,
+            coordinator_keys: self
+                .coordinator_keys
+                .iter()
+                .map(|e0| StrBytes::from(e0))
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for FindCoordinatorRequest {
+    type View<'a> = FindCoordinatorRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 6 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(3);
     const DEPRECATED_VERSIONS: Option<VersionRange> = Some(VersionRange { min: 0, max: 0 });

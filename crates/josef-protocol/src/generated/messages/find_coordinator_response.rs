@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -231,6 +232,133 @@ impl Encode for FindCoordinatorResponse {
     }
 }
 
+/// A borrowed view of [`FindCoordinatorResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FindCoordinatorResponseView<'a> {
+    /// `ThrottleTimeMs`: `int32`, versions 1+, ignorable.
+    pub throttle_time_ms: i32,
+    /// `ErrorCode`: `int16`, versions 0-3.
+    pub error_code: i16,
+    /// `ErrorMessage`: `string`, versions 1-3, nullable in 1-3, ignorable.
+    pub error_message: Option<&'a str>,
+    /// `NodeId`: `int32`, versions 0-3.
+    pub node_id: i32,
+    /// `Host`: `string`, versions 0-3.
+    pub host: &'a str,
+    /// `Port`: `int32`, versions 0-3.
+    pub port: i32,
+    /// `Coordinators`: `[]Coordinator`, versions 4+.
+    pub coordinators: ArrayView<'a, CoordinatorView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for FindCoordinatorResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            error_code: 0,
+            error_message: Some(""),
+            node_id: 0,
+            host: "",
+            port: 0,
+            coordinators: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for FindCoordinatorResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=6).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "FindCoordinatorResponse",
+                version,
+            });
+        }
+        let flexible = version >= 3;
+        let f_throttle_time_ms = if version >= 1 { read::get_i32(buf)? } else { 0 };
+        let f_error_code = if version <= 3 { read::get_i16(buf)? } else { 0 };
+        let f_error_message = if (1..=3).contains(&version) {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            Some("")
+        };
+        let f_node_id = if version <= 3 { read::get_i32(buf)? } else { 0 };
+        let f_host = if version <= 3 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_port = if version <= 3 { read::get_i32(buf)? } else { 0 };
+        let f_coordinators = if version >= 4 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            node_id: f_node_id,
+            host: f_host,
+            port: f_port,
+            coordinators: f_coordinators,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for FindCoordinatorResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for FindCoordinatorResponseView<'_> {
+    type Owned = FindCoordinatorResponse;
+    fn to_message(&self) -> FindCoordinatorResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        FindCoordinatorResponse {
+            throttle_time_ms: self.throttle_time_ms,
+            error_code: self.error_code,
+            error_message: self.error_message.map(|v| StrBytes::from(v)),
+            node_id: self.node_id,
+            host: StrBytes::from(self.host),
+            port: self.port,
+            coordinators: self.coordinators.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `Coordinator` struct of `FindCoordinatorResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Coordinator {
@@ -406,7 +534,124 @@ impl Encode for Coordinator {
     }
 }
 
+/// A borrowed view of [`Coordinator`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CoordinatorView<'a> {
+    /// `Key`: `string`, versions 4+.
+    pub key: &'a str,
+    /// `NodeId`: `int32`, versions 4+.
+    pub node_id: i32,
+    /// `Host`: `string`, versions 4+.
+    pub host: &'a str,
+    /// `Port`: `int32`, versions 4+.
+    pub port: i32,
+    /// `ErrorCode`: `int16`, versions 4+.
+    pub error_code: i16,
+    /// `ErrorMessage`: `string`, versions 4+, nullable in 4+, ignorable.
+    pub error_message: Option<&'a str>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for CoordinatorView<'_> {
+    fn default() -> Self {
+        Self {
+            key: "",
+            node_id: 0,
+            host: "",
+            port: 0,
+            error_code: 0,
+            error_message: Some(""),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for CoordinatorView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 3;
+        let f_key = if version >= 4 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_node_id = if version >= 4 { read::get_i32(buf)? } else { 0 };
+        let f_host = if version >= 4 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_port = if version >= 4 { read::get_i32(buf)? } else { 0 };
+        let f_error_code = if version >= 4 { read::get_i16(buf)? } else { 0 };
+        let f_error_message = if version >= 4 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            Some("")
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            key: f_key,
+            node_id: f_node_id,
+            host: f_host,
+            port: f_port,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for CoordinatorView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for CoordinatorView<'_> {
+    type Owned = Coordinator;
+    fn to_message(&self) -> Coordinator {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        Coordinator {
+            key: StrBytes::from(self.key),
+            node_id: self.node_id,
+            host: StrBytes::from(self.host),
+            port: self.port,
+            error_code: self.error_code,
+            error_message: self.error_message.map(|v| StrBytes::from(v)),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for FindCoordinatorResponse {
+    type View<'a> = FindCoordinatorResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 6 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(3);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

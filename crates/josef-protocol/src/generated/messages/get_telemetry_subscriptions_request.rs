@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -107,7 +108,87 @@ impl Encode for GetTelemetrySubscriptionsRequest {
     }
 }
 
+/// A borrowed view of [`GetTelemetrySubscriptionsRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GetTelemetrySubscriptionsRequestView<'a> {
+    /// `ClientInstanceId`: `uuid`, versions 0+.
+    pub client_instance_id: Uuid,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for GetTelemetrySubscriptionsRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            client_instance_id: Uuid::ZERO,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for GetTelemetrySubscriptionsRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "GetTelemetrySubscriptionsRequest",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_client_instance_id = read::get_uuid(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            client_instance_id: f_client_instance_id,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for GetTelemetrySubscriptionsRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for GetTelemetrySubscriptionsRequestView<'_> {
+    type Owned = GetTelemetrySubscriptionsRequest;
+    fn to_message(&self) -> GetTelemetrySubscriptionsRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        GetTelemetrySubscriptionsRequest {
+            client_instance_id: self.client_instance_id,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for GetTelemetrySubscriptionsRequest {
+    type View<'a> = GetTelemetrySubscriptionsRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

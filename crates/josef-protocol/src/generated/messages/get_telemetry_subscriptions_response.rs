@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -186,7 +187,139 @@ impl Encode for GetTelemetrySubscriptionsResponse {
     }
 }
 
+/// A borrowed view of [`GetTelemetrySubscriptionsResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GetTelemetrySubscriptionsResponseView<'a> {
+    /// `ThrottleTimeMs`: `int32`, versions 0+.
+    pub throttle_time_ms: i32,
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `ClientInstanceId`: `uuid`, versions 0+.
+    pub client_instance_id: Uuid,
+    /// `SubscriptionId`: `int32`, versions 0+.
+    pub subscription_id: i32,
+    /// `AcceptedCompressionTypes`: `[]int8`, versions 0+.
+    pub accepted_compression_types: ArrayView<'a, i8>,
+    /// `PushIntervalMs`: `int32`, versions 0+.
+    pub push_interval_ms: i32,
+    /// `TelemetryMaxBytes`: `int32`, versions 0+.
+    pub telemetry_max_bytes: i32,
+    /// `DeltaTemporality`: `bool`, versions 0+.
+    pub delta_temporality: bool,
+    /// `RequestedMetrics`: `[]string`, versions 0+.
+    pub requested_metrics: ArrayView<'a, &'a str>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for GetTelemetrySubscriptionsResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            error_code: 0,
+            client_instance_id: Uuid::ZERO,
+            subscription_id: 0,
+            accepted_compression_types: ArrayView::empty(),
+            push_interval_ms: 0,
+            telemetry_max_bytes: 0,
+            delta_temporality: false,
+            requested_metrics: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for GetTelemetrySubscriptionsResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "GetTelemetrySubscriptionsResponse",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_throttle_time_ms = read::get_i32(buf)?;
+        let f_error_code = read::get_i16(buf)?;
+        let f_client_instance_id = read::get_uuid(buf)?;
+        let f_subscription_id = read::get_i32(buf)?;
+        let f_accepted_compression_types = read::get_array(buf, flexible, version)?;
+        let f_push_interval_ms = read::get_i32(buf)?;
+        let f_telemetry_max_bytes = read::get_i32(buf)?;
+        let f_delta_temporality = read::get_bool(buf)?;
+        let f_requested_metrics = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            client_instance_id: f_client_instance_id,
+            subscription_id: f_subscription_id,
+            accepted_compression_types: f_accepted_compression_types,
+            push_interval_ms: f_push_interval_ms,
+            telemetry_max_bytes: f_telemetry_max_bytes,
+            delta_temporality: f_delta_temporality,
+            requested_metrics: f_requested_metrics,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for GetTelemetrySubscriptionsResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for GetTelemetrySubscriptionsResponseView<'_> {
+    type Owned = GetTelemetrySubscriptionsResponse;
+    fn to_message(&self) -> GetTelemetrySubscriptionsResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        GetTelemetrySubscriptionsResponse {
+            throttle_time_ms: self.throttle_time_ms,
+            error_code: self.error_code,
+            client_instance_id: self.client_instance_id,
+            subscription_id: self.subscription_id,
+            accepted_compression_types: self.accepted_compression_types.iter().collect(),
+            push_interval_ms: self.push_interval_ms,
+            telemetry_max_bytes: self.telemetry_max_bytes,
+            delta_temporality: self.delta_temporality,
+            requested_metrics: self
+                .requested_metrics
+                .iter()
+                .map(|e0| StrBytes::from(e0))
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for GetTelemetrySubscriptionsResponse {
+    type View<'a> = GetTelemetrySubscriptionsResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

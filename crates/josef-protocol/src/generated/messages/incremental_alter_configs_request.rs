@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -128,6 +129,91 @@ impl Encode for IncrementalAlterConfigsRequest {
     }
 }
 
+/// A borrowed view of [`IncrementalAlterConfigsRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IncrementalAlterConfigsRequestView<'a> {
+    /// `Resources`: `[]AlterConfigsResource`, versions 0+.
+    pub resources: ArrayView<'a, AlterConfigsResourceView<'a>>,
+    /// `ValidateOnly`: `bool`, versions 0+.
+    pub validate_only: bool,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for IncrementalAlterConfigsRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            resources: ArrayView::empty(),
+            validate_only: false,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for IncrementalAlterConfigsRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=1).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "IncrementalAlterConfigsRequest",
+                version,
+            });
+        }
+        let flexible = version >= 1;
+        let f_resources = read::get_array(buf, flexible, version)?;
+        let f_validate_only = read::get_bool(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            resources: f_resources,
+            validate_only: f_validate_only,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for IncrementalAlterConfigsRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for IncrementalAlterConfigsRequestView<'_> {
+    type Owned = IncrementalAlterConfigsRequest;
+    fn to_message(&self) -> IncrementalAlterConfigsRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        IncrementalAlterConfigsRequest {
+            resources: self.resources.iter().map(|e0| e0.to_message()).collect(),
+            validate_only: self.validate_only,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `AlterableConfig` struct of `IncrementalAlterConfigsRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AlterableConfig {
@@ -213,6 +299,92 @@ impl Encode for AlterableConfig {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`AlterableConfig`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AlterableConfigView<'a> {
+    /// `Name`: `string`, versions 0+, map key.
+    pub name: &'a str,
+    /// `ConfigOperation`: `int8`, versions 0+, map key.
+    pub config_operation: i8,
+    /// `Value`: `string`, versions 0+, nullable in 0+.
+    pub value: Option<&'a str>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for AlterableConfigView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            config_operation: 0,
+            value: Some(""),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for AlterableConfigView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 1;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_config_operation = read::get_i8(buf)?;
+        let f_value = read::get_nullable_str(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            config_operation: f_config_operation,
+            value: f_value,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for AlterableConfigView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for AlterableConfigView<'_> {
+    type Owned = AlterableConfig;
+    fn to_message(&self) -> AlterableConfig {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        AlterableConfig {
+            name: StrBytes::from(self.name),
+            config_operation: self.config_operation,
+            value: self.value.map(|v| StrBytes::from(v)),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -317,7 +489,94 @@ impl Encode for AlterConfigsResource {
     }
 }
 
+/// A borrowed view of [`AlterConfigsResource`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AlterConfigsResourceView<'a> {
+    /// `ResourceType`: `int8`, versions 0+, map key.
+    pub resource_type: i8,
+    /// `ResourceName`: `string`, versions 0+, map key.
+    pub resource_name: &'a str,
+    /// `Configs`: `[]AlterableConfig`, versions 0+.
+    pub configs: ArrayView<'a, AlterableConfigView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for AlterConfigsResourceView<'_> {
+    fn default() -> Self {
+        Self {
+            resource_type: 0,
+            resource_name: "",
+            configs: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for AlterConfigsResourceView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 1;
+        let f_resource_type = read::get_i8(buf)?;
+        let f_resource_name = read::get_str(buf, flexible)?;
+        let f_configs = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            resource_type: f_resource_type,
+            resource_name: f_resource_name,
+            configs: f_configs,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for AlterConfigsResourceView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for AlterConfigsResourceView<'_> {
+    type Owned = AlterConfigsResource;
+    fn to_message(&self) -> AlterConfigsResource {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        AlterConfigsResource {
+            resource_type: self.resource_type,
+            resource_name: StrBytes::from(self.resource_name),
+            configs: self.configs.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for IncrementalAlterConfigsRequest {
+    type View<'a> = IncrementalAlterConfigsRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(1);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -128,6 +129,91 @@ impl Encode for IncrementalAlterConfigsResponse {
     }
 }
 
+/// A borrowed view of [`IncrementalAlterConfigsResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IncrementalAlterConfigsResponseView<'a> {
+    /// `ThrottleTimeMs`: `int32`, versions 0+.
+    pub throttle_time_ms: i32,
+    /// `Responses`: `[]AlterConfigsResourceResponse`, versions 0+.
+    pub responses: ArrayView<'a, AlterConfigsResourceResponseView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for IncrementalAlterConfigsResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            responses: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for IncrementalAlterConfigsResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=1).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "IncrementalAlterConfigsResponse",
+                version,
+            });
+        }
+        let flexible = version >= 1;
+        let f_throttle_time_ms = read::get_i32(buf)?;
+        let f_responses = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            throttle_time_ms: f_throttle_time_ms,
+            responses: f_responses,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for IncrementalAlterConfigsResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for IncrementalAlterConfigsResponseView<'_> {
+    type Owned = IncrementalAlterConfigsResponse;
+    fn to_message(&self) -> IncrementalAlterConfigsResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        IncrementalAlterConfigsResponse {
+            throttle_time_ms: self.throttle_time_ms,
+            responses: self.responses.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `AlterConfigsResourceResponse` struct of `IncrementalAlterConfigsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AlterConfigsResourceResponse {
@@ -223,7 +309,100 @@ impl Encode for AlterConfigsResourceResponse {
     }
 }
 
+/// A borrowed view of [`AlterConfigsResourceResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AlterConfigsResourceResponseView<'a> {
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `ErrorMessage`: `string`, versions 0+, nullable in 0+.
+    pub error_message: Option<&'a str>,
+    /// `ResourceType`: `int8`, versions 0+.
+    pub resource_type: i8,
+    /// `ResourceName`: `string`, versions 0+.
+    pub resource_name: &'a str,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for AlterConfigsResourceResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            error_code: 0,
+            error_message: Some(""),
+            resource_type: 0,
+            resource_name: "",
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for AlterConfigsResourceResponseView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 1;
+        let f_error_code = read::get_i16(buf)?;
+        let f_error_message = read::get_nullable_str(buf, flexible)?;
+        let f_resource_type = read::get_i8(buf)?;
+        let f_resource_name = read::get_str(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            error_code: f_error_code,
+            error_message: f_error_message,
+            resource_type: f_resource_type,
+            resource_name: f_resource_name,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for AlterConfigsResourceResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for AlterConfigsResourceResponseView<'_> {
+    type Owned = AlterConfigsResourceResponse;
+    fn to_message(&self) -> AlterConfigsResourceResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        AlterConfigsResourceResponse {
+            error_code: self.error_code,
+            error_message: self.error_message.map(|v| StrBytes::from(v)),
+            resource_type: self.resource_type,
+            resource_name: StrBytes::from(self.resource_name),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for IncrementalAlterConfigsResponse {
+    type View<'a> = IncrementalAlterConfigsResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(1);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -156,7 +157,113 @@ impl Encode for InitProducerIdRequest {
     }
 }
 
+/// A borrowed view of [`InitProducerIdRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct InitProducerIdRequestView<'a> {
+    /// `TransactionalId`: `string`, versions 0+, nullable in 0+.
+    pub transactional_id: Option<&'a str>,
+    /// `TransactionTimeoutMs`: `int32`, versions 0+.
+    pub transaction_timeout_ms: i32,
+    /// `ProducerId`: `int64`, versions 3+, default `-1`.
+    pub producer_id: i64,
+    /// `ProducerEpoch`: `int16`, versions 3+, default `-1`.
+    pub producer_epoch: i16,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for InitProducerIdRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            transactional_id: Some(""),
+            transaction_timeout_ms: 0,
+            producer_id: -1,
+            producer_epoch: -1,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for InitProducerIdRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=5).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "InitProducerIdRequest",
+                version,
+            });
+        }
+        let flexible = version >= 2;
+        let f_transactional_id = read::get_nullable_str(buf, flexible)?;
+        let f_transaction_timeout_ms = read::get_i32(buf)?;
+        let f_producer_id = if version >= 3 {
+            read::get_i64(buf)?
+        } else {
+            -1
+        };
+        let f_producer_epoch = if version >= 3 {
+            read::get_i16(buf)?
+        } else {
+            -1
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            transactional_id: f_transactional_id,
+            transaction_timeout_ms: f_transaction_timeout_ms,
+            producer_id: f_producer_id,
+            producer_epoch: f_producer_epoch,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for InitProducerIdRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for InitProducerIdRequestView<'_> {
+    type Owned = InitProducerIdRequest;
+    fn to_message(&self) -> InitProducerIdRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        InitProducerIdRequest {
+            transactional_id: self.transactional_id.map(|v| StrBytes::from(v)),
+            transaction_timeout_ms: self.transaction_timeout_ms,
+            producer_id: self.producer_id,
+            producer_epoch: self.producer_epoch,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for InitProducerIdRequest {
+    type View<'a> = InitProducerIdRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(2);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

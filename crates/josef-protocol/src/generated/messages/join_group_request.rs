@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -200,6 +201,139 @@ impl Encode for JoinGroupRequest {
     }
 }
 
+/// A borrowed view of [`JoinGroupRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct JoinGroupRequestView<'a> {
+    /// `GroupId`: `string`, versions 0+.
+    pub group_id: &'a str,
+    /// `SessionTimeoutMs`: `int32`, versions 0+.
+    pub session_timeout_ms: i32,
+    /// `RebalanceTimeoutMs`: `int32`, versions 1+, default `-1`, ignorable.
+    pub rebalance_timeout_ms: i32,
+    /// `MemberId`: `string`, versions 0+.
+    pub member_id: &'a str,
+    /// `GroupInstanceId`: `string`, versions 5+, nullable in 5+, default null.
+    pub group_instance_id: Option<&'a str>,
+    /// `ProtocolType`: `string`, versions 0+.
+    pub protocol_type: &'a str,
+    /// `Protocols`: `[]JoinGroupRequestProtocol`, versions 0+.
+    pub protocols: ArrayView<'a, JoinGroupRequestProtocolView<'a>>,
+    /// `Reason`: `string`, versions 8+, nullable in 8+, default null, ignorable.
+    pub reason: Option<&'a str>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for JoinGroupRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            group_id: "",
+            session_timeout_ms: 0,
+            rebalance_timeout_ms: -1,
+            member_id: "",
+            group_instance_id: None,
+            protocol_type: "",
+            protocols: ArrayView::empty(),
+            reason: None,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for JoinGroupRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=9).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "JoinGroupRequest",
+                version,
+            });
+        }
+        let flexible = version >= 6;
+        let f_group_id = read::get_str(buf, flexible)?;
+        let f_session_timeout_ms = read::get_i32(buf)?;
+        let f_rebalance_timeout_ms = if version >= 1 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let f_member_id = read::get_str(buf, flexible)?;
+        let f_group_instance_id = if version >= 5 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            None
+        };
+        let f_protocol_type = read::get_str(buf, flexible)?;
+        let f_protocols = read::get_array(buf, flexible, version)?;
+        let f_reason = if version >= 8 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            None
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            group_id: f_group_id,
+            session_timeout_ms: f_session_timeout_ms,
+            rebalance_timeout_ms: f_rebalance_timeout_ms,
+            member_id: f_member_id,
+            group_instance_id: f_group_instance_id,
+            protocol_type: f_protocol_type,
+            protocols: f_protocols,
+            reason: f_reason,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for JoinGroupRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for JoinGroupRequestView<'_> {
+    type Owned = JoinGroupRequest;
+    fn to_message(&self) -> JoinGroupRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        JoinGroupRequest {
+            group_id: StrBytes::from(self.group_id),
+            session_timeout_ms: self.session_timeout_ms,
+            rebalance_timeout_ms: self.rebalance_timeout_ms,
+            member_id: StrBytes::from(self.member_id),
+            group_instance_id: self.group_instance_id.map(|v| StrBytes::from(v)),
+            protocol_type: StrBytes::from(self.protocol_type),
+            protocols: self.protocols.iter().map(|e0| e0.to_message()).collect(),
+            reason: self.reason.map(|v| StrBytes::from(v)),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `JoinGroupRequestProtocol` struct of `JoinGroupRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JoinGroupRequestProtocol {
@@ -281,7 +415,88 @@ impl Encode for JoinGroupRequestProtocol {
     }
 }
 
+/// A borrowed view of [`JoinGroupRequestProtocol`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct JoinGroupRequestProtocolView<'a> {
+    /// `Name`: `string`, versions 0+, map key.
+    pub name: &'a str,
+    /// `Metadata`: `bytes`, versions 0+.
+    pub metadata: &'a [u8],
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for JoinGroupRequestProtocolView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            metadata: &[],
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for JoinGroupRequestProtocolView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 6;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_metadata = read::get_bytes(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            metadata: f_metadata,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for JoinGroupRequestProtocolView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for JoinGroupRequestProtocolView<'_> {
+    type Owned = JoinGroupRequestProtocol;
+    fn to_message(&self) -> JoinGroupRequestProtocol {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        JoinGroupRequestProtocol {
+            name: StrBytes::from(self.name),
+            metadata: Bytes::copy_from_slice(self.metadata),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for JoinGroupRequest {
+    type View<'a> = JoinGroupRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 9 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(6);
     const DEPRECATED_VERSIONS: Option<VersionRange> = Some(VersionRange { min: 0, max: 1 });

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -228,6 +229,145 @@ impl Encode for JoinGroupResponse {
     }
 }
 
+/// A borrowed view of [`JoinGroupResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct JoinGroupResponseView<'a> {
+    /// `ThrottleTimeMs`: `int32`, versions 2+, ignorable.
+    pub throttle_time_ms: i32,
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `GenerationId`: `int32`, versions 0+, default `-1`.
+    pub generation_id: i32,
+    /// `ProtocolType`: `string`, versions 7+, nullable in 7+, default null, ignorable.
+    pub protocol_type: Option<&'a str>,
+    /// `ProtocolName`: `string`, versions 0+, nullable in 7+.
+    pub protocol_name: Option<&'a str>,
+    /// `Leader`: `string`, versions 0+.
+    pub leader: &'a str,
+    /// `SkipAssignment`: `bool`, versions 9+, default `false`.
+    pub skip_assignment: bool,
+    /// `MemberId`: `string`, versions 0+.
+    pub member_id: &'a str,
+    /// `Members`: `[]JoinGroupResponseMember`, versions 0+.
+    pub members: ArrayView<'a, JoinGroupResponseMemberView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for JoinGroupResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            error_code: 0,
+            generation_id: -1,
+            protocol_type: None,
+            protocol_name: Some(""),
+            leader: "",
+            skip_assignment: false,
+            member_id: "",
+            members: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for JoinGroupResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=9).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "JoinGroupResponse",
+                version,
+            });
+        }
+        let flexible = version >= 6;
+        let f_throttle_time_ms = if version >= 2 { read::get_i32(buf)? } else { 0 };
+        let f_error_code = read::get_i16(buf)?;
+        let f_generation_id = read::get_i32(buf)?;
+        let f_protocol_type = if version >= 7 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            None
+        };
+        let f_protocol_name = if version >= 7 {
+            read::get_nullable_str(buf, flexible)
+        } else {
+            read::get_str(buf, flexible).map(Some)
+        }?;
+        let f_leader = read::get_str(buf, flexible)?;
+        let f_skip_assignment = if version >= 9 {
+            read::get_bool(buf)?
+        } else {
+            false
+        };
+        let f_member_id = read::get_str(buf, flexible)?;
+        let f_members = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            generation_id: f_generation_id,
+            protocol_type: f_protocol_type,
+            protocol_name: f_protocol_name,
+            leader: f_leader,
+            skip_assignment: f_skip_assignment,
+            member_id: f_member_id,
+            members: f_members,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for JoinGroupResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for JoinGroupResponseView<'_> {
+    type Owned = JoinGroupResponse;
+    fn to_message(&self) -> JoinGroupResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        JoinGroupResponse {
+            throttle_time_ms: self.throttle_time_ms,
+            error_code: self.error_code,
+            generation_id: self.generation_id,
+            protocol_type: self.protocol_type.map(|v| StrBytes::from(v)),
+            protocol_name: self.protocol_name.map(|v| StrBytes::from(v)),
+            leader: StrBytes::from(self.leader),
+            skip_assignment: self.skip_assignment,
+            member_id: StrBytes::from(self.member_id),
+            members: self.members.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `JoinGroupResponseMember` struct of `JoinGroupResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JoinGroupResponseMember {
@@ -324,7 +464,98 @@ impl Encode for JoinGroupResponseMember {
     }
 }
 
+/// A borrowed view of [`JoinGroupResponseMember`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct JoinGroupResponseMemberView<'a> {
+    /// `MemberId`: `string`, versions 0+.
+    pub member_id: &'a str,
+    /// `GroupInstanceId`: `string`, versions 5+, nullable in 5+, default null, ignorable.
+    pub group_instance_id: Option<&'a str>,
+    /// `Metadata`: `bytes`, versions 0+.
+    pub metadata: &'a [u8],
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for JoinGroupResponseMemberView<'_> {
+    fn default() -> Self {
+        Self {
+            member_id: "",
+            group_instance_id: None,
+            metadata: &[],
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for JoinGroupResponseMemberView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 6;
+        let f_member_id = read::get_str(buf, flexible)?;
+        let f_group_instance_id = if version >= 5 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            None
+        };
+        let f_metadata = read::get_bytes(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            member_id: f_member_id,
+            group_instance_id: f_group_instance_id,
+            metadata: f_metadata,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for JoinGroupResponseMemberView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for JoinGroupResponseMemberView<'_> {
+    type Owned = JoinGroupResponseMember;
+    fn to_message(&self) -> JoinGroupResponseMember {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        JoinGroupResponseMember {
+            member_id: StrBytes::from(self.member_id),
+            group_instance_id: self.group_instance_id.map(|v| StrBytes::from(v)),
+            metadata: Bytes::copy_from_slice(self.metadata),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for JoinGroupResponse {
+    type View<'a> = JoinGroupResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 9 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(6);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -112,7 +113,93 @@ impl Encode for KRaftVersionRecord {
     }
 }
 
+/// A borrowed view of [`KRaftVersionRecord`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KRaftVersionRecordView<'a> {
+    /// `Version`: `int16`, versions 0+.
+    pub version: i16,
+    /// `KRaftVersion`: `int16`, versions 0+.
+    pub k_raft_version: i16,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for KRaftVersionRecordView<'_> {
+    fn default() -> Self {
+        Self {
+            version: 0,
+            k_raft_version: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for KRaftVersionRecordView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "KRaftVersionRecord",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_version = read::get_i16(buf)?;
+        let f_k_raft_version = read::get_i16(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            version: f_version,
+            k_raft_version: f_k_raft_version,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for KRaftVersionRecordView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for KRaftVersionRecordView<'_> {
+    type Owned = KRaftVersionRecord;
+    fn to_message(&self) -> KRaftVersionRecord {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        KRaftVersionRecord {
+            version: self.version,
+            k_raft_version: self.k_raft_version,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for KRaftVersionRecord {
+    type View<'a> = KRaftVersionRecordView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -258,6 +259,147 @@ impl Encode for LeaderAndIsrRequest {
     }
 }
 
+/// A borrowed view of [`LeaderAndIsrRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LeaderAndIsrRequestView<'a> {
+    /// `ControllerId`: `int32`, versions 0+.
+    pub controller_id: i32,
+    /// `isKRaftController`: `bool`, versions 7+, default `false`.
+    pub is_k_raft_controller: bool,
+    /// `ControllerEpoch`: `int32`, versions 0+.
+    pub controller_epoch: i32,
+    /// `BrokerEpoch`: `int64`, versions 2+, default `-1`, ignorable.
+    pub broker_epoch: i64,
+    /// `Type`: `int8`, versions 5+.
+    pub type_: i8,
+    /// `UngroupedPartitionStates`: `[]LeaderAndIsrPartitionState`, versions 0-1.
+    pub ungrouped_partition_states: ArrayView<'a, LeaderAndIsrPartitionStateView<'a>>,
+    /// `TopicStates`: `[]LeaderAndIsrTopicState`, versions 2+.
+    pub topic_states: ArrayView<'a, LeaderAndIsrTopicStateView<'a>>,
+    /// `LiveLeaders`: `[]LeaderAndIsrLiveLeader`, versions 0+.
+    pub live_leaders: ArrayView<'a, LeaderAndIsrLiveLeaderView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for LeaderAndIsrRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            controller_id: 0,
+            is_k_raft_controller: false,
+            controller_epoch: 0,
+            broker_epoch: -1,
+            type_: 0,
+            ungrouped_partition_states: ArrayView::empty(),
+            topic_states: ArrayView::empty(),
+            live_leaders: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for LeaderAndIsrRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=7).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "LeaderAndIsrRequest",
+                version,
+            });
+        }
+        let flexible = version >= 4;
+        let f_controller_id = read::get_i32(buf)?;
+        let f_is_k_raft_controller = if version >= 7 {
+            read::get_bool(buf)?
+        } else {
+            false
+        };
+        let f_controller_epoch = read::get_i32(buf)?;
+        let f_broker_epoch = if version >= 2 {
+            read::get_i64(buf)?
+        } else {
+            -1
+        };
+        let f_type_ = if version >= 5 { read::get_i8(buf)? } else { 0 };
+        let f_ungrouped_partition_states = if version <= 1 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let f_topic_states = if version >= 2 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let f_live_leaders = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            controller_id: f_controller_id,
+            is_k_raft_controller: f_is_k_raft_controller,
+            controller_epoch: f_controller_epoch,
+            broker_epoch: f_broker_epoch,
+            type_: f_type_,
+            ungrouped_partition_states: f_ungrouped_partition_states,
+            topic_states: f_topic_states,
+            live_leaders: f_live_leaders,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for LeaderAndIsrRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for LeaderAndIsrRequestView<'_> {
+    type Owned = LeaderAndIsrRequest;
+    fn to_message(&self) -> LeaderAndIsrRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        LeaderAndIsrRequest {
+            controller_id: self.controller_id,
+            is_k_raft_controller: self.is_k_raft_controller,
+            controller_epoch: self.controller_epoch,
+            broker_epoch: self.broker_epoch,
+            type_: self.type_,
+            ungrouped_partition_states: self
+                .ungrouped_partition_states
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            topic_states: self.topic_states.iter().map(|e0| e0.to_message()).collect(),
+            live_leaders: self.live_leaders.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `LeaderAndIsrTopicState` struct of `LeaderAndIsrRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeaderAndIsrTopicState {
@@ -396,6 +538,108 @@ impl Encode for LeaderAndIsrTopicState {
     }
 }
 
+/// A borrowed view of [`LeaderAndIsrTopicState`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LeaderAndIsrTopicStateView<'a> {
+    /// `TopicName`: `string`, versions 2+.
+    pub topic_name: &'a str,
+    /// `TopicId`: `uuid`, versions 5+, ignorable.
+    pub topic_id: Uuid,
+    /// `PartitionStates`: `[]LeaderAndIsrPartitionState`, versions 2+.
+    pub partition_states: ArrayView<'a, LeaderAndIsrPartitionStateView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for LeaderAndIsrTopicStateView<'_> {
+    fn default() -> Self {
+        Self {
+            topic_name: "",
+            topic_id: Uuid::ZERO,
+            partition_states: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for LeaderAndIsrTopicStateView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 4;
+        let f_topic_name = if version >= 2 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_topic_id = if version >= 5 {
+            read::get_uuid(buf)?
+        } else {
+            Uuid::ZERO
+        };
+        let f_partition_states = if version >= 2 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic_name: f_topic_name,
+            topic_id: f_topic_id,
+            partition_states: f_partition_states,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for LeaderAndIsrTopicStateView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for LeaderAndIsrTopicStateView<'_> {
+    type Owned = LeaderAndIsrTopicState;
+    fn to_message(&self) -> LeaderAndIsrTopicState {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        LeaderAndIsrTopicState {
+            topic_name: StrBytes::from(self.topic_name),
+            topic_id: self.topic_id,
+            partition_states: self
+                .partition_states
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `LeaderAndIsrLiveLeader` struct of `LeaderAndIsrRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeaderAndIsrLiveLeader {
@@ -481,6 +725,92 @@ impl Encode for LeaderAndIsrLiveLeader {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`LeaderAndIsrLiveLeader`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LeaderAndIsrLiveLeaderView<'a> {
+    /// `BrokerId`: `int32`, versions 0+.
+    pub broker_id: i32,
+    /// `HostName`: `string`, versions 0+.
+    pub host_name: &'a str,
+    /// `Port`: `int32`, versions 0+.
+    pub port: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for LeaderAndIsrLiveLeaderView<'_> {
+    fn default() -> Self {
+        Self {
+            broker_id: 0,
+            host_name: "",
+            port: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for LeaderAndIsrLiveLeaderView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 4;
+        let f_broker_id = read::get_i32(buf)?;
+        let f_host_name = read::get_str(buf, flexible)?;
+        let f_port = read::get_i32(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            broker_id: f_broker_id,
+            host_name: f_host_name,
+            port: f_port,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for LeaderAndIsrLiveLeaderView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for LeaderAndIsrLiveLeaderView<'_> {
+    type Owned = LeaderAndIsrLiveLeader;
+    fn to_message(&self) -> LeaderAndIsrLiveLeader {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        LeaderAndIsrLiveLeader {
+            broker_id: self.broker_id,
+            host_name: StrBytes::from(self.host_name),
+            port: self.port,
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -713,7 +1043,164 @@ impl Encode for LeaderAndIsrPartitionState {
     }
 }
 
+/// A borrowed view of [`LeaderAndIsrPartitionState`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LeaderAndIsrPartitionStateView<'a> {
+    /// `TopicName`: `string`, versions 0-1, ignorable.
+    pub topic_name: &'a str,
+    /// `PartitionIndex`: `int32`, versions 0+.
+    pub partition_index: i32,
+    /// `ControllerEpoch`: `int32`, versions 0+.
+    pub controller_epoch: i32,
+    /// `Leader`: `int32`, versions 0+.
+    pub leader: i32,
+    /// `LeaderEpoch`: `int32`, versions 0+.
+    pub leader_epoch: i32,
+    /// `Isr`: `[]int32`, versions 0+.
+    pub isr: ArrayView<'a, i32>,
+    /// `PartitionEpoch`: `int32`, versions 0+.
+    pub partition_epoch: i32,
+    /// `Replicas`: `[]int32`, versions 0+.
+    pub replicas: ArrayView<'a, i32>,
+    /// `AddingReplicas`: `[]int32`, versions 3+, ignorable.
+    pub adding_replicas: ArrayView<'a, i32>,
+    /// `RemovingReplicas`: `[]int32`, versions 3+, ignorable.
+    pub removing_replicas: ArrayView<'a, i32>,
+    /// `IsNew`: `bool`, versions 1+, default `false`, ignorable.
+    pub is_new: bool,
+    /// `LeaderRecoveryState`: `int8`, versions 6+, default `0`.
+    pub leader_recovery_state: i8,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for LeaderAndIsrPartitionStateView<'_> {
+    fn default() -> Self {
+        Self {
+            topic_name: "",
+            partition_index: 0,
+            controller_epoch: 0,
+            leader: 0,
+            leader_epoch: 0,
+            isr: ArrayView::empty(),
+            partition_epoch: 0,
+            replicas: ArrayView::empty(),
+            adding_replicas: ArrayView::empty(),
+            removing_replicas: ArrayView::empty(),
+            is_new: false,
+            leader_recovery_state: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for LeaderAndIsrPartitionStateView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 4;
+        let f_topic_name = if version <= 1 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_partition_index = read::get_i32(buf)?;
+        let f_controller_epoch = read::get_i32(buf)?;
+        let f_leader = read::get_i32(buf)?;
+        let f_leader_epoch = read::get_i32(buf)?;
+        let f_isr = read::get_array(buf, flexible, version)?;
+        let f_partition_epoch = read::get_i32(buf)?;
+        let f_replicas = read::get_array(buf, flexible, version)?;
+        let f_adding_replicas = if version >= 3 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let f_removing_replicas = if version >= 3 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let f_is_new = if version >= 1 {
+            read::get_bool(buf)?
+        } else {
+            false
+        };
+        let f_leader_recovery_state = if version >= 6 { read::get_i8(buf)? } else { 0 };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic_name: f_topic_name,
+            partition_index: f_partition_index,
+            controller_epoch: f_controller_epoch,
+            leader: f_leader,
+            leader_epoch: f_leader_epoch,
+            isr: f_isr,
+            partition_epoch: f_partition_epoch,
+            replicas: f_replicas,
+            adding_replicas: f_adding_replicas,
+            removing_replicas: f_removing_replicas,
+            is_new: f_is_new,
+            leader_recovery_state: f_leader_recovery_state,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for LeaderAndIsrPartitionStateView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for LeaderAndIsrPartitionStateView<'_> {
+    type Owned = LeaderAndIsrPartitionState;
+    fn to_message(&self) -> LeaderAndIsrPartitionState {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        LeaderAndIsrPartitionState {
+            topic_name: StrBytes::from(self.topic_name),
+            partition_index: self.partition_index,
+            controller_epoch: self.controller_epoch,
+            leader: self.leader,
+            leader_epoch: self.leader_epoch,
+            isr: self.isr.iter().collect(),
+            partition_epoch: self.partition_epoch,
+            replicas: self.replicas.iter().collect(),
+            adding_replicas: self.adding_replicas.iter().collect(),
+            removing_replicas: self.removing_replicas.iter().collect(),
+            is_new: self.is_new,
+            leader_recovery_state: self.leader_recovery_state,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for LeaderAndIsrRequest {
+    type View<'a> = LeaderAndIsrRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 7 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(4);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -177,6 +178,109 @@ impl Encode for LeaderAndIsrResponse {
     }
 }
 
+/// A borrowed view of [`LeaderAndIsrResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LeaderAndIsrResponseView<'a> {
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `PartitionErrors`: `[]LeaderAndIsrPartitionError`, versions 0-4.
+    pub partition_errors: ArrayView<'a, LeaderAndIsrPartitionErrorView<'a>>,
+    /// `Topics`: `[]LeaderAndIsrTopicError`, versions 5+.
+    pub topics: ArrayView<'a, LeaderAndIsrTopicErrorView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for LeaderAndIsrResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            error_code: 0,
+            partition_errors: ArrayView::empty(),
+            topics: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for LeaderAndIsrResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=7).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "LeaderAndIsrResponse",
+                version,
+            });
+        }
+        let flexible = version >= 4;
+        let f_error_code = read::get_i16(buf)?;
+        let f_partition_errors = if version <= 4 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let f_topics = if version >= 5 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            error_code: f_error_code,
+            partition_errors: f_partition_errors,
+            topics: f_topics,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for LeaderAndIsrResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for LeaderAndIsrResponseView<'_> {
+    type Owned = LeaderAndIsrResponse;
+    fn to_message(&self) -> LeaderAndIsrResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        LeaderAndIsrResponse {
+            error_code: self.error_code,
+            partition_errors: self
+                .partition_errors
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `LeaderAndIsrTopicError` struct of `LeaderAndIsrResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeaderAndIsrTopicError {
@@ -300,6 +404,98 @@ impl Encode for LeaderAndIsrTopicError {
     }
 }
 
+/// A borrowed view of [`LeaderAndIsrTopicError`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LeaderAndIsrTopicErrorView<'a> {
+    /// `TopicId`: `uuid`, versions 5+, map key.
+    pub topic_id: Uuid,
+    /// `PartitionErrors`: `[]LeaderAndIsrPartitionError`, versions 5+.
+    pub partition_errors: ArrayView<'a, LeaderAndIsrPartitionErrorView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for LeaderAndIsrTopicErrorView<'_> {
+    fn default() -> Self {
+        Self {
+            topic_id: Uuid::ZERO,
+            partition_errors: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for LeaderAndIsrTopicErrorView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 4;
+        let f_topic_id = if version >= 5 {
+            read::get_uuid(buf)?
+        } else {
+            Uuid::ZERO
+        };
+        let f_partition_errors = if version >= 5 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic_id: f_topic_id,
+            partition_errors: f_partition_errors,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for LeaderAndIsrTopicErrorView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for LeaderAndIsrTopicErrorView<'_> {
+    type Owned = LeaderAndIsrTopicError;
+    fn to_message(&self) -> LeaderAndIsrTopicError {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        LeaderAndIsrTopicError {
+            topic_id: self.topic_id,
+            partition_errors: self
+                .partition_errors
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `LeaderAndIsrPartitionError` struct of `LeaderAndIsrResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeaderAndIsrPartitionError {
@@ -396,7 +592,98 @@ impl Encode for LeaderAndIsrPartitionError {
     }
 }
 
+/// A borrowed view of [`LeaderAndIsrPartitionError`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LeaderAndIsrPartitionErrorView<'a> {
+    /// `TopicName`: `string`, versions 0-4, ignorable.
+    pub topic_name: &'a str,
+    /// `PartitionIndex`: `int32`, versions 0+.
+    pub partition_index: i32,
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for LeaderAndIsrPartitionErrorView<'_> {
+    fn default() -> Self {
+        Self {
+            topic_name: "",
+            partition_index: 0,
+            error_code: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for LeaderAndIsrPartitionErrorView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 4;
+        let f_topic_name = if version <= 4 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_partition_index = read::get_i32(buf)?;
+        let f_error_code = read::get_i16(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic_name: f_topic_name,
+            partition_index: f_partition_index,
+            error_code: f_error_code,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for LeaderAndIsrPartitionErrorView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for LeaderAndIsrPartitionErrorView<'_> {
+    type Owned = LeaderAndIsrPartitionError;
+    fn to_message(&self) -> LeaderAndIsrPartitionError {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        LeaderAndIsrPartitionError {
+            topic_name: StrBytes::from(self.topic_name),
+            partition_index: self.partition_index,
+            error_code: self.error_code,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for LeaderAndIsrResponse {
+    type View<'a> = LeaderAndIsrResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 7 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(4);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

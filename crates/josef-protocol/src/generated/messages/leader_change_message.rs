@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -150,6 +151,107 @@ impl Encode for LeaderChangeMessage {
     }
 }
 
+/// A borrowed view of [`LeaderChangeMessage`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LeaderChangeMessageView<'a> {
+    /// `Version`: `int16`, versions 0+.
+    pub version: i16,
+    /// `LeaderId`: `int32`, versions 0+.
+    pub leader_id: i32,
+    /// `Voters`: `[]Voter`, versions 0+.
+    pub voters: ArrayView<'a, VoterView<'a>>,
+    /// `GrantingVoters`: `[]Voter`, versions 0+.
+    pub granting_voters: ArrayView<'a, VoterView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for LeaderChangeMessageView<'_> {
+    fn default() -> Self {
+        Self {
+            version: 0,
+            leader_id: 0,
+            voters: ArrayView::empty(),
+            granting_voters: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for LeaderChangeMessageView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=1).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "LeaderChangeMessage",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_version = read::get_i16(buf)?;
+        let f_leader_id = read::get_i32(buf)?;
+        let f_voters = read::get_array(buf, flexible, version)?;
+        let f_granting_voters = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            version: f_version,
+            leader_id: f_leader_id,
+            voters: f_voters,
+            granting_voters: f_granting_voters,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for LeaderChangeMessageView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for LeaderChangeMessageView<'_> {
+    type Owned = LeaderChangeMessage;
+    fn to_message(&self) -> LeaderChangeMessage {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        LeaderChangeMessage {
+            version: self.version,
+            leader_id: self.leader_id,
+            voters: self.voters.iter().map(|e0| e0.to_message()).collect(),
+            granting_voters: self
+                .granting_voters
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `Voter` struct of `LeaderChangeMessage`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Voter {
@@ -245,7 +347,92 @@ impl Encode for Voter {
     }
 }
 
+/// A borrowed view of [`Voter`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct VoterView<'a> {
+    /// `VoterId`: `int32`, versions 0+.
+    pub voter_id: i32,
+    /// `VoterDirectoryId`: `uuid`, versions 1+.
+    pub voter_directory_id: Uuid,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for VoterView<'_> {
+    fn default() -> Self {
+        Self {
+            voter_id: 0,
+            voter_directory_id: Uuid::ZERO,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for VoterView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_voter_id = read::get_i32(buf)?;
+        let f_voter_directory_id = if version >= 1 {
+            read::get_uuid(buf)?
+        } else {
+            Uuid::ZERO
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            voter_id: f_voter_id,
+            voter_directory_id: f_voter_directory_id,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for VoterView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for VoterView<'_> {
+    type Owned = Voter;
+    fn to_message(&self) -> Voter {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        Voter {
+            voter_id: self.voter_id,
+            voter_directory_id: self.voter_directory_id,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for LeaderChangeMessage {
+    type View<'a> = LeaderChangeMessageView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -161,6 +162,105 @@ impl Encode for LeaveGroupRequest {
     }
 }
 
+/// A borrowed view of [`LeaveGroupRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LeaveGroupRequestView<'a> {
+    /// `GroupId`: `string`, versions 0+.
+    pub group_id: &'a str,
+    /// `MemberId`: `string`, versions 0-2.
+    pub member_id: &'a str,
+    /// `Members`: `[]MemberIdentity`, versions 3+.
+    pub members: ArrayView<'a, MemberIdentityView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for LeaveGroupRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            group_id: "",
+            member_id: "",
+            members: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for LeaveGroupRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=5).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "LeaveGroupRequest",
+                version,
+            });
+        }
+        let flexible = version >= 4;
+        let f_group_id = read::get_str(buf, flexible)?;
+        let f_member_id = if version <= 2 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_members = if version >= 3 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            group_id: f_group_id,
+            member_id: f_member_id,
+            members: f_members,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for LeaveGroupRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for LeaveGroupRequestView<'_> {
+    type Owned = LeaveGroupRequest;
+    fn to_message(&self) -> LeaveGroupRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        LeaveGroupRequest {
+            group_id: StrBytes::from(self.group_id),
+            member_id: StrBytes::from(self.member_id),
+            members: self.members.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `MemberIdentity` struct of `LeaveGroupRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemberIdentity {
@@ -285,7 +385,106 @@ impl Encode for MemberIdentity {
     }
 }
 
+/// A borrowed view of [`MemberIdentity`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MemberIdentityView<'a> {
+    /// `MemberId`: `string`, versions 3+.
+    pub member_id: &'a str,
+    /// `GroupInstanceId`: `string`, versions 3+, nullable in 3+, default null.
+    pub group_instance_id: Option<&'a str>,
+    /// `Reason`: `string`, versions 5+, nullable in 5+, default null, ignorable.
+    pub reason: Option<&'a str>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for MemberIdentityView<'_> {
+    fn default() -> Self {
+        Self {
+            member_id: "",
+            group_instance_id: None,
+            reason: None,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for MemberIdentityView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 4;
+        let f_member_id = if version >= 3 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_group_instance_id = if version >= 3 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            None
+        };
+        let f_reason = if version >= 5 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            None
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            member_id: f_member_id,
+            group_instance_id: f_group_instance_id,
+            reason: f_reason,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for MemberIdentityView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for MemberIdentityView<'_> {
+    type Owned = MemberIdentity;
+    fn to_message(&self) -> MemberIdentity {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        MemberIdentity {
+            member_id: StrBytes::from(self.member_id),
+            group_instance_id: self.group_instance_id.map(|v| StrBytes::from(v)),
+            reason: self.reason.map(|v| StrBytes::from(v)),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for LeaveGroupRequest {
+    type View<'a> = LeaveGroupRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(4);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -166,7 +167,109 @@ impl Encode for ListGroupsRequest {
     }
 }
 
+/// A borrowed view of [`ListGroupsRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ListGroupsRequestView<'a> {
+    /// `StatesFilter`: `[]string`, versions 4+.
+    pub states_filter: ArrayView<'a, &'a str>,
+    /// `TypesFilter`: `[]string`, versions 5+.
+    pub types_filter: ArrayView<'a, &'a str>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ListGroupsRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            states_filter: ArrayView::empty(),
+            types_filter: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ListGroupsRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=5).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ListGroupsRequest",
+                version,
+            });
+        }
+        let flexible = version >= 3;
+        let f_states_filter = if version >= 4 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let f_types_filter = if version >= 5 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            states_filter: f_states_filter,
+            types_filter: f_types_filter,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ListGroupsRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ListGroupsRequestView<'_> {
+    type Owned = ListGroupsRequest;
+    fn to_message(&self) -> ListGroupsRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ListGroupsRequest {
+            states_filter: self
+                .states_filter
+                .iter()
+                .map(|e0| StrBytes::from(e0))
+                .collect(),
+            types_filter: self
+                .types_filter
+                .iter()
+                .map(|e0| StrBytes::from(e0))
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for ListGroupsRequest {
+    type View<'a> = ListGroupsRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(3);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

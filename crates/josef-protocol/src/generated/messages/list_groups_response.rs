@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -137,6 +138,97 @@ impl Encode for ListGroupsResponse {
     }
 }
 
+/// A borrowed view of [`ListGroupsResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ListGroupsResponseView<'a> {
+    /// `ThrottleTimeMs`: `int32`, versions 1+, ignorable.
+    pub throttle_time_ms: i32,
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `Groups`: `[]ListedGroup`, versions 0+.
+    pub groups: ArrayView<'a, ListedGroupView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ListGroupsResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            error_code: 0,
+            groups: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ListGroupsResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=5).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ListGroupsResponse",
+                version,
+            });
+        }
+        let flexible = version >= 3;
+        let f_throttle_time_ms = if version >= 1 { read::get_i32(buf)? } else { 0 };
+        let f_error_code = read::get_i16(buf)?;
+        let f_groups = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            groups: f_groups,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ListGroupsResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ListGroupsResponseView<'_> {
+    type Owned = ListGroupsResponse;
+    fn to_message(&self) -> ListGroupsResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ListGroupsResponse {
+            throttle_time_ms: self.throttle_time_ms,
+            error_code: self.error_code,
+            groups: self.groups.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `ListedGroup` struct of `ListGroupsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListedGroup {
@@ -248,7 +340,108 @@ impl Encode for ListedGroup {
     }
 }
 
+/// A borrowed view of [`ListedGroup`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ListedGroupView<'a> {
+    /// `GroupId`: `string`, versions 0+.
+    pub group_id: &'a str,
+    /// `ProtocolType`: `string`, versions 0+.
+    pub protocol_type: &'a str,
+    /// `GroupState`: `string`, versions 4+, ignorable.
+    pub group_state: &'a str,
+    /// `GroupType`: `string`, versions 5+, ignorable.
+    pub group_type: &'a str,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ListedGroupView<'_> {
+    fn default() -> Self {
+        Self {
+            group_id: "",
+            protocol_type: "",
+            group_state: "",
+            group_type: "",
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ListedGroupView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 3;
+        let f_group_id = read::get_str(buf, flexible)?;
+        let f_protocol_type = read::get_str(buf, flexible)?;
+        let f_group_state = if version >= 4 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_group_type = if version >= 5 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            group_id: f_group_id,
+            protocol_type: f_protocol_type,
+            group_state: f_group_state,
+            group_type: f_group_type,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ListedGroupView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ListedGroupView<'_> {
+    type Owned = ListedGroup;
+    fn to_message(&self) -> ListedGroup {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ListedGroup {
+            group_id: StrBytes::from(self.group_id),
+            protocol_type: StrBytes::from(self.protocol_type),
+            group_state: StrBytes::from(self.group_state),
+            group_type: StrBytes::from(self.group_type),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for ListGroupsResponse {
+    type View<'a> = ListGroupsResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(3);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

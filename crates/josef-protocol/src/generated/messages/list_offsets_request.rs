@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -159,6 +160,107 @@ impl Encode for ListOffsetsRequest {
     }
 }
 
+/// A borrowed view of [`ListOffsetsRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ListOffsetsRequestView<'a> {
+    /// `ReplicaId`: `int32`, versions 0+.
+    pub replica_id: i32,
+    /// `IsolationLevel`: `int8`, versions 2+.
+    pub isolation_level: i8,
+    /// `Topics`: `[]ListOffsetsTopic`, versions 0+.
+    pub topics: ArrayView<'a, ListOffsetsTopicView<'a>>,
+    /// `TimeoutMs`: `int32`, versions 10+, ignorable.
+    pub timeout_ms: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ListOffsetsRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            replica_id: 0,
+            isolation_level: 0,
+            topics: ArrayView::empty(),
+            timeout_ms: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ListOffsetsRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=10).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ListOffsetsRequest",
+                version,
+            });
+        }
+        let flexible = version >= 6;
+        let f_replica_id = read::get_i32(buf)?;
+        let f_isolation_level = if version >= 2 { read::get_i8(buf)? } else { 0 };
+        let f_topics = read::get_array(buf, flexible, version)?;
+        let f_timeout_ms = if version >= 10 {
+            read::get_i32(buf)?
+        } else {
+            0
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            replica_id: f_replica_id,
+            isolation_level: f_isolation_level,
+            topics: f_topics,
+            timeout_ms: f_timeout_ms,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ListOffsetsRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ListOffsetsRequestView<'_> {
+    type Owned = ListOffsetsRequest;
+    fn to_message(&self) -> ListOffsetsRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ListOffsetsRequest {
+            replica_id: self.replica_id,
+            isolation_level: self.isolation_level,
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            timeout_ms: self.timeout_ms,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `ListOffsetsPartition` struct of `ListOffsetsRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListOffsetsPartition {
@@ -272,6 +374,102 @@ impl Encode for ListOffsetsPartition {
     }
 }
 
+/// A borrowed view of [`ListOffsetsPartition`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ListOffsetsPartitionView<'a> {
+    /// `PartitionIndex`: `int32`, versions 0+.
+    pub partition_index: i32,
+    /// `CurrentLeaderEpoch`: `int32`, versions 4+, default `-1`, ignorable.
+    pub current_leader_epoch: i32,
+    /// `Timestamp`: `int64`, versions 0+.
+    pub timestamp: i64,
+    /// `MaxNumOffsets`: `int32`, versions 0, default `1`.
+    pub max_num_offsets: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ListOffsetsPartitionView<'_> {
+    fn default() -> Self {
+        Self {
+            partition_index: 0,
+            current_leader_epoch: -1,
+            timestamp: 0,
+            max_num_offsets: 1,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ListOffsetsPartitionView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 6;
+        let f_partition_index = read::get_i32(buf)?;
+        let f_current_leader_epoch = if version >= 4 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let f_timestamp = read::get_i64(buf)?;
+        let f_max_num_offsets = if version <= 0 { read::get_i32(buf)? } else { 1 };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            partition_index: f_partition_index,
+            current_leader_epoch: f_current_leader_epoch,
+            timestamp: f_timestamp,
+            max_num_offsets: f_max_num_offsets,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ListOffsetsPartitionView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ListOffsetsPartitionView<'_> {
+    type Owned = ListOffsetsPartition;
+    fn to_message(&self) -> ListOffsetsPartition {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ListOffsetsPartition {
+            partition_index: self.partition_index,
+            current_leader_epoch: self.current_leader_epoch,
+            timestamp: self.timestamp,
+            max_num_offsets: self.max_num_offsets,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `ListOffsetsTopic` struct of `ListOffsetsRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListOffsetsTopic {
@@ -367,7 +565,88 @@ impl Encode for ListOffsetsTopic {
     }
 }
 
+/// A borrowed view of [`ListOffsetsTopic`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ListOffsetsTopicView<'a> {
+    /// `Name`: `string`, versions 0+.
+    pub name: &'a str,
+    /// `Partitions`: `[]ListOffsetsPartition`, versions 0+.
+    pub partitions: ArrayView<'a, ListOffsetsPartitionView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ListOffsetsTopicView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ListOffsetsTopicView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 6;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ListOffsetsTopicView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ListOffsetsTopicView<'_> {
+    type Owned = ListOffsetsTopic;
+    fn to_message(&self) -> ListOffsetsTopic {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ListOffsetsTopic {
+            name: StrBytes::from(self.name),
+            partitions: self.partitions.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for ListOffsetsRequest {
+    type View<'a> = ListOffsetsRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 10 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(6);
     const DEPRECATED_VERSIONS: Option<VersionRange> = Some(VersionRange { min: 0, max: 0 });

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -129,6 +130,91 @@ impl Encode for ListOffsetsResponse {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`ListOffsetsResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ListOffsetsResponseView<'a> {
+    /// `ThrottleTimeMs`: `int32`, versions 2+, ignorable.
+    pub throttle_time_ms: i32,
+    /// `Topics`: `[]ListOffsetsTopicResponse`, versions 0+.
+    pub topics: ArrayView<'a, ListOffsetsTopicResponseView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ListOffsetsResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            topics: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ListOffsetsResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=10).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ListOffsetsResponse",
+                version,
+            });
+        }
+        let flexible = version >= 6;
+        let f_throttle_time_ms = if version >= 2 { read::get_i32(buf)? } else { 0 };
+        let f_topics = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            throttle_time_ms: f_throttle_time_ms,
+            topics: f_topics,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ListOffsetsResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ListOffsetsResponseView<'_> {
+    type Owned = ListOffsetsResponse;
+    fn to_message(&self) -> ListOffsetsResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ListOffsetsResponse {
+            throttle_time_ms: self.throttle_time_ms,
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -306,6 +392,126 @@ impl Encode for ListOffsetsPartitionResponse {
     }
 }
 
+/// A borrowed view of [`ListOffsetsPartitionResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ListOffsetsPartitionResponseView<'a> {
+    /// `PartitionIndex`: `int32`, versions 0+.
+    pub partition_index: i32,
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `OldStyleOffsets`: `[]int64`, versions 0.
+    pub old_style_offsets: ArrayView<'a, i64>,
+    /// `Timestamp`: `int64`, versions 1+, default `-1`.
+    pub timestamp: i64,
+    /// `Offset`: `int64`, versions 1+, default `-1`.
+    pub offset: i64,
+    /// `LeaderEpoch`: `int32`, versions 4+, default `-1`.
+    pub leader_epoch: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ListOffsetsPartitionResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            partition_index: 0,
+            error_code: 0,
+            old_style_offsets: ArrayView::empty(),
+            timestamp: -1,
+            offset: -1,
+            leader_epoch: -1,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ListOffsetsPartitionResponseView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 6;
+        let f_partition_index = read::get_i32(buf)?;
+        let f_error_code = read::get_i16(buf)?;
+        let f_old_style_offsets = if version <= 0 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let f_timestamp = if version >= 1 {
+            read::get_i64(buf)?
+        } else {
+            -1
+        };
+        let f_offset = if version >= 1 {
+            read::get_i64(buf)?
+        } else {
+            -1
+        };
+        let f_leader_epoch = if version >= 4 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            partition_index: f_partition_index,
+            error_code: f_error_code,
+            old_style_offsets: f_old_style_offsets,
+            timestamp: f_timestamp,
+            offset: f_offset,
+            leader_epoch: f_leader_epoch,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ListOffsetsPartitionResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ListOffsetsPartitionResponseView<'_> {
+    type Owned = ListOffsetsPartitionResponse;
+    fn to_message(&self) -> ListOffsetsPartitionResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ListOffsetsPartitionResponse {
+            partition_index: self.partition_index,
+            error_code: self.error_code,
+            old_style_offsets: self.old_style_offsets.iter().collect(),
+            timestamp: self.timestamp,
+            offset: self.offset,
+            leader_epoch: self.leader_epoch,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `ListOffsetsTopicResponse` struct of `ListOffsetsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListOffsetsTopicResponse {
@@ -401,7 +607,88 @@ impl Encode for ListOffsetsTopicResponse {
     }
 }
 
+/// A borrowed view of [`ListOffsetsTopicResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ListOffsetsTopicResponseView<'a> {
+    /// `Name`: `string`, versions 0+.
+    pub name: &'a str,
+    /// `Partitions`: `[]ListOffsetsPartitionResponse`, versions 0+.
+    pub partitions: ArrayView<'a, ListOffsetsPartitionResponseView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ListOffsetsTopicResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ListOffsetsTopicResponseView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 6;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ListOffsetsTopicResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ListOffsetsTopicResponseView<'_> {
+    type Owned = ListOffsetsTopicResponse;
+    fn to_message(&self) -> ListOffsetsTopicResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ListOffsetsTopicResponse {
+            name: StrBytes::from(self.name),
+            partitions: self.partitions.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for ListOffsetsResponse {
+    type View<'a> = ListOffsetsResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 10 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(6);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

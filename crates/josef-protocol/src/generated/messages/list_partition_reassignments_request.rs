@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -136,6 +137,93 @@ impl Encode for ListPartitionReassignmentsRequest {
     }
 }
 
+/// A borrowed view of [`ListPartitionReassignmentsRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ListPartitionReassignmentsRequestView<'a> {
+    /// `TimeoutMs`: `int32`, versions 0+, default `60000`.
+    pub timeout_ms: i32,
+    /// `Topics`: `[]ListPartitionReassignmentsTopics`, versions 0+, nullable in 0+, default null.
+    pub topics: Option<ArrayView<'a, ListPartitionReassignmentsTopicsView<'a>>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ListPartitionReassignmentsRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            timeout_ms: 60000,
+            topics: None,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ListPartitionReassignmentsRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ListPartitionReassignmentsRequest",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_timeout_ms = read::get_i32(buf)?;
+        let f_topics = read::get_nullable_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            timeout_ms: f_timeout_ms,
+            topics: f_topics,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ListPartitionReassignmentsRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ListPartitionReassignmentsRequestView<'_> {
+    type Owned = ListPartitionReassignmentsRequest;
+    fn to_message(&self) -> ListPartitionReassignmentsRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ListPartitionReassignmentsRequest {
+            timeout_ms: self.timeout_ms,
+            topics: self
+                .topics
+                .map(|v| v.iter().map(|e0| e0.to_message()).collect()),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `ListPartitionReassignmentsTopics` struct of `ListPartitionReassignmentsRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListPartitionReassignmentsTopics {
@@ -226,7 +314,88 @@ impl Encode for ListPartitionReassignmentsTopics {
     }
 }
 
+/// A borrowed view of [`ListPartitionReassignmentsTopics`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ListPartitionReassignmentsTopicsView<'a> {
+    /// `Name`: `string`, versions 0+.
+    pub name: &'a str,
+    /// `PartitionIndexes`: `[]int32`, versions 0+.
+    pub partition_indexes: ArrayView<'a, i32>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ListPartitionReassignmentsTopicsView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            partition_indexes: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ListPartitionReassignmentsTopicsView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_partition_indexes = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            partition_indexes: f_partition_indexes,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ListPartitionReassignmentsTopicsView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ListPartitionReassignmentsTopicsView<'_> {
+    type Owned = ListPartitionReassignmentsTopics;
+    fn to_message(&self) -> ListPartitionReassignmentsTopics {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ListPartitionReassignmentsTopics {
+            name: StrBytes::from(self.name),
+            partition_indexes: self.partition_indexes.iter().collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for ListPartitionReassignmentsRequest {
+    type View<'a> = ListPartitionReassignmentsRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -157,7 +158,107 @@ impl Encode for ListTransactionsRequest {
     }
 }
 
+/// A borrowed view of [`ListTransactionsRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ListTransactionsRequestView<'a> {
+    /// `StateFilters`: `[]string`, versions 0+.
+    pub state_filters: ArrayView<'a, &'a str>,
+    /// `ProducerIdFilters`: `[]int64`, versions 0+.
+    pub producer_id_filters: ArrayView<'a, i64>,
+    /// `DurationFilter`: `int64`, versions 1+, default `-1`.
+    pub duration_filter: i64,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ListTransactionsRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            state_filters: ArrayView::empty(),
+            producer_id_filters: ArrayView::empty(),
+            duration_filter: -1,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ListTransactionsRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=1).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ListTransactionsRequest",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_state_filters = read::get_array(buf, flexible, version)?;
+        let f_producer_id_filters = read::get_array(buf, flexible, version)?;
+        let f_duration_filter = if version >= 1 {
+            read::get_i64(buf)?
+        } else {
+            -1
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            state_filters: f_state_filters,
+            producer_id_filters: f_producer_id_filters,
+            duration_filter: f_duration_filter,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ListTransactionsRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ListTransactionsRequestView<'_> {
+    type Owned = ListTransactionsRequest;
+    fn to_message(&self) -> ListTransactionsRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ListTransactionsRequest {
+            state_filters: self
+                .state_filters
+                .iter()
+                .map(|e0| StrBytes::from(e0))
+                .collect(),
+            producer_id_filters: self.producer_id_filters.iter().collect(),
+            duration_filter: self.duration_filter,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for ListTransactionsRequest {
+    type View<'a> = ListTransactionsRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

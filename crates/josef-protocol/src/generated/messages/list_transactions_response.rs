@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -154,6 +155,111 @@ impl Encode for ListTransactionsResponse {
     }
 }
 
+/// A borrowed view of [`ListTransactionsResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ListTransactionsResponseView<'a> {
+    /// `ThrottleTimeMs`: `int32`, versions 0+.
+    pub throttle_time_ms: i32,
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `UnknownStateFilters`: `[]string`, versions 0+.
+    pub unknown_state_filters: ArrayView<'a, &'a str>,
+    /// `TransactionStates`: `[]TransactionState`, versions 0+.
+    pub transaction_states: ArrayView<'a, TransactionStateView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ListTransactionsResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            error_code: 0,
+            unknown_state_filters: ArrayView::empty(),
+            transaction_states: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ListTransactionsResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=1).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ListTransactionsResponse",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_throttle_time_ms = read::get_i32(buf)?;
+        let f_error_code = read::get_i16(buf)?;
+        let f_unknown_state_filters = read::get_array(buf, flexible, version)?;
+        let f_transaction_states = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            unknown_state_filters: f_unknown_state_filters,
+            transaction_states: f_transaction_states,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ListTransactionsResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ListTransactionsResponseView<'_> {
+    type Owned = ListTransactionsResponse;
+    fn to_message(&self) -> ListTransactionsResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ListTransactionsResponse {
+            throttle_time_ms: self.throttle_time_ms,
+            error_code: self.error_code,
+            unknown_state_filters: self
+                .unknown_state_filters
+                .iter()
+                .map(|e0| StrBytes::from(e0))
+                .collect(),
+            transaction_states: self
+                .transaction_states
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `TransactionState` struct of `ListTransactionsResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TransactionState {
@@ -242,7 +348,94 @@ impl Encode for TransactionState {
     }
 }
 
+/// A borrowed view of [`TransactionState`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TransactionStateView<'a> {
+    /// `TransactionalId`: `string`, versions 0+.
+    pub transactional_id: &'a str,
+    /// `ProducerId`: `int64`, versions 0+.
+    pub producer_id: i64,
+    /// `TransactionState`: `string`, versions 0+.
+    pub transaction_state: &'a str,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for TransactionStateView<'_> {
+    fn default() -> Self {
+        Self {
+            transactional_id: "",
+            producer_id: 0,
+            transaction_state: "",
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for TransactionStateView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_transactional_id = read::get_str(buf, flexible)?;
+        let f_producer_id = read::get_i64(buf)?;
+        let f_transaction_state = read::get_str(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            transactional_id: f_transactional_id,
+            producer_id: f_producer_id,
+            transaction_state: f_transaction_state,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for TransactionStateView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for TransactionStateView<'_> {
+    type Owned = TransactionState;
+    fn to_message(&self) -> TransactionState {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        TransactionState {
+            transactional_id: StrBytes::from(self.transactional_id),
+            producer_id: self.producer_id,
+            transaction_state: StrBytes::from(self.transaction_state),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for ListTransactionsResponse {
+    type View<'a> = ListTransactionsResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -232,6 +233,121 @@ impl Encode for MetadataRequest {
     }
 }
 
+/// A borrowed view of [`MetadataRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MetadataRequestView<'a> {
+    /// `Topics`: `[]MetadataRequestTopic`, versions 0+, nullable in 1+.
+    pub topics: Option<ArrayView<'a, MetadataRequestTopicView<'a>>>,
+    /// `AllowAutoTopicCreation`: `bool`, versions 4+, default `true`.
+    pub allow_auto_topic_creation: bool,
+    /// `IncludeClusterAuthorizedOperations`: `bool`, versions 8-10.
+    pub include_cluster_authorized_operations: bool,
+    /// `IncludeTopicAuthorizedOperations`: `bool`, versions 8+.
+    pub include_topic_authorized_operations: bool,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for MetadataRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            topics: Some(ArrayView::empty()),
+            allow_auto_topic_creation: true,
+            include_cluster_authorized_operations: false,
+            include_topic_authorized_operations: false,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for MetadataRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=12).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "MetadataRequest",
+                version,
+            });
+        }
+        let flexible = version >= 9;
+        let f_topics = if version >= 1 {
+            read::get_nullable_array(buf, flexible, version)
+        } else {
+            read::get_array(buf, flexible, version).map(Some)
+        }?;
+        let f_allow_auto_topic_creation = if version >= 4 {
+            read::get_bool(buf)?
+        } else {
+            true
+        };
+        let f_include_cluster_authorized_operations = if (8..=10).contains(&version) {
+            read::get_bool(buf)?
+        } else {
+            false
+        };
+        let f_include_topic_authorized_operations = if version >= 8 {
+            read::get_bool(buf)?
+        } else {
+            false
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topics: f_topics,
+            allow_auto_topic_creation: f_allow_auto_topic_creation,
+            include_cluster_authorized_operations: f_include_cluster_authorized_operations,
+            include_topic_authorized_operations: f_include_topic_authorized_operations,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for MetadataRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for MetadataRequestView<'_> {
+    type Owned = MetadataRequest;
+    fn to_message(&self) -> MetadataRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        MetadataRequest {
+            topics: self
+                .topics
+                .map(|v| v.iter().map(|e0| e0.to_message()).collect()),
+            allow_auto_topic_creation: self.allow_auto_topic_creation,
+            include_cluster_authorized_operations: self.include_cluster_authorized_operations,
+            include_topic_authorized_operations: self.include_topic_authorized_operations,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `MetadataRequestTopic` struct of `MetadataRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetadataRequestTopic {
@@ -346,7 +462,96 @@ impl Encode for MetadataRequestTopic {
     }
 }
 
+/// A borrowed view of [`MetadataRequestTopic`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MetadataRequestTopicView<'a> {
+    /// `TopicId`: `uuid`, versions 10+, ignorable.
+    pub topic_id: Uuid,
+    /// `Name`: `string`, versions 0+, nullable in 10+.
+    pub name: Option<&'a str>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for MetadataRequestTopicView<'_> {
+    fn default() -> Self {
+        Self {
+            topic_id: Uuid::ZERO,
+            name: Some(""),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for MetadataRequestTopicView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 9;
+        let f_topic_id = if version >= 10 {
+            read::get_uuid(buf)?
+        } else {
+            Uuid::ZERO
+        };
+        let f_name = if version >= 10 {
+            read::get_nullable_str(buf, flexible)
+        } else {
+            read::get_str(buf, flexible).map(Some)
+        }?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic_id: f_topic_id,
+            name: f_name,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for MetadataRequestTopicView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for MetadataRequestTopicView<'_> {
+    type Owned = MetadataRequestTopic;
+    fn to_message(&self) -> MetadataRequestTopic {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        MetadataRequestTopic {
+            topic_id: self.topic_id,
+            name: self.name.map(|v| StrBytes::from(v)),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for MetadataRequest {
+    type View<'a> = MetadataRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 12 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(9);
     const DEPRECATED_VERSIONS: Option<VersionRange> = Some(VersionRange { min: 0, max: 3 });

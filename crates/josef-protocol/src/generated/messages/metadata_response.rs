@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -204,6 +205,127 @@ impl Encode for MetadataResponse {
     }
 }
 
+/// A borrowed view of [`MetadataResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MetadataResponseView<'a> {
+    /// `ThrottleTimeMs`: `int32`, versions 3+, ignorable.
+    pub throttle_time_ms: i32,
+    /// `Brokers`: `[]MetadataResponseBroker`, versions 0+.
+    pub brokers: ArrayView<'a, MetadataResponseBrokerView<'a>>,
+    /// `ClusterId`: `string`, versions 2+, nullable in 2+, default null, ignorable.
+    pub cluster_id: Option<&'a str>,
+    /// `ControllerId`: `int32`, versions 1+, default `-1`, ignorable.
+    pub controller_id: i32,
+    /// `Topics`: `[]MetadataResponseTopic`, versions 0+.
+    pub topics: ArrayView<'a, MetadataResponseTopicView<'a>>,
+    /// `ClusterAuthorizedOperations`: `int32`, versions 8-10, default `-2147483648`.
+    pub cluster_authorized_operations: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for MetadataResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            brokers: ArrayView::empty(),
+            cluster_id: None,
+            controller_id: -1,
+            topics: ArrayView::empty(),
+            cluster_authorized_operations: -2147483648,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for MetadataResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=12).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "MetadataResponse",
+                version,
+            });
+        }
+        let flexible = version >= 9;
+        let f_throttle_time_ms = if version >= 3 { read::get_i32(buf)? } else { 0 };
+        let f_brokers = read::get_array(buf, flexible, version)?;
+        let f_cluster_id = if version >= 2 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            None
+        };
+        let f_controller_id = if version >= 1 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let f_topics = read::get_array(buf, flexible, version)?;
+        let f_cluster_authorized_operations = if (8..=10).contains(&version) {
+            read::get_i32(buf)?
+        } else {
+            -2147483648
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            throttle_time_ms: f_throttle_time_ms,
+            brokers: f_brokers,
+            cluster_id: f_cluster_id,
+            controller_id: f_controller_id,
+            topics: f_topics,
+            cluster_authorized_operations: f_cluster_authorized_operations,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for MetadataResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for MetadataResponseView<'_> {
+    type Owned = MetadataResponse;
+    fn to_message(&self) -> MetadataResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        MetadataResponse {
+            throttle_time_ms: self.throttle_time_ms,
+            brokers: self.brokers.iter().map(|e0| e0.to_message()).collect(),
+            cluster_id: self.cluster_id.map(|v| StrBytes::from(v)),
+            controller_id: self.controller_id,
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            cluster_authorized_operations: self.cluster_authorized_operations,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `MetadataResponseBroker` struct of `MetadataResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MetadataResponseBroker {
@@ -304,6 +426,102 @@ impl Encode for MetadataResponseBroker {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`MetadataResponseBroker`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MetadataResponseBrokerView<'a> {
+    /// `NodeId`: `int32`, versions 0+, map key.
+    pub node_id: i32,
+    /// `Host`: `string`, versions 0+.
+    pub host: &'a str,
+    /// `Port`: `int32`, versions 0+.
+    pub port: i32,
+    /// `Rack`: `string`, versions 1+, nullable in 1+, default null, ignorable.
+    pub rack: Option<&'a str>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for MetadataResponseBrokerView<'_> {
+    fn default() -> Self {
+        Self {
+            node_id: 0,
+            host: "",
+            port: 0,
+            rack: None,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for MetadataResponseBrokerView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 9;
+        let f_node_id = read::get_i32(buf)?;
+        let f_host = read::get_str(buf, flexible)?;
+        let f_port = read::get_i32(buf)?;
+        let f_rack = if version >= 1 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            None
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            node_id: f_node_id,
+            host: f_host,
+            port: f_port,
+            rack: f_rack,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for MetadataResponseBrokerView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for MetadataResponseBrokerView<'_> {
+    type Owned = MetadataResponseBroker;
+    fn to_message(&self) -> MetadataResponseBroker {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        MetadataResponseBroker {
+            node_id: self.node_id,
+            host: StrBytes::from(self.host),
+            port: self.port,
+            rack: self.rack.map(|v| StrBytes::from(v)),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -463,6 +681,124 @@ impl Encode for MetadataResponsePartition {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`MetadataResponsePartition`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MetadataResponsePartitionView<'a> {
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `PartitionIndex`: `int32`, versions 0+.
+    pub partition_index: i32,
+    /// `LeaderId`: `int32`, versions 0+.
+    pub leader_id: i32,
+    /// `LeaderEpoch`: `int32`, versions 7+, default `-1`, ignorable.
+    pub leader_epoch: i32,
+    /// `ReplicaNodes`: `[]int32`, versions 0+.
+    pub replica_nodes: ArrayView<'a, i32>,
+    /// `IsrNodes`: `[]int32`, versions 0+.
+    pub isr_nodes: ArrayView<'a, i32>,
+    /// `OfflineReplicas`: `[]int32`, versions 5+, ignorable.
+    pub offline_replicas: ArrayView<'a, i32>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for MetadataResponsePartitionView<'_> {
+    fn default() -> Self {
+        Self {
+            error_code: 0,
+            partition_index: 0,
+            leader_id: 0,
+            leader_epoch: -1,
+            replica_nodes: ArrayView::empty(),
+            isr_nodes: ArrayView::empty(),
+            offline_replicas: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for MetadataResponsePartitionView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 9;
+        let f_error_code = read::get_i16(buf)?;
+        let f_partition_index = read::get_i32(buf)?;
+        let f_leader_id = read::get_i32(buf)?;
+        let f_leader_epoch = if version >= 7 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let f_replica_nodes = read::get_array(buf, flexible, version)?;
+        let f_isr_nodes = read::get_array(buf, flexible, version)?;
+        let f_offline_replicas = if version >= 5 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            error_code: f_error_code,
+            partition_index: f_partition_index,
+            leader_id: f_leader_id,
+            leader_epoch: f_leader_epoch,
+            replica_nodes: f_replica_nodes,
+            isr_nodes: f_isr_nodes,
+            offline_replicas: f_offline_replicas,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for MetadataResponsePartitionView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for MetadataResponsePartitionView<'_> {
+    type Owned = MetadataResponsePartition;
+    fn to_message(&self) -> MetadataResponsePartition {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        MetadataResponsePartition {
+            error_code: self.error_code,
+            partition_index: self.partition_index,
+            leader_id: self.leader_id,
+            leader_epoch: self.leader_epoch,
+            replica_nodes: self.replica_nodes.iter().collect(),
+            isr_nodes: self.isr_nodes.iter().collect(),
+            offline_replicas: self.offline_replicas.iter().collect(),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -644,7 +980,128 @@ impl Encode for MetadataResponseTopic {
     }
 }
 
+/// A borrowed view of [`MetadataResponseTopic`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MetadataResponseTopicView<'a> {
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `Name`: `string`, versions 0+, nullable in 12+, map key.
+    pub name: Option<&'a str>,
+    /// `TopicId`: `uuid`, versions 10+, ignorable.
+    pub topic_id: Uuid,
+    /// `IsInternal`: `bool`, versions 1+, default `false`, ignorable.
+    pub is_internal: bool,
+    /// `Partitions`: `[]MetadataResponsePartition`, versions 0+.
+    pub partitions: ArrayView<'a, MetadataResponsePartitionView<'a>>,
+    /// `TopicAuthorizedOperations`: `int32`, versions 8+, default `-2147483648`.
+    pub topic_authorized_operations: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for MetadataResponseTopicView<'_> {
+    fn default() -> Self {
+        Self {
+            error_code: 0,
+            name: Some(""),
+            topic_id: Uuid::ZERO,
+            is_internal: false,
+            partitions: ArrayView::empty(),
+            topic_authorized_operations: -2147483648,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for MetadataResponseTopicView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 9;
+        let f_error_code = read::get_i16(buf)?;
+        let f_name = if version >= 12 {
+            read::get_nullable_str(buf, flexible)
+        } else {
+            read::get_str(buf, flexible).map(Some)
+        }?;
+        let f_topic_id = if version >= 10 {
+            read::get_uuid(buf)?
+        } else {
+            Uuid::ZERO
+        };
+        let f_is_internal = if version >= 1 {
+            read::get_bool(buf)?
+        } else {
+            false
+        };
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let f_topic_authorized_operations = if version >= 8 {
+            read::get_i32(buf)?
+        } else {
+            -2147483648
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            error_code: f_error_code,
+            name: f_name,
+            topic_id: f_topic_id,
+            is_internal: f_is_internal,
+            partitions: f_partitions,
+            topic_authorized_operations: f_topic_authorized_operations,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for MetadataResponseTopicView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for MetadataResponseTopicView<'_> {
+    type Owned = MetadataResponseTopic;
+    fn to_message(&self) -> MetadataResponseTopic {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        MetadataResponseTopic {
+            error_code: self.error_code,
+            name: self.name.map(|v| StrBytes::from(v)),
+            topic_id: self.topic_id,
+            is_internal: self.is_internal,
+            partitions: self.partitions.iter().map(|e0| e0.to_message()).collect(),
+            topic_authorized_operations: self.topic_authorized_operations,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for MetadataResponse {
+    type View<'a> = MetadataResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 12 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(9);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -189,189 +189,309 @@ pub mod write_share_group_state_response;
 pub mod write_txn_markers_request;
 pub mod write_txn_markers_response;
 
-pub use add_offsets_to_txn_request::AddOffsetsToTxnRequest;
-pub use add_offsets_to_txn_response::AddOffsetsToTxnResponse;
-pub use add_partitions_to_txn_request::AddPartitionsToTxnRequest;
-pub use add_partitions_to_txn_response::AddPartitionsToTxnResponse;
-pub use add_raft_voter_request::AddRaftVoterRequest;
-pub use add_raft_voter_response::AddRaftVoterResponse;
-pub use allocate_producer_ids_request::AllocateProducerIdsRequest;
-pub use allocate_producer_ids_response::AllocateProducerIdsResponse;
-pub use alter_client_quotas_request::AlterClientQuotasRequest;
-pub use alter_client_quotas_response::AlterClientQuotasResponse;
-pub use alter_configs_request::AlterConfigsRequest;
-pub use alter_configs_response::AlterConfigsResponse;
-pub use alter_partition_reassignments_request::AlterPartitionReassignmentsRequest;
-pub use alter_partition_reassignments_response::AlterPartitionReassignmentsResponse;
-pub use alter_partition_request::AlterPartitionRequest;
-pub use alter_partition_response::AlterPartitionResponse;
-pub use alter_replica_log_dirs_request::AlterReplicaLogDirsRequest;
-pub use alter_replica_log_dirs_response::AlterReplicaLogDirsResponse;
-pub use alter_user_scram_credentials_request::AlterUserScramCredentialsRequest;
-pub use alter_user_scram_credentials_response::AlterUserScramCredentialsResponse;
-pub use api_versions_request::ApiVersionsRequest;
-pub use api_versions_response::ApiVersionsResponse;
-pub use assign_replicas_to_dirs_request::AssignReplicasToDirsRequest;
-pub use assign_replicas_to_dirs_response::AssignReplicasToDirsResponse;
-pub use begin_quorum_epoch_request::BeginQuorumEpochRequest;
-pub use begin_quorum_epoch_response::BeginQuorumEpochResponse;
-pub use broker_heartbeat_request::BrokerHeartbeatRequest;
-pub use broker_heartbeat_response::BrokerHeartbeatResponse;
-pub use broker_registration_request::BrokerRegistrationRequest;
-pub use broker_registration_response::BrokerRegistrationResponse;
-pub use consumer_group_describe_request::ConsumerGroupDescribeRequest;
-pub use consumer_group_describe_response::ConsumerGroupDescribeResponse;
-pub use consumer_group_heartbeat_request::ConsumerGroupHeartbeatRequest;
-pub use consumer_group_heartbeat_response::ConsumerGroupHeartbeatResponse;
-pub use consumer_protocol_assignment::ConsumerProtocolAssignment;
-pub use consumer_protocol_subscription::ConsumerProtocolSubscription;
-pub use controlled_shutdown_request::ControlledShutdownRequest;
-pub use controlled_shutdown_response::ControlledShutdownResponse;
-pub use controller_registration_request::ControllerRegistrationRequest;
-pub use controller_registration_response::ControllerRegistrationResponse;
-pub use create_acls_request::CreateAclsRequest;
-pub use create_acls_response::CreateAclsResponse;
-pub use create_delegation_token_request::CreateDelegationTokenRequest;
-pub use create_delegation_token_response::CreateDelegationTokenResponse;
-pub use create_partitions_request::CreatePartitionsRequest;
-pub use create_partitions_response::CreatePartitionsResponse;
-pub use create_topics_request::CreateTopicsRequest;
-pub use create_topics_response::CreateTopicsResponse;
-pub use default_principal_data::DefaultPrincipalData;
-pub use delete_acls_request::DeleteAclsRequest;
-pub use delete_acls_response::DeleteAclsResponse;
-pub use delete_groups_request::DeleteGroupsRequest;
-pub use delete_groups_response::DeleteGroupsResponse;
-pub use delete_records_request::DeleteRecordsRequest;
-pub use delete_records_response::DeleteRecordsResponse;
-pub use delete_share_group_state_request::DeleteShareGroupStateRequest;
-pub use delete_share_group_state_response::DeleteShareGroupStateResponse;
-pub use delete_topics_request::DeleteTopicsRequest;
-pub use delete_topics_response::DeleteTopicsResponse;
-pub use describe_acls_request::DescribeAclsRequest;
-pub use describe_acls_response::DescribeAclsResponse;
-pub use describe_client_quotas_request::DescribeClientQuotasRequest;
-pub use describe_client_quotas_response::DescribeClientQuotasResponse;
-pub use describe_cluster_request::DescribeClusterRequest;
-pub use describe_cluster_response::DescribeClusterResponse;
-pub use describe_configs_request::DescribeConfigsRequest;
-pub use describe_configs_response::DescribeConfigsResponse;
-pub use describe_delegation_token_request::DescribeDelegationTokenRequest;
-pub use describe_delegation_token_response::DescribeDelegationTokenResponse;
-pub use describe_groups_request::DescribeGroupsRequest;
-pub use describe_groups_response::DescribeGroupsResponse;
-pub use describe_log_dirs_request::DescribeLogDirsRequest;
-pub use describe_log_dirs_response::DescribeLogDirsResponse;
-pub use describe_producers_request::DescribeProducersRequest;
-pub use describe_producers_response::DescribeProducersResponse;
-pub use describe_quorum_request::DescribeQuorumRequest;
-pub use describe_quorum_response::DescribeQuorumResponse;
-pub use describe_topic_partitions_request::DescribeTopicPartitionsRequest;
-pub use describe_topic_partitions_response::DescribeTopicPartitionsResponse;
-pub use describe_transactions_request::DescribeTransactionsRequest;
-pub use describe_transactions_response::DescribeTransactionsResponse;
-pub use describe_user_scram_credentials_request::DescribeUserScramCredentialsRequest;
-pub use describe_user_scram_credentials_response::DescribeUserScramCredentialsResponse;
-pub use elect_leaders_request::ElectLeadersRequest;
-pub use elect_leaders_response::ElectLeadersResponse;
-pub use end_quorum_epoch_request::EndQuorumEpochRequest;
-pub use end_quorum_epoch_response::EndQuorumEpochResponse;
-pub use end_txn_request::EndTxnRequest;
-pub use end_txn_response::EndTxnResponse;
-pub use envelope_request::EnvelopeRequest;
-pub use envelope_response::EnvelopeResponse;
-pub use expire_delegation_token_request::ExpireDelegationTokenRequest;
-pub use expire_delegation_token_response::ExpireDelegationTokenResponse;
-pub use fetch_request::FetchRequest;
-pub use fetch_response::FetchResponse;
-pub use fetch_snapshot_request::FetchSnapshotRequest;
-pub use fetch_snapshot_response::FetchSnapshotResponse;
-pub use find_coordinator_request::FindCoordinatorRequest;
-pub use find_coordinator_response::FindCoordinatorResponse;
-pub use get_telemetry_subscriptions_request::GetTelemetrySubscriptionsRequest;
-pub use get_telemetry_subscriptions_response::GetTelemetrySubscriptionsResponse;
-pub use heartbeat_request::HeartbeatRequest;
-pub use heartbeat_response::HeartbeatResponse;
-pub use incremental_alter_configs_request::IncrementalAlterConfigsRequest;
-pub use incremental_alter_configs_response::IncrementalAlterConfigsResponse;
-pub use init_producer_id_request::InitProducerIdRequest;
-pub use init_producer_id_response::InitProducerIdResponse;
-pub use initialize_share_group_state_request::InitializeShareGroupStateRequest;
-pub use initialize_share_group_state_response::InitializeShareGroupStateResponse;
-pub use join_group_request::JoinGroupRequest;
-pub use join_group_response::JoinGroupResponse;
-pub use k_raft_version_record::KRaftVersionRecord;
-pub use leader_and_isr_request::LeaderAndIsrRequest;
-pub use leader_and_isr_response::LeaderAndIsrResponse;
-pub use leader_change_message::LeaderChangeMessage;
-pub use leave_group_request::LeaveGroupRequest;
-pub use leave_group_response::LeaveGroupResponse;
-pub use list_client_metrics_resources_request::ListClientMetricsResourcesRequest;
-pub use list_client_metrics_resources_response::ListClientMetricsResourcesResponse;
-pub use list_groups_request::ListGroupsRequest;
-pub use list_groups_response::ListGroupsResponse;
-pub use list_offsets_request::ListOffsetsRequest;
-pub use list_offsets_response::ListOffsetsResponse;
-pub use list_partition_reassignments_request::ListPartitionReassignmentsRequest;
-pub use list_partition_reassignments_response::ListPartitionReassignmentsResponse;
-pub use list_transactions_request::ListTransactionsRequest;
-pub use list_transactions_response::ListTransactionsResponse;
-pub use metadata_request::MetadataRequest;
-pub use metadata_response::MetadataResponse;
-pub use offset_commit_request::OffsetCommitRequest;
-pub use offset_commit_response::OffsetCommitResponse;
-pub use offset_delete_request::OffsetDeleteRequest;
-pub use offset_delete_response::OffsetDeleteResponse;
-pub use offset_fetch_request::OffsetFetchRequest;
-pub use offset_fetch_response::OffsetFetchResponse;
-pub use offset_for_leader_epoch_request::OffsetForLeaderEpochRequest;
-pub use offset_for_leader_epoch_response::OffsetForLeaderEpochResponse;
-pub use produce_request::ProduceRequest;
-pub use produce_response::ProduceResponse;
-pub use push_telemetry_request::PushTelemetryRequest;
-pub use push_telemetry_response::PushTelemetryResponse;
-pub use read_share_group_state_request::ReadShareGroupStateRequest;
-pub use read_share_group_state_response::ReadShareGroupStateResponse;
-pub use read_share_group_state_summary_request::ReadShareGroupStateSummaryRequest;
-pub use read_share_group_state_summary_response::ReadShareGroupStateSummaryResponse;
-pub use remove_raft_voter_request::RemoveRaftVoterRequest;
-pub use remove_raft_voter_response::RemoveRaftVoterResponse;
-pub use renew_delegation_token_request::RenewDelegationTokenRequest;
-pub use renew_delegation_token_response::RenewDelegationTokenResponse;
-pub use request_header::RequestHeader;
-pub use response_header::ResponseHeader;
-pub use sasl_authenticate_request::SaslAuthenticateRequest;
-pub use sasl_authenticate_response::SaslAuthenticateResponse;
-pub use sasl_handshake_request::SaslHandshakeRequest;
-pub use sasl_handshake_response::SaslHandshakeResponse;
-pub use share_acknowledge_request::ShareAcknowledgeRequest;
-pub use share_acknowledge_response::ShareAcknowledgeResponse;
-pub use share_fetch_request::ShareFetchRequest;
-pub use share_fetch_response::ShareFetchResponse;
-pub use share_group_describe_request::ShareGroupDescribeRequest;
-pub use share_group_describe_response::ShareGroupDescribeResponse;
-pub use share_group_heartbeat_request::ShareGroupHeartbeatRequest;
-pub use share_group_heartbeat_response::ShareGroupHeartbeatResponse;
-pub use snapshot_footer_record::SnapshotFooterRecord;
-pub use snapshot_header_record::SnapshotHeaderRecord;
-pub use stop_replica_request::StopReplicaRequest;
-pub use stop_replica_response::StopReplicaResponse;
-pub use sync_group_request::SyncGroupRequest;
-pub use sync_group_response::SyncGroupResponse;
-pub use txn_offset_commit_request::TxnOffsetCommitRequest;
-pub use txn_offset_commit_response::TxnOffsetCommitResponse;
-pub use unregister_broker_request::UnregisterBrokerRequest;
-pub use unregister_broker_response::UnregisterBrokerResponse;
-pub use update_features_request::UpdateFeaturesRequest;
-pub use update_features_response::UpdateFeaturesResponse;
-pub use update_metadata_request::UpdateMetadataRequest;
-pub use update_metadata_response::UpdateMetadataResponse;
-pub use update_raft_voter_request::UpdateRaftVoterRequest;
-pub use update_raft_voter_response::UpdateRaftVoterResponse;
-pub use vote_request::VoteRequest;
-pub use vote_response::VoteResponse;
-pub use voters_record::VotersRecord;
-pub use write_share_group_state_request::WriteShareGroupStateRequest;
-pub use write_share_group_state_response::WriteShareGroupStateResponse;
-pub use write_txn_markers_request::WriteTxnMarkersRequest;
-pub use write_txn_markers_response::WriteTxnMarkersResponse;
+pub use add_offsets_to_txn_request::{AddOffsetsToTxnRequest, AddOffsetsToTxnRequestView};
+pub use add_offsets_to_txn_response::{AddOffsetsToTxnResponse, AddOffsetsToTxnResponseView};
+pub use add_partitions_to_txn_request::{AddPartitionsToTxnRequest, AddPartitionsToTxnRequestView};
+pub use add_partitions_to_txn_response::{
+    AddPartitionsToTxnResponse, AddPartitionsToTxnResponseView,
+};
+pub use add_raft_voter_request::{AddRaftVoterRequest, AddRaftVoterRequestView};
+pub use add_raft_voter_response::{AddRaftVoterResponse, AddRaftVoterResponseView};
+pub use allocate_producer_ids_request::{
+    AllocateProducerIdsRequest, AllocateProducerIdsRequestView,
+};
+pub use allocate_producer_ids_response::{
+    AllocateProducerIdsResponse, AllocateProducerIdsResponseView,
+};
+pub use alter_client_quotas_request::{AlterClientQuotasRequest, AlterClientQuotasRequestView};
+pub use alter_client_quotas_response::{AlterClientQuotasResponse, AlterClientQuotasResponseView};
+pub use alter_configs_request::{AlterConfigsRequest, AlterConfigsRequestView};
+pub use alter_configs_response::{AlterConfigsResponse, AlterConfigsResponseView};
+pub use alter_partition_reassignments_request::{
+    AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsRequestView,
+};
+pub use alter_partition_reassignments_response::{
+    AlterPartitionReassignmentsResponse, AlterPartitionReassignmentsResponseView,
+};
+pub use alter_partition_request::{AlterPartitionRequest, AlterPartitionRequestView};
+pub use alter_partition_response::{AlterPartitionResponse, AlterPartitionResponseView};
+pub use alter_replica_log_dirs_request::{
+    AlterReplicaLogDirsRequest, AlterReplicaLogDirsRequestView,
+};
+pub use alter_replica_log_dirs_response::{
+    AlterReplicaLogDirsResponse, AlterReplicaLogDirsResponseView,
+};
+pub use alter_user_scram_credentials_request::{
+    AlterUserScramCredentialsRequest, AlterUserScramCredentialsRequestView,
+};
+pub use alter_user_scram_credentials_response::{
+    AlterUserScramCredentialsResponse, AlterUserScramCredentialsResponseView,
+};
+pub use api_versions_request::{ApiVersionsRequest, ApiVersionsRequestView};
+pub use api_versions_response::{ApiVersionsResponse, ApiVersionsResponseView};
+pub use assign_replicas_to_dirs_request::{
+    AssignReplicasToDirsRequest, AssignReplicasToDirsRequestView,
+};
+pub use assign_replicas_to_dirs_response::{
+    AssignReplicasToDirsResponse, AssignReplicasToDirsResponseView,
+};
+pub use begin_quorum_epoch_request::{BeginQuorumEpochRequest, BeginQuorumEpochRequestView};
+pub use begin_quorum_epoch_response::{BeginQuorumEpochResponse, BeginQuorumEpochResponseView};
+pub use broker_heartbeat_request::{BrokerHeartbeatRequest, BrokerHeartbeatRequestView};
+pub use broker_heartbeat_response::{BrokerHeartbeatResponse, BrokerHeartbeatResponseView};
+pub use broker_registration_request::{BrokerRegistrationRequest, BrokerRegistrationRequestView};
+pub use broker_registration_response::{
+    BrokerRegistrationResponse, BrokerRegistrationResponseView,
+};
+pub use consumer_group_describe_request::{
+    ConsumerGroupDescribeRequest, ConsumerGroupDescribeRequestView,
+};
+pub use consumer_group_describe_response::{
+    ConsumerGroupDescribeResponse, ConsumerGroupDescribeResponseView,
+};
+pub use consumer_group_heartbeat_request::{
+    ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatRequestView,
+};
+pub use consumer_group_heartbeat_response::{
+    ConsumerGroupHeartbeatResponse, ConsumerGroupHeartbeatResponseView,
+};
+pub use consumer_protocol_assignment::{
+    ConsumerProtocolAssignment, ConsumerProtocolAssignmentView,
+};
+pub use consumer_protocol_subscription::{
+    ConsumerProtocolSubscription, ConsumerProtocolSubscriptionView,
+};
+pub use controlled_shutdown_request::{ControlledShutdownRequest, ControlledShutdownRequestView};
+pub use controlled_shutdown_response::{
+    ControlledShutdownResponse, ControlledShutdownResponseView,
+};
+pub use controller_registration_request::{
+    ControllerRegistrationRequest, ControllerRegistrationRequestView,
+};
+pub use controller_registration_response::{
+    ControllerRegistrationResponse, ControllerRegistrationResponseView,
+};
+pub use create_acls_request::{CreateAclsRequest, CreateAclsRequestView};
+pub use create_acls_response::{CreateAclsResponse, CreateAclsResponseView};
+pub use create_delegation_token_request::{
+    CreateDelegationTokenRequest, CreateDelegationTokenRequestView,
+};
+pub use create_delegation_token_response::{
+    CreateDelegationTokenResponse, CreateDelegationTokenResponseView,
+};
+pub use create_partitions_request::{CreatePartitionsRequest, CreatePartitionsRequestView};
+pub use create_partitions_response::{CreatePartitionsResponse, CreatePartitionsResponseView};
+pub use create_topics_request::{CreateTopicsRequest, CreateTopicsRequestView};
+pub use create_topics_response::{CreateTopicsResponse, CreateTopicsResponseView};
+pub use default_principal_data::{DefaultPrincipalData, DefaultPrincipalDataView};
+pub use delete_acls_request::{DeleteAclsRequest, DeleteAclsRequestView};
+pub use delete_acls_response::{DeleteAclsResponse, DeleteAclsResponseView};
+pub use delete_groups_request::{DeleteGroupsRequest, DeleteGroupsRequestView};
+pub use delete_groups_response::{DeleteGroupsResponse, DeleteGroupsResponseView};
+pub use delete_records_request::{DeleteRecordsRequest, DeleteRecordsRequestView};
+pub use delete_records_response::{DeleteRecordsResponse, DeleteRecordsResponseView};
+pub use delete_share_group_state_request::{
+    DeleteShareGroupStateRequest, DeleteShareGroupStateRequestView,
+};
+pub use delete_share_group_state_response::{
+    DeleteShareGroupStateResponse, DeleteShareGroupStateResponseView,
+};
+pub use delete_topics_request::{DeleteTopicsRequest, DeleteTopicsRequestView};
+pub use delete_topics_response::{DeleteTopicsResponse, DeleteTopicsResponseView};
+pub use describe_acls_request::{DescribeAclsRequest, DescribeAclsRequestView};
+pub use describe_acls_response::{DescribeAclsResponse, DescribeAclsResponseView};
+pub use describe_client_quotas_request::{
+    DescribeClientQuotasRequest, DescribeClientQuotasRequestView,
+};
+pub use describe_client_quotas_response::{
+    DescribeClientQuotasResponse, DescribeClientQuotasResponseView,
+};
+pub use describe_cluster_request::{DescribeClusterRequest, DescribeClusterRequestView};
+pub use describe_cluster_response::{DescribeClusterResponse, DescribeClusterResponseView};
+pub use describe_configs_request::{DescribeConfigsRequest, DescribeConfigsRequestView};
+pub use describe_configs_response::{DescribeConfigsResponse, DescribeConfigsResponseView};
+pub use describe_delegation_token_request::{
+    DescribeDelegationTokenRequest, DescribeDelegationTokenRequestView,
+};
+pub use describe_delegation_token_response::{
+    DescribeDelegationTokenResponse, DescribeDelegationTokenResponseView,
+};
+pub use describe_groups_request::{DescribeGroupsRequest, DescribeGroupsRequestView};
+pub use describe_groups_response::{DescribeGroupsResponse, DescribeGroupsResponseView};
+pub use describe_log_dirs_request::{DescribeLogDirsRequest, DescribeLogDirsRequestView};
+pub use describe_log_dirs_response::{DescribeLogDirsResponse, DescribeLogDirsResponseView};
+pub use describe_producers_request::{DescribeProducersRequest, DescribeProducersRequestView};
+pub use describe_producers_response::{DescribeProducersResponse, DescribeProducersResponseView};
+pub use describe_quorum_request::{DescribeQuorumRequest, DescribeQuorumRequestView};
+pub use describe_quorum_response::{DescribeQuorumResponse, DescribeQuorumResponseView};
+pub use describe_topic_partitions_request::{
+    DescribeTopicPartitionsRequest, DescribeTopicPartitionsRequestView,
+};
+pub use describe_topic_partitions_response::{
+    DescribeTopicPartitionsResponse, DescribeTopicPartitionsResponseView,
+};
+pub use describe_transactions_request::{
+    DescribeTransactionsRequest, DescribeTransactionsRequestView,
+};
+pub use describe_transactions_response::{
+    DescribeTransactionsResponse, DescribeTransactionsResponseView,
+};
+pub use describe_user_scram_credentials_request::{
+    DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsRequestView,
+};
+pub use describe_user_scram_credentials_response::{
+    DescribeUserScramCredentialsResponse, DescribeUserScramCredentialsResponseView,
+};
+pub use elect_leaders_request::{ElectLeadersRequest, ElectLeadersRequestView};
+pub use elect_leaders_response::{ElectLeadersResponse, ElectLeadersResponseView};
+pub use end_quorum_epoch_request::{EndQuorumEpochRequest, EndQuorumEpochRequestView};
+pub use end_quorum_epoch_response::{EndQuorumEpochResponse, EndQuorumEpochResponseView};
+pub use end_txn_request::{EndTxnRequest, EndTxnRequestView};
+pub use end_txn_response::{EndTxnResponse, EndTxnResponseView};
+pub use envelope_request::{EnvelopeRequest, EnvelopeRequestView};
+pub use envelope_response::{EnvelopeResponse, EnvelopeResponseView};
+pub use expire_delegation_token_request::{
+    ExpireDelegationTokenRequest, ExpireDelegationTokenRequestView,
+};
+pub use expire_delegation_token_response::{
+    ExpireDelegationTokenResponse, ExpireDelegationTokenResponseView,
+};
+pub use fetch_request::{FetchRequest, FetchRequestView};
+pub use fetch_response::{FetchResponse, FetchResponseView};
+pub use fetch_snapshot_request::{FetchSnapshotRequest, FetchSnapshotRequestView};
+pub use fetch_snapshot_response::{FetchSnapshotResponse, FetchSnapshotResponseView};
+pub use find_coordinator_request::{FindCoordinatorRequest, FindCoordinatorRequestView};
+pub use find_coordinator_response::{FindCoordinatorResponse, FindCoordinatorResponseView};
+pub use get_telemetry_subscriptions_request::{
+    GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsRequestView,
+};
+pub use get_telemetry_subscriptions_response::{
+    GetTelemetrySubscriptionsResponse, GetTelemetrySubscriptionsResponseView,
+};
+pub use heartbeat_request::{HeartbeatRequest, HeartbeatRequestView};
+pub use heartbeat_response::{HeartbeatResponse, HeartbeatResponseView};
+pub use incremental_alter_configs_request::{
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsRequestView,
+};
+pub use incremental_alter_configs_response::{
+    IncrementalAlterConfigsResponse, IncrementalAlterConfigsResponseView,
+};
+pub use init_producer_id_request::{InitProducerIdRequest, InitProducerIdRequestView};
+pub use init_producer_id_response::{InitProducerIdResponse, InitProducerIdResponseView};
+pub use initialize_share_group_state_request::{
+    InitializeShareGroupStateRequest, InitializeShareGroupStateRequestView,
+};
+pub use initialize_share_group_state_response::{
+    InitializeShareGroupStateResponse, InitializeShareGroupStateResponseView,
+};
+pub use join_group_request::{JoinGroupRequest, JoinGroupRequestView};
+pub use join_group_response::{JoinGroupResponse, JoinGroupResponseView};
+pub use k_raft_version_record::{KRaftVersionRecord, KRaftVersionRecordView};
+pub use leader_and_isr_request::{LeaderAndIsrRequest, LeaderAndIsrRequestView};
+pub use leader_and_isr_response::{LeaderAndIsrResponse, LeaderAndIsrResponseView};
+pub use leader_change_message::{LeaderChangeMessage, LeaderChangeMessageView};
+pub use leave_group_request::{LeaveGroupRequest, LeaveGroupRequestView};
+pub use leave_group_response::{LeaveGroupResponse, LeaveGroupResponseView};
+pub use list_client_metrics_resources_request::{
+    ListClientMetricsResourcesRequest, ListClientMetricsResourcesRequestView,
+};
+pub use list_client_metrics_resources_response::{
+    ListClientMetricsResourcesResponse, ListClientMetricsResourcesResponseView,
+};
+pub use list_groups_request::{ListGroupsRequest, ListGroupsRequestView};
+pub use list_groups_response::{ListGroupsResponse, ListGroupsResponseView};
+pub use list_offsets_request::{ListOffsetsRequest, ListOffsetsRequestView};
+pub use list_offsets_response::{ListOffsetsResponse, ListOffsetsResponseView};
+pub use list_partition_reassignments_request::{
+    ListPartitionReassignmentsRequest, ListPartitionReassignmentsRequestView,
+};
+pub use list_partition_reassignments_response::{
+    ListPartitionReassignmentsResponse, ListPartitionReassignmentsResponseView,
+};
+pub use list_transactions_request::{ListTransactionsRequest, ListTransactionsRequestView};
+pub use list_transactions_response::{ListTransactionsResponse, ListTransactionsResponseView};
+pub use metadata_request::{MetadataRequest, MetadataRequestView};
+pub use metadata_response::{MetadataResponse, MetadataResponseView};
+pub use offset_commit_request::{OffsetCommitRequest, OffsetCommitRequestView};
+pub use offset_commit_response::{OffsetCommitResponse, OffsetCommitResponseView};
+pub use offset_delete_request::{OffsetDeleteRequest, OffsetDeleteRequestView};
+pub use offset_delete_response::{OffsetDeleteResponse, OffsetDeleteResponseView};
+pub use offset_fetch_request::{OffsetFetchRequest, OffsetFetchRequestView};
+pub use offset_fetch_response::{OffsetFetchResponse, OffsetFetchResponseView};
+pub use offset_for_leader_epoch_request::{
+    OffsetForLeaderEpochRequest, OffsetForLeaderEpochRequestView,
+};
+pub use offset_for_leader_epoch_response::{
+    OffsetForLeaderEpochResponse, OffsetForLeaderEpochResponseView,
+};
+pub use produce_request::{ProduceRequest, ProduceRequestView};
+pub use produce_response::{ProduceResponse, ProduceResponseView};
+pub use push_telemetry_request::{PushTelemetryRequest, PushTelemetryRequestView};
+pub use push_telemetry_response::{PushTelemetryResponse, PushTelemetryResponseView};
+pub use read_share_group_state_request::{
+    ReadShareGroupStateRequest, ReadShareGroupStateRequestView,
+};
+pub use read_share_group_state_response::{
+    ReadShareGroupStateResponse, ReadShareGroupStateResponseView,
+};
+pub use read_share_group_state_summary_request::{
+    ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryRequestView,
+};
+pub use read_share_group_state_summary_response::{
+    ReadShareGroupStateSummaryResponse, ReadShareGroupStateSummaryResponseView,
+};
+pub use remove_raft_voter_request::{RemoveRaftVoterRequest, RemoveRaftVoterRequestView};
+pub use remove_raft_voter_response::{RemoveRaftVoterResponse, RemoveRaftVoterResponseView};
+pub use renew_delegation_token_request::{
+    RenewDelegationTokenRequest, RenewDelegationTokenRequestView,
+};
+pub use renew_delegation_token_response::{
+    RenewDelegationTokenResponse, RenewDelegationTokenResponseView,
+};
+pub use request_header::{RequestHeader, RequestHeaderView};
+pub use response_header::{ResponseHeader, ResponseHeaderView};
+pub use sasl_authenticate_request::{SaslAuthenticateRequest, SaslAuthenticateRequestView};
+pub use sasl_authenticate_response::{SaslAuthenticateResponse, SaslAuthenticateResponseView};
+pub use sasl_handshake_request::{SaslHandshakeRequest, SaslHandshakeRequestView};
+pub use sasl_handshake_response::{SaslHandshakeResponse, SaslHandshakeResponseView};
+pub use share_acknowledge_request::{ShareAcknowledgeRequest, ShareAcknowledgeRequestView};
+pub use share_acknowledge_response::{ShareAcknowledgeResponse, ShareAcknowledgeResponseView};
+pub use share_fetch_request::{ShareFetchRequest, ShareFetchRequestView};
+pub use share_fetch_response::{ShareFetchResponse, ShareFetchResponseView};
+pub use share_group_describe_request::{ShareGroupDescribeRequest, ShareGroupDescribeRequestView};
+pub use share_group_describe_response::{
+    ShareGroupDescribeResponse, ShareGroupDescribeResponseView,
+};
+pub use share_group_heartbeat_request::{
+    ShareGroupHeartbeatRequest, ShareGroupHeartbeatRequestView,
+};
+pub use share_group_heartbeat_response::{
+    ShareGroupHeartbeatResponse, ShareGroupHeartbeatResponseView,
+};
+pub use snapshot_footer_record::{SnapshotFooterRecord, SnapshotFooterRecordView};
+pub use snapshot_header_record::{SnapshotHeaderRecord, SnapshotHeaderRecordView};
+pub use stop_replica_request::{StopReplicaRequest, StopReplicaRequestView};
+pub use stop_replica_response::{StopReplicaResponse, StopReplicaResponseView};
+pub use sync_group_request::{SyncGroupRequest, SyncGroupRequestView};
+pub use sync_group_response::{SyncGroupResponse, SyncGroupResponseView};
+pub use txn_offset_commit_request::{TxnOffsetCommitRequest, TxnOffsetCommitRequestView};
+pub use txn_offset_commit_response::{TxnOffsetCommitResponse, TxnOffsetCommitResponseView};
+pub use unregister_broker_request::{UnregisterBrokerRequest, UnregisterBrokerRequestView};
+pub use unregister_broker_response::{UnregisterBrokerResponse, UnregisterBrokerResponseView};
+pub use update_features_request::{UpdateFeaturesRequest, UpdateFeaturesRequestView};
+pub use update_features_response::{UpdateFeaturesResponse, UpdateFeaturesResponseView};
+pub use update_metadata_request::{UpdateMetadataRequest, UpdateMetadataRequestView};
+pub use update_metadata_response::{UpdateMetadataResponse, UpdateMetadataResponseView};
+pub use update_raft_voter_request::{UpdateRaftVoterRequest, UpdateRaftVoterRequestView};
+pub use update_raft_voter_response::{UpdateRaftVoterResponse, UpdateRaftVoterResponseView};
+pub use vote_request::{VoteRequest, VoteRequestView};
+pub use vote_response::{VoteResponse, VoteResponseView};
+pub use voters_record::{VotersRecord, VotersRecordView};
+pub use write_share_group_state_request::{
+    WriteShareGroupStateRequest, WriteShareGroupStateRequestView,
+};
+pub use write_share_group_state_response::{
+    WriteShareGroupStateResponse, WriteShareGroupStateResponseView,
+};
+pub use write_txn_markers_request::{WriteTxnMarkersRequest, WriteTxnMarkersRequestView};
+pub use write_txn_markers_response::{WriteTxnMarkersResponse, WriteTxnMarkersResponseView};

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -194,6 +195,131 @@ impl Encode for OffsetCommitRequest {
     }
 }
 
+/// A borrowed view of [`OffsetCommitRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OffsetCommitRequestView<'a> {
+    /// `GroupId`: `string`, versions 0+.
+    pub group_id: &'a str,
+    /// `GenerationIdOrMemberEpoch`: `int32`, versions 1+, default `-1`, ignorable.
+    pub generation_id_or_member_epoch: i32,
+    /// `MemberId`: `string`, versions 1+, ignorable.
+    pub member_id: &'a str,
+    /// `GroupInstanceId`: `string`, versions 7+, nullable in 7+, default null.
+    pub group_instance_id: Option<&'a str>,
+    /// `RetentionTimeMs`: `int64`, versions 2-4, default `-1`, ignorable.
+    pub retention_time_ms: i64,
+    /// `Topics`: `[]OffsetCommitRequestTopic`, versions 0+.
+    pub topics: ArrayView<'a, OffsetCommitRequestTopicView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for OffsetCommitRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            group_id: "",
+            generation_id_or_member_epoch: -1,
+            member_id: "",
+            group_instance_id: None,
+            retention_time_ms: -1,
+            topics: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for OffsetCommitRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=9).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "OffsetCommitRequest",
+                version,
+            });
+        }
+        let flexible = version >= 8;
+        let f_group_id = read::get_str(buf, flexible)?;
+        let f_generation_id_or_member_epoch = if version >= 1 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let f_member_id = if version >= 1 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_group_instance_id = if version >= 7 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            None
+        };
+        let f_retention_time_ms = if (2..=4).contains(&version) {
+            read::get_i64(buf)?
+        } else {
+            -1
+        };
+        let f_topics = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            group_id: f_group_id,
+            generation_id_or_member_epoch: f_generation_id_or_member_epoch,
+            member_id: f_member_id,
+            group_instance_id: f_group_instance_id,
+            retention_time_ms: f_retention_time_ms,
+            topics: f_topics,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for OffsetCommitRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for OffsetCommitRequestView<'_> {
+    type Owned = OffsetCommitRequest;
+    fn to_message(&self) -> OffsetCommitRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        OffsetCommitRequest {
+            group_id: StrBytes::from(self.group_id),
+            generation_id_or_member_epoch: self.generation_id_or_member_epoch,
+            member_id: StrBytes::from(self.member_id),
+            group_instance_id: self.group_instance_id.map(|v| StrBytes::from(v)),
+            retention_time_ms: self.retention_time_ms,
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `OffsetCommitRequestPartition` struct of `OffsetCommitRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetCommitRequestPartition {
@@ -318,6 +444,112 @@ impl Encode for OffsetCommitRequestPartition {
     }
 }
 
+/// A borrowed view of [`OffsetCommitRequestPartition`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OffsetCommitRequestPartitionView<'a> {
+    /// `PartitionIndex`: `int32`, versions 0+.
+    pub partition_index: i32,
+    /// `CommittedOffset`: `int64`, versions 0+.
+    pub committed_offset: i64,
+    /// `CommittedLeaderEpoch`: `int32`, versions 6+, default `-1`, ignorable.
+    pub committed_leader_epoch: i32,
+    /// `CommitTimestamp`: `int64`, versions 1, default `-1`.
+    pub commit_timestamp: i64,
+    /// `CommittedMetadata`: `string`, versions 0+, nullable in 0+.
+    pub committed_metadata: Option<&'a str>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for OffsetCommitRequestPartitionView<'_> {
+    fn default() -> Self {
+        Self {
+            partition_index: 0,
+            committed_offset: 0,
+            committed_leader_epoch: -1,
+            commit_timestamp: -1,
+            committed_metadata: Some(""),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for OffsetCommitRequestPartitionView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 8;
+        let f_partition_index = read::get_i32(buf)?;
+        let f_committed_offset = read::get_i64(buf)?;
+        let f_committed_leader_epoch = if version >= 6 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let f_commit_timestamp = if version == 1 {
+            read::get_i64(buf)?
+        } else {
+            -1
+        };
+        let f_committed_metadata = read::get_nullable_str(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            partition_index: f_partition_index,
+            committed_offset: f_committed_offset,
+            committed_leader_epoch: f_committed_leader_epoch,
+            commit_timestamp: f_commit_timestamp,
+            committed_metadata: f_committed_metadata,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for OffsetCommitRequestPartitionView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for OffsetCommitRequestPartitionView<'_> {
+    type Owned = OffsetCommitRequestPartition;
+    fn to_message(&self) -> OffsetCommitRequestPartition {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        OffsetCommitRequestPartition {
+            partition_index: self.partition_index,
+            committed_offset: self.committed_offset,
+            committed_leader_epoch: self.committed_leader_epoch,
+            commit_timestamp: self.commit_timestamp,
+            committed_metadata: self.committed_metadata.map(|v| StrBytes::from(v)),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `OffsetCommitRequestTopic` struct of `OffsetCommitRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetCommitRequestTopic {
@@ -413,7 +645,88 @@ impl Encode for OffsetCommitRequestTopic {
     }
 }
 
+/// A borrowed view of [`OffsetCommitRequestTopic`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OffsetCommitRequestTopicView<'a> {
+    /// `Name`: `string`, versions 0+.
+    pub name: &'a str,
+    /// `Partitions`: `[]OffsetCommitRequestPartition`, versions 0+.
+    pub partitions: ArrayView<'a, OffsetCommitRequestPartitionView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for OffsetCommitRequestTopicView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for OffsetCommitRequestTopicView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 8;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for OffsetCommitRequestTopicView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for OffsetCommitRequestTopicView<'_> {
+    type Owned = OffsetCommitRequestTopic;
+    fn to_message(&self) -> OffsetCommitRequestTopic {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        OffsetCommitRequestTopic {
+            name: StrBytes::from(self.name),
+            partitions: self.partitions.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for OffsetCommitRequest {
+    type View<'a> = OffsetCommitRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 9 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(8);
     const DEPRECATED_VERSIONS: Option<VersionRange> = Some(VersionRange { min: 0, max: 1 });

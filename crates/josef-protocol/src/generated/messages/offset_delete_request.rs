@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -96,6 +97,63 @@ impl Encode for OffsetDeleteRequest {
     }
 }
 
+/// A borrowed view of [`OffsetDeleteRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OffsetDeleteRequestView<'a> {
+    /// `GroupId`: `string`, versions 0+.
+    pub group_id: &'a str,
+    /// `Topics`: `[]OffsetDeleteRequestTopic`, versions 0+.
+    pub topics: ArrayView<'a, OffsetDeleteRequestTopicView<'a>>,
+}
+
+impl Default for OffsetDeleteRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            group_id: "",
+            topics: ArrayView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for OffsetDeleteRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "OffsetDeleteRequest",
+                version,
+            });
+        }
+        let flexible = false;
+        let f_group_id = read::get_str(buf, flexible)?;
+        let f_topics = read::get_array(buf, flexible, version)?;
+        Ok(Self {
+            group_id: f_group_id,
+            topics: f_topics,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for OffsetDeleteRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for OffsetDeleteRequestView<'_> {
+    type Owned = OffsetDeleteRequest;
+    fn to_message(&self) -> OffsetDeleteRequest {
+        OffsetDeleteRequest {
+            group_id: StrBytes::from(self.group_id),
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+        }
+    }
+}
+
 /// The `OffsetDeleteRequestPartition` struct of `OffsetDeleteRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetDeleteRequestPartition {
@@ -133,6 +191,56 @@ impl Encode for OffsetDeleteRequestPartition {
         let mut len = 0usize;
         len += 4;
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`OffsetDeleteRequestPartition`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OffsetDeleteRequestPartitionView<'a> {
+    /// `PartitionIndex`: `int32`, versions 0+.
+    pub partition_index: i32,
+    #[doc(hidden)]
+    pub _frame: std::marker::PhantomData<&'a [u8]>,
+}
+
+impl Default for OffsetDeleteRequestPartitionView<'_> {
+    fn default() -> Self {
+        Self {
+            partition_index: 0,
+            _frame: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for OffsetDeleteRequestPartitionView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = false;
+        let f_partition_index = read::get_i32(buf)?;
+        Ok(Self {
+            partition_index: f_partition_index,
+            _frame: std::marker::PhantomData,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for OffsetDeleteRequestPartitionView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for OffsetDeleteRequestPartitionView<'_> {
+    type Owned = OffsetDeleteRequestPartition;
+    fn to_message(&self) -> OffsetDeleteRequestPartition {
+        OffsetDeleteRequestPartition {
+            partition_index: self.partition_index,
+        }
     }
 }
 
@@ -199,7 +307,60 @@ impl Encode for OffsetDeleteRequestTopic {
     }
 }
 
+/// A borrowed view of [`OffsetDeleteRequestTopic`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OffsetDeleteRequestTopicView<'a> {
+    /// `Name`: `string`, versions 0+, map key.
+    pub name: &'a str,
+    /// `Partitions`: `[]OffsetDeleteRequestPartition`, versions 0+.
+    pub partitions: ArrayView<'a, OffsetDeleteRequestPartitionView<'a>>,
+}
+
+impl Default for OffsetDeleteRequestTopicView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            partitions: ArrayView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for OffsetDeleteRequestTopicView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = false;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        Ok(Self {
+            name: f_name,
+            partitions: f_partitions,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for OffsetDeleteRequestTopicView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for OffsetDeleteRequestTopicView<'_> {
+    type Owned = OffsetDeleteRequestTopic;
+    fn to_message(&self) -> OffsetDeleteRequestTopic {
+        OffsetDeleteRequestTopic {
+            name: StrBytes::from(self.name),
+            partitions: self.partitions.iter().map(|e0| e0.to_message()).collect(),
+        }
+    }
+}
+
 impl Message for OffsetDeleteRequest {
+    type View<'a> = OffsetDeleteRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = None;
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

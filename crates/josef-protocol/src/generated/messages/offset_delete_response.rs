@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -103,6 +104,69 @@ impl Encode for OffsetDeleteResponse {
     }
 }
 
+/// A borrowed view of [`OffsetDeleteResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OffsetDeleteResponseView<'a> {
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `ThrottleTimeMs`: `int32`, versions 0+, ignorable.
+    pub throttle_time_ms: i32,
+    /// `Topics`: `[]OffsetDeleteResponseTopic`, versions 0+.
+    pub topics: ArrayView<'a, OffsetDeleteResponseTopicView<'a>>,
+}
+
+impl Default for OffsetDeleteResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            error_code: 0,
+            throttle_time_ms: 0,
+            topics: ArrayView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for OffsetDeleteResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "OffsetDeleteResponse",
+                version,
+            });
+        }
+        let flexible = false;
+        let f_error_code = read::get_i16(buf)?;
+        let f_throttle_time_ms = read::get_i32(buf)?;
+        let f_topics = read::get_array(buf, flexible, version)?;
+        Ok(Self {
+            error_code: f_error_code,
+            throttle_time_ms: f_throttle_time_ms,
+            topics: f_topics,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for OffsetDeleteResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for OffsetDeleteResponseView<'_> {
+    type Owned = OffsetDeleteResponse;
+    fn to_message(&self) -> OffsetDeleteResponse {
+        OffsetDeleteResponse {
+            error_code: self.error_code,
+            throttle_time_ms: self.throttle_time_ms,
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+        }
+    }
+}
+
 /// The `OffsetDeleteResponsePartition` struct of `OffsetDeleteResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetDeleteResponsePartition {
@@ -149,6 +213,62 @@ impl Encode for OffsetDeleteResponsePartition {
         len += 4;
         len += 2;
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`OffsetDeleteResponsePartition`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OffsetDeleteResponsePartitionView<'a> {
+    /// `PartitionIndex`: `int32`, versions 0+, map key.
+    pub partition_index: i32,
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    #[doc(hidden)]
+    pub _frame: std::marker::PhantomData<&'a [u8]>,
+}
+
+impl Default for OffsetDeleteResponsePartitionView<'_> {
+    fn default() -> Self {
+        Self {
+            partition_index: 0,
+            error_code: 0,
+            _frame: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for OffsetDeleteResponsePartitionView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = false;
+        let f_partition_index = read::get_i32(buf)?;
+        let f_error_code = read::get_i16(buf)?;
+        Ok(Self {
+            partition_index: f_partition_index,
+            error_code: f_error_code,
+            _frame: std::marker::PhantomData,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for OffsetDeleteResponsePartitionView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for OffsetDeleteResponsePartitionView<'_> {
+    type Owned = OffsetDeleteResponsePartition;
+    fn to_message(&self) -> OffsetDeleteResponsePartition {
+        OffsetDeleteResponsePartition {
+            partition_index: self.partition_index,
+            error_code: self.error_code,
+        }
     }
 }
 
@@ -215,7 +335,60 @@ impl Encode for OffsetDeleteResponseTopic {
     }
 }
 
+/// A borrowed view of [`OffsetDeleteResponseTopic`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OffsetDeleteResponseTopicView<'a> {
+    /// `Name`: `string`, versions 0+, map key.
+    pub name: &'a str,
+    /// `Partitions`: `[]OffsetDeleteResponsePartition`, versions 0+.
+    pub partitions: ArrayView<'a, OffsetDeleteResponsePartitionView<'a>>,
+}
+
+impl Default for OffsetDeleteResponseTopicView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            partitions: ArrayView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for OffsetDeleteResponseTopicView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = false;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        Ok(Self {
+            name: f_name,
+            partitions: f_partitions,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for OffsetDeleteResponseTopicView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for OffsetDeleteResponseTopicView<'_> {
+    type Owned = OffsetDeleteResponseTopic;
+    fn to_message(&self) -> OffsetDeleteResponseTopic {
+        OffsetDeleteResponseTopic {
+            name: StrBytes::from(self.name),
+            partitions: self.partitions.iter().map(|e0| e0.to_message()).collect(),
+        }
+    }
+}
+
 impl Message for OffsetDeleteResponse {
+    type View<'a> = OffsetDeleteResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = None;
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

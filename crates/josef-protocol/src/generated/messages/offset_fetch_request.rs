@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -260,6 +261,125 @@ impl Encode for OffsetFetchRequest {
     }
 }
 
+/// A borrowed view of [`OffsetFetchRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OffsetFetchRequestView<'a> {
+    /// `GroupId`: `string`, versions 0-7.
+    pub group_id: &'a str,
+    /// `Topics`: `[]OffsetFetchRequestTopic`, versions 0-7, nullable in 2-7.
+    pub topics: Option<ArrayView<'a, OffsetFetchRequestTopicView<'a>>>,
+    /// `Groups`: `[]OffsetFetchRequestGroup`, versions 8+.
+    pub groups: ArrayView<'a, OffsetFetchRequestGroupView<'a>>,
+    /// `RequireStable`: `bool`, versions 7+, default `false`.
+    pub require_stable: bool,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for OffsetFetchRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            group_id: "",
+            topics: Some(ArrayView::empty()),
+            groups: ArrayView::empty(),
+            require_stable: false,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for OffsetFetchRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=9).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "OffsetFetchRequest",
+                version,
+            });
+        }
+        let flexible = version >= 6;
+        let f_group_id = if version <= 7 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_topics = if version <= 7 {
+            if (2..=7).contains(&version) {
+                read::get_nullable_array(buf, flexible, version)
+            } else {
+                read::get_array(buf, flexible, version).map(Some)
+            }?
+        } else {
+            Some(ArrayView::empty())
+        };
+        let f_groups = if version >= 8 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let f_require_stable = if version >= 7 {
+            read::get_bool(buf)?
+        } else {
+            false
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            group_id: f_group_id,
+            topics: f_topics,
+            groups: f_groups,
+            require_stable: f_require_stable,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for OffsetFetchRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for OffsetFetchRequestView<'_> {
+    type Owned = OffsetFetchRequest;
+    fn to_message(&self) -> OffsetFetchRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        OffsetFetchRequest {
+            group_id: StrBytes::from(self.group_id),
+            topics: self
+                .topics
+                .map(|v| v.iter().map(|e0| e0.to_message()).collect()),
+            groups: self.groups.iter().map(|e0| e0.to_message()).collect(),
+            require_stable: self.require_stable,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `OffsetFetchRequestTopic` struct of `OffsetFetchRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetFetchRequestTopic {
@@ -378,6 +498,94 @@ impl Encode for OffsetFetchRequestTopic {
     }
 }
 
+/// A borrowed view of [`OffsetFetchRequestTopic`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OffsetFetchRequestTopicView<'a> {
+    /// `Name`: `string`, versions 0-7.
+    pub name: &'a str,
+    /// `PartitionIndexes`: `[]int32`, versions 0-7.
+    pub partition_indexes: ArrayView<'a, i32>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for OffsetFetchRequestTopicView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            partition_indexes: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for OffsetFetchRequestTopicView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 6;
+        let f_name = if version <= 7 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_partition_indexes = if version <= 7 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            partition_indexes: f_partition_indexes,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for OffsetFetchRequestTopicView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for OffsetFetchRequestTopicView<'_> {
+    type Owned = OffsetFetchRequestTopic;
+    fn to_message(&self) -> OffsetFetchRequestTopic {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        OffsetFetchRequestTopic {
+            name: StrBytes::from(self.name),
+            partition_indexes: self.partition_indexes.iter().collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `OffsetFetchRequestTopics` struct of `OffsetFetchRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetFetchRequestTopics {
@@ -493,6 +701,94 @@ impl Encode for OffsetFetchRequestTopics {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`OffsetFetchRequestTopics`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OffsetFetchRequestTopicsView<'a> {
+    /// `Name`: `string`, versions 8+.
+    pub name: &'a str,
+    /// `PartitionIndexes`: `[]int32`, versions 8+.
+    pub partition_indexes: ArrayView<'a, i32>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for OffsetFetchRequestTopicsView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            partition_indexes: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for OffsetFetchRequestTopicsView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 6;
+        let f_name = if version >= 8 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_partition_indexes = if version >= 8 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            partition_indexes: f_partition_indexes,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for OffsetFetchRequestTopicsView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for OffsetFetchRequestTopicsView<'_> {
+    type Owned = OffsetFetchRequestTopics;
+    fn to_message(&self) -> OffsetFetchRequestTopics {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        OffsetFetchRequestTopics {
+            name: StrBytes::from(self.name),
+            partition_indexes: self.partition_indexes.iter().collect(),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -657,7 +953,118 @@ impl Encode for OffsetFetchRequestGroup {
     }
 }
 
+/// A borrowed view of [`OffsetFetchRequestGroup`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OffsetFetchRequestGroupView<'a> {
+    /// `GroupId`: `string`, versions 8+.
+    pub group_id: &'a str,
+    /// `MemberId`: `string`, versions 9+, nullable in 9+, default null, ignorable.
+    pub member_id: Option<&'a str>,
+    /// `MemberEpoch`: `int32`, versions 9+, default `-1`, ignorable.
+    pub member_epoch: i32,
+    /// `Topics`: `[]OffsetFetchRequestTopics`, versions 8+, nullable in 8+.
+    pub topics: Option<ArrayView<'a, OffsetFetchRequestTopicsView<'a>>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for OffsetFetchRequestGroupView<'_> {
+    fn default() -> Self {
+        Self {
+            group_id: "",
+            member_id: None,
+            member_epoch: -1,
+            topics: Some(ArrayView::empty()),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for OffsetFetchRequestGroupView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 6;
+        let f_group_id = if version >= 8 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_member_id = if version >= 9 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            None
+        };
+        let f_member_epoch = if version >= 9 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let f_topics = if version >= 8 {
+            read::get_nullable_array(buf, flexible, version)?
+        } else {
+            Some(ArrayView::empty())
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            group_id: f_group_id,
+            member_id: f_member_id,
+            member_epoch: f_member_epoch,
+            topics: f_topics,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for OffsetFetchRequestGroupView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for OffsetFetchRequestGroupView<'_> {
+    type Owned = OffsetFetchRequestGroup;
+    fn to_message(&self) -> OffsetFetchRequestGroup {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        OffsetFetchRequestGroup {
+            group_id: StrBytes::from(self.group_id),
+            member_id: self.member_id.map(|v| StrBytes::from(v)),
+            member_epoch: self.member_epoch,
+            topics: self
+                .topics
+                .map(|v| v.iter().map(|e0| e0.to_message()).collect()),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for OffsetFetchRequest {
+    type View<'a> = OffsetFetchRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 9 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(6);
     const DEPRECATED_VERSIONS: Option<VersionRange> = Some(VersionRange { min: 0, max: 0 });

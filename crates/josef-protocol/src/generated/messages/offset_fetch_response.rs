@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -196,6 +197,115 @@ impl Encode for OffsetFetchResponse {
     }
 }
 
+/// A borrowed view of [`OffsetFetchResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OffsetFetchResponseView<'a> {
+    /// `ThrottleTimeMs`: `int32`, versions 3+, ignorable.
+    pub throttle_time_ms: i32,
+    /// `Topics`: `[]OffsetFetchResponseTopic`, versions 0-7.
+    pub topics: ArrayView<'a, OffsetFetchResponseTopicView<'a>>,
+    /// `ErrorCode`: `int16`, versions 2-7, default `0`, ignorable.
+    pub error_code: i16,
+    /// `Groups`: `[]OffsetFetchResponseGroup`, versions 8+.
+    pub groups: ArrayView<'a, OffsetFetchResponseGroupView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for OffsetFetchResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            topics: ArrayView::empty(),
+            error_code: 0,
+            groups: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for OffsetFetchResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=9).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "OffsetFetchResponse",
+                version,
+            });
+        }
+        let flexible = version >= 6;
+        let f_throttle_time_ms = if version >= 3 { read::get_i32(buf)? } else { 0 };
+        let f_topics = if version <= 7 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let f_error_code = if (2..=7).contains(&version) {
+            read::get_i16(buf)?
+        } else {
+            0
+        };
+        let f_groups = if version >= 8 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            throttle_time_ms: f_throttle_time_ms,
+            topics: f_topics,
+            error_code: f_error_code,
+            groups: f_groups,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for OffsetFetchResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for OffsetFetchResponseView<'_> {
+    type Owned = OffsetFetchResponse;
+    fn to_message(&self) -> OffsetFetchResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        OffsetFetchResponse {
+            throttle_time_ms: self.throttle_time_ms,
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            error_code: self.error_code,
+            groups: self.groups.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `OffsetFetchResponsePartition` struct of `OffsetFetchResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetFetchResponsePartition {
@@ -350,6 +460,112 @@ impl Encode for OffsetFetchResponsePartition {
     }
 }
 
+/// A borrowed view of [`OffsetFetchResponsePartition`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OffsetFetchResponsePartitionView<'a> {
+    /// `PartitionIndex`: `int32`, versions 0-7.
+    pub partition_index: i32,
+    /// `CommittedOffset`: `int64`, versions 0-7.
+    pub committed_offset: i64,
+    /// `CommittedLeaderEpoch`: `int32`, versions 5-7, default `-1`, ignorable.
+    pub committed_leader_epoch: i32,
+    /// `Metadata`: `string`, versions 0-7, nullable in 0-7.
+    pub metadata: Option<&'a str>,
+    /// `ErrorCode`: `int16`, versions 0-7.
+    pub error_code: i16,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for OffsetFetchResponsePartitionView<'_> {
+    fn default() -> Self {
+        Self {
+            partition_index: 0,
+            committed_offset: 0,
+            committed_leader_epoch: -1,
+            metadata: Some(""),
+            error_code: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for OffsetFetchResponsePartitionView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 6;
+        let f_partition_index = if version <= 7 { read::get_i32(buf)? } else { 0 };
+        let f_committed_offset = if version <= 7 { read::get_i64(buf)? } else { 0 };
+        let f_committed_leader_epoch = if (5..=7).contains(&version) {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let f_metadata = if version <= 7 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            Some("")
+        };
+        let f_error_code = if version <= 7 { read::get_i16(buf)? } else { 0 };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            partition_index: f_partition_index,
+            committed_offset: f_committed_offset,
+            committed_leader_epoch: f_committed_leader_epoch,
+            metadata: f_metadata,
+            error_code: f_error_code,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for OffsetFetchResponsePartitionView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for OffsetFetchResponsePartitionView<'_> {
+    type Owned = OffsetFetchResponsePartition;
+    fn to_message(&self) -> OffsetFetchResponsePartition {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        OffsetFetchResponsePartition {
+            partition_index: self.partition_index,
+            committed_offset: self.committed_offset,
+            committed_leader_epoch: self.committed_leader_epoch,
+            metadata: self.metadata.map(|v| StrBytes::from(v)),
+            error_code: self.error_code,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `OffsetFetchResponseTopic` struct of `OffsetFetchResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetFetchResponseTopic {
@@ -470,6 +686,94 @@ impl Encode for OffsetFetchResponseTopic {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`OffsetFetchResponseTopic`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OffsetFetchResponseTopicView<'a> {
+    /// `Name`: `string`, versions 0-7.
+    pub name: &'a str,
+    /// `Partitions`: `[]OffsetFetchResponsePartition`, versions 0-7.
+    pub partitions: ArrayView<'a, OffsetFetchResponsePartitionView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for OffsetFetchResponseTopicView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for OffsetFetchResponseTopicView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 6;
+        let f_name = if version <= 7 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_partitions = if version <= 7 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for OffsetFetchResponseTopicView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for OffsetFetchResponseTopicView<'_> {
+    type Owned = OffsetFetchResponseTopic;
+    fn to_message(&self) -> OffsetFetchResponseTopic {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        OffsetFetchResponseTopic {
+            name: StrBytes::from(self.name),
+            partitions: self.partitions.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -627,6 +931,112 @@ impl Encode for OffsetFetchResponsePartitions {
     }
 }
 
+/// A borrowed view of [`OffsetFetchResponsePartitions`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OffsetFetchResponsePartitionsView<'a> {
+    /// `PartitionIndex`: `int32`, versions 8+.
+    pub partition_index: i32,
+    /// `CommittedOffset`: `int64`, versions 8+.
+    pub committed_offset: i64,
+    /// `CommittedLeaderEpoch`: `int32`, versions 8+, default `-1`, ignorable.
+    pub committed_leader_epoch: i32,
+    /// `Metadata`: `string`, versions 8+, nullable in 8+.
+    pub metadata: Option<&'a str>,
+    /// `ErrorCode`: `int16`, versions 8+.
+    pub error_code: i16,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for OffsetFetchResponsePartitionsView<'_> {
+    fn default() -> Self {
+        Self {
+            partition_index: 0,
+            committed_offset: 0,
+            committed_leader_epoch: -1,
+            metadata: Some(""),
+            error_code: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for OffsetFetchResponsePartitionsView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 6;
+        let f_partition_index = if version >= 8 { read::get_i32(buf)? } else { 0 };
+        let f_committed_offset = if version >= 8 { read::get_i64(buf)? } else { 0 };
+        let f_committed_leader_epoch = if version >= 8 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let f_metadata = if version >= 8 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            Some("")
+        };
+        let f_error_code = if version >= 8 { read::get_i16(buf)? } else { 0 };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            partition_index: f_partition_index,
+            committed_offset: f_committed_offset,
+            committed_leader_epoch: f_committed_leader_epoch,
+            metadata: f_metadata,
+            error_code: f_error_code,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for OffsetFetchResponsePartitionsView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for OffsetFetchResponsePartitionsView<'_> {
+    type Owned = OffsetFetchResponsePartitions;
+    fn to_message(&self) -> OffsetFetchResponsePartitions {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        OffsetFetchResponsePartitions {
+            partition_index: self.partition_index,
+            committed_offset: self.committed_offset,
+            committed_leader_epoch: self.committed_leader_epoch,
+            metadata: self.metadata.map(|v| StrBytes::from(v)),
+            error_code: self.error_code,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `OffsetFetchResponseTopics` struct of `OffsetFetchResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetFetchResponseTopics {
@@ -747,6 +1157,94 @@ impl Encode for OffsetFetchResponseTopics {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`OffsetFetchResponseTopics`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OffsetFetchResponseTopicsView<'a> {
+    /// `Name`: `string`, versions 8+.
+    pub name: &'a str,
+    /// `Partitions`: `[]OffsetFetchResponsePartitions`, versions 8+.
+    pub partitions: ArrayView<'a, OffsetFetchResponsePartitionsView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for OffsetFetchResponseTopicsView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for OffsetFetchResponseTopicsView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 6;
+        let f_name = if version >= 8 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_partitions = if version >= 8 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for OffsetFetchResponseTopicsView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for OffsetFetchResponseTopicsView<'_> {
+    type Owned = OffsetFetchResponseTopics;
+    fn to_message(&self) -> OffsetFetchResponseTopics {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        OffsetFetchResponseTopics {
+            name: StrBytes::from(self.name),
+            partitions: self.partitions.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -890,7 +1388,102 @@ impl Encode for OffsetFetchResponseGroup {
     }
 }
 
+/// A borrowed view of [`OffsetFetchResponseGroup`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OffsetFetchResponseGroupView<'a> {
+    /// `GroupId`: `string`, versions 8+.
+    pub group_id: &'a str,
+    /// `Topics`: `[]OffsetFetchResponseTopics`, versions 8+.
+    pub topics: ArrayView<'a, OffsetFetchResponseTopicsView<'a>>,
+    /// `ErrorCode`: `int16`, versions 8+, default `0`.
+    pub error_code: i16,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for OffsetFetchResponseGroupView<'_> {
+    fn default() -> Self {
+        Self {
+            group_id: "",
+            topics: ArrayView::empty(),
+            error_code: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for OffsetFetchResponseGroupView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 6;
+        let f_group_id = if version >= 8 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_topics = if version >= 8 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let f_error_code = if version >= 8 { read::get_i16(buf)? } else { 0 };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            group_id: f_group_id,
+            topics: f_topics,
+            error_code: f_error_code,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for OffsetFetchResponseGroupView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for OffsetFetchResponseGroupView<'_> {
+    type Owned = OffsetFetchResponseGroup;
+    fn to_message(&self) -> OffsetFetchResponseGroup {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        OffsetFetchResponseGroup {
+            group_id: StrBytes::from(self.group_id),
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            error_code: self.error_code,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for OffsetFetchResponse {
+    type View<'a> = OffsetFetchResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 9 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(6);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -136,6 +137,95 @@ impl Encode for OffsetForLeaderEpochRequest {
     }
 }
 
+/// A borrowed view of [`OffsetForLeaderEpochRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OffsetForLeaderEpochRequestView<'a> {
+    /// `ReplicaId`: `int32`, versions 3+, default `-2`, ignorable.
+    pub replica_id: i32,
+    /// `Topics`: `[]OffsetForLeaderTopic`, versions 0+.
+    pub topics: ArrayView<'a, OffsetForLeaderTopicView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for OffsetForLeaderEpochRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            replica_id: -2,
+            topics: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for OffsetForLeaderEpochRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=4).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "OffsetForLeaderEpochRequest",
+                version,
+            });
+        }
+        let flexible = version >= 4;
+        let f_replica_id = if version >= 3 {
+            read::get_i32(buf)?
+        } else {
+            -2
+        };
+        let f_topics = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            replica_id: f_replica_id,
+            topics: f_topics,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for OffsetForLeaderEpochRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for OffsetForLeaderEpochRequestView<'_> {
+    type Owned = OffsetForLeaderEpochRequest;
+    fn to_message(&self) -> OffsetForLeaderEpochRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        OffsetForLeaderEpochRequest {
+            replica_id: self.replica_id,
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `OffsetForLeaderPartition` struct of `OffsetForLeaderEpochRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetForLeaderPartition {
@@ -229,6 +319,96 @@ impl Encode for OffsetForLeaderPartition {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`OffsetForLeaderPartition`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OffsetForLeaderPartitionView<'a> {
+    /// `Partition`: `int32`, versions 0+.
+    pub partition: i32,
+    /// `CurrentLeaderEpoch`: `int32`, versions 2+, default `-1`, ignorable.
+    pub current_leader_epoch: i32,
+    /// `LeaderEpoch`: `int32`, versions 0+.
+    pub leader_epoch: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for OffsetForLeaderPartitionView<'_> {
+    fn default() -> Self {
+        Self {
+            partition: 0,
+            current_leader_epoch: -1,
+            leader_epoch: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for OffsetForLeaderPartitionView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 4;
+        let f_partition = read::get_i32(buf)?;
+        let f_current_leader_epoch = if version >= 2 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let f_leader_epoch = read::get_i32(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            partition: f_partition,
+            current_leader_epoch: f_current_leader_epoch,
+            leader_epoch: f_leader_epoch,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for OffsetForLeaderPartitionView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for OffsetForLeaderPartitionView<'_> {
+    type Owned = OffsetForLeaderPartition;
+    fn to_message(&self) -> OffsetForLeaderPartition {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        OffsetForLeaderPartition {
+            partition: self.partition,
+            current_leader_epoch: self.current_leader_epoch,
+            leader_epoch: self.leader_epoch,
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -327,7 +507,88 @@ impl Encode for OffsetForLeaderTopic {
     }
 }
 
+/// A borrowed view of [`OffsetForLeaderTopic`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OffsetForLeaderTopicView<'a> {
+    /// `Topic`: `string`, versions 0+, map key.
+    pub topic: &'a str,
+    /// `Partitions`: `[]OffsetForLeaderPartition`, versions 0+.
+    pub partitions: ArrayView<'a, OffsetForLeaderPartitionView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for OffsetForLeaderTopicView<'_> {
+    fn default() -> Self {
+        Self {
+            topic: "",
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for OffsetForLeaderTopicView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 4;
+        let f_topic = read::get_str(buf, flexible)?;
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic: f_topic,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for OffsetForLeaderTopicView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for OffsetForLeaderTopicView<'_> {
+    type Owned = OffsetForLeaderTopic;
+    fn to_message(&self) -> OffsetForLeaderTopic {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        OffsetForLeaderTopic {
+            topic: StrBytes::from(self.topic),
+            partitions: self.partitions.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for OffsetForLeaderEpochRequest {
+    type View<'a> = OffsetForLeaderEpochRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(4);
     const DEPRECATED_VERSIONS: Option<VersionRange> = Some(VersionRange { min: 0, max: 1 });

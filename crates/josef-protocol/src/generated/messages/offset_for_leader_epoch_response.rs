@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -132,6 +133,91 @@ impl Encode for OffsetForLeaderEpochResponse {
     }
 }
 
+/// A borrowed view of [`OffsetForLeaderEpochResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OffsetForLeaderEpochResponseView<'a> {
+    /// `ThrottleTimeMs`: `int32`, versions 2+, ignorable.
+    pub throttle_time_ms: i32,
+    /// `Topics`: `[]OffsetForLeaderTopicResult`, versions 0+.
+    pub topics: ArrayView<'a, OffsetForLeaderTopicResultView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for OffsetForLeaderEpochResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            topics: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for OffsetForLeaderEpochResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=4).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "OffsetForLeaderEpochResponse",
+                version,
+            });
+        }
+        let flexible = version >= 4;
+        let f_throttle_time_ms = if version >= 2 { read::get_i32(buf)? } else { 0 };
+        let f_topics = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            throttle_time_ms: f_throttle_time_ms,
+            topics: f_topics,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for OffsetForLeaderEpochResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for OffsetForLeaderEpochResponseView<'_> {
+    type Owned = OffsetForLeaderEpochResponse;
+    fn to_message(&self) -> OffsetForLeaderEpochResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        OffsetForLeaderEpochResponse {
+            throttle_time_ms: self.throttle_time_ms,
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `EpochEndOffset` struct of `OffsetForLeaderEpochResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EpochEndOffset {
@@ -235,6 +321,102 @@ impl Encode for EpochEndOffset {
     }
 }
 
+/// A borrowed view of [`EpochEndOffset`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EpochEndOffsetView<'a> {
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `Partition`: `int32`, versions 0+.
+    pub partition: i32,
+    /// `LeaderEpoch`: `int32`, versions 1+, default `-1`, ignorable.
+    pub leader_epoch: i32,
+    /// `EndOffset`: `int64`, versions 0+, default `-1`.
+    pub end_offset: i64,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for EpochEndOffsetView<'_> {
+    fn default() -> Self {
+        Self {
+            error_code: 0,
+            partition: 0,
+            leader_epoch: -1,
+            end_offset: -1,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for EpochEndOffsetView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 4;
+        let f_error_code = read::get_i16(buf)?;
+        let f_partition = read::get_i32(buf)?;
+        let f_leader_epoch = if version >= 1 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let f_end_offset = read::get_i64(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            error_code: f_error_code,
+            partition: f_partition,
+            leader_epoch: f_leader_epoch,
+            end_offset: f_end_offset,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for EpochEndOffsetView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for EpochEndOffsetView<'_> {
+    type Owned = EpochEndOffset;
+    fn to_message(&self) -> EpochEndOffset {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        EpochEndOffset {
+            error_code: self.error_code,
+            partition: self.partition,
+            leader_epoch: self.leader_epoch,
+            end_offset: self.end_offset,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `OffsetForLeaderTopicResult` struct of `OffsetForLeaderEpochResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OffsetForLeaderTopicResult {
@@ -329,7 +511,88 @@ impl Encode for OffsetForLeaderTopicResult {
     }
 }
 
+/// A borrowed view of [`OffsetForLeaderTopicResult`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OffsetForLeaderTopicResultView<'a> {
+    /// `Topic`: `string`, versions 0+, map key.
+    pub topic: &'a str,
+    /// `Partitions`: `[]EpochEndOffset`, versions 0+.
+    pub partitions: ArrayView<'a, EpochEndOffsetView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for OffsetForLeaderTopicResultView<'_> {
+    fn default() -> Self {
+        Self {
+            topic: "",
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for OffsetForLeaderTopicResultView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 4;
+        let f_topic = read::get_str(buf, flexible)?;
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic: f_topic,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for OffsetForLeaderTopicResultView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for OffsetForLeaderTopicResultView<'_> {
+    type Owned = OffsetForLeaderTopicResult;
+    fn to_message(&self) -> OffsetForLeaderTopicResult {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        OffsetForLeaderTopicResult {
+            topic: StrBytes::from(self.topic),
+            partitions: self.partitions.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for OffsetForLeaderEpochResponse {
+    type View<'a> = OffsetForLeaderEpochResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(4);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -155,6 +156,107 @@ impl Encode for ProduceRequest {
     }
 }
 
+/// A borrowed view of [`ProduceRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProduceRequestView<'a> {
+    /// `TransactionalId`: `string`, versions 3+, nullable in 3+, default null.
+    pub transactional_id: Option<&'a str>,
+    /// `Acks`: `int16`, versions 0+.
+    pub acks: i16,
+    /// `TimeoutMs`: `int32`, versions 0+.
+    pub timeout_ms: i32,
+    /// `TopicData`: `[]TopicProduceData`, versions 0+.
+    pub topic_data: ArrayView<'a, TopicProduceDataView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ProduceRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            transactional_id: None,
+            acks: 0,
+            timeout_ms: 0,
+            topic_data: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ProduceRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=11).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ProduceRequest",
+                version,
+            });
+        }
+        let flexible = version >= 9;
+        let f_transactional_id = if version >= 3 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            None
+        };
+        let f_acks = read::get_i16(buf)?;
+        let f_timeout_ms = read::get_i32(buf)?;
+        let f_topic_data = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            transactional_id: f_transactional_id,
+            acks: f_acks,
+            timeout_ms: f_timeout_ms,
+            topic_data: f_topic_data,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ProduceRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ProduceRequestView<'_> {
+    type Owned = ProduceRequest;
+    fn to_message(&self) -> ProduceRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ProduceRequest {
+            transactional_id: self.transactional_id.map(|v| StrBytes::from(v)),
+            acks: self.acks,
+            timeout_ms: self.timeout_ms,
+            topic_data: self.topic_data.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `PartitionProduceData` struct of `ProduceRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartitionProduceData {
@@ -233,6 +335,86 @@ impl Encode for PartitionProduceData {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`PartitionProduceData`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PartitionProduceDataView<'a> {
+    /// `Index`: `int32`, versions 0+.
+    pub index: i32,
+    /// `Records`: `records`, versions 0+, nullable in 0+.
+    pub records: Option<&'a [u8]>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for PartitionProduceDataView<'_> {
+    fn default() -> Self {
+        Self {
+            index: 0,
+            records: None,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for PartitionProduceDataView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 9;
+        let f_index = read::get_i32(buf)?;
+        let f_records = read::get_nullable_bytes(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            index: f_index,
+            records: f_records,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for PartitionProduceDataView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for PartitionProduceDataView<'_> {
+    type Owned = PartitionProduceData;
+    fn to_message(&self) -> PartitionProduceData {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        PartitionProduceData {
+            index: self.index,
+            records: self.records.map(|v| Bytes::copy_from_slice(v)),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -331,7 +513,92 @@ impl Encode for TopicProduceData {
     }
 }
 
+/// A borrowed view of [`TopicProduceData`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TopicProduceDataView<'a> {
+    /// `Name`: `string`, versions 0+, map key.
+    pub name: &'a str,
+    /// `PartitionData`: `[]PartitionProduceData`, versions 0+.
+    pub partition_data: ArrayView<'a, PartitionProduceDataView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for TopicProduceDataView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            partition_data: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for TopicProduceDataView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 9;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_partition_data = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            partition_data: f_partition_data,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for TopicProduceDataView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for TopicProduceDataView<'_> {
+    type Owned = TopicProduceData;
+    fn to_message(&self) -> TopicProduceData {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        TopicProduceData {
+            name: StrBytes::from(self.name),
+            partition_data: self
+                .partition_data
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for ProduceRequest {
+    type View<'a> = ProduceRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 11 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(9);
     const DEPRECATED_VERSIONS: Option<VersionRange> = Some(VersionRange { min: 0, max: 6 });

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -178,6 +179,107 @@ impl Encode for ProduceResponse {
     }
 }
 
+/// A borrowed view of [`ProduceResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProduceResponseView<'a> {
+    /// `Responses`: `[]TopicProduceResponse`, versions 0+.
+    pub responses: ArrayView<'a, TopicProduceResponseView<'a>>,
+    /// `ThrottleTimeMs`: `int32`, versions 1+, default `0`, ignorable.
+    pub throttle_time_ms: i32,
+    /// `NodeEndpoints`: `[]NodeEndpoint`, versions 10+, tagged field 0 in 10+.
+    pub node_endpoints: ArrayView<'a, NodeEndpointView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ProduceResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            responses: ArrayView::empty(),
+            throttle_time_ms: 0,
+            node_endpoints: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ProduceResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=11).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ProduceResponse",
+                version,
+            });
+        }
+        let flexible = version >= 9;
+        let f_responses = read::get_array(buf, flexible, version)?;
+        let f_throttle_time_ms = if version >= 1 { read::get_i32(buf)? } else { 0 };
+        let mut f_node_endpoints = ArrayView::empty();
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    0 if version >= 10 => {
+                        let buf = &mut data;
+                        f_node_endpoints = read::get_array(buf, true, version)?;
+                        read::expect_consumed(buf, "ProduceResponse.NodeEndpoints")?;
+                    }
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            responses: f_responses,
+            throttle_time_ms: f_throttle_time_ms,
+            node_endpoints: f_node_endpoints,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ProduceResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ProduceResponseView<'_> {
+    type Owned = ProduceResponse;
+    fn to_message(&self) -> ProduceResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                0 if version >= 10 => true,
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ProduceResponse {
+            responses: self.responses.iter().map(|e0| e0.to_message()).collect(),
+            throttle_time_ms: self.throttle_time_ms,
+            node_endpoints: self
+                .node_endpoints
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `BatchIndexAndErrorMessage` struct of `ProduceResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BatchIndexAndErrorMessage {
@@ -280,6 +382,90 @@ impl Encode for BatchIndexAndErrorMessage {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`BatchIndexAndErrorMessage`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BatchIndexAndErrorMessageView<'a> {
+    /// `BatchIndex`: `int32`, versions 8+.
+    pub batch_index: i32,
+    /// `BatchIndexErrorMessage`: `string`, versions 8+, nullable in 8+, default null.
+    pub batch_index_error_message: Option<&'a str>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for BatchIndexAndErrorMessageView<'_> {
+    fn default() -> Self {
+        Self {
+            batch_index: 0,
+            batch_index_error_message: None,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for BatchIndexAndErrorMessageView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 9;
+        let f_batch_index = if version >= 8 { read::get_i32(buf)? } else { 0 };
+        let f_batch_index_error_message = if version >= 8 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            None
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            batch_index: f_batch_index,
+            batch_index_error_message: f_batch_index_error_message,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for BatchIndexAndErrorMessageView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for BatchIndexAndErrorMessageView<'_> {
+    type Owned = BatchIndexAndErrorMessage;
+    fn to_message(&self) -> BatchIndexAndErrorMessage {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        BatchIndexAndErrorMessage {
+            batch_index: self.batch_index,
+            batch_index_error_message: self.batch_index_error_message.map(|v| StrBytes::from(v)),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -389,6 +575,94 @@ impl Encode for LeaderIdAndEpoch {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`LeaderIdAndEpoch`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LeaderIdAndEpochView<'a> {
+    /// `LeaderId`: `int32`, versions 10+, default `-1`.
+    pub leader_id: i32,
+    /// `LeaderEpoch`: `int32`, versions 10+, default `-1`.
+    pub leader_epoch: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for LeaderIdAndEpochView<'_> {
+    fn default() -> Self {
+        Self {
+            leader_id: -1,
+            leader_epoch: -1,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for LeaderIdAndEpochView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 9;
+        let f_leader_id = if version >= 10 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let f_leader_epoch = if version >= 10 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            leader_id: f_leader_id,
+            leader_epoch: f_leader_epoch,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for LeaderIdAndEpochView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for LeaderIdAndEpochView<'_> {
+    type Owned = LeaderIdAndEpoch;
+    fn to_message(&self) -> LeaderIdAndEpoch {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        LeaderIdAndEpoch {
+            leader_id: self.leader_id,
+            leader_epoch: self.leader_epoch,
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -581,6 +855,148 @@ impl Encode for PartitionProduceResponse {
     }
 }
 
+/// A borrowed view of [`PartitionProduceResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PartitionProduceResponseView<'a> {
+    /// `Index`: `int32`, versions 0+.
+    pub index: i32,
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `BaseOffset`: `int64`, versions 0+.
+    pub base_offset: i64,
+    /// `LogAppendTimeMs`: `int64`, versions 2+, default `-1`, ignorable.
+    pub log_append_time_ms: i64,
+    /// `LogStartOffset`: `int64`, versions 5+, default `-1`, ignorable.
+    pub log_start_offset: i64,
+    /// `RecordErrors`: `[]BatchIndexAndErrorMessage`, versions 8+, ignorable.
+    pub record_errors: ArrayView<'a, BatchIndexAndErrorMessageView<'a>>,
+    /// `ErrorMessage`: `string`, versions 8+, nullable in 8+, default null, ignorable.
+    pub error_message: Option<&'a str>,
+    /// `CurrentLeader`: `LeaderIdAndEpoch`, versions 10+, tagged field 0 in 10+.
+    pub current_leader: LeaderIdAndEpochView<'a>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for PartitionProduceResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            index: 0,
+            error_code: 0,
+            base_offset: 0,
+            log_append_time_ms: -1,
+            log_start_offset: -1,
+            record_errors: ArrayView::empty(),
+            error_message: None,
+            current_leader: Default::default(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for PartitionProduceResponseView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 9;
+        let f_index = read::get_i32(buf)?;
+        let f_error_code = read::get_i16(buf)?;
+        let f_base_offset = read::get_i64(buf)?;
+        let f_log_append_time_ms = if version >= 2 {
+            read::get_i64(buf)?
+        } else {
+            -1
+        };
+        let f_log_start_offset = if version >= 5 {
+            read::get_i64(buf)?
+        } else {
+            -1
+        };
+        let f_record_errors = if version >= 8 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let f_error_message = if version >= 8 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            None
+        };
+        let mut f_current_leader = Default::default();
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    0 if version >= 10 => {
+                        let buf = &mut data;
+                        f_current_leader = LeaderIdAndEpochView::decode_view(buf, version)?;
+                        read::expect_consumed(buf, "PartitionProduceResponse.CurrentLeader")?;
+                    }
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            index: f_index,
+            error_code: f_error_code,
+            base_offset: f_base_offset,
+            log_append_time_ms: f_log_append_time_ms,
+            log_start_offset: f_log_start_offset,
+            record_errors: f_record_errors,
+            error_message: f_error_message,
+            current_leader: f_current_leader,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for PartitionProduceResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for PartitionProduceResponseView<'_> {
+    type Owned = PartitionProduceResponse;
+    fn to_message(&self) -> PartitionProduceResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                0 if version >= 10 => true,
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        PartitionProduceResponse {
+            index: self.index,
+            error_code: self.error_code,
+            base_offset: self.base_offset,
+            log_append_time_ms: self.log_append_time_ms,
+            log_start_offset: self.log_start_offset,
+            record_errors: self
+                .record_errors
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            error_message: self.error_message.map(|v| StrBytes::from(v)),
+            current_leader: self.current_leader.to_message(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `TopicProduceResponse` struct of `ProduceResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopicProduceResponse {
@@ -673,6 +1089,90 @@ impl Encode for TopicProduceResponse {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`TopicProduceResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TopicProduceResponseView<'a> {
+    /// `Name`: `string`, versions 0+, map key.
+    pub name: &'a str,
+    /// `PartitionResponses`: `[]PartitionProduceResponse`, versions 0+.
+    pub partition_responses: ArrayView<'a, PartitionProduceResponseView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for TopicProduceResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            partition_responses: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for TopicProduceResponseView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 9;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_partition_responses = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            partition_responses: f_partition_responses,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for TopicProduceResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for TopicProduceResponseView<'_> {
+    type Owned = TopicProduceResponse;
+    fn to_message(&self) -> TopicProduceResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        TopicProduceResponse {
+            name: StrBytes::from(self.name),
+            partition_responses: self
+                .partition_responses
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -827,7 +1327,116 @@ impl Encode for NodeEndpoint {
     }
 }
 
+/// A borrowed view of [`NodeEndpoint`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NodeEndpointView<'a> {
+    /// `NodeId`: `int32`, versions 10+, map key.
+    pub node_id: i32,
+    /// `Host`: `string`, versions 10+.
+    pub host: &'a str,
+    /// `Port`: `int32`, versions 10+.
+    pub port: i32,
+    /// `Rack`: `string`, versions 10+, nullable in 10+, default null.
+    pub rack: Option<&'a str>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for NodeEndpointView<'_> {
+    fn default() -> Self {
+        Self {
+            node_id: 0,
+            host: "",
+            port: 0,
+            rack: None,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for NodeEndpointView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 9;
+        let f_node_id = if version >= 10 {
+            read::get_i32(buf)?
+        } else {
+            0
+        };
+        let f_host = if version >= 10 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_port = if version >= 10 {
+            read::get_i32(buf)?
+        } else {
+            0
+        };
+        let f_rack = if version >= 10 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            None
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            node_id: f_node_id,
+            host: f_host,
+            port: f_port,
+            rack: f_rack,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for NodeEndpointView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for NodeEndpointView<'_> {
+    type Owned = NodeEndpoint;
+    fn to_message(&self) -> NodeEndpoint {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        NodeEndpoint {
+            node_id: self.node_id,
+            host: StrBytes::from(self.host),
+            port: self.port,
+            rack: self.rack.map(|v| StrBytes::from(v)),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for ProduceResponse {
+    type View<'a> = ProduceResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 11 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(9);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

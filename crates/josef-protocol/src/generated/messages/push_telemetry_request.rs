@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -135,7 +136,111 @@ impl Encode for PushTelemetryRequest {
     }
 }
 
+/// A borrowed view of [`PushTelemetryRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PushTelemetryRequestView<'a> {
+    /// `ClientInstanceId`: `uuid`, versions 0+.
+    pub client_instance_id: Uuid,
+    /// `SubscriptionId`: `int32`, versions 0+.
+    pub subscription_id: i32,
+    /// `Terminating`: `bool`, versions 0+.
+    pub terminating: bool,
+    /// `CompressionType`: `int8`, versions 0+.
+    pub compression_type: i8,
+    /// `Metrics`: `bytes`, versions 0+.
+    pub metrics: &'a [u8],
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for PushTelemetryRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            client_instance_id: Uuid::ZERO,
+            subscription_id: 0,
+            terminating: false,
+            compression_type: 0,
+            metrics: &[],
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for PushTelemetryRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "PushTelemetryRequest",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_client_instance_id = read::get_uuid(buf)?;
+        let f_subscription_id = read::get_i32(buf)?;
+        let f_terminating = read::get_bool(buf)?;
+        let f_compression_type = read::get_i8(buf)?;
+        let f_metrics = read::get_bytes(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            client_instance_id: f_client_instance_id,
+            subscription_id: f_subscription_id,
+            terminating: f_terminating,
+            compression_type: f_compression_type,
+            metrics: f_metrics,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for PushTelemetryRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for PushTelemetryRequestView<'_> {
+    type Owned = PushTelemetryRequest;
+    fn to_message(&self) -> PushTelemetryRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        PushTelemetryRequest {
+            client_instance_id: self.client_instance_id,
+            subscription_id: self.subscription_id,
+            terminating: self.terminating,
+            compression_type: self.compression_type,
+            metrics: Bytes::copy_from_slice(self.metrics),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for PushTelemetryRequest {
+    type View<'a> = PushTelemetryRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -121,7 +122,99 @@ impl Encode for RemoveRaftVoterRequest {
     }
 }
 
+/// A borrowed view of [`RemoveRaftVoterRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RemoveRaftVoterRequestView<'a> {
+    /// `ClusterId`: `string`, versions 0+, nullable in 0+.
+    pub cluster_id: Option<&'a str>,
+    /// `VoterId`: `int32`, versions 0+.
+    pub voter_id: i32,
+    /// `VoterDirectoryId`: `uuid`, versions 0+.
+    pub voter_directory_id: Uuid,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for RemoveRaftVoterRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            cluster_id: Some(""),
+            voter_id: 0,
+            voter_directory_id: Uuid::ZERO,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for RemoveRaftVoterRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "RemoveRaftVoterRequest",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_cluster_id = read::get_nullable_str(buf, flexible)?;
+        let f_voter_id = read::get_i32(buf)?;
+        let f_voter_directory_id = read::get_uuid(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            cluster_id: f_cluster_id,
+            voter_id: f_voter_id,
+            voter_directory_id: f_voter_directory_id,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for RemoveRaftVoterRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for RemoveRaftVoterRequestView<'_> {
+    type Owned = RemoveRaftVoterRequest;
+    fn to_message(&self) -> RemoveRaftVoterRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        RemoveRaftVoterRequest {
+            cluster_id: self.cluster_id.map(|v| StrBytes::from(v)),
+            voter_id: self.voter_id,
+            voter_directory_id: self.voter_directory_id,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for RemoveRaftVoterRequest {
+    type View<'a> = RemoveRaftVoterRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

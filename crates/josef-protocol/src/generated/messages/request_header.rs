@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -134,7 +135,109 @@ impl Encode for RequestHeader {
     }
 }
 
+/// A borrowed view of [`RequestHeader`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RequestHeaderView<'a> {
+    /// `RequestApiKey`: `int16`, versions 0+.
+    pub request_api_key: i16,
+    /// `RequestApiVersion`: `int16`, versions 0+.
+    pub request_api_version: i16,
+    /// `CorrelationId`: `int32`, versions 0+.
+    pub correlation_id: i32,
+    /// `ClientId`: `string`, versions 1+, nullable in 1+, ignorable, never compact.
+    pub client_id: Option<&'a str>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for RequestHeaderView<'_> {
+    fn default() -> Self {
+        Self {
+            request_api_key: 0,
+            request_api_version: 0,
+            correlation_id: 0,
+            client_id: Some(""),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for RequestHeaderView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=2).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "RequestHeader",
+                version,
+            });
+        }
+        let flexible = version >= 2;
+        let f_request_api_key = read::get_i16(buf)?;
+        let f_request_api_version = read::get_i16(buf)?;
+        let f_correlation_id = read::get_i32(buf)?;
+        let f_client_id = if version >= 1 {
+            read::get_nullable_str(buf, false)?
+        } else {
+            Some("")
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            request_api_key: f_request_api_key,
+            request_api_version: f_request_api_version,
+            correlation_id: f_correlation_id,
+            client_id: f_client_id,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for RequestHeaderView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for RequestHeaderView<'_> {
+    type Owned = RequestHeader;
+    fn to_message(&self) -> RequestHeader {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        RequestHeader {
+            request_api_key: self.request_api_key,
+            request_api_version: self.request_api_version,
+            correlation_id: self.correlation_id,
+            client_id: self.client_id.map(|v| StrBytes::from(v)),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for RequestHeader {
+    type View<'a> = RequestHeaderView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 2 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(2);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

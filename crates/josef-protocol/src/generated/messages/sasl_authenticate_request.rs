@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -107,7 +108,87 @@ impl Encode for SaslAuthenticateRequest {
     }
 }
 
+/// A borrowed view of [`SaslAuthenticateRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SaslAuthenticateRequestView<'a> {
+    /// `AuthBytes`: `bytes`, versions 0+.
+    pub auth_bytes: &'a [u8],
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for SaslAuthenticateRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            auth_bytes: &[],
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for SaslAuthenticateRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=2).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "SaslAuthenticateRequest",
+                version,
+            });
+        }
+        let flexible = version >= 2;
+        let f_auth_bytes = read::get_bytes(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            auth_bytes: f_auth_bytes,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for SaslAuthenticateRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for SaslAuthenticateRequestView<'_> {
+    type Owned = SaslAuthenticateRequest;
+    fn to_message(&self) -> SaslAuthenticateRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        SaslAuthenticateRequest {
+            auth_bytes: Bytes::copy_from_slice(self.auth_bytes),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for SaslAuthenticateRequest {
+    type View<'a> = SaslAuthenticateRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 2 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(2);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

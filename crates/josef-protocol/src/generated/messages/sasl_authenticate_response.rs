@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -132,7 +133,105 @@ impl Encode for SaslAuthenticateResponse {
     }
 }
 
+/// A borrowed view of [`SaslAuthenticateResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SaslAuthenticateResponseView<'a> {
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `ErrorMessage`: `string`, versions 0+, nullable in 0+.
+    pub error_message: Option<&'a str>,
+    /// `AuthBytes`: `bytes`, versions 0+.
+    pub auth_bytes: &'a [u8],
+    /// `SessionLifetimeMs`: `int64`, versions 1+, default `0`, ignorable.
+    pub session_lifetime_ms: i64,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for SaslAuthenticateResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            error_code: 0,
+            error_message: Some(""),
+            auth_bytes: &[],
+            session_lifetime_ms: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for SaslAuthenticateResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=2).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "SaslAuthenticateResponse",
+                version,
+            });
+        }
+        let flexible = version >= 2;
+        let f_error_code = read::get_i16(buf)?;
+        let f_error_message = read::get_nullable_str(buf, flexible)?;
+        let f_auth_bytes = read::get_bytes(buf, flexible)?;
+        let f_session_lifetime_ms = if version >= 1 { read::get_i64(buf)? } else { 0 };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            error_code: f_error_code,
+            error_message: f_error_message,
+            auth_bytes: f_auth_bytes,
+            session_lifetime_ms: f_session_lifetime_ms,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for SaslAuthenticateResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for SaslAuthenticateResponseView<'_> {
+    type Owned = SaslAuthenticateResponse;
+    fn to_message(&self) -> SaslAuthenticateResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        SaslAuthenticateResponse {
+            error_code: self.error_code,
+            error_message: self.error_message.map(|v| StrBytes::from(v)),
+            auth_bytes: Bytes::copy_from_slice(self.auth_bytes),
+            session_lifetime_ms: self.session_lifetime_ms,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for SaslAuthenticateResponse {
+    type View<'a> = SaslAuthenticateResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 2 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(2);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

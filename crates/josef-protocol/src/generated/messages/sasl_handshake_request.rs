@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -75,7 +76,57 @@ impl Encode for SaslHandshakeRequest {
     }
 }
 
+/// A borrowed view of [`SaslHandshakeRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SaslHandshakeRequestView<'a> {
+    /// `Mechanism`: `string`, versions 0+.
+    pub mechanism: &'a str,
+}
+
+impl Default for SaslHandshakeRequestView<'_> {
+    fn default() -> Self {
+        Self { mechanism: "" }
+    }
+}
+
+impl<'a> DecodeView<'a> for SaslHandshakeRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=1).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "SaslHandshakeRequest",
+                version,
+            });
+        }
+        let flexible = false;
+        let f_mechanism = read::get_str(buf, flexible)?;
+        Ok(Self {
+            mechanism: f_mechanism,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for SaslHandshakeRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for SaslHandshakeRequestView<'_> {
+    type Owned = SaslHandshakeRequest;
+    fn to_message(&self) -> SaslHandshakeRequest {
+        SaslHandshakeRequest {
+            mechanism: StrBytes::from(self.mechanism),
+        }
+    }
+}
+
 impl Message for SaslHandshakeRequest {
+    type View<'a> = SaslHandshakeRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_VERSIONS: Option<i16> = None;
     const DEPRECATED_VERSIONS: Option<VersionRange> = Some(VersionRange { min: 0, max: 0 });

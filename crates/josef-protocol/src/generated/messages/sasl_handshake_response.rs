@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -94,7 +95,69 @@ impl Encode for SaslHandshakeResponse {
     }
 }
 
+/// A borrowed view of [`SaslHandshakeResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SaslHandshakeResponseView<'a> {
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `Mechanisms`: `[]string`, versions 0+.
+    pub mechanisms: ArrayView<'a, &'a str>,
+}
+
+impl Default for SaslHandshakeResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            error_code: 0,
+            mechanisms: ArrayView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for SaslHandshakeResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=1).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "SaslHandshakeResponse",
+                version,
+            });
+        }
+        let flexible = false;
+        let f_error_code = read::get_i16(buf)?;
+        let f_mechanisms = read::get_array(buf, flexible, version)?;
+        Ok(Self {
+            error_code: f_error_code,
+            mechanisms: f_mechanisms,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for SaslHandshakeResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for SaslHandshakeResponseView<'_> {
+    type Owned = SaslHandshakeResponse;
+    fn to_message(&self) -> SaslHandshakeResponse {
+        SaslHandshakeResponse {
+            error_code: self.error_code,
+            mechanisms: self
+                .mechanisms
+                .iter()
+                .map(|e0| StrBytes::from(e0))
+                .collect(),
+        }
+    }
+}
+
 impl Message for SaslHandshakeResponse {
+    type View<'a> = SaslHandshakeResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_VERSIONS: Option<i16> = None;
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

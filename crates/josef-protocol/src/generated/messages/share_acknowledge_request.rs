@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -141,6 +142,103 @@ impl Encode for ShareAcknowledgeRequest {
     }
 }
 
+/// A borrowed view of [`ShareAcknowledgeRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShareAcknowledgeRequestView<'a> {
+    /// `GroupId`: `string`, versions 0+, nullable in 0+, default null.
+    pub group_id: Option<&'a str>,
+    /// `MemberId`: `string`, versions 0+, nullable in 0+.
+    pub member_id: Option<&'a str>,
+    /// `ShareSessionEpoch`: `int32`, versions 0+.
+    pub share_session_epoch: i32,
+    /// `Topics`: `[]AcknowledgeTopic`, versions 0+.
+    pub topics: ArrayView<'a, AcknowledgeTopicView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ShareAcknowledgeRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            group_id: None,
+            member_id: Some(""),
+            share_session_epoch: 0,
+            topics: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ShareAcknowledgeRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ShareAcknowledgeRequest",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_group_id = read::get_nullable_str(buf, flexible)?;
+        let f_member_id = read::get_nullable_str(buf, flexible)?;
+        let f_share_session_epoch = read::get_i32(buf)?;
+        let f_topics = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            group_id: f_group_id,
+            member_id: f_member_id,
+            share_session_epoch: f_share_session_epoch,
+            topics: f_topics,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ShareAcknowledgeRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ShareAcknowledgeRequestView<'_> {
+    type Owned = ShareAcknowledgeRequest;
+    fn to_message(&self) -> ShareAcknowledgeRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ShareAcknowledgeRequest {
+            group_id: self.group_id.map(|v| StrBytes::from(v)),
+            member_id: self.member_id.map(|v| StrBytes::from(v)),
+            share_session_epoch: self.share_session_epoch,
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `AcknowledgementBatch` struct of `ShareAcknowledgeRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AcknowledgementBatch {
@@ -235,6 +333,92 @@ impl Encode for AcknowledgementBatch {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`AcknowledgementBatch`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AcknowledgementBatchView<'a> {
+    /// `FirstOffset`: `int64`, versions 0+.
+    pub first_offset: i64,
+    /// `LastOffset`: `int64`, versions 0+.
+    pub last_offset: i64,
+    /// `AcknowledgeTypes`: `[]int8`, versions 0+.
+    pub acknowledge_types: ArrayView<'a, i8>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for AcknowledgementBatchView<'_> {
+    fn default() -> Self {
+        Self {
+            first_offset: 0,
+            last_offset: 0,
+            acknowledge_types: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for AcknowledgementBatchView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_first_offset = read::get_i64(buf)?;
+        let f_last_offset = read::get_i64(buf)?;
+        let f_acknowledge_types = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            first_offset: f_first_offset,
+            last_offset: f_last_offset,
+            acknowledge_types: f_acknowledge_types,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for AcknowledgementBatchView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for AcknowledgementBatchView<'_> {
+    type Owned = AcknowledgementBatch;
+    fn to_message(&self) -> AcknowledgementBatch {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        AcknowledgementBatch {
+            first_offset: self.first_offset,
+            last_offset: self.last_offset,
+            acknowledge_types: self.acknowledge_types.iter().collect(),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -333,6 +517,90 @@ impl Encode for AcknowledgePartition {
     }
 }
 
+/// A borrowed view of [`AcknowledgePartition`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AcknowledgePartitionView<'a> {
+    /// `PartitionIndex`: `int32`, versions 0+.
+    pub partition_index: i32,
+    /// `AcknowledgementBatches`: `[]AcknowledgementBatch`, versions 0+.
+    pub acknowledgement_batches: ArrayView<'a, AcknowledgementBatchView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for AcknowledgePartitionView<'_> {
+    fn default() -> Self {
+        Self {
+            partition_index: 0,
+            acknowledgement_batches: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for AcknowledgePartitionView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_partition_index = read::get_i32(buf)?;
+        let f_acknowledgement_batches = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            partition_index: f_partition_index,
+            acknowledgement_batches: f_acknowledgement_batches,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for AcknowledgePartitionView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for AcknowledgePartitionView<'_> {
+    type Owned = AcknowledgePartition;
+    fn to_message(&self) -> AcknowledgePartition {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        AcknowledgePartition {
+            partition_index: self.partition_index,
+            acknowledgement_batches: self
+                .acknowledgement_batches
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `AcknowledgeTopic` struct of `ShareAcknowledgeRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AcknowledgeTopic {
@@ -428,7 +696,88 @@ impl Encode for AcknowledgeTopic {
     }
 }
 
+/// A borrowed view of [`AcknowledgeTopic`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AcknowledgeTopicView<'a> {
+    /// `TopicId`: `uuid`, versions 0+.
+    pub topic_id: Uuid,
+    /// `Partitions`: `[]AcknowledgePartition`, versions 0+.
+    pub partitions: ArrayView<'a, AcknowledgePartitionView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for AcknowledgeTopicView<'_> {
+    fn default() -> Self {
+        Self {
+            topic_id: Uuid::ZERO,
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for AcknowledgeTopicView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_topic_id = read::get_uuid(buf)?;
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic_id: f_topic_id,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for AcknowledgeTopicView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for AcknowledgeTopicView<'_> {
+    type Owned = AcknowledgeTopic;
+    fn to_message(&self) -> AcknowledgeTopic {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        AcknowledgeTopic {
+            topic_id: self.topic_id,
+            partitions: self.partitions.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for ShareAcknowledgeRequest {
+    type View<'a> = ShareAcknowledgeRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -181,6 +182,131 @@ impl Encode for ShareFetchRequest {
     }
 }
 
+/// A borrowed view of [`ShareFetchRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShareFetchRequestView<'a> {
+    /// `GroupId`: `string`, versions 0+, nullable in 0+, default null.
+    pub group_id: Option<&'a str>,
+    /// `MemberId`: `string`, versions 0+, nullable in 0+.
+    pub member_id: Option<&'a str>,
+    /// `ShareSessionEpoch`: `int32`, versions 0+.
+    pub share_session_epoch: i32,
+    /// `MaxWaitMs`: `int32`, versions 0+.
+    pub max_wait_ms: i32,
+    /// `MinBytes`: `int32`, versions 0+.
+    pub min_bytes: i32,
+    /// `MaxBytes`: `int32`, versions 0+, default `0x7fffffff`.
+    pub max_bytes: i32,
+    /// `Topics`: `[]FetchTopic`, versions 0+.
+    pub topics: ArrayView<'a, FetchTopicView<'a>>,
+    /// `ForgottenTopicsData`: `[]ForgottenTopic`, versions 0+.
+    pub forgotten_topics_data: ArrayView<'a, ForgottenTopicView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ShareFetchRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            group_id: None,
+            member_id: Some(""),
+            share_session_epoch: 0,
+            max_wait_ms: 0,
+            min_bytes: 0,
+            max_bytes: 2147483647,
+            topics: ArrayView::empty(),
+            forgotten_topics_data: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ShareFetchRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ShareFetchRequest",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_group_id = read::get_nullable_str(buf, flexible)?;
+        let f_member_id = read::get_nullable_str(buf, flexible)?;
+        let f_share_session_epoch = read::get_i32(buf)?;
+        let f_max_wait_ms = read::get_i32(buf)?;
+        let f_min_bytes = read::get_i32(buf)?;
+        let f_max_bytes = read::get_i32(buf)?;
+        let f_topics = read::get_array(buf, flexible, version)?;
+        let f_forgotten_topics_data = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            group_id: f_group_id,
+            member_id: f_member_id,
+            share_session_epoch: f_share_session_epoch,
+            max_wait_ms: f_max_wait_ms,
+            min_bytes: f_min_bytes,
+            max_bytes: f_max_bytes,
+            topics: f_topics,
+            forgotten_topics_data: f_forgotten_topics_data,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ShareFetchRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ShareFetchRequestView<'_> {
+    type Owned = ShareFetchRequest;
+    fn to_message(&self) -> ShareFetchRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ShareFetchRequest {
+            group_id: self.group_id.map(|v| StrBytes::from(v)),
+            member_id: self.member_id.map(|v| StrBytes::from(v)),
+            share_session_epoch: self.share_session_epoch,
+            max_wait_ms: self.max_wait_ms,
+            min_bytes: self.min_bytes,
+            max_bytes: self.max_bytes,
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            forgotten_topics_data: self
+                .forgotten_topics_data
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `AcknowledgementBatch` struct of `ShareFetchRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AcknowledgementBatch {
@@ -275,6 +401,92 @@ impl Encode for AcknowledgementBatch {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`AcknowledgementBatch`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AcknowledgementBatchView<'a> {
+    /// `FirstOffset`: `int64`, versions 0+.
+    pub first_offset: i64,
+    /// `LastOffset`: `int64`, versions 0+.
+    pub last_offset: i64,
+    /// `AcknowledgeTypes`: `[]int8`, versions 0+.
+    pub acknowledge_types: ArrayView<'a, i8>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for AcknowledgementBatchView<'_> {
+    fn default() -> Self {
+        Self {
+            first_offset: 0,
+            last_offset: 0,
+            acknowledge_types: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for AcknowledgementBatchView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_first_offset = read::get_i64(buf)?;
+        let f_last_offset = read::get_i64(buf)?;
+        let f_acknowledge_types = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            first_offset: f_first_offset,
+            last_offset: f_last_offset,
+            acknowledge_types: f_acknowledge_types,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for AcknowledgementBatchView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for AcknowledgementBatchView<'_> {
+    type Owned = AcknowledgementBatch;
+    fn to_message(&self) -> AcknowledgementBatch {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        AcknowledgementBatch {
+            first_offset: self.first_offset,
+            last_offset: self.last_offset,
+            acknowledge_types: self.acknowledge_types.iter().collect(),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -380,6 +592,96 @@ impl Encode for FetchPartition {
     }
 }
 
+/// A borrowed view of [`FetchPartition`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FetchPartitionView<'a> {
+    /// `PartitionIndex`: `int32`, versions 0+.
+    pub partition_index: i32,
+    /// `PartitionMaxBytes`: `int32`, versions 0+.
+    pub partition_max_bytes: i32,
+    /// `AcknowledgementBatches`: `[]AcknowledgementBatch`, versions 0+.
+    pub acknowledgement_batches: ArrayView<'a, AcknowledgementBatchView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for FetchPartitionView<'_> {
+    fn default() -> Self {
+        Self {
+            partition_index: 0,
+            partition_max_bytes: 0,
+            acknowledgement_batches: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for FetchPartitionView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_partition_index = read::get_i32(buf)?;
+        let f_partition_max_bytes = read::get_i32(buf)?;
+        let f_acknowledgement_batches = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            partition_index: f_partition_index,
+            partition_max_bytes: f_partition_max_bytes,
+            acknowledgement_batches: f_acknowledgement_batches,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for FetchPartitionView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for FetchPartitionView<'_> {
+    type Owned = FetchPartition;
+    fn to_message(&self) -> FetchPartition {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        FetchPartition {
+            partition_index: self.partition_index,
+            partition_max_bytes: self.partition_max_bytes,
+            acknowledgement_batches: self
+                .acknowledgement_batches
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `FetchTopic` struct of `ShareFetchRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FetchTopic {
@@ -474,6 +776,86 @@ impl Encode for FetchTopic {
     }
 }
 
+/// A borrowed view of [`FetchTopic`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FetchTopicView<'a> {
+    /// `TopicId`: `uuid`, versions 0+.
+    pub topic_id: Uuid,
+    /// `Partitions`: `[]FetchPartition`, versions 0+.
+    pub partitions: ArrayView<'a, FetchPartitionView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for FetchTopicView<'_> {
+    fn default() -> Self {
+        Self {
+            topic_id: Uuid::ZERO,
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for FetchTopicView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_topic_id = read::get_uuid(buf)?;
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic_id: f_topic_id,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for FetchTopicView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for FetchTopicView<'_> {
+    type Owned = FetchTopic;
+    fn to_message(&self) -> FetchTopic {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        FetchTopic {
+            topic_id: self.topic_id,
+            partitions: self.partitions.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `ForgottenTopic` struct of `ShareFetchRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ForgottenTopic {
@@ -564,7 +946,88 @@ impl Encode for ForgottenTopic {
     }
 }
 
+/// A borrowed view of [`ForgottenTopic`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ForgottenTopicView<'a> {
+    /// `TopicId`: `uuid`, versions 0+.
+    pub topic_id: Uuid,
+    /// `Partitions`: `[]int32`, versions 0+.
+    pub partitions: ArrayView<'a, i32>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ForgottenTopicView<'_> {
+    fn default() -> Self {
+        Self {
+            topic_id: Uuid::ZERO,
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ForgottenTopicView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_topic_id = read::get_uuid(buf)?;
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic_id: f_topic_id,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ForgottenTopicView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ForgottenTopicView<'_> {
+    type Owned = ForgottenTopic;
+    fn to_message(&self) -> ForgottenTopic {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ForgottenTopic {
+            topic_id: self.topic_id,
+            partitions: self.partitions.iter().collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for ShareFetchRequest {
+    type View<'a> = ShareFetchRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -162,6 +163,113 @@ impl Encode for ShareFetchResponse {
     }
 }
 
+/// A borrowed view of [`ShareFetchResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShareFetchResponseView<'a> {
+    /// `ThrottleTimeMs`: `int32`, versions 0+.
+    pub throttle_time_ms: i32,
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `ErrorMessage`: `string`, versions 0+, nullable in 0+, default null.
+    pub error_message: Option<&'a str>,
+    /// `Responses`: `[]ShareFetchableTopicResponse`, versions 0+.
+    pub responses: ArrayView<'a, ShareFetchableTopicResponseView<'a>>,
+    /// `NodeEndpoints`: `[]NodeEndpoint`, versions 0+.
+    pub node_endpoints: ArrayView<'a, NodeEndpointView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ShareFetchResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            error_code: 0,
+            error_message: None,
+            responses: ArrayView::empty(),
+            node_endpoints: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ShareFetchResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ShareFetchResponse",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_throttle_time_ms = read::get_i32(buf)?;
+        let f_error_code = read::get_i16(buf)?;
+        let f_error_message = read::get_nullable_str(buf, flexible)?;
+        let f_responses = read::get_array(buf, flexible, version)?;
+        let f_node_endpoints = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            responses: f_responses,
+            node_endpoints: f_node_endpoints,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ShareFetchResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ShareFetchResponseView<'_> {
+    type Owned = ShareFetchResponse;
+    fn to_message(&self) -> ShareFetchResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ShareFetchResponse {
+            throttle_time_ms: self.throttle_time_ms,
+            error_code: self.error_code,
+            error_message: self.error_message.map(|v| StrBytes::from(v)),
+            responses: self.responses.iter().map(|e0| e0.to_message()).collect(),
+            node_endpoints: self
+                .node_endpoints
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `LeaderIdAndEpoch` struct of `ShareFetchResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LeaderIdAndEpoch {
@@ -240,6 +348,86 @@ impl Encode for LeaderIdAndEpoch {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`LeaderIdAndEpoch`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LeaderIdAndEpochView<'a> {
+    /// `LeaderId`: `int32`, versions 0+.
+    pub leader_id: i32,
+    /// `LeaderEpoch`: `int32`, versions 0+.
+    pub leader_epoch: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for LeaderIdAndEpochView<'_> {
+    fn default() -> Self {
+        Self {
+            leader_id: 0,
+            leader_epoch: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for LeaderIdAndEpochView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_leader_id = read::get_i32(buf)?;
+        let f_leader_epoch = read::get_i32(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            leader_id: f_leader_id,
+            leader_epoch: f_leader_epoch,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for LeaderIdAndEpochView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for LeaderIdAndEpochView<'_> {
+    type Owned = LeaderIdAndEpoch;
+    fn to_message(&self) -> LeaderIdAndEpoch {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        LeaderIdAndEpoch {
+            leader_id: self.leader_id,
+            leader_epoch: self.leader_epoch,
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -328,6 +516,92 @@ impl Encode for AcquiredRecords {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`AcquiredRecords`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AcquiredRecordsView<'a> {
+    /// `FirstOffset`: `int64`, versions 0+.
+    pub first_offset: i64,
+    /// `LastOffset`: `int64`, versions 0+.
+    pub last_offset: i64,
+    /// `DeliveryCount`: `int16`, versions 0+.
+    pub delivery_count: i16,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for AcquiredRecordsView<'_> {
+    fn default() -> Self {
+        Self {
+            first_offset: 0,
+            last_offset: 0,
+            delivery_count: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for AcquiredRecordsView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_first_offset = read::get_i64(buf)?;
+        let f_last_offset = read::get_i64(buf)?;
+        let f_delivery_count = read::get_i16(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            first_offset: f_first_offset,
+            last_offset: f_last_offset,
+            delivery_count: f_delivery_count,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for AcquiredRecordsView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for AcquiredRecordsView<'_> {
+    type Owned = AcquiredRecords;
+    fn to_message(&self) -> AcquiredRecords {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        AcquiredRecords {
+            first_offset: self.first_offset,
+            last_offset: self.last_offset,
+            delivery_count: self.delivery_count,
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -467,6 +741,126 @@ impl Encode for PartitionData {
     }
 }
 
+/// A borrowed view of [`PartitionData`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PartitionDataView<'a> {
+    /// `PartitionIndex`: `int32`, versions 0+.
+    pub partition_index: i32,
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `ErrorMessage`: `string`, versions 0+, nullable in 0+, default null.
+    pub error_message: Option<&'a str>,
+    /// `AcknowledgeErrorCode`: `int16`, versions 0+.
+    pub acknowledge_error_code: i16,
+    /// `AcknowledgeErrorMessage`: `string`, versions 0+, nullable in 0+, default null.
+    pub acknowledge_error_message: Option<&'a str>,
+    /// `CurrentLeader`: `LeaderIdAndEpoch`, versions 0+.
+    pub current_leader: LeaderIdAndEpochView<'a>,
+    /// `Records`: `records`, versions 0+, nullable in 0+.
+    pub records: Option<&'a [u8]>,
+    /// `AcquiredRecords`: `[]AcquiredRecords`, versions 0+.
+    pub acquired_records: ArrayView<'a, AcquiredRecordsView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for PartitionDataView<'_> {
+    fn default() -> Self {
+        Self {
+            partition_index: 0,
+            error_code: 0,
+            error_message: None,
+            acknowledge_error_code: 0,
+            acknowledge_error_message: None,
+            current_leader: Default::default(),
+            records: None,
+            acquired_records: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for PartitionDataView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_partition_index = read::get_i32(buf)?;
+        let f_error_code = read::get_i16(buf)?;
+        let f_error_message = read::get_nullable_str(buf, flexible)?;
+        let f_acknowledge_error_code = read::get_i16(buf)?;
+        let f_acknowledge_error_message = read::get_nullable_str(buf, flexible)?;
+        let f_current_leader = LeaderIdAndEpochView::decode_view(buf, version)?;
+        let f_records = read::get_nullable_bytes(buf, flexible)?;
+        let f_acquired_records = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            partition_index: f_partition_index,
+            error_code: f_error_code,
+            error_message: f_error_message,
+            acknowledge_error_code: f_acknowledge_error_code,
+            acknowledge_error_message: f_acknowledge_error_message,
+            current_leader: f_current_leader,
+            records: f_records,
+            acquired_records: f_acquired_records,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for PartitionDataView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for PartitionDataView<'_> {
+    type Owned = PartitionData;
+    fn to_message(&self) -> PartitionData {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        PartitionData {
+            partition_index: self.partition_index,
+            error_code: self.error_code,
+            error_message: self.error_message.map(|v| StrBytes::from(v)),
+            acknowledge_error_code: self.acknowledge_error_code,
+            acknowledge_error_message: self.acknowledge_error_message.map(|v| StrBytes::from(v)),
+            current_leader: self.current_leader.to_message(),
+            records: self.records.map(|v| Bytes::copy_from_slice(v)),
+            acquired_records: self
+                .acquired_records
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `ShareFetchableTopicResponse` struct of `ShareFetchResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShareFetchableTopicResponse {
@@ -558,6 +952,86 @@ impl Encode for ShareFetchableTopicResponse {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`ShareFetchableTopicResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShareFetchableTopicResponseView<'a> {
+    /// `TopicId`: `uuid`, versions 0+.
+    pub topic_id: Uuid,
+    /// `Partitions`: `[]PartitionData`, versions 0+.
+    pub partitions: ArrayView<'a, PartitionDataView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ShareFetchableTopicResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            topic_id: Uuid::ZERO,
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ShareFetchableTopicResponseView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_topic_id = read::get_uuid(buf)?;
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic_id: f_topic_id,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ShareFetchableTopicResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ShareFetchableTopicResponseView<'_> {
+    type Owned = ShareFetchableTopicResponse;
+    fn to_message(&self) -> ShareFetchableTopicResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ShareFetchableTopicResponse {
+            topic_id: self.topic_id,
+            partitions: self.partitions.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -656,7 +1130,100 @@ impl Encode for NodeEndpoint {
     }
 }
 
+/// A borrowed view of [`NodeEndpoint`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NodeEndpointView<'a> {
+    /// `NodeId`: `int32`, versions 0+, map key.
+    pub node_id: i32,
+    /// `Host`: `string`, versions 0+.
+    pub host: &'a str,
+    /// `Port`: `int32`, versions 0+.
+    pub port: i32,
+    /// `Rack`: `string`, versions 0+, nullable in 0+, default null.
+    pub rack: Option<&'a str>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for NodeEndpointView<'_> {
+    fn default() -> Self {
+        Self {
+            node_id: 0,
+            host: "",
+            port: 0,
+            rack: None,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for NodeEndpointView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_node_id = read::get_i32(buf)?;
+        let f_host = read::get_str(buf, flexible)?;
+        let f_port = read::get_i32(buf)?;
+        let f_rack = read::get_nullable_str(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            node_id: f_node_id,
+            host: f_host,
+            port: f_port,
+            rack: f_rack,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for NodeEndpointView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for NodeEndpointView<'_> {
+    type Owned = NodeEndpoint;
+    fn to_message(&self) -> NodeEndpoint {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        NodeEndpoint {
+            node_id: self.node_id,
+            host: StrBytes::from(self.host),
+            port: self.port,
+            rack: self.rack.map(|v| StrBytes::from(v)),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for ShareFetchResponse {
+    type View<'a> = ShareFetchResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -126,7 +127,93 @@ impl Encode for ShareGroupDescribeRequest {
     }
 }
 
+/// A borrowed view of [`ShareGroupDescribeRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShareGroupDescribeRequestView<'a> {
+    /// `GroupIds`: `[]string`, versions 0+.
+    pub group_ids: ArrayView<'a, &'a str>,
+    /// `IncludeAuthorizedOperations`: `bool`, versions 0+.
+    pub include_authorized_operations: bool,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ShareGroupDescribeRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            group_ids: ArrayView::empty(),
+            include_authorized_operations: false,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ShareGroupDescribeRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ShareGroupDescribeRequest",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_group_ids = read::get_array(buf, flexible, version)?;
+        let f_include_authorized_operations = read::get_bool(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            group_ids: f_group_ids,
+            include_authorized_operations: f_include_authorized_operations,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ShareGroupDescribeRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ShareGroupDescribeRequestView<'_> {
+    type Owned = ShareGroupDescribeRequest;
+    fn to_message(&self) -> ShareGroupDescribeRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ShareGroupDescribeRequest {
+            group_ids: self.group_ids.iter().map(|e0| StrBytes::from(e0)).collect(),
+            include_authorized_operations: self.include_authorized_operations,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for ShareGroupDescribeRequest {
+    type View<'a> = ShareGroupDescribeRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -156,7 +157,113 @@ impl Encode for ShareGroupHeartbeatRequest {
     }
 }
 
+/// A borrowed view of [`ShareGroupHeartbeatRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ShareGroupHeartbeatRequestView<'a> {
+    /// `GroupId`: `string`, versions 0+.
+    pub group_id: &'a str,
+    /// `MemberId`: `string`, versions 0+.
+    pub member_id: &'a str,
+    /// `MemberEpoch`: `int32`, versions 0+.
+    pub member_epoch: i32,
+    /// `RackId`: `string`, versions 0+, nullable in 0+, default null.
+    pub rack_id: Option<&'a str>,
+    /// `SubscribedTopicNames`: `[]string`, versions 0+, nullable in 0+, default null.
+    pub subscribed_topic_names: Option<ArrayView<'a, &'a str>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for ShareGroupHeartbeatRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            group_id: "",
+            member_id: "",
+            member_epoch: 0,
+            rack_id: None,
+            subscribed_topic_names: None,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for ShareGroupHeartbeatRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "ShareGroupHeartbeatRequest",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_group_id = read::get_str(buf, flexible)?;
+        let f_member_id = read::get_str(buf, flexible)?;
+        let f_member_epoch = read::get_i32(buf)?;
+        let f_rack_id = read::get_nullable_str(buf, flexible)?;
+        let f_subscribed_topic_names = read::get_nullable_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            group_id: f_group_id,
+            member_id: f_member_id,
+            member_epoch: f_member_epoch,
+            rack_id: f_rack_id,
+            subscribed_topic_names: f_subscribed_topic_names,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for ShareGroupHeartbeatRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for ShareGroupHeartbeatRequestView<'_> {
+    type Owned = ShareGroupHeartbeatRequest;
+    fn to_message(&self) -> ShareGroupHeartbeatRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        ShareGroupHeartbeatRequest {
+            group_id: StrBytes::from(self.group_id),
+            member_id: StrBytes::from(self.member_id),
+            member_epoch: self.member_epoch,
+            rack_id: self.rack_id.map(|v| StrBytes::from(v)),
+            subscribed_topic_names: self
+                .subscribed_topic_names
+                .map(|v| v.iter().map(|e0| StrBytes::from(e0)).collect()),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for ShareGroupHeartbeatRequest {
+    type View<'a> = ShareGroupHeartbeatRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -112,7 +113,93 @@ impl Encode for SnapshotHeaderRecord {
     }
 }
 
+/// A borrowed view of [`SnapshotHeaderRecord`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SnapshotHeaderRecordView<'a> {
+    /// `Version`: `int16`, versions 0+.
+    pub version: i16,
+    /// `LastContainedLogTimestamp`: `int64`, versions 0+.
+    pub last_contained_log_timestamp: i64,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for SnapshotHeaderRecordView<'_> {
+    fn default() -> Self {
+        Self {
+            version: 0,
+            last_contained_log_timestamp: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for SnapshotHeaderRecordView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "SnapshotHeaderRecord",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_version = read::get_i16(buf)?;
+        let f_last_contained_log_timestamp = read::get_i64(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            version: f_version,
+            last_contained_log_timestamp: f_last_contained_log_timestamp,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for SnapshotHeaderRecordView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for SnapshotHeaderRecordView<'_> {
+    type Owned = SnapshotHeaderRecord;
+    fn to_message(&self) -> SnapshotHeaderRecord {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        SnapshotHeaderRecord {
+            version: self.version,
+            last_contained_log_timestamp: self.last_contained_log_timestamp,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for SnapshotHeaderRecord {
+    type View<'a> = SnapshotHeaderRecordView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

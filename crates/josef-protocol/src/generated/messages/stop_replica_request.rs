@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -276,6 +277,155 @@ impl Encode for StopReplicaRequest {
     }
 }
 
+/// A borrowed view of [`StopReplicaRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StopReplicaRequestView<'a> {
+    /// `ControllerId`: `int32`, versions 0+.
+    pub controller_id: i32,
+    /// `isKRaftController`: `bool`, versions 4+, default `false`.
+    pub is_k_raft_controller: bool,
+    /// `ControllerEpoch`: `int32`, versions 0+.
+    pub controller_epoch: i32,
+    /// `BrokerEpoch`: `int64`, versions 1+, default `-1`, ignorable.
+    pub broker_epoch: i64,
+    /// `DeletePartitions`: `bool`, versions 0-2.
+    pub delete_partitions: bool,
+    /// `UngroupedPartitions`: `[]StopReplicaPartitionV0`, versions 0.
+    pub ungrouped_partitions: ArrayView<'a, StopReplicaPartitionV0View<'a>>,
+    /// `Topics`: `[]StopReplicaTopicV1`, versions 1-2.
+    pub topics: ArrayView<'a, StopReplicaTopicV1View<'a>>,
+    /// `TopicStates`: `[]StopReplicaTopicState`, versions 3+.
+    pub topic_states: ArrayView<'a, StopReplicaTopicStateView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for StopReplicaRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            controller_id: 0,
+            is_k_raft_controller: false,
+            controller_epoch: 0,
+            broker_epoch: -1,
+            delete_partitions: false,
+            ungrouped_partitions: ArrayView::empty(),
+            topics: ArrayView::empty(),
+            topic_states: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for StopReplicaRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=4).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "StopReplicaRequest",
+                version,
+            });
+        }
+        let flexible = version >= 2;
+        let f_controller_id = read::get_i32(buf)?;
+        let f_is_k_raft_controller = if version >= 4 {
+            read::get_bool(buf)?
+        } else {
+            false
+        };
+        let f_controller_epoch = read::get_i32(buf)?;
+        let f_broker_epoch = if version >= 1 {
+            read::get_i64(buf)?
+        } else {
+            -1
+        };
+        let f_delete_partitions = if version <= 2 {
+            read::get_bool(buf)?
+        } else {
+            false
+        };
+        let f_ungrouped_partitions = if version <= 0 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let f_topics = if (1..=2).contains(&version) {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let f_topic_states = if version >= 3 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            controller_id: f_controller_id,
+            is_k_raft_controller: f_is_k_raft_controller,
+            controller_epoch: f_controller_epoch,
+            broker_epoch: f_broker_epoch,
+            delete_partitions: f_delete_partitions,
+            ungrouped_partitions: f_ungrouped_partitions,
+            topics: f_topics,
+            topic_states: f_topic_states,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for StopReplicaRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for StopReplicaRequestView<'_> {
+    type Owned = StopReplicaRequest;
+    fn to_message(&self) -> StopReplicaRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        StopReplicaRequest {
+            controller_id: self.controller_id,
+            is_k_raft_controller: self.is_k_raft_controller,
+            controller_epoch: self.controller_epoch,
+            broker_epoch: self.broker_epoch,
+            delete_partitions: self.delete_partitions,
+            ungrouped_partitions: self
+                .ungrouped_partitions
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            topic_states: self.topic_states.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `StopReplicaPartitionV0` struct of `StopReplicaRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StopReplicaPartitionV0 {
@@ -378,6 +528,90 @@ impl Encode for StopReplicaPartitionV0 {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`StopReplicaPartitionV0`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StopReplicaPartitionV0View<'a> {
+    /// `TopicName`: `string`, versions 0.
+    pub topic_name: &'a str,
+    /// `PartitionIndex`: `int32`, versions 0.
+    pub partition_index: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for StopReplicaPartitionV0View<'_> {
+    fn default() -> Self {
+        Self {
+            topic_name: "",
+            partition_index: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for StopReplicaPartitionV0View<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 2;
+        let f_topic_name = if version <= 0 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_partition_index = if version <= 0 { read::get_i32(buf)? } else { 0 };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic_name: f_topic_name,
+            partition_index: f_partition_index,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for StopReplicaPartitionV0View<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for StopReplicaPartitionV0View<'_> {
+    type Owned = StopReplicaPartitionV0;
+    fn to_message(&self) -> StopReplicaPartitionV0 {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        StopReplicaPartitionV0 {
+            topic_name: StrBytes::from(self.topic_name),
+            partition_index: self.partition_index,
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -496,6 +730,94 @@ impl Encode for StopReplicaTopicV1 {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`StopReplicaTopicV1`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StopReplicaTopicV1View<'a> {
+    /// `Name`: `string`, versions 1-2.
+    pub name: &'a str,
+    /// `PartitionIndexes`: `[]int32`, versions 1-2.
+    pub partition_indexes: ArrayView<'a, i32>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for StopReplicaTopicV1View<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            partition_indexes: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for StopReplicaTopicV1View<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 2;
+        let f_name = if (1..=2).contains(&version) {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_partition_indexes = if (1..=2).contains(&version) {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            partition_indexes: f_partition_indexes,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for StopReplicaTopicV1View<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for StopReplicaTopicV1View<'_> {
+    type Owned = StopReplicaTopicV1;
+    fn to_message(&self) -> StopReplicaTopicV1 {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        StopReplicaTopicV1 {
+            name: StrBytes::from(self.name),
+            partition_indexes: self.partition_indexes.iter().collect(),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -625,6 +947,100 @@ impl Encode for StopReplicaPartitionState {
     }
 }
 
+/// A borrowed view of [`StopReplicaPartitionState`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StopReplicaPartitionStateView<'a> {
+    /// `PartitionIndex`: `int32`, versions 3+.
+    pub partition_index: i32,
+    /// `LeaderEpoch`: `int32`, versions 3+, default `-1`.
+    pub leader_epoch: i32,
+    /// `DeletePartition`: `bool`, versions 3+.
+    pub delete_partition: bool,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for StopReplicaPartitionStateView<'_> {
+    fn default() -> Self {
+        Self {
+            partition_index: 0,
+            leader_epoch: -1,
+            delete_partition: false,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for StopReplicaPartitionStateView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 2;
+        let f_partition_index = if version >= 3 { read::get_i32(buf)? } else { 0 };
+        let f_leader_epoch = if version >= 3 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let f_delete_partition = if version >= 3 {
+            read::get_bool(buf)?
+        } else {
+            false
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            partition_index: f_partition_index,
+            leader_epoch: f_leader_epoch,
+            delete_partition: f_delete_partition,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for StopReplicaPartitionStateView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for StopReplicaPartitionStateView<'_> {
+    type Owned = StopReplicaPartitionState;
+    fn to_message(&self) -> StopReplicaPartitionState {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        StopReplicaPartitionState {
+            partition_index: self.partition_index,
+            leader_epoch: self.leader_epoch,
+            delete_partition: self.delete_partition,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `StopReplicaTopicState` struct of `StopReplicaRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StopReplicaTopicState {
@@ -748,7 +1164,100 @@ impl Encode for StopReplicaTopicState {
     }
 }
 
+/// A borrowed view of [`StopReplicaTopicState`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StopReplicaTopicStateView<'a> {
+    /// `TopicName`: `string`, versions 3+.
+    pub topic_name: &'a str,
+    /// `PartitionStates`: `[]StopReplicaPartitionState`, versions 3+.
+    pub partition_states: ArrayView<'a, StopReplicaPartitionStateView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for StopReplicaTopicStateView<'_> {
+    fn default() -> Self {
+        Self {
+            topic_name: "",
+            partition_states: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for StopReplicaTopicStateView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 2;
+        let f_topic_name = if version >= 3 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_partition_states = if version >= 3 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic_name: f_topic_name,
+            partition_states: f_partition_states,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for StopReplicaTopicStateView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for StopReplicaTopicStateView<'_> {
+    type Owned = StopReplicaTopicState;
+    fn to_message(&self) -> StopReplicaTopicState {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        StopReplicaTopicState {
+            topic_name: StrBytes::from(self.topic_name),
+            partition_states: self
+                .partition_states
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for StopReplicaRequest {
+    type View<'a> = StopReplicaRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(2);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -128,6 +129,95 @@ impl Encode for StopReplicaResponse {
     }
 }
 
+/// A borrowed view of [`StopReplicaResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StopReplicaResponseView<'a> {
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `PartitionErrors`: `[]StopReplicaPartitionError`, versions 0+.
+    pub partition_errors: ArrayView<'a, StopReplicaPartitionErrorView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for StopReplicaResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            error_code: 0,
+            partition_errors: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for StopReplicaResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=4).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "StopReplicaResponse",
+                version,
+            });
+        }
+        let flexible = version >= 2;
+        let f_error_code = read::get_i16(buf)?;
+        let f_partition_errors = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            error_code: f_error_code,
+            partition_errors: f_partition_errors,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for StopReplicaResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for StopReplicaResponseView<'_> {
+    type Owned = StopReplicaResponse;
+    fn to_message(&self) -> StopReplicaResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        StopReplicaResponse {
+            error_code: self.error_code,
+            partition_errors: self
+                .partition_errors
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `StopReplicaPartitionError` struct of `StopReplicaResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StopReplicaPartitionError {
@@ -216,7 +306,94 @@ impl Encode for StopReplicaPartitionError {
     }
 }
 
+/// A borrowed view of [`StopReplicaPartitionError`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StopReplicaPartitionErrorView<'a> {
+    /// `TopicName`: `string`, versions 0+.
+    pub topic_name: &'a str,
+    /// `PartitionIndex`: `int32`, versions 0+.
+    pub partition_index: i32,
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for StopReplicaPartitionErrorView<'_> {
+    fn default() -> Self {
+        Self {
+            topic_name: "",
+            partition_index: 0,
+            error_code: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for StopReplicaPartitionErrorView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 2;
+        let f_topic_name = read::get_str(buf, flexible)?;
+        let f_partition_index = read::get_i32(buf)?;
+        let f_error_code = read::get_i16(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic_name: f_topic_name,
+            partition_index: f_partition_index,
+            error_code: f_error_code,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for StopReplicaPartitionErrorView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for StopReplicaPartitionErrorView<'_> {
+    type Owned = StopReplicaPartitionError;
+    fn to_message(&self) -> StopReplicaPartitionError {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        StopReplicaPartitionError {
+            topic_name: StrBytes::from(self.topic_name),
+            partition_index: self.partition_index,
+            error_code: self.error_code,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for StopReplicaResponse {
+    type View<'a> = StopReplicaResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(2);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -193,6 +194,133 @@ impl Encode for SyncGroupRequest {
     }
 }
 
+/// A borrowed view of [`SyncGroupRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SyncGroupRequestView<'a> {
+    /// `GroupId`: `string`, versions 0+.
+    pub group_id: &'a str,
+    /// `GenerationId`: `int32`, versions 0+.
+    pub generation_id: i32,
+    /// `MemberId`: `string`, versions 0+.
+    pub member_id: &'a str,
+    /// `GroupInstanceId`: `string`, versions 3+, nullable in 3+, default null.
+    pub group_instance_id: Option<&'a str>,
+    /// `ProtocolType`: `string`, versions 5+, nullable in 5+, default null, ignorable.
+    pub protocol_type: Option<&'a str>,
+    /// `ProtocolName`: `string`, versions 5+, nullable in 5+, default null, ignorable.
+    pub protocol_name: Option<&'a str>,
+    /// `Assignments`: `[]SyncGroupRequestAssignment`, versions 0+.
+    pub assignments: ArrayView<'a, SyncGroupRequestAssignmentView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for SyncGroupRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            group_id: "",
+            generation_id: 0,
+            member_id: "",
+            group_instance_id: None,
+            protocol_type: None,
+            protocol_name: None,
+            assignments: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for SyncGroupRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=5).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "SyncGroupRequest",
+                version,
+            });
+        }
+        let flexible = version >= 4;
+        let f_group_id = read::get_str(buf, flexible)?;
+        let f_generation_id = read::get_i32(buf)?;
+        let f_member_id = read::get_str(buf, flexible)?;
+        let f_group_instance_id = if version >= 3 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            None
+        };
+        let f_protocol_type = if version >= 5 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            None
+        };
+        let f_protocol_name = if version >= 5 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            None
+        };
+        let f_assignments = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            group_id: f_group_id,
+            generation_id: f_generation_id,
+            member_id: f_member_id,
+            group_instance_id: f_group_instance_id,
+            protocol_type: f_protocol_type,
+            protocol_name: f_protocol_name,
+            assignments: f_assignments,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for SyncGroupRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for SyncGroupRequestView<'_> {
+    type Owned = SyncGroupRequest;
+    fn to_message(&self) -> SyncGroupRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        SyncGroupRequest {
+            group_id: StrBytes::from(self.group_id),
+            generation_id: self.generation_id,
+            member_id: StrBytes::from(self.member_id),
+            group_instance_id: self.group_instance_id.map(|v| StrBytes::from(v)),
+            protocol_type: self.protocol_type.map(|v| StrBytes::from(v)),
+            protocol_name: self.protocol_name.map(|v| StrBytes::from(v)),
+            assignments: self.assignments.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `SyncGroupRequestAssignment` struct of `SyncGroupRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SyncGroupRequestAssignment {
@@ -274,7 +402,88 @@ impl Encode for SyncGroupRequestAssignment {
     }
 }
 
+/// A borrowed view of [`SyncGroupRequestAssignment`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SyncGroupRequestAssignmentView<'a> {
+    /// `MemberId`: `string`, versions 0+.
+    pub member_id: &'a str,
+    /// `Assignment`: `bytes`, versions 0+.
+    pub assignment: &'a [u8],
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for SyncGroupRequestAssignmentView<'_> {
+    fn default() -> Self {
+        Self {
+            member_id: "",
+            assignment: &[],
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for SyncGroupRequestAssignmentView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 4;
+        let f_member_id = read::get_str(buf, flexible)?;
+        let f_assignment = read::get_bytes(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            member_id: f_member_id,
+            assignment: f_assignment,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for SyncGroupRequestAssignmentView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for SyncGroupRequestAssignmentView<'_> {
+    type Owned = SyncGroupRequestAssignment;
+    fn to_message(&self) -> SyncGroupRequestAssignment {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        SyncGroupRequestAssignment {
+            member_id: StrBytes::from(self.member_id),
+            assignment: Bytes::copy_from_slice(self.assignment),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for SyncGroupRequest {
+    type View<'a> = SyncGroupRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(4);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -155,7 +156,119 @@ impl Encode for SyncGroupResponse {
     }
 }
 
+/// A borrowed view of [`SyncGroupResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SyncGroupResponseView<'a> {
+    /// `ThrottleTimeMs`: `int32`, versions 1+, ignorable.
+    pub throttle_time_ms: i32,
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `ProtocolType`: `string`, versions 5+, nullable in 5+, default null, ignorable.
+    pub protocol_type: Option<&'a str>,
+    /// `ProtocolName`: `string`, versions 5+, nullable in 5+, default null, ignorable.
+    pub protocol_name: Option<&'a str>,
+    /// `Assignment`: `bytes`, versions 0+.
+    pub assignment: &'a [u8],
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for SyncGroupResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            error_code: 0,
+            protocol_type: None,
+            protocol_name: None,
+            assignment: &[],
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for SyncGroupResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=5).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "SyncGroupResponse",
+                version,
+            });
+        }
+        let flexible = version >= 4;
+        let f_throttle_time_ms = if version >= 1 { read::get_i32(buf)? } else { 0 };
+        let f_error_code = read::get_i16(buf)?;
+        let f_protocol_type = if version >= 5 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            None
+        };
+        let f_protocol_name = if version >= 5 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            None
+        };
+        let f_assignment = read::get_bytes(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            protocol_type: f_protocol_type,
+            protocol_name: f_protocol_name,
+            assignment: f_assignment,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for SyncGroupResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for SyncGroupResponseView<'_> {
+    type Owned = SyncGroupResponse;
+    fn to_message(&self) -> SyncGroupResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        SyncGroupResponse {
+            throttle_time_ms: self.throttle_time_ms,
+            error_code: self.error_code,
+            protocol_type: self.protocol_type.map(|v| StrBytes::from(v)),
+            protocol_name: self.protocol_name.map(|v| StrBytes::from(v)),
+            assignment: Bytes::copy_from_slice(self.assignment),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for SyncGroupResponse {
+    type View<'a> = SyncGroupResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(4);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -212,6 +213,139 @@ impl Encode for TxnOffsetCommitRequest {
     }
 }
 
+/// A borrowed view of [`TxnOffsetCommitRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TxnOffsetCommitRequestView<'a> {
+    /// `TransactionalId`: `string`, versions 0+.
+    pub transactional_id: &'a str,
+    /// `GroupId`: `string`, versions 0+.
+    pub group_id: &'a str,
+    /// `ProducerId`: `int64`, versions 0+.
+    pub producer_id: i64,
+    /// `ProducerEpoch`: `int16`, versions 0+.
+    pub producer_epoch: i16,
+    /// `GenerationId`: `int32`, versions 3+, default `-1`.
+    pub generation_id: i32,
+    /// `MemberId`: `string`, versions 3+, default ``.
+    pub member_id: &'a str,
+    /// `GroupInstanceId`: `string`, versions 3+, nullable in 3+, default null.
+    pub group_instance_id: Option<&'a str>,
+    /// `Topics`: `[]TxnOffsetCommitRequestTopic`, versions 0+.
+    pub topics: ArrayView<'a, TxnOffsetCommitRequestTopicView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for TxnOffsetCommitRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            transactional_id: "",
+            group_id: "",
+            producer_id: 0,
+            producer_epoch: 0,
+            generation_id: -1,
+            member_id: "",
+            group_instance_id: None,
+            topics: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for TxnOffsetCommitRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=4).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "TxnOffsetCommitRequest",
+                version,
+            });
+        }
+        let flexible = version >= 3;
+        let f_transactional_id = read::get_str(buf, flexible)?;
+        let f_group_id = read::get_str(buf, flexible)?;
+        let f_producer_id = read::get_i64(buf)?;
+        let f_producer_epoch = read::get_i16(buf)?;
+        let f_generation_id = if version >= 3 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let f_member_id = if version >= 3 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_group_instance_id = if version >= 3 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            None
+        };
+        let f_topics = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            transactional_id: f_transactional_id,
+            group_id: f_group_id,
+            producer_id: f_producer_id,
+            producer_epoch: f_producer_epoch,
+            generation_id: f_generation_id,
+            member_id: f_member_id,
+            group_instance_id: f_group_instance_id,
+            topics: f_topics,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for TxnOffsetCommitRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for TxnOffsetCommitRequestView<'_> {
+    type Owned = TxnOffsetCommitRequest;
+    fn to_message(&self) -> TxnOffsetCommitRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        TxnOffsetCommitRequest {
+            transactional_id: StrBytes::from(self.transactional_id),
+            group_id: StrBytes::from(self.group_id),
+            producer_id: self.producer_id,
+            producer_epoch: self.producer_epoch,
+            generation_id: self.generation_id,
+            member_id: StrBytes::from(self.member_id),
+            group_instance_id: self.group_instance_id.map(|v| StrBytes::from(v)),
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `TxnOffsetCommitRequestPartition` struct of `TxnOffsetCommitRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TxnOffsetCommitRequestPartition {
@@ -315,6 +449,102 @@ impl Encode for TxnOffsetCommitRequestPartition {
     }
 }
 
+/// A borrowed view of [`TxnOffsetCommitRequestPartition`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TxnOffsetCommitRequestPartitionView<'a> {
+    /// `PartitionIndex`: `int32`, versions 0+.
+    pub partition_index: i32,
+    /// `CommittedOffset`: `int64`, versions 0+.
+    pub committed_offset: i64,
+    /// `CommittedLeaderEpoch`: `int32`, versions 2+, default `-1`, ignorable.
+    pub committed_leader_epoch: i32,
+    /// `CommittedMetadata`: `string`, versions 0+, nullable in 0+.
+    pub committed_metadata: Option<&'a str>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for TxnOffsetCommitRequestPartitionView<'_> {
+    fn default() -> Self {
+        Self {
+            partition_index: 0,
+            committed_offset: 0,
+            committed_leader_epoch: -1,
+            committed_metadata: Some(""),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for TxnOffsetCommitRequestPartitionView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 3;
+        let f_partition_index = read::get_i32(buf)?;
+        let f_committed_offset = read::get_i64(buf)?;
+        let f_committed_leader_epoch = if version >= 2 {
+            read::get_i32(buf)?
+        } else {
+            -1
+        };
+        let f_committed_metadata = read::get_nullable_str(buf, flexible)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            partition_index: f_partition_index,
+            committed_offset: f_committed_offset,
+            committed_leader_epoch: f_committed_leader_epoch,
+            committed_metadata: f_committed_metadata,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for TxnOffsetCommitRequestPartitionView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for TxnOffsetCommitRequestPartitionView<'_> {
+    type Owned = TxnOffsetCommitRequestPartition;
+    fn to_message(&self) -> TxnOffsetCommitRequestPartition {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        TxnOffsetCommitRequestPartition {
+            partition_index: self.partition_index,
+            committed_offset: self.committed_offset,
+            committed_leader_epoch: self.committed_leader_epoch,
+            committed_metadata: self.committed_metadata.map(|v| StrBytes::from(v)),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `TxnOffsetCommitRequestTopic` struct of `TxnOffsetCommitRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TxnOffsetCommitRequestTopic {
@@ -410,7 +640,88 @@ impl Encode for TxnOffsetCommitRequestTopic {
     }
 }
 
+/// A borrowed view of [`TxnOffsetCommitRequestTopic`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TxnOffsetCommitRequestTopicView<'a> {
+    /// `Name`: `string`, versions 0+.
+    pub name: &'a str,
+    /// `Partitions`: `[]TxnOffsetCommitRequestPartition`, versions 0+.
+    pub partitions: ArrayView<'a, TxnOffsetCommitRequestPartitionView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for TxnOffsetCommitRequestTopicView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for TxnOffsetCommitRequestTopicView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 3;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for TxnOffsetCommitRequestTopicView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for TxnOffsetCommitRequestTopicView<'_> {
+    type Owned = TxnOffsetCommitRequestTopic;
+    fn to_message(&self) -> TxnOffsetCommitRequestTopic {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        TxnOffsetCommitRequestTopic {
+            name: StrBytes::from(self.name),
+            partitions: self.partitions.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for TxnOffsetCommitRequest {
+    type View<'a> = TxnOffsetCommitRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(3);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

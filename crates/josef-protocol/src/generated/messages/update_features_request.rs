@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -148,6 +149,105 @@ impl Encode for UpdateFeaturesRequest {
     }
 }
 
+/// A borrowed view of [`UpdateFeaturesRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UpdateFeaturesRequestView<'a> {
+    /// `timeoutMs`: `int32`, versions 0+, default `60000`.
+    pub timeout_ms: i32,
+    /// `FeatureUpdates`: `[]FeatureUpdateKey`, versions 0+.
+    pub feature_updates: ArrayView<'a, FeatureUpdateKeyView<'a>>,
+    /// `ValidateOnly`: `bool`, versions 1+, default `false`.
+    pub validate_only: bool,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for UpdateFeaturesRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            timeout_ms: 60000,
+            feature_updates: ArrayView::empty(),
+            validate_only: false,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for UpdateFeaturesRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=2).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "UpdateFeaturesRequest",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_timeout_ms = read::get_i32(buf)?;
+        let f_feature_updates = read::get_array(buf, flexible, version)?;
+        let f_validate_only = if version >= 1 {
+            read::get_bool(buf)?
+        } else {
+            false
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            timeout_ms: f_timeout_ms,
+            feature_updates: f_feature_updates,
+            validate_only: f_validate_only,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for UpdateFeaturesRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for UpdateFeaturesRequestView<'_> {
+    type Owned = UpdateFeaturesRequest;
+    fn to_message(&self) -> UpdateFeaturesRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        UpdateFeaturesRequest {
+            timeout_ms: self.timeout_ms,
+            feature_updates: self
+                .feature_updates
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            validate_only: self.validate_only,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `FeatureUpdateKey` struct of `UpdateFeaturesRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FeatureUpdateKey {
@@ -267,7 +367,104 @@ impl Encode for FeatureUpdateKey {
     }
 }
 
+/// A borrowed view of [`FeatureUpdateKey`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FeatureUpdateKeyView<'a> {
+    /// `Feature`: `string`, versions 0+, map key.
+    pub feature: &'a str,
+    /// `MaxVersionLevel`: `int16`, versions 0+.
+    pub max_version_level: i16,
+    /// `AllowDowngrade`: `bool`, versions 0.
+    pub allow_downgrade: bool,
+    /// `UpgradeType`: `int8`, versions 1+, default `1`.
+    pub upgrade_type: i8,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for FeatureUpdateKeyView<'_> {
+    fn default() -> Self {
+        Self {
+            feature: "",
+            max_version_level: 0,
+            allow_downgrade: false,
+            upgrade_type: 1,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for FeatureUpdateKeyView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_feature = read::get_str(buf, flexible)?;
+        let f_max_version_level = read::get_i16(buf)?;
+        let f_allow_downgrade = if version <= 0 {
+            read::get_bool(buf)?
+        } else {
+            false
+        };
+        let f_upgrade_type = if version >= 1 { read::get_i8(buf)? } else { 1 };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            feature: f_feature,
+            max_version_level: f_max_version_level,
+            allow_downgrade: f_allow_downgrade,
+            upgrade_type: f_upgrade_type,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for FeatureUpdateKeyView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for FeatureUpdateKeyView<'_> {
+    type Owned = FeatureUpdateKey;
+    fn to_message(&self) -> FeatureUpdateKey {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        FeatureUpdateKey {
+            feature: StrBytes::from(self.feature),
+            max_version_level: self.max_version_level,
+            allow_downgrade: self.allow_downgrade,
+            upgrade_type: self.upgrade_type,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for UpdateFeaturesRequest {
+    type View<'a> = UpdateFeaturesRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 2 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

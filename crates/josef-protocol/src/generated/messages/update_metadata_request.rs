@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -268,6 +269,153 @@ impl Encode for UpdateMetadataRequest {
     }
 }
 
+/// A borrowed view of [`UpdateMetadataRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UpdateMetadataRequestView<'a> {
+    /// `ControllerId`: `int32`, versions 0+.
+    pub controller_id: i32,
+    /// `isKRaftController`: `bool`, versions 8+, default `false`.
+    pub is_k_raft_controller: bool,
+    /// `Type`: `int8`, versions 8+, tagged field 0 in 8+, default `0`.
+    pub type_: i8,
+    /// `ControllerEpoch`: `int32`, versions 0+.
+    pub controller_epoch: i32,
+    /// `BrokerEpoch`: `int64`, versions 5+, default `-1`, ignorable.
+    pub broker_epoch: i64,
+    /// `UngroupedPartitionStates`: `[]UpdateMetadataPartitionState`, versions 0-4.
+    pub ungrouped_partition_states: ArrayView<'a, UpdateMetadataPartitionStateView<'a>>,
+    /// `TopicStates`: `[]UpdateMetadataTopicState`, versions 5+.
+    pub topic_states: ArrayView<'a, UpdateMetadataTopicStateView<'a>>,
+    /// `LiveBrokers`: `[]UpdateMetadataBroker`, versions 0+.
+    pub live_brokers: ArrayView<'a, UpdateMetadataBrokerView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for UpdateMetadataRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            controller_id: 0,
+            is_k_raft_controller: false,
+            type_: 0,
+            controller_epoch: 0,
+            broker_epoch: -1,
+            ungrouped_partition_states: ArrayView::empty(),
+            topic_states: ArrayView::empty(),
+            live_brokers: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for UpdateMetadataRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=8).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "UpdateMetadataRequest",
+                version,
+            });
+        }
+        let flexible = version >= 6;
+        let f_controller_id = read::get_i32(buf)?;
+        let f_is_k_raft_controller = if version >= 8 {
+            read::get_bool(buf)?
+        } else {
+            false
+        };
+        let mut f_type_ = 0;
+        let f_controller_epoch = read::get_i32(buf)?;
+        let f_broker_epoch = if version >= 5 {
+            read::get_i64(buf)?
+        } else {
+            -1
+        };
+        let f_ungrouped_partition_states = if version <= 4 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let f_topic_states = if version >= 5 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let f_live_brokers = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    0 if version >= 8 => {
+                        let buf = &mut data;
+                        f_type_ = read::get_i8(buf)?;
+                        read::expect_consumed(buf, "UpdateMetadataRequest.Type")?;
+                    }
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            controller_id: f_controller_id,
+            is_k_raft_controller: f_is_k_raft_controller,
+            type_: f_type_,
+            controller_epoch: f_controller_epoch,
+            broker_epoch: f_broker_epoch,
+            ungrouped_partition_states: f_ungrouped_partition_states,
+            topic_states: f_topic_states,
+            live_brokers: f_live_brokers,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for UpdateMetadataRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for UpdateMetadataRequestView<'_> {
+    type Owned = UpdateMetadataRequest;
+    fn to_message(&self) -> UpdateMetadataRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                0 if version >= 8 => true,
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        UpdateMetadataRequest {
+            controller_id: self.controller_id,
+            is_k_raft_controller: self.is_k_raft_controller,
+            type_: self.type_,
+            controller_epoch: self.controller_epoch,
+            broker_epoch: self.broker_epoch,
+            ungrouped_partition_states: self
+                .ungrouped_partition_states
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            topic_states: self.topic_states.iter().map(|e0| e0.to_message()).collect(),
+            live_brokers: self.live_brokers.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `UpdateMetadataTopicState` struct of `UpdateMetadataRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UpdateMetadataTopicState {
@@ -406,6 +554,108 @@ impl Encode for UpdateMetadataTopicState {
     }
 }
 
+/// A borrowed view of [`UpdateMetadataTopicState`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UpdateMetadataTopicStateView<'a> {
+    /// `TopicName`: `string`, versions 5+.
+    pub topic_name: &'a str,
+    /// `TopicId`: `uuid`, versions 7+, ignorable.
+    pub topic_id: Uuid,
+    /// `PartitionStates`: `[]UpdateMetadataPartitionState`, versions 5+.
+    pub partition_states: ArrayView<'a, UpdateMetadataPartitionStateView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for UpdateMetadataTopicStateView<'_> {
+    fn default() -> Self {
+        Self {
+            topic_name: "",
+            topic_id: Uuid::ZERO,
+            partition_states: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for UpdateMetadataTopicStateView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 6;
+        let f_topic_name = if version >= 5 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_topic_id = if version >= 7 {
+            read::get_uuid(buf)?
+        } else {
+            Uuid::ZERO
+        };
+        let f_partition_states = if version >= 5 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic_name: f_topic_name,
+            topic_id: f_topic_id,
+            partition_states: f_partition_states,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for UpdateMetadataTopicStateView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for UpdateMetadataTopicStateView<'_> {
+    type Owned = UpdateMetadataTopicState;
+    fn to_message(&self) -> UpdateMetadataTopicState {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        UpdateMetadataTopicState {
+            topic_name: StrBytes::from(self.topic_name),
+            topic_id: self.topic_id,
+            partition_states: self
+                .partition_states
+                .iter()
+                .map(|e0| e0.to_message())
+                .collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `UpdateMetadataEndpoint` struct of `UpdateMetadataRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UpdateMetadataEndpoint {
@@ -540,6 +790,106 @@ impl Encode for UpdateMetadataEndpoint {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`UpdateMetadataEndpoint`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UpdateMetadataEndpointView<'a> {
+    /// `Port`: `int32`, versions 1+.
+    pub port: i32,
+    /// `Host`: `string`, versions 1+.
+    pub host: &'a str,
+    /// `Listener`: `string`, versions 3+, ignorable.
+    pub listener: &'a str,
+    /// `SecurityProtocol`: `int16`, versions 1+.
+    pub security_protocol: i16,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for UpdateMetadataEndpointView<'_> {
+    fn default() -> Self {
+        Self {
+            port: 0,
+            host: "",
+            listener: "",
+            security_protocol: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for UpdateMetadataEndpointView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 6;
+        let f_port = if version >= 1 { read::get_i32(buf)? } else { 0 };
+        let f_host = if version >= 1 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_listener = if version >= 3 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_security_protocol = if version >= 1 { read::get_i16(buf)? } else { 0 };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            port: f_port,
+            host: f_host,
+            listener: f_listener,
+            security_protocol: f_security_protocol,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for UpdateMetadataEndpointView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for UpdateMetadataEndpointView<'_> {
+    type Owned = UpdateMetadataEndpoint;
+    fn to_message(&self) -> UpdateMetadataEndpoint {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        UpdateMetadataEndpoint {
+            port: self.port,
+            host: StrBytes::from(self.host),
+            listener: StrBytes::from(self.listener),
+            security_protocol: self.security_protocol,
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -684,6 +1034,116 @@ impl Encode for UpdateMetadataBroker {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`UpdateMetadataBroker`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UpdateMetadataBrokerView<'a> {
+    /// `Id`: `int32`, versions 0+.
+    pub id: i32,
+    /// `V0Host`: `string`, versions 0, ignorable.
+    pub v0_host: &'a str,
+    /// `V0Port`: `int32`, versions 0, ignorable.
+    pub v0_port: i32,
+    /// `Endpoints`: `[]UpdateMetadataEndpoint`, versions 1+, ignorable.
+    pub endpoints: ArrayView<'a, UpdateMetadataEndpointView<'a>>,
+    /// `Rack`: `string`, versions 2+, nullable in 2+, ignorable.
+    pub rack: Option<&'a str>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for UpdateMetadataBrokerView<'_> {
+    fn default() -> Self {
+        Self {
+            id: 0,
+            v0_host: "",
+            v0_port: 0,
+            endpoints: ArrayView::empty(),
+            rack: Some(""),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for UpdateMetadataBrokerView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 6;
+        let f_id = read::get_i32(buf)?;
+        let f_v0_host = if version <= 0 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_v0_port = if version <= 0 { read::get_i32(buf)? } else { 0 };
+        let f_endpoints = if version >= 1 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let f_rack = if version >= 2 {
+            read::get_nullable_str(buf, flexible)?
+        } else {
+            Some("")
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            id: f_id,
+            v0_host: f_v0_host,
+            v0_port: f_v0_port,
+            endpoints: f_endpoints,
+            rack: f_rack,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for UpdateMetadataBrokerView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for UpdateMetadataBrokerView<'_> {
+    type Owned = UpdateMetadataBroker;
+    fn to_message(&self) -> UpdateMetadataBroker {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        UpdateMetadataBroker {
+            id: self.id,
+            v0_host: StrBytes::from(self.v0_host),
+            v0_port: self.v0_port,
+            endpoints: self.endpoints.iter().map(|e0| e0.to_message()).collect(),
+            rack: self.rack.map(|v| StrBytes::from(v)),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -860,7 +1320,138 @@ impl Encode for UpdateMetadataPartitionState {
     }
 }
 
+/// A borrowed view of [`UpdateMetadataPartitionState`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UpdateMetadataPartitionStateView<'a> {
+    /// `TopicName`: `string`, versions 0-4, ignorable.
+    pub topic_name: &'a str,
+    /// `PartitionIndex`: `int32`, versions 0+.
+    pub partition_index: i32,
+    /// `ControllerEpoch`: `int32`, versions 0+.
+    pub controller_epoch: i32,
+    /// `Leader`: `int32`, versions 0+.
+    pub leader: i32,
+    /// `LeaderEpoch`: `int32`, versions 0+.
+    pub leader_epoch: i32,
+    /// `Isr`: `[]int32`, versions 0+.
+    pub isr: ArrayView<'a, i32>,
+    /// `ZkVersion`: `int32`, versions 0+.
+    pub zk_version: i32,
+    /// `Replicas`: `[]int32`, versions 0+.
+    pub replicas: ArrayView<'a, i32>,
+    /// `OfflineReplicas`: `[]int32`, versions 4+, ignorable.
+    pub offline_replicas: ArrayView<'a, i32>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for UpdateMetadataPartitionStateView<'_> {
+    fn default() -> Self {
+        Self {
+            topic_name: "",
+            partition_index: 0,
+            controller_epoch: 0,
+            leader: 0,
+            leader_epoch: 0,
+            isr: ArrayView::empty(),
+            zk_version: 0,
+            replicas: ArrayView::empty(),
+            offline_replicas: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for UpdateMetadataPartitionStateView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 6;
+        let f_topic_name = if version <= 4 {
+            read::get_str(buf, flexible)?
+        } else {
+            ""
+        };
+        let f_partition_index = read::get_i32(buf)?;
+        let f_controller_epoch = read::get_i32(buf)?;
+        let f_leader = read::get_i32(buf)?;
+        let f_leader_epoch = read::get_i32(buf)?;
+        let f_isr = read::get_array(buf, flexible, version)?;
+        let f_zk_version = read::get_i32(buf)?;
+        let f_replicas = read::get_array(buf, flexible, version)?;
+        let f_offline_replicas = if version >= 4 {
+            read::get_array(buf, flexible, version)?
+        } else {
+            ArrayView::empty()
+        };
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            topic_name: f_topic_name,
+            partition_index: f_partition_index,
+            controller_epoch: f_controller_epoch,
+            leader: f_leader,
+            leader_epoch: f_leader_epoch,
+            isr: f_isr,
+            zk_version: f_zk_version,
+            replicas: f_replicas,
+            offline_replicas: f_offline_replicas,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for UpdateMetadataPartitionStateView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for UpdateMetadataPartitionStateView<'_> {
+    type Owned = UpdateMetadataPartitionState;
+    fn to_message(&self) -> UpdateMetadataPartitionState {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        UpdateMetadataPartitionState {
+            topic_name: StrBytes::from(self.topic_name),
+            partition_index: self.partition_index,
+            controller_epoch: self.controller_epoch,
+            leader: self.leader,
+            leader_epoch: self.leader_epoch,
+            isr: self.isr.iter().collect(),
+            zk_version: self.zk_version,
+            replicas: self.replicas.iter().collect(),
+            offline_replicas: self.offline_replicas.iter().collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for UpdateMetadataRequest {
+    type View<'a> = UpdateMetadataRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 8 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(6);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

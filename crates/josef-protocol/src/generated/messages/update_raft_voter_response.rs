@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -135,6 +136,103 @@ impl Encode for UpdateRaftVoterResponse {
     }
 }
 
+/// A borrowed view of [`UpdateRaftVoterResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UpdateRaftVoterResponseView<'a> {
+    /// `ThrottleTimeMs`: `int32`, versions 0+.
+    pub throttle_time_ms: i32,
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// `CurrentLeader`: `CurrentLeader`, versions 0+, tagged field 0 in 0+.
+    pub current_leader: CurrentLeaderView<'a>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for UpdateRaftVoterResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            throttle_time_ms: 0,
+            error_code: 0,
+            current_leader: Default::default(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for UpdateRaftVoterResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "UpdateRaftVoterResponse",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_throttle_time_ms = read::get_i32(buf)?;
+        let f_error_code = read::get_i16(buf)?;
+        let mut f_current_leader = Default::default();
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    0 => {
+                        let buf = &mut data;
+                        f_current_leader = CurrentLeaderView::decode_view(buf, version)?;
+                        read::expect_consumed(buf, "UpdateRaftVoterResponse.CurrentLeader")?;
+                    }
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            throttle_time_ms: f_throttle_time_ms,
+            error_code: f_error_code,
+            current_leader: f_current_leader,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for UpdateRaftVoterResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for UpdateRaftVoterResponseView<'_> {
+    type Owned = UpdateRaftVoterResponse;
+    fn to_message(&self) -> UpdateRaftVoterResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                0 => true,
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        UpdateRaftVoterResponse {
+            throttle_time_ms: self.throttle_time_ms,
+            error_code: self.error_code,
+            current_leader: self.current_leader.to_message(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `CurrentLeader` struct of `UpdateRaftVoterResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CurrentLeader {
@@ -230,7 +328,100 @@ impl Encode for CurrentLeader {
     }
 }
 
+/// A borrowed view of [`CurrentLeader`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CurrentLeaderView<'a> {
+    /// `LeaderId`: `int32`, versions 0+, default `-1`.
+    pub leader_id: i32,
+    /// `LeaderEpoch`: `int32`, versions 0+, default `-1`.
+    pub leader_epoch: i32,
+    /// `Host`: `string`, versions 0+.
+    pub host: &'a str,
+    /// `Port`: `int32`, versions 0+.
+    pub port: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for CurrentLeaderView<'_> {
+    fn default() -> Self {
+        Self {
+            leader_id: -1,
+            leader_epoch: -1,
+            host: "",
+            port: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for CurrentLeaderView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_leader_id = read::get_i32(buf)?;
+        let f_leader_epoch = read::get_i32(buf)?;
+        let f_host = read::get_str(buf, flexible)?;
+        let f_port = read::get_i32(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            leader_id: f_leader_id,
+            leader_epoch: f_leader_epoch,
+            host: f_host,
+            port: f_port,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for CurrentLeaderView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for CurrentLeaderView<'_> {
+    type Owned = CurrentLeader;
+    fn to_message(&self) -> CurrentLeader {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        CurrentLeader {
+            leader_id: self.leader_id,
+            leader_epoch: self.leader_epoch,
+            host: StrBytes::from(self.host),
+            port: self.port,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for UpdateRaftVoterResponse {
+    type View<'a> = UpdateRaftVoterResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

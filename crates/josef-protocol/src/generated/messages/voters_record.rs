@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -124,6 +125,91 @@ impl Encode for VotersRecord {
     }
 }
 
+/// A borrowed view of [`VotersRecord`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct VotersRecordView<'a> {
+    /// `Version`: `int16`, versions 0+.
+    pub version: i16,
+    /// `Voters`: `[]Voter`, versions 0+.
+    pub voters: ArrayView<'a, VoterView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for VotersRecordView<'_> {
+    fn default() -> Self {
+        Self {
+            version: 0,
+            voters: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for VotersRecordView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=0).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "VotersRecord",
+                version,
+            });
+        }
+        let flexible = true;
+        let f_version = read::get_i16(buf)?;
+        let f_voters = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            version: f_version,
+            voters: f_voters,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for VotersRecordView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for VotersRecordView<'_> {
+    type Owned = VotersRecord;
+    fn to_message(&self) -> VotersRecord {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        VotersRecord {
+            version: self.version,
+            voters: self.voters.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `Endpoint` struct of `VotersRecord`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Endpoint {
@@ -212,6 +298,92 @@ impl Encode for Endpoint {
     }
 }
 
+/// A borrowed view of [`Endpoint`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EndpointView<'a> {
+    /// `Name`: `string`, versions 0+, map key.
+    pub name: &'a str,
+    /// `Host`: `string`, versions 0+.
+    pub host: &'a str,
+    /// `Port`: `uint16`, versions 0+.
+    pub port: u16,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for EndpointView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            host: "",
+            port: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for EndpointView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_host = read::get_str(buf, flexible)?;
+        let f_port = read::get_u16(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            host: f_host,
+            port: f_port,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for EndpointView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for EndpointView<'_> {
+    type Owned = Endpoint;
+    fn to_message(&self) -> Endpoint {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        Endpoint {
+            name: StrBytes::from(self.name),
+            host: StrBytes::from(self.host),
+            port: self.port,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `KRaftVersionFeature` struct of `VotersRecord`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KRaftVersionFeature {
@@ -290,6 +462,86 @@ impl Encode for KRaftVersionFeature {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`KRaftVersionFeature`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct KRaftVersionFeatureView<'a> {
+    /// `MinSupportedVersion`: `int16`, versions 0+.
+    pub min_supported_version: i16,
+    /// `MaxSupportedVersion`: `int16`, versions 0+.
+    pub max_supported_version: i16,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for KRaftVersionFeatureView<'_> {
+    fn default() -> Self {
+        Self {
+            min_supported_version: 0,
+            max_supported_version: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for KRaftVersionFeatureView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_min_supported_version = read::get_i16(buf)?;
+        let f_max_supported_version = read::get_i16(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            min_supported_version: f_min_supported_version,
+            max_supported_version: f_max_supported_version,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for KRaftVersionFeatureView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for KRaftVersionFeatureView<'_> {
+    type Owned = KRaftVersionFeature;
+    fn to_message(&self) -> KRaftVersionFeature {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        KRaftVersionFeature {
+            min_supported_version: self.min_supported_version,
+            max_supported_version: self.max_supported_version,
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -400,7 +652,100 @@ impl Encode for Voter {
     }
 }
 
+/// A borrowed view of [`Voter`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct VoterView<'a> {
+    /// `VoterId`: `int32`, versions 0+.
+    pub voter_id: i32,
+    /// `VoterDirectoryId`: `uuid`, versions 0+.
+    pub voter_directory_id: Uuid,
+    /// `Endpoints`: `[]Endpoint`, versions 0+.
+    pub endpoints: ArrayView<'a, EndpointView<'a>>,
+    /// `KRaftVersionFeature`: `KRaftVersionFeature`, versions 0+.
+    pub k_raft_version_feature: KRaftVersionFeatureView<'a>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for VoterView<'_> {
+    fn default() -> Self {
+        Self {
+            voter_id: 0,
+            voter_directory_id: Uuid::ZERO,
+            endpoints: ArrayView::empty(),
+            k_raft_version_feature: Default::default(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for VoterView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = true;
+        let f_voter_id = read::get_i32(buf)?;
+        let f_voter_directory_id = read::get_uuid(buf)?;
+        let f_endpoints = read::get_array(buf, flexible, version)?;
+        let f_k_raft_version_feature = KRaftVersionFeatureView::decode_view(buf, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            voter_id: f_voter_id,
+            voter_directory_id: f_voter_directory_id,
+            endpoints: f_endpoints,
+            k_raft_version_feature: f_k_raft_version_feature,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for VoterView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for VoterView<'_> {
+    type Owned = Voter;
+    fn to_message(&self) -> Voter {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        Voter {
+            voter_id: self.voter_id,
+            voter_directory_id: self.voter_directory_id,
+            endpoints: self.endpoints.iter().map(|e0| e0.to_message()).collect(),
+            k_raft_version_feature: self.k_raft_version_feature.to_message(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for VotersRecord {
+    type View<'a> = VotersRecordView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 0 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(0);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

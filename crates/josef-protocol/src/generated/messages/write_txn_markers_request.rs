@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -120,6 +121,85 @@ impl Encode for WriteTxnMarkersRequest {
     }
 }
 
+/// A borrowed view of [`WriteTxnMarkersRequest`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WriteTxnMarkersRequestView<'a> {
+    /// `Markers`: `[]WritableTxnMarker`, versions 0+.
+    pub markers: ArrayView<'a, WritableTxnMarkerView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for WriteTxnMarkersRequestView<'_> {
+    fn default() -> Self {
+        Self {
+            markers: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for WriteTxnMarkersRequestView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=1).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "WriteTxnMarkersRequest",
+                version,
+            });
+        }
+        let flexible = version >= 1;
+        let f_markers = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            markers: f_markers,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for WriteTxnMarkersRequestView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for WriteTxnMarkersRequestView<'_> {
+    type Owned = WriteTxnMarkersRequest;
+    fn to_message(&self) -> WriteTxnMarkersRequest {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        WriteTxnMarkersRequest {
+            markers: self.markers.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `WritableTxnMarkerTopic` struct of `WriteTxnMarkersRequest`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WritableTxnMarkerTopic {
@@ -207,6 +287,86 @@ impl Encode for WritableTxnMarkerTopic {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`WritableTxnMarkerTopic`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WritableTxnMarkerTopicView<'a> {
+    /// `Name`: `string`, versions 0+.
+    pub name: &'a str,
+    /// `PartitionIndexes`: `[]int32`, versions 0+.
+    pub partition_indexes: ArrayView<'a, i32>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for WritableTxnMarkerTopicView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            partition_indexes: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for WritableTxnMarkerTopicView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 1;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_partition_indexes = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            partition_indexes: f_partition_indexes,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for WritableTxnMarkerTopicView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for WritableTxnMarkerTopicView<'_> {
+    type Owned = WritableTxnMarkerTopic;
+    fn to_message(&self) -> WritableTxnMarkerTopic {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        WritableTxnMarkerTopic {
+            name: StrBytes::from(self.name),
+            partition_indexes: self.partition_indexes.iter().collect(),
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -326,7 +486,106 @@ impl Encode for WritableTxnMarker {
     }
 }
 
+/// A borrowed view of [`WritableTxnMarker`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WritableTxnMarkerView<'a> {
+    /// `ProducerId`: `int64`, versions 0+.
+    pub producer_id: i64,
+    /// `ProducerEpoch`: `int16`, versions 0+.
+    pub producer_epoch: i16,
+    /// `TransactionResult`: `bool`, versions 0+.
+    pub transaction_result: bool,
+    /// `Topics`: `[]WritableTxnMarkerTopic`, versions 0+.
+    pub topics: ArrayView<'a, WritableTxnMarkerTopicView<'a>>,
+    /// `CoordinatorEpoch`: `int32`, versions 0+.
+    pub coordinator_epoch: i32,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for WritableTxnMarkerView<'_> {
+    fn default() -> Self {
+        Self {
+            producer_id: 0,
+            producer_epoch: 0,
+            transaction_result: false,
+            topics: ArrayView::empty(),
+            coordinator_epoch: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for WritableTxnMarkerView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 1;
+        let f_producer_id = read::get_i64(buf)?;
+        let f_producer_epoch = read::get_i16(buf)?;
+        let f_transaction_result = read::get_bool(buf)?;
+        let f_topics = read::get_array(buf, flexible, version)?;
+        let f_coordinator_epoch = read::get_i32(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            producer_id: f_producer_id,
+            producer_epoch: f_producer_epoch,
+            transaction_result: f_transaction_result,
+            topics: f_topics,
+            coordinator_epoch: f_coordinator_epoch,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for WritableTxnMarkerView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for WritableTxnMarkerView<'_> {
+    type Owned = WritableTxnMarker;
+    fn to_message(&self) -> WritableTxnMarker {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        WritableTxnMarker {
+            producer_id: self.producer_id,
+            producer_epoch: self.producer_epoch,
+            transaction_result: self.transaction_result,
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            coordinator_epoch: self.coordinator_epoch,
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for WriteTxnMarkersRequest {
+    type View<'a> = WriteTxnMarkersRequestView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(1);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;

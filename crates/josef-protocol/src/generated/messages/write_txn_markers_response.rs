@@ -8,6 +8,7 @@
     clippy::all
 )]
 
+use crate::view::{read, ArrayView, DecodeView, MessageView, TaggedFieldsView, ViewElement};
 use crate::wire;
 use crate::{
     Decode, DecodeError, Encode, EncodeBuf, EncodeError, Message, SmallVec, StrBytes,
@@ -121,6 +122,85 @@ impl Encode for WriteTxnMarkersResponse {
     }
 }
 
+/// A borrowed view of [`WriteTxnMarkersResponse`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WriteTxnMarkersResponseView<'a> {
+    /// `Markers`: `[]WritableTxnMarkerResult`, versions 0+.
+    pub markers: ArrayView<'a, WritableTxnMarkerResultView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for WriteTxnMarkersResponseView<'_> {
+    fn default() -> Self {
+        Self {
+            markers: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for WriteTxnMarkersResponseView<'a> {
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        if !(0..=1).contains(&version) {
+            return Err(DecodeError::UnsupportedVersion {
+                message: "WriteTxnMarkersResponse",
+                version,
+            });
+        }
+        let flexible = version >= 1;
+        let f_markers = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            markers: f_markers,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for WriteTxnMarkersResponseView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for WriteTxnMarkersResponseView<'_> {
+    type Owned = WriteTxnMarkersResponse;
+    fn to_message(&self) -> WriteTxnMarkersResponse {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        WriteTxnMarkersResponse {
+            markers: self.markers.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `WritableTxnMarkerPartitionResult` struct of `WriteTxnMarkersResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WritableTxnMarkerPartitionResult {
@@ -199,6 +279,86 @@ impl Encode for WritableTxnMarkerPartitionResult {
                 + wire::unknown_tagged_fields_size(&self.unknown_tagged_fields);
         }
         Ok(len)
+    }
+}
+
+/// A borrowed view of [`WritableTxnMarkerPartitionResult`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WritableTxnMarkerPartitionResultView<'a> {
+    /// `PartitionIndex`: `int32`, versions 0+.
+    pub partition_index: i32,
+    /// `ErrorCode`: `int16`, versions 0+.
+    pub error_code: i16,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for WritableTxnMarkerPartitionResultView<'_> {
+    fn default() -> Self {
+        Self {
+            partition_index: 0,
+            error_code: 0,
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for WritableTxnMarkerPartitionResultView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 1;
+        let f_partition_index = read::get_i32(buf)?;
+        let f_error_code = read::get_i16(buf)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            partition_index: f_partition_index,
+            error_code: f_error_code,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for WritableTxnMarkerPartitionResultView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for WritableTxnMarkerPartitionResultView<'_> {
+    type Owned = WritableTxnMarkerPartitionResult;
+    fn to_message(&self) -> WritableTxnMarkerPartitionResult {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        WritableTxnMarkerPartitionResult {
+            partition_index: self.partition_index,
+            error_code: self.error_code,
+            unknown_tagged_fields,
+        }
     }
 }
 
@@ -297,6 +457,86 @@ impl Encode for WritableTxnMarkerTopicResult {
     }
 }
 
+/// A borrowed view of [`WritableTxnMarkerTopicResult`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WritableTxnMarkerTopicResultView<'a> {
+    /// `Name`: `string`, versions 0+.
+    pub name: &'a str,
+    /// `Partitions`: `[]WritableTxnMarkerPartitionResult`, versions 0+.
+    pub partitions: ArrayView<'a, WritableTxnMarkerPartitionResultView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for WritableTxnMarkerTopicResultView<'_> {
+    fn default() -> Self {
+        Self {
+            name: "",
+            partitions: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for WritableTxnMarkerTopicResultView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 1;
+        let f_name = read::get_str(buf, flexible)?;
+        let f_partitions = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            name: f_name,
+            partitions: f_partitions,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for WritableTxnMarkerTopicResultView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for WritableTxnMarkerTopicResultView<'_> {
+    type Owned = WritableTxnMarkerTopicResult;
+    fn to_message(&self) -> WritableTxnMarkerTopicResult {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        WritableTxnMarkerTopicResult {
+            name: StrBytes::from(self.name),
+            partitions: self.partitions.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 /// The `WritableTxnMarkerResult` struct of `WriteTxnMarkersResponse`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WritableTxnMarkerResult {
@@ -392,7 +632,88 @@ impl Encode for WritableTxnMarkerResult {
     }
 }
 
+/// A borrowed view of [`WritableTxnMarkerResult`]: decoded from a slice without allocating (see [`crate::view`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WritableTxnMarkerResultView<'a> {
+    /// `ProducerId`: `int64`, versions 0+.
+    pub producer_id: i64,
+    /// `Topics`: `[]WritableTxnMarkerTopicResult`, versions 0+.
+    pub topics: ArrayView<'a, WritableTxnMarkerTopicResultView<'a>>,
+    /// The tagged fields as read, known ones included (those are also in their fields).
+    pub tagged_fields: TaggedFieldsView<'a>,
+}
+
+impl Default for WritableTxnMarkerResultView<'_> {
+    fn default() -> Self {
+        Self {
+            producer_id: 0,
+            topics: ArrayView::empty(),
+            tagged_fields: TaggedFieldsView::empty(),
+        }
+    }
+}
+
+impl<'a> DecodeView<'a> for WritableTxnMarkerResultView<'a> {
+    #[inline]
+    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        let flexible = version >= 1;
+        let f_producer_id = read::get_i64(buf)?;
+        let f_topics = read::get_array(buf, flexible, version)?;
+        let mut tagged_fields = TaggedFieldsView::empty();
+        if flexible {
+            let count = read::get_uvarint(buf)?;
+            let start = *buf;
+            let mut last_tag = None;
+            for _ in 0..count {
+                let (tag, mut data) = read::get_tagged_field(buf, &mut last_tag)?;
+                match tag {
+                    _ => {}
+                }
+            }
+            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+        }
+        Ok(Self {
+            producer_id: f_producer_id,
+            topics: f_topics,
+            tagged_fields,
+        })
+    }
+}
+
+impl<'a> ViewElement<'a> for WritableTxnMarkerResultView<'a> {
+    #[inline]
+    fn read_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view(buf, version)
+    }
+}
+
+impl MessageView for WritableTxnMarkerResultView<'_> {
+    type Owned = WritableTxnMarkerResult;
+    fn to_message(&self) -> WritableTxnMarkerResult {
+        let version = self.tagged_fields.version();
+        let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        for (tag, data) in self.tagged_fields.iter() {
+            let known = match tag {
+                _ => false,
+            };
+            if !known {
+                unknown_tagged_fields.insert(tag, Bytes::copy_from_slice(data));
+            }
+        }
+        WritableTxnMarkerResult {
+            producer_id: self.producer_id,
+            topics: self.topics.iter().map(|e0| e0.to_message()).collect(),
+            unknown_tagged_fields,
+        }
+    }
+}
+
 impl Message for WriteTxnMarkersResponse {
+    type View<'a> = WriteTxnMarkersResponseView<'a>;
     const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 1 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(1);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
