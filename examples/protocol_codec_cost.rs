@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo build --release --example protocol_codec_cost
-//! for m in {produce,fetch,metadata}_{decode_josef,decode_josef_view,decode_kafka_protocol,encode_josef,encode_josef_chunks,encode_kafka_protocol}; do
+//! for m in {produce,fetch,metadata}_{decode_josef,decode_josef_view,decode_josef_view_read_all,decode_kafka_protocol,encode_josef,encode_josef_chunks,encode_kafka_protocol}; do
 //!   for r in 0 200; do
 //!     echo -n "$m rounds=$r "; ROUNDS=$r valgrind --tool=callgrind \
 //!       --callgrind-out-file=/dev/null target/release/examples/protocol_codec_cost $m 2>&1 \
@@ -21,12 +21,13 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 
 #[path = "../benches/support/protocol_inputs.rs"]
 mod inputs;
-use inputs::{encode_ours, encode_ours_chunks, encode_theirs, fetch, metadata, produce};
+use inputs::{encode_ours, encode_ours_chunks, encode_theirs, fetch, metadata, produce, ReadAll};
 
 /// Runs `mode`'s path for one message kind; returns false when `mode` is not about this kind.
 fn run<O, T>(mode: &str, kind: &str, version: i16, ours: O) -> bool
 where
     O: Message,
+    for<'a> O::View<'a>: ReadAll,
     T: Decodable + Encodable,
 {
     let Some(path) = mode.strip_prefix(kind) else {
@@ -54,6 +55,12 @@ where
                 black_box(
                     O::View::decode_view(&mut black_box(&bytes[..]), version).expect("decode"),
                 );
+                1
+            }
+            "_decode_josef_view_read_all" => {
+                let view =
+                    O::View::decode_view(&mut black_box(&bytes[..]), version).expect("decode");
+                black_box(view.read_all());
                 1
             }
             "_decode_kafka_protocol" => {

@@ -123,3 +123,120 @@ pub fn encode_theirs<M: Encodable>(m: &M, v: i16) -> Bytes {
     m.encode(&mut buf, v).unwrap();
     buf.freeze()
 }
+
+/// A view decoded and then read completely: every field of every element visited (arrays decoded
+/// a second time as they are iterated), folded into a number so that nothing is optimised away.
+/// This is the fair counterpart of an owned decode, whose result holds every field.
+pub trait ReadAll {
+    fn read_all(&self) -> u64;
+}
+
+/// Folds values into a checksum (wrapping: negative fields are common).
+#[derive(Default)]
+struct Sum(u64);
+
+impl Sum {
+    fn add(&mut self, v: impl Into<i64>) {
+        self.0 = self.0.wrapping_add(v.into() as u64);
+    }
+    fn len(&mut self, s: Option<&[u8]>) {
+        self.add(s.map_or(-1, |s| s.len() as i64));
+    }
+    fn str(&mut self, s: Option<&str>) {
+        self.len(s.map(str::as_bytes));
+    }
+}
+
+impl ReadAll for josef_protocol::messages::ProduceRequestView<'_> {
+    fn read_all(&self) -> u64 {
+        let mut s = Sum::default();
+        s.str(self.transactional_id);
+        s.add(self.acks);
+        s.add(self.timeout_ms);
+        for topic in self.topic_data.iter() {
+            s.str(Some(topic.name));
+            for p in topic.partition_data.iter() {
+                s.add(p.index);
+                s.len(p.records);
+            }
+        }
+        s.0
+    }
+}
+
+impl ReadAll for josef_protocol::messages::FetchResponseView<'_> {
+    fn read_all(&self) -> u64 {
+        let mut s = Sum::default();
+        s.add(self.throttle_time_ms);
+        s.add(self.error_code);
+        s.add(self.session_id);
+        for topic in self.responses.iter() {
+            s.str(Some(topic.topic));
+            s.add(topic.topic_id.as_bytes()[0]);
+            for p in topic.partitions.iter() {
+                s.add(p.partition_index);
+                s.add(p.error_code);
+                s.add(p.high_watermark);
+                s.add(p.last_stable_offset);
+                s.add(p.log_start_offset);
+                s.add(p.diverging_epoch.epoch);
+                s.add(p.diverging_epoch.end_offset);
+                s.add(p.current_leader.leader_id);
+                s.add(p.current_leader.leader_epoch);
+                s.add(p.snapshot_id.end_offset);
+                s.add(p.snapshot_id.epoch);
+                s.add(p.preferred_read_replica);
+                s.len(p.records);
+                for a in p.aborted_transactions.iter().flatten() {
+                    s.add(a.producer_id);
+                    s.add(a.first_offset);
+                }
+            }
+        }
+        for n in self.node_endpoints.iter() {
+            s.add(n.node_id);
+            s.str(Some(n.host));
+            s.add(n.port);
+            s.str(n.rack);
+        }
+        s.0
+    }
+}
+
+impl ReadAll for josef_protocol::messages::MetadataResponseView<'_> {
+    fn read_all(&self) -> u64 {
+        let mut s = Sum::default();
+        s.add(self.throttle_time_ms);
+        s.str(self.cluster_id);
+        s.add(self.controller_id);
+        s.add(self.cluster_authorized_operations);
+        for b in self.brokers.iter() {
+            s.add(b.node_id);
+            s.str(Some(b.host));
+            s.add(b.port);
+            s.str(b.rack);
+        }
+        for t in self.topics.iter() {
+            s.add(t.error_code);
+            s.str(t.name);
+            s.add(t.topic_id.as_bytes()[0]);
+            s.add(t.is_internal);
+            s.add(t.topic_authorized_operations);
+            for p in t.partitions.iter() {
+                s.add(p.error_code);
+                s.add(p.partition_index);
+                s.add(p.leader_id);
+                s.add(p.leader_epoch);
+                for n in p
+                    .replica_nodes
+                    .iter()
+                    .chain(p.isr_nodes.iter())
+                    .chain(p.offline_replicas.iter())
+                {
+                    s.add(n);
+                }
+            }
+        }
+        s.0
+    }
+}

@@ -32,8 +32,8 @@ fn read_plain(ty: &Ty, flex: &str) -> String {
         Ty::Prim(Prim::String) => format!("read::get_str(buf, {flex})"),
         Ty::Prim(Prim::Bytes | Prim::Records) => format!("read::get_bytes(buf, {flex})"),
         Ty::Prim(p) => format!("read::{}(buf)", prim_get(*p)),
-        Ty::Struct(s) => format!("{s}View::decode_view(buf, version)"),
-        Ty::Array(_) => format!("read::get_array(buf, {flex}, version)"),
+        Ty::Struct(s) => format!("{s}View::decode_view_with::<CHECKED>(buf, version)"),
+        Ty::Array(_) => format!("read::get_array::<_, CHECKED>(buf, {flex}, version)"),
     }
 }
 
@@ -42,9 +42,9 @@ fn read_nullable(ty: &Ty, flex: &str) -> Result<String, String> {
         Ty::Prim(Prim::String) => format!("read::get_nullable_str(buf, {flex})"),
         Ty::Prim(Prim::Bytes | Prim::Records) => format!("read::get_nullable_bytes(buf, {flex})"),
         Ty::Struct(s) => {
-            format!("read::get_nullable_struct(buf, |buf| {s}View::decode_view(buf, version))")
+            format!("read::get_nullable_struct(buf, |buf| {s}View::decode_view_with::<CHECKED>(buf, version))")
         }
-        Ty::Array(_) => format!("read::get_nullable_array(buf, {flex}, version)"),
+        Ty::Array(_) => format!("read::get_nullable_array::<_, CHECKED>(buf, {flex}, version)"),
         Ty::Prim(p) => return Err(format!("nullable {} is not supported", p.spec_name())),
     })
 }
@@ -68,6 +68,49 @@ fn read_field(ctx: &Ctx<'_>, f: &Field, flex: &str) -> Result<String, String> {
         read_nullable(&f.ty, flex)?,
         read_plain(&f.ty, flex)
     ))
+}
+
+/// Statements skipping a non-null value of `ty` (the input was checked before).
+fn skip_plain(ty: &Ty, flex: &str) -> String {
+    match ty {
+        Ty::Prim(Prim::String) => format!("read::skip_len(buf, {flex}, true)?;"),
+        Ty::Prim(Prim::Bytes | Prim::Records) => format!("read::skip_len(buf, {flex}, false)?;"),
+        Ty::Prim(p) => format!(
+            "read::skip(buf, {})?;",
+            super::prim_fixed_size(*p).unwrap_or(0)
+        ),
+        Ty::Struct(s) => format!("{s}View::skip_view(buf, version)?;"),
+        Ty::Array(inner) => format!(
+            "read::skip_array::<{}>(buf, {flex}, version)?;",
+            view_base(inner)
+        ),
+    }
+}
+
+/// Statements skipping field `f` in a version where it is present: as `read_field`, a struct
+/// has a null marker only in its nullable versions (strings, bytes and arrays encode null in
+/// their length, which `skip_len` and `skip_array` read).
+fn skip_field(ctx: &Ctx<'_>, f: &Field, flex: &str) -> String {
+    let nullable = f.nullable.intersect(&f.versions);
+    match &f.ty {
+        Ty::Struct(_) if !nullable.is_empty() => {
+            let versions = f.versions.intersect(&ctx.spec.valid);
+            let marked = format!(
+                "if read::get_i8(buf)? >= 0 {{ {} }}",
+                skip_plain(&f.ty, flex)
+            );
+            if nullable.contains_range(&versions) {
+                marked
+            } else {
+                format!(
+                    "if {} {{ {marked} }} else {{ {} }}",
+                    ctx.cond_or_true(&nullable),
+                    skip_plain(&f.ty, flex)
+                )
+            }
+        }
+        _ => skip_plain(&f.ty, flex),
+    }
 }
 
 /// Expression converting the view value `v` of type `ty` to the owned type.
@@ -105,6 +148,17 @@ fn tagged_fields(st: &StructDef) -> Vec<&Field> {
     tagged
 }
 
+/// The guard, if any, under which a tagged field is known inside a tagged-field section (which
+/// exists in flexible versions only): none when the field is tagged in every flexible version.
+fn tag_guard(ctx: &Ctx<'_>, tv: &crate::spec::Versions) -> Option<String> {
+    let flexible = ctx.spec.flexible.intersect(&ctx.spec.valid);
+    if tv.contains_range(&flexible) {
+        None
+    } else {
+        Some(ctx.cond(tv).unwrap_or_else(|| "true".to_string()))
+    }
+}
+
 /// Emits `XView<'a>` for struct `X`.
 pub(super) fn emit_view(
     ctx: &Ctx<'_>,
@@ -115,6 +169,11 @@ pub(super) fn emit_view(
     let spec = ctx.spec;
     let flexible = ctx.has_flexible();
     let name = &st.name;
+    // Which tagged fields are known can depend on the version: such views keep it.
+    let needs_version = flexible
+        && tagged_fields(st)
+            .iter()
+            .any(|f| tagged_versions(f).is_some_and(|(_, tv)| tag_guard(ctx, &tv).is_some()));
     // A view of fixed-size fields only still carries the frame's lifetime.
     let phantom = !flexible && !st.fields.iter().any(|f| view_field_rust(f).contains("'a"));
     let _ = writeln!(
@@ -141,6 +200,13 @@ pub(super) fn emit_view(
         );
         let _ = writeln!(out, "    pub tagged_fields: TaggedFieldsView<'a>,");
     }
+    if needs_version {
+        let _ = writeln!(
+            out,
+            "    /// The version the view was decoded at (which tagged fields are known depends on it)."
+        );
+        let _ = writeln!(out, "    pub version: i16,");
+    }
     if phantom {
         let _ = writeln!(
             out,
@@ -165,6 +231,9 @@ pub(super) fn emit_view(
     if flexible {
         let _ = writeln!(out, "            tagged_fields: TaggedFieldsView::empty(),");
     }
+    if needs_version {
+        let _ = writeln!(out, "            version: 0,");
+    }
     if phantom {
         let _ = writeln!(out, "            _frame: std::marker::PhantomData,");
     }
@@ -176,14 +245,25 @@ pub(super) fn emit_view(
         "false".to_string()
     };
 
-    // Decode: the owned decoder's statements over a slice.
+    // Decode: the owned decoder's statements over a slice. `CHECKED` is false when an array
+    // element that was checked already is read again: nested arrays are then skipped over,
+    // not checked element by element.
     let _ = writeln!(out, "impl<'a> DecodeView<'a> for {name}View<'a> {{");
+    let _ = writeln!(
+        out,
+        "    #[inline]\n    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {{\n        Self::decode_view_with::<true>(buf, version)\n    }}\n}}\n"
+    );
+    let _ = writeln!(out, "impl<'a> {name}View<'a> {{");
+    let _ = writeln!(
+        out,
+        "    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before)."
+    );
     if !top {
-        let _ = writeln!(out, "    #[inline]");
+        let _ = writeln!(out, "    #[inline(always)]");
     }
     let _ = writeln!(
         out,
-        "    fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {{"
+        "    pub fn decode_view_with<const CHECKED: bool>(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {{"
     );
     if top {
         let _ = writeln!(
@@ -249,7 +329,7 @@ pub(super) fn emit_view(
         let _ = writeln!(out, "                }}\n            }}");
         let _ = writeln!(
             out,
-            "            tagged_fields = read::finish_tagged_fields(start, buf, count, version);"
+            "            tagged_fields = read::finish_tagged_fields(start, buf);"
         );
         let _ = writeln!(out, "        }}");
     }
@@ -261,15 +341,71 @@ pub(super) fn emit_view(
     if flexible {
         let _ = writeln!(out, "            tagged_fields,");
     }
+    if needs_version {
+        let _ = writeln!(out, "            version,");
+    }
     if phantom {
         let _ = writeln!(out, "            _frame: std::marker::PhantomData,");
     }
-    let _ = writeln!(out, "        }})\n    }}\n}}\n");
+    let _ = writeln!(out, "        }})\n    }}\n");
+
+    // Skip: the same walk, reading only lengths.
+    let _ = writeln!(
+        out,
+        "    /// Moves `buf` past the struct, which was checked before, reading only lengths."
+    );
+    let _ = writeln!(
+        out,
+        "    #[inline]\n    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {{"
+    );
+    let _ = writeln!(out, "        let flexible = {flex_cond};");
+    // Runs of fixed-size fields are skipped with one bounds check.
+    let mut fixed: Vec<String> = Vec::new();
+    let flush = |fixed: &mut Vec<String>, out: &mut String| {
+        if !fixed.is_empty() {
+            let _ = writeln!(out, "        read::skip(buf, {})?;", fixed.join(" + "));
+            fixed.clear();
+        }
+    };
+    for f in &st.fields {
+        let inline = inline_versions(f);
+        let cond = ctx.cond(&inline);
+        if cond.as_deref() == Some("false") {
+            continue;
+        }
+        if let Ty::Prim(p) = &f.ty {
+            if let Some(size) = super::prim_fixed_size(*p) {
+                fixed.push(match &cond {
+                    None => size.to_string(),
+                    Some(c) => format!("(if {c} {{ {size} }} else {{ 0 }})"),
+                });
+                continue;
+            }
+        }
+        flush(&mut fixed, out);
+        let skip = skip_field(ctx, f, &ctx.flex_expr(f));
+        match cond {
+            None => {
+                let _ = writeln!(out, "        {skip}");
+            }
+            Some(c) => {
+                let _ = writeln!(out, "        if {c} {{ {skip} }}");
+            }
+        }
+    }
+    flush(&mut fixed, out);
+    if flexible {
+        let _ = writeln!(
+            out,
+            "        if flexible {{ read::skip_tagged_fields(buf)?; }}"
+        );
+    }
+    let _ = writeln!(out, "        Ok(())\n    }}\n}}\n");
 
     // Array element.
     let _ = writeln!(
         out,
-        "impl<'a> ViewElement<'a> for {name}View<'a> {{\n    #[inline]\n    fn read_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<Self, DecodeError> {{\n        Self::decode_view(buf, version)\n    }}\n}}\n"
+        "impl<'a> ViewElement<'a> for {name}View<'a> {{\n    #[inline(always)]\n    fn read_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<Self, DecodeError> {{\n        Self::decode_view_with::<true>(buf, version)\n    }}\n    #[inline(always)]\n    fn read_checked_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<Self, DecodeError> {{\n        Self::decode_view_with::<false>(buf, version)\n    }}\n    #[inline]\n    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {{\n        Self::skip_view(buf, version)\n    }}\n}}\n"
     );
 
     // To the owned struct.
@@ -280,15 +416,18 @@ pub(super) fn emit_view(
     if flexible {
         let _ = writeln!(
             out,
-            "        let version = self.tagged_fields.version();\n        let mut unknown_tagged_fields = UnknownTaggedFields::new();"
+            "        let mut unknown_tagged_fields = UnknownTaggedFields::new();"
         );
+        if needs_version {
+            let _ = writeln!(out, "        let version = self.version;");
+        }
         let _ = writeln!(
             out,
             "        for (tag, data) in self.tagged_fields.iter() {{\n            let known = match tag {{"
         );
         for f in &tagged {
             let (tag, tv) = tagged_versions(f).ok_or("tagged")?;
-            let guard = match ctx.cond(&tv) {
+            let guard = match tag_guard(ctx, &tv) {
                 None => String::new(),
                 Some(c) => format!(" if {c}"),
             };

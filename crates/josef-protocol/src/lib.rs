@@ -8,6 +8,8 @@
 //! * [`frame`]: request and response frames (length prefix, header, body), [`api_versions_response`].
 //! * [`ErrorCode`]: every Kafka error code.
 //! * [`wire`]: the primitive encodings.
+//! * [`view`]: borrowed views (`ProduceRequestView<'a>`, [`RequestBodyView`], ...) that decode from a
+//!   `&[u8]` with the same checks as the owned decoders but without allocating.
 //!
 //! Every struct is `Debug + Clone + PartialEq + Default` with public fields named after the spec's
 //! fields in snake_case (a Rust keyword gets a trailing underscore: `type_`). Strings are [`StrBytes`],

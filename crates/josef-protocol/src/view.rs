@@ -57,15 +57,34 @@ pub trait MessageView {
 
 /// An element type of an [`ArrayView`]: a number, a uuid, a string, bytes or a struct view.
 pub trait ViewElement<'a>: Sized {
-    /// Reads one element; `flexible` selects compact strings and bytes.
+    /// The encoded size of every element, for numbers and uuids: an array of them is checked by
+    /// its length alone.
+    const FIXED_SIZE: Option<usize> = None;
+    /// Reads one element, checking it; `flexible` selects compact strings and bytes.
     fn read_element(buf: &mut &'a [u8], version: i16, flexible: bool) -> Result<Self, DecodeError>;
+    /// Reads one element that was checked before (by [`ViewElement::read_element`]): a struct
+    /// skips over its nested arrays instead of checking them again.
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::read_element(buf, version, flexible)
+    }
+    /// Moves past one element that was checked before, reading only lengths.
+    #[inline(always)]
+    fn skip_element(buf: &mut &'a [u8], version: i16, flexible: bool) -> Result<(), DecodeError> {
+        Self::read_checked_element(buf, version, flexible).map(drop)
+    }
 }
 
 /// An array read from the frame: its elements were all decoded once when the view was, and are
 /// decoded again, lazily and without allocating, by [`ArrayView::iter`].
 pub struct ArrayView<'a, T> {
     bytes: &'a [u8],
-    len: usize,
+    // A count is at most an int32 or a uvarint32, and a smaller view is cheaper to pass around.
+    len: u32,
     version: i16,
     flexible: bool,
     element: PhantomData<fn() -> T>,
@@ -99,7 +118,7 @@ impl<'a, T> ArrayView<'a, T> {
 
     /// The number of elements.
     pub fn len(&self) -> usize {
-        self.len
+        self.len as usize
     }
 
     /// Whether there are no elements.
@@ -114,21 +133,41 @@ impl<'a, T> ArrayView<'a, T> {
 }
 
 impl<'a, T: ViewElement<'a>> ArrayView<'a, T> {
-    /// Reads `len` elements from `buf`, checking each, and keeps their bytes.
-    #[inline]
-    fn read(
+    /// Reads `len` elements from `buf`, checking each (or, without `CHECKED`, skipping over each:
+    /// the input was checked before), and keeps their bytes.
+    #[inline(always)]
+    fn read<const CHECKED: bool>(
         buf: &mut &'a [u8],
         len: usize,
         version: i16,
         flexible: bool,
     ) -> Result<Self, DecodeError> {
         let start = *buf;
-        for _ in 0..len {
-            T::read_element(buf, version, flexible)?;
+        match T::FIXED_SIZE {
+            // Any bytes are valid numbers: only the length needs checking (failing as the
+            // element reads would, with the error of the first short read).
+            Some(size) => {
+                let whole = buf.len() / size;
+                if len > whole {
+                    return Err(read::truncated_at(&buf[whole * size..], size));
+                }
+                *buf = &buf[len * size..];
+            }
+            None if CHECKED => {
+                for _ in 0..len {
+                    T::read_element(buf, version, flexible)?;
+                }
+            }
+            None => {
+                for _ in 0..len {
+                    T::skip_element(buf, version, flexible)?;
+                }
+            }
         }
         Ok(ArrayView {
             bytes: &start[..start.len().saturating_sub(buf.len())],
-            len,
+            // Lossless: a count is an int32 or a uvarint32 minus one.
+            len: len as u32,
             version,
             flexible,
             element: PhantomData,
@@ -178,7 +217,7 @@ impl<'a, T: ViewElement<'a> + PartialEq> PartialEq for ArrayView<'a, T> {
 /// Iterator over an [`ArrayView`].
 pub struct ArrayViewIter<'a, T> {
     bytes: &'a [u8],
-    left: usize,
+    left: u32,
     version: i16,
     flexible: bool,
     element: PhantomData<fn() -> T>,
@@ -187,7 +226,7 @@ pub struct ArrayViewIter<'a, T> {
 impl<'a, T: ViewElement<'a>> Iterator for ArrayViewIter<'a, T> {
     type Item = T;
 
-    #[inline]
+    #[inline(always)]
     fn next(&mut self) -> Option<T> {
         if self.left == 0 {
             return None;
@@ -195,7 +234,7 @@ impl<'a, T: ViewElement<'a>> Iterator for ArrayViewIter<'a, T> {
         self.left -= 1;
         // The elements were checked when the array was read, so this cannot fail; if it somehow
         // did, the iteration ends instead of panicking.
-        match T::read_element(&mut self.bytes, self.version, self.flexible) {
+        match T::read_checked_element(&mut self.bytes, self.version, self.flexible) {
             Ok(element) => Some(element),
             Err(_) => {
                 self.left = 0;
@@ -205,7 +244,7 @@ impl<'a, T: ViewElement<'a>> Iterator for ArrayViewIter<'a, T> {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        (0, Some(self.left))
+        (0, Some(self.left as usize))
     }
 }
 
@@ -213,50 +252,39 @@ impl<'a, T: ViewElement<'a>> Iterator for ArrayViewIter<'a, T> {
 /// included (those are also decoded into the view's fields).
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
 pub struct TaggedFieldsView<'a> {
+    // The fields after the count: they fill it exactly (each is at least two bytes), so the
+    // count need not be kept, and an empty section is an empty slice.
     bytes: &'a [u8],
-    len: usize,
-    version: i16,
 }
 
 impl<'a> TaggedFieldsView<'a> {
     /// No tagged fields.
     pub const fn empty() -> Self {
-        TaggedFieldsView {
-            bytes: &[],
-            len: 0,
-            version: 0,
-        }
-    }
-
-    /// The version of the struct the section was read with (which tags it knows depends on it).
-    pub fn version(&self) -> i16 {
-        self.version
+        TaggedFieldsView { bytes: &[] }
     }
 
     /// The number of tagged fields.
     pub fn len(&self) -> usize {
-        self.len
+        self.iter().count()
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.bytes.is_empty()
     }
 
     /// `(tag, payload)` of each field, in tag order.
     pub fn iter(&self) -> impl Iterator<Item = (u32, &'a [u8])> {
         let mut bytes = self.bytes;
-        let mut left = self.len;
         std::iter::from_fn(move || {
-            if left == 0 {
+            if bytes.is_empty() {
                 return None;
             }
-            left -= 1;
             // Checked when the section was read; a failure ends the iteration.
             match get_tagged_field(&mut bytes, &mut None) {
                 Ok(field) => Some(field),
                 Err(_) => {
-                    left = 0;
+                    bytes = &[];
                     None
                 }
             }
@@ -275,6 +303,11 @@ impl fmt::Debug for TaggedFieldsView<'_> {
 pub mod read {
     use super::{ArrayView, TaggedFieldsView, ViewElement};
     use crate::{DecodeError, Uuid};
+
+    /// The error of a read of `needed` bytes from `buf`, which holds fewer.
+    pub(super) fn truncated_at(buf: &[u8], needed: usize) -> DecodeError {
+        truncated(buf, needed)
+    }
 
     #[cold]
     #[inline(never)]
@@ -345,10 +378,20 @@ pub mod read {
     /// Reads an unsigned varint of at most 5 bytes (32 bits).
     #[inline(always)]
     pub fn get_uvarint(buf: &mut &[u8]) -> Result<u32, DecodeError> {
-        match buf.split_first() {
-            Some((&b, rest)) if b < 0x80 => {
+        // Up to three bytes inline: tag counts and short lengths take one, a record batch of up
+        // to 2 MiB three; longer ones call.
+        match **buf {
+            [b0, ref rest @ ..] if b0 < 0x80 => {
                 *buf = rest;
-                Ok(u32::from(b))
+                Ok(u32::from(b0))
+            }
+            [b0, b1, ref rest @ ..] if b1 < 0x80 => {
+                *buf = rest;
+                Ok(u32::from(b0 & 0x7f) | u32::from(b1) << 7)
+            }
+            [b0, b1, b2, ref rest @ ..] if b1 >= 0x80 && b2 < 0x80 => {
+                *buf = rest;
+                Ok(u32::from(b0 & 0x7f) | u32::from(b1 & 0x7f) << 7 | u32::from(b2) << 14)
             }
             _ => get_uvarint_long(buf),
         }
@@ -379,7 +422,7 @@ pub mod read {
 
     /// Reads a length prefix as [`crate::wire`] does: `None` is null, and the length is checked
     /// against the bytes remaining.
-    #[inline]
+    #[inline(always)]
     fn get_len(buf: &mut &[u8], flexible: bool, short: bool) -> Result<Option<usize>, DecodeError> {
         let len: i64 = if flexible {
             i64::from(get_uvarint(buf)?) - 1
@@ -408,7 +451,7 @@ pub mod read {
     }
 
     /// Reads a nullable string.
-    #[inline]
+    #[inline(always)]
     pub fn get_nullable_str<'a>(
         buf: &mut &'a [u8],
         flexible: bool,
@@ -430,13 +473,13 @@ pub mod read {
     }
 
     /// Reads a non-null string.
-    #[inline]
+    #[inline(always)]
     pub fn get_str<'a>(buf: &mut &'a [u8], flexible: bool) -> Result<&'a str, DecodeError> {
         get_nullable_str(buf, flexible)?.ok_or(DecodeError::UnexpectedNull)
     }
 
     /// Reads nullable bytes.
-    #[inline]
+    #[inline(always)]
     pub fn get_nullable_bytes<'a>(
         buf: &mut &'a [u8],
         flexible: bool,
@@ -445,36 +488,79 @@ pub mod read {
     }
 
     /// Reads non-null bytes.
-    #[inline]
+    #[inline(always)]
     pub fn get_bytes<'a>(buf: &mut &'a [u8], flexible: bool) -> Result<&'a [u8], DecodeError> {
         get_nullable_bytes(buf, flexible)?.ok_or(DecodeError::UnexpectedNull)
     }
 
-    /// Reads a nullable array, checking every element.
-    #[inline]
-    pub fn get_nullable_array<'a, T: ViewElement<'a>>(
+    /// Reads a nullable array, checking every element (without `CHECKED`: skipping over every
+    /// element of input that was checked before).
+    #[inline(always)]
+    pub fn get_nullable_array<'a, T: ViewElement<'a>, const CHECKED: bool>(
         buf: &mut &'a [u8],
         flexible: bool,
         version: i16,
     ) -> Result<Option<ArrayView<'a, T>>, DecodeError> {
         match get_len(buf, flexible, false)? {
             None => Ok(None),
-            Some(n) => ArrayView::read(buf, n, version, flexible).map(Some),
+            Some(n) => ArrayView::read::<CHECKED>(buf, n, version, flexible).map(Some),
         }
     }
 
-    /// Reads a non-null array, checking every element.
-    #[inline]
-    pub fn get_array<'a, T: ViewElement<'a>>(
+    /// Reads a non-null array, as [`get_nullable_array`].
+    #[inline(always)]
+    pub fn get_array<'a, T: ViewElement<'a>, const CHECKED: bool>(
         buf: &mut &'a [u8],
         flexible: bool,
         version: i16,
     ) -> Result<ArrayView<'a, T>, DecodeError> {
-        get_nullable_array(buf, flexible, version)?.ok_or(DecodeError::UnexpectedNull)
+        get_nullable_array::<T, CHECKED>(buf, flexible, version)?.ok_or(DecodeError::UnexpectedNull)
+    }
+
+    /// Moves past `n` bytes.
+    #[inline(always)]
+    pub fn skip(buf: &mut &[u8], n: usize) -> Result<(), DecodeError> {
+        if buf.len() < n {
+            return Err(truncated(buf, n));
+        }
+        *buf = &buf[n..];
+        Ok(())
+    }
+
+    /// Moves past a (possibly null) string or bytes value.
+    #[inline(always)]
+    pub fn skip_len(buf: &mut &[u8], flexible: bool, short: bool) -> Result<(), DecodeError> {
+        let n = get_len(buf, flexible, short)?.unwrap_or(0);
+        *buf = &buf[n..];
+        Ok(())
+    }
+
+    /// Moves past a (possibly null) array of elements that were checked before.
+    #[inline(always)]
+    pub fn skip_array<'a, T: ViewElement<'a>>(
+        buf: &mut &'a [u8],
+        flexible: bool,
+        version: i16,
+    ) -> Result<(), DecodeError> {
+        if let Some(n) = get_len(buf, flexible, false)? {
+            ArrayView::<T>::read::<false>(buf, n, version, flexible)?;
+        }
+        Ok(())
+    }
+
+    /// Moves past a tagged-field section that was checked before.
+    #[inline(always)]
+    pub fn skip_tagged_fields(buf: &mut &[u8]) -> Result<(), DecodeError> {
+        for _ in 0..get_uvarint(buf)? {
+            get_uvarint(buf)?;
+            let size = get_uvarint(buf)? as usize;
+            skip(buf, size)?;
+        }
+        Ok(())
     }
 
     /// Reads a nullable struct: an int8 marker (negative = null) then the struct.
-    #[inline]
+    #[inline(always)]
     pub fn get_nullable_struct<'a, T>(
         buf: &mut &'a [u8],
         read: impl FnOnce(&mut &'a [u8]) -> Result<T, DecodeError>,
@@ -487,7 +573,7 @@ pub mod read {
     }
 
     /// Reads one tagged field's tag and payload, checking that tags strictly increase.
-    #[inline]
+    #[inline(always)]
     pub fn get_tagged_field<'a>(
         buf: &mut &'a [u8],
         last_tag: &mut Option<u32>,
@@ -509,24 +595,17 @@ pub mod read {
         Ok((tag, split(buf, size)))
     }
 
-    /// The tagged-field section of `count` fields read at `version` between `start` (just after
-    /// the count) and `buf`, a later position of the same slice.
-    #[inline]
-    pub fn finish_tagged_fields<'a>(
-        start: &'a [u8],
-        buf: &[u8],
-        count: u32,
-        version: i16,
-    ) -> TaggedFieldsView<'a> {
+    /// The tagged-field section read between `start` (just after the count) and `buf`, a later
+    /// position of the same slice.
+    #[inline(always)]
+    pub fn finish_tagged_fields<'a>(start: &'a [u8], buf: &[u8]) -> TaggedFieldsView<'a> {
         TaggedFieldsView {
             bytes: &start[..start.len().saturating_sub(buf.len())],
-            len: count as usize,
-            version,
         }
     }
 
     /// Checks that a known tagged field's payload was read completely.
-    #[inline]
+    #[inline(always)]
     pub fn expect_consumed(buf: &[u8], field: &'static str) -> Result<(), DecodeError> {
         if buf.is_empty() {
             Ok(())
@@ -544,6 +623,7 @@ use read::get_tagged_field;
 macro_rules! fixed_elements {
     ($($t:ty => $get:ident),* $(,)?) => {$(
         impl<'a> ViewElement<'a> for $t {
+            const FIXED_SIZE: Option<usize> = Some(std::mem::size_of::<$t>());
             #[inline(always)]
             fn read_element(buf: &mut &'a [u8], _version: i16, _flexible: bool) -> Result<Self, DecodeError> {
                 read::$get(buf)
@@ -573,6 +653,10 @@ impl<'a> ViewElement<'a> for &'a str {
     ) -> Result<Self, DecodeError> {
         read::get_str(buf, flexible)
     }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], _version: i16, flexible: bool) -> Result<(), DecodeError> {
+        read::skip_len(buf, flexible, true)
+    }
 }
 
 impl<'a> ViewElement<'a> for &'a [u8] {
@@ -583,6 +667,10 @@ impl<'a> ViewElement<'a> for &'a [u8] {
         flexible: bool,
     ) -> Result<Self, DecodeError> {
         read::get_bytes(buf, flexible)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], _version: i16, flexible: bool) -> Result<(), DecodeError> {
+        read::skip_len(buf, flexible, false)
     }
 }
 
@@ -596,18 +684,18 @@ mod tests {
         // Non-flexible int32 array of 3 elements.
         let bytes = [0, 0, 0, 3, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 9];
         let mut buf: &[u8] = &bytes;
-        let a: ArrayView<'_, i32> = get_array(&mut buf, false, 0).unwrap();
+        let a: ArrayView<'_, i32> = get_array::<_, true>(&mut buf, false, 0).unwrap();
         assert_eq!(buf, [9]);
         assert_eq!(a.len(), 3);
         assert_eq!(a.iter().collect::<Vec<_>>(), [1, 2, 3]);
         let mut short: &[u8] = &bytes[..10];
-        assert!(get_array::<i32>(&mut short, false, 0).is_err());
+        assert!(get_array::<i32, true>(&mut short, false, 0).is_err());
     }
 
     #[test]
     fn a_null_array_and_a_null_string_are_none() {
         let mut buf: &[u8] = &[0];
-        assert!(get_nullable_array::<i32>(&mut buf, true, 0)
+        assert!(get_nullable_array::<i32, true>(&mut buf, true, 0)
             .unwrap()
             .is_none());
         let mut buf: &[u8] = &[0xff, 0xff];
@@ -622,6 +710,31 @@ mod tests {
         assert_eq!(get_str(&mut buf, false), Err(DecodeError::InvalidUtf8));
         let mut buf: &[u8] = &[3, 0xc3, 0xa9];
         assert_eq!(get_str(&mut buf, true), Ok("é"));
+    }
+
+    proptest::proptest! {
+        /// The slice readers give what the `Bytes` readers of `wire` give (value or error) and,
+        /// when they succeed, consume as much.
+        #[test]
+        fn readers_agree_with_wire(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..12), flexible: bool) {
+            let mut owned = bytes::Bytes::from(bytes.clone());
+            let mut view: &[u8] = &bytes;
+            let a = crate::wire::get_uvarint(&mut owned);
+            proptest::prop_assert_eq!(&a, &get_uvarint(&mut view));
+            proptest::prop_assert!(a.is_err() || owned.len() == view.len());
+            let mut owned = bytes::Bytes::from(bytes.clone());
+            let mut view: &[u8] = &bytes;
+            let a = crate::wire::get_nullable_string(&mut owned, flexible).map(|s| s.map(|s| s.to_string()));
+            let b = get_nullable_str(&mut view, flexible).map(|s| s.map(str::to_string));
+            proptest::prop_assert!(a.is_err() || owned.len() == view.len());
+            proptest::prop_assert_eq!(a, b);
+            let mut owned = bytes::Bytes::from(bytes.clone());
+            let mut view: &[u8] = &bytes;
+            let a = crate::wire::get_nullable_small_array::<[i32; 4]>(&mut owned, flexible, crate::wire::get_i32).map(|a| a.map(|a| a.to_vec()));
+            let b = get_nullable_array::<i32, true>(&mut view, flexible, 0).map(|a| a.map(|a| a.iter().collect::<Vec<_>>()));
+            proptest::prop_assert!(a.is_err() || owned.len() == view.len());
+            proptest::prop_assert_eq!(a, b);
+        }
     }
 
     #[test]

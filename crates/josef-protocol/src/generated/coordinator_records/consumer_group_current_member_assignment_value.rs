@@ -191,7 +191,18 @@ impl Default for ConsumerGroupCurrentMemberAssignmentValueView<'_> {
 }
 
 impl<'a> DecodeView<'a> for ConsumerGroupCurrentMemberAssignmentValueView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> ConsumerGroupCurrentMemberAssignmentValueView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=0).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "ConsumerGroupCurrentMemberAssignmentValue",
@@ -202,8 +213,9 @@ impl<'a> DecodeView<'a> for ConsumerGroupCurrentMemberAssignmentValueView<'a> {
         let f_member_epoch = read::get_i32(buf)?;
         let f_previous_member_epoch = read::get_i32(buf)?;
         let f_state = read::get_i8(buf)?;
-        let f_assigned_partitions = read::get_array(buf, flexible, version)?;
-        let f_partitions_pending_revocation = read::get_array(buf, flexible, version)?;
+        let f_assigned_partitions = read::get_array::<_, CHECKED>(buf, flexible, version)?;
+        let f_partitions_pending_revocation =
+            read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -215,7 +227,7 @@ impl<'a> DecodeView<'a> for ConsumerGroupCurrentMemberAssignmentValueView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             member_epoch: f_member_epoch,
@@ -226,23 +238,47 @@ impl<'a> DecodeView<'a> for ConsumerGroupCurrentMemberAssignmentValueView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip(buf, 4 + 4 + 1)?;
+        read::skip_array::<TopicPartitionsView<'a>>(buf, flexible, version)?;
+        read::skip_array::<TopicPartitionsView<'a>>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for ConsumerGroupCurrentMemberAssignmentValueView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for ConsumerGroupCurrentMemberAssignmentValueView<'_> {
     type Owned = ConsumerGroupCurrentMemberAssignmentValue;
     fn to_message(&self) -> ConsumerGroupCurrentMemberAssignmentValue {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -385,9 +421,20 @@ impl Default for TopicPartitionsView<'_> {
 impl<'a> DecodeView<'a> for TopicPartitionsView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> TopicPartitionsView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_id = read::get_uuid(buf)?;
-        let f_partitions = read::get_array(buf, flexible, version)?;
+        let f_partitions = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -399,7 +446,7 @@ impl<'a> DecodeView<'a> for TopicPartitionsView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             topic_id: f_topic_id,
@@ -407,23 +454,46 @@ impl<'a> DecodeView<'a> for TopicPartitionsView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip(buf, 16)?;
+        read::skip_array::<i32>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for TopicPartitionsView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for TopicPartitionsView<'_> {
     type Owned = TopicPartitions;
     fn to_message(&self) -> TopicPartitions {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

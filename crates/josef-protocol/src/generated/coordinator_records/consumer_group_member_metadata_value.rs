@@ -249,7 +249,18 @@ impl Default for ConsumerGroupMemberMetadataValueView<'_> {
 }
 
 impl<'a> DecodeView<'a> for ConsumerGroupMemberMetadataValueView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> ConsumerGroupMemberMetadataValueView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=0).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "ConsumerGroupMemberMetadataValue",
@@ -261,7 +272,7 @@ impl<'a> DecodeView<'a> for ConsumerGroupMemberMetadataValueView<'a> {
         let f_rack_id = read::get_nullable_str(buf, flexible)?;
         let f_client_id = read::get_str(buf, flexible)?;
         let f_client_host = read::get_str(buf, flexible)?;
-        let f_subscribed_topic_names = read::get_array(buf, flexible, version)?;
+        let f_subscribed_topic_names = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let f_subscribed_topic_regex = read::get_nullable_str(buf, flexible)?;
         let f_rebalance_timeout_ms = read::get_i32(buf)?;
         let f_server_assignor = read::get_nullable_str(buf, flexible)?;
@@ -277,7 +288,7 @@ impl<'a> DecodeView<'a> for ConsumerGroupMemberMetadataValueView<'a> {
                     0 => {
                         let buf = &mut data;
                         f_classic_member_metadata = read::get_nullable_struct(buf, |buf| {
-                            ClassicMemberMetadataView::decode_view(buf, version)
+                            ClassicMemberMetadataView::decode_view_with::<CHECKED>(buf, version)
                         })?;
                         read::expect_consumed(
                             buf,
@@ -287,7 +298,7 @@ impl<'a> DecodeView<'a> for ConsumerGroupMemberMetadataValueView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             instance_id: f_instance_id,
@@ -302,23 +313,52 @@ impl<'a> DecodeView<'a> for ConsumerGroupMemberMetadataValueView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip_len(buf, flexible, true)?;
+        read::skip_len(buf, flexible, true)?;
+        read::skip_len(buf, flexible, true)?;
+        read::skip_len(buf, flexible, true)?;
+        read::skip_array::<&'a str>(buf, flexible, version)?;
+        read::skip_len(buf, flexible, true)?;
+        read::skip(buf, 4)?;
+        read::skip_len(buf, flexible, true)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for ConsumerGroupMemberMetadataValueView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for ConsumerGroupMemberMetadataValueView<'_> {
     type Owned = ConsumerGroupMemberMetadataValue;
     fn to_message(&self) -> ConsumerGroupMemberMetadataValue {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -453,6 +493,17 @@ impl Default for ClassicProtocolView<'_> {
 impl<'a> DecodeView<'a> for ClassicProtocolView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> ClassicProtocolView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_name = read::get_str(buf, flexible)?;
         let f_metadata = read::get_bytes(buf, flexible)?;
@@ -467,7 +518,7 @@ impl<'a> DecodeView<'a> for ClassicProtocolView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             name: f_name,
@@ -475,23 +526,46 @@ impl<'a> DecodeView<'a> for ClassicProtocolView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip_len(buf, flexible, true)?;
+        read::skip_len(buf, flexible, false)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for ClassicProtocolView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for ClassicProtocolView<'_> {
     type Owned = ClassicProtocol;
     fn to_message(&self) -> ClassicProtocol {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -627,9 +701,20 @@ impl Default for ClassicMemberMetadataView<'_> {
 impl<'a> DecodeView<'a> for ClassicMemberMetadataView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> ClassicMemberMetadataView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_session_timeout_ms = read::get_i32(buf)?;
-        let f_supported_protocols = read::get_array(buf, flexible, version)?;
+        let f_supported_protocols = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -641,7 +726,7 @@ impl<'a> DecodeView<'a> for ClassicMemberMetadataView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             session_timeout_ms: f_session_timeout_ms,
@@ -649,23 +734,46 @@ impl<'a> DecodeView<'a> for ClassicMemberMetadataView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip(buf, 4)?;
+        read::skip_array::<ClassicProtocolView<'a>>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for ClassicMemberMetadataView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for ClassicMemberMetadataView<'_> {
     type Owned = ClassicMemberMetadata;
     fn to_message(&self) -> ClassicMemberMetadata {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

@@ -304,7 +304,18 @@ impl Default for TransactionLogValueView<'_> {
 }
 
 impl<'a> DecodeView<'a> for TransactionLogValueView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> TransactionLogValueView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=1).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "TransactionLogValue",
@@ -318,7 +329,8 @@ impl<'a> DecodeView<'a> for TransactionLogValueView<'a> {
         let f_producer_epoch = read::get_i16(buf)?;
         let f_transaction_timeout_ms = read::get_i32(buf)?;
         let f_transaction_status = read::get_i8(buf)?;
-        let f_transaction_partitions = read::get_nullable_array(buf, flexible, version)?;
+        let f_transaction_partitions =
+            read::get_nullable_array::<_, CHECKED>(buf, flexible, version)?;
         let f_transaction_last_update_timestamp_ms = read::get_i64(buf)?;
         let f_transaction_start_timestamp_ms = read::get_i64(buf)?;
         let mut f_client_transaction_version = 0;
@@ -348,7 +360,7 @@ impl<'a> DecodeView<'a> for TransactionLogValueView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             producer_id: f_producer_id,
@@ -364,29 +376,53 @@ impl<'a> DecodeView<'a> for TransactionLogValueView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 1;
+        read::skip(buf, 8 + 2 + 4 + 1)?;
+        read::skip_array::<PartitionsSchemaView<'a>>(buf, flexible, version)?;
+        read::skip(buf, 8 + 8)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for TransactionLogValueView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for TransactionLogValueView<'_> {
     type Owned = TransactionLogValue;
     fn to_message(&self) -> TransactionLogValue {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
-                0 if version >= 1 => true,
-                1 if version >= 1 => true,
-                2 if version >= 1 => true,
+                0 => true,
+                1 => true,
+                2 => true,
                 _ => false,
             };
             if !known {
@@ -525,9 +561,20 @@ impl Default for PartitionsSchemaView<'_> {
 impl<'a> DecodeView<'a> for PartitionsSchemaView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> PartitionsSchemaView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 1;
         let f_topic = read::get_str(buf, flexible)?;
-        let f_partition_ids = read::get_array(buf, flexible, version)?;
+        let f_partition_ids = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -539,7 +586,7 @@ impl<'a> DecodeView<'a> for PartitionsSchemaView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             topic: f_topic,
@@ -547,23 +594,46 @@ impl<'a> DecodeView<'a> for PartitionsSchemaView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 1;
+        read::skip_len(buf, flexible, true)?;
+        read::skip_array::<i32>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for PartitionsSchemaView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for PartitionsSchemaView<'_> {
     type Owned = PartitionsSchema;
     fn to_message(&self) -> PartitionsSchema {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

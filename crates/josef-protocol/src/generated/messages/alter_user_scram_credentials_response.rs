@@ -151,7 +151,18 @@ impl Default for AlterUserScramCredentialsResponseView<'_> {
 }
 
 impl<'a> DecodeView<'a> for AlterUserScramCredentialsResponseView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> AlterUserScramCredentialsResponseView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=0).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "AlterUserScramCredentialsResponse",
@@ -160,7 +171,7 @@ impl<'a> DecodeView<'a> for AlterUserScramCredentialsResponseView<'a> {
         }
         let flexible = true;
         let f_throttle_time_ms = read::get_i32(buf)?;
-        let f_results = read::get_array(buf, flexible, version)?;
+        let f_results = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -172,7 +183,7 @@ impl<'a> DecodeView<'a> for AlterUserScramCredentialsResponseView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             throttle_time_ms: f_throttle_time_ms,
@@ -180,23 +191,46 @@ impl<'a> DecodeView<'a> for AlterUserScramCredentialsResponseView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip(buf, 4)?;
+        read::skip_array::<AlterUserScramCredentialsResultView<'a>>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for AlterUserScramCredentialsResponseView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for AlterUserScramCredentialsResponseView<'_> {
     type Owned = AlterUserScramCredentialsResponse;
     fn to_message(&self) -> AlterUserScramCredentialsResponse {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -329,6 +363,17 @@ impl Default for AlterUserScramCredentialsResultView<'_> {
 impl<'a> DecodeView<'a> for AlterUserScramCredentialsResultView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> AlterUserScramCredentialsResultView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_user = read::get_str(buf, flexible)?;
         let f_error_code = read::get_i16(buf)?;
@@ -344,7 +389,7 @@ impl<'a> DecodeView<'a> for AlterUserScramCredentialsResultView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             user: f_user,
@@ -353,23 +398,47 @@ impl<'a> DecodeView<'a> for AlterUserScramCredentialsResultView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip_len(buf, flexible, true)?;
+        read::skip(buf, 2)?;
+        read::skip_len(buf, flexible, true)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for AlterUserScramCredentialsResultView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for AlterUserScramCredentialsResultView<'_> {
     type Owned = AlterUserScramCredentialsResult;
     fn to_message(&self) -> AlterUserScramCredentialsResult {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

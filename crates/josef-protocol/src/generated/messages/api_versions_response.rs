@@ -311,7 +311,18 @@ impl Default for ApiVersionsResponseView<'_> {
 }
 
 impl<'a> DecodeView<'a> for ApiVersionsResponseView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> ApiVersionsResponseView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=4).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "ApiVersionsResponse",
@@ -320,7 +331,7 @@ impl<'a> DecodeView<'a> for ApiVersionsResponseView<'a> {
         }
         let flexible = version >= 3;
         let f_error_code = read::get_i16(buf)?;
-        let f_api_keys = read::get_array(buf, flexible, version)?;
+        let f_api_keys = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let f_throttle_time_ms = if version >= 1 { read::get_i32(buf)? } else { 0 };
         let mut f_supported_features = ArrayView::empty();
         let mut f_finalized_features_epoch = -1;
@@ -336,7 +347,7 @@ impl<'a> DecodeView<'a> for ApiVersionsResponseView<'a> {
                 match tag {
                     0 if version >= 3 => {
                         let buf = &mut data;
-                        f_supported_features = read::get_array(buf, true, version)?;
+                        f_supported_features = read::get_array::<_, CHECKED>(buf, true, version)?;
                         read::expect_consumed(buf, "ApiVersionsResponse.SupportedFeatures")?;
                     }
                     1 if version >= 3 => {
@@ -346,7 +357,7 @@ impl<'a> DecodeView<'a> for ApiVersionsResponseView<'a> {
                     }
                     2 if version >= 3 => {
                         let buf = &mut data;
-                        f_finalized_features = read::get_array(buf, true, version)?;
+                        f_finalized_features = read::get_array::<_, CHECKED>(buf, true, version)?;
                         read::expect_consumed(buf, "ApiVersionsResponse.FinalizedFeatures")?;
                     }
                     3 if version >= 3 => {
@@ -357,7 +368,7 @@ impl<'a> DecodeView<'a> for ApiVersionsResponseView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             error_code: f_error_code,
@@ -370,30 +381,54 @@ impl<'a> DecodeView<'a> for ApiVersionsResponseView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 3;
+        read::skip(buf, 2)?;
+        read::skip_array::<ApiVersionView<'a>>(buf, flexible, version)?;
+        read::skip(buf, (if version >= 1 { 4 } else { 0 }))?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for ApiVersionsResponseView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for ApiVersionsResponseView<'_> {
     type Owned = ApiVersionsResponse;
     fn to_message(&self) -> ApiVersionsResponse {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
-                0 if version >= 3 => true,
-                1 if version >= 3 => true,
-                2 if version >= 3 => true,
-                3 if version >= 3 => true,
+                0 => true,
+                1 => true,
+                2 => true,
+                3 => true,
                 _ => false,
             };
             if !known {
@@ -536,6 +571,17 @@ impl Default for ApiVersionView<'_> {
 impl<'a> DecodeView<'a> for ApiVersionView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> ApiVersionView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
         let f_api_key = read::get_i16(buf)?;
         let f_min_version = read::get_i16(buf)?;
@@ -551,7 +597,7 @@ impl<'a> DecodeView<'a> for ApiVersionView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             api_key: f_api_key,
@@ -560,23 +606,45 @@ impl<'a> DecodeView<'a> for ApiVersionView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 3;
+        read::skip(buf, 2 + 2 + 2)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for ApiVersionView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for ApiVersionView<'_> {
     type Owned = ApiVersion;
     fn to_message(&self) -> ApiVersion {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -744,6 +812,17 @@ impl Default for SupportedFeatureKeyView<'_> {
 impl<'a> DecodeView<'a> for SupportedFeatureKeyView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> SupportedFeatureKeyView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
         let f_name = if version >= 3 {
             read::get_str(buf, flexible)?
@@ -763,7 +842,7 @@ impl<'a> DecodeView<'a> for SupportedFeatureKeyView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             name: f_name,
@@ -772,23 +851,51 @@ impl<'a> DecodeView<'a> for SupportedFeatureKeyView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 3;
+        if version >= 3 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip(
+            buf,
+            (if version >= 3 { 2 } else { 0 }) + (if version >= 3 { 2 } else { 0 }),
+        )?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for SupportedFeatureKeyView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for SupportedFeatureKeyView<'_> {
     type Owned = SupportedFeatureKey;
     fn to_message(&self) -> SupportedFeatureKey {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -956,6 +1063,17 @@ impl Default for FinalizedFeatureKeyView<'_> {
 impl<'a> DecodeView<'a> for FinalizedFeatureKeyView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> FinalizedFeatureKeyView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
         let f_name = if version >= 3 {
             read::get_str(buf, flexible)?
@@ -975,7 +1093,7 @@ impl<'a> DecodeView<'a> for FinalizedFeatureKeyView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             name: f_name,
@@ -984,23 +1102,51 @@ impl<'a> DecodeView<'a> for FinalizedFeatureKeyView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 3;
+        if version >= 3 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip(
+            buf,
+            (if version >= 3 { 2 } else { 0 }) + (if version >= 3 { 2 } else { 0 }),
+        )?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for FinalizedFeatureKeyView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for FinalizedFeatureKeyView<'_> {
     type Owned = FinalizedFeatureKey;
     fn to_message(&self) -> FinalizedFeatureKey {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

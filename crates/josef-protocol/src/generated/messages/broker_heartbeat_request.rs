@@ -192,6 +192,8 @@ pub struct BrokerHeartbeatRequestView<'a> {
     pub offline_log_dirs: ArrayView<'a, Uuid>,
     /// The tagged fields as read, known ones included (those are also in their fields).
     pub tagged_fields: TaggedFieldsView<'a>,
+    /// The version the view was decoded at (which tagged fields are known depends on it).
+    pub version: i16,
 }
 
 impl Default for BrokerHeartbeatRequestView<'_> {
@@ -204,12 +206,24 @@ impl Default for BrokerHeartbeatRequestView<'_> {
             want_shut_down: false,
             offline_log_dirs: ArrayView::empty(),
             tagged_fields: TaggedFieldsView::empty(),
+            version: 0,
         }
     }
 }
 
 impl<'a> DecodeView<'a> for BrokerHeartbeatRequestView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> BrokerHeartbeatRequestView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=1).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "BrokerHeartbeatRequest",
@@ -233,13 +247,13 @@ impl<'a> DecodeView<'a> for BrokerHeartbeatRequestView<'a> {
                 match tag {
                     0 if version >= 1 => {
                         let buf = &mut data;
-                        f_offline_log_dirs = read::get_array(buf, true, version)?;
+                        f_offline_log_dirs = read::get_array::<_, CHECKED>(buf, true, version)?;
                         read::expect_consumed(buf, "BrokerHeartbeatRequest.OfflineLogDirs")?;
                     }
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             broker_id: f_broker_id,
@@ -249,26 +263,50 @@ impl<'a> DecodeView<'a> for BrokerHeartbeatRequestView<'a> {
             want_shut_down: f_want_shut_down,
             offline_log_dirs: f_offline_log_dirs,
             tagged_fields,
+            version,
         })
+    }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip(buf, 4 + 8 + 8 + 1 + 1)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
     }
 }
 
 impl<'a> ViewElement<'a> for BrokerHeartbeatRequestView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for BrokerHeartbeatRequestView<'_> {
     type Owned = BrokerHeartbeatRequest;
     fn to_message(&self) -> BrokerHeartbeatRequest {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        let version = self.version;
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
                 0 if version >= 1 => true,

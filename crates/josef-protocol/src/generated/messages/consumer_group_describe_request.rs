@@ -149,7 +149,18 @@ impl Default for ConsumerGroupDescribeRequestView<'_> {
 }
 
 impl<'a> DecodeView<'a> for ConsumerGroupDescribeRequestView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> ConsumerGroupDescribeRequestView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=0).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "ConsumerGroupDescribeRequest",
@@ -157,7 +168,7 @@ impl<'a> DecodeView<'a> for ConsumerGroupDescribeRequestView<'a> {
             });
         }
         let flexible = true;
-        let f_group_ids = read::get_array(buf, flexible, version)?;
+        let f_group_ids = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let f_include_authorized_operations = read::get_bool(buf)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
@@ -170,7 +181,7 @@ impl<'a> DecodeView<'a> for ConsumerGroupDescribeRequestView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             group_ids: f_group_ids,
@@ -178,23 +189,46 @@ impl<'a> DecodeView<'a> for ConsumerGroupDescribeRequestView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip_array::<&'a str>(buf, flexible, version)?;
+        read::skip(buf, 1)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for ConsumerGroupDescribeRequestView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for ConsumerGroupDescribeRequestView<'_> {
     type Owned = ConsumerGroupDescribeRequest;
     fn to_message(&self) -> ConsumerGroupDescribeRequest {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

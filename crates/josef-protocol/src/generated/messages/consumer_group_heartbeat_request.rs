@@ -273,7 +273,18 @@ impl Default for ConsumerGroupHeartbeatRequestView<'_> {
 }
 
 impl<'a> DecodeView<'a> for ConsumerGroupHeartbeatRequestView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> ConsumerGroupHeartbeatRequestView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=1).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "ConsumerGroupHeartbeatRequest",
@@ -287,14 +298,15 @@ impl<'a> DecodeView<'a> for ConsumerGroupHeartbeatRequestView<'a> {
         let f_instance_id = read::get_nullable_str(buf, flexible)?;
         let f_rack_id = read::get_nullable_str(buf, flexible)?;
         let f_rebalance_timeout_ms = read::get_i32(buf)?;
-        let f_subscribed_topic_names = read::get_nullable_array(buf, flexible, version)?;
+        let f_subscribed_topic_names =
+            read::get_nullable_array::<_, CHECKED>(buf, flexible, version)?;
         let f_subscribed_topic_regex = if version >= 1 {
             read::get_nullable_str(buf, flexible)?
         } else {
             None
         };
         let f_server_assignor = read::get_nullable_str(buf, flexible)?;
-        let f_topic_partitions = read::get_nullable_array(buf, flexible, version)?;
+        let f_topic_partitions = read::get_nullable_array::<_, CHECKED>(buf, flexible, version)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -306,7 +318,7 @@ impl<'a> DecodeView<'a> for ConsumerGroupHeartbeatRequestView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             group_id: f_group_id,
@@ -322,23 +334,56 @@ impl<'a> DecodeView<'a> for ConsumerGroupHeartbeatRequestView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip_len(buf, flexible, true)?;
+        read::skip_len(buf, flexible, true)?;
+        read::skip(buf, 4)?;
+        read::skip_len(buf, flexible, true)?;
+        read::skip_len(buf, flexible, true)?;
+        read::skip(buf, 4)?;
+        read::skip_array::<&'a str>(buf, flexible, version)?;
+        if version >= 1 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip_len(buf, flexible, true)?;
+        read::skip_array::<TopicPartitionsView<'a>>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for ConsumerGroupHeartbeatRequestView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for ConsumerGroupHeartbeatRequestView<'_> {
     type Owned = ConsumerGroupHeartbeatRequest;
     fn to_message(&self) -> ConsumerGroupHeartbeatRequest {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -482,9 +527,20 @@ impl Default for TopicPartitionsView<'_> {
 impl<'a> DecodeView<'a> for TopicPartitionsView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> TopicPartitionsView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_id = read::get_uuid(buf)?;
-        let f_partitions = read::get_array(buf, flexible, version)?;
+        let f_partitions = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -496,7 +552,7 @@ impl<'a> DecodeView<'a> for TopicPartitionsView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             topic_id: f_topic_id,
@@ -504,23 +560,46 @@ impl<'a> DecodeView<'a> for TopicPartitionsView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip(buf, 16)?;
+        read::skip_array::<i32>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for TopicPartitionsView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for TopicPartitionsView<'_> {
     type Owned = TopicPartitions;
     fn to_message(&self) -> TopicPartitions {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

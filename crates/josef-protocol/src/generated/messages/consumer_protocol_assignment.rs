@@ -113,7 +113,18 @@ impl Default for ConsumerProtocolAssignmentView<'_> {
 }
 
 impl<'a> DecodeView<'a> for ConsumerProtocolAssignmentView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> ConsumerProtocolAssignmentView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=3).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "ConsumerProtocolAssignment",
@@ -121,23 +132,44 @@ impl<'a> DecodeView<'a> for ConsumerProtocolAssignmentView<'a> {
             });
         }
         let flexible = false;
-        let f_assigned_partitions = read::get_array(buf, flexible, version)?;
+        let f_assigned_partitions = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let f_user_data = read::get_nullable_bytes(buf, flexible)?;
         Ok(Self {
             assigned_partitions: f_assigned_partitions,
             user_data: f_user_data,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = false;
+        read::skip_array::<TopicPartitionView<'a>>(buf, flexible, version)?;
+        read::skip_len(buf, flexible, false)?;
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for ConsumerProtocolAssignmentView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
@@ -234,24 +266,56 @@ impl Default for TopicPartitionView<'_> {
 impl<'a> DecodeView<'a> for TopicPartitionView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> TopicPartitionView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = false;
         let f_topic = read::get_str(buf, flexible)?;
-        let f_partitions = read::get_array(buf, flexible, version)?;
+        let f_partitions = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         Ok(Self {
             topic: f_topic,
             partitions: f_partitions,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = false;
+        read::skip_len(buf, flexible, true)?;
+        read::skip_array::<i32>(buf, flexible, version)?;
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for TopicPartitionView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 

@@ -178,7 +178,18 @@ impl Default for ConsumerProtocolSubscriptionView<'_> {
 }
 
 impl<'a> DecodeView<'a> for ConsumerProtocolSubscriptionView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> ConsumerProtocolSubscriptionView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=3).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "ConsumerProtocolSubscription",
@@ -186,10 +197,10 @@ impl<'a> DecodeView<'a> for ConsumerProtocolSubscriptionView<'a> {
             });
         }
         let flexible = false;
-        let f_topics = read::get_array(buf, flexible, version)?;
+        let f_topics = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let f_user_data = read::get_nullable_bytes(buf, flexible)?;
         let f_owned_partitions = if version >= 1 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
@@ -211,16 +222,44 @@ impl<'a> DecodeView<'a> for ConsumerProtocolSubscriptionView<'a> {
             rack_id: f_rack_id,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = false;
+        read::skip_array::<&'a str>(buf, flexible, version)?;
+        read::skip_len(buf, flexible, false)?;
+        if version >= 1 {
+            read::skip_array::<TopicPartitionView<'a>>(buf, flexible, version)?;
+        }
+        read::skip(buf, (if version >= 2 { 4 } else { 0 }))?;
+        if version >= 3 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for ConsumerProtocolSubscriptionView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
@@ -348,6 +387,17 @@ impl Default for TopicPartitionView<'_> {
 impl<'a> DecodeView<'a> for TopicPartitionView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> TopicPartitionView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = false;
         let f_topic = if version >= 1 {
             read::get_str(buf, flexible)?
@@ -355,7 +405,7 @@ impl<'a> DecodeView<'a> for TopicPartitionView<'a> {
             ""
         };
         let f_partitions = if version >= 1 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
@@ -364,16 +414,41 @@ impl<'a> DecodeView<'a> for TopicPartitionView<'a> {
             partitions: f_partitions,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = false;
+        if version >= 1 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        if version >= 1 {
+            read::skip_array::<i32>(buf, flexible, version)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for TopicPartitionView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 

@@ -198,7 +198,18 @@ impl Default for CreateDelegationTokenRequestView<'_> {
 }
 
 impl<'a> DecodeView<'a> for CreateDelegationTokenRequestView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> CreateDelegationTokenRequestView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=3).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "CreateDelegationTokenRequest",
@@ -216,7 +227,7 @@ impl<'a> DecodeView<'a> for CreateDelegationTokenRequestView<'a> {
         } else {
             Some("")
         };
-        let f_renewers = read::get_array(buf, flexible, version)?;
+        let f_renewers = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let f_max_lifetime_ms = read::get_i64(buf)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
@@ -229,7 +240,7 @@ impl<'a> DecodeView<'a> for CreateDelegationTokenRequestView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             owner_principal_type: f_owner_principal_type,
@@ -239,23 +250,52 @@ impl<'a> DecodeView<'a> for CreateDelegationTokenRequestView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 2;
+        if version >= 3 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        if version >= 3 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip_array::<CreatableRenewersView<'a>>(buf, flexible, version)?;
+        read::skip(buf, 8)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for CreateDelegationTokenRequestView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for CreateDelegationTokenRequestView<'_> {
     type Owned = CreateDelegationTokenRequest;
     fn to_message(&self) -> CreateDelegationTokenRequest {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -380,6 +420,17 @@ impl Default for CreatableRenewersView<'_> {
 impl<'a> DecodeView<'a> for CreatableRenewersView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> CreatableRenewersView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_principal_type = read::get_str(buf, flexible)?;
         let f_principal_name = read::get_str(buf, flexible)?;
@@ -394,7 +445,7 @@ impl<'a> DecodeView<'a> for CreatableRenewersView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             principal_type: f_principal_type,
@@ -402,23 +453,46 @@ impl<'a> DecodeView<'a> for CreatableRenewersView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 2;
+        read::skip_len(buf, flexible, true)?;
+        read::skip_len(buf, flexible, true)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for CreatableRenewersView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for CreatableRenewersView<'_> {
     type Owned = CreatableRenewers;
     fn to_message(&self) -> CreatableRenewers {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

@@ -173,7 +173,18 @@ impl Default for CreateTopicsRequestView<'_> {
 }
 
 impl<'a> DecodeView<'a> for CreateTopicsRequestView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> CreateTopicsRequestView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=7).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "CreateTopicsRequest",
@@ -181,7 +192,7 @@ impl<'a> DecodeView<'a> for CreateTopicsRequestView<'a> {
             });
         }
         let flexible = version >= 5;
-        let f_topics = read::get_array(buf, flexible, version)?;
+        let f_topics = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let f_timeout_ms = read::get_i32(buf)?;
         let f_validate_only = if version >= 1 {
             read::get_bool(buf)?
@@ -199,7 +210,7 @@ impl<'a> DecodeView<'a> for CreateTopicsRequestView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             topics: f_topics,
@@ -208,23 +219,46 @@ impl<'a> DecodeView<'a> for CreateTopicsRequestView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 5;
+        read::skip_array::<CreatableTopicView<'a>>(buf, flexible, version)?;
+        read::skip(buf, 4 + (if version >= 1 { 1 } else { 0 }))?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for CreateTopicsRequestView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for CreateTopicsRequestView<'_> {
     type Owned = CreateTopicsRequest;
     fn to_message(&self) -> CreateTopicsRequest {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -357,9 +391,20 @@ impl Default for CreatableReplicaAssignmentView<'_> {
 impl<'a> DecodeView<'a> for CreatableReplicaAssignmentView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> CreatableReplicaAssignmentView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 5;
         let f_partition_index = read::get_i32(buf)?;
-        let f_broker_ids = read::get_array(buf, flexible, version)?;
+        let f_broker_ids = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -371,7 +416,7 @@ impl<'a> DecodeView<'a> for CreatableReplicaAssignmentView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             partition_index: f_partition_index,
@@ -379,23 +424,46 @@ impl<'a> DecodeView<'a> for CreatableReplicaAssignmentView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 5;
+        read::skip(buf, 4)?;
+        read::skip_array::<i32>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for CreatableReplicaAssignmentView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for CreatableReplicaAssignmentView<'_> {
     type Owned = CreatableReplicaAssignment;
     fn to_message(&self) -> CreatableReplicaAssignment {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -518,6 +586,17 @@ impl Default for CreatableTopicConfigView<'_> {
 impl<'a> DecodeView<'a> for CreatableTopicConfigView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> CreatableTopicConfigView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 5;
         let f_name = read::get_str(buf, flexible)?;
         let f_value = read::get_nullable_str(buf, flexible)?;
@@ -532,7 +611,7 @@ impl<'a> DecodeView<'a> for CreatableTopicConfigView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             name: f_name,
@@ -540,23 +619,46 @@ impl<'a> DecodeView<'a> for CreatableTopicConfigView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 5;
+        read::skip_len(buf, flexible, true)?;
+        read::skip_len(buf, flexible, true)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for CreatableTopicConfigView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for CreatableTopicConfigView<'_> {
     type Owned = CreatableTopicConfig;
     fn to_message(&self) -> CreatableTopicConfig {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -737,12 +839,23 @@ impl Default for CreatableTopicView<'_> {
 impl<'a> DecodeView<'a> for CreatableTopicView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> CreatableTopicView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 5;
         let f_name = read::get_str(buf, flexible)?;
         let f_num_partitions = read::get_i32(buf)?;
         let f_replication_factor = read::get_i16(buf)?;
-        let f_assignments = read::get_array(buf, flexible, version)?;
-        let f_configs = read::get_array(buf, flexible, version)?;
+        let f_assignments = read::get_array::<_, CHECKED>(buf, flexible, version)?;
+        let f_configs = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -754,7 +867,7 @@ impl<'a> DecodeView<'a> for CreatableTopicView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             name: f_name,
@@ -765,23 +878,48 @@ impl<'a> DecodeView<'a> for CreatableTopicView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 5;
+        read::skip_len(buf, flexible, true)?;
+        read::skip(buf, 4 + 2)?;
+        read::skip_array::<CreatableReplicaAssignmentView<'a>>(buf, flexible, version)?;
+        read::skip_array::<CreatableTopicConfigView<'a>>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for CreatableTopicView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for CreatableTopicView<'_> {
     type Owned = CreatableTopic;
     fn to_message(&self) -> CreatableTopic {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

@@ -155,7 +155,18 @@ impl Default for CreateTopicsResponseView<'_> {
 }
 
 impl<'a> DecodeView<'a> for CreateTopicsResponseView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> CreateTopicsResponseView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=7).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "CreateTopicsResponse",
@@ -164,7 +175,7 @@ impl<'a> DecodeView<'a> for CreateTopicsResponseView<'a> {
         }
         let flexible = version >= 5;
         let f_throttle_time_ms = if version >= 2 { read::get_i32(buf)? } else { 0 };
-        let f_topics = read::get_array(buf, flexible, version)?;
+        let f_topics = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -176,7 +187,7 @@ impl<'a> DecodeView<'a> for CreateTopicsResponseView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             throttle_time_ms: f_throttle_time_ms,
@@ -184,23 +195,46 @@ impl<'a> DecodeView<'a> for CreateTopicsResponseView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 5;
+        read::skip(buf, (if version >= 2 { 4 } else { 0 }))?;
+        read::skip_array::<CreatableTopicResultView<'a>>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for CreateTopicsResponseView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for CreateTopicsResponseView<'_> {
     type Owned = CreateTopicsResponse;
     fn to_message(&self) -> CreateTopicsResponse {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -413,6 +447,17 @@ impl Default for CreatableTopicConfigsView<'_> {
 impl<'a> DecodeView<'a> for CreatableTopicConfigsView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> CreatableTopicConfigsView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 5;
         let f_name = if version >= 5 {
             read::get_str(buf, flexible)?
@@ -446,7 +491,7 @@ impl<'a> DecodeView<'a> for CreatableTopicConfigsView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             name: f_name,
@@ -457,23 +502,56 @@ impl<'a> DecodeView<'a> for CreatableTopicConfigsView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 5;
+        if version >= 5 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        if version >= 5 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip(
+            buf,
+            (if version >= 5 { 1 } else { 0 })
+                + (if version >= 5 { 1 } else { 0 })
+                + (if version >= 5 { 1 } else { 0 }),
+        )?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for CreatableTopicConfigsView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for CreatableTopicConfigsView<'_> {
     type Owned = CreatableTopicConfigs;
     fn to_message(&self) -> CreatableTopicConfigs {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -735,6 +813,17 @@ impl Default for CreatableTopicResultView<'_> {
 impl<'a> DecodeView<'a> for CreatableTopicResultView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> CreatableTopicResultView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 5;
         let f_name = read::get_str(buf, flexible)?;
         let f_topic_id = if version >= 7 {
@@ -760,7 +849,7 @@ impl<'a> DecodeView<'a> for CreatableTopicResultView<'a> {
             -1
         };
         let f_configs = if version >= 5 {
-            read::get_nullable_array(buf, flexible, version)?
+            read::get_nullable_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             Some(ArrayView::empty())
         };
@@ -780,7 +869,7 @@ impl<'a> DecodeView<'a> for CreatableTopicResultView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             name: f_name,
@@ -794,27 +883,60 @@ impl<'a> DecodeView<'a> for CreatableTopicResultView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 5;
+        read::skip_len(buf, flexible, true)?;
+        read::skip(buf, (if version >= 7 { 16 } else { 0 }) + 2)?;
+        if version >= 1 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip(
+            buf,
+            (if version >= 5 { 4 } else { 0 }) + (if version >= 5 { 2 } else { 0 }),
+        )?;
+        if version >= 5 {
+            read::skip_array::<CreatableTopicConfigsView<'a>>(buf, flexible, version)?;
+        }
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for CreatableTopicResultView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for CreatableTopicResultView<'_> {
     type Owned = CreatableTopicResult;
     fn to_message(&self) -> CreatableTopicResult {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
-                0 if version >= 5 => true,
+                0 => true,
                 _ => false,
             };
             if !known {

@@ -140,7 +140,18 @@ impl Default for DeleteShareGroupStateResponseView<'_> {
 }
 
 impl<'a> DecodeView<'a> for DeleteShareGroupStateResponseView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> DeleteShareGroupStateResponseView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=0).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "DeleteShareGroupStateResponse",
@@ -148,7 +159,7 @@ impl<'a> DecodeView<'a> for DeleteShareGroupStateResponseView<'a> {
             });
         }
         let flexible = true;
-        let f_results = read::get_array(buf, flexible, version)?;
+        let f_results = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -160,30 +171,52 @@ impl<'a> DecodeView<'a> for DeleteShareGroupStateResponseView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             results: f_results,
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip_array::<DeleteStateResultView<'a>>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for DeleteShareGroupStateResponseView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for DeleteShareGroupStateResponseView<'_> {
     type Owned = DeleteShareGroupStateResponse;
     fn to_message(&self) -> DeleteShareGroupStateResponse {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -315,6 +348,17 @@ impl Default for PartitionResultView<'_> {
 impl<'a> DecodeView<'a> for PartitionResultView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> PartitionResultView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_partition = read::get_i32(buf)?;
         let f_error_code = read::get_i16(buf)?;
@@ -330,7 +374,7 @@ impl<'a> DecodeView<'a> for PartitionResultView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             partition: f_partition,
@@ -339,23 +383,46 @@ impl<'a> DecodeView<'a> for PartitionResultView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip(buf, 4 + 2)?;
+        read::skip_len(buf, flexible, true)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for PartitionResultView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for PartitionResultView<'_> {
     type Owned = PartitionResult;
     fn to_message(&self) -> PartitionResult {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -492,9 +559,20 @@ impl Default for DeleteStateResultView<'_> {
 impl<'a> DecodeView<'a> for DeleteStateResultView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> DeleteStateResultView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_id = read::get_uuid(buf)?;
-        let f_partitions = read::get_array(buf, flexible, version)?;
+        let f_partitions = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -506,7 +584,7 @@ impl<'a> DecodeView<'a> for DeleteStateResultView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             topic_id: f_topic_id,
@@ -514,23 +592,46 @@ impl<'a> DecodeView<'a> for DeleteStateResultView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip(buf, 16)?;
+        read::skip_array::<PartitionResultView<'a>>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for DeleteStateResultView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for DeleteStateResultView<'_> {
     type Owned = DeleteStateResult;
     fn to_message(&self) -> DeleteStateResult {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

@@ -161,7 +161,18 @@ impl Default for DescribeDelegationTokenResponseView<'_> {
 }
 
 impl<'a> DecodeView<'a> for DescribeDelegationTokenResponseView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> DescribeDelegationTokenResponseView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=3).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "DescribeDelegationTokenResponse",
@@ -170,7 +181,7 @@ impl<'a> DecodeView<'a> for DescribeDelegationTokenResponseView<'a> {
         }
         let flexible = version >= 2;
         let f_error_code = read::get_i16(buf)?;
-        let f_tokens = read::get_array(buf, flexible, version)?;
+        let f_tokens = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let f_throttle_time_ms = read::get_i32(buf)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
@@ -183,7 +194,7 @@ impl<'a> DecodeView<'a> for DescribeDelegationTokenResponseView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             error_code: f_error_code,
@@ -192,23 +203,47 @@ impl<'a> DecodeView<'a> for DescribeDelegationTokenResponseView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 2;
+        read::skip(buf, 2)?;
+        read::skip_array::<DescribedDelegationTokenView<'a>>(buf, flexible, version)?;
+        read::skip(buf, 4)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for DescribeDelegationTokenResponseView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for DescribeDelegationTokenResponseView<'_> {
     type Owned = DescribeDelegationTokenResponse;
     fn to_message(&self) -> DescribeDelegationTokenResponse {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -332,6 +367,17 @@ impl Default for DescribedDelegationTokenRenewerView<'_> {
 impl<'a> DecodeView<'a> for DescribedDelegationTokenRenewerView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> DescribedDelegationTokenRenewerView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_principal_type = read::get_str(buf, flexible)?;
         let f_principal_name = read::get_str(buf, flexible)?;
@@ -346,7 +392,7 @@ impl<'a> DecodeView<'a> for DescribedDelegationTokenRenewerView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             principal_type: f_principal_type,
@@ -354,23 +400,46 @@ impl<'a> DecodeView<'a> for DescribedDelegationTokenRenewerView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 2;
+        read::skip_len(buf, flexible, true)?;
+        read::skip_len(buf, flexible, true)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for DescribedDelegationTokenRenewerView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for DescribedDelegationTokenRenewerView<'_> {
     type Owned = DescribedDelegationTokenRenewer;
     fn to_message(&self) -> DescribedDelegationTokenRenewer {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -615,6 +684,17 @@ impl Default for DescribedDelegationTokenView<'_> {
 impl<'a> DecodeView<'a> for DescribedDelegationTokenView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> DescribedDelegationTokenView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_principal_type = read::get_str(buf, flexible)?;
         let f_principal_name = read::get_str(buf, flexible)?;
@@ -633,7 +713,7 @@ impl<'a> DecodeView<'a> for DescribedDelegationTokenView<'a> {
         let f_max_timestamp = read::get_i64(buf)?;
         let f_token_id = read::get_str(buf, flexible)?;
         let f_hmac = read::get_bytes(buf, flexible)?;
-        let f_renewers = read::get_array(buf, flexible, version)?;
+        let f_renewers = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -645,7 +725,7 @@ impl<'a> DecodeView<'a> for DescribedDelegationTokenView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             principal_type: f_principal_type,
@@ -661,23 +741,56 @@ impl<'a> DecodeView<'a> for DescribedDelegationTokenView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 2;
+        read::skip_len(buf, flexible, true)?;
+        read::skip_len(buf, flexible, true)?;
+        if version >= 3 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        if version >= 3 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip(buf, 8 + 8 + 8)?;
+        read::skip_len(buf, flexible, true)?;
+        read::skip_len(buf, flexible, false)?;
+        read::skip_array::<DescribedDelegationTokenRenewerView<'a>>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for DescribedDelegationTokenView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for DescribedDelegationTokenView<'_> {
     type Owned = DescribedDelegationToken;
     fn to_message(&self) -> DescribedDelegationToken {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

@@ -163,7 +163,18 @@ impl Default for DescribeGroupsRequestView<'_> {
 }
 
 impl<'a> DecodeView<'a> for DescribeGroupsRequestView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> DescribeGroupsRequestView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=5).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "DescribeGroupsRequest",
@@ -171,7 +182,7 @@ impl<'a> DecodeView<'a> for DescribeGroupsRequestView<'a> {
             });
         }
         let flexible = version >= 5;
-        let f_groups = read::get_array(buf, flexible, version)?;
+        let f_groups = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let f_include_authorized_operations = if version >= 3 {
             read::get_bool(buf)?
         } else {
@@ -188,7 +199,7 @@ impl<'a> DecodeView<'a> for DescribeGroupsRequestView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             groups: f_groups,
@@ -196,23 +207,46 @@ impl<'a> DecodeView<'a> for DescribeGroupsRequestView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 5;
+        read::skip_array::<&'a str>(buf, flexible, version)?;
+        read::skip(buf, (if version >= 3 { 1 } else { 0 }))?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for DescribeGroupsRequestView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for DescribeGroupsRequestView<'_> {
     type Owned = DescribeGroupsRequest;
     fn to_message(&self) -> DescribeGroupsRequest {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

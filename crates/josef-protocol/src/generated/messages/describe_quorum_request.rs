@@ -139,7 +139,18 @@ impl Default for DescribeQuorumRequestView<'_> {
 }
 
 impl<'a> DecodeView<'a> for DescribeQuorumRequestView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> DescribeQuorumRequestView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=2).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "DescribeQuorumRequest",
@@ -147,7 +158,7 @@ impl<'a> DecodeView<'a> for DescribeQuorumRequestView<'a> {
             });
         }
         let flexible = true;
-        let f_topics = read::get_array(buf, flexible, version)?;
+        let f_topics = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -159,30 +170,52 @@ impl<'a> DecodeView<'a> for DescribeQuorumRequestView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             topics: f_topics,
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip_array::<TopicDataView<'a>>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for DescribeQuorumRequestView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for DescribeQuorumRequestView<'_> {
     type Owned = DescribeQuorumRequest;
     fn to_message(&self) -> DescribeQuorumRequest {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -294,6 +327,17 @@ impl Default for PartitionDataView<'_> {
 impl<'a> DecodeView<'a> for PartitionDataView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> PartitionDataView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_partition_index = read::get_i32(buf)?;
         let mut tagged_fields = TaggedFieldsView::empty();
@@ -307,30 +351,52 @@ impl<'a> DecodeView<'a> for PartitionDataView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             partition_index: f_partition_index,
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip(buf, 4)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for PartitionDataView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for PartitionDataView<'_> {
     type Owned = PartitionData;
     fn to_message(&self) -> PartitionData {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -465,9 +531,20 @@ impl Default for TopicDataView<'_> {
 impl<'a> DecodeView<'a> for TopicDataView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> TopicDataView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_name = read::get_str(buf, flexible)?;
-        let f_partitions = read::get_array(buf, flexible, version)?;
+        let f_partitions = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -479,7 +556,7 @@ impl<'a> DecodeView<'a> for TopicDataView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             topic_name: f_topic_name,
@@ -487,23 +564,46 @@ impl<'a> DecodeView<'a> for TopicDataView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip_len(buf, flexible, true)?;
+        read::skip_array::<PartitionDataView<'a>>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for TopicDataView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for TopicDataView<'_> {
     type Owned = TopicData;
     fn to_message(&self) -> TopicData {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

@@ -170,7 +170,18 @@ impl Default for DescribeTopicPartitionsResponseView<'_> {
 }
 
 impl<'a> DecodeView<'a> for DescribeTopicPartitionsResponseView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> DescribeTopicPartitionsResponseView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=0).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "DescribeTopicPartitionsResponse",
@@ -179,9 +190,10 @@ impl<'a> DecodeView<'a> for DescribeTopicPartitionsResponseView<'a> {
         }
         let flexible = true;
         let f_throttle_time_ms = read::get_i32(buf)?;
-        let f_topics = read::get_array(buf, flexible, version)?;
-        let f_next_cursor =
-            read::get_nullable_struct(buf, |buf| CursorView::decode_view(buf, version))?;
+        let f_topics = read::get_array::<_, CHECKED>(buf, flexible, version)?;
+        let f_next_cursor = read::get_nullable_struct(buf, |buf| {
+            CursorView::decode_view_with::<CHECKED>(buf, version)
+        })?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -193,7 +205,7 @@ impl<'a> DecodeView<'a> for DescribeTopicPartitionsResponseView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             throttle_time_ms: f_throttle_time_ms,
@@ -202,23 +214,49 @@ impl<'a> DecodeView<'a> for DescribeTopicPartitionsResponseView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip(buf, 4)?;
+        read::skip_array::<DescribeTopicPartitionsResponseTopicView<'a>>(buf, flexible, version)?;
+        if read::get_i8(buf)? >= 0 {
+            CursorView::skip_view(buf, version)?;
+        }
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for DescribeTopicPartitionsResponseView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for DescribeTopicPartitionsResponseView<'_> {
     type Owned = DescribeTopicPartitionsResponse;
     fn to_message(&self) -> DescribeTopicPartitionsResponse {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -471,16 +509,28 @@ impl Default for DescribeTopicPartitionsResponsePartitionView<'_> {
 impl<'a> DecodeView<'a> for DescribeTopicPartitionsResponsePartitionView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> DescribeTopicPartitionsResponsePartitionView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_error_code = read::get_i16(buf)?;
         let f_partition_index = read::get_i32(buf)?;
         let f_leader_id = read::get_i32(buf)?;
         let f_leader_epoch = read::get_i32(buf)?;
-        let f_replica_nodes = read::get_array(buf, flexible, version)?;
-        let f_isr_nodes = read::get_array(buf, flexible, version)?;
-        let f_eligible_leader_replicas = read::get_nullable_array(buf, flexible, version)?;
-        let f_last_known_elr = read::get_nullable_array(buf, flexible, version)?;
-        let f_offline_replicas = read::get_array(buf, flexible, version)?;
+        let f_replica_nodes = read::get_array::<_, CHECKED>(buf, flexible, version)?;
+        let f_isr_nodes = read::get_array::<_, CHECKED>(buf, flexible, version)?;
+        let f_eligible_leader_replicas =
+            read::get_nullable_array::<_, CHECKED>(buf, flexible, version)?;
+        let f_last_known_elr = read::get_nullable_array::<_, CHECKED>(buf, flexible, version)?;
+        let f_offline_replicas = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -492,7 +542,7 @@ impl<'a> DecodeView<'a> for DescribeTopicPartitionsResponsePartitionView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             error_code: f_error_code,
@@ -507,23 +557,50 @@ impl<'a> DecodeView<'a> for DescribeTopicPartitionsResponsePartitionView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip(buf, 2 + 4 + 4 + 4)?;
+        read::skip_array::<i32>(buf, flexible, version)?;
+        read::skip_array::<i32>(buf, flexible, version)?;
+        read::skip_array::<i32>(buf, flexible, version)?;
+        read::skip_array::<i32>(buf, flexible, version)?;
+        read::skip_array::<i32>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for DescribeTopicPartitionsResponsePartitionView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for DescribeTopicPartitionsResponsePartitionView<'_> {
     type Owned = DescribeTopicPartitionsResponsePartition;
     fn to_message(&self) -> DescribeTopicPartitionsResponsePartition {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -707,12 +784,23 @@ impl Default for DescribeTopicPartitionsResponseTopicView<'_> {
 impl<'a> DecodeView<'a> for DescribeTopicPartitionsResponseTopicView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> DescribeTopicPartitionsResponseTopicView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_error_code = read::get_i16(buf)?;
         let f_name = read::get_nullable_str(buf, flexible)?;
         let f_topic_id = read::get_uuid(buf)?;
         let f_is_internal = read::get_bool(buf)?;
-        let f_partitions = read::get_array(buf, flexible, version)?;
+        let f_partitions = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let f_topic_authorized_operations = read::get_i32(buf)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
@@ -725,7 +813,7 @@ impl<'a> DecodeView<'a> for DescribeTopicPartitionsResponseTopicView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             error_code: f_error_code,
@@ -737,23 +825,51 @@ impl<'a> DecodeView<'a> for DescribeTopicPartitionsResponseTopicView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip(buf, 2)?;
+        read::skip_len(buf, flexible, true)?;
+        read::skip(buf, 16 + 1)?;
+        read::skip_array::<DescribeTopicPartitionsResponsePartitionView<'a>>(
+            buf, flexible, version,
+        )?;
+        read::skip(buf, 4)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for DescribeTopicPartitionsResponseTopicView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for DescribeTopicPartitionsResponseTopicView<'_> {
     type Owned = DescribeTopicPartitionsResponseTopic;
     fn to_message(&self) -> DescribeTopicPartitionsResponseTopic {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -880,6 +996,17 @@ impl Default for CursorView<'_> {
 impl<'a> DecodeView<'a> for CursorView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> CursorView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_topic_name = read::get_str(buf, flexible)?;
         let f_partition_index = read::get_i32(buf)?;
@@ -894,7 +1021,7 @@ impl<'a> DecodeView<'a> for CursorView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             topic_name: f_topic_name,
@@ -902,23 +1029,46 @@ impl<'a> DecodeView<'a> for CursorView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip_len(buf, flexible, true)?;
+        read::skip(buf, 4)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for CursorView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for CursorView<'_> {
     type Owned = Cursor;
     fn to_message(&self) -> Cursor {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

@@ -336,6 +336,8 @@ pub struct FetchRequestView<'a> {
     pub rack_id: &'a str,
     /// The tagged fields as read, known ones included (those are also in their fields).
     pub tagged_fields: TaggedFieldsView<'a>,
+    /// The version the view was decoded at (which tagged fields are known depends on it).
+    pub version: i16,
 }
 
 impl Default for FetchRequestView<'_> {
@@ -354,12 +356,24 @@ impl Default for FetchRequestView<'_> {
             forgotten_topics_data: ArrayView::empty(),
             rack_id: "",
             tagged_fields: TaggedFieldsView::empty(),
+            version: 0,
         }
     }
 }
 
 impl<'a> DecodeView<'a> for FetchRequestView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> FetchRequestView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=17).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "FetchRequest",
@@ -388,9 +402,9 @@ impl<'a> DecodeView<'a> for FetchRequestView<'a> {
         } else {
             -1
         };
-        let f_topics = read::get_array(buf, flexible, version)?;
+        let f_topics = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let f_forgotten_topics_data = if version >= 7 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
@@ -414,13 +428,14 @@ impl<'a> DecodeView<'a> for FetchRequestView<'a> {
                     }
                     1 if version >= 15 => {
                         let buf = &mut data;
-                        f_replica_state = ReplicaStateView::decode_view(buf, version)?;
+                        f_replica_state =
+                            ReplicaStateView::decode_view_with::<CHECKED>(buf, version)?;
                         read::expect_consumed(buf, "FetchRequest.ReplicaState")?;
                     }
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             cluster_id: f_cluster_id,
@@ -436,29 +451,69 @@ impl<'a> DecodeView<'a> for FetchRequestView<'a> {
             forgotten_topics_data: f_forgotten_topics_data,
             rack_id: f_rack_id,
             tagged_fields,
+            version,
         })
+    }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
+        read::skip(
+            buf,
+            (if version <= 14 { 4 } else { 0 })
+                + 4
+                + 4
+                + (if version >= 3 { 4 } else { 0 })
+                + (if version >= 4 { 1 } else { 0 })
+                + (if version >= 7 { 4 } else { 0 })
+                + (if version >= 7 { 4 } else { 0 }),
+        )?;
+        read::skip_array::<FetchTopicView<'a>>(buf, flexible, version)?;
+        if version >= 7 {
+            read::skip_array::<ForgottenTopicView<'a>>(buf, flexible, version)?;
+        }
+        if version >= 11 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
     }
 }
 
 impl<'a> ViewElement<'a> for FetchRequestView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for FetchRequestView<'_> {
     type Owned = FetchRequest;
     fn to_message(&self) -> FetchRequest {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        let version = self.version;
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
-                0 if version >= 12 => true,
+                0 => true,
                 1 if version >= 15 => true,
                 _ => false,
             };
@@ -621,6 +676,17 @@ impl Default for ReplicaStateView<'_> {
 impl<'a> DecodeView<'a> for ReplicaStateView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> ReplicaStateView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
         let f_replica_id = if version >= 15 {
             read::get_i32(buf)?
@@ -643,7 +709,7 @@ impl<'a> DecodeView<'a> for ReplicaStateView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             replica_id: f_replica_id,
@@ -651,23 +717,48 @@ impl<'a> DecodeView<'a> for ReplicaStateView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
+        read::skip(
+            buf,
+            (if version >= 15 { 4 } else { 0 }) + (if version >= 15 { 8 } else { 0 }),
+        )?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for ReplicaStateView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for ReplicaStateView<'_> {
     type Owned = ReplicaState;
     fn to_message(&self) -> ReplicaState {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -864,6 +955,8 @@ pub struct FetchPartitionView<'a> {
     pub replica_directory_id: Uuid,
     /// The tagged fields as read, known ones included (those are also in their fields).
     pub tagged_fields: TaggedFieldsView<'a>,
+    /// The version the view was decoded at (which tagged fields are known depends on it).
+    pub version: i16,
 }
 
 impl Default for FetchPartitionView<'_> {
@@ -877,6 +970,7 @@ impl Default for FetchPartitionView<'_> {
             partition_max_bytes: 0,
             replica_directory_id: Uuid::ZERO,
             tagged_fields: TaggedFieldsView::empty(),
+            version: 0,
         }
     }
 }
@@ -884,6 +978,17 @@ impl Default for FetchPartitionView<'_> {
 impl<'a> DecodeView<'a> for FetchPartitionView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> FetchPartitionView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
         let f_partition = read::get_i32(buf)?;
         let f_current_leader_epoch = if version >= 9 {
@@ -920,7 +1025,7 @@ impl<'a> DecodeView<'a> for FetchPartitionView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             partition: f_partition,
@@ -931,26 +1036,57 @@ impl<'a> DecodeView<'a> for FetchPartitionView<'a> {
             partition_max_bytes: f_partition_max_bytes,
             replica_directory_id: f_replica_directory_id,
             tagged_fields,
+            version,
         })
+    }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
+        read::skip(
+            buf,
+            4 + (if version >= 9 { 4 } else { 0 })
+                + 8
+                + (if version >= 12 { 4 } else { 0 })
+                + (if version >= 5 { 8 } else { 0 })
+                + 4,
+        )?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
     }
 }
 
 impl<'a> ViewElement<'a> for FetchPartitionView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for FetchPartitionView<'_> {
     type Owned = FetchPartition;
     fn to_message(&self) -> FetchPartition {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        let version = self.version;
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
                 0 if version >= 17 => true,
@@ -1117,6 +1253,17 @@ impl Default for FetchTopicView<'_> {
 impl<'a> DecodeView<'a> for FetchTopicView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> FetchTopicView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
         let f_topic = if version <= 12 {
             read::get_str(buf, flexible)?
@@ -1128,7 +1275,7 @@ impl<'a> DecodeView<'a> for FetchTopicView<'a> {
         } else {
             Uuid::ZERO
         };
-        let f_partitions = read::get_array(buf, flexible, version)?;
+        let f_partitions = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -1140,7 +1287,7 @@ impl<'a> DecodeView<'a> for FetchTopicView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             topic: f_topic,
@@ -1149,23 +1296,49 @@ impl<'a> DecodeView<'a> for FetchTopicView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
+        if version <= 12 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip(buf, (if version >= 13 { 16 } else { 0 }))?;
+        read::skip_array::<FetchPartitionView<'a>>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for FetchTopicView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for FetchTopicView<'_> {
     type Owned = FetchTopic;
     fn to_message(&self) -> FetchTopic {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -1338,6 +1511,17 @@ impl Default for ForgottenTopicView<'_> {
 impl<'a> DecodeView<'a> for ForgottenTopicView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> ForgottenTopicView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
         let f_topic = if (7..=12).contains(&version) {
             read::get_str(buf, flexible)?
@@ -1350,7 +1534,7 @@ impl<'a> DecodeView<'a> for ForgottenTopicView<'a> {
             Uuid::ZERO
         };
         let f_partitions = if version >= 7 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
@@ -1365,7 +1549,7 @@ impl<'a> DecodeView<'a> for ForgottenTopicView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             topic: f_topic,
@@ -1374,23 +1558,51 @@ impl<'a> DecodeView<'a> for ForgottenTopicView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
+        if (7..=12).contains(&version) {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip(buf, (if version >= 13 { 16 } else { 0 }))?;
+        if version >= 7 {
+            read::skip_array::<i32>(buf, flexible, version)?;
+        }
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for ForgottenTopicView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for ForgottenTopicView<'_> {
     type Owned = ForgottenTopic;
     fn to_message(&self) -> ForgottenTopic {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

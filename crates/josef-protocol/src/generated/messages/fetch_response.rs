@@ -222,6 +222,8 @@ pub struct FetchResponseView<'a> {
     pub node_endpoints: ArrayView<'a, NodeEndpointView<'a>>,
     /// The tagged fields as read, known ones included (those are also in their fields).
     pub tagged_fields: TaggedFieldsView<'a>,
+    /// The version the view was decoded at (which tagged fields are known depends on it).
+    pub version: i16,
 }
 
 impl Default for FetchResponseView<'_> {
@@ -233,12 +235,24 @@ impl Default for FetchResponseView<'_> {
             responses: ArrayView::empty(),
             node_endpoints: ArrayView::empty(),
             tagged_fields: TaggedFieldsView::empty(),
+            version: 0,
         }
     }
 }
 
 impl<'a> DecodeView<'a> for FetchResponseView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> FetchResponseView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=17).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "FetchResponse",
@@ -249,7 +263,7 @@ impl<'a> DecodeView<'a> for FetchResponseView<'a> {
         let f_throttle_time_ms = if version >= 1 { read::get_i32(buf)? } else { 0 };
         let f_error_code = if version >= 7 { read::get_i16(buf)? } else { 0 };
         let f_session_id = if version >= 7 { read::get_i32(buf)? } else { 0 };
-        let f_responses = read::get_array(buf, flexible, version)?;
+        let f_responses = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let mut f_node_endpoints = ArrayView::empty();
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
@@ -261,13 +275,13 @@ impl<'a> DecodeView<'a> for FetchResponseView<'a> {
                 match tag {
                     0 if version >= 16 => {
                         let buf = &mut data;
-                        f_node_endpoints = read::get_array(buf, true, version)?;
+                        f_node_endpoints = read::get_array::<_, CHECKED>(buf, true, version)?;
                         read::expect_consumed(buf, "FetchResponse.NodeEndpoints")?;
                     }
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             throttle_time_ms: f_throttle_time_ms,
@@ -276,26 +290,56 @@ impl<'a> DecodeView<'a> for FetchResponseView<'a> {
             responses: f_responses,
             node_endpoints: f_node_endpoints,
             tagged_fields,
+            version,
         })
+    }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
+        read::skip(
+            buf,
+            (if version >= 1 { 4 } else { 0 })
+                + (if version >= 7 { 2 } else { 0 })
+                + (if version >= 7 { 4 } else { 0 }),
+        )?;
+        read::skip_array::<FetchableTopicResponseView<'a>>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
     }
 }
 
 impl<'a> ViewElement<'a> for FetchResponseView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for FetchResponseView<'_> {
     type Owned = FetchResponse;
     fn to_message(&self) -> FetchResponse {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        let version = self.version;
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
                 0 if version >= 16 => true,
@@ -453,6 +497,17 @@ impl Default for EpochEndOffsetView<'_> {
 impl<'a> DecodeView<'a> for EpochEndOffsetView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> EpochEndOffsetView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
         let f_epoch = if version >= 12 {
             read::get_i32(buf)?
@@ -475,7 +530,7 @@ impl<'a> DecodeView<'a> for EpochEndOffsetView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             epoch: f_epoch,
@@ -483,23 +538,48 @@ impl<'a> DecodeView<'a> for EpochEndOffsetView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
+        read::skip(
+            buf,
+            (if version >= 12 { 4 } else { 0 }) + (if version >= 12 { 8 } else { 0 }),
+        )?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for EpochEndOffsetView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for EpochEndOffsetView<'_> {
     type Owned = EpochEndOffset;
     fn to_message(&self) -> EpochEndOffset {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -650,6 +730,17 @@ impl Default for LeaderIdAndEpochView<'_> {
 impl<'a> DecodeView<'a> for LeaderIdAndEpochView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> LeaderIdAndEpochView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
         let f_leader_id = if version >= 12 {
             read::get_i32(buf)?
@@ -672,7 +763,7 @@ impl<'a> DecodeView<'a> for LeaderIdAndEpochView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             leader_id: f_leader_id,
@@ -680,23 +771,48 @@ impl<'a> DecodeView<'a> for LeaderIdAndEpochView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
+        read::skip(
+            buf,
+            (if version >= 12 { 4 } else { 0 }) + (if version >= 12 { 4 } else { 0 }),
+        )?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for LeaderIdAndEpochView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for LeaderIdAndEpochView<'_> {
     type Owned = LeaderIdAndEpoch;
     fn to_message(&self) -> LeaderIdAndEpoch {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -819,6 +935,17 @@ impl Default for SnapshotIdView<'_> {
 impl<'a> DecodeView<'a> for SnapshotIdView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> SnapshotIdView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
         let f_end_offset = read::get_i64(buf)?;
         let f_epoch = read::get_i32(buf)?;
@@ -833,7 +960,7 @@ impl<'a> DecodeView<'a> for SnapshotIdView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             end_offset: f_end_offset,
@@ -841,23 +968,45 @@ impl<'a> DecodeView<'a> for SnapshotIdView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
+        read::skip(buf, 8 + 4)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for SnapshotIdView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for SnapshotIdView<'_> {
     type Owned = SnapshotId;
     fn to_message(&self) -> SnapshotId {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -1000,6 +1149,17 @@ impl Default for AbortedTransactionView<'_> {
 impl<'a> DecodeView<'a> for AbortedTransactionView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> AbortedTransactionView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
         let f_producer_id = if version >= 4 { read::get_i64(buf)? } else { 0 };
         let f_first_offset = if version >= 4 { read::get_i64(buf)? } else { 0 };
@@ -1014,7 +1174,7 @@ impl<'a> DecodeView<'a> for AbortedTransactionView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             producer_id: f_producer_id,
@@ -1022,23 +1182,48 @@ impl<'a> DecodeView<'a> for AbortedTransactionView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
+        read::skip(
+            buf,
+            (if version >= 4 { 8 } else { 0 }) + (if version >= 4 { 8 } else { 0 }),
+        )?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for AbortedTransactionView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for AbortedTransactionView<'_> {
     type Owned = AbortedTransaction;
     fn to_message(&self) -> AbortedTransaction {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -1379,6 +1564,17 @@ impl Default for PartitionDataView<'_> {
 impl<'a> DecodeView<'a> for PartitionDataView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> PartitionDataView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
         let f_partition_index = read::get_i32(buf)?;
         let f_error_code = read::get_i16(buf)?;
@@ -1397,7 +1593,7 @@ impl<'a> DecodeView<'a> for PartitionDataView<'a> {
         let mut f_current_leader = Default::default();
         let mut f_snapshot_id = Default::default();
         let f_aborted_transactions = if version >= 4 {
-            read::get_nullable_array(buf, flexible, version)?
+            read::get_nullable_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             Some(ArrayView::empty())
         };
@@ -1417,23 +1613,25 @@ impl<'a> DecodeView<'a> for PartitionDataView<'a> {
                 match tag {
                     0 if version >= 12 => {
                         let buf = &mut data;
-                        f_diverging_epoch = EpochEndOffsetView::decode_view(buf, version)?;
+                        f_diverging_epoch =
+                            EpochEndOffsetView::decode_view_with::<CHECKED>(buf, version)?;
                         read::expect_consumed(buf, "PartitionData.DivergingEpoch")?;
                     }
                     1 if version >= 12 => {
                         let buf = &mut data;
-                        f_current_leader = LeaderIdAndEpochView::decode_view(buf, version)?;
+                        f_current_leader =
+                            LeaderIdAndEpochView::decode_view_with::<CHECKED>(buf, version)?;
                         read::expect_consumed(buf, "PartitionData.CurrentLeader")?;
                     }
                     2 if version >= 12 => {
                         let buf = &mut data;
-                        f_snapshot_id = SnapshotIdView::decode_view(buf, version)?;
+                        f_snapshot_id = SnapshotIdView::decode_view_with::<CHECKED>(buf, version)?;
                         read::expect_consumed(buf, "PartitionData.SnapshotId")?;
                     }
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             partition_index: f_partition_index,
@@ -1450,29 +1648,59 @@ impl<'a> DecodeView<'a> for PartitionDataView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
+        read::skip(
+            buf,
+            4 + 2 + 8 + (if version >= 4 { 8 } else { 0 }) + (if version >= 5 { 8 } else { 0 }),
+        )?;
+        if version >= 4 {
+            read::skip_array::<AbortedTransactionView<'a>>(buf, flexible, version)?;
+        }
+        read::skip(buf, (if version >= 11 { 4 } else { 0 }))?;
+        read::skip_len(buf, flexible, false)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for PartitionDataView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for PartitionDataView<'_> {
     type Owned = PartitionData;
     fn to_message(&self) -> PartitionData {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
-                0 if version >= 12 => true,
-                1 if version >= 12 => true,
-                2 if version >= 12 => true,
+                0 => true,
+                1 => true,
+                2 => true,
                 _ => false,
             };
             if !known {
@@ -1642,6 +1870,17 @@ impl Default for FetchableTopicResponseView<'_> {
 impl<'a> DecodeView<'a> for FetchableTopicResponseView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> FetchableTopicResponseView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
         let f_topic = if version <= 12 {
             read::get_str(buf, flexible)?
@@ -1653,7 +1892,7 @@ impl<'a> DecodeView<'a> for FetchableTopicResponseView<'a> {
         } else {
             Uuid::ZERO
         };
-        let f_partitions = read::get_array(buf, flexible, version)?;
+        let f_partitions = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -1665,7 +1904,7 @@ impl<'a> DecodeView<'a> for FetchableTopicResponseView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             topic: f_topic,
@@ -1674,23 +1913,49 @@ impl<'a> DecodeView<'a> for FetchableTopicResponseView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
+        if version <= 12 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip(buf, (if version >= 13 { 16 } else { 0 }))?;
+        read::skip_array::<PartitionDataView<'a>>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for FetchableTopicResponseView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for FetchableTopicResponseView<'_> {
     type Owned = FetchableTopicResponse;
     fn to_message(&self) -> FetchableTopicResponse {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -1890,6 +2155,17 @@ impl Default for NodeEndpointView<'_> {
 impl<'a> DecodeView<'a> for NodeEndpointView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> NodeEndpointView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 12;
         let f_node_id = if version >= 16 {
             read::get_i32(buf)?
@@ -1922,7 +2198,7 @@ impl<'a> DecodeView<'a> for NodeEndpointView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             node_id: f_node_id,
@@ -1932,23 +2208,52 @@ impl<'a> DecodeView<'a> for NodeEndpointView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 12;
+        read::skip(buf, (if version >= 16 { 4 } else { 0 }))?;
+        if version >= 16 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip(buf, (if version >= 16 { 4 } else { 0 }))?;
+        if version >= 16 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for NodeEndpointView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for NodeEndpointView<'_> {
     type Owned = NodeEndpoint;
     fn to_message(&self) -> NodeEndpoint {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

@@ -183,7 +183,18 @@ impl Default for FetchSnapshotRequestView<'_> {
 }
 
 impl<'a> DecodeView<'a> for FetchSnapshotRequestView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> FetchSnapshotRequestView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=1).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "FetchSnapshotRequest",
@@ -194,7 +205,7 @@ impl<'a> DecodeView<'a> for FetchSnapshotRequestView<'a> {
         let mut f_cluster_id = None;
         let f_replica_id = read::get_i32(buf)?;
         let f_max_bytes = read::get_i32(buf)?;
-        let f_topics = read::get_array(buf, flexible, version)?;
+        let f_topics = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -211,7 +222,7 @@ impl<'a> DecodeView<'a> for FetchSnapshotRequestView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             cluster_id: f_cluster_id,
@@ -221,23 +232,46 @@ impl<'a> DecodeView<'a> for FetchSnapshotRequestView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip(buf, 4 + 4)?;
+        read::skip_array::<TopicSnapshotView<'a>>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for FetchSnapshotRequestView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for FetchSnapshotRequestView<'_> {
     type Owned = FetchSnapshotRequest;
     fn to_message(&self) -> FetchSnapshotRequest {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -363,6 +397,17 @@ impl Default for SnapshotIdView<'_> {
 impl<'a> DecodeView<'a> for SnapshotIdView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> SnapshotIdView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_end_offset = read::get_i64(buf)?;
         let f_epoch = read::get_i32(buf)?;
@@ -377,7 +422,7 @@ impl<'a> DecodeView<'a> for SnapshotIdView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             end_offset: f_end_offset,
@@ -385,23 +430,45 @@ impl<'a> DecodeView<'a> for SnapshotIdView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip(buf, 8 + 4)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for SnapshotIdView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for SnapshotIdView<'_> {
     type Owned = SnapshotId;
     fn to_message(&self) -> SnapshotId {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -550,6 +617,8 @@ pub struct PartitionSnapshotView<'a> {
     pub replica_directory_id: Uuid,
     /// The tagged fields as read, known ones included (those are also in their fields).
     pub tagged_fields: TaggedFieldsView<'a>,
+    /// The version the view was decoded at (which tagged fields are known depends on it).
+    pub version: i16,
 }
 
 impl Default for PartitionSnapshotView<'_> {
@@ -561,6 +630,7 @@ impl Default for PartitionSnapshotView<'_> {
             position: 0,
             replica_directory_id: Uuid::ZERO,
             tagged_fields: TaggedFieldsView::empty(),
+            version: 0,
         }
     }
 }
@@ -568,10 +638,21 @@ impl Default for PartitionSnapshotView<'_> {
 impl<'a> DecodeView<'a> for PartitionSnapshotView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> PartitionSnapshotView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_partition = read::get_i32(buf)?;
         let f_current_leader_epoch = read::get_i32(buf)?;
-        let f_snapshot_id = SnapshotIdView::decode_view(buf, version)?;
+        let f_snapshot_id = SnapshotIdView::decode_view_with::<CHECKED>(buf, version)?;
         let f_position = read::get_i64(buf)?;
         let mut f_replica_directory_id = Uuid::ZERO;
         let mut tagged_fields = TaggedFieldsView::empty();
@@ -590,7 +671,7 @@ impl<'a> DecodeView<'a> for PartitionSnapshotView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             partition: f_partition,
@@ -599,26 +680,52 @@ impl<'a> DecodeView<'a> for PartitionSnapshotView<'a> {
             position: f_position,
             replica_directory_id: f_replica_directory_id,
             tagged_fields,
+            version,
         })
+    }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip(buf, 4 + 4)?;
+        SnapshotIdView::skip_view(buf, version)?;
+        read::skip(buf, 8)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
     }
 }
 
 impl<'a> ViewElement<'a> for PartitionSnapshotView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for PartitionSnapshotView<'_> {
     type Owned = PartitionSnapshot;
     fn to_message(&self) -> PartitionSnapshot {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        let version = self.version;
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
                 0 if version >= 1 => true,
@@ -757,9 +864,20 @@ impl Default for TopicSnapshotView<'_> {
 impl<'a> DecodeView<'a> for TopicSnapshotView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> TopicSnapshotView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_name = read::get_str(buf, flexible)?;
-        let f_partitions = read::get_array(buf, flexible, version)?;
+        let f_partitions = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -771,7 +889,7 @@ impl<'a> DecodeView<'a> for TopicSnapshotView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             name: f_name,
@@ -779,23 +897,46 @@ impl<'a> DecodeView<'a> for TopicSnapshotView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip_len(buf, flexible, true)?;
+        read::skip_array::<PartitionSnapshotView<'a>>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for TopicSnapshotView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for TopicSnapshotView<'_> {
     type Owned = TopicSnapshot;
     fn to_message(&self) -> TopicSnapshot {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

@@ -197,7 +197,18 @@ impl Default for FindCoordinatorRequestView<'_> {
 }
 
 impl<'a> DecodeView<'a> for FindCoordinatorRequestView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> FindCoordinatorRequestView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=6).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "FindCoordinatorRequest",
@@ -212,7 +223,7 @@ impl<'a> DecodeView<'a> for FindCoordinatorRequestView<'a> {
         };
         let f_key_type = if version >= 1 { read::get_i8(buf)? } else { 0 };
         let f_coordinator_keys = if version >= 4 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
@@ -227,7 +238,7 @@ impl<'a> DecodeView<'a> for FindCoordinatorRequestView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             key: f_key,
@@ -236,23 +247,51 @@ impl<'a> DecodeView<'a> for FindCoordinatorRequestView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 3;
+        if version <= 3 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip(buf, (if version >= 1 { 1 } else { 0 }))?;
+        if version >= 4 {
+            read::skip_array::<&'a str>(buf, flexible, version)?;
+        }
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for FindCoordinatorRequestView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for FindCoordinatorRequestView<'_> {
     type Owned = FindCoordinatorRequest;
     fn to_message(&self) -> FindCoordinatorRequest {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

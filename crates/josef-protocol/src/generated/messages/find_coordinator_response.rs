@@ -269,7 +269,18 @@ impl Default for FindCoordinatorResponseView<'_> {
 }
 
 impl<'a> DecodeView<'a> for FindCoordinatorResponseView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> FindCoordinatorResponseView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=6).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "FindCoordinatorResponse",
@@ -292,7 +303,7 @@ impl<'a> DecodeView<'a> for FindCoordinatorResponseView<'a> {
         };
         let f_port = if version <= 3 { read::get_i32(buf)? } else { 0 };
         let f_coordinators = if version >= 4 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
@@ -307,7 +318,7 @@ impl<'a> DecodeView<'a> for FindCoordinatorResponseView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             throttle_time_ms: f_throttle_time_ms,
@@ -320,23 +331,59 @@ impl<'a> DecodeView<'a> for FindCoordinatorResponseView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 3;
+        read::skip(
+            buf,
+            (if version >= 1 { 4 } else { 0 }) + (if version <= 3 { 2 } else { 0 }),
+        )?;
+        if (1..=3).contains(&version) {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip(buf, (if version <= 3 { 4 } else { 0 }))?;
+        if version <= 3 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip(buf, (if version <= 3 { 4 } else { 0 }))?;
+        if version >= 4 {
+            read::skip_array::<CoordinatorView<'a>>(buf, flexible, version)?;
+        }
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for FindCoordinatorResponseView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for FindCoordinatorResponseView<'_> {
     type Owned = FindCoordinatorResponse;
     fn to_message(&self) -> FindCoordinatorResponse {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -570,6 +617,17 @@ impl Default for CoordinatorView<'_> {
 impl<'a> DecodeView<'a> for CoordinatorView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> CoordinatorView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 3;
         let f_key = if version >= 4 {
             read::get_str(buf, flexible)?
@@ -600,7 +658,7 @@ impl<'a> DecodeView<'a> for CoordinatorView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             key: f_key,
@@ -612,23 +670,58 @@ impl<'a> DecodeView<'a> for CoordinatorView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 3;
+        if version >= 4 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip(buf, (if version >= 4 { 4 } else { 0 }))?;
+        if version >= 4 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip(
+            buf,
+            (if version >= 4 { 4 } else { 0 }) + (if version >= 4 { 2 } else { 0 }),
+        )?;
+        if version >= 4 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for CoordinatorView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for CoordinatorView<'_> {
     type Owned = Coordinator;
     fn to_message(&self) -> Coordinator {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

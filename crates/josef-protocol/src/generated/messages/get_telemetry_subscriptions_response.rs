@@ -230,7 +230,18 @@ impl Default for GetTelemetrySubscriptionsResponseView<'_> {
 }
 
 impl<'a> DecodeView<'a> for GetTelemetrySubscriptionsResponseView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> GetTelemetrySubscriptionsResponseView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=0).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "GetTelemetrySubscriptionsResponse",
@@ -242,11 +253,11 @@ impl<'a> DecodeView<'a> for GetTelemetrySubscriptionsResponseView<'a> {
         let f_error_code = read::get_i16(buf)?;
         let f_client_instance_id = read::get_uuid(buf)?;
         let f_subscription_id = read::get_i32(buf)?;
-        let f_accepted_compression_types = read::get_array(buf, flexible, version)?;
+        let f_accepted_compression_types = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let f_push_interval_ms = read::get_i32(buf)?;
         let f_telemetry_max_bytes = read::get_i32(buf)?;
         let f_delta_temporality = read::get_bool(buf)?;
-        let f_requested_metrics = read::get_array(buf, flexible, version)?;
+        let f_requested_metrics = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -258,7 +269,7 @@ impl<'a> DecodeView<'a> for GetTelemetrySubscriptionsResponseView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             throttle_time_ms: f_throttle_time_ms,
@@ -273,23 +284,48 @@ impl<'a> DecodeView<'a> for GetTelemetrySubscriptionsResponseView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip(buf, 4 + 2 + 16 + 4)?;
+        read::skip_array::<i8>(buf, flexible, version)?;
+        read::skip(buf, 4 + 4 + 1)?;
+        read::skip_array::<&'a str>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for GetTelemetrySubscriptionsResponseView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for GetTelemetrySubscriptionsResponseView<'_> {
     type Owned = GetTelemetrySubscriptionsResponse;
     fn to_message(&self) -> GetTelemetrySubscriptionsResponse {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

@@ -241,7 +241,18 @@ impl Default for JoinGroupRequestView<'_> {
 }
 
 impl<'a> DecodeView<'a> for JoinGroupRequestView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> JoinGroupRequestView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=9).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "JoinGroupRequest",
@@ -263,7 +274,7 @@ impl<'a> DecodeView<'a> for JoinGroupRequestView<'a> {
             None
         };
         let f_protocol_type = read::get_str(buf, flexible)?;
-        let f_protocols = read::get_array(buf, flexible, version)?;
+        let f_protocols = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let f_reason = if version >= 8 {
             read::get_nullable_str(buf, flexible)?
         } else {
@@ -280,7 +291,7 @@ impl<'a> DecodeView<'a> for JoinGroupRequestView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             group_id: f_group_id,
@@ -294,23 +305,55 @@ impl<'a> DecodeView<'a> for JoinGroupRequestView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
+        read::skip_len(buf, flexible, true)?;
+        read::skip(buf, 4 + (if version >= 1 { 4 } else { 0 }))?;
+        read::skip_len(buf, flexible, true)?;
+        if version >= 5 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip_len(buf, flexible, true)?;
+        read::skip_array::<JoinGroupRequestProtocolView<'a>>(buf, flexible, version)?;
+        if version >= 8 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for JoinGroupRequestView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for JoinGroupRequestView<'_> {
     type Owned = JoinGroupRequest;
     fn to_message(&self) -> JoinGroupRequest {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -439,6 +482,17 @@ impl Default for JoinGroupRequestProtocolView<'_> {
 impl<'a> DecodeView<'a> for JoinGroupRequestProtocolView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> JoinGroupRequestProtocolView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_name = read::get_str(buf, flexible)?;
         let f_metadata = read::get_bytes(buf, flexible)?;
@@ -453,7 +507,7 @@ impl<'a> DecodeView<'a> for JoinGroupRequestProtocolView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             name: f_name,
@@ -461,23 +515,46 @@ impl<'a> DecodeView<'a> for JoinGroupRequestProtocolView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
+        read::skip_len(buf, flexible, true)?;
+        read::skip_len(buf, flexible, false)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for JoinGroupRequestProtocolView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for JoinGroupRequestProtocolView<'_> {
     type Owned = JoinGroupRequestProtocol;
     fn to_message(&self) -> JoinGroupRequestProtocol {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

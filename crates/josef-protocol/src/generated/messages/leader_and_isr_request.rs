@@ -299,7 +299,18 @@ impl Default for LeaderAndIsrRequestView<'_> {
 }
 
 impl<'a> DecodeView<'a> for LeaderAndIsrRequestView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> LeaderAndIsrRequestView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=7).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "LeaderAndIsrRequest",
@@ -321,16 +332,16 @@ impl<'a> DecodeView<'a> for LeaderAndIsrRequestView<'a> {
         };
         let f_type_ = if version >= 5 { read::get_i8(buf)? } else { 0 };
         let f_ungrouped_partition_states = if version <= 1 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
         let f_topic_states = if version >= 2 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
-        let f_live_leaders = read::get_array(buf, flexible, version)?;
+        let f_live_leaders = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -342,7 +353,7 @@ impl<'a> DecodeView<'a> for LeaderAndIsrRequestView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             controller_id: f_controller_id,
@@ -356,23 +367,58 @@ impl<'a> DecodeView<'a> for LeaderAndIsrRequestView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
+        read::skip(
+            buf,
+            4 + (if version >= 7 { 1 } else { 0 })
+                + 4
+                + (if version >= 2 { 8 } else { 0 })
+                + (if version >= 5 { 1 } else { 0 }),
+        )?;
+        if version <= 1 {
+            read::skip_array::<LeaderAndIsrPartitionStateView<'a>>(buf, flexible, version)?;
+        }
+        if version >= 2 {
+            read::skip_array::<LeaderAndIsrTopicStateView<'a>>(buf, flexible, version)?;
+        }
+        read::skip_array::<LeaderAndIsrLiveLeaderView<'a>>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for LeaderAndIsrRequestView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for LeaderAndIsrRequestView<'_> {
     type Owned = LeaderAndIsrRequest;
     fn to_message(&self) -> LeaderAndIsrRequest {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -565,6 +611,17 @@ impl Default for LeaderAndIsrTopicStateView<'_> {
 impl<'a> DecodeView<'a> for LeaderAndIsrTopicStateView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> LeaderAndIsrTopicStateView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
         let f_topic_name = if version >= 2 {
             read::get_str(buf, flexible)?
@@ -577,7 +634,7 @@ impl<'a> DecodeView<'a> for LeaderAndIsrTopicStateView<'a> {
             Uuid::ZERO
         };
         let f_partition_states = if version >= 2 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
@@ -592,7 +649,7 @@ impl<'a> DecodeView<'a> for LeaderAndIsrTopicStateView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             topic_name: f_topic_name,
@@ -601,23 +658,51 @@ impl<'a> DecodeView<'a> for LeaderAndIsrTopicStateView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
+        if version >= 2 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip(buf, (if version >= 5 { 16 } else { 0 }))?;
+        if version >= 2 {
+            read::skip_array::<LeaderAndIsrPartitionStateView<'a>>(buf, flexible, version)?;
+        }
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for LeaderAndIsrTopicStateView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for LeaderAndIsrTopicStateView<'_> {
     type Owned = LeaderAndIsrTopicState;
     fn to_message(&self) -> LeaderAndIsrTopicState {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -755,6 +840,17 @@ impl Default for LeaderAndIsrLiveLeaderView<'_> {
 impl<'a> DecodeView<'a> for LeaderAndIsrLiveLeaderView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> LeaderAndIsrLiveLeaderView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
         let f_broker_id = read::get_i32(buf)?;
         let f_host_name = read::get_str(buf, flexible)?;
@@ -770,7 +866,7 @@ impl<'a> DecodeView<'a> for LeaderAndIsrLiveLeaderView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             broker_id: f_broker_id,
@@ -779,23 +875,47 @@ impl<'a> DecodeView<'a> for LeaderAndIsrLiveLeaderView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
+        read::skip(buf, 4)?;
+        read::skip_len(buf, flexible, true)?;
+        read::skip(buf, 4)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for LeaderAndIsrLiveLeaderView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for LeaderAndIsrLiveLeaderView<'_> {
     type Owned = LeaderAndIsrLiveLeader;
     fn to_message(&self) -> LeaderAndIsrLiveLeader {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -1097,6 +1217,17 @@ impl Default for LeaderAndIsrPartitionStateView<'_> {
 impl<'a> DecodeView<'a> for LeaderAndIsrPartitionStateView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> LeaderAndIsrPartitionStateView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
         let f_topic_name = if version <= 1 {
             read::get_str(buf, flexible)?
@@ -1107,16 +1238,16 @@ impl<'a> DecodeView<'a> for LeaderAndIsrPartitionStateView<'a> {
         let f_controller_epoch = read::get_i32(buf)?;
         let f_leader = read::get_i32(buf)?;
         let f_leader_epoch = read::get_i32(buf)?;
-        let f_isr = read::get_array(buf, flexible, version)?;
+        let f_isr = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let f_partition_epoch = read::get_i32(buf)?;
-        let f_replicas = read::get_array(buf, flexible, version)?;
+        let f_replicas = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let f_adding_replicas = if version >= 3 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
         let f_removing_replicas = if version >= 3 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
@@ -1137,7 +1268,7 @@ impl<'a> DecodeView<'a> for LeaderAndIsrPartitionStateView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             topic_name: f_topic_name,
@@ -1155,23 +1286,61 @@ impl<'a> DecodeView<'a> for LeaderAndIsrPartitionStateView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
+        if version <= 1 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip(buf, 4 + 4 + 4 + 4)?;
+        read::skip_array::<i32>(buf, flexible, version)?;
+        read::skip(buf, 4)?;
+        read::skip_array::<i32>(buf, flexible, version)?;
+        if version >= 3 {
+            read::skip_array::<i32>(buf, flexible, version)?;
+        }
+        if version >= 3 {
+            read::skip_array::<i32>(buf, flexible, version)?;
+        }
+        read::skip(
+            buf,
+            (if version >= 1 { 1 } else { 0 }) + (if version >= 6 { 1 } else { 0 }),
+        )?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for LeaderAndIsrPartitionStateView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for LeaderAndIsrPartitionStateView<'_> {
     type Owned = LeaderAndIsrPartitionState;
     fn to_message(&self) -> LeaderAndIsrPartitionState {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

@@ -189,7 +189,18 @@ impl Default for ListGroupsRequestView<'_> {
 }
 
 impl<'a> DecodeView<'a> for ListGroupsRequestView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> ListGroupsRequestView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=5).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "ListGroupsRequest",
@@ -198,12 +209,12 @@ impl<'a> DecodeView<'a> for ListGroupsRequestView<'a> {
         }
         let flexible = version >= 3;
         let f_states_filter = if version >= 4 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
         let f_types_filter = if version >= 5 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
@@ -218,7 +229,7 @@ impl<'a> DecodeView<'a> for ListGroupsRequestView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             states_filter: f_states_filter,
@@ -226,23 +237,50 @@ impl<'a> DecodeView<'a> for ListGroupsRequestView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 3;
+        if version >= 4 {
+            read::skip_array::<&'a str>(buf, flexible, version)?;
+        }
+        if version >= 5 {
+            read::skip_array::<&'a str>(buf, flexible, version)?;
+        }
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for ListGroupsRequestView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for ListGroupsRequestView<'_> {
     type Owned = ListGroupsRequest;
     fn to_message(&self) -> ListGroupsRequest {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

@@ -183,7 +183,18 @@ impl Default for ListTransactionsRequestView<'_> {
 }
 
 impl<'a> DecodeView<'a> for ListTransactionsRequestView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> ListTransactionsRequestView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=1).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "ListTransactionsRequest",
@@ -191,8 +202,8 @@ impl<'a> DecodeView<'a> for ListTransactionsRequestView<'a> {
             });
         }
         let flexible = true;
-        let f_state_filters = read::get_array(buf, flexible, version)?;
-        let f_producer_id_filters = read::get_array(buf, flexible, version)?;
+        let f_state_filters = read::get_array::<_, CHECKED>(buf, flexible, version)?;
+        let f_producer_id_filters = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let f_duration_filter = if version >= 1 {
             read::get_i64(buf)?
         } else {
@@ -209,7 +220,7 @@ impl<'a> DecodeView<'a> for ListTransactionsRequestView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             state_filters: f_state_filters,
@@ -218,23 +229,47 @@ impl<'a> DecodeView<'a> for ListTransactionsRequestView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip_array::<&'a str>(buf, flexible, version)?;
+        read::skip_array::<i64>(buf, flexible, version)?;
+        read::skip(buf, (if version >= 1 { 8 } else { 0 }))?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for ListTransactionsRequestView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for ListTransactionsRequestView<'_> {
     type Owned = ListTransactionsRequest;
     fn to_message(&self) -> ListTransactionsRequest {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

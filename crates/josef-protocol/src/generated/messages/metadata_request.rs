@@ -261,7 +261,18 @@ impl Default for MetadataRequestView<'_> {
 }
 
 impl<'a> DecodeView<'a> for MetadataRequestView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> MetadataRequestView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=12).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "MetadataRequest",
@@ -270,9 +281,9 @@ impl<'a> DecodeView<'a> for MetadataRequestView<'a> {
         }
         let flexible = version >= 9;
         let f_topics = if version >= 1 {
-            read::get_nullable_array(buf, flexible, version)
+            read::get_nullable_array::<_, CHECKED>(buf, flexible, version)
         } else {
-            read::get_array(buf, flexible, version).map(Some)
+            read::get_array::<_, CHECKED>(buf, flexible, version).map(Some)
         }?;
         let f_allow_auto_topic_creation = if version >= 4 {
             read::get_bool(buf)?
@@ -300,7 +311,7 @@ impl<'a> DecodeView<'a> for MetadataRequestView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             topics: f_topics,
@@ -310,23 +321,51 @@ impl<'a> DecodeView<'a> for MetadataRequestView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
+        read::skip_array::<MetadataRequestTopicView<'a>>(buf, flexible, version)?;
+        read::skip(
+            buf,
+            (if version >= 4 { 1 } else { 0 })
+                + (if (8..=10).contains(&version) { 1 } else { 0 })
+                + (if version >= 8 { 1 } else { 0 }),
+        )?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for MetadataRequestView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for MetadataRequestView<'_> {
     type Owned = MetadataRequest;
     fn to_message(&self) -> MetadataRequest {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -486,6 +525,17 @@ impl Default for MetadataRequestTopicView<'_> {
 impl<'a> DecodeView<'a> for MetadataRequestTopicView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> MetadataRequestTopicView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
         let f_topic_id = if version >= 10 {
             read::get_uuid(buf)?
@@ -508,7 +558,7 @@ impl<'a> DecodeView<'a> for MetadataRequestTopicView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             topic_id: f_topic_id,
@@ -516,23 +566,46 @@ impl<'a> DecodeView<'a> for MetadataRequestTopicView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
+        read::skip(buf, (if version >= 10 { 16 } else { 0 }))?;
+        read::skip_len(buf, flexible, true)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for MetadataRequestTopicView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for MetadataRequestTopicView<'_> {
     type Owned = MetadataRequestTopic;
     fn to_message(&self) -> MetadataRequestTopic {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

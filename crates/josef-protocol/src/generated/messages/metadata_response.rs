@@ -239,7 +239,18 @@ impl Default for MetadataResponseView<'_> {
 }
 
 impl<'a> DecodeView<'a> for MetadataResponseView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> MetadataResponseView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=12).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "MetadataResponse",
@@ -248,7 +259,7 @@ impl<'a> DecodeView<'a> for MetadataResponseView<'a> {
         }
         let flexible = version >= 9;
         let f_throttle_time_ms = if version >= 3 { read::get_i32(buf)? } else { 0 };
-        let f_brokers = read::get_array(buf, flexible, version)?;
+        let f_brokers = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let f_cluster_id = if version >= 2 {
             read::get_nullable_str(buf, flexible)?
         } else {
@@ -259,7 +270,7 @@ impl<'a> DecodeView<'a> for MetadataResponseView<'a> {
         } else {
             -1
         };
-        let f_topics = read::get_array(buf, flexible, version)?;
+        let f_topics = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let f_cluster_authorized_operations = if (8..=10).contains(&version) {
             read::get_i32(buf)?
         } else {
@@ -276,7 +287,7 @@ impl<'a> DecodeView<'a> for MetadataResponseView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             throttle_time_ms: f_throttle_time_ms,
@@ -288,23 +299,52 @@ impl<'a> DecodeView<'a> for MetadataResponseView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
+        read::skip(buf, (if version >= 3 { 4 } else { 0 }))?;
+        read::skip_array::<MetadataResponseBrokerView<'a>>(buf, flexible, version)?;
+        if version >= 2 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip(buf, (if version >= 1 { 4 } else { 0 }))?;
+        read::skip_array::<MetadataResponseTopicView<'a>>(buf, flexible, version)?;
+        read::skip(buf, (if (8..=10).contains(&version) { 4 } else { 0 }))?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for MetadataResponseView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for MetadataResponseView<'_> {
     type Owned = MetadataResponse;
     fn to_message(&self) -> MetadataResponse {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -459,6 +499,17 @@ impl Default for MetadataResponseBrokerView<'_> {
 impl<'a> DecodeView<'a> for MetadataResponseBrokerView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> MetadataResponseBrokerView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
         let f_node_id = read::get_i32(buf)?;
         let f_host = read::get_str(buf, flexible)?;
@@ -479,7 +530,7 @@ impl<'a> DecodeView<'a> for MetadataResponseBrokerView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             node_id: f_node_id,
@@ -489,23 +540,50 @@ impl<'a> DecodeView<'a> for MetadataResponseBrokerView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
+        read::skip(buf, 4)?;
+        read::skip_len(buf, flexible, true)?;
+        read::skip(buf, 4)?;
+        if version >= 1 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for MetadataResponseBrokerView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for MetadataResponseBrokerView<'_> {
     type Owned = MetadataResponseBroker;
     fn to_message(&self) -> MetadataResponseBroker {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -723,6 +801,17 @@ impl Default for MetadataResponsePartitionView<'_> {
 impl<'a> DecodeView<'a> for MetadataResponsePartitionView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> MetadataResponsePartitionView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
         let f_error_code = read::get_i16(buf)?;
         let f_partition_index = read::get_i32(buf)?;
@@ -732,10 +821,10 @@ impl<'a> DecodeView<'a> for MetadataResponsePartitionView<'a> {
         } else {
             -1
         };
-        let f_replica_nodes = read::get_array(buf, flexible, version)?;
-        let f_isr_nodes = read::get_array(buf, flexible, version)?;
+        let f_replica_nodes = read::get_array::<_, CHECKED>(buf, flexible, version)?;
+        let f_isr_nodes = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let f_offline_replicas = if version >= 5 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
@@ -750,7 +839,7 @@ impl<'a> DecodeView<'a> for MetadataResponsePartitionView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             error_code: f_error_code,
@@ -763,23 +852,50 @@ impl<'a> DecodeView<'a> for MetadataResponsePartitionView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
+        read::skip(buf, 2 + 4 + 4 + (if version >= 7 { 4 } else { 0 }))?;
+        read::skip_array::<i32>(buf, flexible, version)?;
+        read::skip_array::<i32>(buf, flexible, version)?;
+        if version >= 5 {
+            read::skip_array::<i32>(buf, flexible, version)?;
+        }
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for MetadataResponsePartitionView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for MetadataResponsePartitionView<'_> {
     type Owned = MetadataResponsePartition;
     fn to_message(&self) -> MetadataResponsePartition {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -1016,6 +1132,17 @@ impl Default for MetadataResponseTopicView<'_> {
 impl<'a> DecodeView<'a> for MetadataResponseTopicView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> MetadataResponseTopicView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
         let f_error_code = read::get_i16(buf)?;
         let f_name = if version >= 12 {
@@ -1033,7 +1160,7 @@ impl<'a> DecodeView<'a> for MetadataResponseTopicView<'a> {
         } else {
             false
         };
-        let f_partitions = read::get_array(buf, flexible, version)?;
+        let f_partitions = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let f_topic_authorized_operations = if version >= 8 {
             read::get_i32(buf)?
         } else {
@@ -1050,7 +1177,7 @@ impl<'a> DecodeView<'a> for MetadataResponseTopicView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             error_code: f_error_code,
@@ -1062,23 +1189,52 @@ impl<'a> DecodeView<'a> for MetadataResponseTopicView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
+        read::skip(buf, 2)?;
+        read::skip_len(buf, flexible, true)?;
+        read::skip(
+            buf,
+            (if version >= 10 { 16 } else { 0 }) + (if version >= 1 { 1 } else { 0 }),
+        )?;
+        read::skip_array::<MetadataResponsePartitionView<'a>>(buf, flexible, version)?;
+        read::skip(buf, (if version >= 8 { 4 } else { 0 }))?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for MetadataResponseTopicView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for MetadataResponseTopicView<'_> {
     type Owned = MetadataResponseTopic;
     fn to_message(&self) -> MetadataResponseTopic {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

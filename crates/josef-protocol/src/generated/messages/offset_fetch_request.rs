@@ -289,7 +289,18 @@ impl Default for OffsetFetchRequestView<'_> {
 }
 
 impl<'a> DecodeView<'a> for OffsetFetchRequestView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> OffsetFetchRequestView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=9).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "OffsetFetchRequest",
@@ -304,15 +315,15 @@ impl<'a> DecodeView<'a> for OffsetFetchRequestView<'a> {
         };
         let f_topics = if version <= 7 {
             if (2..=7).contains(&version) {
-                read::get_nullable_array(buf, flexible, version)
+                read::get_nullable_array::<_, CHECKED>(buf, flexible, version)
             } else {
-                read::get_array(buf, flexible, version).map(Some)
+                read::get_array::<_, CHECKED>(buf, flexible, version).map(Some)
             }?
         } else {
             Some(ArrayView::empty())
         };
         let f_groups = if version >= 8 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
@@ -332,7 +343,7 @@ impl<'a> DecodeView<'a> for OffsetFetchRequestView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             group_id: f_group_id,
@@ -342,23 +353,54 @@ impl<'a> DecodeView<'a> for OffsetFetchRequestView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
+        if version <= 7 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        if version <= 7 {
+            read::skip_array::<OffsetFetchRequestTopicView<'a>>(buf, flexible, version)?;
+        }
+        if version >= 8 {
+            read::skip_array::<OffsetFetchRequestGroupView<'a>>(buf, flexible, version)?;
+        }
+        read::skip(buf, (if version >= 7 { 1 } else { 0 }))?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for OffsetFetchRequestView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for OffsetFetchRequestView<'_> {
     type Owned = OffsetFetchRequest;
     fn to_message(&self) -> OffsetFetchRequest {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -522,6 +564,17 @@ impl Default for OffsetFetchRequestTopicView<'_> {
 impl<'a> DecodeView<'a> for OffsetFetchRequestTopicView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> OffsetFetchRequestTopicView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_name = if version <= 7 {
             read::get_str(buf, flexible)?
@@ -529,7 +582,7 @@ impl<'a> DecodeView<'a> for OffsetFetchRequestTopicView<'a> {
             ""
         };
         let f_partition_indexes = if version <= 7 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
@@ -544,7 +597,7 @@ impl<'a> DecodeView<'a> for OffsetFetchRequestTopicView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             name: f_name,
@@ -552,23 +605,50 @@ impl<'a> DecodeView<'a> for OffsetFetchRequestTopicView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
+        if version <= 7 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        if version <= 7 {
+            read::skip_array::<i32>(buf, flexible, version)?;
+        }
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for OffsetFetchRequestTopicView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for OffsetFetchRequestTopicView<'_> {
     type Owned = OffsetFetchRequestTopic;
     fn to_message(&self) -> OffsetFetchRequestTopic {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -728,6 +808,17 @@ impl Default for OffsetFetchRequestTopicsView<'_> {
 impl<'a> DecodeView<'a> for OffsetFetchRequestTopicsView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> OffsetFetchRequestTopicsView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_name = if version >= 8 {
             read::get_str(buf, flexible)?
@@ -735,7 +826,7 @@ impl<'a> DecodeView<'a> for OffsetFetchRequestTopicsView<'a> {
             ""
         };
         let f_partition_indexes = if version >= 8 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
@@ -750,7 +841,7 @@ impl<'a> DecodeView<'a> for OffsetFetchRequestTopicsView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             name: f_name,
@@ -758,23 +849,50 @@ impl<'a> DecodeView<'a> for OffsetFetchRequestTopicsView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
+        if version >= 8 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        if version >= 8 {
+            read::skip_array::<i32>(buf, flexible, version)?;
+        }
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for OffsetFetchRequestTopicsView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for OffsetFetchRequestTopicsView<'_> {
     type Owned = OffsetFetchRequestTopics;
     fn to_message(&self) -> OffsetFetchRequestTopics {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -983,6 +1101,17 @@ impl Default for OffsetFetchRequestGroupView<'_> {
 impl<'a> DecodeView<'a> for OffsetFetchRequestGroupView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> OffsetFetchRequestGroupView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_group_id = if version >= 8 {
             read::get_str(buf, flexible)?
@@ -1000,7 +1129,7 @@ impl<'a> DecodeView<'a> for OffsetFetchRequestGroupView<'a> {
             -1
         };
         let f_topics = if version >= 8 {
-            read::get_nullable_array(buf, flexible, version)?
+            read::get_nullable_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             Some(ArrayView::empty())
         };
@@ -1015,7 +1144,7 @@ impl<'a> DecodeView<'a> for OffsetFetchRequestGroupView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             group_id: f_group_id,
@@ -1025,23 +1154,54 @@ impl<'a> DecodeView<'a> for OffsetFetchRequestGroupView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
+        if version >= 8 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        if version >= 9 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip(buf, (if version >= 9 { 4 } else { 0 }))?;
+        if version >= 8 {
+            read::skip_array::<OffsetFetchRequestTopicsView<'a>>(buf, flexible, version)?;
+        }
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for OffsetFetchRequestGroupView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for OffsetFetchRequestGroupView<'_> {
     type Owned = OffsetFetchRequestGroup;
     fn to_message(&self) -> OffsetFetchRequestGroup {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

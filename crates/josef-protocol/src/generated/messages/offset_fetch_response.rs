@@ -225,7 +225,18 @@ impl Default for OffsetFetchResponseView<'_> {
 }
 
 impl<'a> DecodeView<'a> for OffsetFetchResponseView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> OffsetFetchResponseView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=9).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "OffsetFetchResponse",
@@ -235,7 +246,7 @@ impl<'a> DecodeView<'a> for OffsetFetchResponseView<'a> {
         let flexible = version >= 6;
         let f_throttle_time_ms = if version >= 3 { read::get_i32(buf)? } else { 0 };
         let f_topics = if version <= 7 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
@@ -245,7 +256,7 @@ impl<'a> DecodeView<'a> for OffsetFetchResponseView<'a> {
             0
         };
         let f_groups = if version >= 8 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
@@ -260,7 +271,7 @@ impl<'a> DecodeView<'a> for OffsetFetchResponseView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             throttle_time_ms: f_throttle_time_ms,
@@ -270,23 +281,52 @@ impl<'a> DecodeView<'a> for OffsetFetchResponseView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
+        read::skip(buf, (if version >= 3 { 4 } else { 0 }))?;
+        if version <= 7 {
+            read::skip_array::<OffsetFetchResponseTopicView<'a>>(buf, flexible, version)?;
+        }
+        read::skip(buf, (if (2..=7).contains(&version) { 2 } else { 0 }))?;
+        if version >= 8 {
+            read::skip_array::<OffsetFetchResponseGroupView<'a>>(buf, flexible, version)?;
+        }
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for OffsetFetchResponseView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for OffsetFetchResponseView<'_> {
     type Owned = OffsetFetchResponse;
     fn to_message(&self) -> OffsetFetchResponse {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -493,6 +533,17 @@ impl Default for OffsetFetchResponsePartitionView<'_> {
 impl<'a> DecodeView<'a> for OffsetFetchResponsePartitionView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> OffsetFetchResponsePartitionView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_partition_index = if version <= 7 { read::get_i32(buf)? } else { 0 };
         let f_committed_offset = if version <= 7 { read::get_i64(buf)? } else { 0 };
@@ -518,7 +569,7 @@ impl<'a> DecodeView<'a> for OffsetFetchResponsePartitionView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             partition_index: f_partition_index,
@@ -529,23 +580,54 @@ impl<'a> DecodeView<'a> for OffsetFetchResponsePartitionView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
+        read::skip(
+            buf,
+            (if version <= 7 { 4 } else { 0 })
+                + (if version <= 7 { 8 } else { 0 })
+                + (if (5..=7).contains(&version) { 4 } else { 0 }),
+        )?;
+        if version <= 7 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip(buf, (if version <= 7 { 2 } else { 0 }))?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for OffsetFetchResponsePartitionView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for OffsetFetchResponsePartitionView<'_> {
     type Owned = OffsetFetchResponsePartition;
     fn to_message(&self) -> OffsetFetchResponsePartition {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -713,6 +795,17 @@ impl Default for OffsetFetchResponseTopicView<'_> {
 impl<'a> DecodeView<'a> for OffsetFetchResponseTopicView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> OffsetFetchResponseTopicView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_name = if version <= 7 {
             read::get_str(buf, flexible)?
@@ -720,7 +813,7 @@ impl<'a> DecodeView<'a> for OffsetFetchResponseTopicView<'a> {
             ""
         };
         let f_partitions = if version <= 7 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
@@ -735,7 +828,7 @@ impl<'a> DecodeView<'a> for OffsetFetchResponseTopicView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             name: f_name,
@@ -743,23 +836,50 @@ impl<'a> DecodeView<'a> for OffsetFetchResponseTopicView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
+        if version <= 7 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        if version <= 7 {
+            read::skip_array::<OffsetFetchResponsePartitionView<'a>>(buf, flexible, version)?;
+        }
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for OffsetFetchResponseTopicView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for OffsetFetchResponseTopicView<'_> {
     type Owned = OffsetFetchResponseTopic;
     fn to_message(&self) -> OffsetFetchResponseTopic {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -964,6 +1084,17 @@ impl Default for OffsetFetchResponsePartitionsView<'_> {
 impl<'a> DecodeView<'a> for OffsetFetchResponsePartitionsView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> OffsetFetchResponsePartitionsView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_partition_index = if version >= 8 { read::get_i32(buf)? } else { 0 };
         let f_committed_offset = if version >= 8 { read::get_i64(buf)? } else { 0 };
@@ -989,7 +1120,7 @@ impl<'a> DecodeView<'a> for OffsetFetchResponsePartitionsView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             partition_index: f_partition_index,
@@ -1000,23 +1131,54 @@ impl<'a> DecodeView<'a> for OffsetFetchResponsePartitionsView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
+        read::skip(
+            buf,
+            (if version >= 8 { 4 } else { 0 })
+                + (if version >= 8 { 8 } else { 0 })
+                + (if version >= 8 { 4 } else { 0 }),
+        )?;
+        if version >= 8 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip(buf, (if version >= 8 { 2 } else { 0 }))?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for OffsetFetchResponsePartitionsView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for OffsetFetchResponsePartitionsView<'_> {
     type Owned = OffsetFetchResponsePartitions;
     fn to_message(&self) -> OffsetFetchResponsePartitions {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -1184,6 +1346,17 @@ impl Default for OffsetFetchResponseTopicsView<'_> {
 impl<'a> DecodeView<'a> for OffsetFetchResponseTopicsView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> OffsetFetchResponseTopicsView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_name = if version >= 8 {
             read::get_str(buf, flexible)?
@@ -1191,7 +1364,7 @@ impl<'a> DecodeView<'a> for OffsetFetchResponseTopicsView<'a> {
             ""
         };
         let f_partitions = if version >= 8 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
@@ -1206,7 +1379,7 @@ impl<'a> DecodeView<'a> for OffsetFetchResponseTopicsView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             name: f_name,
@@ -1214,23 +1387,50 @@ impl<'a> DecodeView<'a> for OffsetFetchResponseTopicsView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
+        if version >= 8 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        if version >= 8 {
+            read::skip_array::<OffsetFetchResponsePartitionsView<'a>>(buf, flexible, version)?;
+        }
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for OffsetFetchResponseTopicsView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for OffsetFetchResponseTopicsView<'_> {
     type Owned = OffsetFetchResponseTopics;
     fn to_message(&self) -> OffsetFetchResponseTopics {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -1415,6 +1615,17 @@ impl Default for OffsetFetchResponseGroupView<'_> {
 impl<'a> DecodeView<'a> for OffsetFetchResponseGroupView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> OffsetFetchResponseGroupView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_group_id = if version >= 8 {
             read::get_str(buf, flexible)?
@@ -1422,7 +1633,7 @@ impl<'a> DecodeView<'a> for OffsetFetchResponseGroupView<'a> {
             ""
         };
         let f_topics = if version >= 8 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
@@ -1438,7 +1649,7 @@ impl<'a> DecodeView<'a> for OffsetFetchResponseGroupView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             group_id: f_group_id,
@@ -1447,23 +1658,51 @@ impl<'a> DecodeView<'a> for OffsetFetchResponseGroupView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
+        if version >= 8 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        if version >= 8 {
+            read::skip_array::<OffsetFetchResponseTopicsView<'a>>(buf, flexible, version)?;
+        }
+        read::skip(buf, (if version >= 8 { 2 } else { 0 }))?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for OffsetFetchResponseGroupView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for OffsetFetchResponseGroupView<'_> {
     type Owned = OffsetFetchResponseGroup;
     fn to_message(&self) -> OffsetFetchResponseGroup {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

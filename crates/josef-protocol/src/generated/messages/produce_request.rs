@@ -184,7 +184,18 @@ impl Default for ProduceRequestView<'_> {
 }
 
 impl<'a> DecodeView<'a> for ProduceRequestView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> ProduceRequestView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=11).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "ProduceRequest",
@@ -199,7 +210,7 @@ impl<'a> DecodeView<'a> for ProduceRequestView<'a> {
         };
         let f_acks = read::get_i16(buf)?;
         let f_timeout_ms = read::get_i32(buf)?;
-        let f_topic_data = read::get_array(buf, flexible, version)?;
+        let f_topic_data = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -211,7 +222,7 @@ impl<'a> DecodeView<'a> for ProduceRequestView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             transactional_id: f_transactional_id,
@@ -221,23 +232,49 @@ impl<'a> DecodeView<'a> for ProduceRequestView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
+        if version >= 3 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip(buf, 2 + 4)?;
+        read::skip_array::<TopicProduceDataView<'a>>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for ProduceRequestView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for ProduceRequestView<'_> {
     type Owned = ProduceRequest;
     fn to_message(&self) -> ProduceRequest {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -362,6 +399,17 @@ impl Default for PartitionProduceDataView<'_> {
 impl<'a> DecodeView<'a> for PartitionProduceDataView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> PartitionProduceDataView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
         let f_index = read::get_i32(buf)?;
         let f_records = read::get_nullable_bytes(buf, flexible)?;
@@ -376,7 +424,7 @@ impl<'a> DecodeView<'a> for PartitionProduceDataView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             index: f_index,
@@ -384,23 +432,46 @@ impl<'a> DecodeView<'a> for PartitionProduceDataView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
+        read::skip(buf, 4)?;
+        read::skip_len(buf, flexible, false)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for PartitionProduceDataView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for PartitionProduceDataView<'_> {
     type Owned = PartitionProduceData;
     fn to_message(&self) -> PartitionProduceData {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -537,9 +608,20 @@ impl Default for TopicProduceDataView<'_> {
 impl<'a> DecodeView<'a> for TopicProduceDataView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> TopicProduceDataView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
         let f_name = read::get_str(buf, flexible)?;
-        let f_partition_data = read::get_array(buf, flexible, version)?;
+        let f_partition_data = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -551,7 +633,7 @@ impl<'a> DecodeView<'a> for TopicProduceDataView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             name: f_name,
@@ -559,23 +641,46 @@ impl<'a> DecodeView<'a> for TopicProduceDataView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
+        read::skip_len(buf, flexible, true)?;
+        read::skip_array::<PartitionProduceDataView<'a>>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for TopicProduceDataView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for TopicProduceDataView<'_> {
     type Owned = TopicProduceData;
     fn to_message(&self) -> TopicProduceData {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

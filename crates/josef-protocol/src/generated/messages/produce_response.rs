@@ -190,6 +190,8 @@ pub struct ProduceResponseView<'a> {
     pub node_endpoints: ArrayView<'a, NodeEndpointView<'a>>,
     /// The tagged fields as read, known ones included (those are also in their fields).
     pub tagged_fields: TaggedFieldsView<'a>,
+    /// The version the view was decoded at (which tagged fields are known depends on it).
+    pub version: i16,
 }
 
 impl Default for ProduceResponseView<'_> {
@@ -199,12 +201,24 @@ impl Default for ProduceResponseView<'_> {
             throttle_time_ms: 0,
             node_endpoints: ArrayView::empty(),
             tagged_fields: TaggedFieldsView::empty(),
+            version: 0,
         }
     }
 }
 
 impl<'a> DecodeView<'a> for ProduceResponseView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> ProduceResponseView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=11).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "ProduceResponse",
@@ -212,7 +226,7 @@ impl<'a> DecodeView<'a> for ProduceResponseView<'a> {
             });
         }
         let flexible = version >= 9;
-        let f_responses = read::get_array(buf, flexible, version)?;
+        let f_responses = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let f_throttle_time_ms = if version >= 1 { read::get_i32(buf)? } else { 0 };
         let mut f_node_endpoints = ArrayView::empty();
         let mut tagged_fields = TaggedFieldsView::empty();
@@ -225,39 +239,64 @@ impl<'a> DecodeView<'a> for ProduceResponseView<'a> {
                 match tag {
                     0 if version >= 10 => {
                         let buf = &mut data;
-                        f_node_endpoints = read::get_array(buf, true, version)?;
+                        f_node_endpoints = read::get_array::<_, CHECKED>(buf, true, version)?;
                         read::expect_consumed(buf, "ProduceResponse.NodeEndpoints")?;
                     }
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             responses: f_responses,
             throttle_time_ms: f_throttle_time_ms,
             node_endpoints: f_node_endpoints,
             tagged_fields,
+            version,
         })
+    }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
+        read::skip_array::<TopicProduceResponseView<'a>>(buf, flexible, version)?;
+        read::skip(buf, (if version >= 1 { 4 } else { 0 }))?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
     }
 }
 
 impl<'a> ViewElement<'a> for ProduceResponseView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for ProduceResponseView<'_> {
     type Owned = ProduceResponse;
     fn to_message(&self) -> ProduceResponse {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        let version = self.version;
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
                 0 if version >= 10 => true,
@@ -409,6 +448,17 @@ impl Default for BatchIndexAndErrorMessageView<'_> {
 impl<'a> DecodeView<'a> for BatchIndexAndErrorMessageView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> BatchIndexAndErrorMessageView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
         let f_batch_index = if version >= 8 { read::get_i32(buf)? } else { 0 };
         let f_batch_index_error_message = if version >= 8 {
@@ -427,7 +477,7 @@ impl<'a> DecodeView<'a> for BatchIndexAndErrorMessageView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             batch_index: f_batch_index,
@@ -435,23 +485,48 @@ impl<'a> DecodeView<'a> for BatchIndexAndErrorMessageView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
+        read::skip(buf, (if version >= 8 { 4 } else { 0 }))?;
+        if version >= 8 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for BatchIndexAndErrorMessageView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for BatchIndexAndErrorMessageView<'_> {
     type Owned = BatchIndexAndErrorMessage;
     fn to_message(&self) -> BatchIndexAndErrorMessage {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -602,6 +677,17 @@ impl Default for LeaderIdAndEpochView<'_> {
 impl<'a> DecodeView<'a> for LeaderIdAndEpochView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> LeaderIdAndEpochView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
         let f_leader_id = if version >= 10 {
             read::get_i32(buf)?
@@ -624,7 +710,7 @@ impl<'a> DecodeView<'a> for LeaderIdAndEpochView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             leader_id: f_leader_id,
@@ -632,23 +718,48 @@ impl<'a> DecodeView<'a> for LeaderIdAndEpochView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
+        read::skip(
+            buf,
+            (if version >= 10 { 4 } else { 0 }) + (if version >= 10 { 4 } else { 0 }),
+        )?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for LeaderIdAndEpochView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for LeaderIdAndEpochView<'_> {
     type Owned = LeaderIdAndEpoch;
     fn to_message(&self) -> LeaderIdAndEpoch {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -876,6 +987,8 @@ pub struct PartitionProduceResponseView<'a> {
     pub current_leader: LeaderIdAndEpochView<'a>,
     /// The tagged fields as read, known ones included (those are also in their fields).
     pub tagged_fields: TaggedFieldsView<'a>,
+    /// The version the view was decoded at (which tagged fields are known depends on it).
+    pub version: i16,
 }
 
 impl Default for PartitionProduceResponseView<'_> {
@@ -890,6 +1003,7 @@ impl Default for PartitionProduceResponseView<'_> {
             error_message: None,
             current_leader: Default::default(),
             tagged_fields: TaggedFieldsView::empty(),
+            version: 0,
         }
     }
 }
@@ -897,6 +1011,17 @@ impl Default for PartitionProduceResponseView<'_> {
 impl<'a> DecodeView<'a> for PartitionProduceResponseView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> PartitionProduceResponseView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
         let f_index = read::get_i32(buf)?;
         let f_error_code = read::get_i16(buf)?;
@@ -912,7 +1037,7 @@ impl<'a> DecodeView<'a> for PartitionProduceResponseView<'a> {
             -1
         };
         let f_record_errors = if version >= 8 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
@@ -932,13 +1057,14 @@ impl<'a> DecodeView<'a> for PartitionProduceResponseView<'a> {
                 match tag {
                     0 if version >= 10 => {
                         let buf = &mut data;
-                        f_current_leader = LeaderIdAndEpochView::decode_view(buf, version)?;
+                        f_current_leader =
+                            LeaderIdAndEpochView::decode_view_with::<CHECKED>(buf, version)?;
                         read::expect_consumed(buf, "PartitionProduceResponse.CurrentLeader")?;
                     }
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             index: f_index,
@@ -950,26 +1076,59 @@ impl<'a> DecodeView<'a> for PartitionProduceResponseView<'a> {
             error_message: f_error_message,
             current_leader: f_current_leader,
             tagged_fields,
+            version,
         })
+    }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
+        read::skip(
+            buf,
+            4 + 2 + 8 + (if version >= 2 { 8 } else { 0 }) + (if version >= 5 { 8 } else { 0 }),
+        )?;
+        if version >= 8 {
+            read::skip_array::<BatchIndexAndErrorMessageView<'a>>(buf, flexible, version)?;
+        }
+        if version >= 8 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
     }
 }
 
 impl<'a> ViewElement<'a> for PartitionProduceResponseView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for PartitionProduceResponseView<'_> {
     type Owned = PartitionProduceResponse;
     fn to_message(&self) -> PartitionProduceResponse {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        let version = self.version;
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
                 0 if version >= 10 => true,
@@ -1116,9 +1275,20 @@ impl Default for TopicProduceResponseView<'_> {
 impl<'a> DecodeView<'a> for TopicProduceResponseView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> TopicProduceResponseView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
         let f_name = read::get_str(buf, flexible)?;
-        let f_partition_responses = read::get_array(buf, flexible, version)?;
+        let f_partition_responses = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -1130,7 +1300,7 @@ impl<'a> DecodeView<'a> for TopicProduceResponseView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             name: f_name,
@@ -1138,23 +1308,46 @@ impl<'a> DecodeView<'a> for TopicProduceResponseView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
+        read::skip_len(buf, flexible, true)?;
+        read::skip_array::<PartitionProduceResponseView<'a>>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for TopicProduceResponseView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for TopicProduceResponseView<'_> {
     type Owned = TopicProduceResponse;
     fn to_message(&self) -> TopicProduceResponse {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -1357,6 +1550,17 @@ impl Default for NodeEndpointView<'_> {
 impl<'a> DecodeView<'a> for NodeEndpointView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> NodeEndpointView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 9;
         let f_node_id = if version >= 10 {
             read::get_i32(buf)?
@@ -1389,7 +1593,7 @@ impl<'a> DecodeView<'a> for NodeEndpointView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             node_id: f_node_id,
@@ -1399,23 +1603,52 @@ impl<'a> DecodeView<'a> for NodeEndpointView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 9;
+        read::skip(buf, (if version >= 10 { 4 } else { 0 }))?;
+        if version >= 10 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip(buf, (if version >= 10 { 4 } else { 0 }))?;
+        if version >= 10 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for NodeEndpointView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for NodeEndpointView<'_> {
     type Owned = NodeEndpoint;
     fn to_message(&self) -> NodeEndpoint {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

@@ -114,7 +114,18 @@ impl Default for SaslHandshakeResponseView<'_> {
 }
 
 impl<'a> DecodeView<'a> for SaslHandshakeResponseView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> SaslHandshakeResponseView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=1).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "SaslHandshakeResponse",
@@ -123,22 +134,43 @@ impl<'a> DecodeView<'a> for SaslHandshakeResponseView<'a> {
         }
         let flexible = false;
         let f_error_code = read::get_i16(buf)?;
-        let f_mechanisms = read::get_array(buf, flexible, version)?;
+        let f_mechanisms = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         Ok(Self {
             error_code: f_error_code,
             mechanisms: f_mechanisms,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = false;
+        read::skip(buf, 2)?;
+        read::skip_array::<&'a str>(buf, flexible, version)?;
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for SaslHandshakeResponseView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 

@@ -188,7 +188,18 @@ impl Default for ShareGroupHeartbeatRequestView<'_> {
 }
 
 impl<'a> DecodeView<'a> for ShareGroupHeartbeatRequestView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> ShareGroupHeartbeatRequestView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=0).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "ShareGroupHeartbeatRequest",
@@ -200,7 +211,8 @@ impl<'a> DecodeView<'a> for ShareGroupHeartbeatRequestView<'a> {
         let f_member_id = read::get_str(buf, flexible)?;
         let f_member_epoch = read::get_i32(buf)?;
         let f_rack_id = read::get_nullable_str(buf, flexible)?;
-        let f_subscribed_topic_names = read::get_nullable_array(buf, flexible, version)?;
+        let f_subscribed_topic_names =
+            read::get_nullable_array::<_, CHECKED>(buf, flexible, version)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -212,7 +224,7 @@ impl<'a> DecodeView<'a> for ShareGroupHeartbeatRequestView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             group_id: f_group_id,
@@ -223,23 +235,49 @@ impl<'a> DecodeView<'a> for ShareGroupHeartbeatRequestView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip_len(buf, flexible, true)?;
+        read::skip_len(buf, flexible, true)?;
+        read::skip(buf, 4)?;
+        read::skip_len(buf, flexible, true)?;
+        read::skip_array::<&'a str>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for ShareGroupHeartbeatRequestView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for ShareGroupHeartbeatRequestView<'_> {
     type Owned = ShareGroupHeartbeatRequest;
     fn to_message(&self) -> ShareGroupHeartbeatRequest {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

@@ -317,7 +317,18 @@ impl Default for StopReplicaRequestView<'_> {
 }
 
 impl<'a> DecodeView<'a> for StopReplicaRequestView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> StopReplicaRequestView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=4).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "StopReplicaRequest",
@@ -343,17 +354,17 @@ impl<'a> DecodeView<'a> for StopReplicaRequestView<'a> {
             false
         };
         let f_ungrouped_partitions = if version <= 0 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
         let f_topics = if (1..=2).contains(&version) {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
         let f_topic_states = if version >= 3 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
@@ -368,7 +379,7 @@ impl<'a> DecodeView<'a> for StopReplicaRequestView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             controller_id: f_controller_id,
@@ -382,23 +393,60 @@ impl<'a> DecodeView<'a> for StopReplicaRequestView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 2;
+        read::skip(
+            buf,
+            4 + (if version >= 4 { 1 } else { 0 })
+                + 4
+                + (if version >= 1 { 8 } else { 0 })
+                + (if version <= 2 { 1 } else { 0 }),
+        )?;
+        if version <= 0 {
+            read::skip_array::<StopReplicaPartitionV0View<'a>>(buf, flexible, version)?;
+        }
+        if (1..=2).contains(&version) {
+            read::skip_array::<StopReplicaTopicV1View<'a>>(buf, flexible, version)?;
+        }
+        if version >= 3 {
+            read::skip_array::<StopReplicaTopicStateView<'a>>(buf, flexible, version)?;
+        }
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for StopReplicaRequestView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for StopReplicaRequestView<'_> {
     type Owned = StopReplicaRequest;
     fn to_message(&self) -> StopReplicaRequest {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -555,6 +603,17 @@ impl Default for StopReplicaPartitionV0View<'_> {
 impl<'a> DecodeView<'a> for StopReplicaPartitionV0View<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> StopReplicaPartitionV0View<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_topic_name = if version <= 0 {
             read::get_str(buf, flexible)?
@@ -573,7 +632,7 @@ impl<'a> DecodeView<'a> for StopReplicaPartitionV0View<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             topic_name: f_topic_name,
@@ -581,23 +640,48 @@ impl<'a> DecodeView<'a> for StopReplicaPartitionV0View<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 2;
+        if version <= 0 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip(buf, (if version <= 0 { 4 } else { 0 }))?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for StopReplicaPartitionV0View<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for StopReplicaPartitionV0View<'_> {
     type Owned = StopReplicaPartitionV0;
     fn to_message(&self) -> StopReplicaPartitionV0 {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -757,6 +841,17 @@ impl Default for StopReplicaTopicV1View<'_> {
 impl<'a> DecodeView<'a> for StopReplicaTopicV1View<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> StopReplicaTopicV1View<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_name = if (1..=2).contains(&version) {
             read::get_str(buf, flexible)?
@@ -764,7 +859,7 @@ impl<'a> DecodeView<'a> for StopReplicaTopicV1View<'a> {
             ""
         };
         let f_partition_indexes = if (1..=2).contains(&version) {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
@@ -779,7 +874,7 @@ impl<'a> DecodeView<'a> for StopReplicaTopicV1View<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             name: f_name,
@@ -787,23 +882,50 @@ impl<'a> DecodeView<'a> for StopReplicaTopicV1View<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 2;
+        if (1..=2).contains(&version) {
+            read::skip_len(buf, flexible, true)?;
+        }
+        if (1..=2).contains(&version) {
+            read::skip_array::<i32>(buf, flexible, version)?;
+        }
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for StopReplicaTopicV1View<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for StopReplicaTopicV1View<'_> {
     type Owned = StopReplicaTopicV1;
     fn to_message(&self) -> StopReplicaTopicV1 {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -974,6 +1096,17 @@ impl Default for StopReplicaPartitionStateView<'_> {
 impl<'a> DecodeView<'a> for StopReplicaPartitionStateView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> StopReplicaPartitionStateView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_partition_index = if version >= 3 { read::get_i32(buf)? } else { 0 };
         let f_leader_epoch = if version >= 3 {
@@ -997,7 +1130,7 @@ impl<'a> DecodeView<'a> for StopReplicaPartitionStateView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             partition_index: f_partition_index,
@@ -1006,23 +1139,50 @@ impl<'a> DecodeView<'a> for StopReplicaPartitionStateView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 2;
+        read::skip(
+            buf,
+            (if version >= 3 { 4 } else { 0 })
+                + (if version >= 3 { 4 } else { 0 })
+                + (if version >= 3 { 1 } else { 0 }),
+        )?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for StopReplicaPartitionStateView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for StopReplicaPartitionStateView<'_> {
     type Owned = StopReplicaPartitionState;
     fn to_message(&self) -> StopReplicaPartitionState {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -1188,6 +1348,17 @@ impl Default for StopReplicaTopicStateView<'_> {
 impl<'a> DecodeView<'a> for StopReplicaTopicStateView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> StopReplicaTopicStateView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 2;
         let f_topic_name = if version >= 3 {
             read::get_str(buf, flexible)?
@@ -1195,7 +1366,7 @@ impl<'a> DecodeView<'a> for StopReplicaTopicStateView<'a> {
             ""
         };
         let f_partition_states = if version >= 3 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
@@ -1210,7 +1381,7 @@ impl<'a> DecodeView<'a> for StopReplicaTopicStateView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             topic_name: f_topic_name,
@@ -1218,23 +1389,50 @@ impl<'a> DecodeView<'a> for StopReplicaTopicStateView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 2;
+        if version >= 3 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        if version >= 3 {
+            read::skip_array::<StopReplicaPartitionStateView<'a>>(buf, flexible, version)?;
+        }
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for StopReplicaTopicStateView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for StopReplicaTopicStateView<'_> {
     type Owned = StopReplicaTopicState;
     fn to_message(&self) -> StopReplicaTopicState {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

@@ -231,7 +231,18 @@ impl Default for SyncGroupRequestView<'_> {
 }
 
 impl<'a> DecodeView<'a> for SyncGroupRequestView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> SyncGroupRequestView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=5).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "SyncGroupRequest",
@@ -257,7 +268,7 @@ impl<'a> DecodeView<'a> for SyncGroupRequestView<'a> {
         } else {
             None
         };
-        let f_assignments = read::get_array(buf, flexible, version)?;
+        let f_assignments = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -269,7 +280,7 @@ impl<'a> DecodeView<'a> for SyncGroupRequestView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             group_id: f_group_id,
@@ -282,23 +293,57 @@ impl<'a> DecodeView<'a> for SyncGroupRequestView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
+        read::skip_len(buf, flexible, true)?;
+        read::skip(buf, 4)?;
+        read::skip_len(buf, flexible, true)?;
+        if version >= 3 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        if version >= 5 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        if version >= 5 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip_array::<SyncGroupRequestAssignmentView<'a>>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for SyncGroupRequestView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for SyncGroupRequestView<'_> {
     type Owned = SyncGroupRequest;
     fn to_message(&self) -> SyncGroupRequest {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -426,6 +471,17 @@ impl Default for SyncGroupRequestAssignmentView<'_> {
 impl<'a> DecodeView<'a> for SyncGroupRequestAssignmentView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> SyncGroupRequestAssignmentView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 4;
         let f_member_id = read::get_str(buf, flexible)?;
         let f_assignment = read::get_bytes(buf, flexible)?;
@@ -440,7 +496,7 @@ impl<'a> DecodeView<'a> for SyncGroupRequestAssignmentView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             member_id: f_member_id,
@@ -448,23 +504,46 @@ impl<'a> DecodeView<'a> for SyncGroupRequestAssignmentView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 4;
+        read::skip_len(buf, flexible, true)?;
+        read::skip_len(buf, flexible, false)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for SyncGroupRequestAssignmentView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for SyncGroupRequestAssignmentView<'_> {
     type Owned = SyncGroupRequestAssignment;
     fn to_message(&self) -> SyncGroupRequestAssignment {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

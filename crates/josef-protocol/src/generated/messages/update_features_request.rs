@@ -174,7 +174,18 @@ impl Default for UpdateFeaturesRequestView<'_> {
 }
 
 impl<'a> DecodeView<'a> for UpdateFeaturesRequestView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> UpdateFeaturesRequestView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=2).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "UpdateFeaturesRequest",
@@ -183,7 +194,7 @@ impl<'a> DecodeView<'a> for UpdateFeaturesRequestView<'a> {
         }
         let flexible = true;
         let f_timeout_ms = read::get_i32(buf)?;
-        let f_feature_updates = read::get_array(buf, flexible, version)?;
+        let f_feature_updates = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let f_validate_only = if version >= 1 {
             read::get_bool(buf)?
         } else {
@@ -200,7 +211,7 @@ impl<'a> DecodeView<'a> for UpdateFeaturesRequestView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             timeout_ms: f_timeout_ms,
@@ -209,23 +220,47 @@ impl<'a> DecodeView<'a> for UpdateFeaturesRequestView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip(buf, 4)?;
+        read::skip_array::<FeatureUpdateKeyView<'a>>(buf, flexible, version)?;
+        read::skip(buf, (if version >= 1 { 1 } else { 0 }))?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for UpdateFeaturesRequestView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for UpdateFeaturesRequestView<'_> {
     type Owned = UpdateFeaturesRequest;
     fn to_message(&self) -> UpdateFeaturesRequest {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -397,6 +432,17 @@ impl Default for FeatureUpdateKeyView<'_> {
 impl<'a> DecodeView<'a> for FeatureUpdateKeyView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> FeatureUpdateKeyView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_feature = read::get_str(buf, flexible)?;
         let f_max_version_level = read::get_i16(buf)?;
@@ -417,7 +463,7 @@ impl<'a> DecodeView<'a> for FeatureUpdateKeyView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             feature: f_feature,
@@ -427,23 +473,49 @@ impl<'a> DecodeView<'a> for FeatureUpdateKeyView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip_len(buf, flexible, true)?;
+        read::skip(
+            buf,
+            2 + (if version <= 0 { 1 } else { 0 }) + (if version >= 1 { 1 } else { 0 }),
+        )?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for FeatureUpdateKeyView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for FeatureUpdateKeyView<'_> {
     type Owned = FeatureUpdateKey;
     fn to_message(&self) -> FeatureUpdateKey {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

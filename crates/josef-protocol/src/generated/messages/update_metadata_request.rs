@@ -290,6 +290,8 @@ pub struct UpdateMetadataRequestView<'a> {
     pub live_brokers: ArrayView<'a, UpdateMetadataBrokerView<'a>>,
     /// The tagged fields as read, known ones included (those are also in their fields).
     pub tagged_fields: TaggedFieldsView<'a>,
+    /// The version the view was decoded at (which tagged fields are known depends on it).
+    pub version: i16,
 }
 
 impl Default for UpdateMetadataRequestView<'_> {
@@ -304,12 +306,24 @@ impl Default for UpdateMetadataRequestView<'_> {
             topic_states: ArrayView::empty(),
             live_brokers: ArrayView::empty(),
             tagged_fields: TaggedFieldsView::empty(),
+            version: 0,
         }
     }
 }
 
 impl<'a> DecodeView<'a> for UpdateMetadataRequestView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> UpdateMetadataRequestView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=8).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "UpdateMetadataRequest",
@@ -331,16 +345,16 @@ impl<'a> DecodeView<'a> for UpdateMetadataRequestView<'a> {
             -1
         };
         let f_ungrouped_partition_states = if version <= 4 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
         let f_topic_states = if version >= 5 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
-        let f_live_brokers = read::get_array(buf, flexible, version)?;
+        let f_live_brokers = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let mut tagged_fields = TaggedFieldsView::empty();
         if flexible {
             let count = read::get_uvarint(buf)?;
@@ -357,7 +371,7 @@ impl<'a> DecodeView<'a> for UpdateMetadataRequestView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             controller_id: f_controller_id,
@@ -369,26 +383,60 @@ impl<'a> DecodeView<'a> for UpdateMetadataRequestView<'a> {
             topic_states: f_topic_states,
             live_brokers: f_live_brokers,
             tagged_fields,
+            version,
         })
+    }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
+        read::skip(
+            buf,
+            4 + (if version >= 8 { 1 } else { 0 }) + 4 + (if version >= 5 { 8 } else { 0 }),
+        )?;
+        if version <= 4 {
+            read::skip_array::<UpdateMetadataPartitionStateView<'a>>(buf, flexible, version)?;
+        }
+        if version >= 5 {
+            read::skip_array::<UpdateMetadataTopicStateView<'a>>(buf, flexible, version)?;
+        }
+        read::skip_array::<UpdateMetadataBrokerView<'a>>(buf, flexible, version)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
     }
 }
 
 impl<'a> ViewElement<'a> for UpdateMetadataRequestView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for UpdateMetadataRequestView<'_> {
     type Owned = UpdateMetadataRequest;
     fn to_message(&self) -> UpdateMetadataRequest {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
+        let version = self.version;
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
                 0 if version >= 8 => true,
@@ -581,6 +629,17 @@ impl Default for UpdateMetadataTopicStateView<'_> {
 impl<'a> DecodeView<'a> for UpdateMetadataTopicStateView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> UpdateMetadataTopicStateView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_topic_name = if version >= 5 {
             read::get_str(buf, flexible)?
@@ -593,7 +652,7 @@ impl<'a> DecodeView<'a> for UpdateMetadataTopicStateView<'a> {
             Uuid::ZERO
         };
         let f_partition_states = if version >= 5 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
@@ -608,7 +667,7 @@ impl<'a> DecodeView<'a> for UpdateMetadataTopicStateView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             topic_name: f_topic_name,
@@ -617,23 +676,51 @@ impl<'a> DecodeView<'a> for UpdateMetadataTopicStateView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
+        if version >= 5 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip(buf, (if version >= 7 { 16 } else { 0 }))?;
+        if version >= 5 {
+            read::skip_array::<UpdateMetadataPartitionStateView<'a>>(buf, flexible, version)?;
+        }
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for UpdateMetadataTopicStateView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for UpdateMetadataTopicStateView<'_> {
     type Owned = UpdateMetadataTopicState;
     fn to_message(&self) -> UpdateMetadataTopicState {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -823,6 +910,17 @@ impl Default for UpdateMetadataEndpointView<'_> {
 impl<'a> DecodeView<'a> for UpdateMetadataEndpointView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> UpdateMetadataEndpointView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_port = if version >= 1 { read::get_i32(buf)? } else { 0 };
         let f_host = if version >= 1 {
@@ -847,7 +945,7 @@ impl<'a> DecodeView<'a> for UpdateMetadataEndpointView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             port: f_port,
@@ -857,23 +955,52 @@ impl<'a> DecodeView<'a> for UpdateMetadataEndpointView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
+        read::skip(buf, (if version >= 1 { 4 } else { 0 }))?;
+        if version >= 1 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        if version >= 3 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip(buf, (if version >= 1 { 2 } else { 0 }))?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for UpdateMetadataEndpointView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for UpdateMetadataEndpointView<'_> {
     type Owned = UpdateMetadataEndpoint;
     fn to_message(&self) -> UpdateMetadataEndpoint {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -1070,6 +1197,17 @@ impl Default for UpdateMetadataBrokerView<'_> {
 impl<'a> DecodeView<'a> for UpdateMetadataBrokerView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> UpdateMetadataBrokerView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_id = read::get_i32(buf)?;
         let f_v0_host = if version <= 0 {
@@ -1079,7 +1217,7 @@ impl<'a> DecodeView<'a> for UpdateMetadataBrokerView<'a> {
         };
         let f_v0_port = if version <= 0 { read::get_i32(buf)? } else { 0 };
         let f_endpoints = if version >= 1 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
@@ -1099,7 +1237,7 @@ impl<'a> DecodeView<'a> for UpdateMetadataBrokerView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             id: f_id,
@@ -1110,23 +1248,55 @@ impl<'a> DecodeView<'a> for UpdateMetadataBrokerView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
+        read::skip(buf, 4)?;
+        if version <= 0 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip(buf, (if version <= 0 { 4 } else { 0 }))?;
+        if version >= 1 {
+            read::skip_array::<UpdateMetadataEndpointView<'a>>(buf, flexible, version)?;
+        }
+        if version >= 2 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for UpdateMetadataBrokerView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for UpdateMetadataBrokerView<'_> {
     type Owned = UpdateMetadataBroker;
     fn to_message(&self) -> UpdateMetadataBroker {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -1365,6 +1535,17 @@ impl Default for UpdateMetadataPartitionStateView<'_> {
 impl<'a> DecodeView<'a> for UpdateMetadataPartitionStateView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> UpdateMetadataPartitionStateView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = version >= 6;
         let f_topic_name = if version <= 4 {
             read::get_str(buf, flexible)?
@@ -1375,11 +1556,11 @@ impl<'a> DecodeView<'a> for UpdateMetadataPartitionStateView<'a> {
         let f_controller_epoch = read::get_i32(buf)?;
         let f_leader = read::get_i32(buf)?;
         let f_leader_epoch = read::get_i32(buf)?;
-        let f_isr = read::get_array(buf, flexible, version)?;
+        let f_isr = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let f_zk_version = read::get_i32(buf)?;
-        let f_replicas = read::get_array(buf, flexible, version)?;
+        let f_replicas = read::get_array::<_, CHECKED>(buf, flexible, version)?;
         let f_offline_replicas = if version >= 4 {
-            read::get_array(buf, flexible, version)?
+            read::get_array::<_, CHECKED>(buf, flexible, version)?
         } else {
             ArrayView::empty()
         };
@@ -1394,7 +1575,7 @@ impl<'a> DecodeView<'a> for UpdateMetadataPartitionStateView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             topic_name: f_topic_name,
@@ -1409,23 +1590,54 @@ impl<'a> DecodeView<'a> for UpdateMetadataPartitionStateView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = version >= 6;
+        if version <= 4 {
+            read::skip_len(buf, flexible, true)?;
+        }
+        read::skip(buf, 4 + 4 + 4 + 4)?;
+        read::skip_array::<i32>(buf, flexible, version)?;
+        read::skip(buf, 4)?;
+        read::skip_array::<i32>(buf, flexible, version)?;
+        if version >= 4 {
+            read::skip_array::<i32>(buf, flexible, version)?;
+        }
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for UpdateMetadataPartitionStateView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for UpdateMetadataPartitionStateView<'_> {
     type Owned = UpdateMetadataPartitionState;
     fn to_message(&self) -> UpdateMetadataPartitionState {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {

@@ -161,7 +161,18 @@ impl Default for UpdateRaftVoterResponseView<'_> {
 }
 
 impl<'a> DecodeView<'a> for UpdateRaftVoterResponseView<'a> {
+    #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> UpdateRaftVoterResponseView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         if !(0..=0).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "UpdateRaftVoterResponse",
@@ -182,13 +193,14 @@ impl<'a> DecodeView<'a> for UpdateRaftVoterResponseView<'a> {
                 match tag {
                     0 => {
                         let buf = &mut data;
-                        f_current_leader = CurrentLeaderView::decode_view(buf, version)?;
+                        f_current_leader =
+                            CurrentLeaderView::decode_view_with::<CHECKED>(buf, version)?;
                         read::expect_consumed(buf, "UpdateRaftVoterResponse.CurrentLeader")?;
                     }
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             throttle_time_ms: f_throttle_time_ms,
@@ -197,23 +209,45 @@ impl<'a> DecodeView<'a> for UpdateRaftVoterResponseView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip(buf, 4 + 2)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for UpdateRaftVoterResponseView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for UpdateRaftVoterResponseView<'_> {
     type Owned = UpdateRaftVoterResponse;
     fn to_message(&self) -> UpdateRaftVoterResponse {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
@@ -358,6 +392,17 @@ impl Default for CurrentLeaderView<'_> {
 impl<'a> DecodeView<'a> for CurrentLeaderView<'a> {
     #[inline]
     fn decode_view(buf: &mut &'a [u8], version: i16) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<true>(buf, version)
+    }
+}
+
+impl<'a> CurrentLeaderView<'a> {
+    /// Decodes the view; with `CHECKED` false, nested arrays are skipped, not checked (for input checked before).
+    #[inline(always)]
+    pub fn decode_view_with<const CHECKED: bool>(
+        buf: &mut &'a [u8],
+        version: i16,
+    ) -> Result<Self, DecodeError> {
         let flexible = true;
         let f_leader_id = read::get_i32(buf)?;
         let f_leader_epoch = read::get_i32(buf)?;
@@ -374,7 +419,7 @@ impl<'a> DecodeView<'a> for CurrentLeaderView<'a> {
                     _ => {}
                 }
             }
-            tagged_fields = read::finish_tagged_fields(start, buf, count, version);
+            tagged_fields = read::finish_tagged_fields(start, buf);
         }
         Ok(Self {
             leader_id: f_leader_id,
@@ -384,23 +429,47 @@ impl<'a> DecodeView<'a> for CurrentLeaderView<'a> {
             tagged_fields,
         })
     }
+
+    /// Moves `buf` past the struct, which was checked before, reading only lengths.
+    #[inline]
+    pub fn skip_view(buf: &mut &'a [u8], version: i16) -> Result<(), DecodeError> {
+        let flexible = true;
+        read::skip(buf, 4 + 4)?;
+        read::skip_len(buf, flexible, true)?;
+        read::skip(buf, 4)?;
+        if flexible {
+            read::skip_tagged_fields(buf)?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> ViewElement<'a> for CurrentLeaderView<'a> {
-    #[inline]
+    #[inline(always)]
     fn read_element(
         buf: &mut &'a [u8],
         version: i16,
         _flexible: bool,
     ) -> Result<Self, DecodeError> {
-        Self::decode_view(buf, version)
+        Self::decode_view_with::<true>(buf, version)
+    }
+    #[inline(always)]
+    fn read_checked_element(
+        buf: &mut &'a [u8],
+        version: i16,
+        _flexible: bool,
+    ) -> Result<Self, DecodeError> {
+        Self::decode_view_with::<false>(buf, version)
+    }
+    #[inline]
+    fn skip_element(buf: &mut &'a [u8], version: i16, _flexible: bool) -> Result<(), DecodeError> {
+        Self::skip_view(buf, version)
     }
 }
 
 impl MessageView for CurrentLeaderView<'_> {
     type Owned = CurrentLeader;
     fn to_message(&self) -> CurrentLeader {
-        let version = self.tagged_fields.version();
         let mut unknown_tagged_fields = UnknownTaggedFields::new();
         for (tag, data) in self.tagged_fields.iter() {
             let known = match tag {
