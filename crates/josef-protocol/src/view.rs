@@ -8,6 +8,11 @@
 //! is what a proxy or a broker's hot path reads a request with; [`MessageView::to_message`] builds
 //! the owned message when one is needed.
 //!
+//! A view keeps no index: iterating an array decodes each element again, and finding where the
+//! next element starts means skipping over the nested arrays of this one (by their lengths; they
+//! are not checked again). Each level of nesting a caller iterates is one more walk over the
+//! bytes below it, so a message that will be read whole is better decoded owned.
+//!
 //! ```
 //! use bytes::BytesMut;
 //! use josef_protocol::messages::{produce_request::*, ProduceRequest};
