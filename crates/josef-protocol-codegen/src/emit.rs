@@ -333,22 +333,34 @@ fn read_nullable(ty: &Ty, flex: &str) -> Result<String, String> {
 
 /// Result-valued expression reading field `f` in a version where it is present.
 fn read_field(ctx: &Ctx<'_>, f: &Field, flex: &str) -> Result<String, String> {
+    read_field_with(ctx, f, flex, read_plain, read_nullable)
+}
+
+/// `read_field` with the readers of a non-null and of a possibly null value given: the owned
+/// decoder's or the view decoder's, which differ in their readers only.
+fn read_field_with(
+    ctx: &Ctx<'_>,
+    f: &Field,
+    flex: &str,
+    plain: fn(&Ty, &str) -> String,
+    nullable_read: fn(&Ty, &str) -> Result<String, String>,
+) -> Result<String, String> {
     if !is_option(f) {
-        return Ok(read_plain(&f.ty, flex));
+        return Ok(plain(&f.ty, flex));
     }
     let nullable = f.nullable.intersect(&f.versions);
     if nullable.is_empty() {
-        return Ok(format!("{}.map(Some)", read_plain(&f.ty, flex)));
+        return Ok(format!("{}.map(Some)", plain(&f.ty, flex)));
     }
     let versions = f.versions.intersect(&ctx.spec.valid);
     if nullable.contains_range(&versions) {
-        return read_nullable(&f.ty, flex);
+        return nullable_read(&f.ty, flex);
     }
     Ok(format!(
         "if {} {{ {} }} else {{ {}.map(Some) }}",
         ctx.cond_or_true(&nullable),
-        read_nullable(&f.ty, flex)?,
-        read_plain(&f.ty, flex)
+        nullable_read(&f.ty, flex)?,
+        plain(&f.ty, flex)
     ))
 }
 

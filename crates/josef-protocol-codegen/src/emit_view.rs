@@ -49,25 +49,9 @@ fn read_nullable(ty: &Ty, flex: &str) -> Result<String, String> {
     })
 }
 
-/// Mirrors the owned `read_field`.
+/// The owned decoder's `read_field` with the view's readers.
 fn read_field(ctx: &Ctx<'_>, f: &Field, flex: &str) -> Result<String, String> {
-    if !is_option(f) {
-        return Ok(read_plain(&f.ty, flex));
-    }
-    let nullable = f.nullable.intersect(&f.versions);
-    if nullable.is_empty() {
-        return Ok(format!("{}.map(Some)", read_plain(&f.ty, flex)));
-    }
-    let versions = f.versions.intersect(&ctx.spec.valid);
-    if nullable.contains_range(&versions) {
-        return read_nullable(&f.ty, flex);
-    }
-    Ok(format!(
-        "if {} {{ {} }} else {{ {}.map(Some) }}",
-        ctx.cond_or_true(&nullable),
-        read_nullable(&f.ty, flex)?,
-        read_plain(&f.ty, flex)
-    ))
+    super::read_field_with(ctx, f, flex, read_plain, read_nullable)
 }
 
 /// Statements skipping a non-null value of `ty` (the input was checked before).

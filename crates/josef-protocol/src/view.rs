@@ -339,41 +339,26 @@ pub mod read {
     pub fn get_bool(buf: &mut &[u8]) -> Result<bool, DecodeError> {
         Ok(take::<1>(buf)?[0] != 0)
     }
-    /// Reads an int8.
-    #[inline(always)]
-    pub fn get_i8(buf: &mut &[u8]) -> Result<i8, DecodeError> {
-        Ok(i8::from_be_bytes(take(buf)?))
+    macro_rules! big_endian_readers {
+        ($($name:ident -> $t:ty, $what:literal;)*) => {$(
+            #[doc = concat!("Reads ", $what, " (big-endian).")]
+            #[inline(always)]
+            pub fn $name(buf: &mut &[u8]) -> Result<$t, DecodeError> {
+                Ok(<$t>::from_be_bytes(take(buf)?))
+            }
+        )*};
     }
-    /// Reads an int16.
-    #[inline(always)]
-    pub fn get_i16(buf: &mut &[u8]) -> Result<i16, DecodeError> {
-        Ok(i16::from_be_bytes(take(buf)?))
+
+    big_endian_readers! {
+        get_i8 -> i8, "an int8";
+        get_i16 -> i16, "an int16";
+        get_u16 -> u16, "a uint16";
+        get_i32 -> i32, "an int32";
+        get_u32 -> u32, "a uint32";
+        get_i64 -> i64, "an int64";
+        get_f64 -> f64, "a float64";
     }
-    /// Reads a uint16.
-    #[inline(always)]
-    pub fn get_u16(buf: &mut &[u8]) -> Result<u16, DecodeError> {
-        Ok(u16::from_be_bytes(take(buf)?))
-    }
-    /// Reads an int32.
-    #[inline(always)]
-    pub fn get_i32(buf: &mut &[u8]) -> Result<i32, DecodeError> {
-        Ok(i32::from_be_bytes(take(buf)?))
-    }
-    /// Reads a uint32.
-    #[inline(always)]
-    pub fn get_u32(buf: &mut &[u8]) -> Result<u32, DecodeError> {
-        Ok(u32::from_be_bytes(take(buf)?))
-    }
-    /// Reads an int64.
-    #[inline(always)]
-    pub fn get_i64(buf: &mut &[u8]) -> Result<i64, DecodeError> {
-        Ok(i64::from_be_bytes(take(buf)?))
-    }
-    /// Reads a float64.
-    #[inline(always)]
-    pub fn get_f64(buf: &mut &[u8]) -> Result<f64, DecodeError> {
-        Ok(f64::from_be_bytes(take(buf)?))
-    }
+
     /// Reads a 16-byte uuid.
     #[inline(always)]
     pub fn get_uuid(buf: &mut &[u8]) -> Result<Uuid, DecodeError> {
