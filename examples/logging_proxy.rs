@@ -1,5 +1,6 @@
 //! A logging Kafka proxy built on josef-protocol alone: it sits between clients and one broker,
-//! prints every request (api, version, correlation id, client id) and its response size, and
+//! prints every request (api, version, correlation id, client id; for Produce, the bytes of records
+//! per partition, read through the request's borrowed view) and its response size, and
 //! forwards the bytes unchanged, except that the broker addresses in Metadata, FindCoordinator and
 //! DescribeCluster responses are rewritten to the proxy's own, so clients keep talking through it.
 //!
@@ -16,9 +17,10 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
+use josef_protocol::messages::ProduceRequestView;
 use josef_protocol::{
-    decode_request_frame, decode_request_header, decode_response_frame, encode_response_frame,
-    split_frame, ApiKey, FrameError, RequestBody, ResponseBody,
+    decode_request_header, decode_response_frame, encode_response_frame, split_frame, ApiKey,
+    DecodeView, FrameError, ResponseBody,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -118,9 +120,21 @@ async fn requests(
                     header.correlation_id,
                     header.client_id.as_deref().unwrap_or("")
                 );
-                let acks_zero = api_key == ApiKey::Produce
-                    && matches!(decode_request_frame(frame.clone()),
-                        Ok((_, RequestBody::Produce(p))) if p.acks == 0);
+                // The body is read through its borrowed view: nothing is allocated or copied to
+                // learn the acks and where the records go.
+                let mut body: &[u8] = &header_bytes;
+                let produce = (api_key == ApiKey::Produce)
+                    .then(|| ProduceRequestView::decode_view(&mut body, header.request_api_version))
+                    .and_then(Result::ok);
+                if let Some(p) = &produce {
+                    for topic in p.topic_data.iter() {
+                        for partition in topic.partition_data.iter() {
+                            let bytes = partition.records.map_or(0, <[u8]>::len);
+                            println!("    {}[{}]: {bytes} bytes", topic.name, partition.index);
+                        }
+                    }
+                }
+                let acks_zero = produce.is_some_and(|p| p.acks == 0);
                 (!acks_zero).then_some((
                     header.correlation_id,
                     Some((api_key, header.request_api_version)),

@@ -64,6 +64,8 @@ def test_kcat_produces_and_consumes_through_the_proxy(proxy):
     for api in ("ApiVersions", "Metadata", "Produce", "Fetch"):
         assert f"-> {api} v" in log, f"{api} not logged:\n{log[-3000:]}"
     assert "(broker addresses rewritten)" in log
+    # The produce requests were read through their borrowed views: topic, partition, record bytes.
+    assert re.search(rf"    {re.escape(topic)}\[0\]: [1-9][0-9]* bytes", log), log[-3000:]
 
 
 def test_consumer_group_finds_its_coordinator_through_the_proxy(proxy):
