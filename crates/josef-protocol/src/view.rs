@@ -84,8 +84,8 @@ pub trait ViewElement<'a>: Sized {
     }
 }
 
-/// An array read from the frame: its elements were all decoded once when the view was, and are
-/// decoded again, lazily and without allocating, by [`ArrayView::iter`].
+/// An array read from the frame: its elements were all checked when the message's view was
+/// decoded, and are decoded again, lazily and without allocating, by [`ArrayView::iter`].
 pub struct ArrayView<'a, T> {
     bytes: &'a [u8],
     // A count is at most an int32 or a uvarint32, and a smaller view is cheaper to pass around.
