@@ -307,7 +307,7 @@ impl fmt::Debug for TaggedFieldsView<'_> {
 /// [`crate::wire`]'s readers over `Bytes`. Used by the generated views.
 pub mod read {
     use super::{ArrayView, TaggedFieldsView, ViewElement};
-    use crate::{DecodeError, Uuid};
+    use crate::{wire, DecodeError, Uuid};
 
     /// The error of a read of `needed` bytes from `buf`, which holds fewer.
     pub(super) fn truncated_at(buf: &[u8], needed: usize) -> DecodeError {
@@ -389,25 +389,9 @@ pub mod read {
 
     #[inline(never)]
     fn get_uvarint_long(buf: &mut &[u8]) -> Result<u32, DecodeError> {
-        let s: &[u8] = buf;
-        let mut value: u32 = 0;
-        let mut i = 0;
-        while i < s.len() {
-            let b = s[i];
-            if i == 4 && b > 0x0f {
-                return Err(DecodeError::VarintTooLong);
-            }
-            value |= u32::from(b & 0x7f) << (7 * i);
-            i += 1;
-            if b & 0x80 == 0 {
-                *buf = &s[i..];
-                return Ok(value);
-            }
-            if i == 5 {
-                return Err(DecodeError::VarintTooLong);
-            }
-        }
-        Err(truncated(buf, buf.len() + 1))
+        let (value, used) = wire::uvarint_from(buf)?;
+        *buf = &buf[used..];
+        Ok(value)
     }
 
     /// Reads a length prefix as [`crate::wire`] does: `None` is null, and the length is checked
@@ -421,16 +405,7 @@ pub mod read {
         } else {
             i64::from(get_i32(buf)?)
         };
-        if len == -1 {
-            return Ok(None);
-        }
-        if len < 0 || len as u64 > buf.len() as u64 {
-            return Err(DecodeError::InvalidLength {
-                length: len,
-                remaining: buf.len(),
-            });
-        }
-        Ok(Some(len as usize))
+        wire::checked_len(len, buf.len())
     }
 
     #[inline(always)]
@@ -569,19 +544,9 @@ pub mod read {
         last_tag: &mut Option<u32>,
     ) -> Result<(u32, &'a [u8]), DecodeError> {
         let tag = get_uvarint(buf)?;
-        if let Some(previous) = *last_tag {
-            if tag <= previous {
-                return Err(DecodeError::TaggedFieldOrder { tag, previous });
-            }
-        }
-        *last_tag = Some(tag);
+        wire::check_tag_order(tag, last_tag)?;
         let size = get_uvarint(buf)? as usize;
-        if size > buf.len() {
-            return Err(DecodeError::InvalidLength {
-                length: size as i64,
-                remaining: buf.len(),
-            });
-        }
+        wire::check_tagged_size(size, buf.len())?;
         Ok((tag, split(buf, size)))
     }
 

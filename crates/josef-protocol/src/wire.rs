@@ -118,7 +118,15 @@ pub fn get_uvarint(buf: &mut Bytes) -> Result<u32, DecodeError> {
 
 #[inline(never)]
 fn get_uvarint_long(buf: &mut Bytes) -> Result<u32, DecodeError> {
-    let s: &[u8] = buf;
+    let (value, used) = uvarint_from(buf)?;
+    buf.advance(used);
+    Ok(value)
+}
+
+/// An unsigned varint of at most 5 bytes at the start of `s`, and the bytes it takes (Kafka's
+/// byte-at-a-time loop). Shared by the readers over `Bytes` and over slices ([`crate::view`]).
+#[inline]
+pub(crate) fn uvarint_from(s: &[u8]) -> Result<(u32, usize), DecodeError> {
     let mut value: u32 = 0;
     let mut i = 0;
     while i < s.len() {
@@ -129,14 +137,16 @@ fn get_uvarint_long(buf: &mut Bytes) -> Result<u32, DecodeError> {
         value |= u32::from(b & 0x7f) << (7 * i);
         i += 1;
         if b & 0x80 == 0 {
-            buf.advance(i);
-            return Ok(value);
+            return Ok((value, i));
         }
         if i == 5 {
             return Err(DecodeError::VarintTooLong);
         }
     }
-    Err(truncated(buf, buf.len() + 1))
+    Err(DecodeError::Truncated {
+        needed: s.len() + 1,
+        remaining: s.len(),
+    })
 }
 
 /// Reads a zig-zag signed varint (32 bits).
@@ -182,13 +192,20 @@ fn get_len(buf: &mut Bytes, flexible: bool, short: bool) -> Result<Option<usize>
     } else {
         i64::from(get_i32(buf)?)
     };
+    checked_len(len, buf.remaining())
+}
+
+/// A length prefix's value as a length: `None` for -1 (null), an error when it is otherwise
+/// negative or longer than the `remaining` bytes. Shared with [`crate::view`]'s readers.
+#[inline(always)]
+pub(crate) fn checked_len(len: i64, remaining: usize) -> Result<Option<usize>, DecodeError> {
     if len == -1 {
         return Ok(None);
     }
-    if len < 0 || len as u64 > buf.remaining() as u64 {
+    if len < 0 || len as u64 > remaining as u64 {
         return Err(DecodeError::InvalidLength {
             length: len,
-            remaining: buf.remaining(),
+            remaining,
         });
     }
     Ok(Some(len as usize))
@@ -309,33 +326,42 @@ pub fn get_tagged_field(
     last_tag: &mut Option<u32>,
 ) -> Result<(u32, Bytes), DecodeError> {
     let tag = get_uvarint(buf)?;
+    check_tag_order(tag, last_tag)?;
+    let size = get_uvarint(buf)? as usize;
+    check_tagged_size(size, buf.remaining())?;
+    Ok((tag, buf.split_to(size)))
+}
+
+/// Checks that a tagged field's `tag` is strictly above the previous one, which it becomes.
+/// Shared with [`crate::view`]'s readers.
+#[inline(always)]
+pub(crate) fn check_tag_order(tag: u32, last_tag: &mut Option<u32>) -> Result<(), DecodeError> {
     if let Some(previous) = *last_tag {
         if tag <= previous {
             return Err(DecodeError::TaggedFieldOrder { tag, previous });
         }
     }
     *last_tag = Some(tag);
-    let size = get_uvarint(buf)? as usize;
-    if size > buf.remaining() {
+    Ok(())
+}
+
+/// Checks that a tagged field's `size` fits in the `remaining` bytes. Shared with
+/// [`crate::view`]'s readers.
+#[inline(always)]
+pub(crate) fn check_tagged_size(size: usize, remaining: usize) -> Result<(), DecodeError> {
+    if size > remaining {
         return Err(DecodeError::InvalidLength {
             length: size as i64,
-            remaining: buf.remaining(),
+            remaining,
         });
     }
-    Ok((tag, buf.split_to(size)))
+    Ok(())
 }
 
 /// Checks that a known tagged field's payload was read completely.
 #[inline]
 pub fn expect_consumed(buf: &Bytes, field: &'static str) -> Result<(), DecodeError> {
-    if buf.is_empty() {
-        Ok(())
-    } else {
-        Err(DecodeError::TaggedFieldSize {
-            field,
-            remaining: buf.len(),
-        })
-    }
+    crate::view::read::expect_consumed(buf, field)
 }
 
 /// Writes a boolean as 0 or 1.
