@@ -1,0 +1,2 @@
+//! josef-controller (in progress).
+#![deny(missing_docs)]

@@ -1,0 +1,2 @@
+//! josef-metadata (in progress).
+#![deny(missing_docs)]

@@ -1,0 +1,2 @@
+//! josef-partition (in progress).
+#![deny(missing_docs)]

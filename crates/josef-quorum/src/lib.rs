@@ -1,0 +1,2 @@
+//! josef-quorum (in progress).
+#![deny(missing_docs)]
