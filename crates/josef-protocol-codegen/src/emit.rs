@@ -562,6 +562,7 @@ fn emit_struct(ctx: &Ctx<'_>, st: &StructDef, top: bool, out: &mut String) -> Re
             Kind::Response => "response",
             Kind::Header => "header",
             Kind::Data => "data",
+            Kind::Metadata => "metadata record",
         };
         let _ = writeln!(
             out,
@@ -940,6 +941,15 @@ pub fn emit_module(spec: &Spec) -> Result<String, String> {
                 "impl crate::Response for {} {{\n    const API_KEY: crate::ApiKey = crate::ApiKey::{api_name};\n    type Request = crate::messages::{api_name}Request;\n}}",
                 spec.name
             );
+        }
+        Kind::Metadata => {
+            if let Some(k) = spec.api_key {
+                let _ = writeln!(
+                    out,
+                    "impl {} {{\n    /// The record type of this record in a metadata log frame (the spec's api key).\n    pub const API_KEY: i16 = {k};\n}}",
+                    spec.name
+                );
+            }
         }
         _ => {}
     }

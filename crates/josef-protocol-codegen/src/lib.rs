@@ -1,7 +1,7 @@
 //! Generator of josef-protocol's Rust code from Apache Kafka's JSON message specs.
 //!
-//! [`generate_files`] reads `messages/*.json` and `coordinator-records/*.json` under a specs directory and
-//! returns every generated file (path relative to the output directory → formatted Rust source);
+//! [`generate_files`] reads `messages/*.json`, `coordinator-records/*.json` and `metadata-records/*.json`
+//! under a specs directory and returns every generated file (path relative to the output directory → formatted Rust source);
 //! [`generate`] writes them. The binary (`cargo run -p josef-protocol-codegen -- [--specs DIR] [--out DIR]`)
 //! is a thin wrapper, and josef-protocol's tests call [`generate_files`] to check that the committed code is
 //! up to date.
@@ -40,11 +40,13 @@ fn read_specs(dir: &Path) -> Result<Vec<Spec>, String> {
     Ok(specs)
 }
 
-/// Generates every file from the specs in `specs_dir` (which holds `messages/` and `coordinator-records/`).
+/// Generates every file from the specs in `specs_dir` (which holds `messages/`, `coordinator-records/` and
+/// `metadata-records/`).
 /// Keys are paths relative to the output directory; values are rustfmt-formatted sources.
 pub fn generate_files(specs_dir: &Path) -> Result<BTreeMap<PathBuf, String>, String> {
     let messages = read_specs(&specs_dir.join("messages"))?;
     let records = read_specs(&specs_dir.join("coordinator-records"))?;
+    let metadata = read_specs(&specs_dir.join("metadata-records"))?;
     let mut files = BTreeMap::new();
 
     for s in &messages {
@@ -73,6 +75,20 @@ pub fn generate_files(specs_dir: &Path) -> Result<BTreeMap<PathBuf, String>, Str
         emit::emit_mod(
             "Keys and values of the group, share-group and transaction coordinators' log records.",
             &rec_refs,
+        ),
+    );
+    for s in &metadata {
+        files.insert(
+            PathBuf::from("metadata_records").join(format!("{}.rs", emit::module_name(&s.name))),
+            emit::emit_module(s)?,
+        );
+    }
+    let meta_refs: Vec<&Spec> = metadata.iter().collect();
+    files.insert(
+        PathBuf::from("metadata_records/mod.rs"),
+        emit::emit_mod(
+            "The records of the KRaft metadata log (`__cluster_metadata`): topics, partitions, brokers, configs, ...",
+            &meta_refs,
         ),
     );
 
@@ -104,13 +120,14 @@ pub fn generate_files(specs_dir: &Path) -> Result<BTreeMap<PathBuf, String>, Str
     files.insert(
         PathBuf::from("mod.rs"),
         "//! Code generated from Kafka's message specs by josef-protocol-codegen. Do not edit.\n\n\
-         mod api_key;\nmod bodies;\npub mod coordinator_records;\npub mod messages;\n\n\
+         mod api_key;\nmod bodies;\npub mod coordinator_records;\npub mod messages;\npub mod metadata_records;\n\n\
          pub use api_key::ApiKey;\npub use bodies::{RequestBody, RequestBodyView, ResponseBody, ResponseBodyView};\n"
             .to_string(),
     );
 
     let mut all: Vec<(&str, &Spec)> = messages.iter().map(|s| ("messages", s)).collect();
     all.extend(records.iter().map(|s| ("coordinator_records", s)));
+    all.extend(metadata.iter().map(|s| ("metadata_records", s)));
     files.insert(
         PathBuf::from(TEST_VALUES_PATH),
         emit::emit_test_values(&all, &apis)?,
@@ -185,6 +202,7 @@ pub fn generate(specs_dir: &Path, out_dir: &Path) -> Result<usize, String> {
         "",
         "messages",
         "coordinator_records",
+        "metadata_records",
         "../../tests/generated",
     ] {
         let d = out_dir.join(sub);

@@ -1,4 +1,5 @@
-//! The model of Kafka's JSON message specs, parsed from the `messages/` and `coordinator-records/` files.
+//! The model of Kafka's JSON message specs, parsed from the `messages/`, `coordinator-records/` and
+//! `metadata-records/` files.
 
 use serde_json::Value;
 
@@ -232,6 +233,8 @@ pub enum Kind {
     Header,
     /// Versioned data that is not an RPC (coordinator records, consumer protocol, ...).
     Data,
+    /// A record of the KRaft metadata log (`__cluster_metadata`); its api key is the record type.
+    Metadata,
 }
 
 /// One spec file.
@@ -308,6 +311,7 @@ pub fn parse_spec(file_stem: &str, text: &str) -> Result<Spec, String> {
         "response" => Kind::Response,
         "header" => Kind::Header,
         "data" => Kind::Data,
+        "metadata" => Kind::Metadata,
         other => return Err(format!("{name}: unknown message type {other}")),
     };
     let api_key = json

@@ -4,6 +4,8 @@
 //!   (`messages::produce_request::{ProduceRequest, TopicProduceData, PartitionProduceData}`), each
 //!   top-level message also re-exported (`messages::ProduceRequest`).
 //! * [`coordinator_records`]: keys and values of the coordinators' log records.
+//! * [`metadata_records`]: the records of the KRaft metadata log (`TopicRecord`, `PartitionRecord`, ...),
+//!   each with its record type as `API_KEY`.
 //! * [`ApiKey`], [`RequestBody`], [`ResponseBody`]: dispatch over all APIs.
 //! * [`frame`]: request and response frames (length prefix, header, body), [`api_versions_response`].
 //! * [`ErrorCode`]: every Kafka error code.
@@ -70,7 +72,7 @@ pub use frame::{
     encode_request_frame, encode_response_frame, encode_response_frame_chunks, split_frame,
 };
 pub use generated::{
-    coordinator_records, messages, ApiKey, RequestBody, RequestBodyView, ResponseBody,
+    coordinator_records, messages, metadata_records, ApiKey, RequestBody, RequestBodyView, ResponseBody,
     ResponseBodyView,
 };
 pub use messages::{RequestHeader, RequestHeaderView, ResponseHeader, ResponseHeaderView};

@@ -24,7 +24,7 @@ fn generated_code_matches_a_fresh_generation() {
             Err(_) => diffs.push(format!("missing: {}", rel.display())),
         }
     }
-    for sub in ["", "messages", "coordinator_records"] {
+    for sub in ["", "messages", "coordinator_records", "metadata_records"] {
         for e in std::fs::read_dir(committed.join(sub)).unwrap().flatten() {
             let rel = e.path().strip_prefix(&committed).unwrap().to_path_buf();
             if rel.extension().is_some_and(|x| x == "rs") && !fresh.contains_key(&rel) {

@@ -4,6 +4,7 @@ mod api_key;
 mod bodies;
 pub mod coordinator_records;
 pub mod messages;
+pub mod metadata_records;
 
 pub use api_key::ApiKey;
 pub use bodies::{RequestBody, RequestBodyView, ResponseBody, ResponseBodyView};

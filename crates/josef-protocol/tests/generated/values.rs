@@ -9980,6 +9980,606 @@ pub fn transaction_log_value_partitions_schema(
     m
 }
 
+/// A random `metadata_records::abort_transaction_record::AbortTransactionRecord` valid at `version`.
+pub fn abort_transaction_record_abort_transaction_record(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::abort_transaction_record::AbortTransactionRecord {
+    let mut m = metadata_records::abort_transaction_record::AbortTransactionRecord::default();
+    m.reason = if true && g.next() % 4 == 0 {
+        None
+    } else {
+        Some(g.string())
+    };
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::access_control_entry_record::AccessControlEntryRecord` valid at `version`.
+pub fn access_control_entry_record_access_control_entry_record(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::access_control_entry_record::AccessControlEntryRecord {
+    let mut m = metadata_records::access_control_entry_record::AccessControlEntryRecord::default();
+    m.id = g.uuid();
+    m.resource_type = g.next() as i8;
+    m.resource_name = g.string();
+    m.pattern_type = g.next() as i8;
+    m.principal = g.string();
+    m.host = g.string();
+    m.operation = g.next() as i8;
+    m.permission_type = g.next() as i8;
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::begin_transaction_record::BeginTransactionRecord` valid at `version`.
+pub fn begin_transaction_record_begin_transaction_record(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::begin_transaction_record::BeginTransactionRecord {
+    let mut m = metadata_records::begin_transaction_record::BeginTransactionRecord::default();
+    m.name = if true && g.next() % 4 == 0 {
+        None
+    } else {
+        Some(g.string())
+    };
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::broker_registration_change_record::BrokerRegistrationChangeRecord` valid at `version`.
+pub fn broker_registration_change_record_broker_registration_change_record(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::broker_registration_change_record::BrokerRegistrationChangeRecord {
+    let mut m = metadata_records::broker_registration_change_record::BrokerRegistrationChangeRecord::default();
+    m.broker_id = g.next() as i32;
+    m.broker_epoch = g.next() as i64;
+    m.fenced = g.next() as i8;
+    if version >= 1 {
+        m.in_controlled_shutdown = g.next() as i8;
+    }
+    if version >= 2 {
+        m.log_dirs = (0..g.len()).map(|_| g.uuid()).collect::<Vec<_>>();
+    }
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::client_quota_record::ClientQuotaRecord` valid at `version`.
+pub fn client_quota_record_client_quota_record(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::client_quota_record::ClientQuotaRecord {
+    let mut m = metadata_records::client_quota_record::ClientQuotaRecord::default();
+    m.entity = (0..g.len())
+        .map(|_| client_quota_record_entity_data(g, version))
+        .collect::<Vec<_>>();
+    m.key = g.string();
+    m.value = g.float();
+    m.remove = g.bool();
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::client_quota_record::EntityData` valid at `version`.
+pub fn client_quota_record_entity_data(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::client_quota_record::EntityData {
+    let mut m = metadata_records::client_quota_record::EntityData::default();
+    m.entity_type = g.string();
+    m.entity_name = if true && g.next() % 4 == 0 {
+        None
+    } else {
+        Some(g.string())
+    };
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::config_record::ConfigRecord` valid at `version`.
+pub fn config_record_config_record(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::config_record::ConfigRecord {
+    let mut m = metadata_records::config_record::ConfigRecord::default();
+    m.resource_type = g.next() as i8;
+    m.resource_name = g.string();
+    m.name = g.string();
+    m.value = if true && g.next() % 4 == 0 {
+        None
+    } else {
+        Some(g.string())
+    };
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::delegation_token_record::DelegationTokenRecord` valid at `version`.
+pub fn delegation_token_record_delegation_token_record(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::delegation_token_record::DelegationTokenRecord {
+    let mut m = metadata_records::delegation_token_record::DelegationTokenRecord::default();
+    m.owner = g.string();
+    m.requester = g.string();
+    m.renewers = (0..g.len()).map(|_| g.string()).collect::<Vec<_>>();
+    m.issue_timestamp = g.next() as i64;
+    m.max_timestamp = g.next() as i64;
+    m.expiration_timestamp = g.next() as i64;
+    m.token_id = g.string();
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::end_transaction_record::EndTransactionRecord` valid at `version`.
+pub fn end_transaction_record_end_transaction_record(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::end_transaction_record::EndTransactionRecord {
+    let mut m = metadata_records::end_transaction_record::EndTransactionRecord::default();
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::feature_level_record::FeatureLevelRecord` valid at `version`.
+pub fn feature_level_record_feature_level_record(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::feature_level_record::FeatureLevelRecord {
+    let mut m = metadata_records::feature_level_record::FeatureLevelRecord::default();
+    m.name = g.string();
+    m.feature_level = g.next() as i16;
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::fence_broker_record::FenceBrokerRecord` valid at `version`.
+pub fn fence_broker_record_fence_broker_record(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::fence_broker_record::FenceBrokerRecord {
+    let mut m = metadata_records::fence_broker_record::FenceBrokerRecord::default();
+    m.id = g.next() as i32;
+    m.epoch = g.next() as i64;
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::no_op_record::NoOpRecord` valid at `version`.
+pub fn no_op_record_no_op_record(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::no_op_record::NoOpRecord {
+    let mut m = metadata_records::no_op_record::NoOpRecord::default();
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::partition_change_record::PartitionChangeRecord` valid at `version`.
+pub fn partition_change_record_partition_change_record(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::partition_change_record::PartitionChangeRecord {
+    let mut m = metadata_records::partition_change_record::PartitionChangeRecord::default();
+    m.partition_id = g.next() as i32;
+    m.topic_id = g.uuid();
+    m.isr = if true && g.next() % 4 == 0 {
+        None
+    } else {
+        Some(
+            (0..g.len())
+                .map(|_| g.next() as i32)
+                .collect::<SmallVec<_>>(),
+        )
+    };
+    m.leader = g.next() as i32;
+    m.replicas = if true && g.next() % 4 == 0 {
+        None
+    } else {
+        Some(
+            (0..g.len())
+                .map(|_| g.next() as i32)
+                .collect::<SmallVec<_>>(),
+        )
+    };
+    m.removing_replicas = if true && g.next() % 4 == 0 {
+        None
+    } else {
+        Some(
+            (0..g.len())
+                .map(|_| g.next() as i32)
+                .collect::<SmallVec<_>>(),
+        )
+    };
+    m.adding_replicas = if true && g.next() % 4 == 0 {
+        None
+    } else {
+        Some(
+            (0..g.len())
+                .map(|_| g.next() as i32)
+                .collect::<SmallVec<_>>(),
+        )
+    };
+    m.leader_recovery_state = g.next() as i8;
+    if version >= 1 {
+        m.directories = if version >= 1 && g.next() % 4 == 0 {
+            None
+        } else {
+            Some((0..g.len()).map(|_| g.uuid()).collect::<Vec<_>>())
+        };
+    }
+    if version >= 2 {
+        m.eligible_leader_replicas = if version >= 2 && g.next() % 4 == 0 {
+            None
+        } else {
+            Some(
+                (0..g.len())
+                    .map(|_| g.next() as i32)
+                    .collect::<SmallVec<_>>(),
+            )
+        };
+    }
+    if version >= 2 {
+        m.last_known_elr = if version >= 2 && g.next() % 4 == 0 {
+            None
+        } else {
+            Some(
+                (0..g.len())
+                    .map(|_| g.next() as i32)
+                    .collect::<SmallVec<_>>(),
+            )
+        };
+    }
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::partition_record::PartitionRecord` valid at `version`.
+pub fn partition_record_partition_record(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::partition_record::PartitionRecord {
+    let mut m = metadata_records::partition_record::PartitionRecord::default();
+    m.partition_id = g.next() as i32;
+    m.topic_id = g.uuid();
+    m.replicas = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
+    m.isr = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
+    m.removing_replicas = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
+    m.adding_replicas = (0..g.len())
+        .map(|_| g.next() as i32)
+        .collect::<SmallVec<_>>();
+    m.leader = g.next() as i32;
+    m.leader_recovery_state = g.next() as i8;
+    m.leader_epoch = g.next() as i32;
+    m.partition_epoch = g.next() as i32;
+    if version >= 1 {
+        m.directories = (0..g.len()).map(|_| g.uuid()).collect::<Vec<_>>();
+    }
+    if version >= 2 {
+        m.eligible_leader_replicas = if version >= 2 && g.next() % 4 == 0 {
+            None
+        } else {
+            Some(
+                (0..g.len())
+                    .map(|_| g.next() as i32)
+                    .collect::<SmallVec<_>>(),
+            )
+        };
+    }
+    if version >= 2 {
+        m.last_known_elr = if version >= 2 && g.next() % 4 == 0 {
+            None
+        } else {
+            Some(
+                (0..g.len())
+                    .map(|_| g.next() as i32)
+                    .collect::<SmallVec<_>>(),
+            )
+        };
+    }
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::producer_ids_record::ProducerIdsRecord` valid at `version`.
+pub fn producer_ids_record_producer_ids_record(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::producer_ids_record::ProducerIdsRecord {
+    let mut m = metadata_records::producer_ids_record::ProducerIdsRecord::default();
+    m.broker_id = g.next() as i32;
+    m.broker_epoch = g.next() as i64;
+    m.next_producer_id = g.next() as i64;
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::register_broker_record::RegisterBrokerRecord` valid at `version`.
+pub fn register_broker_record_register_broker_record(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::register_broker_record::RegisterBrokerRecord {
+    let mut m = metadata_records::register_broker_record::RegisterBrokerRecord::default();
+    m.broker_id = g.next() as i32;
+    if version >= 2 {
+        m.is_migrating_zk_broker = g.bool();
+    }
+    m.incarnation_id = g.uuid();
+    m.broker_epoch = g.next() as i64;
+    m.end_points = (0..g.len())
+        .map(|_| register_broker_record_broker_endpoint(g, version))
+        .collect::<Vec<_>>();
+    m.features = (0..g.len())
+        .map(|_| register_broker_record_broker_feature(g, version))
+        .collect::<Vec<_>>();
+    m.rack = if true && g.next() % 4 == 0 {
+        None
+    } else {
+        Some(g.string())
+    };
+    m.fenced = g.bool();
+    if version >= 1 {
+        m.in_controlled_shutdown = g.bool();
+    }
+    if version >= 3 {
+        m.log_dirs = (0..g.len()).map(|_| g.uuid()).collect::<Vec<_>>();
+    }
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::register_broker_record::BrokerEndpoint` valid at `version`.
+pub fn register_broker_record_broker_endpoint(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::register_broker_record::BrokerEndpoint {
+    let mut m = metadata_records::register_broker_record::BrokerEndpoint::default();
+    m.name = g.string();
+    m.host = g.string();
+    m.port = g.next() as u16;
+    m.security_protocol = g.next() as i16;
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::register_broker_record::BrokerFeature` valid at `version`.
+pub fn register_broker_record_broker_feature(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::register_broker_record::BrokerFeature {
+    let mut m = metadata_records::register_broker_record::BrokerFeature::default();
+    m.name = g.string();
+    m.min_supported_version = g.next() as i16;
+    m.max_supported_version = g.next() as i16;
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::register_controller_record::RegisterControllerRecord` valid at `version`.
+pub fn register_controller_record_register_controller_record(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::register_controller_record::RegisterControllerRecord {
+    let mut m = metadata_records::register_controller_record::RegisterControllerRecord::default();
+    m.controller_id = g.next() as i32;
+    m.incarnation_id = g.uuid();
+    m.zk_migration_ready = g.bool();
+    m.end_points = (0..g.len())
+        .map(|_| register_controller_record_controller_endpoint(g, version))
+        .collect::<Vec<_>>();
+    m.features = (0..g.len())
+        .map(|_| register_controller_record_controller_feature(g, version))
+        .collect::<Vec<_>>();
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::register_controller_record::ControllerEndpoint` valid at `version`.
+pub fn register_controller_record_controller_endpoint(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::register_controller_record::ControllerEndpoint {
+    let mut m = metadata_records::register_controller_record::ControllerEndpoint::default();
+    m.name = g.string();
+    m.host = g.string();
+    m.port = g.next() as u16;
+    m.security_protocol = g.next() as i16;
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::register_controller_record::ControllerFeature` valid at `version`.
+pub fn register_controller_record_controller_feature(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::register_controller_record::ControllerFeature {
+    let mut m = metadata_records::register_controller_record::ControllerFeature::default();
+    m.name = g.string();
+    m.min_supported_version = g.next() as i16;
+    m.max_supported_version = g.next() as i16;
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::remove_access_control_entry_record::RemoveAccessControlEntryRecord` valid at `version`.
+pub fn remove_access_control_entry_record_remove_access_control_entry_record(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::remove_access_control_entry_record::RemoveAccessControlEntryRecord {
+    let mut m = metadata_records::remove_access_control_entry_record::RemoveAccessControlEntryRecord::default();
+    m.id = g.uuid();
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::remove_delegation_token_record::RemoveDelegationTokenRecord` valid at `version`.
+pub fn remove_delegation_token_record_remove_delegation_token_record(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::remove_delegation_token_record::RemoveDelegationTokenRecord {
+    let mut m =
+        metadata_records::remove_delegation_token_record::RemoveDelegationTokenRecord::default();
+    m.token_id = g.string();
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::remove_topic_record::RemoveTopicRecord` valid at `version`.
+pub fn remove_topic_record_remove_topic_record(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::remove_topic_record::RemoveTopicRecord {
+    let mut m = metadata_records::remove_topic_record::RemoveTopicRecord::default();
+    m.topic_id = g.uuid();
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::remove_user_scram_credential_record::RemoveUserScramCredentialRecord` valid at `version`.
+pub fn remove_user_scram_credential_record_remove_user_scram_credential_record(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::remove_user_scram_credential_record::RemoveUserScramCredentialRecord {
+    let mut m = metadata_records::remove_user_scram_credential_record::RemoveUserScramCredentialRecord::default();
+    m.name = g.string();
+    m.mechanism = g.next() as i8;
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::topic_record::TopicRecord` valid at `version`.
+pub fn topic_record_topic_record(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::topic_record::TopicRecord {
+    let mut m = metadata_records::topic_record::TopicRecord::default();
+    m.name = g.string();
+    m.topic_id = g.uuid();
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::unfence_broker_record::UnfenceBrokerRecord` valid at `version`.
+pub fn unfence_broker_record_unfence_broker_record(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::unfence_broker_record::UnfenceBrokerRecord {
+    let mut m = metadata_records::unfence_broker_record::UnfenceBrokerRecord::default();
+    m.id = g.next() as i32;
+    m.epoch = g.next() as i64;
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::unregister_broker_record::UnregisterBrokerRecord` valid at `version`.
+pub fn unregister_broker_record_unregister_broker_record(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::unregister_broker_record::UnregisterBrokerRecord {
+    let mut m = metadata_records::unregister_broker_record::UnregisterBrokerRecord::default();
+    m.broker_id = g.next() as i32;
+    m.broker_epoch = g.next() as i64;
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::user_scram_credential_record::UserScramCredentialRecord` valid at `version`.
+pub fn user_scram_credential_record_user_scram_credential_record(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::user_scram_credential_record::UserScramCredentialRecord {
+    let mut m =
+        metadata_records::user_scram_credential_record::UserScramCredentialRecord::default();
+    m.name = g.string();
+    m.mechanism = g.next() as i8;
+    m.salt = g.bytes();
+    m.stored_key = g.bytes();
+    m.server_key = g.bytes();
+    m.iterations = g.next() as i32;
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `metadata_records::zk_migration_state_record::ZkMigrationStateRecord` valid at `version`.
+pub fn zk_migration_state_record_zk_migration_state_record(
+    g: &mut Gen,
+    version: i16,
+) -> metadata_records::zk_migration_state_record::ZkMigrationStateRecord {
+    let mut m = metadata_records::zk_migration_state_record::ZkMigrationStateRecord::default();
+    m.zk_migration_state = g.next() as i8;
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
 /// A random RequestBody of `api_key` valid at `version`.
 pub fn random_request(api_key: ApiKey, g: &mut Gen, version: i16) -> RequestBody {
     match api_key {
@@ -10791,6 +11391,181 @@ pub fn for_each_non_rpc_message(g: &mut Gen, c: &mut impl CheckMessage) {
         c.check(
             "TransactionLogValue",
             &transaction_log_value_transaction_log_value(g, version),
+            version,
+        );
+    }
+    for version in 0..=0 {
+        c.check(
+            "AbortTransactionRecord",
+            &abort_transaction_record_abort_transaction_record(g, version),
+            version,
+        );
+    }
+    for version in 0..=0 {
+        c.check(
+            "AccessControlEntryRecord",
+            &access_control_entry_record_access_control_entry_record(g, version),
+            version,
+        );
+    }
+    for version in 0..=0 {
+        c.check(
+            "BeginTransactionRecord",
+            &begin_transaction_record_begin_transaction_record(g, version),
+            version,
+        );
+    }
+    for version in 0..=2 {
+        c.check(
+            "BrokerRegistrationChangeRecord",
+            &broker_registration_change_record_broker_registration_change_record(g, version),
+            version,
+        );
+    }
+    for version in 0..=0 {
+        c.check(
+            "ClientQuotaRecord",
+            &client_quota_record_client_quota_record(g, version),
+            version,
+        );
+    }
+    for version in 0..=0 {
+        c.check(
+            "ConfigRecord",
+            &config_record_config_record(g, version),
+            version,
+        );
+    }
+    for version in 0..=0 {
+        c.check(
+            "DelegationTokenRecord",
+            &delegation_token_record_delegation_token_record(g, version),
+            version,
+        );
+    }
+    for version in 0..=0 {
+        c.check(
+            "EndTransactionRecord",
+            &end_transaction_record_end_transaction_record(g, version),
+            version,
+        );
+    }
+    for version in 0..=0 {
+        c.check(
+            "FeatureLevelRecord",
+            &feature_level_record_feature_level_record(g, version),
+            version,
+        );
+    }
+    for version in 0..=0 {
+        c.check(
+            "FenceBrokerRecord",
+            &fence_broker_record_fence_broker_record(g, version),
+            version,
+        );
+    }
+    for version in 0..=0 {
+        c.check(
+            "NoOpRecord",
+            &no_op_record_no_op_record(g, version),
+            version,
+        );
+    }
+    for version in 0..=2 {
+        c.check(
+            "PartitionChangeRecord",
+            &partition_change_record_partition_change_record(g, version),
+            version,
+        );
+    }
+    for version in 0..=2 {
+        c.check(
+            "PartitionRecord",
+            &partition_record_partition_record(g, version),
+            version,
+        );
+    }
+    for version in 0..=0 {
+        c.check(
+            "ProducerIdsRecord",
+            &producer_ids_record_producer_ids_record(g, version),
+            version,
+        );
+    }
+    for version in 0..=3 {
+        c.check(
+            "RegisterBrokerRecord",
+            &register_broker_record_register_broker_record(g, version),
+            version,
+        );
+    }
+    for version in 0..=0 {
+        c.check(
+            "RegisterControllerRecord",
+            &register_controller_record_register_controller_record(g, version),
+            version,
+        );
+    }
+    for version in 0..=0 {
+        c.check(
+            "RemoveAccessControlEntryRecord",
+            &remove_access_control_entry_record_remove_access_control_entry_record(g, version),
+            version,
+        );
+    }
+    for version in 0..=0 {
+        c.check(
+            "RemoveDelegationTokenRecord",
+            &remove_delegation_token_record_remove_delegation_token_record(g, version),
+            version,
+        );
+    }
+    for version in 0..=0 {
+        c.check(
+            "RemoveTopicRecord",
+            &remove_topic_record_remove_topic_record(g, version),
+            version,
+        );
+    }
+    for version in 0..=0 {
+        c.check(
+            "RemoveUserScramCredentialRecord",
+            &remove_user_scram_credential_record_remove_user_scram_credential_record(g, version),
+            version,
+        );
+    }
+    for version in 0..=0 {
+        c.check(
+            "TopicRecord",
+            &topic_record_topic_record(g, version),
+            version,
+        );
+    }
+    for version in 0..=0 {
+        c.check(
+            "UnfenceBrokerRecord",
+            &unfence_broker_record_unfence_broker_record(g, version),
+            version,
+        );
+    }
+    for version in 0..=0 {
+        c.check(
+            "UnregisterBrokerRecord",
+            &unregister_broker_record_unregister_broker_record(g, version),
+            version,
+        );
+    }
+    for version in 0..=0 {
+        c.check(
+            "UserScramCredentialRecord",
+            &user_scram_credential_record_user_scram_credential_record(g, version),
+            version,
+        );
+    }
+    for version in 0..=0 {
+        c.check(
+            "ZkMigrationStateRecord",
+            &zk_migration_state_record_zk_migration_state_record(g, version),
             version,
         );
     }
