@@ -45,21 +45,14 @@ pub enum ConfigError {
 /// Kafka settings Josef accepts so that a stock Kafka `server.properties` starts, but that have no
 /// effect on a single node without KRaft quorum, threads pools or TLS.
 pub const ACCEPTED_IGNORED: &[&str] = &[
-    "process.roles",
-    "controller.quorum.voters",
-    "controller.quorum.bootstrap.servers",
-    "controller.listener.names",
-    "inter.broker.listener.name",
     "num.network.threads",
     "num.io.threads",
     "num.recovery.threads.per.data.dir",
-    "num.replica.fetchers",
     "socket.send.buffer.bytes",
     "socket.receive.buffer.bytes",
     "queued.max.requests",
     "max.connections",
     "max.connections.per.ip",
-    "replica.fetch.max.bytes",
     "log.cleaner.threads",
     "log.cleaner.dedupe.buffer.size",
     "log.cleaner.io.buffer.size",
@@ -70,7 +63,6 @@ pub const ACCEPTED_IGNORED: &[&str] = &[
     "log.flush.offset.checkpoint.interval.ms",
     "log.flush.start.offset.checkpoint.interval.ms",
     "replica.high.watermark.checkpoint.interval.ms",
-    "unclean.leader.election.enable",
     "share.coordinator.state.topic.replication.factor",
     "share.coordinator.state.topic.min.isr",
     "group.coordinator.rebalance.protocols",
@@ -80,7 +72,6 @@ pub const ACCEPTED_IGNORED: &[&str] = &[
     "producer.id.expiration.check.interval.ms",
     "offsets.retention.check.interval.ms",
     "request.timeout.ms",
-    "broker.rack",
 ];
 
 /// One listener: `NAME://host:port`.
@@ -231,6 +222,8 @@ pub struct BrokerConfig {
     pub group_max_size: i32,
     /// `listener.security.protocol.map` entries (name → protocol).
     pub listener_security_protocol_map: BTreeMap<String, String>,
+    /// Cluster settings (`process.roles` and the rest); `None` for the single-node broker.
+    pub cluster: Option<crate::cluster_config::ClusterConfig>,
 }
 
 impl Default for BrokerConfig {
@@ -285,16 +278,16 @@ pub fn parse_properties(text: &str) -> Result<BTreeMap<String, String>, usize> {
 }
 
 /// Consumes keys from a property map, recording the first error.
-struct Props {
+pub(crate) struct Props {
     map: BTreeMap<String, String>,
 }
 
 impl Props {
-    fn take(&mut self, key: &str) -> Option<String> {
+    pub(crate) fn take(&mut self, key: &str) -> Option<String> {
         self.map.remove(key)
     }
 
-    fn invalid(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
+    pub(crate) fn invalid(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
         ConfigError::Invalid {
             key: key.to_string(),
             value: value.to_string(),
@@ -302,7 +295,7 @@ impl Props {
         }
     }
 
-    fn num<T: std::str::FromStr + PartialOrd + Copy + std::fmt::Display>(
+    pub(crate) fn num<T: std::str::FromStr + PartialOrd + Copy + std::fmt::Display>(
         &mut self,
         key: &str,
         default: T,
@@ -322,7 +315,7 @@ impl Props {
         }
     }
 
-    fn opt_num<T: std::str::FromStr>(&mut self, key: &str) -> Result<Option<T>, ConfigError> {
+    pub(crate) fn opt_num<T: std::str::FromStr>(&mut self, key: &str) -> Result<Option<T>, ConfigError> {
         match self.take(key) {
             None => Ok(None),
             Some(v) => v
@@ -332,7 +325,7 @@ impl Props {
         }
     }
 
-    fn boolean(&mut self, key: &str, default: bool) -> Result<bool, ConfigError> {
+    pub(crate) fn boolean(&mut self, key: &str, default: bool) -> Result<bool, ConfigError> {
         match self.take(key) {
             None => Ok(default),
             Some(v) => match v.to_ascii_lowercase().as_str() {
@@ -343,7 +336,7 @@ impl Props {
         }
     }
 
-    fn choice(
+    pub(crate) fn choice(
         &mut self,
         key: &str,
         default: &str,
@@ -406,8 +399,6 @@ impl BrokerConfig {
             .take("listeners")
             .unwrap_or_else(|| "PLAINTEXT://127.0.0.1:9092".to_string());
         let mut listeners = Listener::parse_list("listeners", &listeners_raw)?;
-        // A KRaft server.properties lists the CONTROLLER listener too; a single Josef node has no
-        // quorum to serve on it, so it is dropped rather than bound.
         let controller_names: Vec<String> = p
             .map
             .get("controller.listener.names")
@@ -417,6 +408,9 @@ impl BrokerConfig {
                     .collect()
             })
             .unwrap_or_default();
+        // The CONTROLLER listeners are served by the cluster code (cluster_config), never as
+        // client listeners.
+        let cluster = crate::cluster_config::parse(&mut p, node_id, &listeners)?;
         listeners.retain(|l| !controller_names.contains(&l.name));
         for l in &listeners {
             let proto = protocol_map
@@ -583,6 +577,7 @@ impl BrokerConfig {
             group_max_session_timeout_ms: p.num("group.max.session.timeout.ms", 1_800_000, 0)?,
             group_max_size: p.num("group.max.size", i32::MAX, 1)?,
             listener_security_protocol_map: protocol_map,
+            cluster,
         };
         for key in ACCEPTED_IGNORED {
             p.map.remove(*key);
@@ -590,7 +585,7 @@ impl BrokerConfig {
         if let Some((key, _)) = p.map.into_iter().next() {
             return Err(ConfigError::Unknown(key));
         }
-        if cfg.default_replication_factor > 1 {
+        if cfg.default_replication_factor > 1 && cfg.cluster.is_none() {
             return Err(Props::invalid(
                 "default.replication.factor",
                 &cfg.default_replication_factor.to_string(),

@@ -14,6 +14,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod cluster_config;
 pub mod config;
 pub mod connection;
 pub mod delayed_fetch;

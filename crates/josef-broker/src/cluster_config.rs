@@ -1,0 +1,399 @@
+//! The settings of a node in a KRaft-style cluster (`process.roles` and what goes with it), with
+//! Kafka's names and defaults (`KRaftConfigs`, `QuorumConfig`, `ReplicationConfigs`).
+//!
+//! Without `process.roles` the broker is the single-node broker and none of this is in force.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use crate::config::{ConfigError, Listener, Props};
+
+/// A role of `process.roles`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ProcessRole {
+    /// Serves clients and hosts partition replicas.
+    Broker,
+    /// A voter of the metadata quorum; the active one is the controller.
+    Controller,
+}
+
+/// One entry of `controller.quorum.voters`: `id@host:port`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Voter {
+    /// The voter's `node.id`.
+    pub id: i32,
+    /// Its CONTROLLER listener host.
+    pub host: String,
+    /// Its CONTROLLER listener port.
+    pub port: u16,
+}
+
+impl Voter {
+    /// `host:port`.
+    pub fn address(&self) -> String {
+        format!("{}:{}", self.host, self.port)
+    }
+}
+
+/// Parses `controller.quorum.voters` (`1@host:port,2@host:port`).
+pub fn parse_voters(value: &str) -> Result<Vec<Voter>, ConfigError> {
+    let invalid = |reason: &str| ConfigError::Invalid {
+        key: "controller.quorum.voters".to_string(),
+        value: value.to_string(),
+        reason: reason.to_string(),
+    };
+    let mut out: Vec<Voter> = Vec::new();
+    for item in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (id, addr) = item
+            .split_once('@')
+            .ok_or_else(|| invalid("expected id@host:port"))?;
+        let id: i32 = id
+            .trim()
+            .parse()
+            .map_err(|_| invalid("voter id is not a number"))?;
+        let (host, port) = addr
+            .rsplit_once(':')
+            .ok_or_else(|| invalid("expected id@host:port"))?;
+        let port: u16 = port
+            .parse()
+            .map_err(|_| invalid("port is not 1..65535"))?;
+        if id < 0 || port == 0 {
+            return Err(invalid("voter ids are >= 0 and ports are not 0"));
+        }
+        if out.iter().any(|v| v.id == id) {
+            return Err(invalid("a voter id is listed twice"));
+        }
+        out.push(Voter {
+            id,
+            host: host.trim_start_matches('[').trim_end_matches(']').to_string(),
+            port,
+        });
+    }
+    if out.is_empty() {
+        return Err(invalid("no voter"));
+    }
+    Ok(out)
+}
+
+/// Cluster settings, present when `process.roles` is set.
+#[derive(Debug, Clone)]
+pub struct ClusterConfig {
+    /// `process.roles`.
+    pub roles: BTreeSet<ProcessRole>,
+    /// `controller.quorum.voters`.
+    pub voters: Vec<Voter>,
+    /// `controller.listener.names` (upper case).
+    pub controller_listener_names: Vec<String>,
+    /// The CONTROLLER listeners this node binds (controller role only).
+    pub controller_listeners: Vec<Listener>,
+    /// `inter.broker.listener.name` (default PLAINTEXT).
+    pub inter_broker_listener_name: String,
+    /// `metadata.log.dir` (default: the first log dir).
+    pub metadata_log_dir: Option<PathBuf>,
+    /// `broker.session.timeout.ms` (9000).
+    pub broker_session_timeout_ms: i64,
+    /// `broker.heartbeat.interval.ms` (2000).
+    pub broker_heartbeat_interval_ms: i64,
+    /// `initial.broker.registration.timeout.ms` (60000).
+    pub initial_broker_registration_timeout_ms: i64,
+    /// `controller.quorum.election.timeout.ms` (1000).
+    pub quorum_election_timeout_ms: i64,
+    /// `controller.quorum.fetch.timeout.ms` (2000).
+    pub quorum_fetch_timeout_ms: i64,
+    /// `controller.quorum.request.timeout.ms` (2000).
+    pub quorum_request_timeout_ms: i64,
+    /// `metadata.max.idle.interval.ms` (500).
+    pub metadata_max_idle_interval_ms: i64,
+    /// `replica.lag.time.max.ms` (30000).
+    pub replica_lag_time_max_ms: i64,
+    /// `replica.fetch.wait.max.ms` (500).
+    pub replica_fetch_wait_max_ms: i32,
+    /// `replica.fetch.min.bytes` (1).
+    pub replica_fetch_min_bytes: i32,
+    /// `replica.fetch.max.bytes` (1048576).
+    pub replica_fetch_max_bytes: i32,
+    /// `replica.fetch.response.max.bytes` (10485760).
+    pub replica_fetch_response_max_bytes: i32,
+    /// `replica.fetch.backoff.ms` (1000).
+    pub replica_fetch_backoff_ms: i64,
+    /// `num.replica.fetchers` (1).
+    pub num_replica_fetchers: i32,
+    /// `unclean.leader.election.enable` (false).
+    pub unclean_leader_election_enable: bool,
+    /// `auto.leader.rebalance.enable` (true).
+    pub auto_leader_rebalance_enable: bool,
+    /// `leader.imbalance.check.interval.seconds` (300).
+    pub leader_imbalance_check_interval_seconds: i64,
+    /// `leader.imbalance.per.broker.percentage` (10; KRaft has no threshold, kept for configs).
+    pub leader_imbalance_per_broker_percentage: i32,
+    /// `controlled.shutdown.enable` (true).
+    pub controlled_shutdown_enable: bool,
+    /// `controlled.shutdown.max.retries` (3).
+    pub controlled_shutdown_max_retries: i32,
+    /// `controlled.shutdown.retry.backoff.ms` (5000).
+    pub controlled_shutdown_retry_backoff_ms: i64,
+    /// `broker.rack` (none).
+    pub broker_rack: Option<String>,
+}
+
+impl ClusterConfig {
+    /// Whether this node is a broker.
+    pub fn is_broker(&self) -> bool {
+        self.roles.contains(&ProcessRole::Broker)
+    }
+
+    /// Whether this node is a voter of the metadata quorum.
+    pub fn is_controller(&self) -> bool {
+        self.roles.contains(&ProcessRole::Controller)
+    }
+}
+
+/// Reads the cluster settings out of `p`. `listeners` are all configured listeners; the
+/// CONTROLLER ones are returned in [`ClusterConfig::controller_listeners`] and must be removed
+/// from the client listeners by the caller. `None` when `process.roles` is unset or empty.
+pub(crate) fn parse(
+    p: &mut Props,
+    node_id: i32,
+    listeners: &[Listener],
+) -> Result<Option<ClusterConfig>, ConfigError> {
+    // Parsed whether or not the node is clustered, so a single node accepts them too.
+    let broker_session_timeout_ms = p.num("broker.session.timeout.ms", 9000, 1)?;
+    let broker_heartbeat_interval_ms = p.num("broker.heartbeat.interval.ms", 2000, 1)?;
+    let initial_broker_registration_timeout_ms =
+        p.num("initial.broker.registration.timeout.ms", 60_000, 1)?;
+    let quorum_election_timeout_ms = p.num("controller.quorum.election.timeout.ms", 1000, 1)?;
+    let quorum_fetch_timeout_ms = p.num("controller.quorum.fetch.timeout.ms", 2000, 1)?;
+    let quorum_request_timeout_ms = p.num("controller.quorum.request.timeout.ms", 2000, 1)?;
+    let _linger: i64 = p.num("controller.quorum.append.linger.ms", 25, 0)?;
+    let _retry: i64 = p.num("controller.quorum.retry.backoff.ms", 20, 0)?;
+    let metadata_max_idle_interval_ms = p.num("metadata.max.idle.interval.ms", 500, 0)?;
+    let metadata_log_dir = p.take("metadata.log.dir").map(PathBuf::from);
+    let replica_lag_time_max_ms = p.num("replica.lag.time.max.ms", 30_000, 1)?;
+    let replica_fetch_wait_max_ms = p.num("replica.fetch.wait.max.ms", 500, 0)?;
+    let replica_fetch_min_bytes = p.num("replica.fetch.min.bytes", 1, 1)?;
+    let replica_fetch_max_bytes = p.num("replica.fetch.max.bytes", 1_048_576, 0)?;
+    let replica_fetch_response_max_bytes =
+        p.num("replica.fetch.response.max.bytes", 10_485_760, 0)?;
+    let replica_fetch_backoff_ms = p.num("replica.fetch.backoff.ms", 1000, 0)?;
+    let _socket: i64 = p.num("replica.socket.timeout.ms", 30_000, 1)?;
+    let num_replica_fetchers = p.num("num.replica.fetchers", 1, 1)?;
+    let unclean_leader_election_enable = p.boolean("unclean.leader.election.enable", false)?;
+    let auto_leader_rebalance_enable = p.boolean("auto.leader.rebalance.enable", true)?;
+    let leader_imbalance_check_interval_seconds =
+        p.num("leader.imbalance.check.interval.seconds", 300, 1)?;
+    let leader_imbalance_per_broker_percentage =
+        p.num("leader.imbalance.per.broker.percentage", 10, 0)?;
+    let controlled_shutdown_enable = p.boolean("controlled.shutdown.enable", true)?;
+    let controlled_shutdown_max_retries = p.num("controlled.shutdown.max.retries", 3, 0)?;
+    let controlled_shutdown_retry_backoff_ms =
+        p.num("controlled.shutdown.retry.backoff.ms", 5000, 0)?;
+    let broker_rack = p.take("broker.rack").filter(|r| !r.is_empty());
+    let inter_broker_listener_name = p
+        .take("inter.broker.listener.name")
+        .map(|s| s.trim().to_ascii_uppercase())
+        .unwrap_or_else(|| "PLAINTEXT".to_string());
+    let controller_listener_names: Vec<String> = p
+        .take("controller.listener.names")
+        .map(|v| {
+            v.split(',')
+                .map(|s| s.trim().to_ascii_uppercase())
+                .filter(|s| !s.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    let voters_raw = p.take("controller.quorum.voters");
+    if let Some(b) = p.take("controller.quorum.bootstrap.servers") {
+        if !b.trim().is_empty() && voters_raw.is_none() {
+            return Err(Props::invalid(
+                "controller.quorum.bootstrap.servers",
+                &b,
+                "dynamic quorums (KIP-853) are not supported; list controller.quorum.voters",
+            ));
+        }
+    }
+    let roles_raw = p.take("process.roles").unwrap_or_default();
+    let mut roles = BTreeSet::new();
+    for r in roles_raw.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        match r.to_ascii_lowercase().as_str() {
+            "broker" => roles.insert(ProcessRole::Broker),
+            "controller" => roles.insert(ProcessRole::Controller),
+            _ => {
+                return Err(Props::invalid(
+                    "process.roles",
+                    &roles_raw,
+                    "expected broker, controller or broker,controller",
+                ))
+            }
+        };
+    }
+    if roles.is_empty() {
+        return Ok(None);
+    }
+    let Some(voters_raw) = voters_raw else {
+        return Err(Props::invalid(
+            "controller.quorum.voters",
+            "",
+            "required when process.roles is set",
+        ));
+    };
+    let voters = parse_voters(&voters_raw)?;
+    if controller_listener_names.is_empty() {
+        return Err(Props::invalid(
+            "controller.listener.names",
+            "",
+            "required when process.roles is set",
+        ));
+    }
+    let is_controller = roles.contains(&ProcessRole::Controller);
+    let controller_listeners: Vec<Listener> = listeners
+        .iter()
+        .filter(|l| controller_listener_names.contains(&l.name))
+        .cloned()
+        .collect();
+    if is_controller {
+        if controller_listeners.is_empty() {
+            return Err(Props::invalid(
+                "listeners",
+                "",
+                "a controller must list its controller.listener.names listener in listeners",
+            ));
+        }
+        if !voters.iter().any(|v| v.id == node_id) {
+            return Err(Props::invalid(
+                "controller.quorum.voters",
+                &voters_raw,
+                format!("node.id {node_id} has the controller role but is not a voter"),
+            ));
+        }
+    } else {
+        if !controller_listeners.is_empty() {
+            return Err(Props::invalid(
+                "listeners",
+                "",
+                "a broker-only node must not list a controller listener",
+            ));
+        }
+        if voters.iter().any(|v| v.id == node_id) {
+            return Err(Props::invalid(
+                "controller.quorum.voters",
+                &voters_raw,
+                format!("node.id {node_id} is a voter but has no controller role"),
+            ));
+        }
+    }
+    let is_broker = roles.contains(&ProcessRole::Broker);
+    if is_broker
+        && !listeners
+            .iter()
+            .any(|l| l.name == inter_broker_listener_name)
+    {
+        return Err(Props::invalid(
+            "inter.broker.listener.name",
+            &inter_broker_listener_name,
+            "not one of the listeners",
+        ));
+    }
+    Ok(Some(ClusterConfig {
+        roles,
+        voters,
+        controller_listener_names,
+        controller_listeners,
+        inter_broker_listener_name,
+        metadata_log_dir,
+        broker_session_timeout_ms,
+        broker_heartbeat_interval_ms,
+        initial_broker_registration_timeout_ms,
+        quorum_election_timeout_ms,
+        quorum_fetch_timeout_ms,
+        quorum_request_timeout_ms,
+        metadata_max_idle_interval_ms,
+        replica_lag_time_max_ms,
+        replica_fetch_wait_max_ms,
+        replica_fetch_min_bytes,
+        replica_fetch_max_bytes,
+        replica_fetch_response_max_bytes,
+        replica_fetch_backoff_ms,
+        num_replica_fetchers,
+        unclean_leader_election_enable,
+        auto_leader_rebalance_enable,
+        leader_imbalance_check_interval_seconds,
+        leader_imbalance_per_broker_percentage,
+        controlled_shutdown_enable,
+        controlled_shutdown_max_retries,
+        controlled_shutdown_retry_backoff_ms,
+        broker_rack,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::BrokerConfig;
+    use std::collections::BTreeMap;
+
+    fn node(id: i32, roles: &str) -> BTreeMap<String, String> {
+        let mut m = BTreeMap::new();
+        let port = |base: u16| (base + id as u16 * 10).to_string();
+        m.insert("process.roles".into(), roles.into());
+        m.insert("node.id".into(), id.to_string());
+        m.insert(
+            "controller.quorum.voters".into(),
+            "1@127.0.0.1:19093,2@127.0.0.1:29093,3@127.0.0.1:39093".into(),
+        );
+        let mut listeners = format!("PLAINTEXT://127.0.0.1:{}", port(19092));
+        if roles.contains("controller") {
+            listeners.push_str(&format!(",CONTROLLER://127.0.0.1:{}", port(19093)));
+        }
+        m.insert("listeners".into(), listeners);
+        m.insert("controller.listener.names".into(), "CONTROLLER".into());
+        m.insert("inter.broker.listener.name".into(), "PLAINTEXT".into());
+        m.insert(
+            "listener.security.protocol.map".into(),
+            "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT".into(),
+        );
+        m
+    }
+
+    #[test]
+    fn combined_node_of_the_contract_parses() {
+        let c = BrokerConfig::from_properties(node(1, "broker,controller")).unwrap();
+        let cl = c.cluster.as_ref().unwrap();
+        assert!(cl.is_broker() && cl.is_controller());
+        assert_eq!(cl.voters.len(), 3);
+        assert_eq!(cl.voters[1].address(), "127.0.0.1:29093");
+        assert_eq!(cl.controller_listeners.len(), 1);
+        assert_eq!(c.listeners.len(), 1, "the CONTROLLER listener is not a client listener");
+        assert_eq!(cl.broker_session_timeout_ms, 9000);
+        assert_eq!(cl.replica_lag_time_max_ms, 30_000);
+    }
+
+    #[test]
+    fn a_controller_must_be_a_voter_and_a_broker_only_node_must_not() {
+        let e = BrokerConfig::from_properties(node(4, "broker,controller")).unwrap_err();
+        assert!(e.to_string().contains("not a voter"), "{e}");
+        let e = BrokerConfig::from_properties(node(2, "broker")).unwrap_err();
+        assert!(e.to_string().contains("no controller role"), "{e}");
+        let c = BrokerConfig::from_properties(node(5, "broker")).unwrap();
+        assert!(!c.cluster.unwrap().is_controller());
+    }
+
+    #[test]
+    fn bad_voters_and_roles_are_rejected() {
+        assert!(parse_voters("1@h:1,1@h:2").is_err());
+        assert!(parse_voters("x@h:1").is_err());
+        assert!(parse_voters("1@h").is_err());
+        assert!(parse_voters("").is_err());
+        let mut m = node(1, "broker,controller");
+        m.insert("process.roles".into(), "broker,zookeeper".into());
+        assert!(BrokerConfig::from_properties(m).is_err());
+        let mut m = node(1, "broker,controller");
+        m.remove("controller.quorum.voters");
+        assert!(BrokerConfig::from_properties(m).is_err());
+    }
+
+    #[test]
+    fn without_process_roles_the_node_is_single() {
+        let c = BrokerConfig::from_properties(BTreeMap::new()).unwrap();
+        assert!(c.cluster.is_none());
+    }
+}
