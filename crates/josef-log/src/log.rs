@@ -227,6 +227,14 @@ impl Log {
             .end_offset_for(epoch, self.log_end_offset)
     }
 
+    /// Records that `epoch` starts at the LEO before any batch of it is written (Kafka's
+    /// `assignEpochStartOffset`, done by a new leader so that a follower holding later entries of
+    /// an older epoch finds where it diverges). Returns whether the cache changed.
+    pub fn assign_epoch_start_offset(&mut self, epoch: i32) -> Result<bool, LogError> {
+        let leo = self.log_end_offset;
+        self.leader_epoch_cache.assign(epoch, leo)
+    }
+
     /// Sets the high watermark, clamped to `[log_start_offset, log_end_offset]`; returns the value
     /// set. On a single node the broker sets it to the LEO after each append.
     pub fn update_high_watermark(&mut self, hw: i64) -> i64 {

@@ -140,3 +140,19 @@ fn recovery_rebuilds_the_epochs_of_scanned_segments_and_a_missing_file() {
         .iter()
         .all(|e| e.start_offset < log.log_end_offset()));
 }
+
+#[test]
+fn a_new_leader_assigns_its_epoch_start_before_any_batch_of_it() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = Log::open(d.path().join("t-0"), config(), 0).unwrap();
+    append(&mut log, 1);
+    assert!(log.assign_epoch_start_offset(3).unwrap());
+    assert!(!log.assign_epoch_start_offset(3).unwrap());
+    assert_eq!(entries(&log), vec![(1, 0), (3, 2)]);
+    // A follower at epoch 1 offset 5 learns epoch 1 ended at 2.
+    assert_eq!(log.end_offset_for_epoch(1), (1, 2));
+    assert_eq!(log.end_offset_for_epoch(2), (1, 2));
+    append(&mut log, 3);
+    assert_eq!(entries(&log), vec![(1, 0), (3, 2)]);
+    assert_eq!(log.end_offset_for_epoch(3), (3, 4));
+}
