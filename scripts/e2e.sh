@@ -20,4 +20,4 @@ cargo build -p josef-broker
 cargo build -p josef --example logging_proxy
 export JOSEF_BROKER_BIN="$ROOT/target/debug/josef-broker"
 export JOSEF_PROXY_BIN="$ROOT/target/debug/examples/logging_proxy"
-.venv/bin/python -m pytest tests/e2e -v --timeout 600 -p no:cacheprovider
+.venv/bin/python -m pytest tests/e2e -v --timeout 600 -p no:cacheprovider -m "not cluster"

@@ -157,3 +157,37 @@ def pytest_runtest_makereport(item, call):
 
 def unique(prefix: str) -> str:
     return f"{prefix}-{os.getpid()}-{time.monotonic_ns() % 10**9}"
+
+
+# ---------------------------------------------------------------- cluster test bed (issue 18)
+# `cluster_factory` makes Clusters (tests/e2e/cluster.py) in a fresh temp dir; at the end every node is
+# killed by PID and every proxy closed. A failed test prints every node's log and keeps the dir.
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cluster: needs josef-broker's cluster mode (3 nodes, KRaft-style)")
+
+
+@pytest.fixture
+def cluster_factory(request):
+    from cluster import Cluster
+
+    tmp = Path(tempfile.mkdtemp(prefix="josef-cluster-"))
+    made = []
+
+    def make(n=3, start=True, **kw):
+        c = Cluster(n, tmp / f"cluster{len(made)}", **kw)
+        made.append(c)
+        return c.start() if start else c
+
+    yield make
+    rep = getattr(request.node, "rep_call", None)
+    failed = rep is None or rep.failed
+    for c in made:
+        if failed:
+            print(f"==== cluster logs ({c.base_dir}) ====\n" + c.logs())
+        c.close()
+    if failed:
+        print(f"==== kept {tmp} for inspection")
+    else:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,514 @@
+"""A test cluster of josef-broker nodes on this machine, written to the cluster contract of docs/cluster.md
+("How a cluster is started"): one properties file per node, `josef-broker -c node.properties`.
+
+    c = Cluster(3, base_dir, extra_props={"min.insync.replicas": "2"}, faults=True)
+    c.start()                      # all nodes at once (a quorum needs them), then ready + cluster-ready
+    c.node(2).kill9(); c.node(2).start(); c.node(1).pause(); c.node(1).resume(); c.node(3).stop() -> exit code
+    c.net.drop(1, 2, one_way=True) # with faults=True: the links between nodes go through faultproxy
+    c.close()                      # every process killed by PID, proxies closed
+
+Used by the pytest fixture `cluster_factory` (conftest.py) and by scripts/cluster.py (start/status/kill/
+stop/soak), on the same code.
+
+Ports are chosen free on 127.0.0.1. Each node has a directory base_dir/node<N> with node.properties,
+node.log (stdout+stderr, appended across restarts) and data/ (log.dirs, kept across restarts).
+
+With faults=True, every link between two nodes goes through a faultproxy.Proxy:
+- controller links: node i's `controller.quorum.voters` names, for every other voter j, a proxy port
+  P[i][j] that only node i is told about (so the source is known: node i), forwarding to j's CONTROLLER
+  listener; its own entry is its real CONTROLLER port. The voters line thus differs per node file (same
+  ids, other ports).
+- inter-broker links (replica fetches, and clients after bootstrap): the broker's advertised PLAINTEXT
+  listener is one proxy per destination node, forwarding to its real listener. Its address comes from
+  the metadata, the same for every source, so the proxy tells sources apart by who holds the connecting
+  socket (faultproxy.ProcResolver: /proc/net/tcp inode -> /proc/PID/fd of the node processes); anything
+  else (the test's clients, kcat) is the source "client". Clients bootstrap on the real client ports.
+Without faults the files are exactly the contract's shape.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import broker_binary, free_port, wait_until  # noqa: F401 - one copy of the e2e helpers
+from faultproxy import CLIENT, FaultNet, ProcResolver, Proxy
+
+# Lowered timeouts the tests pass (issue 15 / 18): a broker fenced after 2 s without heartbeats, an ISR
+# shrunk after 3 s of lag, a Raft election after 1 s, preferred leaders checked every 5 s.
+FAST = {
+    "broker.session.timeout.ms": "2000",
+    "broker.heartbeat.interval.ms": "500",
+    "replica.lag.time.max.ms": "3000",
+    "controller.quorum.election.timeout.ms": "1000",
+    "leader.imbalance.check.interval.seconds": "5",
+}
+
+
+def api_versions_ok(port: int, timeout=2.0) -> bool:
+    """Sends ApiVersions v0 on 127.0.0.1:port and returns True if it answers error_code 0."""
+    client_id = b"josef-testbed"
+    body = struct.pack(">hhih", 18, 0, 7, len(client_id)) + client_id
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(struct.pack(">i", len(body)) + body)
+        hdr = _recv_exactly(s, 4)
+        (size,) = struct.unpack(">i", hdr)
+        resp = _recv_exactly(s, size)
+    corr, err = struct.unpack_from(">ih", resp)
+    return corr == 7 and err == 0
+
+
+def _recv_exactly(s, n):
+    buf = b""
+    while len(buf) < n:
+        d = s.recv(n - len(buf))
+        if not d:
+            raise ConnectionError("connection closed")
+        buf += d
+    return buf
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        return state != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+class Node:
+    def __init__(self, cluster: "Cluster", node_id: int):
+        self.cluster = cluster
+        self.id = node_id
+        self.dir = Path(cluster.base_dir) / f"node{node_id}"
+        self.data_dir = self.dir / "data"
+        self.props_path = self.dir / "node.properties"
+        self.log_path = self.dir / "node.log"
+        self.client_port = free_port()
+        self.controller_port = free_port()
+        self.proc: subprocess.Popen | None = None
+        self.pid: int | None = None
+        self.paused = False
+        self.exit_codes: list = []
+        self.mount = None  # a DiskMount on data_dir, if the test made one
+        self._log_start = 0  # byte offset in node.log where the current run began
+
+    # ---- addresses
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.client_port}"
+
+    @property
+    def advertised_port(self) -> int:
+        return self.cluster.client_proxies[self.id].port if self.cluster.faults else self.client_port
+
+    def props(self) -> dict:
+        c = self.cluster
+        if c.single:
+            p = {
+                "node.id": str(self.id),
+                "listeners": f"PLAINTEXT://127.0.0.1:{self.client_port}",
+                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.advertised_port}",
+                "log.dirs": str(self.data_dir),
+                "group.initial.rebalance.delay.ms": "0",
+            }
+        else:
+            p = {
+                "process.roles": "broker,controller",
+                "node.id": str(self.id),
+                "controller.quorum.voters": c.voters_for(self.id),
+                "listeners": f"PLAINTEXT://127.0.0.1:{self.client_port},CONTROLLER://127.0.0.1:{self.controller_port}",
+                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.advertised_port}",
+                "controller.listener.names": "CONTROLLER",
+                "inter.broker.listener.name": "PLAINTEXT",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                "log.dirs": str(self.data_dir),
+                "group.initial.rebalance.delay.ms": "0",
+            }
+            p.update(c.timeouts)
+        p.update(c.extra_props)
+        p.update(c.node_props.get(self.id, {}))
+        return p
+
+    # ---- lifecycle
+    @property
+    def running(self) -> bool:
+        if self.proc is not None:
+            return self.proc.poll() is None
+        return self.pid is not None and pid_alive(self.pid)
+
+    def launch(self, detach=False, rewrite=True):
+        """Starts the process without waiting (a quorum needs its peers up to become ready). `detach`: in
+        its own session (the CLI leaves it running); `rewrite=False` keeps the node.properties there."""
+        if self.running:
+            raise RuntimeError(f"node {self.id} is already running (pid {self.pid})")
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        if rewrite or not self.props_path.exists():
+            self.props_path.write_text("".join(f"{k}={v}\n" for k, v in self.props().items()))
+        self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
+        with open(self.log_path, "ab") as log:
+            log.write(f"==== testbed: starting node {self.id} at {time.strftime('%H:%M:%S')}\n".encode())
+            env = dict(os.environ)
+            env.setdefault("RUST_LOG", "info")
+            self.proc = subprocess.Popen(
+                [str(self.cluster.binary), "-c", str(self.props_path)],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                start_new_session=detach,
+            )
+        self.pid = self.proc.pid
+        self.paused = False
+        return self
+
+    def wait_ready(self, timeout=60.0):
+        """Ready: the process prints `listening on 127.0.0.1:<client port>` and answers ApiVersions."""
+        want = f"listening on 127.0.0.1:{self.client_port}"
+
+        def ready():
+            if not self.running:
+                raise RuntimeError(f"node {self.id} exited with {self.returncode()}; log:\n{self.log(8000)}")
+            return want in self.current_log() and api_versions_ok(self.client_port)
+
+        wait_until(ready, timeout=timeout, what=f"node {self.id} ready ({want} and ApiVersions)")
+        return self
+
+    def start(self, wait=True, timeout=60.0):
+        self.launch()
+        return self.wait_ready(timeout) if wait else self
+
+    def returncode(self):
+        return self.proc.poll() if self.proc is not None else None
+
+    def signal(self, sig):
+        if self.running:
+            os.kill(self.pid, sig)
+
+    def stop(self, timeout=30.0) -> int | None:
+        """SIGTERM, wait for the exit, return the exit code (None for a process that is not our child)."""
+        if not self.running:
+            return self.returncode()
+        self.signal(signal.SIGTERM)
+        if self.paused:
+            self.resume()
+        try:
+            wait_until(lambda: not self.running, timeout=timeout, what=f"node {self.id} exit after SIGTERM")
+        except AssertionError:
+            self.kill9()
+            raise AssertionError(f"node {self.id} did not stop within {timeout}s after SIGTERM (killed)")
+        code = self.returncode()
+        self.exit_codes.append(code)
+        return code
+
+    def kill9(self):
+        if self.running:
+            os.kill(self.pid, signal.SIGKILL)
+            if self.proc is not None:
+                self.proc.wait(10)
+            else:
+                wait_until(lambda: not self.running, timeout=10, what=f"node {self.id} gone after SIGKILL")
+            self.exit_codes.append(self.returncode())
+        self.paused = False
+
+    def proc_state(self):
+        """The process state letter from /proc (R, S, T = stopped, Z, ...), None if gone."""
+        try:
+            with open(f"/proc/{self.pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError, TypeError):
+            return None
+
+    def pause(self):
+        """SIGSTOP, returning once the kernel shows the process stopped."""
+        self.signal(signal.SIGSTOP)
+        self.paused = True
+        wait_until(lambda: self.proc_state() in ("T", "t", None), timeout=10, interval=0.01,
+                   what=f"node {self.id} stopped by SIGSTOP")
+
+    def resume(self):
+        self.signal(signal.SIGCONT)
+        self.paused = False
+        wait_until(lambda: self.proc_state() not in ("T", "t"), timeout=10, interval=0.01,
+                   what=f"node {self.id} running after SIGCONT")
+
+    def restart(self, wait=True):
+        """SIGTERM, then start again on the same data dir and ports."""
+        self.stop()
+        return self.start(wait=wait)
+
+    # ---- logs
+    def log(self, tail=20000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-tail:]
+        except FileNotFoundError:
+            return ""
+
+    def current_log(self) -> str:
+        """The log of the current run only (since the last launch)."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self._log_start)
+                return f.read().decode(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+
+class Cluster:
+    def __init__(self, n: int, base_dir, extra_props: dict | None = None, faults=False, single=False,
+                 timeouts: dict | None = None, node_props: dict | None = None, binary=None, ids=None):
+        """n nodes with ids 1..n (or `ids`). `extra_props` go into every node's file (and beat the
+        defaults), `node_props` {id: {...}} into one node's. `single` writes the single-node broker's file
+        (no process.roles; n must be 1): the harness checked against today's broker."""
+        if single and n != 1:
+            raise ValueError("single mode runs one node")
+        self.base_dir = Path(base_dir)
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        self.extra_props = {k: str(v) for k, v in (extra_props or {}).items()}
+        self.node_props = {i: {k: str(v) for k, v in d.items()} for i, d in (node_props or {}).items()}
+        self.timeouts = dict(FAST if timeouts is None else timeouts)
+        self.single = single
+        self.faults = faults
+        self.binary = Path(binary) if binary else broker_binary()
+        self.nodes: dict[int, Node] = {i: Node(self, i) for i in (ids or range(1, n + 1))}
+        self.net = FaultNet()
+        self.client_proxies: dict[int, Proxy] = {}
+        self.controller_proxies: dict[tuple, Proxy] = {}  # (src, dst) -> proxy
+        if faults:
+            resolver = ProcResolver(self.pids)
+            for j, nd in self.nodes.items():
+                self.client_proxies[j] = Proxy(self.net, nd.client_port, dst=j, resolve=resolver,
+                                               name=f"plaintext-to-{j}")
+                if not single:
+                    for i in self.nodes:
+                        if i != j:
+                            self.controller_proxies[(i, j)] = Proxy(self.net, nd.controller_port, dst=j, src=i,
+                                                                    name=f"controller-{i}-to-{j}")
+
+    # ---- layout
+    def voters_for(self, node_id: int) -> str:
+        parts = []
+        for j, nd in self.nodes.items():
+            port = nd.controller_port
+            if self.faults and j != node_id:
+                port = self.controller_proxies[(node_id, j)].port
+            parts.append(f"{j}@127.0.0.1:{port}")
+        return ",".join(parts)
+
+    def pids(self) -> dict:
+        return {nd.pid: i for i, nd in self.nodes.items() if nd.pid is not None and nd.running}
+
+    def node(self, i) -> Node:
+        return self.nodes[i]
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(nd.bootstrap for nd in self.nodes.values())
+
+    def running_bootstrap(self) -> str:
+        return ",".join(nd.bootstrap for nd in self.nodes.values() if nd.running and not nd.paused)
+
+    def data_dirs(self) -> dict:
+        return {i: nd.data_dir for i, nd in self.nodes.items()}
+
+    # ---- lifecycle
+    def start(self, timeout=90.0, ready=True):
+        for nd in self.nodes.values():
+            if not nd.running:
+                nd.launch()
+        if ready:
+            self.wait_ready(timeout)
+        return self
+
+    def wait_ready(self, timeout=90.0, nodes=None):
+        """Every (given, running) node ready, then cluster-ready: each one's Metadata lists them all."""
+        deadline = time.monotonic() + timeout
+        want = [self.nodes[i] for i in (nodes or self.nodes)]
+        for nd in want:
+            nd.wait_ready(max(1.0, deadline - time.monotonic()))
+        if self.single:
+            return self
+        ids = {i for i, nd in self.nodes.items() if nd.running and not nd.paused}
+        for nd in want:
+            wait_until(lambda: self.brokers_seen(nd.id) >= ids, timeout=max(1.0, deadline - time.monotonic()),
+                       interval=0.2, what=f"node {nd.id}'s metadata listing brokers {sorted(ids)}")
+        return self
+
+    def close(self):
+        """Kills every node by PID (SIGKILL; a paused one too) and closes the proxies."""
+        for nd in self.nodes.values():
+            try:
+                nd.kill9()
+            except Exception:  # noqa: BLE001
+                pass
+            if nd.mount is not None:
+                nd.mount.umount()
+        for p in list(self.client_proxies.values()) + list(self.controller_proxies.values()):
+            p.close()
+
+    def stop_all(self, timeout=30.0) -> dict:
+        """SIGTERM to every running node, then wait; returns {id: exit code}."""
+        for nd in self.nodes.values():
+            if nd.running:
+                nd.signal(signal.SIGTERM)
+                if nd.paused:
+                    nd.resume()
+        codes = {}
+        for i, nd in self.nodes.items():
+            try:
+                wait_until(lambda: not nd.running, timeout=timeout, what=f"node {i} exit")
+            except AssertionError:
+                nd.kill9()
+            codes[i] = nd.returncode()
+        return codes
+
+    # ---- metadata (confluent-kafka AdminClient; imported here so the module loads without it)
+    def admin(self, node=None, **conf):
+        from confluent_kafka.admin import AdminClient
+
+        bs = self.nodes[node].bootstrap if node is not None else self.running_bootstrap()
+        return AdminClient({"bootstrap.servers": bs, "socket.timeout.ms": 5000, **conf})
+
+    def metadata(self, node=None, topic=None, timeout=5.0):
+        return self.admin(node).list_topics(topic=topic, timeout=timeout)
+
+    def brokers_seen(self, node=None) -> set:
+        return set(self.metadata(node).brokers)
+
+    def controller_id(self, node=None) -> int:
+        return self.metadata(node).controller_id
+
+    def partitions(self, topic, node=None) -> dict:
+        """{partition: PartitionMetadata (leader, replicas, isrs, error)}."""
+        md = self.metadata(node, topic)
+        t = md.topics.get(topic)
+        if t is None or t.error is not None:
+            raise RuntimeError(f"topic {topic}: {t.error if t else 'absent'}")
+        return dict(t.partitions)
+
+    def leader_of(self, topic, partition=0, node=None) -> int:
+        return self.partitions(topic, node)[partition].leader
+
+    def create_topic(self, topic, partitions=1, rf=3, config=None, timeout=30.0):
+        from confluent_kafka.admin import NewTopic
+
+        admin = self.admin()  # kept alive until the futures resolve
+        fs = admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=rf,
+                                           config=config or {})], operation_timeout=timeout)
+        for f in fs.values():
+            f.result(timeout=timeout)
+
+    def wait_topic_ready(self, topic, partitions, rf=None, timeout=30.0, full_isr=True):
+        """Every partition has a leader on a live broker (and an ISR of rf replicas if full_isr)."""
+
+        def ok():
+            ps = self.partitions(topic)
+            if len(ps) != partitions:
+                return False
+            for p in ps.values():
+                if p.error is not None or p.leader < 0:
+                    return False
+                if full_isr and rf is not None and len(p.isrs) < rf:
+                    return False
+            return ps
+
+        return wait_until(ok, timeout=timeout, interval=0.2, what=f"topic {topic} with leaders")
+
+    # ---- logs
+    def logs(self, tail=12000) -> str:
+        return "\n".join(f"---- node {i} ({nd.log_path}) ----\n{nd.log(tail)}" for i, nd in self.nodes.items())
+
+    def grep_logs(self, needle) -> dict:
+        return {i: [ln for ln in nd.log(10**7).splitlines() if needle in ln] for i, nd in self.nodes.items()}
+
+    # ---- state file for the CLI
+    def save_state(self):
+        st = {"nodes": {str(i): {"pid": nd.pid, "client_port": nd.client_port, "controller_port": nd.controller_port,
+                                 "dir": str(nd.dir)} for i, nd in self.nodes.items()},
+              "binary": str(self.binary), "single": self.single}
+        (self.base_dir / "cluster.json").write_text(json.dumps(st, indent=1))
+
+    @classmethod
+    def from_state(cls, base_dir) -> "Cluster":
+        st = json.loads((Path(base_dir) / "cluster.json").read_text())
+        ids = sorted(int(i) for i in st["nodes"])
+        c = cls(len(ids), base_dir, binary=st["binary"], ids=ids, single=st.get("single", False))
+        for i in ids:
+            s, nd = st["nodes"][str(i)], c.nodes[i]
+            nd.pid, nd.client_port, nd.controller_port = s["pid"], s["client_port"], s["controller_port"]
+            if nd.pid and not pid_alive(nd.pid):
+                nd.pid = None
+        return c
+
+
+class DiskMount:
+    """A small tmpfs mounted on a directory (a node's data dir) for ENOSPC, remountable read-only.
+    Needs CAP_SYS_ADMIN; `DiskMount.unavailable()` says why not, or None."""
+
+    def __init__(self, path, size_mb=16):
+        self.path = Path(path)
+        self.size_mb = size_mb
+        self.mounted = False
+
+    @staticmethod
+    def unavailable() -> str | None:
+        if shutil.which("mount") is None:
+            return "no mount(8) on this machine"
+        probe = Path(f"/tmp/josef-mount-probe-{os.getpid()}")
+        probe.mkdir(exist_ok=True)
+        try:
+            r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(probe)],
+                               capture_output=True, text=True, timeout=10)
+            if r.returncode != 0:
+                return f"mount -t tmpfs failed: {r.stderr.strip() or r.returncode}"
+            subprocess.run(["umount", str(probe)], capture_output=True, timeout=10)
+            return None
+        finally:
+            probe.rmdir()
+
+    def _run(self, *args):
+        r = subprocess.run(list(args), capture_output=True, text=True, timeout=20)
+        if r.returncode != 0:
+            raise RuntimeError(f"{' '.join(args)}: {r.stderr.strip()}")
+
+    def mount(self):
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._run("mount", "-t", "tmpfs", "-o", f"size={self.size_mb}m,mode=0755", "tmpfs", str(self.path))
+        self.mounted = True
+        return self
+
+    def remount(self, ro: bool):
+        self._run("mount", "-o", f"remount,{'ro' if ro else 'rw'}", str(self.path))
+
+    def resize(self, size_mb):
+        self._run("mount", "-o", f"remount,size={size_mb}m", str(self.path))
+        self.size_mb = size_mb
+
+    def fill(self, leave_bytes=0) -> Path:
+        """Writes a filler file until the filesystem is full (but `leave_bytes`)."""
+        filler = self.path / "filler"
+        st = os.statvfs(self.path)
+        free = st.f_bavail * st.f_frsize - leave_bytes
+        with open(filler, "ab") as f:
+            chunk = b"\0" * (1 << 20)
+            while free > 0:
+                try:
+                    f.write(chunk[: min(len(chunk), free)])
+                    f.flush()
+                except OSError:
+                    break
+                free -= len(chunk)
+        return filler
+
+    def unfill(self):
+        (self.path / "filler").unlink(missing_ok=True)
+
+    def umount(self):
+        if self.mounted:
+            subprocess.run(["umount", "-l", str(self.path)], capture_output=True, timeout=20)
+            self.mounted = False

@@ -1,0 +1,289 @@
+"""Workloads with confluent-kafka (librdkafka) that record into a history.History, and the read-back.
+
+- IdempotentProducer: enable.idempotence, acks=all, a unique value per record, every ack recorded
+- TransactionalProducer: transactions committed or aborted (alternating by a seeded RNG), outcomes recorded
+- GroupConsumer: a consumer group member committing offsets synchronously, every commit recorded
+- ConsumeTransformProduce: read_committed input -> transactional output with send_offsets_to_transaction
+- read_back(): everything in a topic, read_uncommitted or read_committed, up to the end, into the history
+
+Every workload is a thread with a stop event; every loop and wait is bounded.
+"""
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from history import ABORTED, COMMITTED, READ_COMMITTED, READ_UNCOMMITTED, UNKNOWN, History
+
+PRODUCER_BASE = {"linger.ms": 5, "socket.timeout.ms": 5000, "reconnect.backoff.max.ms": 500,
+                 "retry.backoff.max.ms": 500, "metadata.max.age.ms": 2000, "topic.metadata.refresh.interval.ms": 1000}
+
+
+class Workload(threading.Thread):
+    def __init__(self, name):
+        super().__init__(daemon=True, name=name)
+        self.stop_event = threading.Event()
+        self.errors: list[str] = []
+
+    def stop(self, timeout=60.0):
+        self.stop_event.set()
+        self.join(timeout)
+        if self.is_alive():
+            raise AssertionError(f"workload {self.name} did not stop within {timeout}s")
+
+
+class IdempotentProducer(Workload):
+    """Produces `topic` values `<name>-<i>` (keys spread over partitions) until stopped or `count` sent."""
+
+    def __init__(self, bootstrap, topic, history: History, name="idem", count=None, rate=None,
+                 partitions=None, conf=None):
+        super().__init__(name)
+        self.bootstrap, self.topic, self.h, self.count, self.rate = bootstrap, topic, history, count, rate
+        self.partitions = partitions
+        self.conf = {"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
+                     "message.timeout.ms": 60000, **PRODUCER_BASE, **(conf or {})}
+        self.sent = 0
+
+    def run(self):
+        p = Producer(self.conf)
+        i = 0
+        t0 = time.monotonic()
+        try:
+            while not self.stop_event.is_set() and (self.count is None or i < self.count):
+                if self.rate and i > self.rate * (time.monotonic() - t0):
+                    p.poll(0.01)
+                    continue
+                v = f"{self.name}-{i}".encode()
+                self.h.send(self.topic, v, self.name)
+                kw = {"key": str(i % 64).encode(), "on_delivery": self.h.on_delivery}
+                if self.partitions:
+                    kw["partition"] = self.partitions[i % len(self.partitions)]
+                while True:
+                    try:
+                        p.produce(self.topic, value=v, **kw)
+                        break
+                    except BufferError:
+                        p.poll(0.05)
+                i += 1
+                self.sent = i
+                p.poll(0)
+        except KafkaException as e:
+            self.errors.append(repr(e))
+        finally:
+            left = p.flush(90)  # every record gets its delivery report (ack or error) or is counted here
+            if left:
+                self.errors.append(f"{left} records without a delivery report after flush")
+
+
+class TransactionalProducer(Workload):
+    """Transactions of `per_txn` records; each committed or aborted at random (seeded)."""
+
+    def __init__(self, bootstrap, topic, history: History, name="txn", seed=0, per_txn=5, abort_ratio=0.3,
+                 max_txns=None, conf=None):
+        super().__init__(name)
+        self.topic, self.h, self.per_txn, self.abort_ratio, self.max_txns = topic, history, per_txn, abort_ratio, max_txns
+        self.rng = random.Random(seed)
+        self.conf = {"bootstrap.servers": bootstrap, "transactional.id": f"{name}-tid", "acks": "all",
+                     "transaction.timeout.ms": 10000, "message.timeout.ms": 10000, **PRODUCER_BASE, **(conf or {})}
+        self.txns = 0
+
+    def _new_producer(self):
+        p = Producer(self.conf)
+        p.init_transactions(30)
+        return p
+
+    def run(self):
+        try:
+            p = self._new_producer()
+        except KafkaException as e:
+            self.errors.append(f"init_transactions: {e!r}")
+            return
+        n = 0
+        while not self.stop_event.is_set() and (self.max_txns is None or n < self.max_txns):
+            txn = f"{self.name}:{n}"
+            n += 1
+            self.h.begin_txn(txn)
+            try:
+                p.begin_transaction()
+                for k in range(self.per_txn):
+                    v = f"{txn}:{k}".encode()
+                    self.h.send(self.topic, v, self.name, txn=txn)
+                    p.produce(self.topic, value=v, key=str(k).encode(), on_delivery=self.h.on_delivery)
+                    p.poll(0)
+                if self.rng.random() < self.abort_ratio:
+                    p.abort_transaction(30)
+                    self.h.end_txn(txn, ABORTED)
+                else:
+                    p.commit_transaction(30)
+                    self.h.end_txn(txn, COMMITTED)
+                self.txns += 1
+            except KafkaException as e:
+                err = e.args[0]
+                if err.txn_requires_abort():
+                    try:
+                        p.abort_transaction(30)
+                        self.h.end_txn(txn, ABORTED)
+                        continue
+                    except KafkaException as e2:
+                        self.errors.append(f"{txn} abort: {e2!r}")
+                # Whether the commit happened is not known to this client: the checker wants all or none.
+                self.h.end_txn(txn, UNKNOWN)
+                self.errors.append(f"{txn}: {e!r}")
+                try:
+                    p = self._new_producer()  # fences the old one, resolves its transaction
+                except KafkaException as e3:
+                    self.errors.append(f"init_transactions: {e3!r}")
+                    return
+
+
+class GroupConsumer(Workload):
+    """A group member reading `topic`, committing synchronously every `every` records; records commits."""
+
+    def __init__(self, bootstrap, topic, group, history: History, name="group", every=20, conf=None):
+        super().__init__(name)
+        self.topic, self.group, self.h, self.every = topic, group, history, every
+        self.conf = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                     "auto.offset.reset": "earliest", "session.timeout.ms": 6000, "socket.timeout.ms": 5000,
+                     **(conf or {})}
+        self.consumed = 0
+
+    def run(self):
+        c = Consumer(self.conf)
+        c.subscribe([self.topic])
+        since = 0
+        try:
+            while not self.stop_event.is_set():
+                m = c.poll(0.2)
+                if m is None or m.error():
+                    continue
+                self.consumed += 1
+                since += 1
+                if since >= self.every:
+                    since = 0
+                    self._commit(c)
+            self._commit(c)
+        finally:
+            c.close()
+
+    def _commit(self, c):
+        try:
+            for tp in c.commit(asynchronous=False) or []:
+                if tp.error is None and tp.offset >= 0:
+                    self.h.committed(self.group, tp.topic, tp.partition, tp.offset)
+        except KafkaException as e:
+            if e.args[0].code() != KafkaError._NO_OFFSET:
+                self.errors.append(f"commit: {e!r}")
+
+
+class ConsumeTransformProduce(Workload):
+    """read_committed `src` -> transactional `dst` ("<value>|<attempt>"), offsets sent to the transaction."""
+
+    def __init__(self, bootstrap, src, dst, group, history: History, name="ctp", batch=10):
+        super().__init__(name)
+        self.bootstrap, self.src, self.dst, self.group, self.h, self.batch = bootstrap, src, dst, group, history, batch
+        self.attempt = 0
+        self.txns = 0
+
+    def run(self):
+        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group, "enable.auto.commit": False,
+                      "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+                      "session.timeout.ms": 6000})
+        p = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": f"{self.name}-tid",
+                      "transaction.timeout.ms": 10000, **PRODUCER_BASE})
+        try:
+            p.init_transactions(30)
+            c.subscribe([self.src])
+            n = 0
+            while not self.stop_event.is_set():
+                msgs = [m for m in c.consume(self.batch, 0.5) if not m.error()]
+                if not msgs:
+                    continue
+                txn = f"{self.name}:{n}"
+                n += 1
+                self.attempt += 1
+                self.h.begin_txn(txn)
+                try:
+                    p.begin_transaction()
+                    for m in msgs:
+                        v = m.value() + b"|%d" % self.attempt
+                        self.h.send(self.dst, v, self.name, txn=txn)
+                        p.produce(self.dst, value=v, on_delivery=self.h.on_delivery)
+                    p.send_offsets_to_transaction(c.position(c.assignment()), c.consumer_group_metadata(), 30)
+                    p.commit_transaction(30)
+                    self.h.end_txn(txn, COMMITTED)
+                    self.txns += 1
+                except KafkaException as e:
+                    self.errors.append(f"{txn}: {e!r}")
+                    if e.args[0].txn_requires_abort():
+                        p.abort_transaction(30)
+                        self.h.end_txn(txn, ABORTED)
+                        rewind(c)
+                    else:
+                        self.h.end_txn(txn, UNKNOWN)
+                        return
+        except KafkaException as e:
+            self.errors.append(repr(e))
+        finally:
+            c.close()
+
+
+def rewind(c: Consumer):
+    """After an abort, go back to the group's committed offsets."""
+    tps = c.committed(c.assignment(), timeout=10)
+    for tp in tps:
+        c.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0))
+
+
+def ctp_exactly_once(h: History, src_values: list[bytes], dst_topic: str) -> dict:
+    """Each input value transformed exactly once in the read_committed output: {missing, duplicated}."""
+    seen = {}
+    for (t, _p), recs in h.reads[READ_COMMITTED].items():
+        if t != dst_topic:
+            continue
+        for _o, v in recs:
+            base = v.rsplit(b"|", 1)[0]
+            seen[base] = seen.get(base, 0) + 1
+    return {"missing": [v for v in src_values if v not in seen],
+            "duplicated": [v for v, k in seen.items() if k > 1]}
+
+
+def read_back(bootstrap, topic, partitions, history: History, level=READ_UNCOMMITTED, timeout=60.0,
+              want_end=None) -> dict:
+    """Reads every partition from the beginning to its end (high watermark, or the last stable offset for
+    read_committed) into history.read; returns {partition: records read}."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"readback-{time.monotonic_ns()}",
+                  "enable.auto.commit": False, "enable.partition.eof": True, "isolation.level": level,
+                  "auto.offset.reset": "earliest", "socket.timeout.ms": 5000, "fetch.wait.max.ms": 100})
+    try:
+        ends = {}
+        for p in partitions:
+            lo, hi = c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            ends[p] = hi
+        c.assign([TopicPartition(topic, p, 0) for p in partitions])
+        done = {p for p in partitions if ends[p] == 0}
+        counts = {p: 0 for p in partitions}
+        deadline = time.monotonic() + timeout
+        last_off = {}
+        while len(done) < len(partitions):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"read-back of {topic} ({level}) not finished after {timeout}s: "
+                                     f"partitions done {sorted(done)}, ends {ends}, at {last_off}")
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    if m.offset() >= ends[m.partition()] or level == READ_COMMITTED:
+                        done.add(m.partition())
+                continue
+            history.read(level, topic, m.partition(), m.offset(), m.value())
+            counts[m.partition()] += 1
+            last_off[m.partition()] = m.offset()
+            if m.offset() + 1 >= ends[m.partition()]:
+                done.add(m.partition())
+        return counts
+    finally:
+        c.close()
