@@ -1,2 +1,435 @@
-//! josef-quorum (in progress).
+//! The replicated metadata log (`__cluster_metadata`) of a Josef cluster, on
+//! [openraft](https://docs.rs/openraft/0.9) 0.9.
+//!
+//! Every controller node (a voter of `controller.quorum.voters`) runs one [`MetadataQuorum`]. The
+//! leader [`propose`](MetadataQuorum::propose)s batches of records (one controller write each,
+//! opaque bytes encoded by josef-metadata); once a majority has them on disk they commit, and every
+//! node hands every committed entry, in log order, to the caller's [`MetadataStateMachine`].
+//!
+//! - **Metadata offset = Raft log index.** Index 0 is the initial membership, each leader's first
+//!   entry of its term is a blank one; both reach [`MetadataStateMachine::apply`] with an empty
+//!   batch, so the state machine sees every index, without gaps.
+//! - **Controller epoch = Raft term** (see [`MetadataQuorum::leader`]).
+//! - **Forming a cluster**: with empty directories on every voter the same static membership is
+//!   initialized on each (openraft allows it), and a leader is elected with no other step.
+//! - **Storage**: the log in segment files with CRCs, fsynced on append; snapshots of the caller's
+//!   state; both under [`QuorumConfig::dir`]. See the `log_store` and `state_machine` module docs
+//!   (in the source) for the formats and the recovery rules: a torn or damaged log tail is
+//!   truncated with a warning, never a panic.
+//! - **Transport**: TCP. A Raft connection starts with [`RAFT_PREAMBLE`], then length-prefixed
+//!   JSON frames (bounded by [`MAX_FRAME_BYTES`]). The broker's CONTROLLER listener reads the
+//!   first four bytes and hands Raft connections to [`MetadataQuorum::serve_connection`]; without
+//!   a broker, [`MetadataQuorum::bind_and_serve`] runs a listener of its own.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use std::sync::{Arc, Mutex};
+//! use bytes::Bytes;
+//! use josef_quorum::{parse_voters, MetadataQuorum, MetadataStateMachine, QuorumConfig};
+//!
+//! #[derive(Default)]
+//! struct Records(Mutex<Vec<(u64, Vec<Bytes>)>>);
+//!
+//! impl MetadataStateMachine for Records {
+//!     fn apply(&self, index: u64, _term: u64, batch: &[Bytes]) {
+//!         self.0.lock().unwrap().push((index, batch.to_vec()));
+//!     }
+//!     fn snapshot(&self) -> (u64, Vec<u8>) {
+//!         let g = self.0.lock().unwrap();
+//!         (g.last().map_or(0, |(i, _)| *i), format!("{} entries", g.len()).into_bytes())
+//!     }
+//!     fn install_snapshot(&self, _last_index: u64, _data: &[u8]) { /* rebuild the state */ }
+//! }
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let voters = parse_voters("1@127.0.0.1:19093,2@127.0.0.1:29093,3@127.0.0.1:39093")?;
+//! let config = QuorumConfig::new(1, voters, "/data/node1/__cluster_metadata-0");
+//! let quorum = MetadataQuorum::start(config, Arc::new(Records::default())).await?;
+//! quorum.bind_and_serve("127.0.0.1:19093").await?;
+//! let mut leadership = quorum.leadership();
+//! while leadership.borrow_and_update().map(|(id, _)| id) != Some(1) {
+//!     leadership.changed().await?;
+//! }
+//! let offset = quorum.propose(vec![Bytes::from_static(b"a record")]).await?;
+//! println!("committed at metadata offset {offset}");
+//! quorum.shutdown().await?;
+//! # Ok(()) }
+//! ```
 #![deny(missing_docs)]
+
+mod config;
+mod error;
+mod files;
+mod log_store;
+mod network;
+mod state_machine;
+mod types;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use openraft::error::{ClientWriteError, InitializeError, RaftError};
+use openraft::{BasicNode, Raft, SnapshotPolicy};
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpStream;
+use tokio::runtime::Handle;
+use tokio::sync::watch;
+
+pub use config::{parse_voters, QuorumConfig, VotersError};
+pub use error::QuorumError;
+pub use network::MAX_FRAME_BYTES;
+
+use log_store::{LogStore, Progress};
+use network::{Contacts, Network};
+use state_machine::{load_latest_snapshot, SmStore};
+use types::{Batch, TypeConfig};
+
+/// The first four bytes of a Raft connection on the CONTROLLER listener: `0xFFFF_FF01`, negative
+/// as a Kafka frame size, so never the start of a Kafka request.
+pub const RAFT_PREAMBLE: [u8; 4] = [0xFF, 0xFF, 0xFF, 0x01];
+
+/// The committed state, implemented by the caller (the controller and the broker's metadata
+/// image).
+///
+/// Calls come from one task, one at a time, in log order; each call must finish its work before
+/// it returns (the next snapshot is taken from the state as it is then).
+pub trait MetadataStateMachine: Send + Sync + 'static {
+    /// Applies the committed entry at `index` (the metadata offset), written by the leader of
+    /// `term`. Called for every index on every node, in order: the initial membership (index 0),
+    /// membership changes and each leader's first, blank entry come with an empty `batch`. A
+    /// leader that sees its own term's blank entry applied knows every earlier entry is applied
+    /// too: the point at which Kafka's controller claims leadership.
+    fn apply(&self, index: u64, term: u64, batch: &[Bytes]);
+
+    /// The state after the last applied entry: that entry's index and the state's bytes.
+    fn snapshot(&self) -> (u64, Vec<u8>);
+
+    /// Replaces the whole state with a snapshot taken at `last_index` (at start, from the newest
+    /// snapshot on disk, or when the leader sends one to a node that is too far behind). The
+    /// next [`apply`](Self::apply) is for `last_index + 1`.
+    fn install_snapshot(&self, last_index: u64, data: &[u8]);
+}
+
+/// One voter as [`MetadataQuorum::status`] sees it (Kafka's DescribeQuorum ReplicaState).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VoterStatus {
+    /// The voter's node id.
+    pub node_id: u64,
+    /// The last log index known to be on that voter (on the leader: replicated there; for this
+    /// node itself: its own last index). Kafka's LogEndOffset is this + 1, or 0 for `None`.
+    pub last_index: Option<u64>,
+    /// When the leader last had a successful AppendEntries answer from it, in unix ms (Kafka's
+    /// LastFetchTimestamp); for the leader itself, now. `None` when unknown (on a follower).
+    pub last_contact_unix_ms: Option<i64>,
+}
+
+/// The quorum as this node sees it, for DescribeQuorum.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuorumStatus {
+    /// This node's id.
+    pub node_id: u64,
+    /// The leader, when one is known.
+    pub leader_id: Option<u64>,
+    /// The current term (Kafka's leader epoch of the metadata log).
+    pub term: u64,
+    /// The last committed index known here. Kafka's high watermark is this + 1 (0 for `None`).
+    pub committed_index: Option<u64>,
+    /// The last index applied to the state machine here.
+    pub applied_index: Option<u64>,
+    /// Every configured voter; log positions and contact times are known on the leader.
+    pub voters: Vec<VoterStatus>,
+}
+
+/// A running member of the metadata quorum. Cheap to clone (all clones are the same node).
+#[derive(Clone)]
+pub struct MetadataQuorum {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    raft: Raft<TypeConfig>,
+    config: QuorumConfig,
+    progress: Arc<Progress>,
+    contacts: Contacts,
+    leadership: watch::Receiver<Option<(u64, u64)>>,
+    stop: watch::Sender<bool>,
+    runtime: Handle,
+}
+
+fn leader_of(m: &openraft::RaftMetrics<u64, BasicNode>) -> Option<(u64, u64)> {
+    m.current_leader.map(|l| (l, m.current_term))
+}
+
+impl MetadataQuorum {
+    /// Opens the log under `config.dir` (recovering it), loads the newest snapshot into
+    /// `state_machine`, and starts the Raft node; on an empty directory it initializes the static
+    /// voters as the membership. Must be called within a tokio runtime; the node's tasks run on
+    /// it. It does not listen: hand connections to [`serve_connection`](Self::serve_connection)
+    /// or call [`bind_and_serve`](Self::bind_and_serve).
+    pub async fn start(
+        config: QuorumConfig,
+        state_machine: Arc<dyn MetadataStateMachine>,
+    ) -> Result<MetadataQuorum, QuorumError> {
+        config.validate()?;
+        let progress = Arc::new(Progress::default());
+        let log = LogStore::open(&config.dir, config.fsync, config.segment_bytes, progress.clone())?;
+        let snapshot = load_latest_snapshot(&config.dir)?;
+        let snap_index = snapshot.as_ref().and_then(|(m, _)| m.last_log_id).map(|l| l.index);
+        if let Some(p) = log.purged() {
+            if snap_index.map_or(true, |s| s < p.index) {
+                return Err(QuorumError::Corrupt(format!(
+                    "the log is purged up to {} but the newest usable snapshot is at {snap_index:?}; \
+                     empty {} to fetch the state from the leader again",
+                    p.index,
+                    config.dir.display()
+                )));
+            }
+        }
+        if let Some((meta, data)) = &snapshot {
+            let index = meta.last_log_id.map_or(0, |l| l.index);
+            tracing::info!("metadata quorum {}: loading the snapshot at {index}", config.node_id);
+            state_machine.install_snapshot(index, data);
+        }
+        let pristine = log.is_pristine() && snapshot.is_none();
+        let sm = SmStore::new(state_machine, config.dir.clone(), config.fsync, snapshot, progress.clone());
+
+        let raft_config = openraft::Config {
+            cluster_name: "josef-metadata".into(),
+            election_timeout_min: config.election_timeout_ms,
+            election_timeout_max: config.election_timeout_ms * 2,
+            heartbeat_interval: config.heartbeat_interval_ms,
+            install_snapshot_timeout: config.request_timeout_ms * 10,
+            snapshot_policy: SnapshotPolicy::LogsSinceLast(config.snapshot_every_n_entries),
+            max_in_snapshot_log_to_keep: config.entries_kept_after_snapshot,
+            ..Default::default()
+        }
+        .validate()
+        .map_err(|e| QuorumError::InvalidConfig(e.to_string()))?;
+
+        let contacts = Contacts::default();
+        let network = Network {
+            node_id: config.node_id,
+            voters: Arc::new(config.voters.clone()),
+            request_timeout: Duration::from_millis(config.request_timeout_ms),
+            backoff: Duration::from_millis(config.heartbeat_interval_ms),
+            contacts: contacts.clone(),
+        };
+        let raft = Raft::new(config.node_id, Arc::new(raft_config), network, log, sm)
+            .await
+            .map_err(|e| QuorumError::Stopped(e.to_string()))?;
+
+        if pristine {
+            let members: BTreeMap<u64, BasicNode> =
+                config.voters.iter().map(|(id, addr)| (*id, BasicNode { addr: addr.clone() })).collect();
+            match raft.initialize(members).await {
+                Ok(()) => tracing::info!(
+                    "metadata quorum {}: new log, voters {:?}",
+                    config.node_id,
+                    config.voters.keys().collect::<Vec<_>>()
+                ),
+                // Another voter's leader reached us first.
+                Err(RaftError::APIError(InitializeError::NotAllowed(e))) => {
+                    tracing::info!("metadata quorum {}: already initialized ({e})", config.node_id)
+                }
+                Err(e) => return Err(QuorumError::Stopped(format!("initialize: {e}"))),
+            }
+        }
+
+        let runtime = Handle::current();
+        let mut metrics = raft.metrics();
+        let initial = leader_of(&metrics.borrow());
+        let (tx, rx) = watch::channel(initial);
+        runtime.spawn(async move {
+            while metrics.changed().await.is_ok() {
+                let now = leader_of(&metrics.borrow_and_update());
+                tx.send_if_modified(|cur| {
+                    if *cur != now {
+                        *cur = now;
+                        true
+                    } else {
+                        false
+                    }
+                });
+            }
+        });
+        let (stop, _) = watch::channel(false);
+        Ok(MetadataQuorum {
+            inner: Arc::new(Inner { raft, config, progress, contacts, leadership: rx, stop, runtime }),
+        })
+    }
+
+    /// This node's id.
+    pub fn node_id(&self) -> u64 {
+        self.inner.config.node_id
+    }
+
+    /// Appends `batch` as one entry and returns its index (the metadata offset) once it is
+    /// committed and applied on this node. On a node that is not the leader:
+    /// [`QuorumError::NotLeader`] with the leader it knows of. After `propose_timeout_ms`:
+    /// [`QuorumError::Timeout`] (the entry may still commit later).
+    pub async fn propose(&self, batch: Vec<Bytes>) -> Result<u64, QuorumError> {
+        let timeout_ms = self.inner.config.propose_timeout_ms;
+        let write = self.inner.raft.client_write(Batch(batch));
+        match tokio::time::timeout(Duration::from_millis(timeout_ms), write).await {
+            Err(_) => Err(QuorumError::Timeout { timeout_ms }),
+            Ok(Ok(resp)) => Ok(resp.log_id.index),
+            Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => {
+                Err(QuorumError::NotLeader { leader: f.leader_id })
+            }
+            Ok(Err(RaftError::APIError(ClientWriteError::ChangeMembershipError(e)))) => {
+                Err(QuorumError::Stopped(e.to_string()))
+            }
+            Ok(Err(RaftError::Fatal(f))) => Err(QuorumError::Stopped(f.to_string())),
+        }
+    }
+
+    /// The leader and the term, when a leader is known (the controller epoch is the term).
+    pub fn leader(&self) -> Option<(u64, u64)> {
+        *self.inner.leadership.borrow()
+    }
+
+    /// Whether this node is the leader now.
+    pub fn is_leader(&self) -> bool {
+        self.leader().is_some_and(|(l, _)| l == self.inner.config.node_id)
+    }
+
+    /// A receiver of [`leader`](Self::leader) that changes with every change of leader or term,
+    /// for the controller driver to activate and deactivate.
+    pub fn leadership(&self) -> watch::Receiver<Option<(u64, u64)>> {
+        self.inner.leadership.clone()
+    }
+
+    /// The last committed index known on this node.
+    pub fn committed_index(&self) -> Option<u64> {
+        self.inner.progress.committed()
+    }
+
+    /// The last index applied to the state machine on this node.
+    pub fn applied_index(&self) -> Option<u64> {
+        self.inner.progress.applied()
+    }
+
+    /// The quorum as this node sees it (for DescribeQuorum).
+    pub fn status(&self) -> QuorumStatus {
+        let m = self.inner.raft.metrics().borrow().clone();
+        let me = self.inner.config.node_id;
+        let is_leader = m.current_leader == Some(me);
+        let contacts = self.inner.contacts.lock().map(|c| c.clone()).unwrap_or_default();
+        let voters = self
+            .inner
+            .config
+            .voters
+            .keys()
+            .map(|&id| {
+                if id == me {
+                    VoterStatus {
+                        node_id: id,
+                        last_index: m.last_log_index,
+                        last_contact_unix_ms: is_leader.then(network::now_unix_ms),
+                    }
+                } else {
+                    let replicated = m.replication.as_ref().and_then(|r| r.get(&id).copied().flatten());
+                    VoterStatus {
+                        node_id: id,
+                        last_index: replicated.map(|l| l.index),
+                        last_contact_unix_ms: if is_leader { contacts.get(&id).copied() } else { None },
+                    }
+                }
+            })
+            .collect();
+        QuorumStatus {
+            node_id: me,
+            leader_id: m.current_leader,
+            term: m.current_term,
+            committed_index: self.committed_index(),
+            applied_index: self.applied_index(),
+            voters,
+        }
+    }
+
+    /// Serves Raft RPCs on a connection accepted by the caller, AFTER the caller read the four
+    /// bytes of [`RAFT_PREAMBLE`]. Returns at once; the connection is served on a task of its own
+    /// until the peer closes it, a frame does not decode (logged), or [`shutdown`](Self::shutdown).
+    pub fn serve_connection(&self, stream: TcpStream) {
+        let raft = self.inner.raft.clone();
+        let stop = self.inner.stop.subscribe();
+        let id = self.inner.config.node_id;
+        self.inner.runtime.spawn(network::serve(raft, id, stream, stop));
+    }
+
+    /// Binds a listener of its own at `addr` and serves Raft connections on it (each must start
+    /// with [`RAFT_PREAMBLE`]; others are closed with a warning). Returns the bound address.
+    /// For tests and tools without a broker; the broker uses
+    /// [`serve_connection`](Self::serve_connection).
+    pub async fn bind_and_serve(&self, addr: &str) -> Result<SocketAddr, QuorumError> {
+        let listener =
+            std::net::TcpListener::bind(addr).map_err(|e| QuorumError::io(format!("bind {addr}"), e))?;
+        self.serve_listener(listener)
+    }
+
+    /// Serves Raft connections on a listener bound by the caller (as
+    /// [`bind_and_serve`](Self::bind_and_serve) does), so a test can bind port 0 first and
+    /// put the port into the voters. Returns the listener's address.
+    pub fn serve_listener(&self, listener: std::net::TcpListener) -> Result<SocketAddr, QuorumError> {
+        let local = listener.local_addr().map_err(|e| QuorumError::io("listener address", e))?;
+        listener.set_nonblocking(true).map_err(|e| QuorumError::io("listener non-blocking", e))?;
+        let this = self.clone();
+        let mut stop = self.inner.stop.subscribe();
+        let preamble_timeout = Duration::from_millis(self.inner.config.request_timeout_ms);
+        self.inner.runtime.spawn(async move {
+            let listener = match tokio::net::TcpListener::from_std(listener) {
+                Ok(l) => l,
+                Err(e) => {
+                    tracing::error!("raft listener {local}: {e}");
+                    return;
+                }
+            };
+            loop {
+                let accepted = tokio::select! {
+                    _ = stop.changed() => return,
+                    a = listener.accept() => a,
+                };
+                let (mut stream, peer) = match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        tracing::warn!("raft listener {local}: accept: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let this = this.clone();
+                this.inner.runtime.clone().spawn(async move {
+                    let mut pre = [0u8; 4];
+                    match tokio::time::timeout(preamble_timeout, stream.read_exact(&mut pre)).await {
+                        Ok(Ok(_)) if pre == RAFT_PREAMBLE => this.serve_connection(stream),
+                        Ok(Ok(_)) => tracing::warn!("raft listener {local}: {peer} sent no raft preamble; closing"),
+                        Ok(Err(e)) => tracing::debug!("raft listener {local}: {peer}: {e}"),
+                        Err(_) => tracing::warn!("raft listener {local}: {peer} sent no preamble in time; closing"),
+                    }
+                });
+            }
+        });
+        Ok(local)
+    }
+
+    /// Stops the node gracefully: listeners and served connections close, the Raft tasks end.
+    /// Everything acknowledged is already on disk.
+    pub async fn shutdown(&self) -> Result<(), QuorumError> {
+        let _ = self.inner.stop.send(true);
+        self.inner.raft.shutdown().await.map_err(|e| QuorumError::Stopped(format!("shutdown: {e}")))
+    }
+}
+
+impl std::fmt::Debug for MetadataQuorum {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetadataQuorum")
+            .field("node_id", &self.inner.config.node_id)
+            .field("leader", &self.leader())
+            .field("committed_index", &self.committed_index())
+            .finish()
+    }
+}

@@ -1,0 +1,375 @@
+//! The Raft transport: TCP connections that start with [`RAFT_PREAMBLE`], then frames.
+//!
+//! A frame is `length: u32 BE | JSON`. The length is checked against [`MAX_FRAME_BYTES`] before
+//! anything is read, and the body buffer grows only as bytes arrive. The client sends one
+//! [`WireRequest`] and reads one [`WireResponse`] at a time on a connection (one connection per
+//! openraft client: a replication stream, or the vote sender). Byte payloads (records, snapshot
+//! data) are base64 strings in the JSON. Anything that does not decode closes the connection with
+//! a warning.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use openraft::error::{
+    Fatal, InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, ReplicationClosed, StreamingError,
+    Timeout, Unreachable,
+};
+use openraft::network::{Backoff, RPCOption, RPCTypes, RaftNetwork, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse, SnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use openraft::{BasicNode, Raft};
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::net::TcpStream;
+
+use crate::types::{SnapshotMeta, TypeConfig, Vote, B64};
+use crate::RAFT_PREAMBLE;
+
+/// The largest frame accepted (a whole snapshot travels in one frame).
+pub const MAX_FRAME_BYTES: u32 = 256 * 1024 * 1024;
+
+/// A request on the wire, addressed to one node.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct WireRequest {
+    /// The node the sender meant to reach; a node that is someone else answers nothing and closes
+    /// (a wrong `controller.quorum.voters`).
+    pub(crate) to: u64,
+    pub(crate) rpc: Rpc,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum Rpc {
+    AppendEntries(AppendEntriesRequest<TypeConfig>),
+    Vote(VoteRequest<u64>),
+    Snapshot { vote: Vote, meta: SnapshotMeta, data: B64 },
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum WireResponse {
+    AppendEntries(Result<AppendEntriesResponse<u64>, RaftError<u64>>),
+    Vote(Result<VoteResponse<u64>, RaftError<u64>>),
+    Snapshot(Result<SnapshotResponse<u64>, Fatal<u64>>),
+}
+
+/// Writes one frame.
+pub(crate) async fn write_frame<W: AsyncWrite + Unpin>(w: &mut W, body: &[u8]) -> io::Result<()> {
+    let len = u32::try_from(body.len())
+        .ok()
+        .filter(|l| *l <= MAX_FRAME_BYTES)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("frame of {} bytes too large", body.len())))?;
+    w.write_all(&len.to_be_bytes()).await?;
+    w.write_all(body).await?;
+    w.flush().await
+}
+
+/// Reads one frame; `None` on a clean end of stream before a frame starts.
+pub(crate) async fn read_frame<R: AsyncRead + Unpin>(r: &mut R) -> io::Result<Option<Vec<u8>>> {
+    let mut len = [0u8; 4];
+    let mut got = 0;
+    while got < 4 {
+        let n = r.read(&mut len[got..]).await?;
+        if n == 0 {
+            return if got == 0 { Ok(None) } else { Err(io::ErrorKind::UnexpectedEof.into()) };
+        }
+        got += n;
+    }
+    let len = u32::from_be_bytes(len);
+    if len > MAX_FRAME_BYTES {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("frame length {len} over {MAX_FRAME_BYTES}")));
+    }
+    let mut body = Vec::with_capacity((len as usize).min(64 * 1024));
+    let read = r.take(u64::from(len)).read_to_end(&mut body).await?;
+    if read != len as usize {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
+    Ok(Some(body))
+}
+
+/// What the leader last heard from each peer: unix ms of the last successful AppendEntries.
+pub(crate) type Contacts = Arc<Mutex<BTreeMap<u64, i64>>>;
+
+pub(crate) fn now_unix_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Makes a client per target; addresses come from the configured voters, else from the
+/// membership's node.
+#[derive(Clone)]
+pub(crate) struct Network {
+    pub(crate) node_id: u64,
+    pub(crate) voters: Arc<BTreeMap<u64, String>>,
+    pub(crate) request_timeout: Duration,
+    pub(crate) backoff: Duration,
+    pub(crate) contacts: Contacts,
+}
+
+impl RaftNetworkFactory<TypeConfig> for Network {
+    type Network = PeerClient;
+
+    async fn new_client(&mut self, target: u64, node: &BasicNode) -> PeerClient {
+        let addr = self.voters.get(&target).cloned().unwrap_or_else(|| node.addr.clone());
+        PeerClient {
+            from: self.node_id,
+            target,
+            addr,
+            conn: None,
+            request_timeout: self.request_timeout,
+            backoff: self.backoff,
+            contacts: self.contacts.clone(),
+        }
+    }
+}
+
+type Conn = (BufReader<tokio::net::tcp::OwnedReadHalf>, BufWriter<tokio::net::tcp::OwnedWriteHalf>);
+
+/// One connection to one peer, opened on first use and again after any error.
+pub(crate) struct PeerClient {
+    from: u64,
+    target: u64,
+    addr: String,
+    conn: Option<Conn>,
+    request_timeout: Duration,
+    backoff: Duration,
+    contacts: Contacts,
+}
+
+enum CallError {
+    /// Could not connect.
+    Unreachable(io::Error),
+    /// Connected, then the exchange failed.
+    Network(io::Error),
+    Timeout,
+}
+
+impl PeerClient {
+    async fn exchange(&mut self, req: &WireRequest) -> Result<WireResponse, CallError> {
+        if self.conn.is_none() {
+            let stream = TcpStream::connect(&self.addr).await.map_err(CallError::Unreachable)?;
+            let _ = stream.set_nodelay(true);
+            let (r, w) = stream.into_split();
+            let mut w = BufWriter::new(w);
+            w.write_all(&RAFT_PREAMBLE).await.map_err(CallError::Unreachable)?;
+            self.conn = Some((BufReader::new(r), w));
+        }
+        let Some((r, w)) = self.conn.as_mut() else {
+            return Err(CallError::Network(io::Error::other("no connection")));
+        };
+        let body = serde_json::to_vec(req).map_err(|e| CallError::Network(io::Error::other(e)))?;
+        write_frame(w, &body).await.map_err(CallError::Network)?;
+        let frame = read_frame(r)
+            .await
+            .map_err(CallError::Network)?
+            .ok_or_else(|| CallError::Network(io::ErrorKind::UnexpectedEof.into()))?;
+        serde_json::from_slice(&frame).map_err(|e| CallError::Network(io::Error::new(io::ErrorKind::InvalidData, e)))
+    }
+
+    async fn call(&mut self, rpc: Rpc, timeout: Duration) -> Result<WireResponse, CallError> {
+        let req = WireRequest { to: self.target, rpc };
+        let res = match tokio::time::timeout(timeout, self.exchange(&req)).await {
+            Ok(r) => r,
+            Err(_) => Err(CallError::Timeout),
+        };
+        if res.is_err() {
+            // The stream may hold half a frame: start over on the next call.
+            self.conn = None;
+        }
+        res
+    }
+
+    fn rpc_error<E: std::error::Error>(
+        &self,
+        e: CallError,
+        action: RPCTypes,
+        timeout: Duration,
+    ) -> RPCError<u64, BasicNode, E> {
+        match e {
+            CallError::Unreachable(e) => RPCError::Unreachable(Unreachable::new(&e)),
+            CallError::Network(e) => RPCError::Network(NetworkError::new(&e)),
+            CallError::Timeout => {
+                RPCError::Timeout(Timeout { action, id: self.from, target: self.target, timeout })
+            }
+        }
+    }
+
+    fn unexpected<E: std::error::Error>(&mut self) -> RPCError<u64, BasicNode, E> {
+        self.conn = None;
+        RPCError::Network(NetworkError::new(&io::Error::new(io::ErrorKind::InvalidData, "mismatched response")))
+    }
+
+    fn timeout_for(&self, option: &RPCOption) -> Duration {
+        option.hard_ttl().max(self.request_timeout)
+    }
+}
+
+impl RaftNetwork<TypeConfig> for PeerClient {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
+        let timeout = self.timeout_for(&option);
+        match self.call(Rpc::AppendEntries(rpc), timeout).await {
+            Ok(WireResponse::AppendEntries(Ok(resp))) => {
+                if let Ok(mut c) = self.contacts.lock() {
+                    c.insert(self.target, now_unix_ms());
+                }
+                Ok(resp)
+            }
+            Ok(WireResponse::AppendEntries(Err(e))) => Err(RPCError::RemoteError(RemoteError::new(self.target, e))),
+            Ok(_) => Err(self.unexpected()),
+            Err(e) => Err(self.rpc_error(e, RPCTypes::AppendEntries, timeout)),
+        }
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        _rpc: InstallSnapshotRequest<TypeConfig>,
+        _option: RPCOption,
+    ) -> Result<InstallSnapshotResponse<u64>, RPCError<u64, BasicNode, RaftError<u64, InstallSnapshotError>>> {
+        // With `generic-snapshot-data` openraft sends snapshots through `full_snapshot` only.
+        Err(RPCError::Network(NetworkError::new(&io::Error::other("chunked snapshots are not used"))))
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<u64>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
+        let timeout = self.timeout_for(&option);
+        match self.call(Rpc::Vote(rpc), timeout).await {
+            Ok(WireResponse::Vote(Ok(resp))) => Ok(resp),
+            Ok(WireResponse::Vote(Err(e))) => Err(RPCError::RemoteError(RemoteError::new(self.target, e))),
+            Ok(_) => Err(self.unexpected()),
+            Err(e) => Err(self.rpc_error(e, RPCTypes::Vote, timeout)),
+        }
+    }
+
+    async fn full_snapshot(
+        &mut self,
+        vote: Vote,
+        snapshot: openraft::Snapshot<TypeConfig>,
+        cancel: impl Future<Output = ReplicationClosed> + Send + 'static,
+        option: RPCOption,
+    ) -> Result<SnapshotResponse<u64>, StreamingError<TypeConfig, Fatal<u64>>> {
+        let timeout = self.timeout_for(&option).max(self.request_timeout * 10);
+        let rpc = Rpc::Snapshot { vote, meta: snapshot.meta, data: B64(*snapshot.snapshot) };
+        let res = tokio::select! {
+            closed = cancel => {
+                self.conn = None;
+                return Err(StreamingError::Closed(closed));
+            }
+            res = self.call(rpc, timeout) => res,
+        };
+        match res {
+            Ok(WireResponse::Snapshot(Ok(resp))) => Ok(resp),
+            Ok(WireResponse::Snapshot(Err(e))) => Err(StreamingError::RemoteError(RemoteError::new(self.target, e))),
+            Ok(_) => {
+                self.conn = None;
+                Err(StreamingError::Network(NetworkError::new(&io::Error::other("mismatched response"))))
+            }
+            Err(CallError::Unreachable(e)) => Err(StreamingError::Unreachable(Unreachable::new(&e))),
+            Err(CallError::Network(e)) => Err(StreamingError::Network(NetworkError::new(&e))),
+            Err(CallError::Timeout) => Err(StreamingError::Timeout(Timeout {
+                action: RPCTypes::InstallSnapshot,
+                id: self.from,
+                target: self.target,
+                timeout,
+            })),
+        }
+    }
+
+    fn backoff(&self) -> Backoff {
+        Backoff::new(std::iter::repeat(self.backoff))
+    }
+}
+
+/// Serves Raft RPCs on an accepted connection whose preamble was already read, until the peer
+/// closes it, a frame does not decode, or `stop` fires.
+pub(crate) async fn serve(
+    raft: Raft<TypeConfig>,
+    node_id: u64,
+    stream: TcpStream,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let peer = stream.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "?".into());
+    let _ = stream.set_nodelay(true);
+    let (r, w) = stream.into_split();
+    let mut r = BufReader::new(r);
+    let mut w = BufWriter::new(w);
+    loop {
+        let frame = tokio::select! {
+            _ = stop.changed() => return,
+            f = read_frame(&mut r) => f,
+        };
+        let frame = match frame {
+            Ok(Some(f)) => f,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!("raft connection from {peer}: {e}; closing it");
+                return;
+            }
+        };
+        let req: WireRequest = match serde_json::from_slice(&frame) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!("raft connection from {peer}: undecodable request ({e}); closing it");
+                return;
+            }
+        };
+        if req.to != node_id {
+            tracing::warn!(
+                "raft connection from {peer}: request for node {} reached node {node_id} (check \
+                 controller.quorum.voters); closing it",
+                req.to
+            );
+            return;
+        }
+        let resp = match req.rpc {
+            Rpc::AppendEntries(a) => WireResponse::AppendEntries(raft.append_entries(a).await),
+            Rpc::Vote(v) => WireResponse::Vote(raft.vote(v).await),
+            Rpc::Snapshot { vote, meta, data } => WireResponse::Snapshot(
+                raft.install_full_snapshot(vote, openraft::Snapshot { meta, snapshot: Box::new(data.0) }).await,
+            ),
+        };
+        let body = match serde_json::to_vec(&resp) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::warn!("raft connection from {peer}: cannot encode a response ({e}); closing it");
+                return;
+            }
+        };
+        if let Err(e) = write_frame(&mut w, &body).await {
+            tracing::debug!("raft connection from {peer}: {e}");
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn frames_round_trip_and_bounds() {
+        let mut buf = Vec::new();
+        write_frame(&mut buf, b"hello").await.unwrap();
+        write_frame(&mut buf, b"").await.unwrap();
+        let mut r = buf.as_slice();
+        assert_eq!(read_frame(&mut r).await.unwrap().unwrap(), b"hello");
+        assert_eq!(read_frame(&mut r).await.unwrap().unwrap(), b"");
+        assert!(read_frame(&mut r).await.unwrap().is_none());
+        // A length over the bound is refused before any allocation.
+        let mut r: &[u8] = &[0xff, 0xff, 0xff, 0xf0];
+        assert_eq!(read_frame(&mut r).await.unwrap_err().kind(), io::ErrorKind::InvalidData);
+        // Cut inside the header or the body.
+        let mut r: &[u8] = &[0, 0];
+        assert!(read_frame(&mut r).await.is_err());
+        let mut r: &[u8] = &[0, 0, 0, 9, 1, 2];
+        assert!(read_frame(&mut r).await.is_err());
+    }
+}
