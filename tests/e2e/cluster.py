@@ -447,45 +447,88 @@ class Cluster:
 
 
 class DiskMount:
-    """A small tmpfs mounted on a directory (a node's data dir) for ENOSPC, remountable read-only.
-    Needs CAP_SYS_ADMIN; `DiskMount.unavailable()` says why not, or None."""
+    """A small filesystem mounted on a directory (a node's data dir), made by the test and removed by it.
 
-    def __init__(self, path, size_mb=16):
+    kind="tmpfs": ENOSPC by fill() (or a small size), more space by resize() or unfill().
+    kind="ext4": an ext4 image on a loop device mounted with errors=remount-ro, for a *live* read-only
+    remount: `mount -o remount,ro` refuses while the broker has files open for writing ("mount point is
+    busy"), so make_read_only() raises an ext4 error through /sys/fs/ext4/<dev>/trigger_fs_error and the
+    kernel turns the mounted filesystem read-only under the running broker (EROFS on every write), as when a
+    disk fails. restore() (with the node stopped) unmounts, runs e2fsck -fy and mounts it writable again.
+    Needs root (CAP_SYS_ADMIN); `DiskMount.unavailable(kind)` says why not, or None."""
+
+    def __init__(self, path, size_mb=16, kind="tmpfs"):
+        assert kind in ("tmpfs", "ext4")
         self.path = Path(path)
         self.size_mb = size_mb
+        self.kind = kind
         self.mounted = False
+        self.loop = None
+        self.image = self.path.parent / f"{self.path.name}.ext4.img"
 
     @staticmethod
-    def unavailable() -> str | None:
-        if shutil.which("mount") is None:
-            return "no mount(8) on this machine"
-        probe = Path(f"/tmp/josef-mount-probe-{os.getpid()}")
-        probe.mkdir(exist_ok=True)
+    def unavailable(kind="tmpfs") -> str | None:
+        need = ["mount", "umount"] + (["losetup", "mkfs.ext4", "e2fsck", "blockdev"] if kind == "ext4" else [])
+        missing = [t for t in need if shutil.which(t) is None]
+        if missing:
+            return f"missing {', '.join(missing)}"
+        probe = Path(f"/tmp/josef-mount-probe-{os.getpid()}-{kind}")
+        probe.mkdir(parents=True, exist_ok=True)
+        m = DiskMount(probe / "d", size_mb=8, kind=kind)
         try:
-            r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(probe)],
-                               capture_output=True, text=True, timeout=10)
-            if r.returncode != 0:
-                return f"mount -t tmpfs failed: {r.stderr.strip() or r.returncode}"
-            subprocess.run(["umount", str(probe)], capture_output=True, timeout=10)
+            m.mount()
+            if kind == "ext4":
+                m.make_read_only()
+                try:
+                    (m.path / "x").write_bytes(b"x")
+                    return "an ext4 error did not turn the filesystem read-only"
+                except OSError:
+                    pass
             return None
+        except Exception as e:  # noqa: BLE001
+            return str(e)
         finally:
-            probe.rmdir()
+            m.umount()
+            shutil.rmtree(probe, ignore_errors=True)
 
-    def _run(self, *args):
-        r = subprocess.run(list(args), capture_output=True, text=True, timeout=20)
-        if r.returncode != 0:
-            raise RuntimeError(f"{' '.join(args)}: {r.stderr.strip()}")
+    def _run(self, *args, ok=(0,)) -> str:
+        r = subprocess.run(list(args), capture_output=True, text=True, timeout=60)
+        if r.returncode not in ok:
+            raise RuntimeError(f"{' '.join(args)}: {r.stderr.strip() or r.returncode}")
+        return r.stdout.strip()
 
     def mount(self):
         self.path.mkdir(parents=True, exist_ok=True)
-        self._run("mount", "-t", "tmpfs", "-o", f"size={self.size_mb}m,mode=0755", "tmpfs", str(self.path))
+        if self.kind == "tmpfs":
+            self._run("mount", "-t", "tmpfs", "-o", f"size={self.size_mb}m,mode=0755", "tmpfs", str(self.path))
+        else:
+            with open(self.image, "wb") as f:
+                f.truncate(self.size_mb << 20)
+            self._run("mkfs.ext4", "-q", "-F", str(self.image))
+            self.loop = self._run("losetup", "-f", "--show", str(self.image))
+            self._run("blockdev", "--setrw", self.loop)
+            self._run("mount", "-o", "errors=remount-ro", self.loop, str(self.path))
         self.mounted = True
         return self
 
-    def remount(self, ro: bool):
-        self._run("mount", "-o", f"remount,{'ro' if ro else 'rw'}", str(self.path))
+    def make_read_only(self):
+        if self.kind == "tmpfs":
+            self._run("mount", "-o", "remount,ro", str(self.path))  # only works with no file open for writing
+            return
+        dev = os.path.basename(self.loop)
+        Path(f"/sys/fs/ext4/{dev}/trigger_fs_error").write_text("josef test bed: disk goes read-only\n")
+
+    def restore(self):
+        """Writable again (the node using it must be stopped for ext4)."""
+        if self.kind == "tmpfs":
+            self._run("mount", "-o", "remount,rw", str(self.path))
+            return
+        self._run("umount", str(self.path))
+        self._run("e2fsck", "-fy", self.loop, ok=(0, 1))
+        self._run("mount", "-o", "errors=remount-ro", self.loop, str(self.path))
 
     def resize(self, size_mb):
+        assert self.kind == "tmpfs"
         self._run("mount", "-o", f"remount,size={size_mb}m", str(self.path))
         self.size_mb = size_mb
 
@@ -510,5 +553,10 @@ class DiskMount:
 
     def umount(self):
         if self.mounted:
-            subprocess.run(["umount", "-l", str(self.path)], capture_output=True, timeout=20)
+            subprocess.run(["umount", "-l", str(self.path)], capture_output=True, timeout=30)
             self.mounted = False
+        if self.loop:
+            subprocess.run(["losetup", "-d", self.loop], capture_output=True, timeout=30)
+            self.loop = None
+        if self.image.exists():
+            self.image.unlink()

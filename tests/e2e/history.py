@@ -61,6 +61,7 @@ class History:
         self.reads: dict[str, dict[tuple, list[tuple]]] = {READ_UNCOMMITTED: defaultdict(list),
                                                            READ_COMMITTED: defaultdict(list)}
         self.events: list[tuple] = []  # (monotonic time, text): faults and notes, for the report
+        self.n_acked = 0
 
     # ---- producing
     def send(self, topic, value: bytes, producer="p0", txn=None) -> Send:
@@ -77,7 +78,10 @@ class History:
 
     def ack(self, value: bytes, partition: int, offset: int):
         with self._lock:
-            self._by_value[value].ack = (partition, offset)
+            s = self._by_value[value]
+            if s.ack is None:
+                self.n_acked += 1
+            s.ack = (partition, offset)
 
     def fail(self, value: bytes, error: str):
         with self._lock:
@@ -366,3 +370,15 @@ def compare_replicas(replica_dirs: dict, report: Report | None = None, strict_en
                     r.info.append(msg)
     r.counts["partitions_compared"] = compared
     return r
+
+
+def record_result(fault: str, workload: str, report: Report, **extra):
+    """Appends one row (fault, workload, counts, anomalies) to $JOSEF_RELIABILITY_OUT (JSON lines), the
+    source of the table in docs/reliability.md. Does nothing without that variable."""
+    out = os.environ.get("JOSEF_RELIABILITY_OUT")
+    if not out:
+        return
+    row = {"fault": fault, "workload": workload, "counts": report.counts,
+           "anomalies": {k: len(v) for k, v in report.anomalies.items() if v}, **extra}
+    with open(out, "a") as f:
+        f.write(json.dumps(row) + "\n")

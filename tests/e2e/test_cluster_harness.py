@@ -86,7 +86,7 @@ def test_single_node_lifecycle_by_pid(cluster_factory):
     h = History()
     w = IdempotentProducer(c.bootstrap, topic, h, count=200)
     w.start()
-    w.stop(60)
+    w.finish(60)
     assert not w.errors, w.errors
 
     nd.pause()  # SIGSTOP: the process is there but answers nothing

@@ -29,10 +29,18 @@ class Workload(threading.Thread):
         self.errors: list[str] = []
 
     def stop(self, timeout=60.0):
+        """Stops now (what was sent is flushed) and waits for the thread."""
         self.stop_event.set()
         self.join(timeout)
         if self.is_alive():
             raise AssertionError(f"workload {self.name} did not stop within {timeout}s")
+
+    def finish(self, timeout=120.0):
+        """Waits for a bounded workload (count=...) to end by itself."""
+        self.join(timeout)
+        if self.is_alive():
+            self.stop(30)
+            raise AssertionError(f"workload {self.name} not finished within {timeout}s")
 
 
 class IdempotentProducer(Workload):
