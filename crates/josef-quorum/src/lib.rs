@@ -205,6 +205,8 @@ impl MetadataQuorum {
             install_snapshot_timeout: config.request_timeout_ms * 10,
             snapshot_policy: SnapshotPolicy::LogsSinceLast(config.snapshot_every_n_entries),
             max_in_snapshot_log_to_keep: config.entries_kept_after_snapshot,
+            // Purge once per snapshot (it deletes whole segments only).
+            purge_batch_size: 1,
             ..Default::default()
         }
         .validate()

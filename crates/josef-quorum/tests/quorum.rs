@@ -1,0 +1,315 @@
+//! Three voters in one process, each on its own runtime and loopback port: election, commit,
+//! a leader crash (its runtime dropped, no graceful stop), failover, catch-up, and a restart of
+//! every node from snapshot + log.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::{init_tracing, wait_until, Recorder};
+use josef_quorum::{MetadataQuorum, QuorumConfig, QuorumError, RAFT_PREAMBLE};
+use tokio::runtime::Runtime;
+
+const WAIT: Duration = Duration::from_secs(15);
+
+struct Node {
+    id: u64,
+    addr: SocketAddr,
+    dir: PathBuf,
+    rt: Option<Runtime>,
+    quorum: Option<MetadataQuorum>,
+    sm: Arc<Recorder>,
+}
+
+struct Cluster {
+    voters: BTreeMap<u64, String>,
+    nodes: Vec<Node>,
+    snapshot_every: u64,
+    _tmp: tempfile::TempDir,
+}
+
+impl Cluster {
+    fn new(n: u64, snapshot_every: u64) -> Cluster {
+        init_tracing();
+        let tmp = tempfile::tempdir().unwrap();
+        let mut listeners = Vec::new();
+        for _ in 0..n {
+            listeners.push(TcpListener::bind("127.0.0.1:0").unwrap());
+        }
+        let voters: BTreeMap<u64, String> =
+            listeners.iter().enumerate().map(|(i, l)| (i as u64 + 1, l.local_addr().unwrap().to_string())).collect();
+        let mut cluster = Cluster { voters, nodes: Vec::new(), snapshot_every, _tmp: tmp };
+        for (i, l) in listeners.into_iter().enumerate() {
+            let id = i as u64 + 1;
+            let dir = cluster._tmp.path().join(format!("node{id}")).join("__cluster_metadata-0");
+            let addr = l.local_addr().unwrap();
+            let mut node = Node { id, addr, dir, rt: None, quorum: None, sm: Arc::new(Recorder::default()) };
+            cluster.start(&mut node, Some(l));
+            cluster.nodes.push(node);
+        }
+        cluster
+    }
+
+    fn config(&self, node: &Node) -> QuorumConfig {
+        let mut c = QuorumConfig::new(node.id, self.voters.clone(), node.dir.clone());
+        c.election_timeout_ms = 300;
+        c.heartbeat_interval_ms = 50;
+        c.request_timeout_ms = 500;
+        c.propose_timeout_ms = 5000;
+        c.snapshot_every_n_entries = self.snapshot_every;
+        c.entries_kept_after_snapshot = 2;
+        c.segment_bytes = 256;
+        c
+    }
+
+    /// Starts `node` on a fresh runtime with a fresh state machine (as a new process would).
+    fn start(&self, node: &mut Node, listener: Option<TcpListener>) {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        node.sm = Arc::new(Recorder::default());
+        let q = rt.block_on(MetadataQuorum::start(self.config(node), node.sm.clone())).unwrap();
+        let listener = listener.unwrap_or_else(|| {
+            // The port was freed when the crashed node's runtime went away.
+            let mut bound = None;
+            wait_until(WAIT, || {
+                bound = TcpListener::bind(node.addr).ok();
+                bound.is_some()
+            });
+            bound.expect("rebind the node's port")
+        });
+        rt.block_on(async { q.serve_listener(listener) }).unwrap();
+        node.rt = Some(rt);
+        node.quorum = Some(q);
+    }
+
+    /// Crashes a node: its runtime is dropped with every task, nothing is stopped gracefully.
+    fn kill(&mut self, id: u64) {
+        let node = self.node_mut(id);
+        node.quorum = None;
+        if let Some(rt) = node.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+
+    fn restart(&mut self, id: u64) {
+        let i = self.nodes.iter().position(|n| n.id == id).unwrap();
+        let addr = self.nodes[i].addr;
+        let mut node = std::mem::replace(
+            &mut self.nodes[i],
+            Node { id, addr, dir: PathBuf::new(), rt: None, quorum: None, sm: Arc::default() },
+        );
+        self.start(&mut node, None);
+        self.nodes[i] = node;
+    }
+
+    fn node(&self, id: u64) -> &Node {
+        self.nodes.iter().find(|n| n.id == id).unwrap()
+    }
+
+    fn node_mut(&mut self, id: u64) -> &mut Node {
+        self.nodes.iter_mut().find(|n| n.id == id).unwrap()
+    }
+
+    fn live(&self) -> impl Iterator<Item = &Node> {
+        self.nodes.iter().filter(|n| n.quorum.is_some())
+    }
+
+    /// Waits until every live node names the same leader (one of them), and returns it.
+    fn agreed_leader(&self) -> Option<(u64, u64)> {
+        let mut found = None;
+        wait_until(WAIT, || {
+            let views: Vec<_> = self.live().map(|n| n.quorum.as_ref().unwrap().leader()).collect();
+            let first = views[0];
+            let ok = first.is_some_and(|(l, _)| self.live().any(|n| n.id == l)) && views.iter().all(|v| *v == first);
+            if ok {
+                found = first;
+            }
+            ok
+        });
+        found
+    }
+
+    fn propose(&self, id: u64, text: &str) -> Result<u64, QuorumError> {
+        let n = self.node(id);
+        let q = n.quorum.as_ref().unwrap();
+        n.rt.as_ref().unwrap().block_on(q.propose(vec![Bytes::from(text.to_string()), Bytes::from_static(b"r2")]))
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for n in &mut self.nodes {
+            n.quorum = None;
+            if let Some(rt) = n.rt.take() {
+                rt.shutdown_background();
+            }
+        }
+    }
+}
+
+fn expected(committed: &[(u64, String)]) -> Vec<(u64, String)> {
+    committed.iter().map(|(i, t)| (*i, format!("{t}|r2"))).collect()
+}
+
+#[test]
+fn three_voters_elect_commit_fail_over_and_catch_up() {
+    let mut c = Cluster::new(3, 10_000);
+    let (leader, term) = c.agreed_leader().expect("a leader is elected");
+    assert!(c.node(leader).quorum.as_ref().unwrap().is_leader());
+
+    // A follower refuses with the leader's id.
+    let follower = c.voters.keys().copied().find(|id| *id != leader).unwrap();
+    match c.propose(follower, "nope") {
+        Err(QuorumError::NotLeader { leader: l }) => assert_eq!(l, Some(leader)),
+        other => panic!("expected NotLeader, got {other:?}"),
+    }
+
+    let mut committed = Vec::new();
+    for i in 0..20 {
+        let text = format!("a{i}");
+        let index = c.propose(leader, &text).unwrap();
+        committed.push((index, text));
+    }
+    assert!(committed.windows(2).all(|w| w[0].0 < w[1].0));
+    let want = expected(&committed);
+    assert!(wait_until(WAIT, || c.live().all(|n| n.sm.texts() == want)), "all nodes apply the 20 batches");
+    let leader_q = c.node(leader).quorum.clone().unwrap();
+    let last = committed.last().unwrap().0;
+    assert!(leader_q.committed_index() >= Some(last));
+    // The leader's view of the quorum: everyone has the last entry, and was heard from.
+    assert!(wait_until(WAIT, || {
+        let s = leader_q.status();
+        s.leader_id == Some(leader)
+            && s.term == term
+            && s.voters.len() == 3
+            && s.voters.iter().all(|v| v.last_index >= Some(last) && v.last_contact_unix_ms.is_some())
+    }));
+    drop(leader_q);
+
+    // Bad bytes on the Raft port close that connection, and nothing else.
+    let addr = c.node(follower).addr;
+    for junk in [&b"GET / HTTP/1.1\r\n\r\n"[..], &[0xff, 0xff, 0xff, 0x01, 0x7f, 0xff, 0xff, 0xff, 1, 2][..], &[
+        0xff, 0xff, 0xff, 0x01, 0, 0, 0, 3, b'{', b'x', b'}',
+    ][..]] {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(WAIT)).unwrap();
+        s.write_all(junk).unwrap();
+        let mut buf = [0u8; 16];
+        assert_eq!(s.read(&mut buf).unwrap_or(0), 0, "connection closed");
+    }
+    let _ = RAFT_PREAMBLE;
+
+    // Crash the leader.
+    c.kill(leader);
+    let killed_at = Instant::now();
+    let (new_leader, new_term) = c.agreed_leader().expect("a new leader is elected");
+    let failover = killed_at.elapsed();
+    assert_ne!(new_leader, leader);
+    assert!(new_term > term);
+    assert!(failover < Duration::from_secs(5), "failover took {failover:?}");
+
+    for i in 0..10 {
+        let text = format!("b{i}");
+        let index = c.propose(new_leader, &text).unwrap();
+        committed.push((index, text));
+    }
+    let want = expected(&committed);
+    assert!(wait_until(WAIT, || c.live().all(|n| n.sm.texts() == want)), "no committed entry lost");
+
+    // The old leader comes back with its log and catches up.
+    c.restart(leader);
+    assert!(
+        wait_until(WAIT, || c.node(leader).sm.texts() == want),
+        "restarted node catches up: {:?}",
+        c.node(leader).sm.texts()
+    );
+    let index = c.propose(new_leader, "c0").unwrap();
+    committed.push((index, "c0".into()));
+    let want = expected(&committed);
+    assert!(wait_until(WAIT, || c.live().all(|n| n.sm.texts() == want)));
+    for n in c.live() {
+        assert!(n.sm.errors().is_empty(), "node {}: {:?}", n.id, n.sm.errors());
+    }
+}
+
+#[test]
+fn all_voters_restart_from_snapshot_and_log() {
+    let mut c = Cluster::new(3, 10);
+    let (leader, _) = c.agreed_leader().expect("a leader is elected");
+    let mut committed = Vec::new();
+    for i in 0..35 {
+        let text = format!("s{i}");
+        committed.push((c.propose(leader, &text).unwrap(), text));
+    }
+    let want = expected(&committed);
+    assert!(wait_until(WAIT, || c.live().all(|n| n.sm.texts() == want)));
+    // Snapshots were taken and the log below them purged, on every node.
+    assert!(wait_until(WAIT, || c.nodes.iter().all(|n| {
+        let names: Vec<String> =
+            std::fs::read_dir(&n.dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.iter().any(|f| f.starts_with("snapshot-"))
+            && names.iter().any(|f| f == "purged.json")
+            && !names.iter().any(|f| f == "log-00000000000000000000.seg")
+    })));
+    let before: Vec<_> = c.nodes.iter().map(|n| n.sm.state()).collect();
+
+    // A graceful stop of one node, a crash of the two others.
+    let ids: Vec<u64> = c.voters.keys().copied().collect();
+    {
+        let n = c.node(ids[0]);
+        n.rt.as_ref().unwrap().block_on(n.quorum.as_ref().unwrap().shutdown()).unwrap();
+    }
+    for id in &ids {
+        c.kill(*id);
+    }
+    for id in &ids {
+        c.restart(*id);
+    }
+    // Each node loaded its snapshot before anything else.
+    for n in &c.nodes {
+        assert!(n.sm.installed.lock().unwrap().first().is_some_and(|i| *i >= 10), "node {} loaded a snapshot", n.id);
+    }
+    let (leader, _) = c.agreed_leader().expect("a leader after the restart");
+    assert!(wait_until(WAIT, || c.nodes.iter().all(|n| n.sm.texts() == want)), "the same state after the restart");
+    for (n, b) in c.nodes.iter().zip(&before) {
+        let now = n.sm.state();
+        assert_eq!(now.batches, b.batches, "node {}", n.id);
+        assert!(now.last >= b.last);
+        assert!(n.sm.errors().is_empty(), "node {}: {:?}", n.id, n.sm.errors());
+    }
+    let index = c.propose(leader, "after").unwrap();
+    assert!(index > committed.last().unwrap().0);
+}
+
+#[test]
+fn a_follower_far_behind_gets_a_snapshot() {
+    let mut c = Cluster::new(3, 10);
+    let (leader, _) = c.agreed_leader().expect("a leader is elected");
+    let behind = c.voters.keys().copied().find(|id| *id != leader).unwrap();
+    c.kill(behind);
+    let mut committed = Vec::new();
+    for i in 0..40 {
+        let text = format!("f{i}");
+        committed.push((c.propose(leader, &text).unwrap(), text));
+    }
+    // The leader has purged what the stopped follower lacks.
+    let lq = c.node(leader).quorum.clone().unwrap();
+    assert!(wait_until(WAIT, || std::fs::read_dir(&c.node(leader).dir)
+        .unwrap()
+        .any(|e| e.unwrap().file_name() == "purged.json")));
+    drop(lq);
+    c.restart(behind);
+    let want = expected(&committed);
+    assert!(
+        wait_until(WAIT, || c.node(behind).sm.texts() == want),
+        "the follower catches up: {:?}",
+        c.node(behind).sm.texts()
+    );
+    assert!(!c.node(behind).sm.installed.lock().unwrap().is_empty(), "through a snapshot from the leader");
+    assert!(c.node(behind).sm.errors().is_empty(), "{:?}", c.node(behind).sm.errors());
+}
