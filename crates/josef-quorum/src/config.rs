@@ -77,10 +77,14 @@ impl QuorumConfig {
                 self.voters.keys().collect::<Vec<_>>()
             ));
         }
-        if self.election_timeout_ms == 0 || self.request_timeout_ms == 0 || self.propose_timeout_ms == 0 {
+        if self.election_timeout_ms == 0
+            || self.request_timeout_ms == 0
+            || self.propose_timeout_ms == 0
+        {
             return bad("timeouts must be positive".into());
         }
-        if self.heartbeat_interval_ms == 0 || self.heartbeat_interval_ms >= self.election_timeout_ms {
+        if self.heartbeat_interval_ms == 0 || self.heartbeat_interval_ms >= self.election_timeout_ms
+        {
             return bad(format!(
                 "heartbeat_interval_ms ({}) must be positive and below election_timeout_ms ({})",
                 self.heartbeat_interval_ms, self.election_timeout_ms
@@ -144,23 +148,33 @@ pub fn parse_voters(value: &str) -> Result<BTreeMap<u64, String>, VotersError> {
             if value.trim().is_empty() {
                 return Err(VotersError::Empty);
             }
-            return Err(VotersError::Malformed { entry: entry.to_string() });
+            return Err(VotersError::Malformed {
+                entry: entry.to_string(),
+            });
         }
         let (id, addr) = entry
             .split_once('@')
-            .ok_or_else(|| VotersError::Malformed { entry: entry.to_string() })?;
-        let id: u64 = id.trim().parse().map_err(|_| VotersError::BadId { entry: entry.to_string() })?;
+            .ok_or_else(|| VotersError::Malformed {
+                entry: entry.to_string(),
+            })?;
+        let id: u64 = id.trim().parse().map_err(|_| VotersError::BadId {
+            entry: entry.to_string(),
+        })?;
         let addr = addr.trim();
         let (host, port) = addr
             .rsplit_once(':')
-            .ok_or_else(|| VotersError::BadAddress { entry: entry.to_string() })?;
+            .ok_or_else(|| VotersError::BadAddress {
+                entry: entry.to_string(),
+            })?;
         let host_ok = if let Some(inner) = host.strip_prefix('[') {
             inner.strip_suffix(']').is_some_and(|h| !h.is_empty())
         } else {
             !host.is_empty() && !host.contains(':')
         };
         if !host_ok || port.parse::<u16>().is_err() {
-            return Err(VotersError::BadAddress { entry: entry.to_string() });
+            return Err(VotersError::BadAddress {
+                entry: entry.to_string(),
+            });
         }
         if voters.insert(id, addr.to_string()).is_some() {
             return Err(VotersError::DuplicateId { id });
@@ -188,15 +202,42 @@ mod tests {
     fn typed_errors() {
         assert_eq!(parse_voters(""), Err(VotersError::Empty));
         assert_eq!(parse_voters("  "), Err(VotersError::Empty));
-        assert!(matches!(parse_voters("1@a:1,,2@b:2"), Err(VotersError::Malformed { .. })));
-        assert!(matches!(parse_voters("127.0.0.1:9093"), Err(VotersError::Malformed { .. })));
-        assert!(matches!(parse_voters("x@h:1"), Err(VotersError::BadId { .. })));
-        assert!(matches!(parse_voters("-1@h:1"), Err(VotersError::BadId { .. })));
-        assert!(matches!(parse_voters("1@h"), Err(VotersError::BadAddress { .. })));
-        assert!(matches!(parse_voters("1@h:99999"), Err(VotersError::BadAddress { .. })));
-        assert!(matches!(parse_voters("1@:9"), Err(VotersError::BadAddress { .. })));
-        assert!(matches!(parse_voters("1@::1:9"), Err(VotersError::BadAddress { .. })));
-        assert_eq!(parse_voters("1@a:1,1@b:2"), Err(VotersError::DuplicateId { id: 1 }));
+        assert!(matches!(
+            parse_voters("1@a:1,,2@b:2"),
+            Err(VotersError::Malformed { .. })
+        ));
+        assert!(matches!(
+            parse_voters("127.0.0.1:9093"),
+            Err(VotersError::Malformed { .. })
+        ));
+        assert!(matches!(
+            parse_voters("x@h:1"),
+            Err(VotersError::BadId { .. })
+        ));
+        assert!(matches!(
+            parse_voters("-1@h:1"),
+            Err(VotersError::BadId { .. })
+        ));
+        assert!(matches!(
+            parse_voters("1@h"),
+            Err(VotersError::BadAddress { .. })
+        ));
+        assert!(matches!(
+            parse_voters("1@h:99999"),
+            Err(VotersError::BadAddress { .. })
+        ));
+        assert!(matches!(
+            parse_voters("1@:9"),
+            Err(VotersError::BadAddress { .. })
+        ));
+        assert!(matches!(
+            parse_voters("1@::1:9"),
+            Err(VotersError::BadAddress { .. })
+        ));
+        assert_eq!(
+            parse_voters("1@a:1,1@b:2"),
+            Err(VotersError::DuplicateId { id: 1 })
+        );
     }
 
     #[test]

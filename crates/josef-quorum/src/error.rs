@@ -40,6 +40,9 @@ pub enum QuorumError {
 
 impl QuorumError {
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        QuorumError::Io { context: context.into(), source }
+        QuorumError::Io {
+            context: context.into(),
+            source,
+        }
     }
 }

@@ -9,7 +9,11 @@ use std::path::Path;
 pub(crate) fn replace_file(path: &Path, data: &[u8], durable: bool) -> io::Result<()> {
     let tmp = path.with_extension("tmp");
     {
-        let mut f = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp)?;
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)?;
         f.write_all(data)?;
         if durable {
             f.sync_all()?;

@@ -176,9 +176,17 @@ impl MetadataQuorum {
     ) -> Result<MetadataQuorum, QuorumError> {
         config.validate()?;
         let progress = Arc::new(Progress::default());
-        let log = LogStore::open(&config.dir, config.fsync, config.segment_bytes, progress.clone())?;
+        let log = LogStore::open(
+            &config.dir,
+            config.fsync,
+            config.segment_bytes,
+            progress.clone(),
+        )?;
         let snapshot = load_latest_snapshot(&config.dir)?;
-        let snap_index = snapshot.as_ref().and_then(|(m, _)| m.last_log_id).map(|l| l.index);
+        let snap_index = snapshot
+            .as_ref()
+            .and_then(|(m, _)| m.last_log_id)
+            .map(|l| l.index);
         if let Some(p) = log.purged() {
             if snap_index.map_or(true, |s| s < p.index) {
                 return Err(QuorumError::Corrupt(format!(
@@ -191,11 +199,20 @@ impl MetadataQuorum {
         }
         if let Some((meta, data)) = &snapshot {
             let index = meta.last_log_id.map_or(0, |l| l.index);
-            tracing::info!("metadata quorum {}: loading the snapshot at {index}", config.node_id);
+            tracing::info!(
+                "metadata quorum {}: loading the snapshot at {index}",
+                config.node_id
+            );
             state_machine.install_snapshot(index, data);
         }
         let pristine = log.is_pristine() && snapshot.is_none();
-        let sm = SmStore::new(state_machine, config.dir.clone(), config.fsync, snapshot, progress.clone());
+        let sm = SmStore::new(
+            state_machine,
+            config.dir.clone(),
+            config.fsync,
+            snapshot,
+            progress.clone(),
+        );
 
         let raft_config = openraft::Config {
             cluster_name: "josef-metadata".into(),
@@ -225,8 +242,11 @@ impl MetadataQuorum {
             .map_err(|e| QuorumError::Stopped(e.to_string()))?;
 
         if pristine {
-            let members: BTreeMap<u64, BasicNode> =
-                config.voters.iter().map(|(id, addr)| (*id, BasicNode { addr: addr.clone() })).collect();
+            let members: BTreeMap<u64, BasicNode> = config
+                .voters
+                .iter()
+                .map(|(id, addr)| (*id, BasicNode { addr: addr.clone() }))
+                .collect();
             match raft.initialize(members).await {
                 Ok(()) => tracing::info!(
                     "metadata quorum {}: new log, voters {:?}",
@@ -235,7 +255,10 @@ impl MetadataQuorum {
                 ),
                 // Another voter's leader reached us first.
                 Err(RaftError::APIError(InitializeError::NotAllowed(e))) => {
-                    tracing::info!("metadata quorum {}: already initialized ({e})", config.node_id)
+                    tracing::info!(
+                        "metadata quorum {}: already initialized ({e})",
+                        config.node_id
+                    )
                 }
                 Err(e) => return Err(QuorumError::Stopped(format!("initialize: {e}"))),
             }
@@ -260,7 +283,15 @@ impl MetadataQuorum {
         });
         let (stop, _) = watch::channel(false);
         Ok(MetadataQuorum {
-            inner: Arc::new(Inner { raft, config, progress, contacts, leadership: rx, stop, runtime }),
+            inner: Arc::new(Inner {
+                raft,
+                config,
+                progress,
+                contacts,
+                leadership: rx,
+                stop,
+                runtime,
+            }),
         })
     }
 
@@ -280,7 +311,9 @@ impl MetadataQuorum {
             Err(_) => Err(QuorumError::Timeout { timeout_ms }),
             Ok(Ok(resp)) => Ok(resp.log_id.index),
             Ok(Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f)))) => {
-                Err(QuorumError::NotLeader { leader: f.leader_id })
+                Err(QuorumError::NotLeader {
+                    leader: f.leader_id,
+                })
             }
             Ok(Err(RaftError::APIError(ClientWriteError::ChangeMembershipError(e)))) => {
                 Err(QuorumError::Stopped(e.to_string()))
@@ -296,7 +329,8 @@ impl MetadataQuorum {
 
     /// Whether this node is the leader now.
     pub fn is_leader(&self) -> bool {
-        self.leader().is_some_and(|(l, _)| l == self.inner.config.node_id)
+        self.leader()
+            .is_some_and(|(l, _)| l == self.inner.config.node_id)
     }
 
     /// A receiver of [`leader`](Self::leader) that changes with every change of leader or term,
@@ -320,7 +354,12 @@ impl MetadataQuorum {
         let m = self.inner.raft.metrics().borrow().clone();
         let me = self.inner.config.node_id;
         let is_leader = m.current_leader == Some(me);
-        let contacts = self.inner.contacts.lock().map(|c| c.clone()).unwrap_or_default();
+        let contacts = self
+            .inner
+            .contacts
+            .lock()
+            .map(|c| c.clone())
+            .unwrap_or_default();
         let voters = self
             .inner
             .config
@@ -334,11 +373,18 @@ impl MetadataQuorum {
                         last_contact_unix_ms: is_leader.then(network::now_unix_ms),
                     }
                 } else {
-                    let replicated = m.replication.as_ref().and_then(|r| r.get(&id).copied().flatten());
+                    let replicated = m
+                        .replication
+                        .as_ref()
+                        .and_then(|r| r.get(&id).copied().flatten());
                     VoterStatus {
                         node_id: id,
                         last_index: replicated.map(|l| l.index),
-                        last_contact_unix_ms: if is_leader { contacts.get(&id).copied() } else { None },
+                        last_contact_unix_ms: if is_leader {
+                            contacts.get(&id).copied()
+                        } else {
+                            None
+                        },
                     }
                 }
             })
@@ -360,7 +406,9 @@ impl MetadataQuorum {
         let raft = self.inner.raft.clone();
         let stop = self.inner.stop.subscribe();
         let id = self.inner.config.node_id;
-        self.inner.runtime.spawn(network::serve(raft, id, stream, stop));
+        self.inner
+            .runtime
+            .spawn(network::serve(raft, id, stream, stop));
     }
 
     /// Binds a listener of its own at `addr` and serves Raft connections on it (each must start
@@ -368,17 +416,24 @@ impl MetadataQuorum {
     /// For tests and tools without a broker; the broker uses
     /// [`serve_connection`](Self::serve_connection).
     pub async fn bind_and_serve(&self, addr: &str) -> Result<SocketAddr, QuorumError> {
-        let listener =
-            std::net::TcpListener::bind(addr).map_err(|e| QuorumError::io(format!("bind {addr}"), e))?;
+        let listener = std::net::TcpListener::bind(addr)
+            .map_err(|e| QuorumError::io(format!("bind {addr}"), e))?;
         self.serve_listener(listener)
     }
 
     /// Serves Raft connections on a listener bound by the caller (as
     /// [`bind_and_serve`](Self::bind_and_serve) does), so a test can bind port 0 first and
     /// put the port into the voters. Returns the listener's address.
-    pub fn serve_listener(&self, listener: std::net::TcpListener) -> Result<SocketAddr, QuorumError> {
-        let local = listener.local_addr().map_err(|e| QuorumError::io("listener address", e))?;
-        listener.set_nonblocking(true).map_err(|e| QuorumError::io("listener non-blocking", e))?;
+    pub fn serve_listener(
+        &self,
+        listener: std::net::TcpListener,
+    ) -> Result<SocketAddr, QuorumError> {
+        let local = listener
+            .local_addr()
+            .map_err(|e| QuorumError::io("listener address", e))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| QuorumError::io("listener non-blocking", e))?;
         let this = self.clone();
         let mut stop = self.inner.stop.subscribe();
         let preamble_timeout = Duration::from_millis(self.inner.config.request_timeout_ms);
@@ -406,11 +461,16 @@ impl MetadataQuorum {
                 let this = this.clone();
                 this.inner.runtime.clone().spawn(async move {
                     let mut pre = [0u8; 4];
-                    match tokio::time::timeout(preamble_timeout, stream.read_exact(&mut pre)).await {
+                    match tokio::time::timeout(preamble_timeout, stream.read_exact(&mut pre)).await
+                    {
                         Ok(Ok(_)) if pre == RAFT_PREAMBLE => this.serve_connection(stream),
-                        Ok(Ok(_)) => tracing::warn!("raft listener {local}: {peer} sent no raft preamble; closing"),
+                        Ok(Ok(_)) => tracing::warn!(
+                            "raft listener {local}: {peer} sent no raft preamble; closing"
+                        ),
                         Ok(Err(e)) => tracing::debug!("raft listener {local}: {peer}: {e}"),
-                        Err(_) => tracing::warn!("raft listener {local}: {peer} sent no preamble in time; closing"),
+                        Err(_) => tracing::warn!(
+                            "raft listener {local}: {peer} sent no preamble in time; closing"
+                        ),
                     }
                 });
             }
@@ -422,7 +482,11 @@ impl MetadataQuorum {
     /// Everything acknowledged is already on disk.
     pub async fn shutdown(&self) -> Result<(), QuorumError> {
         let _ = self.inner.stop.send(true);
-        self.inner.raft.shutdown().await.map_err(|e| QuorumError::Stopped(format!("shutdown: {e}")))
+        self.inner
+            .raft
+            .shutdown()
+            .await
+            .map_err(|e| QuorumError::Stopped(format!("shutdown: {e}")))
     }
 }
 

@@ -38,7 +38,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use bytes::Bytes;
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
-use openraft::{CommittedLeaderId, EntryPayload, Membership, OptionalSend, RaftLogReader, StorageIOError};
+use openraft::{
+    CommittedLeaderId, EntryPayload, Membership, OptionalSend, RaftLogReader, StorageIOError,
+};
 
 use crate::error::QuorumError;
 use crate::files::{read_optional, replace_file, sync_dir, Reader};
@@ -60,16 +62,20 @@ pub(crate) struct Progress {
 
 impl Progress {
     pub(crate) fn committed(&self) -> Option<u64> {
-        self.committed_plus_one.load(Ordering::Acquire).checked_sub(1)
+        self.committed_plus_one
+            .load(Ordering::Acquire)
+            .checked_sub(1)
     }
     pub(crate) fn applied(&self) -> Option<u64> {
         self.applied_plus_one.load(Ordering::Acquire).checked_sub(1)
     }
     pub(crate) fn set_committed(&self, index: Option<u64>) {
-        self.committed_plus_one.store(index.map_or(0, |i| i + 1), Ordering::Release);
+        self.committed_plus_one
+            .store(index.map_or(0, |i| i + 1), Ordering::Release);
     }
     pub(crate) fn set_applied(&self, index: Option<u64>) {
-        self.applied_plus_one.store(index.map_or(0, |i| i + 1), Ordering::Release);
+        self.applied_plus_one
+            .store(index.map_or(0, |i| i + 1), Ordering::Release);
     }
 }
 
@@ -137,7 +143,10 @@ pub(crate) fn decode_entry(body: &[u8]) -> Result<Entry, String> {
     if r.remaining() != 0 {
         return Err(format!("{} trailing bytes", r.remaining()));
     }
-    Ok(Entry { log_id: LogId::new(CommittedLeaderId::new(term, node), index), payload })
+    Ok(Entry {
+        log_id: LogId::new(CommittedLeaderId::new(term, node), index),
+        payload,
+    })
 }
 
 /// Frames a record body: length, CRC32C, body.
@@ -152,7 +161,10 @@ fn segment_name(first: u64) -> String {
 }
 
 fn parse_segment_name(name: &str) -> Option<u64> {
-    name.strip_prefix("log-")?.strip_suffix(".seg")?.parse().ok()
+    name.strip_prefix("log-")?
+        .strip_suffix(".seg")?
+        .parse()
+        .ok()
 }
 
 #[derive(Debug)]
@@ -182,11 +194,16 @@ struct Inner {
 
 impl Inner {
     fn last_log_id(&self) -> Option<LogId> {
-        self.entries.values().next_back().map(|e| e.log_id).or(self.purged)
+        self.entries
+            .values()
+            .next_back()
+            .map(|e| e.log_id)
+            .or(self.purged)
     }
 
     fn open(dir: &Path, fsync: bool, segment_bytes: u64) -> Result<Inner, QuorumError> {
-        fs::create_dir_all(dir).map_err(|e| QuorumError::io(format!("create {}", dir.display()), e))?;
+        fs::create_dir_all(dir)
+            .map_err(|e| QuorumError::io(format!("create {}", dir.display()), e))?;
         let vote: Option<Vote> = read_json(&dir.join("vote.json"))?;
         let purged: Option<LogId> = read_json(&dir.join("purged.json"))?;
         let committed: Option<LogId> = match read_json(&dir.join("committed.json")) {
@@ -197,7 +214,8 @@ impl Inner {
             }
         };
         let mut names = Vec::new();
-        let rd = fs::read_dir(dir).map_err(|e| QuorumError::io(format!("list {}", dir.display()), e))?;
+        let rd =
+            fs::read_dir(dir).map_err(|e| QuorumError::io(format!("list {}", dir.display()), e))?;
         for ent in rd {
             let ent = ent.map_err(|e| QuorumError::io(format!("list {}", dir.display()), e))?;
             let name = ent.file_name().to_string_lossy().into_owned();
@@ -225,11 +243,16 @@ impl Inner {
         for first in names {
             let path = dir.join(segment_name(first));
             if broken {
-                tracing::warn!("metadata log: deleting {} after a damaged segment", path.display());
-                fs::remove_file(&path).map_err(|e| QuorumError::io(format!("delete {}", path.display()), e))?;
+                tracing::warn!(
+                    "metadata log: deleting {} after a damaged segment",
+                    path.display()
+                );
+                fs::remove_file(&path)
+                    .map_err(|e| QuorumError::io(format!("delete {}", path.display()), e))?;
                 continue;
             }
-            let data = fs::read(&path).map_err(|e| QuorumError::io(format!("read {}", path.display()), e))?;
+            let data = fs::read(&path)
+                .map_err(|e| QuorumError::io(format!("read {}", path.display()), e))?;
             let mut pos = 0usize;
             while pos < data.len() {
                 match read_record(&data[pos..]) {
@@ -268,7 +291,13 @@ impl Inner {
             if broken {
                 truncate_file(&path, pos as u64, fsync)?;
             }
-            inner.segments.insert(first, Segment { path, len: pos as u64 });
+            inner.segments.insert(
+                first,
+                Segment {
+                    path,
+                    len: pos as u64,
+                },
+            );
         }
         // Append to the last segment.
         if let Some((&first, seg)) = inner.segments.iter().next_back() {
@@ -312,7 +341,11 @@ impl Inner {
     }
 
     /// Writes `buf` to the active segment (fsync if asked), then records the entries in memory.
-    fn flush_pending(&mut self, buf: &mut Vec<u8>, pending: &mut Vec<(u64, Entry)>) -> io::Result<()> {
+    fn flush_pending(
+        &mut self,
+        buf: &mut Vec<u8>,
+        pending: &mut Vec<(u64, Entry)>,
+    ) -> io::Result<()> {
         if buf.is_empty() {
             return Ok(());
         }
@@ -337,7 +370,11 @@ impl Inner {
 
     fn start_segment(&mut self, first: u64) -> io::Result<()> {
         let path = self.dir.join(segment_name(first));
-        let f = OpenOptions::new().create(true).write(true).truncate(true).open(&path)?;
+        let f = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(&path)?;
         drop(f);
         let f = OpenOptions::new().append(true).open(&path)?;
         if self.fsync {
@@ -354,7 +391,11 @@ impl Inner {
             // Nothing at or after `index` is stored (positions and entries hold the same keys).
             return Ok(());
         };
-        let later: Vec<u64> = self.segments.range(seg_first + 1..).map(|(k, _)| *k).collect();
+        let later: Vec<u64> = self
+            .segments
+            .range(seg_first + 1..)
+            .map(|(k, _)| *k)
+            .collect();
         for k in later {
             if let Some(seg) = self.segments.remove(&k) {
                 fs::remove_file(&seg.path)?;
@@ -363,7 +404,8 @@ impl Inner {
         let Some(seg) = self.segments.get_mut(&seg_first) else {
             return Err(io::Error::other("segment of a stored entry is missing"));
         };
-        truncate_file(&seg.path, offset, self.fsync).map_err(|e| io::Error::other(e.to_string()))?;
+        truncate_file(&seg.path, offset, self.fsync)
+            .map_err(|e| io::Error::other(e.to_string()))?;
         seg.len = offset;
         let f = OpenOptions::new().append(true).open(&seg.path)?;
         self.active = Some((seg_first, f));
@@ -419,7 +461,10 @@ fn read_record(data: &[u8]) -> Result<(Entry, usize), String> {
     }
     let len = len as usize;
     if r.remaining() < len {
-        return Err(format!("torn record: {len} bytes announced, {} present", r.remaining()));
+        return Err(format!(
+            "torn record: {len} bytes announced, {} present",
+            r.remaining()
+        ));
     }
     let body = r.take(len)?;
     if crc32c::crc32c(body) != crc {
@@ -433,9 +478,11 @@ fn truncate_file(path: &Path, len: u64, fsync: bool) -> Result<(), QuorumError> 
         .write(true)
         .open(path)
         .map_err(|e| QuorumError::io(format!("open {}", path.display()), e))?;
-    f.set_len(len).map_err(|e| QuorumError::io(format!("truncate {}", path.display()), e))?;
+    f.set_len(len)
+        .map_err(|e| QuorumError::io(format!("truncate {}", path.display()), e))?;
     if fsync {
-        f.sync_all().map_err(|e| QuorumError::io(format!("fsync {}", path.display()), e))?;
+        f.sync_all()
+            .map_err(|e| QuorumError::io(format!("fsync {}", path.display()), e))?;
     }
     Ok(())
 }
@@ -469,7 +516,10 @@ impl LogStore {
         progress: Arc<Progress>,
     ) -> Result<LogStore, QuorumError> {
         let inner = Inner::open(dir, fsync, segment_bytes)?;
-        Ok(LogStore { inner: Arc::new(Mutex::new(inner)), progress })
+        Ok(LogStore {
+            inner: Arc::new(Mutex::new(inner)),
+            progress,
+        })
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -511,7 +561,10 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn get_log_state(&mut self) -> Result<LogState<TypeConfig>, StorageError> {
         let g = self.lock();
-        Ok(LogState { last_purged_log_id: g.purged, last_log_id: g.last_log_id() })
+        Ok(LogState {
+            last_purged_log_id: g.purged,
+            last_log_id: g.last_log_id(),
+        })
     }
 
     async fn get_log_reader(&mut self) -> Self::LogReader {
@@ -520,9 +573,12 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn save_vote(&mut self, vote: &Vote) -> Result<(), StorageError> {
         let mut g = self.lock();
-        let data = serde_json::to_vec(vote).map_err(|e| StorageError::from(StorageIOError::write_vote(openraft::AnyError::new(&e))))?;
-        replace_file(&g.dir.join("vote.json"), &data, g.fsync)
-            .map_err(|e| StorageError::from(StorageIOError::write_vote(openraft::AnyError::new(&e))))?;
+        let data = serde_json::to_vec(vote).map_err(|e| {
+            StorageError::from(StorageIOError::write_vote(openraft::AnyError::new(&e)))
+        })?;
+        replace_file(&g.dir.join("vote.json"), &data, g.fsync).map_err(|e| {
+            StorageError::from(StorageIOError::write_vote(openraft::AnyError::new(&e)))
+        })?;
         g.vote = Some(*vote);
         Ok(())
     }
@@ -544,9 +600,15 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn read_committed(&mut self) -> Result<Option<LogId>, StorageError> {
         let g = self.lock();
-        let Some(c) = g.committed else { return Ok(None) };
+        let Some(c) = g.committed else {
+            return Ok(None);
+        };
         // Only trust it when the log still holds that entry (or purged past it).
-        let known = g.entries.get(&c.index).map(|e| e.log_id == c).unwrap_or(false)
+        let known = g
+            .entries
+            .get(&c.index)
+            .map(|e| e.log_id == c)
+            .unwrap_or(false)
             || g.purged.is_some_and(|p| p.index >= c.index);
         if known {
             self.progress.set_committed(Some(c.index));
@@ -557,7 +619,11 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         }
     }
 
-    async fn append<I>(&mut self, entries: I, callback: LogFlushed<TypeConfig>) -> Result<(), StorageError>
+    async fn append<I>(
+        &mut self,
+        entries: I,
+        callback: LogFlushed<TypeConfig>,
+    ) -> Result<(), StorageError>
     where
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
@@ -595,7 +661,9 @@ mod tests {
     fn entry(index: u64, term: u64, records: &[&[u8]]) -> Entry {
         Entry {
             log_id: LogId::new(CommittedLeaderId::new(term, 1), index),
-            payload: EntryPayload::Normal(Batch(records.iter().map(|r| Bytes::copy_from_slice(r)).collect())),
+            payload: EntryPayload::Normal(Batch(
+                records.iter().map(|r| Bytes::copy_from_slice(r)).collect(),
+            )),
         }
     }
 
@@ -614,12 +682,23 @@ mod tests {
     #[test]
     fn entry_codec_round_trip_and_garbage() {
         let mut nodes = BTreeMap::new();
-        nodes.insert(1u64, openraft::BasicNode { addr: "127.0.0.1:1".into() });
+        nodes.insert(
+            1u64,
+            openraft::BasicNode {
+                addr: "127.0.0.1:1".into(),
+            },
+        );
         let m = Membership::new(vec![[1u64].into_iter().collect()], nodes);
         for e in [
             entry(5, 2, &[b"a", b"", b"xyz"]),
-            Entry { log_id: LogId::new(CommittedLeaderId::new(3, 2), 6), payload: EntryPayload::Blank },
-            Entry { log_id: LogId::new(CommittedLeaderId::new(0, 0), 0), payload: EntryPayload::Membership(m) },
+            Entry {
+                log_id: LogId::new(CommittedLeaderId::new(3, 2), 6),
+                payload: EntryPayload::Blank,
+            },
+            Entry {
+                log_id: LogId::new(CommittedLeaderId::new(0, 0), 0),
+                payload: EntryPayload::Membership(m),
+            },
         ] {
             let body = encode_entry(&e);
             assert_eq!(decode_entry(&body).unwrap(), e);
@@ -639,7 +718,12 @@ mod tests {
     fn append_and_reopen() {
         let dir = tempfile::tempdir().unwrap();
         let store = open(dir.path(), 1 << 20);
-        append(&store, (0..10).map(|i| entry(i, 1, &[format!("r{i}").as_bytes()])).collect());
+        append(
+            &store,
+            (0..10)
+                .map(|i| entry(i, 1, &[format!("r{i}").as_bytes()]))
+                .collect(),
+        );
         drop(store);
         let store = open(dir.path(), 1 << 20);
         assert_eq!(indexes(&store), (0..10).collect::<Vec<_>>());
@@ -699,10 +783,16 @@ mod tests {
     fn truncate_and_purge_survive_restart() {
         let dir = tempfile::tempdir().unwrap();
         let store = open(dir.path(), 100);
-        append(&store, (0..20).map(|i| entry(i, 1, &[b"0123456789"])).collect());
+        append(
+            &store,
+            (0..20).map(|i| entry(i, 1, &[b"0123456789"])).collect(),
+        );
         store.lock().truncate(15).unwrap();
         append(&store, vec![entry(15, 2, &[b"x"]), entry(16, 2, &[b"y"])]);
-        store.lock().purge(LogId::new(CommittedLeaderId::new(1, 1), 9)).unwrap();
+        store
+            .lock()
+            .purge(LogId::new(CommittedLeaderId::new(1, 1), 9))
+            .unwrap();
         assert_eq!(indexes(&store), (10..17).collect::<Vec<_>>());
         drop(store);
         let store = open(dir.path(), 100);
@@ -710,7 +800,10 @@ mod tests {
         assert_eq!(store.entries().last().unwrap(), &entry(16, 2, &[b"y"]));
         assert_eq!(store.purged().unwrap().index, 9);
         // Purge past the end (a snapshot installed from the leader), then append after it.
-        store.lock().purge(LogId::new(CommittedLeaderId::new(2, 1), 100)).unwrap();
+        store
+            .lock()
+            .purge(LogId::new(CommittedLeaderId::new(2, 1), 100))
+            .unwrap();
         assert!(indexes(&store).is_empty());
         append(&store, vec![entry(101, 3, &[b"z"])]);
         drop(store);

@@ -14,13 +14,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use openraft::error::{
-    Fatal, InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, ReplicationClosed, StreamingError,
-    Timeout, Unreachable,
+    Fatal, InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, ReplicationClosed,
+    StreamingError, Timeout, Unreachable,
 };
 use openraft::network::{Backoff, RPCOption, RPCTypes, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
-    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse, SnapshotResponse,
-    VoteRequest, VoteResponse,
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    SnapshotResponse, VoteRequest, VoteResponse,
 };
 use openraft::{BasicNode, Raft};
 use serde::{Deserialize, Serialize};
@@ -46,7 +46,11 @@ pub(crate) struct WireRequest {
 pub(crate) enum Rpc {
     AppendEntries(AppendEntriesRequest<TypeConfig>),
     Vote(VoteRequest<u64>),
-    Snapshot { vote: Vote, meta: SnapshotMeta, data: B64 },
+    Snapshot {
+        vote: Vote,
+        meta: SnapshotMeta,
+        data: B64,
+    },
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -61,7 +65,12 @@ pub(crate) async fn write_frame<W: AsyncWrite + Unpin>(w: &mut W, body: &[u8]) -
     let len = u32::try_from(body.len())
         .ok()
         .filter(|l| *l <= MAX_FRAME_BYTES)
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("frame of {} bytes too large", body.len())))?;
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("frame of {} bytes too large", body.len()),
+            )
+        })?;
     w.write_all(&len.to_be_bytes()).await?;
     w.write_all(body).await?;
     w.flush().await
@@ -74,13 +83,20 @@ pub(crate) async fn read_frame<R: AsyncRead + Unpin>(r: &mut R) -> io::Result<Op
     while got < 4 {
         let n = r.read(&mut len[got..]).await?;
         if n == 0 {
-            return if got == 0 { Ok(None) } else { Err(io::ErrorKind::UnexpectedEof.into()) };
+            return if got == 0 {
+                Ok(None)
+            } else {
+                Err(io::ErrorKind::UnexpectedEof.into())
+            };
         }
         got += n;
     }
     let len = u32::from_be_bytes(len);
     if len > MAX_FRAME_BYTES {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("frame length {len} over {MAX_FRAME_BYTES}")));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("frame length {len} over {MAX_FRAME_BYTES}"),
+        ));
     }
     let mut body = Vec::with_capacity((len as usize).min(64 * 1024));
     let read = r.take(u64::from(len)).read_to_end(&mut body).await?;
@@ -94,7 +110,9 @@ pub(crate) async fn read_frame<R: AsyncRead + Unpin>(r: &mut R) -> io::Result<Op
 pub(crate) type Contacts = Arc<Mutex<BTreeMap<u64, i64>>>;
 
 pub(crate) fn now_unix_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// Makes a client per target; addresses come from the configured voters, else from the
@@ -112,7 +130,11 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = PeerClient;
 
     async fn new_client(&mut self, target: u64, node: &BasicNode) -> PeerClient {
-        let addr = self.voters.get(&target).cloned().unwrap_or_else(|| node.addr.clone());
+        let addr = self
+            .voters
+            .get(&target)
+            .cloned()
+            .unwrap_or_else(|| node.addr.clone());
         PeerClient {
             from: self.node_id,
             target,
@@ -125,7 +147,10 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     }
 }
 
-type Conn = (BufReader<tokio::net::tcp::OwnedReadHalf>, BufWriter<tokio::net::tcp::OwnedWriteHalf>);
+type Conn = (
+    BufReader<tokio::net::tcp::OwnedReadHalf>,
+    BufWriter<tokio::net::tcp::OwnedWriteHalf>,
+);
 
 /// One connection to one peer, opened on first use and again after any error.
 pub(crate) struct PeerClient {
@@ -149,11 +174,15 @@ enum CallError {
 impl PeerClient {
     async fn exchange(&mut self, req: &WireRequest) -> Result<WireResponse, CallError> {
         if self.conn.is_none() {
-            let stream = TcpStream::connect(&self.addr).await.map_err(CallError::Unreachable)?;
+            let stream = TcpStream::connect(&self.addr)
+                .await
+                .map_err(CallError::Unreachable)?;
             let _ = stream.set_nodelay(true);
             let (r, w) = stream.into_split();
             let mut w = BufWriter::new(w);
-            w.write_all(&RAFT_PREAMBLE).await.map_err(CallError::Unreachable)?;
+            w.write_all(&RAFT_PREAMBLE)
+                .await
+                .map_err(CallError::Unreachable)?;
             self.conn = Some((BufReader::new(r), w));
         }
         let Some((r, w)) = self.conn.as_mut() else {
@@ -165,11 +194,15 @@ impl PeerClient {
             .await
             .map_err(CallError::Network)?
             .ok_or_else(|| CallError::Network(io::ErrorKind::UnexpectedEof.into()))?;
-        serde_json::from_slice(&frame).map_err(|e| CallError::Network(io::Error::new(io::ErrorKind::InvalidData, e)))
+        serde_json::from_slice(&frame)
+            .map_err(|e| CallError::Network(io::Error::new(io::ErrorKind::InvalidData, e)))
     }
 
     async fn call(&mut self, rpc: Rpc, timeout: Duration) -> Result<WireResponse, CallError> {
-        let req = WireRequest { to: self.target, rpc };
+        let req = WireRequest {
+            to: self.target,
+            rpc,
+        };
         let res = match tokio::time::timeout(timeout, self.exchange(&req)).await {
             Ok(r) => r,
             Err(_) => Err(CallError::Timeout),
@@ -190,15 +223,21 @@ impl PeerClient {
         match e {
             CallError::Unreachable(e) => RPCError::Unreachable(Unreachable::new(&e)),
             CallError::Network(e) => RPCError::Network(NetworkError::new(&e)),
-            CallError::Timeout => {
-                RPCError::Timeout(Timeout { action, id: self.from, target: self.target, timeout })
-            }
+            CallError::Timeout => RPCError::Timeout(Timeout {
+                action,
+                id: self.from,
+                target: self.target,
+                timeout,
+            }),
         }
     }
 
     fn unexpected<E: std::error::Error>(&mut self) -> RPCError<u64, BasicNode, E> {
         self.conn = None;
-        RPCError::Network(NetworkError::new(&io::Error::new(io::ErrorKind::InvalidData, "mismatched response")))
+        RPCError::Network(NetworkError::new(&io::Error::new(
+            io::ErrorKind::InvalidData,
+            "mismatched response",
+        )))
     }
 
     fn timeout_for(&self, option: &RPCOption) -> Duration {
@@ -220,7 +259,9 @@ impl RaftNetwork<TypeConfig> for PeerClient {
                 }
                 Ok(resp)
             }
-            Ok(WireResponse::AppendEntries(Err(e))) => Err(RPCError::RemoteError(RemoteError::new(self.target, e))),
+            Ok(WireResponse::AppendEntries(Err(e))) => {
+                Err(RPCError::RemoteError(RemoteError::new(self.target, e)))
+            }
             Ok(_) => Err(self.unexpected()),
             Err(e) => Err(self.rpc_error(e, RPCTypes::AppendEntries, timeout)),
         }
@@ -230,9 +271,14 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         &mut self,
         _rpc: InstallSnapshotRequest<TypeConfig>,
         _option: RPCOption,
-    ) -> Result<InstallSnapshotResponse<u64>, RPCError<u64, BasicNode, RaftError<u64, InstallSnapshotError>>> {
+    ) -> Result<
+        InstallSnapshotResponse<u64>,
+        RPCError<u64, BasicNode, RaftError<u64, InstallSnapshotError>>,
+    > {
         // With `generic-snapshot-data` openraft sends snapshots through `full_snapshot` only.
-        Err(RPCError::Network(NetworkError::new(&io::Error::other("chunked snapshots are not used"))))
+        Err(RPCError::Network(NetworkError::new(&io::Error::other(
+            "chunked snapshots are not used",
+        ))))
     }
 
     async fn vote(
@@ -243,7 +289,9 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         let timeout = self.timeout_for(&option);
         match self.call(Rpc::Vote(rpc), timeout).await {
             Ok(WireResponse::Vote(Ok(resp))) => Ok(resp),
-            Ok(WireResponse::Vote(Err(e))) => Err(RPCError::RemoteError(RemoteError::new(self.target, e))),
+            Ok(WireResponse::Vote(Err(e))) => {
+                Err(RPCError::RemoteError(RemoteError::new(self.target, e)))
+            }
             Ok(_) => Err(self.unexpected()),
             Err(e) => Err(self.rpc_error(e, RPCTypes::Vote, timeout)),
         }
@@ -257,7 +305,11 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         option: RPCOption,
     ) -> Result<SnapshotResponse<u64>, StreamingError<TypeConfig, Fatal<u64>>> {
         let timeout = self.timeout_for(&option).max(self.request_timeout * 10);
-        let rpc = Rpc::Snapshot { vote, meta: snapshot.meta, data: B64(*snapshot.snapshot) };
+        let rpc = Rpc::Snapshot {
+            vote,
+            meta: snapshot.meta,
+            data: B64(*snapshot.snapshot),
+        };
         let res = tokio::select! {
             closed = cancel => {
                 self.conn = None;
@@ -267,12 +319,18 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         };
         match res {
             Ok(WireResponse::Snapshot(Ok(resp))) => Ok(resp),
-            Ok(WireResponse::Snapshot(Err(e))) => Err(StreamingError::RemoteError(RemoteError::new(self.target, e))),
+            Ok(WireResponse::Snapshot(Err(e))) => Err(StreamingError::RemoteError(
+                RemoteError::new(self.target, e),
+            )),
             Ok(_) => {
                 self.conn = None;
-                Err(StreamingError::Network(NetworkError::new(&io::Error::other("mismatched response"))))
+                Err(StreamingError::Network(NetworkError::new(
+                    &io::Error::other("mismatched response"),
+                )))
             }
-            Err(CallError::Unreachable(e)) => Err(StreamingError::Unreachable(Unreachable::new(&e))),
+            Err(CallError::Unreachable(e)) => {
+                Err(StreamingError::Unreachable(Unreachable::new(&e)))
+            }
             Err(CallError::Network(e)) => Err(StreamingError::Network(NetworkError::new(&e))),
             Err(CallError::Timeout) => Err(StreamingError::Timeout(Timeout {
                 action: RPCTypes::InstallSnapshot,
@@ -296,7 +354,10 @@ pub(crate) async fn serve(
     stream: TcpStream,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    let peer = stream.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "?".into());
+    let peer = stream
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| "?".into());
     let _ = stream.set_nodelay(true);
     let (r, w) = stream.into_split();
     let mut r = BufReader::new(r);
@@ -317,7 +378,9 @@ pub(crate) async fn serve(
         let req: WireRequest = match serde_json::from_slice(&frame) {
             Ok(r) => r,
             Err(e) => {
-                tracing::warn!("raft connection from {peer}: undecodable request ({e}); closing it");
+                tracing::warn!(
+                    "raft connection from {peer}: undecodable request ({e}); closing it"
+                );
                 return;
             }
         };
@@ -333,13 +396,22 @@ pub(crate) async fn serve(
             Rpc::AppendEntries(a) => WireResponse::AppendEntries(raft.append_entries(a).await),
             Rpc::Vote(v) => WireResponse::Vote(raft.vote(v).await),
             Rpc::Snapshot { vote, meta, data } => WireResponse::Snapshot(
-                raft.install_full_snapshot(vote, openraft::Snapshot { meta, snapshot: Box::new(data.0) }).await,
+                raft.install_full_snapshot(
+                    vote,
+                    openraft::Snapshot {
+                        meta,
+                        snapshot: Box::new(data.0),
+                    },
+                )
+                .await,
             ),
         };
         let body = match serde_json::to_vec(&resp) {
             Ok(b) => b,
             Err(e) => {
-                tracing::warn!("raft connection from {peer}: cannot encode a response ({e}); closing it");
+                tracing::warn!(
+                    "raft connection from {peer}: cannot encode a response ({e}); closing it"
+                );
                 return;
             }
         };
@@ -365,7 +437,10 @@ mod tests {
         assert!(read_frame(&mut r).await.unwrap().is_none());
         // A length over the bound is refused before any allocation.
         let mut r: &[u8] = &[0xff, 0xff, 0xff, 0xf0];
-        assert_eq!(read_frame(&mut r).await.unwrap_err().kind(), io::ErrorKind::InvalidData);
+        assert_eq!(
+            read_frame(&mut r).await.unwrap_err().kind(),
+            io::ErrorKind::InvalidData
+        );
         // Cut inside the header or the body.
         let mut r: &[u8] = &[0, 0];
         assert!(read_frame(&mut r).await.is_err());

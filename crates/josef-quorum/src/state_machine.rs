@@ -17,7 +17,9 @@ use openraft::{EntryPayload, OptionalSend, RaftSnapshotBuilder, StorageIOError};
 use crate::error::QuorumError;
 use crate::files::{replace_file, Reader};
 use crate::log_store::Progress;
-use crate::types::{Entry, LogId, Snapshot, SnapshotMeta, StorageError, StoredMembership, TypeConfig};
+use crate::types::{
+    Entry, LogId, Snapshot, SnapshotMeta, StorageError, StoredMembership, TypeConfig,
+};
 use crate::MetadataStateMachine;
 
 const MAGIC: &[u8; 8] = b"JQSNAP01";
@@ -27,7 +29,10 @@ fn snapshot_name(index: u64) -> String {
 }
 
 fn parse_snapshot_name(name: &str) -> Option<u64> {
-    name.strip_prefix("snapshot-")?.strip_suffix(".snap")?.parse().ok()
+    name.strip_prefix("snapshot-")?
+        .strip_suffix(".snap")?
+        .parse()
+        .ok()
 }
 
 /// Encodes a snapshot file.
@@ -60,17 +65,23 @@ pub(crate) fn decode_snapshot(file: &[u8]) -> Result<(SnapshotMeta, Vec<u8>), St
         return Err("not a snapshot file".into());
     }
     let meta_len = r.u32()? as usize;
-    let meta: SnapshotMeta = serde_json::from_slice(r.take(meta_len)?).map_err(|e| format!("snapshot meta: {e}"))?;
+    let meta: SnapshotMeta =
+        serde_json::from_slice(r.take(meta_len)?).map_err(|e| format!("snapshot meta: {e}"))?;
     let data_len = r.u64()?;
     if data_len != r.remaining() as u64 {
-        return Err(format!("snapshot data length {data_len}, {} bytes present", r.remaining()));
+        return Err(format!(
+            "snapshot data length {data_len}, {} bytes present",
+            r.remaining()
+        ));
     }
     let data = r.take(data_len as usize)?.to_vec();
     Ok((meta, data))
 }
 
 /// The newest snapshot under `dir` that reads back whole, if any.
-pub(crate) fn load_latest_snapshot(dir: &Path) -> Result<Option<(SnapshotMeta, Vec<u8>)>, QuorumError> {
+pub(crate) fn load_latest_snapshot(
+    dir: &Path,
+) -> Result<Option<(SnapshotMeta, Vec<u8>)>, QuorumError> {
     let mut found = Vec::new();
     let rd = match fs::read_dir(dir) {
         Ok(rd) => rd,
@@ -86,19 +97,32 @@ pub(crate) fn load_latest_snapshot(dir: &Path) -> Result<Option<(SnapshotMeta, V
     found.sort_unstable_by(|a, b| b.cmp(a));
     for index in found {
         let path = dir.join(snapshot_name(index));
-        let bytes = fs::read(&path).map_err(|e| QuorumError::io(format!("read {}", path.display()), e))?;
+        let bytes =
+            fs::read(&path).map_err(|e| QuorumError::io(format!("read {}", path.display()), e))?;
         match decode_snapshot(&bytes) {
             Ok(s) => return Ok(Some(s)),
-            Err(why) => tracing::warn!("metadata snapshot {} is damaged ({why}); trying an older one", path.display()),
+            Err(why) => tracing::warn!(
+                "metadata snapshot {} is damaged ({why}); trying an older one",
+                path.display()
+            ),
         }
     }
     Ok(None)
 }
 
 /// Writes a snapshot durably and deletes the older ones.
-fn write_snapshot(dir: &Path, meta: &SnapshotMeta, data: &[u8], fsync: bool) -> std::io::Result<()> {
+fn write_snapshot(
+    dir: &Path,
+    meta: &SnapshotMeta,
+    data: &[u8],
+    fsync: bool,
+) -> std::io::Result<()> {
     let index = meta.last_log_id.map_or(0, |l| l.index);
-    replace_file(&dir.join(snapshot_name(index)), &encode_snapshot(meta, data), fsync)?;
+    replace_file(
+        &dir.join(snapshot_name(index)),
+        &encode_snapshot(meta, data),
+        fsync,
+    )?;
     for ent in fs::read_dir(dir)? {
         let ent = ent?;
         if let Some(i) = parse_snapshot_name(&ent.file_name().to_string_lossy()) {
@@ -134,20 +158,37 @@ impl SmStore {
         progress: Arc<Progress>,
     ) -> SmStore {
         let (last_applied, membership, current) = match snapshot {
-            Some((meta, data)) => (meta.last_log_id, meta.last_membership.clone(), Some((meta, Arc::new(data)))),
+            Some((meta, data)) => (
+                meta.last_log_id,
+                meta.last_membership.clone(),
+                Some((meta, Arc::new(data))),
+            ),
             None => (None, StoredMembership::default(), None),
         };
         progress.set_applied(last_applied.map(|l| l.index));
-        SmStore { app, dir, fsync, last_applied, membership, current: Arc::new(Mutex::new(current)), progress }
+        SmStore {
+            app,
+            dir,
+            fsync,
+            last_applied,
+            membership,
+            current: Arc::new(Mutex::new(current)),
+            progress,
+        }
     }
 }
 
 fn sm_err(e: impl ToString) -> StorageError {
-    StorageError::from(StorageIOError::write_state_machine(openraft::AnyError::error(e.to_string())))
+    StorageError::from(StorageIOError::write_state_machine(
+        openraft::AnyError::error(e.to_string()),
+    ))
 }
 
 fn snap_err(e: impl ToString) -> StorageError {
-    StorageError::from(StorageIOError::write_snapshot(None, openraft::AnyError::error(e.to_string())))
+    StorageError::from(StorageIOError::write_snapshot(
+        None,
+        openraft::AnyError::error(e.to_string()),
+    ))
 }
 
 /// Builds a snapshot from what the caller returned when the builder was made.
@@ -164,8 +205,12 @@ impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
         write_snapshot(&self.dir, &meta, &data, self.fsync).map_err(snap_err)?;
         tracing::info!("metadata snapshot written at {:?}", meta.last_log_id);
         let data = Arc::new(data);
-        *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Some((meta.clone(), data.clone()));
-        Ok(Snapshot { meta, snapshot: Box::new((*data).clone()) })
+        *self.current.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((meta.clone(), data.clone()));
+        Ok(Snapshot {
+            meta,
+            snapshot: Box::new((*data).clone()),
+        })
     }
 }
 
@@ -186,7 +231,9 @@ impl RaftStateMachine<TypeConfig> for SmStore {
             let id = e.log_id;
             match &e.payload {
                 EntryPayload::Blank => self.app.apply(id.index, id.leader_id.term, &[]),
-                EntryPayload::Normal(batch) => self.app.apply(id.index, id.leader_id.term, &batch.0),
+                EntryPayload::Normal(batch) => {
+                    self.app.apply(id.index, id.leader_id.term, &batch.0)
+                }
                 EntryPayload::Membership(m) => {
                     self.membership = StoredMembership::new(Some(id), m.clone());
                     self.app.apply(id.index, id.leader_id.term, &[]);
@@ -220,14 +267,23 @@ impl RaftStateMachine<TypeConfig> for SmStore {
                  MetadataStateMachine::snapshot must return the state after the last apply"
             )),
         };
-        SnapshotBuilder { taken, dir: self.dir.clone(), fsync: self.fsync, current: self.current.clone() }
+        SnapshotBuilder {
+            taken,
+            dir: self.dir.clone(),
+            fsync: self.fsync,
+            current: self.current.clone(),
+        }
     }
 
     async fn begin_receiving_snapshot(&mut self) -> Result<Box<Vec<u8>>, StorageError> {
         Ok(Box::default())
     }
 
-    async fn install_snapshot(&mut self, meta: &SnapshotMeta, snapshot: Box<Vec<u8>>) -> Result<(), StorageError> {
+    async fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMeta,
+        snapshot: Box<Vec<u8>>,
+    ) -> Result<(), StorageError> {
         write_snapshot(&self.dir, meta, &snapshot, self.fsync).map_err(sm_err)?;
         let index = meta.last_log_id.map_or(0, |l| l.index);
         tracing::info!("installing metadata snapshot at {:?}", meta.last_log_id);
@@ -235,13 +291,17 @@ impl RaftStateMachine<TypeConfig> for SmStore {
         self.last_applied = meta.last_log_id;
         self.membership = meta.last_membership.clone();
         self.progress.set_applied(meta.last_log_id.map(|l| l.index));
-        *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Some((meta.clone(), Arc::new(*snapshot)));
+        *self.current.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((meta.clone(), Arc::new(*snapshot)));
         Ok(())
     }
 
     async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot>, StorageError> {
         let g = self.current.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(g.as_ref().map(|(meta, data)| Snapshot { meta: meta.clone(), snapshot: Box::new((**data).clone()) }))
+        Ok(g.as_ref().map(|(meta, data)| Snapshot {
+            meta: meta.clone(),
+            snapshot: Box::new((**data).clone()),
+        }))
     }
 }
 

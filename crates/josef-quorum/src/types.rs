@@ -31,7 +31,11 @@ pub(crate) struct Batch(pub Vec<Bytes>);
 
 impl Serialize for Batch {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let b64: Vec<String> = self.0.iter().map(|b| base64::engine::general_purpose::STANDARD.encode(b)).collect();
+        let b64: Vec<String> = self
+            .0
+            .iter()
+            .map(|b| base64::engine::general_purpose::STANDARD.encode(b))
+            .collect();
         b64.serialize(s)
     }
 }

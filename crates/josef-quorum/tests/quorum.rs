@@ -42,14 +42,33 @@ impl Cluster {
         for _ in 0..n {
             listeners.push(TcpListener::bind("127.0.0.1:0").unwrap());
         }
-        let voters: BTreeMap<u64, String> =
-            listeners.iter().enumerate().map(|(i, l)| (i as u64 + 1, l.local_addr().unwrap().to_string())).collect();
-        let mut cluster = Cluster { voters, nodes: Vec::new(), snapshot_every, _tmp: tmp };
+        let voters: BTreeMap<u64, String> = listeners
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (i as u64 + 1, l.local_addr().unwrap().to_string()))
+            .collect();
+        let mut cluster = Cluster {
+            voters,
+            nodes: Vec::new(),
+            snapshot_every,
+            _tmp: tmp,
+        };
         for (i, l) in listeners.into_iter().enumerate() {
             let id = i as u64 + 1;
-            let dir = cluster._tmp.path().join(format!("node{id}")).join("__cluster_metadata-0");
+            let dir = cluster
+                ._tmp
+                .path()
+                .join(format!("node{id}"))
+                .join("__cluster_metadata-0");
             let addr = l.local_addr().unwrap();
-            let mut node = Node { id, addr, dir, rt: None, quorum: None, sm: Arc::new(Recorder::default()) };
+            let mut node = Node {
+                id,
+                addr,
+                dir,
+                rt: None,
+                quorum: None,
+                sm: Arc::new(Recorder::default()),
+            };
             cluster.start(&mut node, Some(l));
             cluster.nodes.push(node);
         }
@@ -70,9 +89,15 @@ impl Cluster {
 
     /// Starts `node` on a fresh runtime with a fresh state machine (as a new process would).
     fn start(&self, node: &mut Node, listener: Option<TcpListener>) {
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
         node.sm = Arc::new(Recorder::default());
-        let q = rt.block_on(MetadataQuorum::start(self.config(node), node.sm.clone())).unwrap();
+        let q = rt
+            .block_on(MetadataQuorum::start(self.config(node), node.sm.clone()))
+            .unwrap();
         let listener = listener.unwrap_or_else(|| {
             // The port was freed when the crashed node's runtime went away.
             let mut bound = None;
@@ -101,7 +126,14 @@ impl Cluster {
         let addr = self.nodes[i].addr;
         let mut node = std::mem::replace(
             &mut self.nodes[i],
-            Node { id, addr, dir: PathBuf::new(), rt: None, quorum: None, sm: Arc::default() },
+            Node {
+                id,
+                addr,
+                dir: PathBuf::new(),
+                rt: None,
+                quorum: None,
+                sm: Arc::default(),
+            },
         );
         self.start(&mut node, None);
         self.nodes[i] = node;
@@ -123,9 +155,13 @@ impl Cluster {
     fn agreed_leader(&self) -> Option<(u64, u64)> {
         let mut found = None;
         wait_until(WAIT, || {
-            let views: Vec<_> = self.live().map(|n| n.quorum.as_ref().unwrap().leader()).collect();
+            let views: Vec<_> = self
+                .live()
+                .map(|n| n.quorum.as_ref().unwrap().leader())
+                .collect();
             let first = views[0];
-            let ok = first.is_some_and(|(l, _)| self.live().any(|n| n.id == l)) && views.iter().all(|v| *v == first);
+            let ok = first.is_some_and(|(l, _)| self.live().any(|n| n.id == l))
+                && views.iter().all(|v| *v == first);
             if ok {
                 found = first;
             }
@@ -137,7 +173,10 @@ impl Cluster {
     fn propose(&self, id: u64, text: &str) -> Result<u64, QuorumError> {
         let n = self.node(id);
         let q = n.quorum.as_ref().unwrap();
-        n.rt.as_ref().unwrap().block_on(q.propose(vec![Bytes::from(text.to_string()), Bytes::from_static(b"r2")]))
+        n.rt.as_ref().unwrap().block_on(q.propose(vec![
+            Bytes::from(text.to_string()),
+            Bytes::from_static(b"r2"),
+        ]))
     }
 }
 
@@ -153,7 +192,10 @@ impl Drop for Cluster {
 }
 
 fn expected(committed: &[(u64, String)]) -> Vec<(u64, String)> {
-    committed.iter().map(|(i, t)| (*i, format!("{t}|r2"))).collect()
+    committed
+        .iter()
+        .map(|(i, t)| (*i, format!("{t}|r2")))
+        .collect()
 }
 
 #[test]
@@ -177,7 +219,10 @@ fn three_voters_elect_commit_fail_over_and_catch_up() {
     }
     assert!(committed.windows(2).all(|w| w[0].0 < w[1].0));
     let want = expected(&committed);
-    assert!(wait_until(WAIT, || c.live().all(|n| n.sm.texts() == want)), "all nodes apply the 20 batches");
+    assert!(
+        wait_until(WAIT, || c.live().all(|n| n.sm.texts() == want)),
+        "all nodes apply the 20 batches"
+    );
     let leader_q = c.node(leader).quorum.clone().unwrap();
     let last = committed.last().unwrap().0;
     assert!(leader_q.committed_index() >= Some(last));
@@ -187,15 +232,19 @@ fn three_voters_elect_commit_fail_over_and_catch_up() {
         s.leader_id == Some(leader)
             && s.term == term
             && s.voters.len() == 3
-            && s.voters.iter().all(|v| v.last_index >= Some(last) && v.last_contact_unix_ms.is_some())
+            && s.voters
+                .iter()
+                .all(|v| v.last_index >= Some(last) && v.last_contact_unix_ms.is_some())
     }));
     drop(leader_q);
 
     // Bad bytes on the Raft port close that connection, and nothing else.
     let addr = c.node(follower).addr;
-    for junk in [&b"GET / HTTP/1.1\r\n\r\n"[..], &[0xff, 0xff, 0xff, 0x01, 0x7f, 0xff, 0xff, 0xff, 1, 2][..], &[
-        0xff, 0xff, 0xff, 0x01, 0, 0, 0, 3, b'{', b'x', b'}',
-    ][..]] {
+    for junk in [
+        &b"GET / HTTP/1.1\r\n\r\n"[..],
+        &[0xff, 0xff, 0xff, 0x01, 0x7f, 0xff, 0xff, 0xff, 1, 2][..],
+        &[0xff, 0xff, 0xff, 0x01, 0, 0, 0, 3, b'{', b'x', b'}'][..],
+    ] {
         let mut s = std::net::TcpStream::connect(addr).unwrap();
         s.set_read_timeout(Some(WAIT)).unwrap();
         s.write_all(junk).unwrap();
@@ -211,7 +260,10 @@ fn three_voters_elect_commit_fail_over_and_catch_up() {
     let failover = killed_at.elapsed();
     assert_ne!(new_leader, leader);
     assert!(new_term > term);
-    assert!(failover < Duration::from_secs(5), "failover took {failover:?}");
+    assert!(
+        failover < Duration::from_secs(5),
+        "failover took {failover:?}"
+    );
 
     for i in 0..10 {
         let text = format!("b{i}");
@@ -219,7 +271,10 @@ fn three_voters_elect_commit_fail_over_and_catch_up() {
         committed.push((index, text));
     }
     let want = expected(&committed);
-    assert!(wait_until(WAIT, || c.live().all(|n| n.sm.texts() == want)), "no committed entry lost");
+    assert!(
+        wait_until(WAIT, || c.live().all(|n| n.sm.texts() == want)),
+        "no committed entry lost"
+    );
 
     // The old leader comes back with its log and catches up.
     c.restart(leader);
@@ -233,7 +288,12 @@ fn three_voters_elect_commit_fail_over_and_catch_up() {
     let want = expected(&committed);
     assert!(wait_until(WAIT, || c.live().all(|n| n.sm.texts() == want)));
     for n in c.live() {
-        assert!(n.sm.errors().is_empty(), "node {}: {:?}", n.id, n.sm.errors());
+        assert!(
+            n.sm.errors().is_empty(),
+            "node {}: {:?}",
+            n.id,
+            n.sm.errors()
+        );
     }
 }
 
@@ -250,8 +310,10 @@ fn all_voters_restart_from_snapshot_and_log() {
     assert!(wait_until(WAIT, || c.live().all(|n| n.sm.texts() == want)));
     // Snapshots were taken and the log below them purged, on every node.
     assert!(wait_until(WAIT, || c.nodes.iter().all(|n| {
-        let names: Vec<String> =
-            std::fs::read_dir(&n.dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        let names: Vec<String> = std::fs::read_dir(&n.dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
         names.iter().any(|f| f.starts_with("snapshot-"))
             && names.iter().any(|f| f == "purged.json")
             && !names.iter().any(|f| f == "log-00000000000000000000.seg")
@@ -262,7 +324,10 @@ fn all_voters_restart_from_snapshot_and_log() {
     let ids: Vec<u64> = c.voters.keys().copied().collect();
     {
         let n = c.node(ids[0]);
-        n.rt.as_ref().unwrap().block_on(n.quorum.as_ref().unwrap().shutdown()).unwrap();
+        n.rt.as_ref()
+            .unwrap()
+            .block_on(n.quorum.as_ref().unwrap().shutdown())
+            .unwrap();
     }
     for id in &ids {
         c.kill(*id);
@@ -272,15 +337,31 @@ fn all_voters_restart_from_snapshot_and_log() {
     }
     // Each node loaded its snapshot before anything else.
     for n in &c.nodes {
-        assert!(n.sm.installed.lock().unwrap().first().is_some_and(|i| *i >= 10), "node {} loaded a snapshot", n.id);
+        assert!(
+            n.sm.installed
+                .lock()
+                .unwrap()
+                .first()
+                .is_some_and(|i| *i >= 10),
+            "node {} loaded a snapshot",
+            n.id
+        );
     }
     let (leader, _) = c.agreed_leader().expect("a leader after the restart");
-    assert!(wait_until(WAIT, || c.nodes.iter().all(|n| n.sm.texts() == want)), "the same state after the restart");
+    assert!(
+        wait_until(WAIT, || c.nodes.iter().all(|n| n.sm.texts() == want)),
+        "the same state after the restart"
+    );
     for (n, b) in c.nodes.iter().zip(&before) {
         let now = n.sm.state();
         assert_eq!(now.batches, b.batches, "node {}", n.id);
         assert!(now.last >= b.last);
-        assert!(n.sm.errors().is_empty(), "node {}: {:?}", n.id, n.sm.errors());
+        assert!(
+            n.sm.errors().is_empty(),
+            "node {}: {:?}",
+            n.id,
+            n.sm.errors()
+        );
     }
     let index = c.propose(leader, "after").unwrap();
     assert!(index > committed.last().unwrap().0);
@@ -310,6 +391,13 @@ fn a_follower_far_behind_gets_a_snapshot() {
         "the follower catches up: {:?}",
         c.node(behind).sm.texts()
     );
-    assert!(!c.node(behind).sm.installed.lock().unwrap().is_empty(), "through a snapshot from the leader");
-    assert!(c.node(behind).sm.errors().is_empty(), "{:?}", c.node(behind).sm.errors());
+    assert!(
+        !c.node(behind).sm.installed.lock().unwrap().is_empty(),
+        "through a snapshot from the leader"
+    );
+    assert!(
+        c.node(behind).sm.errors().is_empty(),
+        "{:?}",
+        c.node(behind).sm.errors()
+    );
 }

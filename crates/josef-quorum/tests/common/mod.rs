@@ -36,7 +36,15 @@ impl Recorder {
         self.state()
             .batches
             .iter()
-            .map(|(i, b)| (*i, b.iter().map(|r| String::from_utf8_lossy(r).into_owned()).collect::<Vec<_>>().join("|")))
+            .map(|(i, b)| {
+                (
+                    *i,
+                    b.iter()
+                        .map(|r| String::from_utf8_lossy(r).into_owned())
+                        .collect::<Vec<_>>()
+                        .join("|"),
+                )
+            })
             .collect()
     }
 }
@@ -46,11 +54,15 @@ impl MetadataStateMachine for Recorder {
         let mut s = self.state.lock().unwrap();
         let expected = s.last.map_or(0, |l| l + 1);
         if index != expected {
-            self.errors.lock().unwrap().push(format!("apply {index} after {:?}", s.last));
+            self.errors
+                .lock()
+                .unwrap()
+                .push(format!("apply {index} after {:?}", s.last));
         }
         s.last = Some(index);
         if !batch.is_empty() {
-            s.batches.push((index, batch.iter().map(|b| b.to_vec()).collect()));
+            s.batches
+                .push((index, batch.iter().map(|b| b.to_vec()).collect()));
         }
     }
 
@@ -63,12 +75,18 @@ impl MetadataStateMachine for Recorder {
         let state: State = match serde_json::from_slice(data) {
             Ok(s) => s,
             Err(e) => {
-                self.errors.lock().unwrap().push(format!("bad snapshot: {e}"));
+                self.errors
+                    .lock()
+                    .unwrap()
+                    .push(format!("bad snapshot: {e}"));
                 return;
             }
         };
         if state.last != Some(last_index) {
-            self.errors.lock().unwrap().push(format!("snapshot at {last_index} holds {:?}", state.last));
+            self.errors
+                .lock()
+                .unwrap()
+                .push(format!("snapshot at {last_index} holds {:?}", state.last));
         }
         *self.state.lock().unwrap() = state;
         self.installed.lock().unwrap().push(last_index);
