@@ -49,3 +49,8 @@ pub use partition::{
     LeaderRecoveryState, PartitionRegistration, DIRECTORY_UNASSIGNED, NO_LEADER, NO_LEADER_CHANGE,
 };
 pub use record::{ClusterIdRecord, MetadataRecord, FRAME_VERSION};
+
+/// The README's example, run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
