@@ -317,7 +317,7 @@ class Cluster:
         return {i: nd.data_dir for i, nd in self.nodes.items()}
 
     # ---- lifecycle
-    def start(self, timeout=90.0, ready=True):
+    def start(self, timeout=60.0, ready=True):
         for nd in self.nodes.values():
             if not nd.running:
                 nd.launch()
@@ -335,8 +335,17 @@ class Cluster:
             return self
         ids = {i for i, nd in self.nodes.items() if nd.running and not nd.paused}
         for nd in want:
-            wait_until(lambda: self.brokers_seen(nd.id) >= ids, timeout=max(1.0, deadline - time.monotonic()),
-                       interval=0.2, what=f"node {nd.id}'s metadata listing brokers {sorted(ids)}")
+            seen = {}
+
+            def lists_all():
+                seen["brokers"] = self.brokers_seen(nd.id)
+                return seen["brokers"] >= ids
+
+            try:
+                wait_until(lists_all, timeout=max(1.0, deadline - time.monotonic()), interval=0.2,
+                           what=f"node {nd.id}'s metadata listing brokers {sorted(ids)}")
+            except AssertionError as e:
+                raise AssertionError(f"{e} (last seen: {sorted(seen.get('brokers', []))})") from None
         return self
 
     def close(self):
