@@ -147,7 +147,9 @@ macro_rules! metadata_records {
             fn decode_body(api_key: i16, version: i16, buf: &mut Bytes) -> Result<Self, DecodeError> {
                 Ok(match api_key {
                     $(k if k == $ty::API_KEY => MetadataRecord::$variant($ty::decode(buf, version)?),)*
-                    _ => MetadataRecord::ClusterId(ClusterIdRecord::decode_body(buf)?),
+                    ClusterIdRecord::API_KEY => MetadataRecord::ClusterId(ClusterIdRecord::decode_body(buf)?),
+                    // Unknown types are refused by the caller before the body is read.
+                    _ => return Err(DecodeError::UnsupportedVersion { message: "MetadataRecord", version }),
                 })
             }
         }
