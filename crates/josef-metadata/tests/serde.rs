@@ -212,3 +212,31 @@ fn encoding_at_a_missing_version_fails() {
         .encode_at(1, &mut buf)
         .is_err());
 }
+
+#[test]
+fn the_bytes_are_kafkas_metadata_record_serde() {
+    // TopicRecord v0: frame 1, type 2, version 0, compact string "ab", 16-byte uuid, no tagged fields.
+    let mut want = vec![1, 2, 0, 3, b'a', b'b'];
+    want.extend_from_slice(&[0; 15]);
+    want.push(7);
+    want.push(0);
+    let t = MetadataRecord::from(TopicRecord {
+        name: "ab".into(),
+        topic_id: Uuid::from_u128(7),
+        ..Default::default()
+    });
+    assert_eq!(t.encode().unwrap().to_vec(), want);
+
+    // PartitionChangeRecord v2 with only Leader (tag 1) set: partition id, topic id, then one tagged
+    // field (tag 1, size 4, int32).
+    let c = MetadataRecord::from(josef_protocol::metadata_records::PartitionChangeRecord {
+        partition_id: 1,
+        topic_id: Uuid::from_u128(7),
+        leader: 3,
+        ..Default::default()
+    });
+    let mut want = vec![1, 5, 2, 0, 0, 0, 1];
+    want.extend_from_slice(&[0; 15]);
+    want.extend_from_slice(&[7, 1, 1, 4, 0, 0, 0, 3]);
+    assert_eq!(c.encode().unwrap().to_vec(), want);
+}
