@@ -29,6 +29,9 @@ pub enum LogError {
     /// INVALID_RECORD).
     #[error("invalid records: {0}")]
     InvalidRecords(String),
+    /// A batch's CRC does not match its bytes (Kafka: CORRUPT_MESSAGE).
+    #[error("corrupt records: {0}")]
+    CorruptRecords(String),
     /// A batch is larger than `max.message.bytes` (Kafka: MESSAGE_TOO_LARGE).
     #[error("batch of {size} bytes exceeds max.message.bytes {max}")]
     RecordTooLarge {

@@ -484,7 +484,7 @@ impl Log {
                 });
             }
             if check_crc && !crc_is_valid(&records[pos..pos + size], &header) {
-                return Err(LogError::InvalidRecords(format!(
+                return Err(LogError::CorruptRecords(format!(
                     "CRC mismatch in batch at byte {pos}"
                 )));
             }
@@ -544,7 +544,12 @@ impl Log {
                 _ => return Err(LogError::InvalidRecords(format!("bad batch at byte {pos}"))),
             };
             let size = header.total_size();
-            if !crc_is_valid(&records[pos..pos + size], &header) || header.last_offset_delta < 0 {
+            if !crc_is_valid(&records[pos..pos + size], &header) {
+                return Err(LogError::CorruptRecords(format!(
+                    "CRC mismatch in batch at byte {pos}"
+                )));
+            }
+            if header.last_offset_delta < 0 {
                 return Err(LogError::InvalidRecords(format!(
                     "invalid batch at byte {pos}"
                 )));

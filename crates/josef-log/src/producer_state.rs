@@ -126,6 +126,44 @@ impl Log {
     }
 }
 
+impl Log {
+    /// Replays batches just appended as a follower ([`Log::append_as_follower`]'s records) into
+    /// the caller's producer-state table, as the leader's appends updated its own: producer
+    /// batches through `replay_batch`, markers through `replay_marker`, and the aborted
+    /// transactions they close indexed in `.txnindex` (Kafka's follower path keeps producer state,
+    /// transaction index and LSO the same as on the leader). Returns the number of batches
+    /// replayed. Bytes that are not whole batches stop the replay there (the append checked them).
+    pub fn replay_appended_batches(
+        &mut self,
+        records: &Bytes,
+        state: &mut impl ProducerStateReplay,
+    ) -> Result<usize, LogError> {
+        let limits = DecompressLimits::default();
+        let mut pos = 0usize;
+        let mut replayed = 0usize;
+        while pos < records.len() {
+            let crate::batch::Next::Batch(h) = crate::batch::next_batch(&records[pos..]) else {
+                break;
+            };
+            let size = h.total_size();
+            if h.has_producer_id() {
+                if h.is_control() {
+                    if let Some(marker) = marker_of(records.slice(pos..pos + size), &limits) {
+                        if let Some(t) = state.replay_marker(&h, marker) {
+                            self.append_aborted_txn(t)?;
+                        }
+                    }
+                } else {
+                    state.replay_batch(&h);
+                }
+                replayed += 1;
+            }
+            pos += size;
+        }
+        Ok(replayed)
+    }
+}
+
 /// The marker of a control batch; `None` for an empty one or one that is not a transaction marker.
 fn marker_of(bytes: Bytes, limits: &DecompressLimits) -> Option<EndTxnMarker> {
     RecordBatch::parse(bytes)

@@ -91,7 +91,7 @@ fn append_rejects_corrupt_partial_and_oversized_batches() {
     bad[last] ^= 1;
     assert!(matches!(
         log.append_as_leader(bad, 0, 1, TimestampType::CreateTime),
-        Err(LogError::InvalidRecords(_))
+        Err(LogError::CorruptRecords(_))
     ));
     let mut partial = batch(0, 1, &[(None, Some(b"v"))]);
     partial.truncate(partial.len() - 2);

@@ -143,3 +143,34 @@ fn an_aborted_transaction_missing_from_the_txnindex_is_indexed_again() {
     assert_eq!(r.reindexed_aborted_txns, 0);
     assert_eq!(log.collect_aborted_transactions(0, 100).len(), 1);
 }
+
+#[test]
+fn batches_appended_as_follower_are_replayed_and_aborts_indexed() {
+    let d = tempfile::tempdir().unwrap();
+    let mut log = Log::open(d.path().join("t-0"), LogConfig::default(), 0).unwrap();
+    let mut bytes = bytes::BytesMut::new();
+    bytes.extend_from_slice(
+        &TestBatch::new(0)
+            .producer(7, 0, 0)
+            .transactional()
+            .record(1, None, Some(b"a"))
+            .record(1, None, Some(b"b"))
+            .build(),
+    );
+    bytes.extend_from_slice(&TestBatch::new(2).record(1, None, Some(b"plain")).build());
+    bytes.extend_from_slice(
+        &TestBatch::new(3)
+            .producer(7, 0, -1)
+            .control_marker(2, false)
+            .build(),
+    );
+    let bytes = bytes.freeze();
+    log.append_as_follower(bytes.clone(), 5).unwrap();
+    let mut table = Table::default();
+    assert_eq!(log.replay_appended_batches(&bytes, &mut table).unwrap(), 2);
+    assert_eq!(table.replayed, vec![0, 3]);
+    assert_eq!(table.last_seq.get(&7), Some(&1));
+    let aborted = log.collect_aborted_transactions(0, 4);
+    assert_eq!(aborted.len(), 1);
+    assert_eq!((aborted[0].first_offset, aborted[0].last_offset), (0, 3));
+}

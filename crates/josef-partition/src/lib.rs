@@ -1,19 +1,43 @@
-//! One Kafka partition as a library (Kafka's `Partition`): the replication state of a leader and
-//! of a follower, with no I/O ([`replication`]).
+//! One Kafka partition as a library (Kafka's `Partition` over `UnifiedLog` and
+//! `ProducerStateManager`): a [`Partition`] holds a josef-log [`josef_log::Log`], a josef-sequencer
+//! producer-state table and the replication state ([`replication::ReplicationState`]) under one
+//! lock. It appends for clients (validate → append → commit, acks and `min.insync.replicas`),
+//! for the broker (coordinator records, transaction markers), serves reads for consumers and
+//! delayed fetches through one path, answers followers (diverging epoch, follower state, HW, ISR
+//! expansion) and, as a follower, appends the leader's batches byte for byte and truncates by
+//! leader epoch.
+//!
+//! The replication rules themselves are pure and deterministic ([`replication`]): the current
+//! time and the leader's LEO come in as arguments, proposals for the controller come out.
 //!
 //! ```
 //! use josef_partition::replication::ReplicationState;
-//! // A single replica: the HW follows the LEO.
-//! let mut r = ReplicationState::single_replica(1, 0, 0);
-//! assert_eq!(r.maybe_increment_high_watermark(5, 0), Some(5));
+//! // Broker 1 leads [1, 2]; the HW waits for broker 2.
+//! let mut r = ReplicationState::new(1, 0);
+//! r.make_leader(1, 1, &[1, 2], &[1, 2], 0, 0);
+//! assert_eq!(r.maybe_increment_high_watermark(5, 0), None);
+//! let out = r.update_follower_fetch_state(2, 5, 0, -1, 5, 1).unwrap();
+//! assert_eq!(out.high_watermark, Some(5));
 //! assert_eq!(r.check_enough_replicas_reach_offset(5, 2), Ok(true));
 //! ```
 #![deny(missing_docs)]
 
+pub mod error;
+pub mod partition;
 pub mod replication;
 
+pub use error::{log_error_code, PartitionError};
+pub use partition::{
+    batch_info, control_type_of, AppendListener, ClientBatch, FetchIsolation, FollowerAppend,
+    FollowerFetch, FollowerFetchResult, Partition, PartitionData, PartitionEvent, ProduceResult,
+    ReadParams, ReadResult,
+};
 pub use replication::{
     leader_diverging_epoch, truncation_offset, AlterPartitionOutcome, AlterPartitionProposal,
     CommittedPartitionState, EpochEndOffset, FollowerFetchOutcome, FollowerState, IsrState,
     LeadershipChange, ReplicaId, ReplicationState, Role, TruncationDecision,
 };
+
+/// Kafka's "no producer id" (−1), one name for the crates that meet here
+/// (josef-records' header constant).
+pub use josef_records::NO_PRODUCER_ID;

@@ -1,0 +1,1053 @@
+//! One partition replica: its log, its producer state and its replication state under one lock
+//! (Kafka's `Partition` over `UnifiedLog` and `ProducerStateManager`), with validate → append →
+//! commit for clients, marker and internal appends, the read path shared by fetches and delayed
+//! fetches, the leader's answer to follower fetches, and the follower's append and truncation.
+
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+use bytes::{Bytes, BytesMut};
+use josef_log::{
+    AbortedTxn, BatchHeader, Log, LogAppendInfo, LogConfig, LogError, ProducerStateRebuild,
+    ProducerStateReplay, TimestampType,
+};
+use josef_protocol::{ErrorCode, Uuid};
+use josef_sequencer::{
+    BatchInfo, ControlType, EndTxnMarker, ProducerStateConfig, ProducerStateTable, Validation,
+};
+use parking_lot::Mutex;
+
+use crate::error::PartitionError;
+use crate::replication::{
+    leader_diverging_epoch, truncation_offset, AlterPartitionOutcome, AlterPartitionProposal,
+    CommittedPartitionState, EpochEndOffset, LeadershipChange, ReplicaId, ReplicationState,
+    TruncationDecision, NO_EPOCH,
+};
+
+/// A client's batch to append: one the caller built or rewrote (up-converted, recompressed, its
+/// timestamp fixed), which the log may patch in place, or the request's own bytes, which the log
+/// writes from where they are with only the header copied.
+#[derive(Debug)]
+pub enum ClientBatch {
+    /// A buffer the log may rewrite.
+    Owned(BytesMut),
+    /// A slice of the request frame.
+    Shared(Bytes),
+}
+
+/// Everything of a partition that changes under its lock: the log, the producer state and the
+/// replication state are updated together, so validate → append → commit is atomic.
+pub struct PartitionData {
+    /// The log.
+    pub log: Log,
+    /// Producer ids, sequences and open transactions of this partition.
+    pub producers: ProducerStateTable,
+    /// Leader or follower state: ISR, follower LEOs, HW.
+    pub replication: ReplicationState,
+}
+
+impl PartitionData {
+    /// Last stable offset: the first offset of the oldest open transaction, else the HW.
+    pub fn last_stable_offset(&self) -> i64 {
+        self.producers.last_stable_offset(self.log.high_watermark())
+    }
+
+    /// Applies a new HW from the replication state to the log and the producer state.
+    fn apply_high_watermark(&mut self) -> i64 {
+        let hw = self
+            .log
+            .update_high_watermark(self.replication.high_watermark());
+        self.producers.on_high_watermark_updated(hw);
+        hw
+    }
+}
+
+/// What happened to a partition, told to its listener (outside the lock).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PartitionEvent {
+    /// Records were appended (wakes fetches, which on a leader's followers read to the LEO).
+    pub appended: bool,
+    /// The HW moved to this value (wakes delayed produces and consumer fetches).
+    pub high_watermark: Option<i64>,
+    /// The leadership changed (wakes everything parked here, to fail or re-check).
+    pub leadership_changed: bool,
+}
+
+/// What [`Partition::set_append_listener`] takes.
+pub type AppendListener = Arc<dyn Fn(&Partition, &PartitionEvent) + Send + Sync>;
+
+/// What a successful produce to one partition returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProduceResult {
+    /// Offset of the first appended (or originally appended, for a duplicate) record.
+    pub base_offset: i64,
+    /// Offset of the last appended record (acks=-1 waits for the HW to pass it).
+    pub last_offset: i64,
+    /// Broker time for LogAppendTime topics (or the cached time of a duplicate), else −1.
+    pub log_append_time: i64,
+    /// Log start offset after the append.
+    pub log_start_offset: i64,
+}
+
+/// Which offsets a read may return (Kafka's `FetchIsolation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FetchIsolation {
+    /// Up to the LEO (follower fetches).
+    LogEnd,
+    /// Up to the HW (read_uncommitted consumers).
+    HighWatermark,
+    /// Up to the LSO, with the aborted transactions (read_committed consumers).
+    TxnCommitted,
+}
+
+/// A read of one partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadParams {
+    /// Where to read from.
+    pub fetch_offset: i64,
+    /// The reader's view of the leader epoch ([`NO_EPOCH`] skips the check).
+    pub current_leader_epoch: i32,
+    /// At most this many bytes (the partition's share of the fetch).
+    pub max_bytes: i64,
+    /// The first batch comes whole even if larger (KIP-74).
+    pub min_one_message: bool,
+    /// Fetch v0–2: a first batch larger than `max_bytes` is read whole and cut at `max_bytes`
+    /// ([`ReadResult::cut_to`]), for old clients that see a partial message.
+    pub hard_limit: bool,
+    /// The read bound.
+    pub isolation: FetchIsolation,
+    /// Only the leader may answer (consumers); false lets a follower serve its own data.
+    pub require_leader: bool,
+}
+
+/// What [`Partition::read`] returned. Offsets are sampled under the lock, before the read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadResult {
+    /// The HW.
+    pub high_watermark: i64,
+    /// The LSO.
+    pub last_stable_offset: i64,
+    /// The log start offset.
+    pub log_start_offset: i64,
+    /// The LEO.
+    pub log_end_offset: i64,
+    /// Whole batches from the one holding the fetch offset.
+    pub records: Bytes,
+    /// Bytes of `records` the fetch counts: `records.len()`, or `cut_to` for a hard limit.
+    pub size: usize,
+    /// Fetch v0–2: where the caller must cut the records' converted form.
+    pub cut_to: Option<usize>,
+    /// The aborted transactions overlapping the read (TxnCommitted only: empty without records).
+    pub aborted_transactions: Option<Vec<AbortedTxn>>,
+}
+
+/// A follower's fetch of this partition, as the leader sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FollowerFetch {
+    /// The follower's broker id.
+    pub replica_id: ReplicaId,
+    /// Its broker epoch (Fetch v15+, else −1).
+    pub broker_epoch: i64,
+    /// Its LEO (where it reads from).
+    pub fetch_offset: i64,
+    /// Its log start offset.
+    pub log_start_offset: i64,
+    /// Its view of the leader epoch.
+    pub current_leader_epoch: i32,
+    /// Epoch of its last batch (Fetch v12+, else −1).
+    pub last_fetched_epoch: i32,
+    /// At most this many bytes.
+    pub max_bytes: i64,
+    /// The first batch comes whole.
+    pub min_one_message: bool,
+}
+
+/// The leader's answer to a follower fetch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FollowerFetchResult {
+    /// The data read to the LEO, with HW, LEO and log start sampled before the fetch applied.
+    pub read: ReadResult,
+    /// The follower diverged: no records, truncate by this (then fetch again).
+    pub diverging_epoch: Option<EpochEndOffset>,
+    /// An ISR expansion to send to the controller.
+    pub alter_partition: Option<AlterPartitionProposal>,
+}
+
+/// What a follower's append did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FollowerAppend {
+    /// First and last offsets appended, if anything was.
+    pub appended: Option<(i64, i64)>,
+    /// The follower's HW after the append.
+    pub high_watermark: i64,
+}
+
+/// One partition replica on this broker.
+///
+/// ```
+/// use josef_log::LogConfig;
+/// use josef_partition::{ClientBatch, Partition};
+/// use josef_protocol::Uuid;
+/// use josef_sequencer::ProducerStateConfig;
+/// let dir = tempfile::tempdir().unwrap();
+/// let p = Partition::open(&dir.path().join("t-0"), "t", 0, Uuid::ZERO,
+///     LogConfig::default(), ProducerStateConfig::default(), 0).unwrap();
+/// let batch = josef_log::testing::batch(0, 5, &[(None, Some(b"v"))]);
+/// let header = josef_log::BatchHeader::parse(&batch).unwrap();
+/// let r = p.append_from_client(ClientBatch::Owned(batch), &header, -1, 1, 5).unwrap();
+/// assert_eq!((r.base_offset, r.last_offset), (0, 0));
+/// // One replica: the HW moved with the append.
+/// assert_eq!(p.data.lock().log.high_watermark(), 1);
+/// ```
+pub struct Partition {
+    /// Topic name.
+    pub topic: String,
+    /// Partition index.
+    pub index: i32,
+    /// Topic id.
+    pub topic_id: Uuid,
+    /// The data, under one lock.
+    pub data: Mutex<PartitionData>,
+    /// Called after appends and HW moves, outside the partition lock.
+    on_event: OnceLock<AppendListener>,
+    /// What the producer-state rebuild at open did.
+    rebuild: ProducerStateRebuild,
+}
+
+/// The COMMIT/ABORT type of a control batch, read from its first record's key
+/// (version i16, type i16). Control batches are never compressed; bad bytes give `None`.
+pub fn control_type_of(batch: &[u8]) -> Option<ControlType> {
+    const HEADER: usize = 61;
+    let mut pos = HEADER;
+    let _len = read_varint(batch, &mut pos)?;
+    pos += 1; // attributes
+    let _ts = read_varint(batch, &mut pos)?;
+    let _od = read_varint(batch, &mut pos)?;
+    let key_len = read_varint(batch, &mut pos)?;
+    if key_len < 4 {
+        return None;
+    }
+    let k = batch.get(pos..pos.checked_add(4)?)?;
+    ControlType::from_id(i16::from_be_bytes([k[2], k[3]]))
+}
+
+/// Reads a zigzag varint (records use signed varints).
+fn read_varint(buf: &[u8], pos: &mut usize) -> Option<i64> {
+    let mut value: u64 = 0;
+    let mut shift = 0;
+    loop {
+        let b = *buf.get(*pos)?;
+        *pos += 1;
+        value |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            break;
+        }
+        shift += 7;
+        if shift > 63 {
+            return None;
+        }
+    }
+    Some(((value >> 1) as i64) ^ -((value & 1) as i64))
+}
+
+/// The sequencer's view of a batch header.
+pub fn batch_info(h: &BatchHeader) -> BatchInfo {
+    let mut b = if h.is_transactional() {
+        BatchInfo::transactional(
+            h.producer_id,
+            h.producer_epoch,
+            h.base_sequence,
+            h.record_count.max(1),
+        )
+    } else {
+        BatchInfo::idempotent(
+            h.producer_id,
+            h.producer_epoch,
+            h.base_sequence,
+            h.record_count.max(1),
+        )
+    };
+    b.is_control = h.is_control();
+    b
+}
+
+/// josef-log's producer-state replay over josef-sequencer's table (the two crates do not know
+/// each other: the partition composes them).
+struct TableReplay<'a> {
+    table: &'a mut ProducerStateTable,
+    config: ProducerStateConfig,
+    now_ms: i64,
+}
+
+impl ProducerStateReplay for TableReplay<'_> {
+    fn load_snapshot(&mut self, offset: i64, bytes: &[u8]) -> Result<(), String> {
+        let t = ProducerStateTable::from_snapshot(self.config, bytes, offset, self.now_ms)
+            .map_err(|e| e.to_string())?;
+        *self.table = t;
+        Ok(())
+    }
+
+    fn replay_batch(&mut self, h: &BatchHeader) {
+        self.table.replay(&batch_info(h).with_offsets(
+            h.base_offset,
+            h.last_offset(),
+            h.max_timestamp,
+        ));
+    }
+
+    fn replay_marker(
+        &mut self,
+        h: &BatchHeader,
+        marker: josef_records::EndTxnMarker,
+    ) -> Option<AbortedTxn> {
+        let ct = match marker.control_type {
+            josef_records::ControlRecordType::Commit => ControlType::Commit,
+            josef_records::ControlRecordType::Abort => ControlType::Abort,
+        };
+        let m = EndTxnMarker::new(
+            h.producer_id,
+            h.producer_epoch,
+            ct,
+            marker.coordinator_epoch,
+        )
+        .at(h.base_offset, h.max_timestamp);
+        self.table
+            .replay_control(&m)
+            .filter(|c| c.is_aborted)
+            .map(|c| AbortedTxn {
+                producer_id: c.producer_id,
+                first_offset: c.first_offset,
+                last_offset: c.last_offset,
+                last_stable_offset: c.last_stable_offset,
+            })
+    }
+}
+
+/// Rebuilds `producers` from the log (newest snapshot, then the batches after it).
+fn rebuild_producers(
+    log: &mut Log,
+    producers: &mut ProducerStateTable,
+    now_ms: i64,
+) -> Result<ProducerStateRebuild, LogError> {
+    let config = *producers.config();
+    *producers = ProducerStateTable::new(config);
+    log.rebuild_producer_state(&mut TableReplay {
+        table: producers,
+        config,
+        now_ms,
+    })
+}
+
+impl Partition {
+    /// Opens (or creates) a single-replica partition led by this node (the single-node broker:
+    /// ISR = [self], leader epoch 0, so the HW follows the LEO) and rebuilds its producer state
+    /// (what the rebuild did is [`Partition::producer_state_rebuild`]).
+    pub fn open(
+        dir: &Path,
+        topic: &str,
+        index: i32,
+        topic_id: Uuid,
+        config: LogConfig,
+        producer_config: ProducerStateConfig,
+        now_ms: i64,
+    ) -> Result<Partition, LogError> {
+        let p = Self::open_replica(
+            dir,
+            topic,
+            index,
+            topic_id,
+            config,
+            producer_config,
+            0,
+            now_ms,
+        )?;
+        {
+            let mut d = p.data.lock();
+            let leo = d.log.log_end_offset();
+            d.replication = ReplicationState::single_replica(0, 0, leo);
+            d.apply_high_watermark();
+        }
+        Ok(p)
+    }
+
+    /// What rebuilding the producer state at open did (a bad snapshot is its `snapshot_error`;
+    /// the state was then rebuilt from the log).
+    pub fn producer_state_rebuild(&self) -> &ProducerStateRebuild {
+        &self.rebuild
+    }
+
+    /// Opens (or creates) a replica on broker `local_id` with no role yet: the HW is the log's
+    /// (recovered) HW until [`Partition::make_leader`] or [`Partition::make_follower`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn open_replica(
+        dir: &Path,
+        topic: &str,
+        index: i32,
+        topic_id: Uuid,
+        config: LogConfig,
+        producer_config: ProducerStateConfig,
+        local_id: ReplicaId,
+        now_ms: i64,
+    ) -> Result<Partition, LogError> {
+        let mut log = Log::open(dir, config, now_ms)?;
+        let mut producers = ProducerStateTable::new(producer_config);
+        let report = rebuild_producers(&mut log, &mut producers, now_ms)?;
+        let hw = log.high_watermark();
+        producers.on_high_watermark_updated(hw);
+        let replication = ReplicationState::new(local_id, hw);
+        Ok(Partition {
+            topic: topic.to_string(),
+            index,
+            topic_id,
+            data: Mutex::new(PartitionData {
+                log,
+                producers,
+                replication,
+            }),
+            on_event: OnceLock::new(),
+            rebuild: report,
+        })
+    }
+
+    /// Sets the function called after appends and HW moves (once; later calls are ignored).
+    pub fn set_append_listener(&self, listener: AppendListener) {
+        let _ = self.on_event.set(listener);
+    }
+
+    fn notify(&self, event: PartitionEvent) {
+        if event == PartitionEvent::default() {
+            return;
+        }
+        if let Some(listener) = self.on_event.get() {
+            listener(self, &event);
+        }
+    }
+
+    /// The current leader epoch.
+    pub fn leader_epoch(&self) -> i32 {
+        self.data.lock().replication.leader_epoch()
+    }
+
+    /// Appends a client's records (one v2 batch, validated by the caller) as the leader: the
+    /// `min.insync.replicas` check for acks = −1 (NOT_ENOUGH_REPLICAS, nothing written),
+    /// producer-state checks (a duplicate returns its original offsets), offset assignment, HW
+    /// advance, listener.
+    pub fn append_from_client(
+        &self,
+        records: ClientBatch,
+        header: &BatchHeader,
+        required_acks: i16,
+        min_insync_replicas: i32,
+        now_ms: i64,
+    ) -> Result<ProduceResult, PartitionError> {
+        let (result, hw) = {
+            let mut d = self.data.lock();
+            d.replication
+                .check_append(required_acks, min_insync_replicas)?;
+            let info = batch_info(header);
+            let plan = if info.has_producer_id() {
+                match d
+                    .producers
+                    .validate(&info)
+                    .map_err(|e| PartitionError::from(&e))?
+                {
+                    Validation::Duplicate {
+                        first_offset,
+                        last_offset,
+                        timestamp,
+                        ..
+                    } => {
+                        let lat = if d.log.config().message_timestamp_type
+                            == TimestampType::LogAppendTime
+                        {
+                            timestamp
+                        } else {
+                            -1
+                        };
+                        return Ok(ProduceResult {
+                            base_offset: first_offset,
+                            last_offset,
+                            log_append_time: lat,
+                            log_start_offset: d.log.log_start_offset(),
+                        });
+                    }
+                    Validation::Append(plan) => Some(plan),
+                }
+            } else {
+                None
+            };
+            let append = Self::append_locked(&mut d, records, now_ms)?;
+            if let Some(plan) = plan {
+                d.producers.commit(plan.with_offsets(
+                    append.first_offset,
+                    append.last_offset,
+                    append.max_timestamp,
+                ));
+            }
+            let hw = Self::advance_leader_hw(&mut d, now_ms);
+            (
+                ProduceResult {
+                    base_offset: append.first_offset,
+                    last_offset: append.last_offset,
+                    log_append_time: append.log_append_time,
+                    log_start_offset: append.log_start_offset,
+                },
+                hw,
+            )
+        };
+        self.notify(PartitionEvent {
+            appended: true,
+            high_watermark: hw,
+            leadership_changed: false,
+        });
+        Ok(result)
+    }
+
+    /// Moves the leader's HW after an append (one replica: to the LEO) and applies it.
+    fn advance_leader_hw(d: &mut PartitionData, now_ms: i64) -> Option<i64> {
+        let leo = d.log.log_end_offset();
+        let moved = d.replication.maybe_increment_high_watermark(leo, now_ms);
+        d.apply_high_watermark();
+        moved
+    }
+
+    fn append_locked(
+        d: &mut PartitionData,
+        records: ClientBatch,
+        now_ms: i64,
+    ) -> Result<LogAppendInfo, PartitionError> {
+        if !d.replication.is_leader() {
+            return Err(PartitionError::new(ErrorCode::NotLeaderOrFollower));
+        }
+        let leader_epoch = d.replication.leader_epoch().max(0);
+        let ts_type = d.log.config().message_timestamp_type;
+        // Client batches had their CRC checked by `josef_records::validate` and the broker's own
+        // batches are built with theirs: the log need not compute it again.
+        Ok(match records {
+            ClientBatch::Owned(records) => {
+                d.log
+                    .append_as_leader_crc_checked(records, leader_epoch, now_ms, ts_type)
+            }
+            ClientBatch::Shared(records) => {
+                d.log
+                    .append_as_leader_shared(records, leader_epoch, now_ms, ts_type)
+            }
+        }?)
+    }
+
+    /// Appends records written by the broker itself (coordinator records), without producer
+    /// checks; a batch with a producer id is replayed into the producer state.
+    pub fn append_internal(
+        &self,
+        records: BytesMut,
+        now_ms: i64,
+    ) -> Result<LogAppendInfo, PartitionError> {
+        let (hw, info) = {
+            let mut d = self.data.lock();
+            let info = Self::append_locked(&mut d, ClientBatch::Owned(records), now_ms)?;
+            if let Ok(h) = BatchHeader::parse(&info.records) {
+                if h.has_producer_id() && !h.is_control() {
+                    d.producers.replay(&batch_info(&h).with_offsets(
+                        info.first_offset,
+                        info.last_offset,
+                        info.max_timestamp,
+                    ));
+                }
+            }
+            (Self::advance_leader_hw(&mut d, now_ms), info)
+        };
+        self.notify(PartitionEvent {
+            appended: true,
+            high_watermark: hw,
+            leadership_changed: false,
+        });
+        Ok(info)
+    }
+
+    /// Appends a COMMIT/ABORT marker batch (built by the caller) for `marker`: the sequencer
+    /// validates it, an abort goes to the `.txnindex`, the LSO moves.
+    pub fn append_marker(
+        &self,
+        batch: BytesMut,
+        marker: EndTxnMarker,
+        now_ms: i64,
+    ) -> Result<(), PartitionError> {
+        let hw = {
+            let mut d = self.data.lock();
+            let plan = d
+                .producers
+                .validate_marker(&marker)
+                .map_err(|e| PartitionError::from(&e))?;
+            let info = Self::append_locked(&mut d, ClientBatch::Owned(batch), now_ms)?;
+            let completed = d
+                .producers
+                .commit_marker(plan.with_offset(info.first_offset, info.max_timestamp));
+            if let Some(c) = completed.filter(|c| c.is_aborted) {
+                d.log.append_aborted_txn(AbortedTxn {
+                    producer_id: c.producer_id,
+                    first_offset: c.first_offset,
+                    last_offset: c.last_offset,
+                    last_stable_offset: c.last_stable_offset,
+                })?;
+            }
+            Self::advance_leader_hw(&mut d, now_ms)
+        };
+        self.notify(PartitionEvent {
+            appended: true,
+            high_watermark: hw,
+            leadership_changed: false,
+        });
+        Ok(())
+    }
+
+    /// The offsets of a read and its bound, after the epoch, role and range checks (the part of
+    /// the read the delayed fetch shares): `(log start, LEO, HW, LSO, bound)`.
+    fn read_bounds(
+        d: &PartitionData,
+        fetch_offset: i64,
+        current_leader_epoch: i32,
+        isolation: FetchIsolation,
+        require_leader: bool,
+    ) -> Result<(i64, i64, i64, i64, i64), ErrorCode> {
+        d.replication
+            .check_current_leader_epoch(current_leader_epoch, require_leader)?;
+        let log_start = d.log.log_start_offset();
+        let leo = d.log.log_end_offset();
+        if fetch_offset < log_start || fetch_offset > leo {
+            return Err(ErrorCode::OffsetOutOfRange);
+        }
+        let hw = d.log.high_watermark();
+        let lso = d.last_stable_offset();
+        let bound = match isolation {
+            FetchIsolation::LogEnd => leo,
+            FetchIsolation::HighWatermark => hw,
+            FetchIsolation::TxnCommitted => lso,
+        };
+        Ok((log_start, leo, hw, lso, bound))
+    }
+
+    /// Reads one partition (Kafka's `Partition.fetchRecords` → `readRecords`): leader-epoch check
+    /// (FENCED/UNKNOWN_LEADER_EPOCH), NOT_LEADER_OR_FOLLOWER when the leader is required,
+    /// OFFSET_OUT_OF_RANGE outside `[log start, LEO]`, then whole batches up to the bound, and for
+    /// TxnCommitted the aborted transactions overlapping them.
+    pub fn read(&self, params: &ReadParams) -> Result<ReadResult, ErrorCode> {
+        let d = self.data.lock();
+        Self::read_locked(&d, params)
+    }
+
+    fn read_locked(d: &PartitionData, params: &ReadParams) -> Result<ReadResult, ErrorCode> {
+        let (log_start, leo, hw, lso, bound) = Self::read_bounds(
+            d,
+            params.fetch_offset,
+            params.current_leader_epoch,
+            params.isolation,
+            params.require_leader,
+        )?;
+        let txn = params.isolation == FetchIsolation::TxnCommitted;
+        let mut out = ReadResult {
+            high_watermark: hw,
+            last_stable_offset: lso,
+            log_start_offset: log_start,
+            log_end_offset: leo,
+            records: Bytes::new(),
+            size: 0,
+            cut_to: None,
+            aborted_transactions: txn.then(Vec::new),
+        };
+        if params.max_bytes <= 0 && !params.min_one_message {
+            return Ok(out);
+        }
+        let limit = usize::try_from(params.max_bytes.max(0)).unwrap_or(usize::MAX);
+        let log = &d.log;
+        let (info, cut) = match log.read(params.fetch_offset, limit, bound, params.min_one_message)
+        {
+            Ok(info)
+                if params.hard_limit && info.records.is_empty() && info.first_entry_incomplete =>
+            {
+                (
+                    log.read(params.fetch_offset, limit, bound, true),
+                    Some(limit),
+                )
+            }
+            other => (other, None),
+        };
+        let info = info.map_err(|e| crate::error::log_error_code(&e))?;
+        out.size = cut.unwrap_or(info.records.len());
+        out.cut_to = cut;
+        if txn && out.size > 0 {
+            out.aborted_transactions =
+                Some(log.collect_aborted_transactions(params.fetch_offset, bound));
+        }
+        out.records = info.records;
+        Ok(out)
+    }
+
+    /// The delayed-fetch condition for one partition (Kafka's `DelayedFetch.tryComplete`):
+    /// `None` when the fetch must be answered at once (an error: fenced epoch, no longer leader,
+    /// offset out of range or past the bound after a truncation), else the bytes available from
+    /// `fetch_offset` to the bound, capped at `max_bytes`. With `exact` false any data counts as
+    /// one byte (min_bytes ≤ 1 needs no sizing).
+    pub fn available_bytes(
+        &self,
+        fetch_offset: i64,
+        current_leader_epoch: i32,
+        isolation: FetchIsolation,
+        max_bytes: i64,
+        exact: bool,
+    ) -> Option<i64> {
+        let d = self.data.lock();
+        let require_leader = isolation != FetchIsolation::LogEnd;
+        let (_, _, _, _, bound) = Self::read_bounds(
+            &d,
+            fetch_offset,
+            current_leader_epoch,
+            isolation,
+            require_leader,
+        )
+        .ok()?;
+        if fetch_offset > bound {
+            return None;
+        }
+        if fetch_offset == bound {
+            return Some(0);
+        }
+        if !exact {
+            return Some(1);
+        }
+        let limit = usize::try_from(max_bytes.max(0)).unwrap_or(0);
+        // A first batch larger than max_bytes counts as max_bytes (Kafka's min(available,
+        // maxBytes)), so read it whole and cap.
+        match d.log.read(fetch_offset, limit, bound, true) {
+            Ok(info) => Some(info.records.len().min(limit) as i64),
+            Err(_) => None,
+        }
+    }
+
+    /// Becomes (or stays) leader (Kafka's `makeLeader`): on a new leader epoch the epoch's start
+    /// (the LEO) goes to the log's epoch cache before anything of it is written. The HW may move.
+    pub fn make_leader(
+        &self,
+        leader_epoch: i32,
+        partition_epoch: i32,
+        isr: &[ReplicaId],
+        replicas: &[ReplicaId],
+        min_insync_replicas: i32,
+        now_ms: i64,
+    ) -> Result<LeadershipChange, PartitionError> {
+        let change = {
+            let mut d = self.data.lock();
+            let leo = d.log.log_end_offset();
+            d.replication.set_min_insync_replicas(min_insync_replicas);
+            let change = d.replication.make_leader(
+                leader_epoch,
+                partition_epoch,
+                isr,
+                replicas,
+                leo,
+                now_ms,
+            );
+            if change.new_leader_epoch {
+                d.log.assign_epoch_start_offset(leader_epoch)?;
+            }
+            d.apply_high_watermark();
+            change
+        };
+        if change.changed {
+            self.notify(PartitionEvent {
+                appended: false,
+                high_watermark: change.high_watermark,
+                leadership_changed: true,
+            });
+        }
+        Ok(change)
+    }
+
+    /// Becomes (or stays) a follower of `leader_id` (Kafka's `makeFollower`); no truncation here.
+    pub fn make_follower(
+        &self,
+        leader_id: ReplicaId,
+        leader_epoch: i32,
+        partition_epoch: i32,
+    ) -> LeadershipChange {
+        let change =
+            self.data
+                .lock()
+                .replication
+                .make_follower(leader_id, leader_epoch, partition_epoch);
+        if change.changed {
+            self.notify(PartitionEvent {
+                appended: false,
+                high_watermark: None,
+                leadership_changed: true,
+            });
+        }
+        change
+    }
+
+    /// Leader: answers a follower's fetch (Kafka's `fetchRecords` for a replica): the epoch and
+    /// replica checks, then the diverging-epoch check (no records and the state untouched when it
+    /// diverges), then a read to the LEO, and the follower's state updated with its fetch offset
+    /// (which may move the HW and propose an ISR expansion). The HW, LEO and log start returned
+    /// were sampled before the fetch applied.
+    pub fn fetch_from_follower(
+        &self,
+        fetch: &FollowerFetch,
+        now_ms: i64,
+    ) -> Result<FollowerFetchResult, ErrorCode> {
+        let (result, hw) = {
+            let mut d = self.data.lock();
+            d.replication
+                .validate_follower_fetch(fetch.replica_id, fetch.current_leader_epoch)?;
+            let diverging = leader_diverging_epoch(
+                fetch.last_fetched_epoch,
+                fetch.fetch_offset,
+                d.log.log_start_offset(),
+                d.log.end_offset_for_epoch(fetch.last_fetched_epoch),
+            )?;
+            let params = ReadParams {
+                fetch_offset: fetch.fetch_offset,
+                current_leader_epoch: NO_EPOCH,
+                max_bytes: fetch.max_bytes,
+                min_one_message: fetch.min_one_message,
+                hard_limit: false,
+                isolation: FetchIsolation::LogEnd,
+                require_leader: true,
+            };
+            if let Some(diverging) = diverging {
+                let read = ReadResult {
+                    high_watermark: d.log.high_watermark(),
+                    last_stable_offset: d.last_stable_offset(),
+                    log_start_offset: d.log.log_start_offset(),
+                    log_end_offset: d.log.log_end_offset(),
+                    records: Bytes::new(),
+                    size: 0,
+                    cut_to: None,
+                    aborted_transactions: None,
+                };
+                return Ok(FollowerFetchResult {
+                    read,
+                    diverging_epoch: Some(diverging),
+                    alter_partition: None,
+                });
+            }
+            let read = Self::read_locked(&d, &params)?;
+            let leo = d.log.log_end_offset();
+            let outcome = d.replication.update_follower_fetch_state(
+                fetch.replica_id,
+                fetch.fetch_offset,
+                fetch.log_start_offset,
+                fetch.broker_epoch,
+                leo,
+                now_ms,
+            )?;
+            if outcome.high_watermark.is_some() {
+                d.apply_high_watermark();
+            }
+            (
+                FollowerFetchResult {
+                    read,
+                    diverging_epoch: None,
+                    alter_partition: outcome.alter_partition,
+                },
+                outcome.high_watermark,
+            )
+        };
+        self.notify(PartitionEvent {
+            appended: false,
+            high_watermark: hw,
+            leadership_changed: false,
+        });
+        Ok(result)
+    }
+
+    /// Leader: the ISR shrink task (every `replica.lag.time.max.ms / 2`).
+    pub fn maybe_shrink_isr(&self, now_ms: i64) -> Option<AlterPartitionProposal> {
+        let mut d = self.data.lock();
+        let leo = d.log.log_end_offset();
+        d.replication.maybe_shrink_isr(leo, now_ms)
+    }
+
+    /// Leader: the controller's answer to an ISR change (see
+    /// [`ReplicationState::on_alter_partition_response`]); a commit may move the HW.
+    pub fn on_alter_partition_response(
+        &self,
+        sent: &AlterPartitionProposal,
+        result: Result<CommittedPartitionState, ErrorCode>,
+        now_ms: i64,
+    ) -> AlterPartitionOutcome {
+        let outcome = {
+            let mut d = self.data.lock();
+            let leo = d.log.log_end_offset();
+            let outcome = d
+                .replication
+                .on_alter_partition_response(sent, result, leo, now_ms);
+            d.apply_high_watermark();
+            outcome
+        };
+        if let AlterPartitionOutcome::Committed {
+            high_watermark: Some(hw),
+        } = outcome
+        {
+            self.notify(PartitionEvent {
+                appended: false,
+                high_watermark: Some(hw),
+                leadership_changed: false,
+            });
+        }
+        outcome
+    }
+
+    /// The DelayedProduce condition (see
+    /// [`ReplicationState::check_enough_replicas_reach_offset`]).
+    pub fn check_enough_replicas_reach_offset(
+        &self,
+        required_offset: i64,
+        min_insync_replicas: i32,
+    ) -> Result<bool, ErrorCode> {
+        self.data
+            .lock()
+            .replication
+            .check_enough_replicas_reach_offset(required_offset, min_insync_replicas)
+    }
+
+    /// OffsetsForLeaderEpoch (API 23) for this partition: the epoch check (leader required unless
+    /// `replica_id` is a follower's debugging id, as Kafka allows only the leader to answer), then
+    /// the log's end offset for `leader_epoch`.
+    pub fn last_offset_for_leader_epoch(
+        &self,
+        current_leader_epoch: i32,
+        leader_epoch: i32,
+    ) -> Result<EpochEndOffset, ErrorCode> {
+        let d = self.data.lock();
+        d.replication
+            .check_current_leader_epoch(current_leader_epoch, true)?;
+        let (epoch, end_offset) = d.log.end_offset_for_epoch(leader_epoch);
+        if end_offset < 0 {
+            return Ok(EpochEndOffset::UNDEFINED);
+        }
+        Ok(EpochEndOffset { epoch, end_offset })
+    }
+
+    /// Follower: where to fetch from next, `(LEO, epoch of the last batch or −1)` (Kafka's
+    /// initial fetch state with a non-empty epoch cache, and `last_fetched_epoch`).
+    pub fn follower_fetch_position(&self) -> (i64, i32) {
+        let d = self.data.lock();
+        (
+            d.log.log_end_offset(),
+            d.log.latest_epoch().unwrap_or(NO_EPOCH),
+        )
+    }
+
+    /// Follower: appends the batches a fetch from offset `fetch_offset` returned, keeping their
+    /// offsets, epochs and timestamps byte for byte (Kafka's `appendAsFollower`), replays them
+    /// into the producer state and the transaction index, then takes the HW as
+    /// `min(leader HW, LEO)`. A fetch offset that is not the LEO (a stale response after a
+    /// truncation) is refused with nothing written.
+    pub fn append_as_follower(
+        &self,
+        fetch_offset: i64,
+        records: Bytes,
+        leader_high_watermark: i64,
+        now_ms: i64,
+    ) -> Result<FollowerAppend, PartitionError> {
+        let (result, appended) = {
+            let mut d = self.data.lock();
+            if d.replication.is_leader() {
+                return Err(PartitionError::new(ErrorCode::NotLeaderOrFollower));
+            }
+            let leo = d.log.log_end_offset();
+            if fetch_offset != leo {
+                return Err(PartitionError::with(
+                    ErrorCode::OffsetOutOfRange,
+                    format!("fetched from {fetch_offset} but the log end offset is {leo}"),
+                ));
+            }
+            let mut appended = None;
+            if !records.is_empty() {
+                let info = d.log.append_as_follower(records.clone(), now_ms)?;
+                let PartitionData { log, producers, .. } = &mut *d;
+                let config = *producers.config();
+                log.replay_appended_batches(
+                    &records,
+                    &mut TableReplay {
+                        table: producers,
+                        config,
+                        now_ms,
+                    },
+                )?;
+                appended = Some((info.first_offset, info.last_offset));
+            }
+            let leo = d.log.log_end_offset();
+            d.replication
+                .update_follower_high_watermark(leader_high_watermark, leo);
+            let hw = d.apply_high_watermark();
+            (
+                FollowerAppend {
+                    appended,
+                    high_watermark: hw,
+                },
+                appended.is_some(),
+            )
+        };
+        self.notify(PartitionEvent {
+            appended,
+            high_watermark: Some(result.high_watermark),
+            leadership_changed: false,
+        });
+        Ok(result)
+    }
+
+    /// Follower: truncates by the leader's answer (a fetch's `diverging_epoch` or
+    /// OffsetsForLeaderEpoch), see [`truncation_offset`]; the producer state is rebuilt for the
+    /// shorter log. Returns the decision (fetch on from the new LEO; if not `completed`, the next
+    /// fetch re-checks).
+    pub fn truncate_on_divergence(
+        &self,
+        leader: EpochEndOffset,
+        now_ms: i64,
+    ) -> Result<TruncationDecision, PartitionError> {
+        let mut d = self.data.lock();
+        let decision = truncation_offset(
+            leader,
+            d.log.end_offset_for_epoch(leader.epoch),
+            d.log.log_end_offset(),
+            d.log.high_watermark(),
+        );
+        Self::truncate_locked(&mut d, decision.offset, now_ms)?;
+        Ok(decision)
+    }
+
+    /// Truncates the log to `offset` (offsets ≥ it go) and rebuilds the producer state; the HW
+    /// cannot stay above the new LEO.
+    pub fn truncate_to(&self, offset: i64, now_ms: i64) -> Result<(), PartitionError> {
+        let mut d = self.data.lock();
+        Self::truncate_locked(&mut d, offset, now_ms)
+    }
+
+    fn truncate_locked(
+        d: &mut PartitionData,
+        offset: i64,
+        now_ms: i64,
+    ) -> Result<(), PartitionError> {
+        if offset >= d.log.log_end_offset() {
+            return Ok(());
+        }
+        d.log.truncate_to(offset, now_ms)?;
+        let PartitionData { log, producers, .. } = &mut *d;
+        rebuild_producers(log, producers, now_ms)?;
+        let leo = d.log.log_end_offset();
+        d.replication.on_truncation(leo);
+        d.apply_high_watermark();
+        Ok(())
+    }
+
+    /// Flushes, snapshots producer state at the LEO, and closes the log.
+    pub fn close(self) -> Result<(), LogError> {
+        let mut d = self.data.into_inner();
+        d.log.flush()?;
+        let leo = d.log.log_end_offset();
+        let snapshot = d.producers.encode_snapshot();
+        d.log.write_producer_snapshot(leo, &snapshot)?;
+        d.log.close()
+    }
+}

@@ -1,0 +1,232 @@
+//! A leader and a follower `Partition` on real logs: replication byte for byte, HW, diverging
+//! epoch and truncation, producer state and the transaction index on the follower.
+
+use bytes::BytesMut;
+use josef_log::testing::{batch, TestBatch};
+use josef_log::{BatchHeader, LogConfig};
+use josef_partition::{
+    ClientBatch, EpochEndOffset, FetchIsolation, FollowerFetch, Partition, ReadParams,
+};
+use josef_protocol::{ErrorCode, Uuid};
+use josef_sequencer::{ControlType, EndTxnMarker, ProducerStateConfig};
+
+fn open(dir: &tempfile::TempDir, id: i32) -> Partition {
+    Partition::open_replica(
+        &dir.path().join(format!("r{id}/t-0")),
+        "t",
+        0,
+        Uuid::ZERO,
+        LogConfig::default(),
+        ProducerStateConfig::default(),
+        id,
+        0,
+    )
+    .unwrap()
+}
+
+fn produce(p: &Partition, b: BytesMut, acks: i16, now: i64) -> Result<(i64, i64), ErrorCode> {
+    let h = BatchHeader::parse(&b).unwrap();
+    p.append_from_client(ClientBatch::Owned(b), &h, acks, 2, now)
+        .map(|r| (r.base_offset, r.last_offset))
+        .map_err(|e| e.code)
+}
+
+/// One follower fetch round: fetch from the leader at the follower's position, truncate or
+/// append.
+fn replicate(
+    leader: &Partition,
+    follower: &Partition,
+    id: i32,
+    now: i64,
+) -> Option<EpochEndOffset> {
+    let (fetch_offset, last_fetched_epoch) = follower.follower_fetch_position();
+    let r = leader
+        .fetch_from_follower(
+            &FollowerFetch {
+                replica_id: id,
+                broker_epoch: -1,
+                fetch_offset,
+                log_start_offset: 0,
+                current_leader_epoch: leader.leader_epoch(),
+                last_fetched_epoch,
+                max_bytes: 1 << 20,
+                min_one_message: true,
+            },
+            now,
+        )
+        .unwrap();
+    if let Some(d) = r.diverging_epoch {
+        follower.truncate_on_divergence(d, now).unwrap();
+        return Some(d);
+    }
+    follower
+        .append_as_follower(fetch_offset, r.read.records, r.read.high_watermark, now)
+        .unwrap();
+    None
+}
+
+fn log_bytes(p: &Partition) -> Vec<u8> {
+    let d = p.data.lock();
+    d.log
+        .read(0, 1 << 24, d.log.log_end_offset(), true)
+        .unwrap()
+        .records
+        .to_vec()
+}
+
+#[test]
+fn a_follower_replicates_byte_for_byte_and_the_hw_follows() {
+    let dir = tempfile::tempdir().unwrap();
+    let (l, f) = (open(&dir, 1), open(&dir, 2));
+    l.make_leader(0, 0, &[1, 2], &[1, 2], 2, 0).unwrap();
+    f.make_follower(1, 0, 0);
+    assert_eq!(
+        produce(&f, batch(0, 1, &[(None, Some(b"x"))]), 1, 1),
+        Err(ErrorCode::NotLeaderOrFollower)
+    );
+    assert_eq!(
+        produce(&l, batch(0, 1, &[(None, Some(b"a"))]), -1, 1),
+        Ok((0, 0))
+    );
+    assert_eq!(
+        produce(
+            &l,
+            batch(0, 2, &[(None, Some(b"b")), (None, Some(b"c"))]),
+            1,
+            2
+        ),
+        Ok((1, 2))
+    );
+    assert_eq!(l.data.lock().log.high_watermark(), 0);
+    assert_eq!(l.check_enough_replicas_reach_offset(3, 2), Ok(false));
+    replicate(&l, &f, 2, 3);
+    assert_eq!(log_bytes(&l), log_bytes(&f));
+    // The follower's next fetch tells the leader it has everything.
+    replicate(&l, &f, 2, 4);
+    assert_eq!(l.data.lock().log.high_watermark(), 3);
+    assert_eq!(l.check_enough_replicas_reach_offset(3, 2), Ok(true));
+    // The follower learns it with its next fetch (the HW answered was sampled before).
+    assert_eq!(f.data.lock().log.high_watermark(), 0);
+    replicate(&l, &f, 2, 4);
+    assert_eq!(f.data.lock().log.high_watermark(), 3);
+    // Consumers read to the HW only.
+    produce(&l, batch(0, 5, &[(None, Some(b"d"))]), 1, 5).unwrap();
+    let read = |isolation| {
+        l.read(&ReadParams {
+            fetch_offset: 3,
+            current_leader_epoch: 0,
+            max_bytes: 1 << 20,
+            min_one_message: true,
+            hard_limit: false,
+            isolation,
+            require_leader: true,
+        })
+        .unwrap()
+    };
+    assert!(read(FetchIsolation::HighWatermark).records.is_empty());
+    assert!(!read(FetchIsolation::LogEnd).records.is_empty());
+    assert_eq!(
+        l.available_bytes(3, 0, FetchIsolation::HighWatermark, 100, true),
+        Some(0)
+    );
+    assert_eq!(
+        l.available_bytes(3, 7, FetchIsolation::HighWatermark, 100, true),
+        None
+    );
+    assert_eq!(
+        f.read(&ReadParams {
+            fetch_offset: 0,
+            current_leader_epoch: 0,
+            max_bytes: 100,
+            min_one_message: true,
+            hard_limit: false,
+            isolation: FetchIsolation::HighWatermark,
+            require_leader: true,
+        }),
+        Err(ErrorCode::NotLeaderOrFollower)
+    );
+}
+
+#[test]
+fn min_insync_replicas_refuses_acks_all_before_the_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let l = open(&dir, 1);
+    l.make_leader(0, 0, &[1], &[1, 2, 3], 2, 0).unwrap();
+    assert_eq!(
+        produce(&l, batch(0, 1, &[(None, Some(b"a"))]), -1, 1),
+        Err(ErrorCode::NotEnoughReplicas)
+    );
+    assert_eq!(l.data.lock().log.log_end_offset(), 0);
+    assert_eq!(
+        produce(&l, batch(0, 1, &[(None, Some(b"a"))]), 1, 1),
+        Ok((0, 0))
+    );
+    // Under min ISR the HW is frozen (KAFKA-15583).
+    assert_eq!(l.data.lock().log.high_watermark(), 0);
+}
+
+#[test]
+fn a_diverged_follower_truncates_to_the_new_leaders_epoch_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (open(&dir, 1), open(&dir, 2));
+    a.make_leader(0, 0, &[1, 2], &[1, 2], 1, 0).unwrap();
+    b.make_follower(1, 0, 0);
+    produce(&a, batch(0, 1, &[(None, Some(b"a"))]), 1, 1).unwrap();
+    replicate(&a, &b, 2, 2);
+    // Two more on the old leader that never reach b.
+    produce(&a, batch(0, 2, &[(None, Some(b"b"))]), 1, 3).unwrap();
+    produce(&a, batch(0, 3, &[(None, Some(b"c"))]), 1, 3).unwrap();
+    // b becomes leader in epoch 1 and writes its own.
+    b.make_leader(1, 1, &[2], &[1, 2], 1, 4).unwrap();
+    a.make_follower(2, 1, 1);
+    produce(&b, batch(0, 4, &[(None, Some(b"z"))]), 1, 5).unwrap();
+    let d = replicate(&b, &a, 1, 6).expect("a diverges");
+    assert_eq!(
+        d,
+        EpochEndOffset {
+            epoch: 0,
+            end_offset: 1
+        }
+    );
+    assert_eq!(a.data.lock().log.log_end_offset(), 1);
+    assert!(replicate(&b, &a, 1, 7).is_none());
+    assert_eq!(log_bytes(&a), log_bytes(&b));
+    assert_eq!(a.data.lock().log.end_offset_for_epoch(0), (0, 1));
+}
+
+#[test]
+fn producer_state_and_aborted_transactions_are_kept_on_the_follower() {
+    let dir = tempfile::tempdir().unwrap();
+    let (l, f) = (open(&dir, 1), open(&dir, 2));
+    l.make_leader(0, 0, &[1, 2], &[1, 2], 1, 0).unwrap();
+    f.make_follower(1, 0, 0);
+    let txn = TestBatch::new(0)
+        .producer(7, 0, 0)
+        .transactional()
+        .record(1, None, Some(b"t"))
+        .build();
+    produce(&l, txn, 1, 1).unwrap();
+    let marker = TestBatch::new(0)
+        .producer(7, 0, -1)
+        .control_marker(2, false)
+        .build();
+    l.append_marker(marker, EndTxnMarker::new(7, 0, ControlType::Abort, 0), 2)
+        .unwrap();
+    let idem = TestBatch::new(0)
+        .producer(8, 0, 0)
+        .record(1, None, Some(b"i"))
+        .build();
+    assert_eq!(produce(&l, idem.clone(), 1, 3), Ok((2, 2)));
+    for now in 3..6 {
+        replicate(&l, &f, 2, now);
+    }
+    let fd = f.data.lock();
+    assert_eq!(fd.log.collect_aborted_transactions(0, 3).len(), 1);
+    assert!(fd.producers.producer(7).is_some());
+    assert_eq!(fd.last_stable_offset(), 3);
+    drop(fd);
+    // The promoted follower knows the idempotent producer: a retry gets its original offsets.
+    f.make_leader(1, 1, &[2], &[1, 2], 1, 5).unwrap();
+    assert_eq!(produce(&f, idem, 1, 6), Ok((2, 2)));
+    assert_eq!(f.data.lock().log.log_end_offset(), 3);
+}
