@@ -66,6 +66,9 @@ pub enum ReplayError {
     /// A record names a broker that is not registered.
     #[error("broker {0} is not registered")]
     UnknownBroker(i32),
+    /// josef-metadata's delta refused the record (the controller's image would not follow it).
+    #[error("metadata image: {0}")]
+    Metadata(#[from] josef_metadata::MetadataError),
     /// A record would break an invariant (epochs going back, a producer id block below the last).
     #[error("invalid record: {0}")]
     Invalid(String),

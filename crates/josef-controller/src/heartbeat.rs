@@ -19,7 +19,10 @@ pub enum BrokerControlState {
 impl BrokerControlState {
     /// Whether a broker in this state is fenced.
     pub fn fenced(self) -> bool {
-        matches!(self, BrokerControlState::Fenced | BrokerControlState::ShutdownNow)
+        matches!(
+            self,
+            BrokerControlState::Fenced | BrokerControlState::ShutdownNow
+        )
     }
 
     /// Whether a broker in this state is in controlled shutdown.
@@ -181,9 +184,9 @@ impl BrokerHeartbeatManager {
 
     /// Whether the broker heartbeat within the session timeout.
     pub fn has_valid_session(&self, broker_id: i32, now_ms: i64) -> bool {
-        self.sessions.get(&broker_id).is_some_and(|s| {
-            s.last_contact_ms.saturating_add(self.session_timeout_ms) >= now_ms
-        })
+        self.sessions
+            .get(&broker_id)
+            .is_some_and(|s| s.last_contact_ms.saturating_add(self.session_timeout_ms) >= now_ms)
     }
 
     /// Among `unfenced` brokers, the one whose session expired longest ago (a broker without a
@@ -198,7 +201,9 @@ impl BrokerHeartbeatManager {
             .filter(|&b| !self.has_valid_session(b, now_ms))
             .min_by_key(|&b| {
                 (
-                    self.sessions.get(&b).map_or(i64::MIN, |s| s.last_contact_ms),
+                    self.sessions
+                        .get(&b)
+                        .map_or(i64::MIN, |s| s.last_contact_ms),
                     b,
                 )
             })
@@ -272,7 +277,10 @@ mod tests {
             has_leaderships: true,
             ..sd
         };
-        assert_eq!(calculate_next_broker_state(Unfenced, &sd_leads), ControlledShutdown);
+        assert_eq!(
+            calculate_next_broker_state(Unfenced, &sd_leads),
+            ControlledShutdown
+        );
         assert_eq!(calculate_next_broker_state(Unfenced, &facts()), Unfenced);
     }
 
@@ -284,18 +292,27 @@ mod tests {
             lowest_active_offset: 20,
             ..facts()
         };
-        assert_eq!(calculate_next_broker_state(ControlledShutdown, &leads), ControlledShutdown);
+        assert_eq!(
+            calculate_next_broker_state(ControlledShutdown, &leads),
+            ControlledShutdown
+        );
         let lagging = HeartbeatFacts {
             has_leaderships: false,
             lowest_active_offset: 9,
             ..leads
         };
-        assert_eq!(calculate_next_broker_state(ControlledShutdown, &lagging), ControlledShutdown);
+        assert_eq!(
+            calculate_next_broker_state(ControlledShutdown, &lagging),
+            ControlledShutdown
+        );
         let caught_up = HeartbeatFacts {
             lowest_active_offset: 10,
             ..lagging
         };
-        assert_eq!(calculate_next_broker_state(ControlledShutdown, &caught_up), ShutdownNow);
+        assert_eq!(
+            calculate_next_broker_state(ControlledShutdown, &caught_up),
+            ShutdownNow
+        );
     }
 
     #[test]
@@ -309,7 +326,11 @@ mod tests {
         assert_eq!(m.find_one_stale_broker([1, 2, 3], 100), None);
         assert_eq!(m.find_one_stale_broker([1, 2, 3], 120), Some(1));
         assert_eq!(m.find_one_stale_broker([2, 3], 120), Some(2));
-        assert_eq!(m.find_one_stale_broker([4], 0), Some(4), "no session = stale");
+        assert_eq!(
+            m.find_one_stale_broker([4], 0),
+            Some(4),
+            "no session = stale"
+        );
         assert_eq!(m.lowest_offset([1, 2]), 5);
         assert_eq!(m.lowest_offset([3]), -1);
         assert_eq!(m.lowest_offset([]), i64::MAX);

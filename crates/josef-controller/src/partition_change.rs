@@ -206,7 +206,10 @@ pub struct PartitionChangeBuilder<'a> {
 impl<'a> PartitionChangeBuilder<'a> {
     /// A builder whose targets are the partition's current values; `is_acceptable_leader` tells
     /// which brokers may lead (Kafka's `LeaderAcceptor`).
-    pub fn new(partition: &'a PartitionState, is_acceptable_leader: &'a dyn Fn(i32) -> bool) -> Self {
+    pub fn new(
+        partition: &'a PartitionState,
+        is_acceptable_leader: &'a dyn Fn(i32) -> bool,
+    ) -> Self {
         PartitionChangeBuilder {
             partition,
             is_acceptable_leader,
@@ -414,7 +417,10 @@ mod tests {
     fn offline_strategy_first_valid_replica_in_assignment_order() {
         let p = part(&[3, 1, 2], &[2, 1], 3);
         let ok = |b: i32| b != 3;
-        let n = apply(&p, PartitionChangeBuilder::new(&p, &ok).set_target_isr(vec![2, 1]));
+        let n = apply(
+            &p,
+            PartitionChangeBuilder::new(&p, &ok).set_target_isr(vec![2, 1]),
+        );
         // Assignment order (3, 1, 2), not ISR order: 1 wins.
         assert_eq!(n.leader, 1);
         assert_eq!(n.leader_epoch, 1);
@@ -429,7 +435,10 @@ mod tests {
             .set_target_isr(vec![2, 3])
             .build()
             .unwrap();
-        assert_eq!(c.leader, NO_LEADER_CHANGE, "ISR shrink keeps the leader epoch");
+        assert_eq!(
+            c.leader, NO_LEADER_CHANGE,
+            "ISR shrink keeps the leader epoch"
+        );
         assert_eq!(p.merge(&c).leader_epoch, 0);
         assert_eq!(p.merge(&c).partition_epoch, 1);
     }
@@ -438,7 +447,10 @@ mod tests {
     fn last_isr_member_stays_and_leader_goes() {
         let p = part(&[1, 2], &[1], 1);
         let ok = |b: i32| b != 1;
-        let n = apply(&p, PartitionChangeBuilder::new(&p, &ok).set_target_isr(vec![]));
+        let n = apply(
+            &p,
+            PartitionChangeBuilder::new(&p, &ok).set_target_isr(vec![]),
+        );
         assert_eq!(n.leader, NO_LEADER);
         assert_eq!(n.isr, vec![1], "the ISR is never emptied");
         assert_eq!(n.leader_epoch, 1);
@@ -578,8 +590,14 @@ mod tests {
             .set_target_leader_recovery_state(LeaderRecoveryState::Recovered)
             .build()
             .unwrap();
-        assert_eq!(c.leader_recovery_state, Some(LeaderRecoveryState::Recovered));
-        assert_eq!(LeaderRecoveryState::of(1), Some(LeaderRecoveryState::Recovering));
+        assert_eq!(
+            c.leader_recovery_state,
+            Some(LeaderRecoveryState::Recovered)
+        );
+        assert_eq!(
+            LeaderRecoveryState::of(1),
+            Some(LeaderRecoveryState::Recovering)
+        );
         assert_eq!(LeaderRecoveryState::of(-1), None);
     }
 }

@@ -65,7 +65,9 @@ struct Rack {
 
 impl Rack {
     fn next(&mut self, epoch: usize) -> Option<i32> {
-        self.unfenced.next(epoch).or_else(|| self.fenced.next(epoch))
+        self.unfenced
+            .next(epoch)
+            .or_else(|| self.fenced.next(epoch))
     }
 }
 

@@ -1,0 +1,44 @@
+//! Controller settings, with Kafka's defaults.
+
+/// Settings of the controller (Kafka broker/controller configs of the same names).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerConfig {
+    /// `node.id` of this controller.
+    pub node_id: i32,
+    /// `broker.session.timeout.ms` (9000): a broker without a heartbeat for this long is fenced.
+    pub broker_session_timeout_ms: i64,
+    /// `default.replication.factor` (1): the replication factor of CreateTopics asking −1.
+    pub default_replication_factor: i16,
+    /// `num.partitions` (1): the partition count of CreateTopics asking −1.
+    pub num_partitions: i32,
+    /// `auto.leader.rebalance.enable` (true): [`tick`](crate::Controller::tick) runs
+    /// preferred-leader elections.
+    pub auto_leader_rebalance_enable: bool,
+    /// `leader.imbalance.check.interval.seconds` (300) in milliseconds.
+    pub leader_imbalance_check_interval_ms: i64,
+    /// `unclean.leader.election.enable` (false): the default of the topic config.
+    pub unclean_leader_election_enable: bool,
+    /// Producer ids per AllocateProducerIds block (1000, Kafka's fixed block size).
+    pub producer_id_block_size: i32,
+    /// `delete.topic.enable` (true).
+    pub delete_topic_enable: bool,
+    /// Seed of the controller's random numbers (placement, topic ids).
+    pub seed: u64,
+}
+
+impl Default for ControllerConfig {
+    fn default() -> Self {
+        ControllerConfig {
+            node_id: 0,
+            broker_session_timeout_ms: 9000,
+            default_replication_factor: 1,
+            num_partitions: 1,
+            auto_leader_rebalance_enable: true,
+            leader_imbalance_check_interval_ms: 300_000,
+            unclean_leader_election_enable: false,
+            producer_id_block_size: 1000,
+            delete_topic_enable: true,
+            seed: 0,
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! A test driver for the controller: commits every batch at once (offset + 1 per batch) and replays
+//! it, as the real driver does after Raft commits it.
+#![allow(dead_code)]
+
+use josef_controller::{
+    Controller, ControllerConfig, ControllerResult, MetadataRecord, PartitionState, WriteContext,
+};
+use josef_protocol::messages::create_topics_request::CreatableTopic;
+use josef_protocol::messages::{
+    BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest, CreateTopicsRequest,
+};
+use josef_protocol::Uuid;
+
+pub const CLUSTER_ID: &str = "test-cluster";
+
+pub struct Harness {
+    pub c: Controller,
+    pub offset: u64,
+    pub now: i64,
+    pub log: Vec<(u64, Vec<MetadataRecord>)>,
+}
+
+impl Harness {
+    pub fn new(config: ControllerConfig) -> Self {
+        let mut h = Harness {
+            c: Controller::new(config),
+            offset: 0,
+            now: 0,
+            log: Vec::new(),
+        };
+        let r = h.c.activate(h.ctx(), 1, CLUSTER_ID.into());
+        h.commit(r);
+        h
+    }
+
+    pub fn ctx(&self) -> WriteContext {
+        WriteContext {
+            now_ms: self.now,
+            next_offset: self.offset + 1,
+        }
+    }
+
+    /// Commits the batch (if any) and returns the response.
+    pub fn commit<T>(&mut self, r: ControllerResult<T>) -> T {
+        if !r.records.is_empty() {
+            self.offset += 1;
+            for rec in &r.records {
+                self.c.replay(self.offset, rec).expect("replay");
+            }
+            self.log.push((self.offset, r.records));
+        }
+        r.response
+    }
+
+    /// A new controller that replayed the whole log.
+    pub fn replayed(&self) -> Controller {
+        let mut c = Controller::new(self.c.config().clone());
+        for (o, batch) in &self.log {
+            for r in batch {
+                c.replay(*o, r).unwrap();
+            }
+        }
+        c
+    }
+
+    pub fn register_incarnation(&mut self, id: i32, incarnation: u128, rack: Option<&str>) -> i64 {
+        let req = BrokerRegistrationRequest {
+            broker_id: id,
+            cluster_id: CLUSTER_ID.into(),
+            incarnation_id: Uuid::from_u128(incarnation),
+            rack: rack.map(Into::into),
+            ..Default::default()
+        };
+        let r = self.c.register_broker(self.ctx(), &req);
+        let resp = self.commit(r);
+        assert_eq!(resp.error_code, 0, "registration of {id}");
+        resp.broker_epoch
+    }
+
+    pub fn heartbeat(
+        &mut self,
+        id: i32,
+        epoch: i64,
+        want_fence: bool,
+        want_shut_down: bool,
+    ) -> BrokerHeartbeatResponse {
+        let req = BrokerHeartbeatRequest {
+            broker_id: id,
+            broker_epoch: epoch,
+            current_metadata_offset: self.offset as i64,
+            want_fence,
+            want_shut_down,
+            ..Default::default()
+        };
+        let r = self.c.broker_heartbeat(self.ctx(), &req);
+        self.commit(r)
+    }
+
+    /// Registers and unfences a broker; returns its epoch.
+    pub fn add_broker(&mut self, id: i32, rack: Option<&str>) -> i64 {
+        let epoch = self.register_incarnation(id, 1000 + id as u128, rack);
+        let r = self.heartbeat(id, epoch, false, false);
+        assert!(!r.is_fenced);
+        epoch
+    }
+
+    pub fn add_brokers(&mut self, n: i32) -> Vec<i64> {
+        (1..=n).map(|id| self.add_broker(id, None)).collect()
+    }
+
+    pub fn create_topic(&mut self, name: &str, partitions: i32, rf: i16) -> i16 {
+        let req = CreateTopicsRequest {
+            topics: vec![CreatableTopic {
+                name: name.into(),
+                num_partitions: partitions,
+                replication_factor: rf,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let r = self.c.create_topics(self.ctx(), &req, 7);
+        self.commit(r).topics[0].error_code
+    }
+
+    pub fn partition(&self, topic: &str, index: i32) -> PartitionState {
+        self.c.topic(topic).unwrap().partitions[&index].clone()
+    }
+
+    pub fn topic_id(&self, topic: &str) -> Uuid {
+        self.c.topic(topic).unwrap().id
+    }
+
+    /// Heartbeats every registered, unfenced broker (keeps sessions alive).
+    pub fn heartbeat_all(&mut self) {
+        let brokers: Vec<(i32, i64)> = self
+            .c
+            .brokers()
+            .filter(|b| !b.fenced)
+            .map(|b| (b.id, b.epoch))
+            .collect();
+        for (id, epoch) in brokers {
+            self.heartbeat(id, epoch, false, false);
+        }
+    }
+
+    /// Calls tick until it has nothing more to write; returns the number of batches.
+    pub fn tick_all(&mut self) -> usize {
+        let mut n = 0;
+        loop {
+            let r = self.c.tick(self.ctx());
+            if r.records.is_empty() {
+                return n;
+            }
+            self.commit(r);
+            n += 1;
+        }
+    }
+}
