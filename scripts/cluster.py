@@ -23,11 +23,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 VENV_PY = REPO / ".venv" / "bin" / "python"
-if VENV_PY.exists() and Path(sys.executable).resolve() != VENV_PY.resolve() and not os.environ.get("JOSEF_NO_VENV"):
-    try:
-        import confluent_kafka  # noqa: F401
-    except ImportError:
-        os.execv(str(VENV_PY), [str(VENV_PY)] + sys.argv)
+if VENV_PY.exists() and sys.prefix != str(VENV_PY.parent.parent) and not os.environ.get("JOSEF_NO_VENV"):
+    os.execv(str(VENV_PY), [str(VENV_PY)] + sys.argv)  # confluent-kafka and pytest live there
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 
 from cluster import Cluster, api_versions_ok, pid_alive  # noqa: E402
