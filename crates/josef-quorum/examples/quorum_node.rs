@@ -124,7 +124,7 @@ async fn main() {
         eprintln!("quorum_node: {e}");
         std::process::exit(1);
     }
-    let mut leadership = quorum.leadership();
+    let mut leadership = quorum.subscribe_leader();
     tokio::spawn(async move {
         loop {
             let now = *leadership.borrow_and_update();

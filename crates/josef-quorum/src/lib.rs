@@ -47,7 +47,7 @@
 //! let config = QuorumConfig::new(1, voters, "/data/node1/__cluster_metadata-0");
 //! let quorum = MetadataQuorum::start(config, Arc::new(Records::default())).await?;
 //! quorum.bind_and_serve("127.0.0.1:19093").await?;
-//! let mut leadership = quorum.leadership();
+//! let mut leadership = quorum.subscribe_leader();
 //! while leadership.borrow_and_update().map(|(id, _)| id) != Some(1) {
 //!     leadership.changed().await?;
 //! }
@@ -118,13 +118,16 @@ pub trait MetadataStateMachine: Send + Sync + 'static {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VoterStatus {
     /// The voter's node id.
-    pub node_id: u64,
-    /// The last log index known to be on that voter (on the leader: replicated there; for this
-    /// node itself: its own last index). Kafka's LogEndOffset is this + 1, or 0 for `None`.
-    pub last_index: Option<u64>,
-    /// When the leader last had a successful AppendEntries answer from it, in unix ms (Kafka's
-    /// LastFetchTimestamp); for the leader itself, now. `None` when unknown (on a follower).
-    pub last_contact_unix_ms: Option<i64>,
+    pub id: u64,
+    /// Kafka's LogEndOffset: one past the last log index known to be on that voter (on the
+    /// leader: replicated there; for this node itself: its own log), -1 when unknown.
+    pub log_end_offset: i64,
+    /// Kafka's LastFetchTimestamp: when the leader last had a successful AppendEntries answer
+    /// from it, in unix ms; for the leader itself, now. `None` when unknown (on a follower).
+    pub last_fetch_ms: Option<i64>,
+    /// Kafka's LastCaughtUpTimestamp: when it last acknowledged an AppendEntries that carried
+    /// the leader's whole log, in unix ms; for the leader itself, now. `None` when unknown.
+    pub last_caught_up_ms: Option<i64>,
 }
 
 /// The quorum as this node sees it, for DescribeQuorum.
@@ -133,14 +136,16 @@ pub struct QuorumStatus {
     /// This node's id.
     pub node_id: u64,
     /// The leader, when one is known.
-    pub leader_id: Option<u64>,
+    pub leader: Option<u64>,
     /// The current term (Kafka's leader epoch of the metadata log).
     pub term: u64,
-    /// The last committed index known here. Kafka's high watermark is this + 1 (0 for `None`).
+    /// The last committed index known here.
     pub committed_index: Option<u64>,
+    /// Kafka's high watermark: one past the last committed index (0 when nothing is committed).
+    pub high_watermark: u64,
     /// The last index applied to the state machine here.
     pub applied_index: Option<u64>,
-    /// Every configured voter; log positions and contact times are known on the leader.
+    /// Every configured voter, by id; log positions and contact times are known on the leader.
     pub voters: Vec<VoterStatus>,
 }
 
@@ -236,6 +241,7 @@ impl MetadataQuorum {
             request_timeout: Duration::from_millis(config.request_timeout_ms),
             backoff: Duration::from_millis(config.heartbeat_interval_ms),
             contacts: contacts.clone(),
+            progress: progress.clone(),
         };
         let raft = Raft::new(config.node_id, Arc::new(raft_config), network, log, sm)
             .await
@@ -335,7 +341,7 @@ impl MetadataQuorum {
 
     /// A receiver of [`leader`](Self::leader) that changes with every change of leader or term,
     /// for the controller driver to activate and deactivate.
-    pub fn leadership(&self) -> watch::Receiver<Option<(u64, u64)>> {
+    pub fn subscribe_leader(&self) -> watch::Receiver<Option<(u64, u64)>> {
         self.inner.leadership.clone()
     }
 
@@ -360,6 +366,8 @@ impl MetadataQuorum {
             .lock()
             .map(|c| c.clone())
             .unwrap_or_default();
+        let end = |last: Option<u64>| last.map_or(-1, |i| i as i64 + 1);
+        let now = network::now_unix_ms();
         let voters = self
             .inner
             .config
@@ -368,32 +376,37 @@ impl MetadataQuorum {
             .map(|&id| {
                 if id == me {
                     VoterStatus {
-                        node_id: id,
-                        last_index: m.last_log_index,
-                        last_contact_unix_ms: is_leader.then(network::now_unix_ms),
+                        id,
+                        log_end_offset: end(m.last_log_index),
+                        last_fetch_ms: is_leader.then_some(now),
+                        last_caught_up_ms: is_leader.then_some(now),
                     }
                 } else {
                     let replicated = m
                         .replication
                         .as_ref()
                         .and_then(|r| r.get(&id).copied().flatten());
+                    let contact = if is_leader {
+                        contacts.get(&id).copied()
+                    } else {
+                        None
+                    };
                     VoterStatus {
-                        node_id: id,
-                        last_index: replicated.map(|l| l.index),
-                        last_contact_unix_ms: if is_leader {
-                            contacts.get(&id).copied()
-                        } else {
-                            None
-                        },
+                        id,
+                        log_end_offset: end(replicated.map(|l| l.index)),
+                        last_fetch_ms: contact.map(|c| c.last_fetch_ms),
+                        last_caught_up_ms: contact.and_then(|c| c.last_caught_up_ms),
                     }
                 }
             })
             .collect();
+        let committed_index = self.committed_index();
         QuorumStatus {
             node_id: me,
-            leader_id: m.current_leader,
+            leader: m.current_leader,
             term: m.current_term,
-            committed_index: self.committed_index(),
+            committed_index,
+            high_watermark: committed_index.map_or(0, |c| c + 1),
             applied_index: self.applied_index(),
             voters,
         }

@@ -58,6 +58,8 @@ pub(crate) struct Progress {
     pub(crate) committed_plus_one: AtomicU64,
     /// Last applied index + 1 (0 = nothing applied).
     pub(crate) applied_plus_one: AtomicU64,
+    /// Last index in the local log + 1 (0 = empty).
+    pub(crate) last_log_plus_one: AtomicU64,
 }
 
 impl Progress {
@@ -75,6 +77,15 @@ impl Progress {
     }
     pub(crate) fn set_applied(&self, index: Option<u64>) {
         self.applied_plus_one
+            .store(index.map_or(0, |i| i + 1), Ordering::Release);
+    }
+    pub(crate) fn last_log(&self) -> Option<u64> {
+        self.last_log_plus_one
+            .load(Ordering::Acquire)
+            .checked_sub(1)
+    }
+    fn set_last_log(&self, index: Option<u64>) {
+        self.last_log_plus_one
             .store(index.map_or(0, |i| i + 1), Ordering::Release);
     }
 }
@@ -516,6 +527,7 @@ impl LogStore {
         progress: Arc<Progress>,
     ) -> Result<LogStore, QuorumError> {
         let inner = Inner::open(dir, fsync, segment_bytes)?;
+        progress.set_last_log(inner.last_log_id().map(|l| l.index));
         Ok(LogStore {
             inner: Arc::new(Mutex::new(inner)),
             progress,
@@ -629,7 +641,12 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I::IntoIter: OptionalSend,
     {
         let entries: Vec<Entry> = entries.into_iter().collect();
-        let res = self.lock().append(entries);
+        let res = {
+            let mut g = self.lock();
+            let res = g.append(entries);
+            self.progress.set_last_log(g.last_log_id().map(|l| l.index));
+            res
+        };
         match res {
             Ok(()) => {
                 callback.log_io_completed(Ok(()));
@@ -645,11 +662,17 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
-        self.lock().truncate(log_id.index).map_err(sio)
+        let mut g = self.lock();
+        let res = g.truncate(log_id.index);
+        self.progress.set_last_log(g.last_log_id().map(|l| l.index));
+        res.map_err(sio)
     }
 
     async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
-        self.lock().purge(log_id).map_err(sio)
+        let mut g = self.lock();
+        let res = g.purge(log_id);
+        self.progress.set_last_log(g.last_log_id().map(|l| l.index));
+        res.map_err(sio)
     }
 }
 

@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::TcpStream;
 
+use crate::log_store::Progress;
 use crate::types::{SnapshotMeta, TypeConfig, Vote, B64};
 use crate::RAFT_PREAMBLE;
 
@@ -106,8 +107,18 @@ pub(crate) async fn read_frame<R: AsyncRead + Unpin>(r: &mut R) -> io::Result<Op
     Ok(Some(body))
 }
 
-/// What the leader last heard from each peer: unix ms of the last successful AppendEntries.
-pub(crate) type Contacts = Arc<Mutex<BTreeMap<u64, i64>>>;
+/// What the leader last heard from a peer.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Contact {
+    /// Unix ms of the last successful AppendEntries answer.
+    pub(crate) last_fetch_ms: i64,
+    /// Unix ms of the last successful AppendEntries that carried the leader's whole log as it was
+    /// when it was sent (Kafka's last caught-up time).
+    pub(crate) last_caught_up_ms: Option<i64>,
+}
+
+/// The leader's [`Contact`] with each peer.
+pub(crate) type Contacts = Arc<Mutex<BTreeMap<u64, Contact>>>;
 
 pub(crate) fn now_unix_ms() -> i64 {
     SystemTime::now()
@@ -124,6 +135,7 @@ pub(crate) struct Network {
     pub(crate) request_timeout: Duration,
     pub(crate) backoff: Duration,
     pub(crate) contacts: Contacts,
+    pub(crate) progress: Arc<Progress>,
 }
 
 impl RaftNetworkFactory<TypeConfig> for Network {
@@ -143,6 +155,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             request_timeout: self.request_timeout,
             backoff: self.backoff,
             contacts: self.contacts.clone(),
+            progress: self.progress.clone(),
         }
     }
 }
@@ -161,6 +174,7 @@ pub(crate) struct PeerClient {
     request_timeout: Duration,
     backoff: Duration,
     contacts: Contacts,
+    progress: Arc<Progress>,
 }
 
 enum CallError {
@@ -252,10 +266,22 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
         let timeout = self.timeout_for(&option);
+        // Whether this request brings the peer up to the leader's log end as it is now.
+        let sent_up_to = rpc
+            .entries
+            .last()
+            .map(|e| e.log_id.index)
+            .or(rpc.prev_log_id.map(|l| l.index));
+        let whole_log = sent_up_to >= self.progress.last_log();
         match self.call(Rpc::AppendEntries(rpc), timeout).await {
             Ok(WireResponse::AppendEntries(Ok(resp))) => {
                 if let Ok(mut c) = self.contacts.lock() {
-                    c.insert(self.target, now_unix_ms());
+                    let now = now_unix_ms();
+                    let contact = c.entry(self.target).or_default();
+                    contact.last_fetch_ms = now;
+                    if whole_log && resp.is_success() {
+                        contact.last_caught_up_ms = Some(now);
+                    }
                 }
                 Ok(resp)
             }

@@ -154,17 +154,41 @@ fn agreed_leader(procs: &BTreeMap<u64, Proc>, not: Option<u64>) -> Option<(u64, 
     found
 }
 
-fn propose_all(p: &mut Proc, texts: &[String], committed: &mut BTreeMap<String, u64>) {
-    for t in texts {
-        p.send(&format!("propose {t}"));
-    }
-    assert!(
-        wait_until(WAIT, || texts.iter().all(|t| p.proposed(t).is_some())),
-        "proposals commit: {:?}",
-        p.lines().iter().rev().take(10).collect::<Vec<_>>()
-    );
-    for t in texts {
-        committed.insert(t.clone(), p.proposed(t).unwrap());
+/// Commits each text through whoever leads, one at a time, retrying under a new text when
+/// leadership moves meanwhile. Records the text that committed and its index.
+fn propose_all(
+    procs: &mut BTreeMap<u64, Proc>,
+    texts: &[String],
+    committed: &mut BTreeMap<String, u64>,
+) {
+    let deadline = Instant::now() + WAIT;
+    for text in texts {
+        let mut attempt = 0;
+        loop {
+            assert!(Instant::now() < deadline, "{text} did not commit");
+            let (leader, _) = agreed_leader(procs, None).expect("a leader");
+            let t = if attempt == 0 {
+                text.clone()
+            } else {
+                format!("{text}#{attempt}")
+            };
+            let p = procs.get_mut(&leader).unwrap();
+            p.send(&format!("propose {t}"));
+            let answered = |l: &String| {
+                l.starts_with(&format!("proposed {t} "))
+                    || l.starts_with(&format!("notleader {t} "))
+                    || l.starts_with(&format!("error {t} "))
+            };
+            assert!(
+                wait_until(WAIT, || p.lines().iter().any(answered)),
+                "no answer to {t}"
+            );
+            if let Some(index) = p.proposed(&t) {
+                committed.insert(t, index);
+                break;
+            }
+            attempt += 1;
+        }
     }
 }
 
@@ -189,24 +213,24 @@ fn sigkill_of_the_leader_process() {
         .map(|&id| (id, Proc::spawn(id, &voters_arg, &dir(id))))
         .collect();
 
-    let (leader, term) = agreed_leader(&procs, None).expect("a leader is elected");
+    agreed_leader(&procs, None).expect("a leader is elected");
     let mut committed = BTreeMap::new();
     let first: Vec<String> = (0..10).map(|i| format!("v{i}")).collect();
-    propose_all(procs.get_mut(&leader).unwrap(), &first, &mut committed);
+    propose_all(&mut procs, &first, &mut committed);
     assert!(
         wait_until(WAIT, || procs.values().all(|p| has_all(p, &committed))),
         "every node applies the batches"
     );
 
     // kill -9 the leader.
+    let (leader, term) = agreed_leader(&procs, None).expect("a leader");
     let mut old = procs.remove(&leader).unwrap();
     old.child.kill().unwrap();
     let killed_at = Instant::now();
     let _ = old.child.wait();
     drop(old);
 
-    let (new_leader, new_term) =
-        agreed_leader(&procs, Some(leader)).expect("a new leader is elected");
+    let (_, new_term) = agreed_leader(&procs, Some(leader)).expect("a new leader is elected");
     let failover = killed_at.elapsed();
     assert!(new_term > term);
     assert!(
@@ -214,7 +238,7 @@ fn sigkill_of_the_leader_process() {
         "failover took {failover:?}"
     );
     let second: Vec<String> = (10..20).map(|i| format!("v{i}")).collect();
-    propose_all(procs.get_mut(&new_leader).unwrap(), &second, &mut committed);
+    propose_all(&mut procs, &second, &mut committed);
     assert!(
         wait_until(WAIT, || procs.values().all(|p| has_all(p, &committed))),
         "no committed entry is lost"

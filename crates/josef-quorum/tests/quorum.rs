@@ -180,6 +180,41 @@ impl Cluster {
     }
 }
 
+impl Cluster {
+    /// Commits one batch through whoever leads, retrying (under a new text) when leadership
+    /// moves meanwhile, as a controller would. Returns the index and the text that committed.
+    fn commit(&self, text: &str) -> (u64, String) {
+        let deadline = Instant::now() + WAIT;
+        for attempt in 0.. {
+            assert!(Instant::now() < deadline, "{text} did not commit");
+            let Some((leader, _)) = self.agreed_leader() else {
+                continue;
+            };
+            let t = if attempt == 0 {
+                text.to_string()
+            } else {
+                format!("{text}#{attempt}")
+            };
+            match self.propose(leader, &t) {
+                Ok(index) => return (index, t),
+                Err(QuorumError::NotLeader { .. } | QuorumError::Timeout { .. }) => continue,
+                Err(e) => panic!("propose {t}: {e}"),
+            }
+        }
+        unreachable!()
+    }
+
+    /// Whether every live node applied the same batches, among them every `committed` one at its
+    /// index.
+    fn consistent(&self, committed: &[(u64, String)]) -> bool {
+        let want = expected(committed);
+        let views: Vec<_> = self.live().map(|n| n.sm.texts()).collect();
+        views
+            .iter()
+            .all(|v| v == &views[0] && want.iter().all(|w| v.contains(w)))
+    }
+}
+
 impl Drop for Cluster {
     fn drop(&mut self) {
         for n in &mut self.nodes {
@@ -211,32 +246,31 @@ fn three_voters_elect_commit_fail_over_and_catch_up() {
         other => panic!("expected NotLeader, got {other:?}"),
     }
 
-    let mut committed = Vec::new();
-    for i in 0..20 {
-        let text = format!("a{i}");
-        let index = c.propose(leader, &text).unwrap();
-        committed.push((index, text));
-    }
+    let mut committed: Vec<(u64, String)> = (0..20).map(|i| c.commit(&format!("a{i}"))).collect();
     assert!(committed.windows(2).all(|w| w[0].0 < w[1].0));
-    let want = expected(&committed);
     assert!(
-        wait_until(WAIT, || c.live().all(|n| n.sm.texts() == want)),
+        wait_until(WAIT, || c.consistent(&committed)),
         "all nodes apply the 20 batches"
     );
-    let leader_q = c.node(leader).quorum.clone().unwrap();
     let last = committed.last().unwrap().0;
-    assert!(leader_q.committed_index() >= Some(last));
     // The leader's view of the quorum: everyone has the last entry, and was heard from.
     assert!(wait_until(WAIT, || {
-        let s = leader_q.status();
-        s.leader_id == Some(leader)
-            && s.term == term
+        let Some((l, _)) = c.agreed_leader() else {
+            return false;
+        };
+        let q = c.node(l).quorum.as_ref().unwrap();
+        let s = q.status();
+        q.committed_index() >= Some(last)
+            && s.leader == Some(l)
+            && s.term >= term
+            && s.high_watermark > last
             && s.voters.len() == 3
-            && s.voters
-                .iter()
-                .all(|v| v.last_index >= Some(last) && v.last_contact_unix_ms.is_some())
+            && s.voters.iter().all(|v| {
+                v.log_end_offset > last as i64
+                    && v.last_fetch_ms.is_some()
+                    && v.last_caught_up_ms.is_some()
+            })
     }));
-    drop(leader_q);
 
     // Bad bytes on the Raft port close that connection, and nothing else.
     let addr = c.node(follower).addr;
@@ -253,7 +287,8 @@ fn three_voters_elect_commit_fail_over_and_catch_up() {
     }
     let _ = RAFT_PREAMBLE;
 
-    // Crash the leader.
+    // Crash the leader (whoever leads now).
+    let (leader, term) = c.agreed_leader().unwrap();
     c.kill(leader);
     let killed_at = Instant::now();
     let (new_leader, new_term) = c.agreed_leader().expect("a new leader is elected");
@@ -265,28 +300,21 @@ fn three_voters_elect_commit_fail_over_and_catch_up() {
         "failover took {failover:?}"
     );
 
-    for i in 0..10 {
-        let text = format!("b{i}");
-        let index = c.propose(new_leader, &text).unwrap();
-        committed.push((index, text));
-    }
-    let want = expected(&committed);
+    committed.extend((0..10).map(|i| c.commit(&format!("b{i}"))));
     assert!(
-        wait_until(WAIT, || c.live().all(|n| n.sm.texts() == want)),
+        wait_until(WAIT, || c.consistent(&committed)),
         "no committed entry lost"
     );
 
     // The old leader comes back with its log and catches up.
     c.restart(leader);
     assert!(
-        wait_until(WAIT, || c.node(leader).sm.texts() == want),
+        wait_until(WAIT, || c.consistent(&committed)),
         "restarted node catches up: {:?}",
         c.node(leader).sm.texts()
     );
-    let index = c.propose(new_leader, "c0").unwrap();
-    committed.push((index, "c0".into()));
-    let want = expected(&committed);
-    assert!(wait_until(WAIT, || c.live().all(|n| n.sm.texts() == want)));
+    committed.push(c.commit("c0"));
+    assert!(wait_until(WAIT, || c.consistent(&committed)));
     for n in c.live() {
         assert!(
             n.sm.errors().is_empty(),
@@ -300,14 +328,9 @@ fn three_voters_elect_commit_fail_over_and_catch_up() {
 #[test]
 fn all_voters_restart_from_snapshot_and_log() {
     let mut c = Cluster::new(3, 10);
-    let (leader, _) = c.agreed_leader().expect("a leader is elected");
-    let mut committed = Vec::new();
-    for i in 0..35 {
-        let text = format!("s{i}");
-        committed.push((c.propose(leader, &text).unwrap(), text));
-    }
-    let want = expected(&committed);
-    assert!(wait_until(WAIT, || c.live().all(|n| n.sm.texts() == want)));
+    c.agreed_leader().expect("a leader is elected");
+    let committed: Vec<(u64, String)> = (0..35).map(|i| c.commit(&format!("s{i}"))).collect();
+    assert!(wait_until(WAIT, || c.consistent(&committed)));
     // Snapshots were taken and the log below them purged, on every node.
     assert!(wait_until(WAIT, || c.nodes.iter().all(|n| {
         let names: Vec<String> = std::fs::read_dir(&n.dir)
@@ -337,25 +360,24 @@ fn all_voters_restart_from_snapshot_and_log() {
     }
     // Each node loaded its snapshot before anything else.
     for n in &c.nodes {
+        let first = n.sm.installed.lock().unwrap().first().copied();
         assert!(
-            n.sm.installed
-                .lock()
-                .unwrap()
-                .first()
-                .is_some_and(|i| *i >= 10),
-            "node {} loaded a snapshot",
+            first.is_some_and(|i| i >= 10),
+            "node {} loaded a snapshot: {first:?}",
             n.id
         );
     }
-    let (leader, _) = c.agreed_leader().expect("a leader after the restart");
+    c.agreed_leader().expect("a leader after the restart");
     assert!(
-        wait_until(WAIT, || c.nodes.iter().all(|n| n.sm.texts() == want)),
+        wait_until(WAIT, || c.nodes.iter().zip(&before).all(|(n, b)| n
+            .sm
+            .state()
+            .batches
+            == b.batches)),
         "the same state after the restart"
     );
     for (n, b) in c.nodes.iter().zip(&before) {
-        let now = n.sm.state();
-        assert_eq!(now.batches, b.batches, "node {}", n.id);
-        assert!(now.last >= b.last);
+        assert!(n.sm.state().last >= b.last);
         assert!(
             n.sm.errors().is_empty(),
             "node {}: {:?}",
@@ -363,7 +385,7 @@ fn all_voters_restart_from_snapshot_and_log() {
             n.sm.errors()
         );
     }
-    let index = c.propose(leader, "after").unwrap();
+    let (index, _) = c.commit("after");
     assert!(index > committed.last().unwrap().0);
 }
 
@@ -373,21 +395,14 @@ fn a_follower_far_behind_gets_a_snapshot() {
     let (leader, _) = c.agreed_leader().expect("a leader is elected");
     let behind = c.voters.keys().copied().find(|id| *id != leader).unwrap();
     c.kill(behind);
-    let mut committed = Vec::new();
-    for i in 0..40 {
-        let text = format!("f{i}");
-        committed.push((c.propose(leader, &text).unwrap(), text));
-    }
-    // The leader has purged what the stopped follower lacks.
-    let lq = c.node(leader).quorum.clone().unwrap();
-    assert!(wait_until(WAIT, || std::fs::read_dir(&c.node(leader).dir)
-        .unwrap()
-        .any(|e| e.unwrap().file_name() == "purged.json")));
-    drop(lq);
+    let committed: Vec<(u64, String)> = (0..40).map(|i| c.commit(&format!("f{i}"))).collect();
+    // The live nodes have purged what the stopped follower lacks.
+    assert!(wait_until(WAIT, || c
+        .live()
+        .all(|n| n.dir.join("purged.json").exists())));
     c.restart(behind);
-    let want = expected(&committed);
     assert!(
-        wait_until(WAIT, || c.node(behind).sm.texts() == want),
+        wait_until(WAIT, || c.consistent(&committed)),
         "the follower catches up: {:?}",
         c.node(behind).sm.texts()
     );
