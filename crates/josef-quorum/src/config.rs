@@ -28,6 +28,11 @@ pub struct QuorumConfig {
     /// `controller.quorum.request.timeout.ms` (default 2000): the bound of one Raft RPC (connect,
     /// send, answer). A full snapshot gets ten times this.
     pub request_timeout_ms: u64,
+    /// `controller.quorum.fetch.timeout.ms` (default 2000): a leader that has not heard from a
+    /// majority of the voters for this long stops reporting itself as leader
+    /// ([`crate::MetadataQuorum::leader`] is `None`, proposals fail with `NotLeader`) until it
+    /// does again, as Kafka's leader resigns (KIP-595), so a partitioned controller deactivates.
+    pub fetch_timeout_ms: u64,
     /// How long [`crate::MetadataQuorum::propose`] waits for the commit (default 30000) before it
     /// answers [`QuorumError::Timeout`].
     pub propose_timeout_ms: u64,
@@ -55,6 +60,7 @@ impl QuorumConfig {
             election_timeout_ms: 1000,
             heartbeat_interval_ms: 250,
             request_timeout_ms: 2000,
+            fetch_timeout_ms: 2000,
             propose_timeout_ms: 30_000,
             snapshot_every_n_entries: 10_000,
             entries_kept_after_snapshot: 1000,
@@ -79,6 +85,7 @@ impl QuorumConfig {
         }
         if self.election_timeout_ms == 0
             || self.request_timeout_ms == 0
+            || self.fetch_timeout_ms == 0
             || self.propose_timeout_ms == 0
         {
             return bad("timeouts must be positive".into());

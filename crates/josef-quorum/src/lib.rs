@@ -169,6 +169,82 @@ fn leader_of(m: &openraft::RaftMetrics<u64, BasicNode>) -> Option<(u64, u64)> {
     m.current_leader.map(|l| (l, m.current_term))
 }
 
+/// Publishes the leader as openraft knows it, except that this node, leading, stops naming
+/// itself once it has not heard from a majority for `fetch_timeout_ms` (checked every heartbeat
+/// interval as well as on every change of openraft's metrics).
+fn spawn_leadership_watch(
+    runtime: &Handle,
+    raft: &Raft<TypeConfig>,
+    config: &QuorumConfig,
+    contacts: Contacts,
+) -> watch::Receiver<Option<(u64, u64)>> {
+    let mut metrics = raft.metrics();
+    let me = config.node_id;
+    let voters: Vec<u64> = config.voters.keys().copied().collect();
+    let majority = voters.len() / 2 + 1;
+    let fetch_timeout = Duration::from_millis(config.fetch_timeout_ms);
+    let fetch_timeout_ms = config.fetch_timeout_ms as i64;
+    let heartbeat = Duration::from_millis(config.heartbeat_interval_ms);
+    let (tx, rx) = watch::channel(leader_of(&metrics.borrow()));
+    runtime.spawn(async move {
+        let mut tick = tokio::time::interval(heartbeat);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut leading_since: Option<(u64, std::time::Instant)> = None;
+        loop {
+            tokio::select! {
+                changed = metrics.changed() => if changed.is_err() { return },
+                _ = tick.tick() => {}
+            }
+            let raw = leader_of(&metrics.borrow_and_update());
+            let now = match raw {
+                Some((l, term)) if l == me => {
+                    let since = match leading_since {
+                        Some((t, at)) if t == term => at,
+                        _ => {
+                            let at = std::time::Instant::now();
+                            leading_since = Some((term, at));
+                            at
+                        }
+                    };
+                    if since.elapsed() < fetch_timeout {
+                        raw
+                    } else {
+                        let now_ms = network::now_unix_ms();
+                        let heard = contacts.lock().map_or(0, |c| {
+                            voters
+                                .iter()
+                                .filter(|id| **id != me)
+                                .filter(|id| c.get(id).is_some_and(|c| now_ms - c.last_fetch_ms <= fetch_timeout_ms))
+                                .count()
+                        });
+                        if heard + 1 >= majority {
+                            raw
+                        } else {
+                            None
+                        }
+                    }
+                }
+                other => {
+                    leading_since = None;
+                    other
+                }
+            };
+            tx.send_if_modified(|cur| {
+                if *cur != now {
+                    if cur.is_some_and(|(l, _)| l == me) && now.is_none() {
+                        tracing::warn!("metadata quorum {me}: no answer from a majority for {fetch_timeout:?}; not leading");
+                    }
+                    *cur = now;
+                    true
+                } else {
+                    false
+                }
+            });
+        }
+    });
+    rx
+}
+
 impl MetadataQuorum {
     /// Opens the log under `config.dir` (recovering it), loads the newest snapshot into
     /// `state_machine`, and starts the Raft node; on an empty directory it initializes the static
@@ -271,22 +347,7 @@ impl MetadataQuorum {
         }
 
         let runtime = Handle::current();
-        let mut metrics = raft.metrics();
-        let initial = leader_of(&metrics.borrow());
-        let (tx, rx) = watch::channel(initial);
-        runtime.spawn(async move {
-            while metrics.changed().await.is_ok() {
-                let now = leader_of(&metrics.borrow_and_update());
-                tx.send_if_modified(|cur| {
-                    if *cur != now {
-                        *cur = now;
-                        true
-                    } else {
-                        false
-                    }
-                });
-            }
-        });
+        let rx = spawn_leadership_watch(&runtime, &raft, &config, contacts.clone());
         let (stop, _) = watch::channel(false);
         Ok(MetadataQuorum {
             inner: Arc::new(Inner {
@@ -308,9 +369,15 @@ impl MetadataQuorum {
 
     /// Appends `batch` as one entry and returns its index (the metadata offset) once it is
     /// committed and applied on this node. On a node that is not the leader:
-    /// [`QuorumError::NotLeader`] with the leader it knows of. After `propose_timeout_ms`:
+    /// [`QuorumError::NotLeader`] with the leader it knows of (`None` on a leader cut off from a
+    /// majority for `fetch_timeout_ms`). After `propose_timeout_ms`:
     /// [`QuorumError::Timeout`] (the entry may still commit later).
     pub async fn propose(&self, batch: Vec<Bytes>) -> Result<u64, QuorumError> {
+        let me = self.inner.config.node_id;
+        if self.inner.raft.metrics().borrow().current_leader == Some(me) && !self.is_leader() {
+            // Leading in openraft's eyes, but cut off from a majority (see `fetch_timeout_ms`).
+            return Err(QuorumError::NotLeader { leader: None });
+        }
         let timeout_ms = self.inner.config.propose_timeout_ms;
         let write = self.inner.raft.client_write(Batch(batch));
         match tokio::time::timeout(Duration::from_millis(timeout_ms), write).await {

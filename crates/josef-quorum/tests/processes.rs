@@ -15,6 +15,11 @@ const WAIT: Duration = Duration::from_secs(20);
 
 /// The example binary, built by `cargo test` next to the test binaries.
 fn example_binary() -> PathBuf {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(build_example).clone()
+}
+
+fn build_example() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let debug_dir = exe.parent().and_then(Path::parent).unwrap();
     let path = debug_dir

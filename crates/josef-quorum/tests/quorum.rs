@@ -80,6 +80,7 @@ impl Cluster {
         c.election_timeout_ms = 300;
         c.heartbeat_interval_ms = 50;
         c.request_timeout_ms = 500;
+        c.fetch_timeout_ms = 600;
         c.propose_timeout_ms = 5000;
         c.snapshot_every_n_entries = self.snapshot_every;
         c.entries_kept_after_snapshot = 2;
@@ -415,4 +416,36 @@ fn a_follower_far_behind_gets_a_snapshot() {
         "{:?}",
         c.node(behind).sm.errors()
     );
+}
+
+#[test]
+fn a_leader_cut_off_from_the_majority_stops_leading() {
+    let mut c = Cluster::new(3, 10_000);
+    let (leader, term) = c.agreed_leader().expect("a leader is elected");
+    let committed = vec![c.commit("x0")];
+    let followers: Vec<u64> = c
+        .voters
+        .keys()
+        .copied()
+        .filter(|id| *id != leader)
+        .collect();
+    for f in &followers {
+        c.kill(*f);
+    }
+    let q = c.node(leader).quorum.clone().unwrap();
+    assert!(
+        wait_until(WAIT, || q.leader().is_none()),
+        "the lone leader stops leading"
+    );
+    match c.propose(leader, "lost") {
+        Err(QuorumError::NotLeader { leader: None }) => {}
+        other => panic!("expected NotLeader without a leader, got {other:?}"),
+    }
+    // A majority again: a leader (of this term or a later one) and writes commit.
+    c.restart(followers[0]);
+    let (_, t) = c.agreed_leader().expect("a leader once a majority is back");
+    assert!(t >= term);
+    let mut committed = committed;
+    committed.push(c.commit("x1"));
+    assert!(wait_until(WAIT, || c.consistent(&committed)));
 }
