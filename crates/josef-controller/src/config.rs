@@ -22,7 +22,8 @@ pub struct ControllerConfig {
     pub producer_id_block_size: i32,
     /// `delete.topic.enable` (true).
     pub delete_topic_enable: bool,
-    /// Seed of the controller's random numbers (placement, topic ids).
+    /// Seed of the controller's random numbers (placement, topic ids); mixed with the epoch and
+    /// the last offset at each activation. Give each controller node its own seed.
     pub seed: u64,
 }
 

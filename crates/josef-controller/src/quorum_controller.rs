@@ -181,6 +181,13 @@ impl Controller {
     ) -> ControllerResult<()> {
         self.active = true;
         self.epoch = epoch;
+        // A new stream of randomness per activation: two controllers with the same seed must not
+        // hand out the same topic ids after a failover.
+        self.rng = ControllerRng::new(
+            self.config.seed
+                ^ (epoch as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                ^ self.last_offset.unwrap_or(0).rotate_left(32),
+        );
         self.heartbeats.clear();
         self.next_rebalance_ms = None;
         for &id in self.cluster.brokers.keys() {
