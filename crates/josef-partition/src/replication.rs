@@ -286,14 +286,7 @@ impl ReplicationState {
     /// ISR = replicas = [local_id], so the HW follows the LEO.
     pub fn single_replica(local_id: ReplicaId, leader_epoch: i32, log_end_offset: i64) -> Self {
         let mut r = ReplicationState::new(local_id, log_end_offset);
-        r.make_leader(
-            leader_epoch,
-            0,
-            &[local_id],
-            &[local_id],
-            log_end_offset,
-            0,
-        );
+        r.make_leader(leader_epoch, 0, &[local_id], &[local_id], log_end_offset, 0);
         r
     }
 
@@ -586,9 +579,9 @@ impl ReplicationState {
             .copied()
             .filter(|&id| id != self.local_id)
             .filter(|id| {
-                self.followers
-                    .get(id)
-                    .map_or(true, |f| !f.is_caught_up(leader_log_end_offset, now_ms, lag))
+                self.followers.get(id).map_or(true, |f| {
+                    !f.is_caught_up(leader_log_end_offset, now_ms, lag)
+                })
             })
             .collect();
         if out.is_empty() {
