@@ -21,6 +21,32 @@
 //!   first four bytes and hands Raft connections to [`MetadataQuorum::serve_connection`]; without
 //!   a broker, [`MetadataQuorum::bind_and_serve`] runs a listener of its own.
 //!
+//! # Files under [`QuorumConfig::dir`]
+//!
+//! | file | content |
+//! |---|---|
+//! | `log-<first index>.seg` | log records `length u32 LE, crc32c u32 LE, body` (index, term, leader, kind, the batch's records); fsynced on append |
+//! | `vote.json` | the Raft vote, replaced atomically and fsynced before it is acted on |
+//! | `purged.json` | the last log id removed below a snapshot |
+//! | `committed.json` | the last committed log id (a hint: re-applied at start without waiting for a leader) |
+//! | `snapshot-<last index>.snap` | `"JQSNAP01"`, openraft's snapshot meta as JSON, the caller's bytes, a crc32c; only the newest is kept |
+//!
+//! At start a record cut short, with a wrong CRC, undecodable, or out of sequence ends the log:
+//! its segment is truncated there and later segments are deleted (a warning says so); the leader
+//! sends what is missing. A damaged snapshot is skipped for an older one. A vote file that does
+//! not parse, or a log purged past every usable snapshot, fails the start with
+//! [`QuorumError::Corrupt`] rather than guessing.
+//!
+//! # Limits
+//!
+//! - Static voters only (`controller.quorum.voters`): no learners or observers, no membership
+//!   changes. Every node running a [`MetadataQuorum`] must be a voter.
+//! - The entries after the last purge are also held in memory (the metadata log is snapshotted
+//!   every [`QuorumConfig::snapshot_every_n_entries`]).
+//! - A snapshot travels as one frame: its JSON (base64 data) must fit [`MAX_FRAME_BYTES`].
+//! - A voter whose directory was wiped initializes itself again and rejoins; as with any Raft,
+//!   losing the disks of a majority can lose committed entries.
+//!
 //! # Example
 //!
 //! ```no_run

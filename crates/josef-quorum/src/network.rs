@@ -388,6 +388,9 @@ pub(crate) async fn serve(
     let (r, w) = stream.into_split();
     let mut r = BufReader::new(r);
     let mut w = BufWriter::new(w);
+    if *stop.borrow_and_update() {
+        return;
+    }
     loop {
         let frame = tokio::select! {
             _ = stop.changed() => return,
