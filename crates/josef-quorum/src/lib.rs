@@ -94,6 +94,7 @@ mod types;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -187,6 +188,7 @@ struct Inner {
     progress: Arc<Progress>,
     contacts: Contacts,
     leadership: watch::Receiver<Option<(u64, u64)>>,
+    cut_off: Arc<AtomicBool>,
     stop: watch::Sender<bool>,
     runtime: Handle,
 }
@@ -195,14 +197,19 @@ fn leader_of(m: &openraft::RaftMetrics<u64, BasicNode>) -> Option<(u64, u64)> {
     m.current_leader.map(|l| (l, m.current_term))
 }
 
-/// Publishes the leader as openraft knows it, except that this node, leading, stops naming
-/// itself once it has not heard from a majority for `fetch_timeout_ms` (checked every heartbeat
-/// interval as well as on every change of openraft's metrics).
+/// Publishes the leader as openraft knows it, except for this node itself: it names itself only
+/// once it has applied its own first entry of the term (so every entry of earlier terms is
+/// applied: Kafka's controller claims leadership only after replaying up to the epoch start
+/// offset), and stops naming itself once it has not heard from a majority for
+/// `fetch_timeout_ms` (checked every heartbeat interval as well as on every change of
+/// openraft's metrics); `cut_off` is set meanwhile.
 fn spawn_leadership_watch(
     runtime: &Handle,
     raft: &Raft<TypeConfig>,
     config: &QuorumConfig,
     contacts: Contacts,
+    progress: Arc<Progress>,
+    cut_off: Arc<AtomicBool>,
 ) -> watch::Receiver<Option<(u64, u64)>> {
     let mut metrics = raft.metrics();
     let me = config.node_id;
@@ -211,16 +218,12 @@ fn spawn_leadership_watch(
     let fetch_timeout = Duration::from_millis(config.fetch_timeout_ms);
     let fetch_timeout_ms = config.fetch_timeout_ms as i64;
     let heartbeat = Duration::from_millis(config.heartbeat_interval_ms);
-    let (tx, rx) = watch::channel(leader_of(&metrics.borrow()));
+    let (tx, rx) = watch::channel(None);
     runtime.spawn(async move {
         let mut tick = tokio::time::interval(heartbeat);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut leading_since: Option<(u64, std::time::Instant)> = None;
         loop {
-            tokio::select! {
-                changed = metrics.changed() => if changed.is_err() { return },
-                _ = tick.tick() => {}
-            }
             let raw = leader_of(&metrics.borrow_and_update());
             let now = match raw {
                 Some((l, term)) if l == me => {
@@ -232,33 +235,39 @@ fn spawn_leadership_watch(
                             at
                         }
                     };
-                    if since.elapsed() < fetch_timeout {
-                        raw
-                    } else {
+                    let reachable = since.elapsed() < fetch_timeout || {
                         let now_ms = network::now_unix_ms();
                         let heard = contacts.lock().map_or(0, |c| {
                             voters
                                 .iter()
                                 .filter(|id| **id != me)
-                                .filter(|id| c.get(id).is_some_and(|c| now_ms - c.last_fetch_ms <= fetch_timeout_ms))
+                                .filter(|id| {
+                                    c.get(id).is_some_and(|c| now_ms - c.last_fetch_ms <= fetch_timeout_ms)
+                                })
                                 .count()
                         });
-                        if heard + 1 >= majority {
-                            raw
-                        } else {
-                            None
-                        }
+                        heard + 1 >= majority
+                    };
+                    cut_off.store(!reachable, Ordering::Release);
+                    let caught_up = progress.applied_leader() == Some((term, me));
+                    if reachable && caught_up {
+                        raw
+                    } else {
+                        None
                     }
                 }
                 other => {
                     leading_since = None;
+                    cut_off.store(false, Ordering::Release);
                     other
                 }
             };
             tx.send_if_modified(|cur| {
                 if *cur != now {
                     if cur.is_some_and(|(l, _)| l == me) && now.is_none() {
-                        tracing::warn!("metadata quorum {me}: no answer from a majority for {fetch_timeout:?}; not leading");
+                        tracing::warn!(
+                            "metadata quorum {me}: no answer from a majority for {fetch_timeout:?}; not leading"
+                        );
                     }
                     *cur = now;
                     true
@@ -266,6 +275,10 @@ fn spawn_leadership_watch(
                     false
                 }
             });
+            tokio::select! {
+                changed = metrics.changed() => if changed.is_err() { return },
+                _ = tick.tick() => {}
+            }
         }
     });
     rx
@@ -373,7 +386,15 @@ impl MetadataQuorum {
         }
 
         let runtime = Handle::current();
-        let rx = spawn_leadership_watch(&runtime, &raft, &config, contacts.clone());
+        let cut_off = Arc::new(AtomicBool::new(false));
+        let rx = spawn_leadership_watch(
+            &runtime,
+            &raft,
+            &config,
+            contacts.clone(),
+            progress.clone(),
+            cut_off.clone(),
+        );
         let (stop, _) = watch::channel(false);
         Ok(MetadataQuorum {
             inner: Arc::new(Inner {
@@ -382,6 +403,7 @@ impl MetadataQuorum {
                 progress,
                 contacts,
                 leadership: rx,
+                cut_off,
                 stop,
                 runtime,
             }),
@@ -399,8 +421,7 @@ impl MetadataQuorum {
     /// majority for `fetch_timeout_ms`). After `propose_timeout_ms`:
     /// [`QuorumError::Timeout`] (the entry may still commit later).
     pub async fn propose(&self, batch: Vec<Bytes>) -> Result<u64, QuorumError> {
-        let me = self.inner.config.node_id;
-        if self.inner.raft.metrics().borrow().current_leader == Some(me) && !self.is_leader() {
+        if self.inner.cut_off.load(Ordering::Acquire) {
             // Leading in openraft's eyes, but cut off from a majority (see `fetch_timeout_ms`).
             return Err(QuorumError::NotLeader { leader: None });
         }
@@ -422,6 +443,11 @@ impl MetadataQuorum {
     }
 
     /// The leader and the term, when a leader is known (the controller epoch is the term).
+    ///
+    /// This node names itself only once it may act as the active controller: it has applied its
+    /// own first (blank) entry of the term, hence every entry of earlier terms, as Kafka's
+    /// controller claims only after replaying up to the epoch start offset; and it has heard from
+    /// a majority within `fetch_timeout_ms`. Other nodes name the leader as soon as they know it.
     pub fn leader(&self) -> Option<(u64, u64)> {
         *self.inner.leadership.borrow()
     }

@@ -60,6 +60,8 @@ pub(crate) struct Progress {
     pub(crate) applied_plus_one: AtomicU64,
     /// Last index in the local log + 1 (0 = empty).
     pub(crate) last_log_plus_one: AtomicU64,
+    /// The term and leader of the last applied entry.
+    pub(crate) applied_leader: Mutex<Option<(u64, u64)>>,
 }
 
 impl Progress {
@@ -75,9 +77,16 @@ impl Progress {
         self.committed_plus_one
             .store(index.map_or(0, |i| i + 1), Ordering::Release);
     }
-    pub(crate) fn set_applied(&self, index: Option<u64>) {
+    pub(crate) fn set_applied(&self, log_id: Option<LogId>) {
+        if let Ok(mut g) = self.applied_leader.lock() {
+            *g = log_id.map(|l| (l.leader_id.term, l.leader_id.node_id));
+        }
         self.applied_plus_one
-            .store(index.map_or(0, |i| i + 1), Ordering::Release);
+            .store(log_id.map_or(0, |l| l.index + 1), Ordering::Release);
+    }
+    /// The (term, leader) of the last applied entry.
+    pub(crate) fn applied_leader(&self) -> Option<(u64, u64)> {
+        self.applied_leader.lock().ok().and_then(|g| *g)
     }
     pub(crate) fn last_log(&self) -> Option<u64> {
         self.last_log_plus_one

@@ -165,7 +165,7 @@ impl SmStore {
             ),
             None => (None, StoredMembership::default(), None),
         };
-        progress.set_applied(last_applied.map(|l| l.index));
+        progress.set_applied(last_applied);
         SmStore {
             app,
             dir,
@@ -240,7 +240,7 @@ impl RaftStateMachine<TypeConfig> for SmStore {
                 }
             }
             self.last_applied = Some(id);
-            self.progress.set_applied(Some(id.index));
+            self.progress.set_applied(Some(id));
             out.push(());
         }
         Ok(out)
@@ -290,7 +290,7 @@ impl RaftStateMachine<TypeConfig> for SmStore {
         self.app.install_snapshot(index, &snapshot);
         self.last_applied = meta.last_log_id;
         self.membership = meta.last_membership.clone();
-        self.progress.set_applied(meta.last_log_id.map(|l| l.index));
+        self.progress.set_applied(meta.last_log_id);
         *self.current.lock().unwrap_or_else(|p| p.into_inner()) =
             Some((meta.clone(), Arc::new(*snapshot)));
         Ok(())

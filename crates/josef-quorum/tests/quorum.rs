@@ -300,6 +300,12 @@ fn three_voters_elect_commit_fail_over_and_catch_up() {
         failover < Duration::from_secs(5),
         "failover took {failover:?}"
     );
+    // Naming itself leader means it has applied everything committed before its term.
+    let applied = c.node(new_leader).sm.texts();
+    assert!(
+        expected(&committed).iter().all(|w| applied.contains(w)),
+        "the new leader claims only after replaying the earlier terms"
+    );
 
     committed.extend((0..10).map(|i| c.commit(&format!("b{i}"))));
     assert!(
