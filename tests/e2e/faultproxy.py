@@ -258,8 +258,8 @@ class _Pump:
                 with self.cv:
                     self.q.popleft()
                     self.buffered -= len(data)
+                self.conn.proxy.bytes[(self.src, self.dst)] += len(data)  # counted before the peer can see it
                 self.dst_sock.sendall(data)
-                self.conn.proxy.bytes[(self.src, self.dst)] += len(data)
             # EOF from the source: half-close toward the destination, as TCP does.
             try:
                 self.dst_sock.shutdown(socket.SHUT_WR)
