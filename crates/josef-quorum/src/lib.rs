@@ -127,9 +127,10 @@ pub const RAFT_PREAMBLE: [u8; 4] = [0xFF, 0xFF, 0xFF, 0x01];
 pub trait MetadataStateMachine: Send + Sync + 'static {
     /// Applies the committed entry at `index` (the metadata offset), written by the leader of
     /// `term`. Called for every index on every node, in order: the initial membership (index 0),
-    /// membership changes and each leader's first, blank entry come with an empty `batch`. A
-    /// leader that sees its own term's blank entry applied knows every earlier entry is applied
-    /// too: the point at which Kafka's controller claims leadership.
+    /// membership changes and each leader's first, blank entry come with an empty `batch` (as
+    /// does a proposal of an empty batch). A node names itself leader
+    /// ([`MetadataQuorum::leader`]) only after its own blank entry of the term went through here,
+    /// so by then every earlier entry has been applied.
     fn apply(&self, index: u64, term: u64, batch: &[Bytes]);
 
     /// The state after the last applied entry: that entry's index and the state's bytes.
