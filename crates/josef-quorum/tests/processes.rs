@@ -30,6 +30,9 @@ fn build_example() -> PathBuf {
     if let Ok(cargo) = std::env::var("CARGO") {
         let mut cmd = Command::new(cargo);
         cmd.args(["build", "-p", "josef-quorum", "--example", "quorum_node"]);
+        if let Some(target_dir) = debug_dir.parent() {
+            cmd.arg("--target-dir").arg(target_dir);
+        }
         if debug_dir.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");
         }
