@@ -394,7 +394,13 @@ impl Controller {
             lowest_active_offset: self.heartbeats.lowest_offset(active),
         };
         let current = broker.control_state();
-        let next = calculate_next_broker_state(current, &facts);
+        let mut next = calculate_next_broker_state(current, &facts);
+        if broker.fenced && broker.in_controlled_shutdown && next == BrokerControlState::Unfenced {
+            // Fenced at the end of a controlled shutdown: the flag only clears with a new
+            // registration (Kafka has no record that clears it), so it is not unfenced again and
+            // does not flap between fenced and shutting down; a restart registers afresh.
+            next = BrokerControlState::Fenced;
+        }
         let mut records = Vec::new();
         if current != next {
             match next {

@@ -255,6 +255,13 @@ fn controlled_shutdown_moves_leaderships_then_shutdown_now() {
     let r = h.heartbeat(b, e, false, true);
     assert!(r.should_shut_down && r.is_fenced);
     assert!(h.c.broker(b).unwrap().fenced);
+    // Shut down means gone: the same registration is not unfenced again, a restart registers.
+    let r = h.heartbeat(b, e, false, false);
+    assert!(r.is_fenced);
+    let again = h.register_incarnation(b, 4242, None);
+    assert!(again > e);
+    assert!(!h.heartbeat(b, again, false, false).is_fenced);
+    assert!(h.c.image().is_active(b));
 }
 
 #[test]
@@ -1263,4 +1270,74 @@ fn replay_refuses_bad_records_without_panicking() {
         "offsets only go forward"
     );
     let _ = WriteContext::default();
+}
+
+#[test]
+fn rebalance_runs_at_most_1000_elections_per_batch() {
+    let mut h = Harness::new(ControllerConfig {
+        leader_imbalance_check_interval_ms: 1000,
+        ..config()
+    });
+    let ep = h.add_brokers(2);
+    let manual = CreatableTopic {
+        assignments: (0..1200)
+            .map(|i| CreatableReplicaAssignment {
+                partition_index: i,
+                broker_ids: vec![1, 2].into(),
+                ..Default::default()
+            })
+            .collect(),
+        ..topic("big", -1, -1)
+    };
+    assert_eq!(create(&mut h, vec![manual], false)[0].0, 0);
+    // Broker 1 bounces: every partition moves to 2, then 1 rejoins every ISR.
+    h.heartbeat(1, ep[0], true, false);
+    h.heartbeat(1, ep[0], false, false);
+    let t = h.topic_id("big");
+    let mut topics = Vec::new();
+    for i in 0..1200 {
+        let p = h.partition("big", i);
+        topics.push(PartitionData {
+            partition_index: i,
+            leader_epoch: p.leader_epoch,
+            partition_epoch: p.partition_epoch,
+            new_isr_with_epochs: vec![
+                BrokerState {
+                    broker_id: 2,
+                    broker_epoch: ep[1],
+                    ..Default::default()
+                },
+                BrokerState {
+                    broker_id: 1,
+                    broker_epoch: ep[0],
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        });
+    }
+    let req = AlterPartitionRequest {
+        broker_id: 2,
+        broker_epoch: ep[1],
+        topics: vec![TopicData {
+            topic_id: t,
+            partitions: topics,
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let r = h.c.alter_partition(h.ctx(), &req, 3);
+    assert_eq!(r.records.len(), 1200);
+    h.commit(r);
+    assert!(h.c.tick(h.ctx()).records.is_empty(), "scheduled, not due");
+    h.now += 1000;
+    h.heartbeat_all();
+    let r = h.c.tick(h.ctx());
+    assert_eq!(r.records.len(), 1000);
+    h.commit(r);
+    let r = h.c.tick(h.ctx());
+    assert_eq!(r.records.len(), 200, "capped: the rest runs at once");
+    h.commit(r);
+    assert!((0..1200).all(|i| h.partition("big", i).leader == 1));
+    assert!(h.c.tick(h.ctx()).records.is_empty());
 }
