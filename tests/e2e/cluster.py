@@ -390,7 +390,46 @@ class Cluster:
         return set(self.metadata(node).brokers)
 
     def controller_id(self, node=None) -> int:
+        """The controller id in a node's Metadata answer."""
         return self.metadata(node).controller_id
+
+    ACTIVE = "this node is the active controller"
+    NOT_ACTIVE = "no longer the active controller"
+
+    def active_controller(self) -> int:
+        """The active controller: the one running node whose log's last word on it (this run) is the
+        driver's "this node is the active controller"; else, if no log says so, the Metadata controller id."""
+        claims = []
+        for i, nd in self.nodes.items():
+            if not nd.running or nd.paused:
+                continue
+            log = nd.current_log()
+            a, b = log.rfind(self.ACTIVE), log.rfind(self.NOT_ACTIVE)
+            if a >= 0 and a > b:
+                claims.append(i)
+        if len(claims) == 1:
+            return claims[0]
+        if not claims:
+            return self.controller_id()
+        raise AssertionError(f"nodes {claims} each say they are the active controller")
+
+    def wait_replicas_converge(self, topics, timeout=30.0):
+        """Bounded wait until every replica of `topics` has the same batches and log end (segment files
+        compared across the nodes' data dirs); returns the last comparison either way (the caller's final
+        check, after the nodes stopped, is the verdict)."""
+        from history import compare_replicas
+
+        last = {}
+
+        def same():
+            last["r"] = compare_replicas(self.data_dirs(), strict_ends=True, topics=set(topics))
+            return last["r"].ok
+
+        try:
+            wait_until(same, timeout=timeout, interval=0.3, what=f"replicas of {sorted(topics)} equal")
+        except AssertionError:
+            pass
+        return last.get("r")
 
     def partitions(self, topic, node=None) -> dict:
         """{partition: PartitionMetadata (leader, replicas, isrs, error)}."""

@@ -48,7 +48,7 @@ def apply_fault(c: Cluster, kind, rng: random.Random, topic, hold, log):
         pause.wait(hold)
         c.node(f).start()
     elif kind == "kill9_controller":
-        ctl = c.controller_id()
+        ctl = c.active_controller()
         c.node(ctl).kill9()
         pause.wait(hold)
         c.node(ctl).start()
@@ -135,6 +135,7 @@ def soak(seed: int, duration: float, nodes: int, base_dir, out=None, log=print) 
         read_back(bs, topic, list(range(6)), h, READ_UNCOMMITTED, timeout=120)
         read_back(bs, ttopic, list(range(3)), h, READ_UNCOMMITTED, timeout=120)
         read_back(bs, ttopic, list(range(3)), h, READ_COMMITTED, timeout=120)
+        c.wait_replicas_converge({topic, ttopic}, timeout=60)
         exit_codes = c.stop_all()
         report = check(h, replica_dirs=c.data_dirs(), strict_ends=True, topics={topic, ttopic})
         result = {"seed": seed, "duration": duration, "nodes": nodes, "faults": counts, "counts": report.counts,

@@ -31,6 +31,7 @@ def test_three_nodes_start_and_every_node_sees_three_brokers(cluster_factory):
         k = kcat_metadata(nd.bootstrap)
         assert sorted(b["id"] for b in k["brokers"]) == [1, 2, 3], k["brokers"]
     assert len(controllers) == 1 and controllers <= {1, 2, 3}, f"controller ids seen: {controllers}"
+    assert controllers == {c.active_controller()}
 
 
 def test_rf3_topic_has_three_replicas_and_leaders_spread(cluster_factory):
@@ -64,8 +65,8 @@ def test_records_are_replicated_to_every_replica(cluster_factory):
     w.finish(120)
     assert not w.errors, w.errors
     read_back(c.bootstrap, topic, [0, 1, 2], h, READ_UNCOMMITTED)
-    # followers catch up to the leader's end: bounded wait on the replicas' high watermarks via ISR
     c.wait_topic_ready(topic, 3, rf=3)
+    c.wait_replicas_converge({topic})
     codes = c.stop_all()
     assert set(codes.values()) == {0}, f"exit codes on SIGTERM: {codes}"
     r = check(h, replica_dirs=c.data_dirs(), strict_ends=True, topics={topic})

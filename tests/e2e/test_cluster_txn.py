@@ -67,6 +67,7 @@ def test_transactions_groups_and_ctp_survive_kill9_of_their_coordinators(cluster
         read_back(bs, t, [0, 1, 2], h, READ_UNCOMMITTED, timeout=90)
     for t in (txt, dst):
         read_back(bs, t, [0, 1, 2], h, READ_COMMITTED, timeout=90)
+    c.wait_replicas_converge({txt, src, dst})
     c.stop_all()
     r = check(h, replica_dirs=c.data_dirs(), strict_ends=True, topics={txt, src, dst})
     record_result("kill -9 txn coordinator, then group coordinator", "txn + read_committed + group + ctp", r,

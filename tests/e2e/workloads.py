@@ -195,47 +195,56 @@ class ConsumeTransformProduce(Workload):
         self.attempt = 0
         self.txns = 0
 
+    MAX_SESSIONS = 20
+
     def run(self):
-        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group, "enable.auto.commit": False,
-                      "auto.offset.reset": "earliest", "isolation.level": "read_committed",
-                      "session.timeout.ms": 6000})
-        p = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": f"{self.name}-tid",
-                      "transaction.timeout.ms": 10000, **PRODUCER_BASE})
-        try:
-            p.init_transactions(30)
-            c.subscribe([self.src])
-            n = 0
-            while not self.stop_event.is_set():
-                msgs = [m for m in c.consume(self.batch, 0.5) if not m.error()]
-                if not msgs:
-                    continue
-                txn = f"{self.name}:{n}"
-                n += 1
-                self.attempt += 1
-                self.h.begin_txn(txn)
-                try:
-                    p.begin_transaction()
-                    for m in msgs:
-                        v = m.value() + b"|%d" % self.attempt
-                        self.h.send(self.dst, v, self.name, txn=txn)
-                        p.produce(self.dst, value=v, on_delivery=self.h.on_delivery)
-                    p.send_offsets_to_transaction(c.position(c.assignment()), c.consumer_group_metadata(), 30)
-                    p.commit_transaction(30)
-                    self.h.end_txn(txn, COMMITTED)
-                    self.txns += 1
-                except KafkaException as e:
-                    self.errors.append(f"{txn}: {e!r}")
-                    if e.args[0].txn_requires_abort():
-                        p.abort_transaction(30)
-                        self.h.end_txn(txn, ABORTED)
-                        rewind(c)
-                    else:
-                        self.h.end_txn(txn, UNKNOWN)
-                        return
-        except KafkaException as e:
-            self.errors.append(repr(e))
-        finally:
-            c.close()
+        """Sessions of (consumer, transactional producer); an error that is not abortable ends the session
+        (the transaction's outcome is unknown to us) and the next one starts from the group's committed
+        offsets, its init_transactions fencing the previous producer and resolving its transaction."""
+        n = 0
+        for _session in range(self.MAX_SESSIONS):
+            if self.stop_event.is_set():
+                return
+            c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group, "enable.auto.commit": False,
+                          "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+                          "session.timeout.ms": 6000})
+            p = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": f"{self.name}-tid",
+                          "transaction.timeout.ms": 10000, **PRODUCER_BASE})
+            try:
+                p.init_transactions(30)
+                c.subscribe([self.src])
+                while not self.stop_event.is_set():
+                    msgs = [m for m in c.consume(self.batch, 0.5) if not m.error()]
+                    if not msgs:
+                        continue
+                    txn = f"{self.name}:{n}"
+                    n += 1
+                    self.attempt += 1
+                    self.h.begin_txn(txn)
+                    try:
+                        p.begin_transaction()
+                        for m in msgs:
+                            v = m.value() + b"|%d" % self.attempt
+                            self.h.send(self.dst, v, self.name, txn=txn)
+                            p.produce(self.dst, value=v, on_delivery=self.h.on_delivery)
+                        p.send_offsets_to_transaction(c.position(c.assignment()), c.consumer_group_metadata(), 30)
+                        p.commit_transaction(30)
+                        self.h.end_txn(txn, COMMITTED)
+                        self.txns += 1
+                    except KafkaException as e:
+                        self.errors.append(f"{txn}: {e!r}")
+                        if e.args[0].txn_requires_abort():
+                            p.abort_transaction(30)
+                            self.h.end_txn(txn, ABORTED)
+                            rewind(c)
+                        else:
+                            self.h.end_txn(txn, UNKNOWN)
+                            break
+            except KafkaException as e:
+                self.errors.append(repr(e))
+            finally:
+                c.close()
+                p.flush(10)
 
 
 def rewind(c: Consumer):
