@@ -624,29 +624,17 @@ fn alter(
     partition_epoch: i32,
     isr: &[(i32, i64)],
 ) -> (i16, alter_partition_response::PartitionData) {
-    let req = AlterPartitionRequest {
-        broker_id: broker,
-        broker_epoch: epoch,
-        topics: vec![TopicData {
-            topic_id: h.c.topic(topic).map_or(Uuid::ZERO, |t| t.id),
-            partitions: vec![PartitionData {
-                partition_index: partition,
-                leader_epoch,
-                partition_epoch,
-                new_isr_with_epochs: isr
-                    .iter()
-                    .map(|&(broker_id, broker_epoch)| BrokerState {
-                        broker_id,
-                        broker_epoch,
-                        ..Default::default()
-                    })
-                    .collect(),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
+    let topic_id = h.c.topic(topic).map_or(Uuid::ZERO, |t| t.id);
+    let req = common::alter_partition_request(
+        broker,
+        epoch,
+        topic_id,
+        partition,
+        leader_epoch,
+        partition_epoch,
+        isr,
+        0,
+    );
     let r = h.c.alter_partition(h.ctx(), &req, 3);
     let resp = h.commit(r);
     let p = resp

@@ -8,7 +8,6 @@ use josef_controller::{ControllerConfig, NO_LEADER};
 use josef_protocol::messages::alter_partition_reassignments_request::{
     ReassignablePartition, ReassignableTopic,
 };
-use josef_protocol::messages::alter_partition_request::{BrokerState, PartitionData, TopicData};
 use josef_protocol::messages::create_topics_request::{CreatableReplicaAssignment, CreatableTopic};
 use josef_protocol::messages::*;
 use josef_protocol::Uuid;
@@ -142,30 +141,8 @@ fn apply(h: &mut Harness, op: Op) {
         }
         Op::Alter(id, epoch, name, index, le, pe, isr, lrs) => {
             let topic_id = h.c.topic(NAMES[name as usize]).map_or(Uuid::ZERO, |t| t.id);
-            let req = AlterPartitionRequest {
-                broker_id: id,
-                broker_epoch: epoch,
-                topics: vec![TopicData {
-                    topic_id,
-                    partitions: vec![PartitionData {
-                        partition_index: index,
-                        leader_epoch: le,
-                        partition_epoch: pe,
-                        leader_recovery_state: lrs,
-                        new_isr_with_epochs: isr
-                            .into_iter()
-                            .map(|(b, e)| BrokerState {
-                                broker_id: b,
-                                broker_epoch: e,
-                                ..Default::default()
-                            })
-                            .collect(),
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                }],
-                ..Default::default()
-            };
+            let req =
+                common::alter_partition_request(id, epoch, topic_id, index, le, pe, &isr, lrs);
             let r = h.c.alter_partition(ctx, &req, 3);
             h.commit(r);
         }

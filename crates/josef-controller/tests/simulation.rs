@@ -22,6 +22,8 @@
 //! image equals the old one's. At the end, with every broker up and quiet, every partition has a
 //! leader and every broker is unfenced.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use josef_controller::{Controller, ControllerConfig, MetadataRecord, WriteContext, NO_LEADER};
@@ -29,7 +31,6 @@ use josef_metadata::{MetadataDelta, MetadataImage, MetadataProvenance};
 use josef_protocol::messages::alter_partition_reassignments_request::{
     ReassignablePartition, ReassignableTopic,
 };
-use josef_protocol::messages::alter_partition_request::{BrokerState, PartitionData, TopicData};
 use josef_protocol::messages::create_partitions_request::CreatePartitionsTopic;
 use josef_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use josef_protocol::messages::*;
@@ -456,31 +457,20 @@ impl Sim {
         } else {
             return false;
         }
-        let members = isr
+        let members: Vec<(i32, i64)> = isr
             .iter()
-            .map(|&r| BrokerState {
-                broker_id: r,
-                broker_epoch: image.broker(r).map_or(-1, |b| b.epoch),
-                ..Default::default()
-            })
+            .map(|&r| (r, image.broker(r).map_or(-1, |b| b.epoch)))
             .collect();
-        let req = AlterPartitionRequest {
-            broker_id: id,
-            broker_epoch: epoch,
-            topics: vec![TopicData {
-                topic_id,
-                partitions: vec![PartitionData {
-                    partition_index: index,
-                    leader_epoch: p.leader_epoch,
-                    partition_epoch: p.partition_epoch,
-                    new_isr_with_epochs: members,
-                    leader_recovery_state: 0,
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }],
-            ..Default::default()
-        };
+        let req = common::alter_partition_request(
+            id,
+            epoch,
+            topic_id,
+            index,
+            p.leader_epoch,
+            p.partition_epoch,
+            &members,
+            0,
+        );
         let r = self.controller.alter_partition(self.ctx(), &req, 3);
         if r.response.error_code == 0
             && r.response.topics[0].partitions[0].error_code == 0

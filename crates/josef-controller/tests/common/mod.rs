@@ -5,9 +5,11 @@
 use josef_controller::{
     Controller, ControllerConfig, ControllerResult, MetadataRecord, PartitionState, WriteContext,
 };
+use josef_protocol::messages::alter_partition_request::{BrokerState, PartitionData, TopicData};
 use josef_protocol::messages::create_topics_request::CreatableTopic;
 use josef_protocol::messages::{
-    BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest, CreateTopicsRequest,
+    AlterPartitionRequest, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
+    BrokerRegistrationRequest, CreateTopicsRequest,
 };
 use josef_protocol::Uuid;
 
@@ -154,5 +156,44 @@ impl Harness {
             self.commit(r);
             n += 1;
         }
+    }
+}
+
+/// An AlterPartition for one partition (the v2+ shape, by topic id); ISR members as
+/// (broker id, broker epoch).
+#[allow(clippy::too_many_arguments)]
+pub fn alter_partition_request(
+    broker: i32,
+    broker_epoch: i64,
+    topic_id: Uuid,
+    index: i32,
+    leader_epoch: i32,
+    partition_epoch: i32,
+    isr: &[(i32, i64)],
+    leader_recovery_state: i8,
+) -> AlterPartitionRequest {
+    AlterPartitionRequest {
+        broker_id: broker,
+        broker_epoch,
+        topics: vec![TopicData {
+            topic_id,
+            partitions: vec![PartitionData {
+                partition_index: index,
+                leader_epoch,
+                partition_epoch,
+                leader_recovery_state,
+                new_isr_with_epochs: isr
+                    .iter()
+                    .map(|&(broker_id, broker_epoch)| BrokerState {
+                        broker_id,
+                        broker_epoch,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
     }
 }
