@@ -14,9 +14,10 @@ pub(crate) struct ProducerIdControlManager {
 
 impl ProducerIdControlManager {
     pub(crate) fn replay(&mut self, r: &ProducerIdsRecord) -> Result<(), ReplayError> {
-        if r.next_producer_id <= self.next_producer_id {
+        // Equal is accepted: a snapshot's record repeats the last block's end.
+        if r.next_producer_id < self.next_producer_id {
             return Err(ReplayError::Invalid(format!(
-                "next producer id {} is not above {}",
+                "next producer id {} is below {}",
                 r.next_producer_id, self.next_producer_id
             )));
         }

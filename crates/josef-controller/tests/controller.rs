@@ -1329,3 +1329,33 @@ fn rebalance_runs_at_most_1000_elections_per_batch() {
     assert!((0..1200).all(|i| h.partition("big", i).leader == 1));
     assert!(h.c.tick(h.ctx()).records.is_empty());
 }
+
+#[test]
+fn a_controller_loaded_from_a_snapshot_has_the_same_image_and_carries_on() {
+    let mut h = Harness::new(config());
+    let ep = h.add_brokers(3);
+    assert_eq!(h.create_topic("t", 3, 3), 0);
+    h.heartbeat(3, ep[2], true, false);
+    let r = h.c.allocate_producer_ids(
+        h.ctx(),
+        &AllocateProducerIdsRequest {
+            broker_id: 1,
+            broker_epoch: ep[0],
+            ..Default::default()
+        },
+    );
+    h.commit(r);
+    let image = h.c.image();
+    let mut c = Controller::new(config());
+    for r in image.to_records() {
+        c.replay(h.offset, &r).unwrap();
+    }
+    assert_eq!(c.image(), image);
+    assert_eq!(c.next_producer_id(), 1000);
+    c.activate(h.ctx(), 2, String::new());
+    h.c = c;
+    // Business as usual: heartbeats, unfencing, topic creation.
+    assert!(!h.heartbeat(1, ep[0], false, false).is_fenced);
+    assert!(!h.heartbeat(3, ep[2], false, false).is_fenced);
+    assert_eq!(h.create_topic("u", 2, 3), 0);
+}
