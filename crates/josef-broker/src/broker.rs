@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::config::BrokerConfig;
 use crate::connection::ConnectionLimits;
-use crate::meta::{ensure_meta, MetaError};
+use crate::meta::MetaError;
 use crate::server::{bind, BoundListener, Server};
 use crate::state::BrokerState;
 
@@ -21,11 +21,15 @@ pub enum StartError {
     /// A listener could not be bound.
     #[error("{0}")]
     Bind(std::io::Error),
+    /// The cluster side (quorum, controller) could not start.
+    #[error(transparent)]
+    Cluster(#[from] crate::cluster::ClusterStartError),
 }
 
 /// A started broker.
 pub struct Broker {
     server: Server<BrokerState>,
+    cluster: Option<Arc<crate::cluster::ClusterNode>>,
     background: tokio::task::JoinHandle<()>,
     ticker: tokio::task::JoinHandle<()>,
     /// Expires delayed fetches at their max wait.
@@ -35,12 +39,27 @@ pub struct Broker {
 impl Broker {
     /// Checks the log dirs, opens (and recovers) the logs, binds the listeners and serves.
     pub async fn start(config: BrokerConfig) -> Result<Broker, StartError> {
-        let metas = ensure_meta(&config.log_dirs, config.node_id)?;
+        let cluster = match &config.cluster {
+            Some(cl) => {
+                let node = crate::cluster::ClusterNode::start(&config).await?;
+                let wait = Duration::from_millis(cl.initial_broker_registration_timeout_ms as u64);
+                let id = node.wait_cluster_id(wait).await?;
+                Some((node, id))
+            }
+            None => None,
+        };
+        let metas = crate::meta::ensure_meta_with(
+            &config.log_dirs,
+            config.node_id,
+            cluster.as_ref().map(|(_, id)| id.as_str()),
+        )?;
+        let cluster = cluster.map(|(node, _)| node);
         let config = Arc::new(config);
         let cluster_id = metas[0].cluster_id.clone();
         let state = {
             let config = config.clone();
-            tokio::task::spawn_blocking(move || BrokerState::open(config, cluster_id))
+            let cluster = cluster.clone();
+            tokio::task::spawn_blocking(move || BrokerState::open(config, cluster_id, cluster))
                 .await
                 .map_err(|e| StartError::Storage(e.to_string()))?
                 .map_err(StartError::Storage)?
@@ -87,17 +106,64 @@ impl Broker {
             })
         };
         let fetch_reaper = josef_timer::tokio_driver::spawn_reaper(state.fetch_purgatory.clone());
+        let server = Server::start(bound, state.clone(), limits);
+        if let Some(node) = &cluster {
+            if node.config.is_broker() {
+                crate::cluster::publisher::spawn(state.clone(), node.clone());
+                let listeners = server
+                    .listeners()
+                    .iter()
+                    .map(|l| {
+                        let (host, port) = config.advertised_for(&l.name, l.addr.port());
+                        (l.name.clone(), host, port)
+                    })
+                    .collect();
+                let info = crate::cluster::lifecycle::RegistrationInfo {
+                    node_id: config.node_id,
+                    cluster_id: state.cluster_id.clone(),
+                    listeners,
+                    rack: node.config.broker_rack.clone(),
+                    log_dirs: metas
+                        .iter()
+                        .filter_map(|m| crate::meta::uuid_from_base64(&m.directory_id))
+                        .map(josef_protocol::Uuid::from_bytes)
+                        .collect(),
+                    heartbeat_interval: Duration::from_millis(
+                        node.config.broker_heartbeat_interval_ms as u64,
+                    ),
+                    session_timeout: Duration::from_millis(
+                        node.config.broker_session_timeout_ms as u64,
+                    ),
+                };
+                let lifecycle = crate::cluster::lifecycle::BrokerLifecycle::spawn(
+                    info,
+                    node.channel.clone(),
+                    node.log.clone(),
+                );
+                let _ = node.lifecycle.set(lifecycle);
+            }
+        }
         Ok(Broker {
             ticker,
             fetch_reaper,
-            server: Server::start(bound, state, limits),
+            server,
+            cluster,
             background,
         })
     }
 
     /// The bound listeners (the real port when 0 was configured).
     pub fn listeners(&self) -> &[BoundListener] {
-        self.server.listeners()
+        match &self.cluster {
+            // A controller-only node has no client listener: its CONTROLLER one is what it serves.
+            Some(c) if self.server.listeners().is_empty() => &c.controller_listeners,
+            _ => self.server.listeners(),
+        }
+    }
+
+    /// The cluster side of the node, if it is part of a cluster.
+    pub fn cluster(&self) -> Option<&Arc<crate::cluster::ClusterNode>> {
+        self.cluster.as_ref()
     }
 
     /// The shared state (for tests and embedding).
@@ -108,6 +174,10 @@ impl Broker {
     /// Graceful shutdown: stop accepting, finish in-flight requests, then flush every log,
     /// snapshot producer state and mark the logs clean.
     pub async fn shutdown(self) {
+        // Leaderships move away while this node still serves (Kafka's controlled shutdown).
+        if let Some(c) = &self.cluster {
+            c.shutdown().await;
+        }
         self.server.stop().await;
         self.background.abort();
         self.ticker.abort();

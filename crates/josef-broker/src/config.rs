@@ -428,7 +428,8 @@ impl BrokerConfig {
                 ));
             }
         }
-        if listeners.is_empty() {
+        let controller_only = cluster.as_ref().is_some_and(|c| !c.is_broker());
+        if listeners.is_empty() && !controller_only {
             return Err(Props::invalid(
                 "listeners",
                 &listeners_raw,

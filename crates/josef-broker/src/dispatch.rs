@@ -41,11 +41,22 @@ pub fn served_versions(key: ApiKey) -> Option<(i16, i16)> {
     Some(range)
 }
 
+/// The versions served of `key` by a node that is (or is not) part of a cluster.
+pub fn served_versions_of(key: ApiKey, cluster: bool) -> Option<(i16, i16)> {
+    served_versions(key).or_else(|| {
+        if cluster {
+            handlers::cluster_served_versions(key)
+        } else {
+            None
+        }
+    })
+}
+
 /// The ApiVersions answer: every served API with its range.
-pub fn api_versions_body() -> ApiVersionsResponse {
+pub fn api_versions_body(cluster: bool) -> ApiVersionsResponse {
     let mut r = ApiVersionsResponse::default();
     for key in ApiKey::ALL {
-        if let Some((min, max)) = served_versions(key) {
+        if let Some((min, max)) = served_versions_of(key, cluster) {
             r.api_keys.push(ApiVersion {
                 api_key: key as i16,
                 min_version: min,
@@ -135,7 +146,7 @@ impl FrameHandler for BrokerState {
         };
         let key = body.api_key();
         let version = header.request_api_version;
-        match served_versions(key) {
+        match served_versions_of(key, self.cluster.is_some()) {
             Some((min, max)) if version >= min && version <= max => {}
             _ => {
                 return Outcome::Close(format!("{key:?} v{version} is not served"));

@@ -139,6 +139,16 @@ pub fn ensure_meta(
     dirs: &[std::path::PathBuf],
     node_id: i32,
 ) -> Result<Vec<MetaProperties>, MetaError> {
+    ensure_meta_with(dirs, node_id, None)
+}
+
+/// Like [`ensure_meta`], for a cluster node: `cluster_id` is the id of the cluster the node
+/// joined (from the metadata log); a dir that names another cluster fails the start.
+pub fn ensure_meta_with(
+    dirs: &[std::path::PathBuf],
+    node_id: i32,
+    cluster_id_of_cluster: Option<&str>,
+) -> Result<Vec<MetaProperties>, MetaError> {
     let mut existing = Vec::new();
     let mut cluster_id: Option<String> = None;
     for dir in dirs {
@@ -180,7 +190,19 @@ pub fn ensure_meta(
         }
         existing.push(meta);
     }
-    let cluster_id = cluster_id.unwrap_or_else(random_base64_uuid);
+    if let (Some(mine), Some(theirs)) = (&cluster_id, cluster_id_of_cluster) {
+        if mine != theirs {
+            return Err(MetaError::Invalid {
+                path: dirs[0].join("meta.properties").display().to_string(),
+                reason: format!(
+                    "this data dir belongs to cluster {mine}, but the metadata quorum is cluster {theirs}"
+                ),
+            });
+        }
+    }
+    let cluster_id = cluster_id
+        .or_else(|| cluster_id_of_cluster.map(str::to_string))
+        .unwrap_or_else(random_base64_uuid);
     let mut out = Vec::new();
     for (dir, meta) in dirs.iter().zip(existing) {
         let directory_id = meta

@@ -67,11 +67,17 @@ pub struct BrokerState {
     pub fetch_purgatory: Arc<crate::delayed_fetch::FetchPurgatory>,
     /// Incremental fetch sessions (KIP-227).
     pub fetch_sessions: Mutex<FetchSessionCache<TopicIdPartition>>,
+    /// The cluster side of this node (`process.roles` set); `None` for the single-node broker.
+    pub cluster: Option<Arc<crate::cluster::ClusterNode>>,
 }
 
 impl BrokerState {
     /// Opens the topics and the producer-id store.
-    pub fn open(config: Arc<BrokerConfig>, cluster_id: String) -> Result<BrokerState, String> {
+    pub fn open(
+        config: Arc<BrokerConfig>,
+        cluster_id: String,
+        cluster: Option<Arc<crate::cluster::ClusterNode>>,
+    ) -> Result<BrokerState, String> {
         let fetch_purgatory = crate::delayed_fetch::new_purgatory();
         let topics = TopicManager::load(
             config.clone(),
@@ -93,6 +99,7 @@ impl BrokerState {
             })),
             config,
             cluster_id,
+            cluster,
             topics,
             producer_ids: Mutex::new(producer_ids),
         })

@@ -325,8 +325,6 @@ impl TopicManager {
         partitions: i32,
         configs: BTreeMap<String, String>,
     ) -> Result<Arc<Topic>, TopicError> {
-        let _admin = self.admin.lock();
-        self.check_new(name, partitions, &configs)?;
         let id = loop {
             let u = Uuid::from_bytes(*uuid::Uuid::new_v4().as_bytes());
             // Kafka reserves the zero id and ids whose text starts with '-'.
@@ -334,6 +332,19 @@ impl TopicManager {
                 break u;
             }
         };
+        self.create_with_id(name, id, partitions, configs)
+    }
+
+    /// Creates a topic with a given id (in a cluster the controller chose it).
+    pub fn create_with_id(
+        &self,
+        name: &str,
+        id: Uuid,
+        partitions: i32,
+        configs: BTreeMap<String, String>,
+    ) -> Result<Arc<Topic>, TopicError> {
+        let _admin = self.admin.lock();
+        self.check_new(name, partitions, &configs)?;
         let log_config = topic_config::log_config(&configs, &self.config);
         let now = now_ms();
         let mut parts = Vec::new();

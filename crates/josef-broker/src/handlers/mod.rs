@@ -8,6 +8,7 @@ use crate::dispatch::{reply, Reply};
 use crate::state::BrokerState;
 
 mod admin;
+pub mod cluster;
 mod configs;
 mod fetch;
 mod find_coordinator;
@@ -43,6 +44,16 @@ pub fn extra_served_versions(key: ApiKey) -> Option<(i16, i16)> {
     }
 }
 
+/// APIs served only by a cluster node (forwarded to the controller).
+pub fn cluster_served_versions(key: ApiKey) -> Option<(i16, i16)> {
+    match key {
+        ApiKey::ElectLeaders
+        | ApiKey::AlterPartitionReassignments
+        | ApiKey::ListPartitionReassignments => Some(key.valid_versions()),
+        _ => None,
+    }
+}
+
 /// Routes one decoded request.
 pub async fn handle(
     state: &BrokerState,
@@ -51,8 +62,55 @@ pub async fn handle(
     body: RequestBody,
 ) -> Reply {
     let v = header.request_api_version;
+    if let Some(node) = state.cluster.clone() {
+        match body {
+            RequestBody::Metadata(r) => {
+                return reply(cluster::metadata(state, &node, conn, r, v).await)
+            }
+            RequestBody::DescribeCluster(r) => {
+                return reply(cluster::describe_cluster(state, &node, conn, r))
+            }
+            b @ (RequestBody::CreateTopics(_)
+            | RequestBody::DeleteTopics(_)
+            | RequestBody::CreatePartitions(_)
+            | RequestBody::IncrementalAlterConfigs(_)
+            | RequestBody::AlterConfigs(_)
+            | RequestBody::ElectLeaders(_)
+            | RequestBody::AlterPartitionReassignments(_)
+            | RequestBody::ListPartitionReassignments(_)) => {
+                return Reply::Body(cluster::forward(&node, b, v).await)
+            }
+            RequestBody::FindCoordinator(r) => {
+                let topic = if v >= 1 && r.key_type == 1 {
+                    crate::topics::TRANSACTION_STATE_TOPIC
+                } else {
+                    crate::topics::GROUP_METADATA_TOPIC
+                };
+                if state.topics.get(topic).is_none() {
+                    if let Err(code) = cluster::create_topic_via_controller(state, &node, topic).await {
+                        tracing::warn!(%topic, ?code, "cannot create internal topic");
+                    }
+                }
+                return reply(find_coordinator::handle(state, conn, r, v));
+            }
+            other => return handle_local(state, conn, header, other).await,
+        }
+    }
+    handle_local(state, conn, header, body).await
+}
+
+/// Routes a request this node answers itself.
+async fn handle_local(
+    state: &BrokerState,
+    conn: &ConnectionInfo,
+    header: &RequestHeader,
+    body: RequestBody,
+) -> Reply {
+    let v = header.request_api_version;
     match body {
-        RequestBody::ApiVersions(_) => reply(crate::dispatch::api_versions_body()),
+        RequestBody::ApiVersions(_) => {
+            reply(crate::dispatch::api_versions_body(state.cluster.is_some()))
+        }
         RequestBody::Metadata(r) => reply(metadata::handle(state, conn, r, v)),
         RequestBody::Produce(r) => produce::handle(state, header, r, v),
         RequestBody::Fetch(r) => reply(fetch::handle(state, r, v).await),

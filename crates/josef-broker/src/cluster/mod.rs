@@ -1,0 +1,264 @@
+//! A node of a cluster (`process.roles` set): the metadata log, the quorum and the controller on
+//! controller nodes, registration and heartbeats, and what the broker takes from the metadata
+//! image. See `docs/cluster.md`.
+//!
+//! Start order (Kafka's `KafkaRaftServer`): the controller side first (CONTROLLER listener,
+//! quorum, controller driver), then the broker waits for the cluster id from the metadata log,
+//! checks it against meta.properties, opens its logs, binds its listeners and registers.
+
+pub mod channel;
+pub mod controller_apis;
+pub mod driver;
+pub mod lifecycle;
+pub mod listener;
+pub mod metadata_log;
+pub mod metadata_view;
+pub mod publisher;
+pub mod responses;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use josef_quorum::{MetadataQuorum, MetadataStateMachine, QuorumConfig};
+use tokio::net::TcpStream;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::cluster_config::ClusterConfig;
+use crate::config::BrokerConfig;
+use crate::connection::ConnectionLimits;
+use crate::server::BoundListener;
+use channel::ControllerChannel;
+use driver::ControllerDriver;
+use lifecycle::BrokerLifecycle;
+use metadata_log::MetadataLog;
+
+/// Why a cluster node could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterStartError {
+    /// The CONTROLLER listener could not be bound.
+    #[error("cannot bind the controller listener {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The metadata quorum did not start.
+    #[error("metadata quorum: {0}")]
+    Quorum(#[from] josef_quorum::QuorumError),
+    /// No cluster id arrived in time.
+    #[error("no cluster id in the metadata log after {0:?} (is a majority of controller.quorum.voters up?)")]
+    NoClusterId(Duration),
+}
+
+/// The metadata log as josef-quorum's state machine.
+struct LogStateMachine(Arc<MetadataLog>);
+
+impl MetadataStateMachine for LogStateMachine {
+    fn apply(&self, index: u64, term: u64, batch: &[Bytes]) {
+        self.0.apply_batch(index, term, batch);
+    }
+
+    fn snapshot(&self) -> (u64, Vec<u8>) {
+        self.0.snapshot()
+    }
+
+    fn install_snapshot(&self, last_index: u64, data: &[u8]) {
+        self.0.install_snapshot(last_index, data);
+    }
+}
+
+/// Raft connections from the CONTROLLER listener go to the quorum.
+struct QuorumAcceptor(MetadataQuorum);
+
+impl listener::RaftAcceptor for QuorumAcceptor {
+    fn serve_raft(&self, stream: TcpStream) {
+        self.0.serve_connection(stream);
+    }
+}
+
+/// The cluster side of a node.
+pub struct ClusterNode {
+    /// The settings.
+    pub config: ClusterConfig,
+    /// `node.id`.
+    pub node_id: i32,
+    /// The committed metadata as this node has it.
+    pub log: Arc<MetadataLog>,
+    /// The quorum member (controller nodes).
+    pub quorum: Option<MetadataQuorum>,
+    /// The controller driver (controller nodes).
+    pub driver: Option<Arc<ControllerDriver>>,
+    /// Requests to the active controller.
+    pub channel: Arc<ControllerChannel>,
+    /// Registration and heartbeats (broker nodes, once started).
+    pub lifecycle: OnceLock<Arc<BrokerLifecycle>>,
+    /// The CONTROLLER listeners bound.
+    pub controller_listeners: Vec<BoundListener>,
+    shutdown: CancellationToken,
+    tracker: TaskTracker,
+}
+
+fn controller_config(config: &BrokerConfig, cl: &ClusterConfig) -> josef_controller::ControllerConfig {
+    josef_controller::ControllerConfig {
+        node_id: config.node_id,
+        broker_session_timeout_ms: cl.broker_session_timeout_ms,
+        default_replication_factor: config.default_replication_factor,
+        num_partitions: config.num_partitions,
+        auto_leader_rebalance_enable: cl.auto_leader_rebalance_enable,
+        leader_imbalance_check_interval_ms: cl.leader_imbalance_check_interval_seconds * 1000,
+        unclean_leader_election_enable: cl.unclean_leader_election_enable,
+        seed: rand::random(),
+        ..josef_controller::ControllerConfig::default()
+    }
+}
+
+impl ClusterNode {
+    /// Starts the controller side (controller nodes) and the channel to the controller.
+    pub async fn start(config: &BrokerConfig) -> Result<Arc<ClusterNode>, ClusterStartError> {
+        let cl = config
+            .cluster
+            .clone()
+            .expect("ClusterNode::start needs process.roles");
+        let shutdown = CancellationToken::new();
+        let tracker = TaskTracker::new();
+        let new_controller: Option<Box<dyn Fn() -> josef_controller::Controller + Send + Sync>> =
+            if cl.is_controller() {
+                let cc = controller_config(config, &cl);
+                Some(Box::new(move || josef_controller::Controller::new(cc.clone())))
+            } else {
+                None
+            };
+        let log = MetadataLog::new(new_controller);
+        let mut quorum = None;
+        let mut driver = None;
+        let mut controller_listeners = Vec::new();
+        if cl.is_controller() {
+            let mut bound = Vec::new();
+            for l in &cl.controller_listeners {
+                let host = if l.host.is_empty() { "0.0.0.0" } else { &l.host };
+                let addr = format!("{host}:{}", l.port);
+                let listener = tokio::net::TcpListener::bind(&addr)
+                    .await
+                    .map_err(|source| ClusterStartError::Bind { addr: addr.clone(), source })?;
+                let local = listener.local_addr().map_err(|source| ClusterStartError::Bind {
+                    addr: addr.clone(),
+                    source,
+                })?;
+                controller_listeners.push(BoundListener {
+                    name: l.name.clone(),
+                    addr: local,
+                });
+                bound.push((l.name.clone(), listener));
+            }
+            let voters: BTreeMap<u64, String> = cl
+                .voters
+                .iter()
+                .map(|v| (v.id as u64, v.address()))
+                .collect();
+            let dir = cl
+                .metadata_log_dir
+                .clone()
+                .unwrap_or_else(|| config.log_dirs[0].clone())
+                .join("__cluster_metadata-0");
+            let mut qc = QuorumConfig::new(config.node_id as u64, voters, dir);
+            qc.election_timeout_ms = cl.quorum_election_timeout_ms as u64;
+            qc.heartbeat_interval_ms = (cl.quorum_election_timeout_ms as u64 / 4).max(10);
+            qc.request_timeout_ms = cl.quorum_request_timeout_ms as u64;
+            let q = MetadataQuorum::start(qc, Arc::new(LogStateMachine(log.clone()))).await?;
+            let d = ControllerDriver::new(config.node_id, log.clone(), q.clone());
+            d.spawn(shutdown.clone());
+            let apis = Arc::new(controller_apis::ControllerApis {
+                driver: d.clone(),
+                quorum: q.clone(),
+                voters: cl.voters.clone(),
+            });
+            let acceptor = Arc::new(QuorumAcceptor(q.clone()));
+            let limits = ConnectionLimits {
+                max_request_bytes: config.socket_request_max_bytes,
+                idle_timeout: None,
+            };
+            for (name, l) in bound {
+                listener::spawn_accept_loop(
+                    name,
+                    l,
+                    apis.clone(),
+                    acceptor.clone(),
+                    limits,
+                    shutdown.clone(),
+                    tracker.clone(),
+                );
+            }
+            quorum = Some(q);
+            driver = Some(d);
+        }
+        let hint: Option<Arc<dyn Fn() -> Option<i32> + Send + Sync>> = quorum.clone().map(|q| {
+            Arc::new(move || q.leader().map(|(id, _)| id as i32))
+                as Arc<dyn Fn() -> Option<i32> + Send + Sync>
+        });
+        let channel = Arc::new(ControllerChannel::new(
+            cl.voters.clone(),
+            config.node_id,
+            hint,
+            Duration::from_millis(cl.quorum_request_timeout_ms.max(1) as u64),
+        ));
+        Ok(Arc::new(ClusterNode {
+            config: cl,
+            node_id: config.node_id,
+            log,
+            quorum,
+            driver,
+            channel,
+            lifecycle: OnceLock::new(),
+            controller_listeners,
+            shutdown,
+            tracker,
+        }))
+    }
+
+    /// Waits (at most `timeout`) for the cluster id the first controller wrote.
+    pub async fn wait_cluster_id(&self, timeout: Duration) -> Result<String, ClusterStartError> {
+        let mut rx = self.log.subscribe_image();
+        let found = tokio::time::timeout(timeout, async {
+            loop {
+                if let Some(id) = rx.borrow_and_update().cluster_id() {
+                    return id.to_string();
+                }
+                if rx.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        })
+        .await;
+        found.map_err(|_| ClusterStartError::NoClusterId(timeout))
+    }
+
+    /// The broker lifecycle, once started.
+    pub fn lifecycle(&self) -> Option<&Arc<BrokerLifecycle>> {
+        self.lifecycle.get()
+    }
+
+    /// Stops: a controlled shutdown first (brokers), then the controller side.
+    pub async fn shutdown(&self) {
+        if let Some(l) = self.lifecycle.get() {
+            if self.config.controlled_shutdown_enable {
+                let retries = self.config.controlled_shutdown_max_retries.max(1) as u32;
+                let per_try = Duration::from_millis(
+                    (self.config.broker_session_timeout_ms as u64).max(1000),
+                );
+                if !l.controlled_shutdown(per_try * retries).await {
+                    tracing::warn!("controlled shutdown did not complete; stopping anyway");
+                }
+            }
+        }
+        self.shutdown.cancel();
+        self.tracker.close();
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.tracker.wait()).await;
+        if let Some(q) = &self.quorum {
+            let _ = q.shutdown().await;
+        }
+    }
+}
