@@ -42,6 +42,17 @@ pub(crate) fn read_optional(path: &Path) -> io::Result<Option<Vec<u8>>> {
     }
 }
 
+/// Runs blocking file work (writes and fsyncs) from async code: through
+/// `tokio::task::block_in_place` on a multi-threaded runtime, so the other tasks of the worker
+/// move to another thread meanwhile; directly elsewhere.
+pub(crate) fn blocking<R>(f: impl FnOnce() -> R) -> R {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
+
 /// A bounds-checked reader of a byte slice; every read fails instead of panicking at the end.
 pub(crate) struct Reader<'a> {
     buf: &'a [u8],

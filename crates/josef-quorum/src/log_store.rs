@@ -43,7 +43,7 @@ use openraft::{
 };
 
 use crate::error::QuorumError;
-use crate::files::{read_optional, replace_file, sync_dir, Reader};
+use crate::files::{blocking, read_optional, replace_file, sync_dir, Reader};
 use crate::types::{Batch, Entry, LogId, StorageError, TypeConfig, Vote};
 
 /// Records larger than this are taken as corruption when read back.
@@ -593,15 +593,17 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn save_vote(&mut self, vote: &Vote) -> Result<(), StorageError> {
-        let mut g = self.lock();
-        let data = serde_json::to_vec(vote).map_err(|e| {
-            StorageError::from(StorageIOError::write_vote(openraft::AnyError::new(&e)))
-        })?;
-        replace_file(&g.dir.join("vote.json"), &data, g.fsync).map_err(|e| {
-            StorageError::from(StorageIOError::write_vote(openraft::AnyError::new(&e)))
-        })?;
-        g.vote = Some(*vote);
-        Ok(())
+        let vote_err = |e: String| {
+            StorageError::from(StorageIOError::write_vote(openraft::AnyError::error(e)))
+        };
+        let data = serde_json::to_vec(vote).map_err(|e| vote_err(e.to_string()))?;
+        blocking(|| {
+            let mut g = self.lock();
+            replace_file(&g.dir.join("vote.json"), &data, g.fsync)?;
+            g.vote = Some(*vote);
+            Ok::<(), io::Error>(())
+        })
+        .map_err(|e| vote_err(e.to_string()))
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote>, StorageError> {
@@ -609,14 +611,20 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StorageError> {
-        let mut g = self.lock();
-        if let Some(c) = committed {
-            let data = serde_json::to_vec(&c).map_err(sio)?;
-            replace_file(&g.dir.join("committed.json"), &data, false).map_err(sio)?;
-        }
-        g.committed = committed;
-        self.progress.set_committed(committed.map(|c| c.index));
-        Ok(())
+        let data = match committed {
+            Some(c) => Some(serde_json::to_vec(&c).map_err(sio)?),
+            None => None,
+        };
+        blocking(|| {
+            let mut g = self.lock();
+            if let Some(data) = &data {
+                replace_file(&g.dir.join("committed.json"), data, false)?;
+            }
+            g.committed = committed;
+            self.progress.set_committed(committed.map(|c| c.index));
+            Ok::<(), io::Error>(())
+        })
+        .map_err(sio)
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogId>, StorageError> {
@@ -650,12 +658,12 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I::IntoIter: OptionalSend,
     {
         let entries: Vec<Entry> = entries.into_iter().collect();
-        let res = {
+        let res = blocking(|| {
             let mut g = self.lock();
             let res = g.append(entries);
             self.progress.set_last_log(g.last_log_id().map(|l| l.index));
             res
-        };
+        });
         match res {
             Ok(()) => {
                 callback.log_io_completed(Ok(()));
@@ -671,17 +679,23 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
-        let mut g = self.lock();
-        let res = g.truncate(log_id.index);
-        self.progress.set_last_log(g.last_log_id().map(|l| l.index));
-        res.map_err(sio)
+        blocking(|| {
+            let mut g = self.lock();
+            let res = g.truncate(log_id.index);
+            self.progress.set_last_log(g.last_log_id().map(|l| l.index));
+            res
+        })
+        .map_err(sio)
     }
 
     async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
-        let mut g = self.lock();
-        let res = g.purge(log_id);
-        self.progress.set_last_log(g.last_log_id().map(|l| l.index));
-        res.map_err(sio)
+        blocking(|| {
+            let mut g = self.lock();
+            let res = g.purge(log_id);
+            self.progress.set_last_log(g.last_log_id().map(|l| l.index));
+            res
+        })
+        .map_err(sio)
     }
 }
 

@@ -15,7 +15,7 @@ use openraft::storage::RaftStateMachine;
 use openraft::{EntryPayload, OptionalSend, RaftSnapshotBuilder, StorageIOError};
 
 use crate::error::QuorumError;
-use crate::files::{replace_file, Reader};
+use crate::files::{blocking, replace_file, Reader};
 use crate::log_store::Progress;
 use crate::types::{
     Entry, LogId, Snapshot, SnapshotMeta, StorageError, StoredMembership, TypeConfig,
@@ -202,7 +202,7 @@ pub(crate) struct SnapshotBuilder {
 impl RaftSnapshotBuilder<TypeConfig> for SnapshotBuilder {
     async fn build_snapshot(&mut self) -> Result<Snapshot, StorageError> {
         let (meta, data) = self.taken.clone().map_err(snap_err)?;
-        write_snapshot(&self.dir, &meta, &data, self.fsync).map_err(snap_err)?;
+        blocking(|| write_snapshot(&self.dir, &meta, &data, self.fsync)).map_err(snap_err)?;
         tracing::info!("metadata snapshot written at {:?}", meta.last_log_id);
         let data = Arc::new(data);
         *self.current.lock().unwrap_or_else(|p| p.into_inner()) =
@@ -284,7 +284,7 @@ impl RaftStateMachine<TypeConfig> for SmStore {
         meta: &SnapshotMeta,
         snapshot: Box<Vec<u8>>,
     ) -> Result<(), StorageError> {
-        write_snapshot(&self.dir, meta, &snapshot, self.fsync).map_err(sm_err)?;
+        blocking(|| write_snapshot(&self.dir, meta, &snapshot, self.fsync)).map_err(sm_err)?;
         let index = meta.last_log_id.map_or(0, |l| l.index);
         tracing::info!("installing metadata snapshot at {:?}", meta.last_log_id);
         self.app.install_snapshot(index, &snapshot);
