@@ -168,6 +168,12 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "cluster: needs josef-broker's cluster mode (3 nodes, KRaft-style)")
 
 
+def pytest_addoption(parser):
+    parser.addoption("--soak-duration", type=float, default=None,
+                     help="run test_cluster_soak.py: seconds of random faults (the long run)")
+    parser.addoption("--soak-seed", type=int, default=1, help="seed of the long run's fault schedule")
+
+
 @pytest.fixture
 def cluster_factory(request):
     from cluster import Cluster

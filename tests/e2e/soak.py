@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from cluster import Cluster, wait_until
-from history import READ_COMMITTED, READ_UNCOMMITTED, History, check
+from history import READ_COMMITTED, READ_UNCOMMITTED, History, check, record_result
 from workloads import GroupConsumer, IdempotentProducer, TransactionalProducer, read_back
 
 FAULTS = ("kill9_leader", "kill9_follower", "kill9_controller", "sigstop_leader", "partition_leader_one_way",
@@ -143,6 +143,8 @@ def soak(seed: int, duration: float, nodes: int, base_dir, out=None, log=print) 
                   "workload_errors": {w.name: w.errors[:10] for w in workloads if w.errors},
                   "exit_codes_at_end": exit_codes, "ok": report.ok}
         log(report.summary())
+        record_result(f"soak seed {seed}, {duration:.0f}s: " + ", ".join(f"{k} x{v}" for k, v in counts.items() if v),
+                      "idempotent + txn + group", report)
         if out:
             Path(out).write_text(json.dumps(result, indent=1))
             h.dump(Path(out).with_suffix(".history.json"))
