@@ -296,6 +296,9 @@ impl MetadataQuorum {
         state_machine: Arc<dyn MetadataStateMachine>,
     ) -> Result<MetadataQuorum, QuorumError> {
         config.validate()?;
+        let runtime = Handle::try_current().map_err(|_| {
+            QuorumError::InvalidConfig("start must run within a tokio runtime".into())
+        })?;
         let progress = Arc::new(Progress::default());
         let log = LogStore::open(
             &config.dir,
@@ -382,11 +385,13 @@ impl MetadataQuorum {
                         config.node_id
                     )
                 }
-                Err(e) => return Err(QuorumError::Stopped(format!("initialize: {e}"))),
+                Err(e) => {
+                    let _ = raft.shutdown().await;
+                    return Err(QuorumError::Stopped(format!("initialize: {e}")));
+                }
             }
         }
 
-        let runtime = Handle::current();
         let cut_off = Arc::new(AtomicBool::new(false));
         let rx = spawn_leadership_watch(
             &runtime,

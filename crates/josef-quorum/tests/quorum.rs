@@ -455,3 +455,56 @@ fn a_leader_cut_off_from_the_majority_stops_leading() {
     committed.push(c.commit("x1"));
     assert!(wait_until(WAIT, || c.consistent(&committed)));
 }
+
+#[tokio::test]
+async fn a_single_voter_commits_alone_and_bad_starts_are_typed_errors() {
+    init_tracing();
+    let tmp = tempfile::tempdir().unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let voters =
+        josef_quorum::parse_voters(&format!("7@{}", listener.local_addr().unwrap())).unwrap();
+    let dir = tmp.path().join("__cluster_metadata-0");
+
+    // Not a voter.
+    let bad = QuorumConfig::new(8, voters.clone(), &dir);
+    assert!(matches!(
+        MetadataQuorum::start(bad, Arc::new(Recorder::default())).await,
+        Err(QuorumError::InvalidConfig(_))
+    ));
+
+    let mut config = QuorumConfig::new(7, voters.clone(), &dir);
+    config.election_timeout_ms = 300;
+    config.heartbeat_interval_ms = 50;
+    let sm = Arc::new(Recorder::default());
+    let q = MetadataQuorum::start(config.clone(), sm.clone())
+        .await
+        .unwrap();
+    q.serve_listener(listener).unwrap();
+    let mut rx = q.subscribe_leader();
+    let term = tokio::time::timeout(WAIT, async {
+        loop {
+            if let Some((7, term)) = *rx.borrow_and_update() {
+                return term;
+            }
+            rx.changed().await.unwrap();
+        }
+    })
+    .await
+    .expect("the single voter leads");
+    let index = q.propose(vec![Bytes::from_static(b"solo")]).await.unwrap();
+    assert_eq!(sm.texts(), vec![(index, "solo".to_string())]);
+    let s = q.status();
+    assert_eq!(
+        (s.leader, s.term, s.high_watermark),
+        (Some(7), term, index + 1)
+    );
+    q.shutdown().await.unwrap();
+    drop(q);
+
+    // A vote file that does not parse stops the start instead of a guess.
+    std::fs::write(dir.join("vote.json"), b"{\"leader_id\":").unwrap();
+    assert!(matches!(
+        MetadataQuorum::start(config, Arc::new(Recorder::default())).await,
+        Err(QuorumError::Corrupt(_))
+    ));
+}
