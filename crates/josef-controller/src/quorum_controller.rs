@@ -267,6 +267,16 @@ impl Controller {
         self.configs.get(resource_type, resource, name)
     }
 
+    /// Checks the controller's internal indexes (partitions by ISR member, leader, imbalance)
+    /// against its partitions; for tests and debugging.
+    pub fn check_consistency(&self) -> Result<(), String> {
+        if self.replication.index_is_consistent() {
+            Ok(())
+        } else {
+            Err("the partition index differs from the partitions".into())
+        }
+    }
+
     /// The first producer id of the next block.
     pub fn next_producer_id(&self) -> i64 {
         self.producer_ids.next_producer_id

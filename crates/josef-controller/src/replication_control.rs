@@ -47,11 +47,63 @@ pub struct TopicInfo {
     pub partitions: BTreeMap<i32, PartitionState>,
 }
 
+/// A partition: topic id and index.
+pub(crate) type PartitionKey = (Uuid, i32);
+
+/// Partitions by broker and by state, kept up to date on replay (Kafka's `BrokersToIsrs` and
+/// `imbalancedPartitions`), so fencing, unfencing and the rebalance do not scan every partition.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct PartitionIndex {
+    in_isr: BTreeMap<i32, BTreeSet<PartitionKey>>,
+    leading: BTreeMap<i32, BTreeSet<PartitionKey>>,
+    leaderless: BTreeSet<PartitionKey>,
+    imbalanced: BTreeSet<PartitionKey>,
+}
+
+fn index_set(s: &mut BTreeSet<PartitionKey>, key: PartitionKey, add: bool) {
+    if add {
+        s.insert(key);
+    } else {
+        s.remove(&key);
+    }
+}
+
+fn index_by_broker(
+    m: &mut BTreeMap<i32, BTreeSet<PartitionKey>>,
+    broker: i32,
+    key: PartitionKey,
+    add: bool,
+) {
+    let s = m.entry(broker).or_default();
+    index_set(s, key, add);
+    if s.is_empty() {
+        m.remove(&broker);
+    }
+}
+
+impl PartitionIndex {
+    /// Adds (`add`) or removes the entries of partition `key` in state `p`.
+    fn update(&mut self, key: PartitionKey, p: &PartitionState, add: bool) {
+        for &b in &p.isr {
+            index_by_broker(&mut self.in_isr, b, key, add);
+        }
+        if p.leader == NO_LEADER {
+            index_set(&mut self.leaderless, key, add);
+        } else {
+            index_by_broker(&mut self.leading, p.leader, key, add);
+        }
+        if !p.has_preferred_leader() {
+            index_set(&mut self.imbalanced, key, add);
+        }
+    }
+}
+
 /// Topics by id and name, changed only by replay.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct ReplicationControlManager {
     pub(crate) topics: BTreeMap<Uuid, TopicInfo>,
     pub(crate) by_name: BTreeMap<String, Uuid>,
+    index: PartitionIndex,
 }
 
 impl ReplicationControlManager {
@@ -59,32 +111,49 @@ impl ReplicationControlManager {
         self.by_name.get(name).and_then(|id| self.topics.get(id))
     }
 
+    pub(crate) fn partition(&self, key: PartitionKey) -> Option<(&TopicInfo, &PartitionState)> {
+        let t = self.topics.get(&key.0)?;
+        Some((t, t.partitions.get(&key.1)?))
+    }
+
     pub(crate) fn leads_any(&self, broker: i32) -> bool {
-        self.topics
-            .values()
-            .any(|t| t.partitions.values().any(|p| p.leader == broker))
+        self.index.leading.contains_key(&broker)
+    }
+
+    /// Partitions with `broker` in the ISR.
+    pub(crate) fn with_broker_in_isr(&self, broker: i32) -> Vec<PartitionKey> {
+        self.index
+            .in_isr
+            .get(&broker)
+            .map_or_else(Vec::new, |s| s.iter().copied().collect())
+    }
+
+    /// Partitions without a leader.
+    pub(crate) fn leaderless(&self) -> impl Iterator<Item = PartitionKey> + '_ {
+        self.index.leaderless.iter().copied()
+    }
+
+    /// Partitions whose leader is not the preferred replica (leaderless ones included).
+    pub(crate) fn imbalanced(&self) -> impl Iterator<Item = PartitionKey> + '_ {
+        self.index.imbalanced.iter().copied()
     }
 
     /// Partitions `broker` still leads once the partition changes among `records` apply.
     pub(crate) fn led_after(&self, broker: i32, records: &[MetadataRecord]) -> Vec<(String, i32)> {
-        let mut moved: BTreeMap<(Uuid, i32), i32> = BTreeMap::new();
+        let mut led: BTreeSet<PartitionKey> =
+            self.index.leading.get(&broker).cloned().unwrap_or_default();
         for r in records {
             if let MetadataRecord::PartitionChange(c) = r {
-                if c.leader != NO_LEADER_CHANGE {
-                    moved.insert((c.topic_id, c.partition_id), c.leader);
+                if c.leader == broker {
+                    led.insert((c.topic_id, c.partition_id));
+                } else if c.leader != NO_LEADER_CHANGE {
+                    led.remove(&(c.topic_id, c.partition_id));
                 }
             }
         }
-        let mut led = Vec::new();
-        for t in self.topics.values() {
-            for (&i, p) in &t.partitions {
-                let leader = moved.get(&(t.id, i)).copied().unwrap_or(p.leader);
-                if leader == broker {
-                    led.push((t.name.clone(), i));
-                }
-            }
-        }
-        led
+        led.into_iter()
+            .filter_map(|k| self.topics.get(&k.0).map(|t| (t.name.clone(), k.1)))
+            .collect()
     }
 
     pub(crate) fn replay_topic(&mut self, r: &TopicRecord) {
@@ -107,8 +176,12 @@ impl ReplicationControlManager {
             .topics
             .get_mut(&r.topic_id)
             .ok_or(ReplayError::UnknownTopic(r.topic_id))?;
-        t.partitions
-            .insert(r.partition_id, crate::records::partition_state_of(r));
+        let key = (r.topic_id, r.partition_id);
+        let p = crate::records::partition_state_of(r);
+        if let Some(old) = t.partitions.insert(r.partition_id, p.clone()) {
+            self.index.update(key, &old, false);
+        }
+        self.index.update(key, &p, true);
         Ok(())
     }
 
@@ -127,7 +200,10 @@ impl ReplicationControlManager {
                 topic: r.topic_id,
                 partition: r.partition_id,
             })?;
+        let key = (r.topic_id, r.partition_id);
+        self.index.update(key, p, false);
         *p = p.merge(&partition_change_of(r));
+        self.index.update(key, p, true);
         Ok(())
     }
 
@@ -137,6 +213,9 @@ impl ReplicationControlManager {
             .remove(&id)
             .ok_or(ReplayError::UnknownTopic(id))?;
         self.by_name.remove(&t.name);
+        for (&i, p) in &t.partitions {
+            self.index.update((id, i), p, false);
+        }
         Ok(t)
     }
 }
@@ -179,33 +258,30 @@ impl Controller {
         move |r| r != remove && (r == add || self.cluster.is_active(r))
     }
 
-    /// Kafka's `generateLeaderAndIsrUpdates`: for every partition `select` picks, `remove` leaves
-    /// the target ISR and may not lead, `add` may lead even while still fenced.
+    /// Kafka's `generateLeaderAndIsrUpdates`: for each partition of `keys`, `remove` leaves the
+    /// target ISR and may not lead, `add` may lead even while still fenced.
     fn generate_leader_and_isr_updates(
         &self,
         remove: i32,
         add: i32,
         election: ElectionStrategy,
-        select: impl Fn(&PartitionState) -> bool,
+        keys: impl IntoIterator<Item = PartitionKey>,
         records: &mut Vec<MetadataRecord>,
     ) {
         let acceptable = self.acceptable_leader(remove, add);
-        for t in self.replication.topics.values() {
-            let unclean = self.unclean_leader_election_enabled(&t.name);
-            for (&i, p) in &t.partitions {
-                if !select(p) {
-                    continue;
-                }
-                let change = PartitionChangeBuilder::new(p, &acceptable)
-                    .set_election(election)
-                    .set_allow_unclean(unclean)
-                    .set_target_isr(without(&p.isr, &[remove]))
-                    .build();
-                if let Some(c) = change {
-                    records.push(MetadataRecord::PartitionChange(partition_change_record(
-                        t.id, i, &c,
-                    )));
-                }
+        for key in keys {
+            let Some((t, p)) = self.replication.partition(key) else {
+                continue;
+            };
+            let change = PartitionChangeBuilder::new(p, &acceptable)
+                .set_election(election)
+                .set_allow_unclean(self.unclean_leader_election_enabled(&t.name))
+                .set_target_isr(without(&p.isr, &[remove]))
+                .build();
+            if let Some(c) = change {
+                records.push(MetadataRecord::PartitionChange(partition_change_record(
+                    t.id, key.1, &c,
+                )));
             }
         }
     }
@@ -216,18 +292,27 @@ impl Controller {
             broker,
             NO_LEADER,
             ElectionStrategy::OfflinePartitionLeaderElectionStrategy,
-            |p| p.isr.contains(&broker),
+            self.replication.with_broker_in_isr(broker),
             records,
         );
     }
 
     /// Elections of the leaderless partitions `broker` (being unfenced) may lead.
     pub(crate) fn elect_for_leaderless(&self, broker: i32, records: &mut Vec<MetadataRecord>) {
+        let keys: Vec<PartitionKey> = self
+            .replication
+            .leaderless()
+            .filter(|&k| {
+                self.replication
+                    .partition(k)
+                    .is_some_and(|(_, p)| p.replicas.contains(&broker))
+            })
+            .collect();
         self.generate_leader_and_isr_updates(
             NO_LEADER,
             broker,
             ElectionStrategy::OfflinePartitionLeaderElectionStrategy,
-            |p| p.leader == NO_LEADER && p.replicas.contains(&broker),
+            keys,
             records,
         );
     }
@@ -242,7 +327,7 @@ impl Controller {
             broker,
             NO_LEADER,
             ElectionStrategy::ControlledShutdownPartitionLeaderElectionStrategy,
-            |p| p.isr.contains(&broker),
+            self.replication.with_broker_in_isr(broker),
             records,
         );
     }
@@ -1108,10 +1193,7 @@ impl Controller {
     /// Whether any partition's leader is not its preferred replica (Kafka's
     /// `imbalancedPartitions` is non-empty).
     pub(crate) fn has_imbalanced_partitions(&self) -> bool {
-        self.replication
-            .topics
-            .values()
-            .any(|t| t.partitions.values().any(|p| !p.has_preferred_leader()))
+        self.replication.imbalanced().next().is_some()
     }
 
     /// Kafka's `maybeBalancePartitionLeaders`: up to [`MAX_ELECTIONS_PER_IMBALANCE`] preferred
@@ -1119,22 +1201,20 @@ impl Controller {
     pub(crate) fn maybe_balance_partition_leaders(&self) -> (Vec<MetadataRecord>, bool) {
         let acceptable = self.acceptable_leader(NO_LEADER, NO_LEADER);
         let mut records = Vec::new();
-        for t in self.replication.topics.values() {
-            for (&i, p) in &t.partitions {
-                if records.len() >= MAX_ELECTIONS_PER_IMBALANCE {
-                    return (records, true);
-                }
-                if p.has_preferred_leader() {
-                    continue;
-                }
-                let change = PartitionChangeBuilder::new(p, &acceptable)
-                    .set_election(ElectionStrategy::PreferredReplicaPartitionLeaderElectionStrategy)
-                    .build();
-                if let Some(c) = change {
-                    records.push(MetadataRecord::PartitionChange(partition_change_record(
-                        t.id, i, &c,
-                    )));
-                }
+        for key in self.replication.imbalanced() {
+            if records.len() >= MAX_ELECTIONS_PER_IMBALANCE {
+                return (records, true);
+            }
+            let Some((t, p)) = self.replication.partition(key) else {
+                continue;
+            };
+            let change = PartitionChangeBuilder::new(p, &acceptable)
+                .set_election(ElectionStrategy::PreferredReplicaPartitionLeaderElectionStrategy)
+                .build();
+            if let Some(c) = change {
+                records.push(MetadataRecord::PartitionChange(partition_change_record(
+                    t.id, key.1, &c,
+                )));
             }
         }
         let capped = records.len() >= MAX_ELECTIONS_PER_IMBALANCE;
@@ -1338,5 +1418,23 @@ impl Controller {
             topics,
             ..Default::default()
         }
+    }
+}
+
+impl ReplicationControlManager {
+    /// The index rebuilt from the partitions, to check the one kept on replay.
+    pub(crate) fn rebuilt_index(&self) -> PartitionIndex {
+        let mut index = PartitionIndex::default();
+        for t in self.topics.values() {
+            for (&i, p) in &t.partitions {
+                index.update((t.id, i), p, true);
+            }
+        }
+        index
+    }
+
+    /// Whether the index kept on replay is the index of the partitions.
+    pub(crate) fn index_is_consistent(&self) -> bool {
+        self.rebuilt_index() == self.index
     }
 }

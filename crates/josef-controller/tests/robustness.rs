@@ -215,6 +215,7 @@ proptest! {
         h.add_brokers(3);
         for op in ops {
             apply(&mut h, op);
+            prop_assert!(h.c.check_consistency().is_ok());
             let image = h.c.image();
             for t in image.topics() {
                 for p in t.partitions.values() {

@@ -690,6 +690,7 @@ impl Sim {
     // ---- invariants ----
 
     fn check(&mut self, step: usize) {
+        self.controller.check_consistency().unwrap();
         let image = self.controller.image();
         let ctx = |what: String| format!("step {step} t={} : {what}", self.now);
         for t in image.topics() {
