@@ -217,7 +217,7 @@ fn spawn_leadership_watch(
     let voters: Vec<u64> = config.voters.keys().copied().collect();
     let majority = voters.len() / 2 + 1;
     let fetch_timeout = Duration::from_millis(config.fetch_timeout_ms);
-    let fetch_timeout_ms = config.fetch_timeout_ms as i64;
+    let fetch_timeout_ms = i64::try_from(config.fetch_timeout_ms).unwrap_or(i64::MAX);
     let heartbeat = Duration::from_millis(config.heartbeat_interval_ms);
     let (tx, rx) = watch::channel(None);
     runtime.spawn(async move {
@@ -341,9 +341,9 @@ impl MetadataQuorum {
         let raft_config = openraft::Config {
             cluster_name: "josef-metadata".into(),
             election_timeout_min: config.election_timeout_ms,
-            election_timeout_max: config.election_timeout_ms * 2,
+            election_timeout_max: config.election_timeout_ms.saturating_mul(2),
             heartbeat_interval: config.heartbeat_interval_ms,
-            install_snapshot_timeout: config.request_timeout_ms * 10,
+            install_snapshot_timeout: config.request_timeout_ms.saturating_mul(10),
             snapshot_policy: SnapshotPolicy::LogsSinceLast(config.snapshot_every_n_entries),
             max_in_snapshot_log_to_keep: config.entries_kept_after_snapshot,
             // Purge once per snapshot (it deletes whole segments only).

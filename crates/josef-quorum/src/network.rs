@@ -330,7 +330,9 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         cancel: impl Future<Output = ReplicationClosed> + Send + 'static,
         option: RPCOption,
     ) -> Result<SnapshotResponse<u64>, StreamingError<TypeConfig, Fatal<u64>>> {
-        let timeout = self.timeout_for(&option).max(self.request_timeout * 10);
+        let timeout = self
+            .timeout_for(&option)
+            .max(self.request_timeout.saturating_mul(10));
         let rpc = Rpc::Snapshot {
             vote,
             meta: snapshot.meta,
