@@ -16,8 +16,6 @@ use josef_protocol::{ErrorCode, Uuid};
 use crate::records::{
     BrokerRegistrationChangeRecord, MetadataRecord, RegisterBrokerRecord, UnregisterBrokerRecord,
 };
-use josef_metadata::METADATA_VERSION_FEATURE;
-
 use crate::{
     calculate_next_broker_state, ApiError, BrokerControlState, Controller, ControllerResult,
     HeartbeatFacts, ReplayError, UsableBroker, WriteContext,
@@ -43,6 +41,8 @@ pub struct BrokerInfo {
     pub register_offset: i64,
     /// Offset of the record that put it in controlled shutdown.
     pub controlled_shutdown_offset: Option<i64>,
+    /// Features it supports: name → (min, max) level.
+    pub supported_features: BTreeMap<String, (i16, i16)>,
 }
 
 impl BrokerInfo {
@@ -125,6 +125,14 @@ impl ClusterControlManager {
                 rack: r.rack.as_ref().map(|s| s.to_string()),
                 register_offset,
                 controlled_shutdown_offset,
+                supported_features: r
+                    .features
+                    .iter()
+                    .map(|f| {
+                        let range = (f.min_supported_version, f.max_supported_version);
+                        (f.name.to_string(), range)
+                    })
+                    .collect(),
             },
         );
     }
@@ -205,8 +213,9 @@ impl Controller {
     /// heartbeating). Before its RegisterBrokerRecord, the batch drops the old incarnation from every
     /// ISR (re-electing where it led; Kafka does this from 4.0-IV1 for unclean restarts), so a fenced
     /// registration never leads. The same incarnation again (a retry) keeps epoch and flags.
-    /// Other errors: INCONSISTENT_CLUSTER_ID, UNSUPPORTED_VERSION (metadata.version outside the
-    /// broker's range, checked when the broker lists the feature), INVALID_REQUEST (negative id).
+    /// Other errors: INCONSISTENT_CLUSTER_ID, UNSUPPORTED_VERSION (a finalized feature level
+    /// outside the range the broker lists for it; unlisted features are not checked),
+    /// INVALID_REQUEST (negative id).
     pub fn register_broker(
         &mut self,
         ctx: WriteContext,
@@ -236,15 +245,18 @@ impl Controller {
         if req.broker_id < 0 {
             return fail(ErrorCode::InvalidRequest.into());
         }
-        let level = self.features.get(METADATA_VERSION_FEATURE).copied();
-        if let (Some(level), Some(f)) = (
-            level,
-            req.features
-                .iter()
-                .find(|f| f.name.as_str() == METADATA_VERSION_FEATURE),
-        ) {
+        for f in &req.features {
+            let Some(&level) = self.features.get(f.name.as_str()) else {
+                continue;
+            };
             if level < f.min_supported_version || level > f.max_supported_version {
-                return fail(ErrorCode::UnsupportedVersion.into());
+                return fail(ApiError::new(
+                    ErrorCode::UnsupportedVersion,
+                    format!(
+                        "Unable to register because the broker does not support finalized version {level} of {}. The broker wants a version between {} and {}, inclusive.",
+                        f.name, f.min_supported_version, f.max_supported_version
+                    ),
+                ));
             }
         }
         let id = req.broker_id;

@@ -4,8 +4,8 @@
 //! module of the same name: `ClusterControlManager` (registrations, heartbeats, fencing, with
 //! [`BrokerHeartbeatManager`] and the state machine [`calculate_next_broker_state`]),
 //! `ReplicationControlManager` (topics, partitions, AlterPartition, elections, reassignments,
-//! with [`PartitionChangeBuilder`] and [`StripedReplicaPlacer`]), `ProducerIdControlManager` and
-//! `ConfigurationControlManager`.
+//! with [`PartitionChangeBuilder`] and [`StripedReplicaPlacer`]), `ProducerIdControlManager`,
+//! `ConfigurationControlManager` and `FeatureControlManager`.
 //!
 //! Requests (josef-protocol's generated types) and a [`WriteContext`] (time, next metadata offset)
 //! go in; a [`ControllerResult`] (records to commit, response to send after the commit) comes out.
@@ -21,6 +21,7 @@ mod cluster_control;
 mod config;
 mod configuration_control;
 mod error;
+mod feature_control;
 mod heartbeat;
 mod partition_change;
 mod placement;
@@ -34,6 +35,7 @@ pub use cluster_control::BrokerInfo;
 pub use config::ControllerConfig;
 pub use configuration_control::UNCLEAN_LEADER_ELECTION_ENABLE;
 pub use error::{ApiError, ReplayError};
+pub use feature_control::MIN_METADATA_VERSION;
 pub use heartbeat::{
     calculate_next_broker_state, BrokerControlState, BrokerHeartbeatManager, BrokerSession,
     HeartbeatFacts,

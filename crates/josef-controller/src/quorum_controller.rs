@@ -368,7 +368,11 @@ impl Controller {
             MetadataRecord::Config(r) => self.configs.replay(r),
             MetadataRecord::ProducerIds(r) => self.producer_ids.replay(r)?,
             MetadataRecord::FeatureLevel(r) => {
-                self.features.insert(r.name.to_string(), r.feature_level);
+                if r.feature_level == 0 && r.name.as_str() != METADATA_VERSION_FEATURE {
+                    self.features.remove(r.name.as_str());
+                } else {
+                    self.features.insert(r.name.to_string(), r.feature_level);
+                }
             }
             MetadataRecord::ClusterId(r) => self.cluster_id = Some(r.cluster_id.clone()),
             _ => {}

@@ -1359,3 +1359,96 @@ fn a_controller_loaded_from_a_snapshot_has_the_same_image_and_carries_on() {
     assert!(!h.heartbeat(3, ep[2], false, false).is_fenced);
     assert_eq!(h.create_topic("u", 2, 3), 0);
 }
+
+#[test]
+fn update_features() {
+    let mut h = Harness::new(config());
+    let feature = |name: &str, min: i16, max: i16| broker_registration_request::Feature {
+        name: name.into(),
+        min_supported_version: min,
+        max_supported_version: max,
+        ..Default::default()
+    };
+    for id in 1..=2 {
+        let req = BrokerRegistrationRequest {
+            broker_id: id,
+            cluster_id: CLUSTER_ID.into(),
+            incarnation_id: Uuid::from_u128(id as u128),
+            features: vec![
+                feature("metadata.version", 7, 21),
+                feature("transaction.version", 0, if id == 1 { 2 } else { 1 }),
+            ],
+            ..Default::default()
+        };
+        let r = h.c.register_broker(h.ctx(), &req);
+        assert_eq!(h.commit(r).error_code, 0);
+    }
+    let update = |h: &mut Harness, name: &str, level: i16, t: i8, validate_only: bool| {
+        let req = UpdateFeaturesRequest {
+            feature_updates: vec![update_features_request::FeatureUpdateKey {
+                feature: name.into(),
+                max_version_level: level,
+                upgrade_type: t,
+                ..Default::default()
+            }],
+            validate_only,
+            ..Default::default()
+        };
+        let r = h.c.update_features(h.ctx(), &req, 1);
+        let resp = h.commit(r);
+        assert_eq!(resp.results[0].error_code, resp.error_code);
+        resp.error_code
+    };
+    let invalid = code(ErrorCode::InvalidUpdateVersion);
+    assert_eq!(
+        update(&mut h, "transaction.version", 2, 1, false),
+        invalid,
+        "broker 2 supports 1"
+    );
+    assert_eq!(update(&mut h, "transaction.version", 1, 1, true), 0);
+    assert_eq!(
+        h.c.feature_level("transaction.version"),
+        None,
+        "validate only"
+    );
+    assert_eq!(update(&mut h, "transaction.version", 1, 1, false), 0);
+    assert_eq!(h.c.feature_level("transaction.version"), Some(1));
+    assert_eq!(
+        update(&mut h, "transaction.version", 0, 1, false),
+        invalid,
+        "downgrade as upgrade"
+    );
+    assert_eq!(update(&mut h, "transaction.version", 0, 2, false), 0);
+    assert_eq!(
+        h.c.feature_level("transaction.version"),
+        None,
+        "level 0 removes it"
+    );
+    assert_eq!(
+        update(&mut h, "transaction.version", 1, 9, false),
+        invalid,
+        "unknown type"
+    );
+    assert_eq!(
+        update(&mut h, "metadata.version", 20, 2, false),
+        invalid,
+        "no MV downgrade"
+    );
+    assert_eq!(
+        update(&mut h, "metadata.version", 22, 1, false),
+        invalid,
+        "beyond this controller"
+    );
+    assert_eq!(update(&mut h, "no.such.feature", 1, 1, false), invalid);
+    // A broker whose range excludes a finalized level cannot register.
+    assert_eq!(update(&mut h, "transaction.version", 1, 1, false), 0);
+    let req = BrokerRegistrationRequest {
+        broker_id: 3,
+        cluster_id: CLUSTER_ID.into(),
+        incarnation_id: Uuid::from_u128(3),
+        features: vec![feature("transaction.version", 2, 2)],
+        ..Default::default()
+    };
+    let r = h.c.register_broker(h.ctx(), &req);
+    assert_eq!(r.response.error_code, code(ErrorCode::UnsupportedVersion));
+}
