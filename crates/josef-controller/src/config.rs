@@ -18,6 +18,9 @@ pub struct ControllerConfig {
     pub leader_imbalance_check_interval_ms: i64,
     /// `unclean.leader.election.enable` (false): the default of the topic config.
     pub unclean_leader_election_enable: bool,
+    /// `unclean.leader.election.interval.ms` (300 000): how often [`tick`](crate::Controller::tick)
+    /// elects leaders uncleanly for leaderless partitions of topics that allow it.
+    pub unclean_leader_election_interval_ms: i64,
     /// Producer ids per AllocateProducerIds block (1000, Kafka's fixed block size).
     pub producer_id_block_size: i32,
     /// `delete.topic.enable` (true).
@@ -37,6 +40,7 @@ impl Default for ControllerConfig {
             auto_leader_rebalance_enable: true,
             leader_imbalance_check_interval_ms: 300_000,
             unclean_leader_election_enable: false,
+            unclean_leader_election_interval_ms: 300_000,
             producer_id_block_size: 1000,
             delete_topic_enable: true,
             seed: 0,

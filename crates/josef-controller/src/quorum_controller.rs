@@ -119,6 +119,7 @@ pub struct Controller {
     pub(crate) features: BTreeMap<String, i16>,
     pub(crate) cluster_id: Option<String>,
     next_rebalance_ms: Option<i64>,
+    next_unclean_ms: Option<i64>,
     delta: MetadataDelta,
 }
 
@@ -139,6 +140,7 @@ impl Controller {
             features: BTreeMap::new(),
             cluster_id: None,
             next_rebalance_ms: None,
+            next_unclean_ms: None,
             delta: MetadataDelta::new(&MetadataImage::empty()),
         }
     }
@@ -190,6 +192,7 @@ impl Controller {
         );
         self.heartbeats.clear();
         self.next_rebalance_ms = None;
+        self.next_unclean_ms = None;
         for &id in self.cluster.brokers.keys() {
             self.heartbeats.touch(id, ctx.now_ms, None);
         }
@@ -215,6 +218,7 @@ impl Controller {
         self.active = false;
         self.heartbeats.clear();
         self.next_rebalance_ms = None;
+        self.next_unclean_ms = None;
     }
 
     /// Whether this controller is active.
@@ -283,42 +287,46 @@ impl Controller {
     }
 
     /// Periodic work of the active controller, one batch per call (the driver calls it on a timer,
-    /// and again at once while it returns records): first fence **one** broker whose session
-    /// expired (Kafka's `maybeFenceOneStaleBroker`); otherwise, with
-    /// `auto_leader_rebalance_enable`, the preferred-leader rebalance once
-    /// `leader_imbalance_check_interval_ms` has passed since imbalance was first seen (≤ 1000
-    /// elections per run; when capped the next run is due at once).
+    /// and again at once while it returns records), first match wins:
+    /// 1. fence **one** broker whose session expired (Kafka's `maybeFenceOneStaleBroker`);
+    /// 2. unclean elections for leaderless partitions of topics allowing them, every
+    ///    `unclean_leader_election_interval_ms` while there are any (`maybeElectUncleanLeaders`);
+    /// 3. with `auto_leader_rebalance_enable`, preferred-leader elections once
+    ///    `leader_imbalance_check_interval_ms` has passed since imbalance was seen
+    ///    (`maybeBalancePartitionLeaders`).
+    ///
+    /// Runs 2 and 3 do at most 1000 elections; when capped, the next run is due at once.
     pub fn tick(&mut self, ctx: WriteContext) -> ControllerResult<()> {
         if !self.active {
             return ControllerResult::response(());
         }
-        let fenced = self.maybe_fence_one_stale_broker(ctx.now_ms);
+        let now = ctx.now_ms;
+        let fenced = self.maybe_fence_one_stale_broker(now);
         if !fenced.is_empty() {
             return ControllerResult::of(fenced, ());
         }
-        if !self.config.auto_leader_rebalance_enable || !self.has_imbalanced_partitions() {
-            self.next_rebalance_ms = None;
-            return ControllerResult::response(());
-        }
-        match self.next_rebalance_ms {
-            None => {
-                self.next_rebalance_ms = Some(
-                    ctx.now_ms
-                        .saturating_add(self.config.leader_imbalance_check_interval_ms),
-                );
-                ControllerResult::response(())
-            }
-            Some(due) if ctx.now_ms < due => ControllerResult::response(()),
-            Some(_) => {
-                let (records, capped) = self.maybe_balance_partition_leaders();
-                self.next_rebalance_ms = capped.then_some(ctx.now_ms);
-                ControllerResult::of(records, ())
+        let unclean_work = self.has_unclean_electable_partitions();
+        let interval = self.config.unclean_leader_election_interval_ms;
+        if due(&mut self.next_unclean_ms, now, interval, unclean_work) {
+            let (records, capped) = self.maybe_elect_unclean_leaders();
+            self.next_unclean_ms = capped.then_some(now);
+            if !records.is_empty() {
+                return ControllerResult::of(records, ());
             }
         }
+        let rebalance_work =
+            self.config.auto_leader_rebalance_enable && self.has_imbalanced_partitions();
+        let interval = self.config.leader_imbalance_check_interval_ms;
+        if due(&mut self.next_rebalance_ms, now, interval, rebalance_work) {
+            let (records, capped) = self.maybe_balance_partition_leaders();
+            self.next_rebalance_ms = capped.then_some(now);
+            return ControllerResult::of(records, ());
+        }
+        ControllerResult::response(())
     }
 
     /// When the next [`tick`](Self::tick) has work: the earliest session expiry of an unfenced
-    /// broker, or the rebalance due time (`None`: nothing scheduled).
+    /// broker, or a due time of the periodic elections (`None`: nothing scheduled).
     pub fn next_deadline_ms(&self) -> Option<i64> {
         let sessions = self
             .cluster
@@ -332,10 +340,10 @@ impl Controller {
                     .saturating_add(1)
             })
             .min();
-        match (sessions, self.next_rebalance_ms) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [sessions, self.next_rebalance_ms, self.next_unclean_ms]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Applies one committed record at metadata offset `offset` (every record of a batch has the
@@ -379,5 +387,21 @@ impl Controller {
         }
         self.last_offset = Some(offset);
         Ok(())
+    }
+}
+
+/// A periodic task's schedule (`None`: not scheduled): scheduled `interval` after work is first
+/// seen, dropped when there is none; true when it is due now.
+fn due(slot: &mut Option<i64>, now: i64, interval: i64, has_work: bool) -> bool {
+    if !has_work {
+        *slot = None;
+        return false;
+    }
+    match *slot {
+        None => {
+            *slot = Some(now.saturating_add(interval));
+            false
+        }
+        Some(at) => now >= at,
     }
 }

@@ -1199,9 +1199,24 @@ impl Controller {
     /// Kafka's `maybeBalancePartitionLeaders`: up to [`MAX_ELECTIONS_PER_IMBALANCE`] preferred
     /// elections; the flag says the cap was hit.
     pub(crate) fn maybe_balance_partition_leaders(&self) -> (Vec<MetadataRecord>, bool) {
+        self.bounded_elections(
+            self.replication.imbalanced(),
+            ElectionStrategy::PreferredReplicaPartitionLeaderElectionStrategy,
+            false,
+        )
+    }
+
+    /// Elections of the partitions of `keys`, at most [`MAX_ELECTIONS_PER_IMBALANCE`]; the flag
+    /// says the cap was hit.
+    fn bounded_elections(
+        &self,
+        keys: impl Iterator<Item = PartitionKey>,
+        election: ElectionStrategy,
+        allow_unclean: bool,
+    ) -> (Vec<MetadataRecord>, bool) {
         let acceptable = self.acceptable_leader(NO_LEADER, NO_LEADER);
         let mut records = Vec::new();
-        for key in self.replication.imbalanced() {
+        for key in keys {
             if records.len() >= MAX_ELECTIONS_PER_IMBALANCE {
                 return (records, true);
             }
@@ -1209,7 +1224,8 @@ impl Controller {
                 continue;
             };
             let change = PartitionChangeBuilder::new(p, &acceptable)
-                .set_election(ElectionStrategy::PreferredReplicaPartitionLeaderElectionStrategy)
+                .set_election(election)
+                .set_allow_unclean(allow_unclean)
                 .build();
             if let Some(c) = change {
                 records.push(MetadataRecord::PartitionChange(partition_change_record(
@@ -1217,8 +1233,31 @@ impl Controller {
                 )));
             }
         }
-        let capped = records.len() >= MAX_ELECTIONS_PER_IMBALANCE;
-        (records, capped)
+        (records, false)
+    }
+
+    fn unclean_electable(&self) -> impl Iterator<Item = PartitionKey> + '_ {
+        self.replication.leaderless().filter(|&k| {
+            self.replication
+                .partition(k)
+                .is_some_and(|(t, _)| self.unclean_leader_election_enabled(&t.name))
+        })
+    }
+
+    /// Whether a leaderless partition's topic allows unclean election.
+    pub(crate) fn has_unclean_electable_partitions(&self) -> bool {
+        self.unclean_electable().next().is_some()
+    }
+
+    /// Kafka's `maybeElectUncleanLeaders`: up to [`MAX_ELECTIONS_PER_IMBALANCE`] elections of
+    /// leaderless partitions whose topic allows unclean election (clean first, as ever); the flag
+    /// says the cap was hit.
+    pub(crate) fn maybe_elect_unclean_leaders(&self) -> (Vec<MetadataRecord>, bool) {
+        self.bounded_elections(
+            self.unclean_electable(),
+            ElectionStrategy::OfflinePartitionLeaderElectionStrategy,
+            true,
+        )
     }
 
     /// AlterPartitionReassignments (API 45; Kafka's `alterPartitionReassignments`), one batch for

@@ -1452,3 +1452,44 @@ fn update_features() {
     let r = h.c.register_broker(h.ctx(), &req);
     assert_eq!(r.response.error_code, code(ErrorCode::UnsupportedVersion));
 }
+
+#[test]
+fn periodic_unclean_election_once_the_topic_allows_it() {
+    let mut h = Harness::new(ControllerConfig {
+        unclean_leader_election_interval_ms: 5000,
+        auto_leader_rebalance_enable: false,
+        ..config()
+    });
+    let ep = h.add_brokers(2);
+    let manual = CreatableTopic {
+        assignments: vec![CreatableReplicaAssignment {
+            partition_index: 0,
+            broker_ids: vec![1, 2].into(),
+            ..Default::default()
+        }],
+        ..topic("t", -1, -1)
+    };
+    assert_eq!(create(&mut h, vec![manual], false)[0].0, 0);
+    let (_, r) = alter(&mut h, 1, ep[0], "t", 0, 0, 0, &[(1, -1)]);
+    assert_eq!(r.error_code, 0);
+    h.heartbeat(1, ep[0], true, false);
+    assert_eq!(h.partition("t", 0).leader, NO_LEADER);
+    assert_eq!(h.tick_all(), 0, "clean topic: nothing to do");
+    let req = inc_request(
+        2,
+        "t",
+        vec![("unclean.leader.election.enable", 0, Some("true"))],
+    );
+    let r = h.c.incremental_alter_configs(h.ctx(), &req);
+    assert_eq!(h.commit(r).responses[0].error_code, 0);
+    assert_eq!(h.tick_all(), 0, "scheduled");
+    h.now += 4999;
+    h.heartbeat_all();
+    assert_eq!(h.tick_all(), 0);
+    h.now += 1;
+    assert_eq!(h.tick_all(), 1);
+    let p = h.partition("t", 0);
+    assert_eq!((p.leader, p.isr.clone()), (2, vec![2]));
+    // Nothing scheduled but broker 2's session (heartbeat 1 ms ago).
+    assert_eq!(h.c.next_deadline_ms(), Some(h.now + 9000));
+}
