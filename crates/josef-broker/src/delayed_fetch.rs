@@ -1,7 +1,9 @@
 //! Fetches waiting for `fetch.min.bytes` (Kafka's `DelayedFetch`), parked in a josef-timer
-//! purgatory keyed by partition. Every append completes the waiting fetches of its partition at
-//! once (`Purgatory::check_and_complete`, called from the partition's append listener on the
-//! appending task); the purgatory's timer expires the rest at `fetch.max.wait.ms`.
+//! purgatory keyed by partition. Every append, HW move and leadership change completes the waiting
+//! fetches of its partition whose condition now holds, at once (`Purgatory::check_and_complete`,
+//! called from the partition's listener on the task that changed it); the purgatory's timer
+//! expires the rest at `fetch.max.wait.ms`. The condition per partition is josef-partition's
+//! (`Partition::available_bytes`, over the same checks and bound as the read).
 
 use std::sync::Arc;
 
@@ -10,7 +12,7 @@ use josef_timer::{DelayedOperation, Purgatory, PurgatoryConfig, SystemClock};
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
-use crate::partition::{AppendListener, Partition};
+use crate::partition::{AppendListener, FetchIsolation, Partition, PartitionEvent};
 
 /// The purgatory key of a partition.
 pub type PartitionKey = (Uuid, i32);
@@ -31,10 +33,11 @@ pub fn new_purgatory() -> Arc<FetchPurgatory> {
     )
 }
 
-/// The append listener that wakes the fetches parked on a partition.
+/// The partition listener that wakes the fetches parked on a partition (consumers wait for the
+/// HW or the LSO, followers for the LEO: any event may complete one).
 pub fn append_listener(purgatory: &Arc<FetchPurgatory>) -> AppendListener {
     let purgatory = purgatory.clone();
-    Arc::new(move |p: &Partition| {
+    Arc::new(move |p: &Partition, _event: &PartitionEvent| {
         purgatory.check_and_complete(&(p.topic_id, p.index));
     })
 }
@@ -45,6 +48,8 @@ pub struct WaitingPartition {
     pub partition: Arc<Partition>,
     /// Where the fetch reads from.
     pub fetch_offset: i64,
+    /// The fetcher's `current_leader_epoch` (−1: none).
+    pub current_leader_epoch: i32,
     /// `partition_max_bytes`.
     pub max_bytes: i32,
 }
@@ -54,7 +59,7 @@ pub struct WaitingPartition {
 pub struct DelayedFetch {
     partitions: Vec<WaitingPartition>,
     min_bytes: i64,
-    read_committed: bool,
+    isolation: FetchIsolation,
     max_wait_ms: u64,
     done: Mutex<Option<oneshot::Sender<()>>>,
 }
@@ -64,14 +69,14 @@ impl DelayedFetch {
     pub fn new(
         partitions: Vec<WaitingPartition>,
         min_bytes: i64,
-        read_committed: bool,
+        isolation: FetchIsolation,
         max_wait_ms: u64,
     ) -> (DelayedFetch, oneshot::Receiver<()>) {
         let (tx, rx) = oneshot::channel();
         let op = DelayedFetch {
             partitions,
             min_bytes,
-            read_committed,
+            isolation,
             max_wait_ms,
             done: Mutex::new(Some(tx)),
         };
@@ -92,41 +97,26 @@ impl DelayedOperation for DelayedFetch {
         self.max_wait_ms
     }
 
-    /// Kafka's `DelayedFetch.tryComplete`: complete when a partition's fetch offset is out of
-    /// range or past the read bound (truncation), or when the bytes available between the fetch
-    /// offsets and the bounds (each capped at `partition_max_bytes`) reach `min_bytes`.
+    /// Kafka's `DelayedFetch.tryComplete`: complete when a partition can no longer be read as
+    /// asked (fenced epoch, leadership lost, fetch offset out of range or past the bound after a
+    /// truncation), or when the bytes available between the fetch offsets and the bounds (each
+    /// capped at `partition_max_bytes`) reach `min_bytes`; with `min_bytes` ≤ 1 any record is
+    /// enough and nothing is sized.
     fn try_complete(&self) -> bool {
+        let exact = self.min_bytes > 1;
         let mut available: i64 = 0;
         for w in &self.partitions {
-            let d = w.partition.data.lock();
-            let log_start = d.log.log_start_offset();
-            let leo = d.log.log_end_offset();
-            if w.fetch_offset < log_start || w.fetch_offset > leo {
-                return true;
+            match w.partition.available_bytes(
+                w.fetch_offset,
+                w.current_leader_epoch,
+                self.isolation,
+                i64::from(w.max_bytes),
+                exact,
+            ) {
+                None => return true,
+                Some(n) => available += n,
             }
-            let bound = if self.read_committed {
-                d.last_stable_offset()
-            } else {
-                d.log.high_watermark()
-            };
-            if w.fetch_offset > bound {
-                return true;
-            }
-            if bound == w.fetch_offset {
-                continue;
-            }
-            if self.min_bytes <= 1 {
-                // Any record at all is enough (the clients' default): no need to size it.
-                return true;
-            }
-            let limit = usize::try_from(w.max_bytes).unwrap_or(0);
-            // A first batch larger than max_bytes counts as max_bytes (Kafka's min(available,
-            // maxBytes)), so read it whole and cap.
-            match d.log.read(w.fetch_offset, limit, bound, true) {
-                Ok(info) => available += info.records.len().min(limit) as i64,
-                Err(_) => return true,
-            }
-            if available >= self.min_bytes {
+            if available > 0 && available >= self.min_bytes {
                 return true;
             }
         }

@@ -355,7 +355,7 @@ fn write_markers(env: &Env<'_>, m: &TxnMarkerRequest) {
                 coordinator_epoch: m.coordinator_epoch,
             },
             0,
-            p.leader_epoch,
+            p.leader_epoch(),
             now,
         );
         let marker = EndTxnMarker::new(

@@ -11,15 +11,19 @@ fn leader3() -> ReplicationState {
 fn caught_up_time_follows_kafkas_rule() {
     let mut r = leader3();
     // Fetch at the leader LEO: caught up now.
-    r.update_follower_fetch_state(2, 10, 0, -1, 10, 2_000).unwrap();
+    r.update_follower_fetch_state(2, 10, 0, -1, 10, 2_000)
+        .unwrap();
     assert_eq!(r.follower(2).unwrap().last_caught_up_time_ms, 2_000);
     // Behind the LEO now, but at the LEO of the previous fetch: caught up at the previous time.
-    r.update_follower_fetch_state(2, 10, 0, -1, 20, 3_000).unwrap();
+    r.update_follower_fetch_state(2, 10, 0, -1, 20, 3_000)
+        .unwrap();
     assert_eq!(r.follower(2).unwrap().last_caught_up_time_ms, 2_000);
-    r.update_follower_fetch_state(2, 20, 0, -1, 30, 4_000).unwrap();
+    r.update_follower_fetch_state(2, 20, 0, -1, 30, 4_000)
+        .unwrap();
     assert_eq!(r.follower(2).unwrap().last_caught_up_time_ms, 3_000);
     // Behind both: unchanged.
-    r.update_follower_fetch_state(2, 25, 0, -1, 40, 5_000).unwrap();
+    r.update_follower_fetch_state(2, 25, 0, -1, 40, 5_000)
+        .unwrap();
     assert_eq!(r.follower(2).unwrap().last_caught_up_time_ms, 3_000);
 }
 
@@ -27,14 +31,20 @@ fn caught_up_time_follows_kafkas_rule() {
 fn hw_is_the_minimum_leo_of_the_isr_and_never_goes_back() {
     let mut r = leader3();
     assert_eq!(r.maybe_increment_high_watermark(10, 1_000), None);
-    r.update_follower_fetch_state(2, 10, 0, -1, 10, 1_100).unwrap();
-    let o = r.update_follower_fetch_state(3, 4, 0, -1, 10, 1_100).unwrap();
+    r.update_follower_fetch_state(2, 10, 0, -1, 10, 1_100)
+        .unwrap();
+    let o = r
+        .update_follower_fetch_state(3, 4, 0, -1, 10, 1_100)
+        .unwrap();
     assert_eq!(o.high_watermark, Some(4));
     // A later fetch from a lower offset (a restarted follower) does not move it back.
-    let o = r.update_follower_fetch_state(3, 2, 0, -1, 10, 1_200).unwrap();
+    let o = r
+        .update_follower_fetch_state(3, 2, 0, -1, 10, 1_200)
+        .unwrap();
     assert_eq!(o.high_watermark, None);
     assert_eq!(r.high_watermark(), 4);
-    r.update_follower_fetch_state(3, 10, 0, -1, 10, 1_300).unwrap();
+    r.update_follower_fetch_state(3, 10, 0, -1, 10, 1_300)
+        .unwrap();
     assert_eq!(r.high_watermark(), 10);
 }
 
@@ -46,7 +56,9 @@ fn hw_waits_for_every_isr_member_after_an_election() {
     assert_eq!(r.follower(2).unwrap().log_end_offset, UNKNOWN_OFFSET);
     // Replica 3 is outside the ISR and never fetched: it does not count.
     assert_eq!(
-        r.update_follower_fetch_state(2, 8, 0, -1, 8, 1).unwrap().high_watermark,
+        r.update_follower_fetch_state(2, 8, 0, -1, 8, 1)
+            .unwrap()
+            .high_watermark,
         Some(8)
     );
 }
@@ -83,7 +95,12 @@ fn expansion_needs_the_hw_and_the_epoch_start_and_is_optimistic() {
         20,
         5,
     );
-    assert_eq!(out, AlterPartitionOutcome::Committed { high_watermark: None });
+    assert_eq!(
+        out,
+        AlterPartitionOutcome::Committed {
+            high_watermark: None
+        }
+    );
     assert_eq!(r.isr(), &[1, 2, 3]);
     assert_eq!(r.partition_epoch(), 6);
 }
@@ -115,10 +132,13 @@ fn ineligible_replicas_do_not_join() {
 fn shrink_removes_lagging_followers_and_is_pessimistic() {
     let mut r = leader3();
     r.set_replica_lag_time_max_ms(100);
-    r.update_follower_fetch_state(2, 10, 0, -1, 10, 1_050).unwrap();
-    r.update_follower_fetch_state(3, 10, 0, -1, 10, 1_050).unwrap();
+    r.update_follower_fetch_state(2, 10, 0, -1, 10, 1_050)
+        .unwrap();
+    r.update_follower_fetch_state(3, 10, 0, -1, 10, 1_050)
+        .unwrap();
     assert_eq!(r.maybe_shrink_isr(20, 1_100), None);
-    r.update_follower_fetch_state(2, 20, 0, -1, 20, 1_120).unwrap();
+    r.update_follower_fetch_state(2, 20, 0, -1, 20, 1_120)
+        .unwrap();
     // Replica 3 last caught up at 1 050: out at 1 151.
     let p = r.maybe_shrink_isr(20, 1_151).expect("shrink");
     assert_eq!(p.new_isr, vec![1, 2]);
@@ -328,31 +348,49 @@ fn truncation_follows_kafkas_rules() {
     // Undefined end: back to the HW.
     assert_eq!(
         truncation_offset(d(-1, -1), (1, 9), 20, 7),
-        TruncationDecision { offset: 7, completed: true }
+        TruncationDecision {
+            offset: 7,
+            completed: true
+        }
     );
     // Same epoch locally: min(leader end, local end, LEO).
     assert_eq!(
         truncation_offset(d(2, 12), (2, 15), 20, 0),
-        TruncationDecision { offset: 12, completed: true }
+        TruncationDecision {
+            offset: 12,
+            completed: true
+        }
     );
     assert_eq!(
         truncation_offset(d(2, 30), (2, 15), 20, 0),
-        TruncationDecision { offset: 15, completed: true }
+        TruncationDecision {
+            offset: 15,
+            completed: true
+        }
     );
     // Leader's epoch unknown locally (local floor is lower): truncate to the local end, ask again.
     assert_eq!(
         truncation_offset(d(3, 12), (2, 10), 20, 0),
-        TruncationDecision { offset: 10, completed: false }
+        TruncationDecision {
+            offset: 10,
+            completed: false
+        }
     );
     // Nothing at or below locally.
     assert_eq!(
         truncation_offset(d(3, 12), (-1, -1), 20, 0),
-        TruncationDecision { offset: 12, completed: true }
+        TruncationDecision {
+            offset: 12,
+            completed: true
+        }
     );
     // Very old leader without epochs.
     assert_eq!(
         truncation_offset(d(-1, 40), (-1, -1), 20, 0),
-        TruncationDecision { offset: 20, completed: true }
+        TruncationDecision {
+            offset: 20,
+            completed: true
+        }
     );
 }
 

@@ -33,7 +33,7 @@ use bytes::Bytes;
 use josef_records::{down_convert, AnyBatches, DecompressLimits, RecordsError};
 
 use crate::delayed_fetch::{DelayedFetch, WaitingPartition};
-use crate::partition::{log_error_code, Partition};
+use crate::partition::{FetchIsolation, Partition, ReadParams};
 use crate::state::BrokerState;
 use crate::topic_config;
 use crate::topics::{now_ms, Topic};
@@ -45,10 +45,20 @@ struct Wanted {
     partition: Result<Arc<Partition>, ErrorCode>,
 }
 
-/// Reads one partition into `out`; returns the bytes read and where to cut them. `hard_limit`
-/// (Fetch v0–2): a first batch larger than `limit` is read whole with the cut at `limit`, for the
-/// caller to cut its converted form there (Kafka sends those clients the first `limit` bytes of
-/// the log, a partial message); the returned count is then `limit`.
+/// The read bound of a consumer fetch.
+fn isolation(read_committed: bool) -> FetchIsolation {
+    if read_committed {
+        FetchIsolation::TxnCommitted
+    } else {
+        FetchIsolation::HighWatermark
+    }
+}
+
+/// Reads one partition into `out` (josef-partition's read path: epoch, leadership and range
+/// checks, HW or LSO bound, aborted transactions); returns the bytes read and where to cut them.
+/// `hard_limit` (Fetch v0–2): a first batch larger than `limit` is read whole with the cut at
+/// `limit`, for the caller to cut its converted form there (Kafka sends those clients the first
+/// `limit` bytes of the log, a partial message); the returned count is then `limit`.
 fn read_partition(
     p: &Partition,
     fp: &PartitionFetch,
@@ -58,66 +68,34 @@ fn read_partition(
     hard_limit: bool,
     out: &mut PartitionData,
 ) -> (usize, Option<usize>) {
-    let d = p.data.lock();
-    if fp.current_leader_epoch >= 0 && fp.current_leader_epoch != p.leader_epoch {
-        out.error_code = if fp.current_leader_epoch < p.leader_epoch {
-            ErrorCode::FencedLeaderEpoch.code()
-        } else {
-            ErrorCode::UnknownLeaderEpoch.code()
-        };
-        out.high_watermark = -1;
-        return (0, None);
-    }
-    let log_start = d.log.log_start_offset();
-    let leo = d.log.log_end_offset();
-    if fp.fetch_offset < log_start || fp.fetch_offset > leo {
-        out.error_code = ErrorCode::OffsetOutOfRange.code();
-        out.high_watermark = -1;
-        out.last_stable_offset = -1;
-        out.log_start_offset = -1;
-        return (0, None);
-    }
-    let hw = d.log.high_watermark();
-    let lso = d.last_stable_offset();
-    out.high_watermark = hw;
-    out.last_stable_offset = lso;
-    out.log_start_offset = log_start;
-    let bound = if read_committed { lso } else { hw };
-    if read_committed {
-        out.aborted_transactions = Some(Vec::new());
-    }
-    if limit <= 0 && !min_one {
-        return (0, None);
-    }
-    let limit = limit.max(0) as usize;
-    let read = match d.log.read(fp.fetch_offset, limit, bound, min_one) {
-        Ok(info) if hard_limit && info.records.is_empty() && info.first_entry_incomplete => d
-            .log
-            .read(fp.fetch_offset, limit, bound, true)
-            .map(|whole| (whole, Some(limit))),
-        other => other.map(|info| (info, None)),
+    let params = ReadParams {
+        fetch_offset: fp.fetch_offset,
+        current_leader_epoch: fp.current_leader_epoch,
+        max_bytes: limit,
+        min_one_message: min_one,
+        hard_limit,
+        isolation: isolation(read_committed),
+        require_leader: true,
     };
-    match read {
-        Ok((info, cut)) => {
-            let n = cut.unwrap_or(info.records.len());
-            if read_committed && n > 0 {
-                out.aborted_transactions = Some(
-                    d.log
-                        .collect_aborted_transactions(fp.fetch_offset, bound)
-                        .into_iter()
-                        .map(|a| AbortedTransaction {
-                            producer_id: a.producer_id,
-                            first_offset: a.first_offset,
-                            ..Default::default()
-                        })
-                        .collect(),
-                );
-            }
-            out.records = Some(info.records);
-            (n, cut)
+    match p.read(&params) {
+        Ok(r) => {
+            out.high_watermark = r.high_watermark;
+            out.last_stable_offset = r.last_stable_offset;
+            out.log_start_offset = r.log_start_offset;
+            out.aborted_transactions = r.aborted_transactions.map(|txns| {
+                txns.into_iter()
+                    .map(|a| AbortedTransaction {
+                        producer_id: a.producer_id,
+                        first_offset: a.first_offset,
+                        ..Default::default()
+                    })
+                    .collect()
+            });
+            out.records = Some(r.records);
+            (r.size, r.cut_to)
         }
-        Err(e) => {
-            out.error_code = log_error_code(&e).code();
+        Err(code) => {
+            out.error_code = code.code();
             out.high_watermark = -1;
             out.last_stable_offset = -1;
             out.log_start_offset = -1;
@@ -392,6 +370,7 @@ pub async fn handle(state: &BrokerState, req: FetchRequest, version: i16) -> Fet
             w.partition.as_ref().ok().map(|p| WaitingPartition {
                 partition: p.clone(),
                 fetch_offset: w.fetch.fetch_offset,
+                current_leader_epoch: w.fetch.current_leader_epoch,
                 max_bytes: w.fetch.max_bytes,
             })
         })
@@ -401,7 +380,7 @@ pub async fn handle(state: &BrokerState, req: FetchRequest, version: i16) -> Fet
         // Park in the purgatory: an append to any of these partitions completes it at once
         // (from the appending task), the reaper at max_wait. Either way, read again.
         let max_wait = u64::try_from(req.max_wait_ms).unwrap_or(0);
-        let (op, done) = DelayedFetch::new(waiting, min_bytes, read_committed, max_wait);
+        let (op, done) = DelayedFetch::new(waiting, min_bytes, isolation(read_committed), max_wait);
         let keys = op.keys();
         if !state.fetch_purgatory.try_complete_else_watch(op, keys) {
             // An error means the purgatory went away (shutdown): answer with what is there.

@@ -87,13 +87,16 @@ fn answer(
     let Some(p) = state.topics.partition(topic, rp.partition_index) else {
         return ErrorCode::UnknownTopicOrPartition;
     };
-    if rp.current_leader_epoch >= 0 && rp.current_leader_epoch != p.leader_epoch {
-        return if rp.current_leader_epoch < p.leader_epoch {
-            ErrorCode::FencedLeaderEpoch
-        } else {
-            ErrorCode::UnknownLeaderEpoch
-        };
-    }
+    let leader_epoch = {
+        let d = p.data.lock();
+        if let Err(e) = d
+            .replication
+            .check_current_leader_epoch(rp.current_leader_epoch, true)
+        {
+            return e;
+        }
+        d.replication.leader_epoch()
+    };
     match min_version(rp.timestamp) {
         Some(v) if version >= v => {}
         _ => return ErrorCode::UnsupportedVersion,
@@ -108,14 +111,14 @@ fn answer(
         LATEST => {
             out.offset = bound;
             if version >= 4 {
-                out.leader_epoch = p.leader_epoch;
+                out.leader_epoch = leader_epoch;
             }
             return ErrorCode::None;
         }
         EARLIEST | EARLIEST_LOCAL => {
             out.offset = d.log.log_start_offset();
             if version >= 4 {
-                out.leader_epoch = p.leader_epoch;
+                out.leader_epoch = leader_epoch;
             }
             return ErrorCode::None;
         }
@@ -128,7 +131,7 @@ fn answer(
             out.offset = to.offset;
             out.timestamp = to.timestamp;
             if version >= 4 {
-                out.leader_epoch = p.leader_epoch;
+                out.leader_epoch = leader_epoch;
             }
             ErrorCode::None
         }

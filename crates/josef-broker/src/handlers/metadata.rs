@@ -32,7 +32,7 @@ pub fn topic_metadata(state: &BrokerState, t: &Topic) -> MetadataResponseTopic {
                 error_code: 0,
                 partition_index: p.index,
                 leader_id: node,
-                leader_epoch: p.leader_epoch,
+                leader_epoch: p.leader_epoch(),
                 replica_nodes: josef_protocol::smallvec![node],
                 isr_nodes: josef_protocol::smallvec![node],
                 offline_replicas: josef_protocol::smallvec![],

@@ -1,7 +1,9 @@
 //! Produce (api 0): per-partition checks in Kafka's order, record validation through
 //! `josef_records::validate` (Kafka's `LogValidator`), append through the partition (which runs
-//! the sequencer), answer. On one node the HW reaches the LEO inside the append, so acks=−1
-//! completes at once (Kafka's first `DelayedProduce.tryComplete` succeeds the same way).
+//! the sequencer and, for acks=−1, the `min.insync.replicas` check), answer. On one node the HW
+//! reaches the LEO inside the append, so acks=−1 completes at once (Kafka's first
+//! `DelayedProduce.tryComplete` succeeds the same way); `min.insync.replicas` is capped by the
+//! replica count, so a single replica never gets NOT_ENOUGH_REPLICAS.
 
 use std::sync::Arc;
 
@@ -201,8 +203,19 @@ fn produce_partition(
             ClientBatch::Owned(owned)
         }
     };
-    // Steps 10–11 happen in the partition (log limits, producer state).
-    Ok(partition.append_from_client(batch, &validated.header, now)?)
+    // Steps 10–11 happen in the partition (min.insync.replicas for acks=-1, log limits,
+    // producer state).
+    let min_isr = min_insync_replicas(topic, &state.config);
+    Ok(partition.append_from_client(batch, &validated.header, acks, min_isr, now)?)
+}
+
+/// The topic's `min.insync.replicas` (its override, else the broker's).
+fn min_insync_replicas(topic: &Topic, broker: &BrokerConfig) -> i32 {
+    topic
+        .configs
+        .get("min.insync.replicas")
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(broker.min_insync_replicas)
 }
 
 /// A legacy message set (Produce v0–v2) as one v2 batch in the topic's `compression.type`, or the
