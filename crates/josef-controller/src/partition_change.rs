@@ -11,39 +11,7 @@
 //! leader replicas off, a change that would empty the ISR leaves it as it is, so the last member
 //! stays and is re-elected cleanly when it returns), the assignment and the recovery state.
 
-/// `Leader` of a partition without one.
-pub const NO_LEADER: i32 = -1;
-/// `Leader` of a `PartitionChangeRecord` that leaves the leader alone.
-pub const NO_LEADER_CHANGE: i32 = -2;
-
-/// Kafka's `LeaderRecoveryState`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum LeaderRecoveryState {
-    /// 0: the leader's log is complete.
-    #[default]
-    Recovered,
-    /// 1: elected uncleanly, still recovering (the ISR may not grow past the leader).
-    Recovering,
-}
-
-impl LeaderRecoveryState {
-    /// The wire value.
-    pub fn value(self) -> i8 {
-        match self {
-            LeaderRecoveryState::Recovered => 0,
-            LeaderRecoveryState::Recovering => 1,
-        }
-    }
-
-    /// The state of a wire value (`None` for unknown values, e.g. −1 "no change").
-    pub fn of(value: i8) -> Option<Self> {
-        match value {
-            0 => Some(LeaderRecoveryState::Recovered),
-            1 => Some(LeaderRecoveryState::Recovering),
-            _ => None,
-        }
-    }
-}
+pub use josef_metadata::{LeaderRecoveryState, NO_LEADER, NO_LEADER_CHANGE};
 
 /// One partition as the controller tracks it (Kafka's `PartitionRegistration`, without log dirs and
 /// eligible leader replicas).
@@ -594,10 +562,5 @@ mod tests {
             c.leader_recovery_state,
             Some(LeaderRecoveryState::Recovered)
         );
-        assert_eq!(
-            LeaderRecoveryState::of(1),
-            Some(LeaderRecoveryState::Recovering)
-        );
-        assert_eq!(LeaderRecoveryState::of(-1), None);
     }
 }

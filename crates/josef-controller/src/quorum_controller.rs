@@ -147,7 +147,7 @@ impl Controller {
 
     /// The committed state as josef-metadata's image (every replayed record applied through a
     /// [`MetadataDelta`], as brokers do), at provenance (last replayed offset, epoch 0: the
-    /// controller is not told the Raft term of each entry).
+    /// controller is not told the Raft term of each entry). Each call copies the image's data.
     pub fn image(&self) -> MetadataImage {
         self.delta.apply(MetadataProvenance {
             last_offset: self.last_offset.unwrap_or(0),

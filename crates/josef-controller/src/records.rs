@@ -44,7 +44,7 @@ pub fn partition_change_of(r: &PartitionChangeRecord) -> PartitionChange {
         replicas: r.replicas.as_ref().map(|v| v.to_vec()),
         removing_replicas: r.removing_replicas.as_ref().map(|v| v.to_vec()),
         adding_replicas: r.adding_replicas.as_ref().map(|v| v.to_vec()),
-        leader_recovery_state: LeaderRecoveryState::of(r.leader_recovery_state),
+        leader_recovery_state: LeaderRecoveryState::from_value(r.leader_recovery_state).ok(),
     }
 }
 
@@ -73,7 +73,8 @@ pub fn partition_state_of(r: &PartitionRecord) -> PartitionState {
         removing_replicas: r.removing_replicas.to_vec(),
         adding_replicas: r.adding_replicas.to_vec(),
         leader: r.leader,
-        leader_recovery_state: LeaderRecoveryState::of(r.leader_recovery_state).unwrap_or_default(),
+        leader_recovery_state: LeaderRecoveryState::from_value(r.leader_recovery_state)
+            .unwrap_or_default(),
         leader_epoch: r.leader_epoch,
         partition_epoch: r.partition_epoch,
     }

@@ -834,11 +834,10 @@ impl Controller {
         };
         let id = topic.id;
         let current = topic.partitions.len() as i32;
-        let rf = topic
-            .partitions
-            .values()
-            .next()
-            .map_or(1, |p| p.replicas.len());
+        // The replication factor of partition 0, not counting replicas a reassignment removes.
+        let rf = topic.partitions.values().next().map_or(1, |p| {
+            (p.replicas.len() - p.removing_replicas.len().min(p.replicas.len())).max(1)
+        });
         if t.count < current {
             return Err(ApiError::new(
                 ErrorCode::InvalidPartitions,
@@ -1037,8 +1036,8 @@ impl Controller {
         {
             return Err(ErrorCode::InvalidRequest);
         }
-        let recovery =
-            LeaderRecoveryState::of(pd.leader_recovery_state).ok_or(ErrorCode::InvalidRequest)?;
+        let recovery = LeaderRecoveryState::from_value(pd.leader_recovery_state)
+            .map_err(|_| ErrorCode::InvalidRequest)?;
         if recovery == LeaderRecoveryState::Recovering && isr.len() > 1 {
             return Err(ErrorCode::InvalidRequest);
         }
