@@ -41,11 +41,10 @@ pub use heartbeat::{
     HeartbeatFacts,
 };
 pub use josef_metadata::{
-    MetadataImage, BROKER_RESOURCE, METADATA_VERSION_FEATURE, TOPIC_RESOURCE,
+    MetadataImage, PartitionRegistration, BROKER_RESOURCE, METADATA_VERSION_FEATURE, TOPIC_RESOURCE,
 };
 pub use partition_change::{
-    ElectionStrategy, LeaderRecoveryState, PartitionChange, PartitionChangeBuilder, PartitionState,
-    NO_LEADER, NO_LEADER_CHANGE,
+    ElectionStrategy, LeaderRecoveryState, PartitionChangeBuilder, NO_LEADER, NO_LEADER_CHANGE,
 };
 pub use placement::{StripedReplicaPlacer, UsableBroker};
 pub use quorum_controller::{

@@ -2,8 +2,8 @@
 //! reassignment sets, recovery state, election strategy) to the one change record that gets there,
 //! or none when nothing changes.
 //!
-//! The builder works on [`PartitionState`], the controller's own copy of a partition, and yields a
-//! [`PartitionChange`] (the fields of a `PartitionChangeRecord` without the ids).
+//! The builder works on josef-metadata's [`PartitionRegistration`] and yields a
+//! `PartitionChangeRecord` (apply it with [`PartitionRegistration::merge`]).
 //!
 //! Order of [`build`](PartitionChangeBuilder::build), as in Kafka: complete the reassignment if the
 //! target ISR allows it (`maybeCompleteReassignment`), elect a leader with the strategy, force a
@@ -11,116 +11,12 @@
 //! leader replicas off, a change that would empty the ISR leaves it as it is, so the last member
 //! stays and is re-elected cleanly when it returns), the assignment and the recovery state.
 
+use josef_metadata::PartitionRegistration;
+use josef_protocol::metadata_records::PartitionChangeRecord;
+use josef_protocol::Uuid;
+
+use crate::records::ids;
 pub use josef_metadata::{LeaderRecoveryState, NO_LEADER, NO_LEADER_CHANGE};
-
-/// One partition as the controller tracks it (Kafka's `PartitionRegistration`, without log dirs and
-/// eligible leader replicas).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct PartitionState {
-    /// Assigned replicas; during a reassignment the targets, then the replicas being removed.
-    pub replicas: Vec<i32>,
-    /// In-sync replicas.
-    pub isr: Vec<i32>,
-    /// Replicas a reassignment removes.
-    pub removing_replicas: Vec<i32>,
-    /// Replicas a reassignment adds.
-    pub adding_replicas: Vec<i32>,
-    /// Leader, or [`NO_LEADER`].
-    pub leader: i32,
-    /// Whether the leader is still recovering from an unclean election.
-    pub leader_recovery_state: LeaderRecoveryState,
-    /// Leader epoch: +1 on every leader change.
-    pub leader_epoch: i32,
-    /// Partition epoch: +1 on every change.
-    pub partition_epoch: i32,
-}
-
-impl PartitionState {
-    /// The preferred leader: the first assigned replica.
-    pub fn preferred_replica(&self) -> i32 {
-        self.replicas.first().copied().unwrap_or(NO_LEADER)
-    }
-
-    /// Whether there is a leader.
-    pub fn has_leader(&self) -> bool {
-        self.leader != NO_LEADER
-    }
-
-    /// Whether the preferred replica leads.
-    pub fn has_preferred_leader(&self) -> bool {
-        self.has_leader() && self.leader == self.preferred_replica()
-    }
-
-    /// Whether a reassignment is in progress.
-    pub fn is_reassigning(&self) -> bool {
-        !self.adding_replicas.is_empty() || !self.removing_replicas.is_empty()
-    }
-
-    /// The state after `change` (Kafka's `PartitionRegistration.merge`): unset fields are kept; the
-    /// leader epoch gains 1 exactly when the leader is set, the partition epoch on every change.
-    pub fn merge(&self, change: &PartitionChange) -> PartitionState {
-        let mut next = self.clone();
-        if let Some(isr) = &change.isr {
-            next.isr.clone_from(isr);
-        }
-        if let Some(r) = &change.replicas {
-            next.replicas.clone_from(r);
-        }
-        if let Some(r) = &change.removing_replicas {
-            next.removing_replicas.clone_from(r);
-        }
-        if let Some(r) = &change.adding_replicas {
-            next.adding_replicas.clone_from(r);
-        }
-        if change.leader != NO_LEADER_CHANGE {
-            next.leader = change.leader;
-            next.leader_epoch = next.leader_epoch.saturating_add(1);
-        }
-        if let Some(s) = change.leader_recovery_state {
-            next.leader_recovery_state = s;
-        }
-        next.partition_epoch = next.partition_epoch.saturating_add(1);
-        next
-    }
-}
-
-/// The fields of a `PartitionChangeRecord` (without topic id and partition index): `None` or
-/// [`NO_LEADER_CHANGE`] leave a field unchanged.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PartitionChange {
-    /// New ISR.
-    pub isr: Option<Vec<i32>>,
-    /// New leader ([`NO_LEADER`] for none), or [`NO_LEADER_CHANGE`]; setting it, even to the same
-    /// broker, bumps the leader epoch.
-    pub leader: i32,
-    /// New replicas.
-    pub replicas: Option<Vec<i32>>,
-    /// New removing replicas.
-    pub removing_replicas: Option<Vec<i32>>,
-    /// New adding replicas.
-    pub adding_replicas: Option<Vec<i32>>,
-    /// New leader recovery state.
-    pub leader_recovery_state: Option<LeaderRecoveryState>,
-}
-
-impl Default for PartitionChange {
-    fn default() -> Self {
-        PartitionChange {
-            isr: None,
-            leader: NO_LEADER_CHANGE,
-            replicas: None,
-            removing_replicas: None,
-            adding_replicas: None,
-            leader_recovery_state: None,
-        }
-    }
-}
-
-impl PartitionChange {
-    fn is_no_op(&self) -> bool {
-        *self == PartitionChange::default()
-    }
-}
 
 /// How a leader is chosen, by the names of Kafka's election strategies (`Election.scala`, and the
 /// KRaft `PartitionChangeBuilder.Election` they became). A *valid* candidate is in the target ISR
@@ -148,19 +44,23 @@ pub enum ElectionStrategy {
 /// Builds the change of one partition (Kafka's `PartitionChangeBuilder`).
 ///
 /// ```
-/// use josef_controller::{ElectionStrategy, PartitionChangeBuilder, PartitionState};
-/// let p = PartitionState { replicas: vec![1, 2, 3], isr: vec![1, 2, 3], leader: 1, ..Default::default() };
+/// use josef_controller::PartitionChangeBuilder;
+/// use josef_metadata::PartitionRegistration;
+/// use josef_protocol::Uuid;
+/// let p = PartitionRegistration { replicas: vec![1, 2, 3], isr: vec![1, 2, 3], leader: 1, ..Default::default() };
 /// // Broker 1 is fenced: drop it from the ISR and elect the next valid replica.
 /// let acceptable = |b: i32| b != 1;
-/// let change = PartitionChangeBuilder::new(&p, &acceptable)
+/// let change = PartitionChangeBuilder::new(&p, Uuid::ZERO, 0, &acceptable)
 ///     .set_target_isr(vec![2, 3])
 ///     .build()
 ///     .unwrap();
-/// let next = p.merge(&change);
+/// let next = p.merge(&change).unwrap();
 /// assert_eq!((next.leader, next.isr.clone(), next.leader_epoch, next.partition_epoch), (2, vec![2, 3], 1, 1));
 /// ```
 pub struct PartitionChangeBuilder<'a> {
-    partition: &'a PartitionState,
+    partition: &'a PartitionRegistration,
+    topic_id: Uuid,
+    partition_id: i32,
     is_acceptable_leader: &'a dyn Fn(i32) -> bool,
     election: ElectionStrategy,
     allow_unclean: bool,
@@ -172,14 +72,19 @@ pub struct PartitionChangeBuilder<'a> {
 }
 
 impl<'a> PartitionChangeBuilder<'a> {
-    /// A builder whose targets are the partition's current values; `is_acceptable_leader` tells
-    /// which brokers may lead (Kafka's `LeaderAcceptor`).
+    /// A builder for partition `partition_id` of topic `topic_id` whose targets are the
+    /// partition's current values; `is_acceptable_leader` tells which brokers may lead (Kafka's
+    /// `LeaderAcceptor`).
     pub fn new(
-        partition: &'a PartitionState,
+        partition: &'a PartitionRegistration,
+        topic_id: Uuid,
+        partition_id: i32,
         is_acceptable_leader: &'a dyn Fn(i32) -> bool,
     ) -> Self {
         PartitionChangeBuilder {
             partition,
+            topic_id,
+            partition_id,
             is_acceptable_leader,
             election: ElectionStrategy::default(),
             allow_unclean: false,
@@ -318,17 +223,23 @@ impl<'a> PartitionChangeBuilder<'a> {
     }
 
     /// The change record, or `None` when the partition stays as it is.
-    pub fn build(mut self) -> Option<PartitionChange> {
+    pub fn build(mut self) -> Option<PartitionChangeRecord> {
         self.complete_reassignment_if_needed();
-        let mut change = PartitionChange::default();
         let p = self.partition;
+        let mut change = PartitionChangeRecord {
+            topic_id: self.topic_id,
+            partition_id: self.partition_id,
+            ..Default::default()
+        };
+        let unchanged = change.clone();
+        let mut recovery = None;
         let (leader, unclean) = self.elect_leader();
         if leader != p.leader {
             change.leader = leader;
             if unclean {
-                change.isr = Some(vec![leader]);
+                change.isr = Some(ids(&[leader]));
                 if p.leader_recovery_state != LeaderRecoveryState::Recovering {
-                    change.leader_recovery_state = Some(LeaderRecoveryState::Recovering);
+                    recovery = Some(LeaderRecoveryState::Recovering);
                 }
             }
         }
@@ -340,23 +251,23 @@ impl<'a> PartitionChangeBuilder<'a> {
             change.leader = p.leader;
         }
         if change.isr.is_none() && !self.target_isr.is_empty() && self.target_isr != p.isr {
-            change.isr = Some(self.target_isr.clone());
+            change.isr = Some(ids(&self.target_isr));
         }
         if self.target_replicas != p.replicas {
-            change.replicas = Some(self.target_replicas.clone());
+            change.replicas = Some(ids(&self.target_replicas));
         }
         if self.target_removing != p.removing_replicas {
-            change.removing_replicas = Some(self.target_removing.clone());
+            change.removing_replicas = Some(ids(&self.target_removing));
         }
         if self.target_adding != p.adding_replicas {
-            change.adding_replicas = Some(self.target_adding.clone());
+            change.adding_replicas = Some(ids(&self.target_adding));
         }
-        if change.leader_recovery_state.is_none()
-            && self.target_recovery_state != p.leader_recovery_state
-        {
-            change.leader_recovery_state = Some(self.target_recovery_state);
+        if recovery.is_none() && self.target_recovery_state != p.leader_recovery_state {
+            recovery = Some(self.target_recovery_state);
         }
-        (!change.is_no_op()).then_some(change)
+        change.leader_recovery_state =
+            recovery.map_or(LeaderRecoveryState::NO_CHANGE, |r| r.value());
+        (change != unchanged).then_some(change)
     }
 }
 
@@ -365,8 +276,8 @@ mod tests {
     use super::*;
     use ElectionStrategy::*;
 
-    fn part(replicas: &[i32], isr: &[i32], leader: i32) -> PartitionState {
-        PartitionState {
+    fn part(replicas: &[i32], isr: &[i32], leader: i32) -> PartitionRegistration {
+        PartitionRegistration {
             replicas: replicas.to_vec(),
             isr: isr.to_vec(),
             leader,
@@ -374,9 +285,9 @@ mod tests {
         }
     }
 
-    fn apply(p: &PartitionState, b: PartitionChangeBuilder<'_>) -> PartitionState {
+    fn apply(p: &PartitionRegistration, b: PartitionChangeBuilder<'_>) -> PartitionRegistration {
         match b.build() {
-            Some(c) => p.merge(&c),
+            Some(c) => p.merge(&c).unwrap(),
             None => p.clone(),
         }
     }
@@ -387,7 +298,7 @@ mod tests {
         let ok = |b: i32| b != 3;
         let n = apply(
             &p,
-            PartitionChangeBuilder::new(&p, &ok).set_target_isr(vec![2, 1]),
+            PartitionChangeBuilder::new(&p, Uuid::ZERO, 0, &ok).set_target_isr(vec![2, 1]),
         );
         // Assignment order (3, 1, 2), not ISR order: 1 wins.
         assert_eq!(n.leader, 1);
@@ -399,7 +310,7 @@ mod tests {
     fn offline_strategy_keeps_a_valid_leader() {
         let p = part(&[1, 2, 3], &[1, 2, 3], 2);
         let ok = |_| true;
-        let c = PartitionChangeBuilder::new(&p, &ok)
+        let c = PartitionChangeBuilder::new(&p, Uuid::ZERO, 0, &ok)
             .set_target_isr(vec![2, 3])
             .build()
             .unwrap();
@@ -407,8 +318,8 @@ mod tests {
             c.leader, NO_LEADER_CHANGE,
             "ISR shrink keeps the leader epoch"
         );
-        assert_eq!(p.merge(&c).leader_epoch, 0);
-        assert_eq!(p.merge(&c).partition_epoch, 1);
+        assert_eq!(p.merge(&c).unwrap().leader_epoch, 0);
+        assert_eq!(p.merge(&c).unwrap().partition_epoch, 1);
     }
 
     #[test]
@@ -417,14 +328,14 @@ mod tests {
         let ok = |b: i32| b != 1;
         let n = apply(
             &p,
-            PartitionChangeBuilder::new(&p, &ok).set_target_isr(vec![]),
+            PartitionChangeBuilder::new(&p, Uuid::ZERO, 0, &ok).set_target_isr(vec![]),
         );
         assert_eq!(n.leader, NO_LEADER);
         assert_eq!(n.isr, vec![1], "the ISR is never emptied");
         assert_eq!(n.leader_epoch, 1);
         // When broker 1 returns, it is elected cleanly.
         let back = |_| true;
-        let m = apply(&n, PartitionChangeBuilder::new(&n, &back));
+        let m = apply(&n, PartitionChangeBuilder::new(&n, Uuid::ZERO, 0, &back));
         assert_eq!((m.leader, m.leader_epoch), (1, 2));
     }
 
@@ -432,10 +343,12 @@ mod tests {
     fn unclean_fallback_only_when_allowed() {
         let p = part(&[1, 2], &[1], NO_LEADER);
         let ok = |b: i32| b == 2;
-        assert!(PartitionChangeBuilder::new(&p, &ok).build().is_none());
+        assert!(PartitionChangeBuilder::new(&p, Uuid::ZERO, 0, &ok)
+            .build()
+            .is_none());
         let n = apply(
             &p,
-            PartitionChangeBuilder::new(&p, &ok).set_allow_unclean(true),
+            PartitionChangeBuilder::new(&p, Uuid::ZERO, 0, &ok).set_allow_unclean(true),
         );
         assert_eq!(n.leader, 2);
         assert_eq!(n.isr, vec![2]);
@@ -446,7 +359,7 @@ mod tests {
             ReassignPartitionLeaderElectionStrategy,
             PreferredReplicaPartitionLeaderElectionStrategy,
         ] {
-            let b = PartitionChangeBuilder::new(&p, &ok)
+            let b = PartitionChangeBuilder::new(&p, Uuid::ZERO, 0, &ok)
                 .set_election(s)
                 .set_allow_unclean(true);
             assert!(b.build().is_none(), "{s:?}");
@@ -459,7 +372,7 @@ mod tests {
         let not_shutting_down = |b: i32| b != 1;
         let n = apply(
             &p,
-            PartitionChangeBuilder::new(&p, &not_shutting_down)
+            PartitionChangeBuilder::new(&p, Uuid::ZERO, 0, &not_shutting_down)
                 .set_election(ControlledShutdownPartitionLeaderElectionStrategy)
                 .set_target_isr(vec![2, 3]),
         );
@@ -468,7 +381,7 @@ mod tests {
         let q = part(&[1, 2], &[1], 1);
         let m = apply(
             &q,
-            PartitionChangeBuilder::new(&q, &not_shutting_down)
+            PartitionChangeBuilder::new(&q, Uuid::ZERO, 0, &not_shutting_down)
                 .set_election(ControlledShutdownPartitionLeaderElectionStrategy)
                 .set_allow_unclean(true)
                 .set_target_isr(vec![]),
@@ -480,8 +393,8 @@ mod tests {
     fn preferred_strategy() {
         let p = part(&[1, 2, 3], &[1, 2, 3], 2);
         let all = |_| true;
-        let pref = |p: &PartitionState, ok: &dyn Fn(i32) -> bool| {
-            PartitionChangeBuilder::new(p, ok)
+        let pref = |p: &PartitionRegistration, ok: &dyn Fn(i32) -> bool| {
+            PartitionChangeBuilder::new(p, Uuid::ZERO, 0, ok)
                 .set_election(PreferredReplicaPartitionLeaderElectionStrategy)
                 .build()
         };
@@ -500,7 +413,7 @@ mod tests {
     #[test]
     fn reassignment_completes_when_isr_holds_every_target() {
         // Reassign [1,2,3] -> [4,5,6]: replicas = targets then removing.
-        let p = PartitionState {
+        let p = PartitionRegistration {
             replicas: vec![4, 5, 6, 1, 2, 3],
             isr: vec![1, 2, 3],
             adding_replicas: vec![4, 5, 6],
@@ -512,13 +425,15 @@ mod tests {
         // Not yet: 6 missing.
         let n = apply(
             &p,
-            PartitionChangeBuilder::new(&p, &all).set_target_isr(vec![1, 2, 3, 4, 5]),
+            PartitionChangeBuilder::new(&p, Uuid::ZERO, 0, &all)
+                .set_target_isr(vec![1, 2, 3, 4, 5]),
         );
         assert_eq!(n.replicas, p.replicas);
         assert_eq!(n.leader_epoch, 0);
         let m = apply(
             &n,
-            PartitionChangeBuilder::new(&n, &all).set_target_isr(vec![1, 2, 3, 4, 5, 6]),
+            PartitionChangeBuilder::new(&n, Uuid::ZERO, 0, &all)
+                .set_target_isr(vec![1, 2, 3, 4, 5, 6]),
         );
         assert_eq!(m.replicas, vec![4, 5, 6]);
         assert_eq!(m.isr, vec![4, 5, 6]);
@@ -531,16 +446,16 @@ mod tests {
     fn removing_a_follower_bumps_the_leader_epoch() {
         let p = part(&[1, 2, 3], &[1, 2, 3], 1);
         let all = |_| true;
-        let c = PartitionChangeBuilder::new(&p, &all)
+        let c = PartitionChangeBuilder::new(&p, Uuid::ZERO, 0, &all)
             .set_target_replicas(vec![1, 2])
             .set_target_isr(vec![1, 2])
             .build()
             .unwrap();
         assert_eq!(c.leader, 1, "forced bump, same leader");
-        let n = p.merge(&c);
+        let n = p.merge(&c).unwrap();
         assert_eq!((n.leader, n.leader_epoch), (1, 1));
         // Adding only: no bump.
-        let c = PartitionChangeBuilder::new(&p, &all)
+        let c = PartitionChangeBuilder::new(&p, Uuid::ZERO, 0, &all)
             .set_target_replicas(vec![1, 2, 3, 4])
             .build()
             .unwrap();
@@ -551,16 +466,18 @@ mod tests {
     fn no_op_yields_nothing_and_recovery_state_changes() {
         let p = part(&[1, 2], &[1, 2], 1);
         let all = |_| true;
-        assert!(PartitionChangeBuilder::new(&p, &all).build().is_none());
+        assert!(PartitionChangeBuilder::new(&p, Uuid::ZERO, 0, &all)
+            .build()
+            .is_none());
         let mut r = part(&[1, 2], &[1], 1);
         r.leader_recovery_state = LeaderRecoveryState::Recovering;
-        let c = PartitionChangeBuilder::new(&r, &all)
+        let c = PartitionChangeBuilder::new(&r, Uuid::ZERO, 0, &all)
             .set_target_leader_recovery_state(LeaderRecoveryState::Recovered)
             .build()
             .unwrap();
         assert_eq!(
             c.leader_recovery_state,
-            Some(LeaderRecoveryState::Recovered)
+            LeaderRecoveryState::Recovered.value()
         );
     }
 }

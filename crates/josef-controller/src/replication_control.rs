@@ -18,13 +18,10 @@ use josef_protocol::messages::{
 };
 use josef_protocol::{ErrorCode, StrBytes, Uuid};
 
-use crate::records::{
-    ids, partition_change_of, partition_change_record, partition_record, ConfigRecord,
-    MetadataRecord, RemoveTopicRecord, TopicRecord,
-};
+use crate::records::{ids, ConfigRecord, MetadataRecord, RemoveTopicRecord, TopicRecord};
 use crate::{
     ApiError, Controller, ControllerResult, ElectionStrategy, LeaderRecoveryState,
-    PartitionChangeBuilder, PartitionState, ReplayError, StripedReplicaPlacer, WriteContext,
+    PartitionChangeBuilder, PartitionRegistration, ReplayError, StripedReplicaPlacer, WriteContext,
     NO_LEADER, NO_LEADER_CHANGE, TOPIC_RESOURCE,
 };
 
@@ -44,7 +41,7 @@ pub struct TopicInfo {
     /// Id.
     pub id: Uuid,
     /// Partitions by index.
-    pub partitions: BTreeMap<i32, PartitionState>,
+    pub partitions: BTreeMap<i32, PartitionRegistration>,
 }
 
 /// A partition: topic id and index.
@@ -83,7 +80,7 @@ fn index_by_broker(
 
 impl PartitionIndex {
     /// Adds (`add`) or removes the entries of partition `key` in state `p`.
-    fn update(&mut self, key: PartitionKey, p: &PartitionState, add: bool) {
+    fn update(&mut self, key: PartitionKey, p: &PartitionRegistration, add: bool) {
         for &b in &p.isr {
             index_by_broker(&mut self.in_isr, b, key, add);
         }
@@ -111,7 +108,10 @@ impl ReplicationControlManager {
         self.by_name.get(name).and_then(|id| self.topics.get(id))
     }
 
-    pub(crate) fn partition(&self, key: PartitionKey) -> Option<(&TopicInfo, &PartitionState)> {
+    pub(crate) fn partition(
+        &self,
+        key: PartitionKey,
+    ) -> Option<(&TopicInfo, &PartitionRegistration)> {
         let t = self.topics.get(&key.0)?;
         Some((t, t.partitions.get(&key.1)?))
     }
@@ -177,7 +177,7 @@ impl ReplicationControlManager {
             .get_mut(&r.topic_id)
             .ok_or(ReplayError::UnknownTopic(r.topic_id))?;
         let key = (r.topic_id, r.partition_id);
-        let p = crate::records::partition_state_of(r);
+        let p = PartitionRegistration::from_record(r)?;
         if let Some(old) = t.partitions.insert(r.partition_id, p.clone()) {
             self.index.update(key, &old, false);
         }
@@ -201,8 +201,9 @@ impl ReplicationControlManager {
                 partition: r.partition_id,
             })?;
         let key = (r.topic_id, r.partition_id);
+        let next = p.merge(r)?;
         self.index.update(key, p, false);
-        *p = p.merge(&partition_change_of(r));
+        *p = next;
         self.index.update(key, p, true);
         Ok(())
     }
@@ -273,16 +274,12 @@ impl Controller {
             let Some((t, p)) = self.replication.partition(key) else {
                 continue;
             };
-            let change = PartitionChangeBuilder::new(p, &acceptable)
+            let change = PartitionChangeBuilder::new(p, t.id, key.1, &acceptable)
                 .set_election(election)
                 .set_allow_unclean(self.unclean_leader_election_enabled(&t.name))
                 .set_target_isr(without(&p.isr, &[remove]))
                 .build();
-            if let Some(c) = change {
-                records.push(MetadataRecord::PartitionChange(partition_change_record(
-                    t.id, key.1, &c,
-                )));
-            }
+            records.extend(change.map(MetadataRecord::PartitionChange));
         }
     }
 
@@ -333,14 +330,14 @@ impl Controller {
     }
 
     /// Kafka's `buildPartitionRegistration`: ISR = the active replicas in order, leader = the first.
-    fn new_partition(&self, replicas: Vec<i32>) -> Option<PartitionState> {
+    fn new_partition(&self, replicas: Vec<i32>) -> Option<PartitionRegistration> {
         let isr: Vec<i32> = replicas
             .iter()
             .copied()
             .filter(|&r| self.cluster.is_active(r))
             .collect();
         let leader = *isr.first()?;
-        Some(PartitionState {
+        Some(PartitionRegistration {
             replicas,
             isr,
             leader,
@@ -388,7 +385,7 @@ impl Controller {
         lists: &[Vec<i32>],
         first: i32,
         replication_factor: Option<usize>,
-    ) -> Result<Vec<PartitionState>, ApiError> {
+    ) -> Result<Vec<PartitionRegistration>, ApiError> {
         let rf = replication_factor.or_else(|| lists.first().map(Vec::len));
         lists
             .iter()
@@ -413,7 +410,7 @@ impl Controller {
         &mut self,
         count: i32,
         replication_factor: i32,
-    ) -> Result<Vec<PartitionState>, ApiError> {
+    ) -> Result<Vec<PartitionRegistration>, ApiError> {
         let usable = self.cluster.usable_brokers();
         let placement = StripedReplicaPlacer::place(
             &mut self.rng,
@@ -625,7 +622,7 @@ impl Controller {
             }));
         }
         for (i, p) in partitions.iter().enumerate() {
-            records.push(MetadataRecord::Partition(partition_record(id, i as i32, p)));
+            records.push(MetadataRecord::Partition(p.to_record(id, i as i32)));
         }
         let result = ctr::CreatableTopicResult {
             name: t.name.clone(),
@@ -873,7 +870,7 @@ impl Controller {
         Ok(partitions
             .iter()
             .enumerate()
-            .map(|(i, p)| MetadataRecord::Partition(partition_record(id, current + i as i32, p)))
+            .map(|(i, p)| MetadataRecord::Partition(p.to_record(id, current + i as i32)))
             .collect())
     }
 
@@ -1004,7 +1001,7 @@ impl Controller {
     ) -> Result<
         (
             Option<josef_protocol::metadata_records::PartitionChangeRecord>,
-            PartitionState,
+            PartitionRegistration,
         ),
         ErrorCode,
     > {
@@ -1059,16 +1056,16 @@ impl Controller {
             });
         }
         let acceptable = self.acceptable_leader(NO_LEADER, NO_LEADER);
-        let change = PartitionChangeBuilder::new(p, &acceptable)
+        let change = PartitionChangeBuilder::new(p, topic_id, pd.partition_index, &acceptable)
             .set_allow_unclean(self.unclean_leader_election_enabled(&topic.name))
             .set_target_isr(isr)
             .set_target_leader_recovery_state(recovery)
             .build();
-        let state = change.as_ref().map_or_else(|| p.clone(), |c| p.merge(c));
-        Ok((
-            change.map(|c| partition_change_record(topic_id, pd.partition_index, &c)),
-            state,
-        ))
+        let state = match &change {
+            Some(c) => p.merge(c).map_err(|_| ErrorCode::UnknownServerError)?,
+            None => p.clone(),
+        };
+        Ok((change, state))
     }
 
     /// ElectLeaders (API 43; Kafka's `electLeaders`): election_type 0 PREFERRED, 1 UNCLEAN, else
@@ -1173,15 +1170,13 @@ impl Controller {
         } else {
             ElectionStrategy::PreferredReplicaPartitionLeaderElectionStrategy
         };
-        match PartitionChangeBuilder::new(p, &acceptable)
+        match PartitionChangeBuilder::new(p, t.id, partition, &acceptable)
             .set_election(election)
             .set_allow_unclean(unclean)
             .build()
         {
             Some(c) => {
-                records.push(MetadataRecord::PartitionChange(partition_change_record(
-                    t.id, partition, &c,
-                )));
+                records.push(MetadataRecord::PartitionChange(c));
                 ErrorCode::None
             }
             None if unclean => ErrorCode::EligibleLeadersNotAvailable,
@@ -1222,15 +1217,11 @@ impl Controller {
             let Some((t, p)) = self.replication.partition(key) else {
                 continue;
             };
-            let change = PartitionChangeBuilder::new(p, &acceptable)
+            let change = PartitionChangeBuilder::new(p, t.id, key.1, &acceptable)
                 .set_election(election)
                 .set_allow_unclean(allow_unclean)
                 .build();
-            if let Some(c) = change {
-                records.push(MetadataRecord::PartitionChange(partition_change_record(
-                    t.id, key.1, &c,
-                )));
-            }
+            records.extend(change.map(MetadataRecord::PartitionChange));
         }
         (records, false)
     }
@@ -1356,7 +1347,7 @@ impl Controller {
                 if needs_unclean && !unclean {
                     return Err(refuse());
                 }
-                let change = PartitionChangeBuilder::new(p, &acceptable)
+                let change = PartitionChangeBuilder::new(p, t.id, partition, &acceptable)
                     .set_allow_unclean(unclean)
                     .set_target_replicas(replicas)
                     .set_target_isr(isr)
@@ -1364,7 +1355,7 @@ impl Controller {
                     .set_target_adding(Vec::new())
                     .build();
                 if let Some(c) = &change {
-                    let next = p.merge(c);
+                    let next = p.merge(c).map_err(|_| refuse())?;
                     if !next.isr.iter().all(|r| next.replicas.contains(r)) {
                         return Err(refuse());
                     }
@@ -1384,14 +1375,14 @@ impl Controller {
                 let adding = without(target, current);
                 let mut replicas = target.to_vec();
                 replicas.extend(removing.iter().copied());
-                PartitionChangeBuilder::new(p, &acceptable)
+                PartitionChangeBuilder::new(p, t.id, partition, &acceptable)
                     .set_target_replicas(replicas)
                     .set_target_removing(removing)
                     .set_target_adding(adding)
                     .build()
             }
         };
-        Ok(change.map(|c| partition_change_record(t.id, partition, &c)))
+        Ok(change)
     }
 
     /// ListPartitionReassignments (API 46), read only: the reassigning partitions, of every topic
@@ -1407,7 +1398,7 @@ impl Controller {
                 ..Default::default()
             };
         }
-        let ongoing = |index: i32, p: &PartitionState| lpr::OngoingPartitionReassignment {
+        let ongoing = |index: i32, p: &PartitionRegistration| lpr::OngoingPartitionReassignment {
             partition_index: index,
             replicas: ids(&p.replicas),
             adding_replicas: ids(&p.adding_replicas),

@@ -761,24 +761,7 @@ impl Sim {
                 }
                 // The controller's own state agrees with its image.
                 let own = &self.controller.topic(&t.name).unwrap().partitions[&i];
-                assert_eq!(
-                    (
-                        &own.replicas,
-                        &own.isr,
-                        own.leader,
-                        own.leader_epoch,
-                        own.partition_epoch
-                    ),
-                    (
-                        &p.replicas,
-                        &p.isr,
-                        p.leader,
-                        p.leader_epoch,
-                        p.partition_epoch
-                    )
-                );
-                assert_eq!(own.adding_replicas, p.adding_replicas);
-                assert_eq!(own.removing_replicas, p.removing_replicas);
+                assert_eq!(own, p);
             }
         }
         for (id, b) in image.brokers() {

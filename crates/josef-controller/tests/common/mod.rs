@@ -3,7 +3,8 @@
 #![allow(dead_code)]
 
 use josef_controller::{
-    Controller, ControllerConfig, ControllerResult, MetadataRecord, PartitionState, WriteContext,
+    Controller, ControllerConfig, ControllerResult, MetadataRecord, PartitionRegistration,
+    WriteContext,
 };
 use josef_protocol::messages::alter_partition_request::{BrokerState, PartitionData, TopicData};
 use josef_protocol::messages::create_topics_request::CreatableTopic;
@@ -124,7 +125,7 @@ impl Harness {
         self.commit(r).topics[0].error_code
     }
 
-    pub fn partition(&self, topic: &str, index: i32) -> PartitionState {
+    pub fn partition(&self, topic: &str, index: i32) -> PartitionRegistration {
         self.c.topic(topic).unwrap().partitions[&index].clone()
     }
 
