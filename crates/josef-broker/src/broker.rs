@@ -109,7 +109,6 @@ impl Broker {
         let server = Server::start(bound, state.clone(), limits);
         if let Some(node) = &cluster {
             if node.config.is_broker() {
-                crate::cluster::publisher::spawn(state.clone(), node.clone());
                 let listeners = server
                     .listeners()
                     .iter()
@@ -135,12 +134,7 @@ impl Broker {
                         node.config.broker_session_timeout_ms as u64,
                     ),
                 };
-                let lifecycle = crate::cluster::lifecycle::BrokerLifecycle::spawn(
-                    info,
-                    node.channel.clone(),
-                    node.log.clone(),
-                );
-                let _ = node.lifecycle.set(lifecycle);
+                node.start_broker(&state, info);
             }
         }
         Ok(Broker {

@@ -187,12 +187,12 @@ impl ControllerChannel {
     }
 }
 
-enum SendError {
+pub(crate) enum SendError {
     Io(std::io::Error),
     Encode(String),
 }
 
-async fn exchange(
+pub(crate) async fn exchange(
     stream: &mut TcpStream,
     frame: &[u8],
     key: ApiKey,

@@ -6,6 +6,7 @@
 //! quorum, controller driver), then the broker waits for the cluster id from the metadata log,
 //! checks it against meta.properties, opens its logs, binds its listeners and registers.
 
+pub mod alter_partition;
 pub mod channel;
 pub mod controller_apis;
 pub mod driver;
@@ -14,6 +15,7 @@ pub mod listener;
 pub mod metadata_log;
 pub mod metadata_view;
 pub mod publisher;
+pub mod replica_fetcher;
 pub mod responses;
 
 use std::collections::BTreeMap;
@@ -98,6 +100,10 @@ pub struct ClusterNode {
     pub lifecycle: OnceLock<Arc<BrokerLifecycle>>,
     /// The CONTROLLER listeners bound.
     pub controller_listeners: Vec<BoundListener>,
+    /// ISR changes to the controller (broker nodes).
+    pub alter_partitions: Arc<alter_partition::AlterPartitionManager>,
+    /// Follower fetchers (broker nodes, once started).
+    pub fetchers: OnceLock<Arc<replica_fetcher::ReplicaFetcherManager>>,
     shutdown: CancellationToken,
     tracker: TaskTracker,
 }
@@ -214,6 +220,8 @@ impl ClusterNode {
             channel,
             lifecycle: OnceLock::new(),
             controller_listeners,
+            alter_partitions: alter_partition::AlterPartitionManager::new(),
+            fetchers: OnceLock::new(),
             shutdown,
             tracker,
         }))
@@ -236,6 +244,51 @@ impl ClusterNode {
         found.map_err(|_| ClusterStartError::NoClusterId(timeout))
     }
 
+    /// Starts the broker side: publisher, fetchers, ISR changes, the ISR shrink timer and
+    /// registration.
+    pub fn start_broker(
+        self: &Arc<Self>,
+        state: &Arc<crate::state::BrokerState>,
+        info: lifecycle::RegistrationInfo,
+    ) {
+        let fetchers =
+            replica_fetcher::ReplicaFetcherManager::new(Arc::downgrade(state), Arc::downgrade(self));
+        let _ = self.fetchers.set(fetchers);
+        publisher::spawn(state.clone(), self.clone());
+        let lifecycle = BrokerLifecycle::spawn(info, self.channel.clone(), self.log.clone());
+        let epoch = {
+            let l = lifecycle.clone();
+            Arc::new(move || l.broker_epoch()) as Arc<dyn Fn() -> i64 + Send + Sync>
+        };
+        let _ = self.lifecycle.set(lifecycle);
+        self.alter_partitions
+            .spawn(Arc::downgrade(state), self.channel.clone(), self.node_id, epoch);
+        // Kafka's isr-expiration task: every replica.lag.time.max.ms / 2.
+        let every = Duration::from_millis((self.config.replica_lag_time_max_ms as u64 / 2).max(50));
+        let (weak_state, weak_node) = (Arc::downgrade(state), Arc::downgrade(self));
+        let shutdown = self.shutdown.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    _ = tick.tick() => {}
+                }
+                let (Some(state), Some(node)) = (weak_state.upgrade(), weak_node.upgrade()) else {
+                    return;
+                };
+                let now = crate::topics::now_ms();
+                for t in state.topics.all() {
+                    for p in &t.partitions {
+                        if let Some(proposal) = p.maybe_shrink_isr(now) {
+                            node.alter_partitions.submit(&t.name, t.id, p.index, proposal);
+                        }
+                    }
+                }
+            }
+        });
+    }
+
     /// The broker lifecycle, once started.
     pub fn lifecycle(&self) -> Option<&Arc<BrokerLifecycle>> {
         self.lifecycle.get()
@@ -253,6 +306,9 @@ impl ClusterNode {
                     tracing::warn!("controlled shutdown did not complete; stopping anyway");
                 }
             }
+        }
+        if let Some(f) = self.fetchers.get() {
+            f.shutdown();
         }
         self.shutdown.cancel();
         self.tracker.close();

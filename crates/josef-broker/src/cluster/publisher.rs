@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use josef_metadata::MetadataImage;
 
+use super::replica_fetcher::FetchTarget;
 use super::ClusterNode;
 use crate::state::BrokerState;
 
@@ -21,7 +22,8 @@ pub fn spawn(state: Arc<BrokerState>, node: Arc<ClusterNode>) {
         loop {
             let image = rx.borrow_and_update().clone();
             let s = state.clone();
-            let _ = tokio::task::spawn_blocking(move || apply_image(&s, &image)).await;
+            let n = node.clone();
+            let _ = tokio::task::spawn_blocking(move || apply_image(&s, &n, &image)).await;
             if rx.changed().await.is_err() {
                 break;
             }
@@ -29,8 +31,70 @@ pub fn spawn(state: Arc<BrokerState>, node: Arc<ClusterNode>) {
     });
 }
 
+/// Makes the local topics and replica roles match `image`.
+pub fn apply_image(state: &BrokerState, node: &ClusterNode, image: &MetadataImage) {
+    apply_topics(state, image);
+    apply_roles(state, node, image);
+}
+
+/// Leader or follower per partition, with the image's epochs and ISR (Kafka's `makeLeader` /
+/// `makeFollower`; repeated or stale states are ignored by the partition), and the fetchers
+/// reconciled with the partitions this broker follows.
+fn apply_roles(state: &BrokerState, node: &ClusterNode, image: &MetadataImage) {
+    let me = node.node_id;
+    let now = crate::topics::now_ms();
+    let mut wanted = BTreeMap::new();
+    for it in image.topics() {
+        let Some(t) = state.topics.get(&it.name) else {
+            continue;
+        };
+        if t.id != it.id {
+            continue;
+        }
+        let min_isr = t
+            .configs
+            .get("min.insync.replicas")
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(state.config.min_insync_replicas);
+        for (index, reg) in &it.partitions {
+            let Some(p) = state.topics.partition(&it.name, *index) else {
+                continue;
+            };
+            if reg.leader == me {
+                if let Err(e) = p.make_leader(
+                    reg.leader_epoch,
+                    reg.partition_epoch,
+                    &reg.isr,
+                    &reg.replicas,
+                    min_isr,
+                    now,
+                ) {
+                    tracing::error!(topic = %it.name, partition = index, error = %e, "cannot become leader");
+                }
+                continue;
+            }
+            p.make_follower(reg.leader, reg.leader_epoch, reg.partition_epoch);
+            if reg.is_replica(me) && reg.leader >= 0 {
+                wanted.insert(
+                    (it.id, *index),
+                    (
+                        reg.leader,
+                        FetchTarget {
+                            topic: it.name.clone(),
+                            leader_epoch: reg.leader_epoch,
+                        },
+                    ),
+                );
+            }
+        }
+    }
+    if let Some(f) = node.fetchers.get() {
+        f.reconcile(wanted);
+    }
+}
+
 /// Makes the local topics match `image`.
-pub fn apply_image(state: &BrokerState, image: &MetadataImage) {
+fn apply_topics(state: &BrokerState, image: &MetadataImage) {
     for t in state.topics.all() {
         let keep = image.topic_by_name(&t.name).is_some_and(|it| it.id == t.id);
         if !keep {

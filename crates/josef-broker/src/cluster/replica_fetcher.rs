@@ -1,0 +1,317 @@
+//! Followers fetch from their leaders (Kafka's `ReplicaFetcherManager` / `ReplicaFetcherThread`):
+//! one fetcher task per leader broker, sending Fetch with this broker's replica id from each
+//! partition's log end offset and last fetched epoch, appending what comes back as follower (byte
+//! for byte), taking the HW from the response, and truncating on a diverging epoch.
+//!
+//! The set of partitions each fetcher serves is reconciled from every metadata image
+//! ([`ReplicaFetcherManager::reconcile`]): the publisher passes the partitions this broker follows
+//! and their leaders.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use bytes::BytesMut;
+use josef_partition::EpochEndOffset;
+use josef_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use josef_protocol::messages::{FetchRequest, FetchResponse};
+use josef_protocol::{
+    encode_request_frame, ErrorCode, RequestBody, RequestHeader, ResponseBody, StrBytes, Uuid,
+};
+use parking_lot::Mutex;
+use tokio::net::TcpStream;
+use tokio::sync::Notify;
+
+use super::channel::{exchange, SendError};
+use super::ClusterNode;
+use crate::state::BrokerState;
+use crate::topics::now_ms;
+
+/// Fetch v12: topic names, `last_fetched_epoch` and `diverging_epoch` (KIP-595/KIP-320 style
+/// truncation without a separate OffsetsForLeaderEpoch round trip).
+const FETCH_VERSION: i16 = 12;
+/// Sessionless fetch (`FINAL_EPOCH`): the leader keeps no fetch session for followers.
+const SESSIONLESS_EPOCH: i32 = -1;
+
+/// One partition a follower fetches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchTarget {
+    /// Topic name.
+    pub topic: String,
+    /// The leader epoch the follower knows (sent as `current_leader_epoch`).
+    pub leader_epoch: i32,
+}
+
+type Key = (Uuid, i32);
+
+struct Fetcher {
+    leader: i32,
+    partitions: Mutex<BTreeMap<Key, (FetchTarget, Option<tokio::time::Instant>)>>,
+    wake: Notify,
+    stopped: std::sync::atomic::AtomicBool,
+}
+
+/// The fetchers of this broker.
+pub struct ReplicaFetcherManager {
+    fetchers: Mutex<BTreeMap<i32, Arc<Fetcher>>>,
+    state: Weak<BrokerState>,
+    node: Weak<ClusterNode>,
+}
+
+impl ReplicaFetcherManager {
+    /// A manager for `state`'s partitions; fetchers start as partitions are given.
+    pub fn new(state: Weak<BrokerState>, node: Weak<ClusterNode>) -> Arc<Self> {
+        Arc::new(ReplicaFetcherManager {
+            fetchers: Mutex::new(BTreeMap::new()),
+            state,
+            node,
+        })
+    }
+
+    /// Makes the fetchers serve exactly `wanted` (partition → (leader, target)): new leaders get
+    /// a fetcher, fetchers left without partitions stop.
+    pub fn reconcile(&self, wanted: BTreeMap<Key, (i32, FetchTarget)>) {
+        let mut by_leader: BTreeMap<i32, BTreeMap<Key, FetchTarget>> = BTreeMap::new();
+        for (k, (leader, t)) in wanted {
+            by_leader.entry(leader).or_default().insert(k, t);
+        }
+        let mut fetchers = self.fetchers.lock();
+        fetchers.retain(|leader, f| {
+            let keep = by_leader.contains_key(leader);
+            if !keep {
+                f.stopped.store(true, std::sync::atomic::Ordering::Relaxed);
+                f.wake.notify_one();
+            }
+            keep
+        });
+        for (leader, parts) in by_leader {
+            let f = fetchers.entry(leader).or_insert_with(|| {
+                let f = Arc::new(Fetcher {
+                    leader,
+                    partitions: Mutex::new(BTreeMap::new()),
+                    wake: Notify::new(),
+                    stopped: std::sync::atomic::AtomicBool::new(false),
+                });
+                let (state, node, fc) = (self.state.clone(), self.node.clone(), f.clone());
+                tokio::spawn(async move { run(fc, state, node).await });
+                f
+            });
+            let mut current = f.partitions.lock();
+            current.retain(|k, _| parts.contains_key(k));
+            for (k, t) in parts {
+                match current.get_mut(&k) {
+                    // A new leader epoch retries at once (the partition may have been backing off).
+                    Some(entry) if entry.0 != t => *entry = (t, None),
+                    Some(_) => {}
+                    None => {
+                        current.insert(k, (t, None));
+                    }
+                }
+            }
+            drop(current);
+            f.wake.notify_one();
+        }
+    }
+
+    /// Stops every fetcher.
+    pub fn shutdown(&self) {
+        self.reconcile(BTreeMap::new());
+    }
+}
+
+async fn run(f: Arc<Fetcher>, state: Weak<BrokerState>, node: Weak<ClusterNode>) {
+    let mut conn: Option<TcpStream> = None;
+    let mut correlation = 0i32;
+    loop {
+        if f.stopped.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
+        let (Some(state), Some(node)) = (state.upgrade(), node.upgrade()) else {
+            return;
+        };
+        let cl = &node.config;
+        let backoff = Duration::from_millis(cl.replica_fetch_backoff_ms.clamp(10, 1000) as u64);
+        let now = tokio::time::Instant::now();
+        let ready: Vec<(Key, FetchTarget)> = f
+            .partitions
+            .lock()
+            .iter()
+            .filter(|(_, (_, delayed))| delayed.is_none_or_past(now))
+            .map(|(k, (t, _))| (*k, t.clone()))
+            .collect();
+        if ready.is_empty() {
+            drop((state, node));
+            let _ = tokio::time::timeout(backoff, f.wake.notified()).await;
+            continue;
+        }
+        let image = node.log.image();
+        let endpoint = image
+            .broker(f.leader)
+            .and_then(|b| b.listener(&cl.inter_broker_listener_name))
+            .map(|e| format!("{}:{}", e.host, e.port));
+        let Some(endpoint) = endpoint else {
+            drop((state, node));
+            tokio::time::sleep(backoff).await;
+            continue;
+        };
+        // Build the request from each partition's position.
+        let mut topics: BTreeMap<String, FetchTopic> = BTreeMap::new();
+        let mut sent: BTreeMap<(String, i32), (Key, i64)> = BTreeMap::new();
+        for ((id, index), t) in &ready {
+            let Some(p) = state.topics.partition(&t.topic, *index) else {
+                continue;
+            };
+            let (fetch_offset, last_fetched_epoch) = p.follower_fetch_position();
+            let entry = topics.entry(t.topic.clone()).or_insert_with(|| FetchTopic {
+                topic: StrBytes::from(t.topic.as_str()),
+                topic_id: *id,
+                ..Default::default()
+            });
+            entry.partitions.push(FetchPartition {
+                partition: *index,
+                current_leader_epoch: t.leader_epoch,
+                fetch_offset,
+                last_fetched_epoch,
+                log_start_offset: -1,
+                partition_max_bytes: cl.replica_fetch_max_bytes,
+                ..Default::default()
+            });
+            sent.insert((t.topic.clone(), *index), ((*id, *index), fetch_offset));
+        }
+        if sent.is_empty() {
+            drop((state, node));
+            tokio::time::sleep(backoff).await;
+            continue;
+        }
+        let req = FetchRequest {
+            replica_id: node.node_id,
+            max_wait_ms: cl.replica_fetch_wait_max_ms,
+            min_bytes: cl.replica_fetch_min_bytes,
+            max_bytes: cl.replica_fetch_response_max_bytes,
+            session_id: 0,
+            session_epoch: SESSIONLESS_EPOCH,
+            topics: topics.into_values().collect(),
+            ..Default::default()
+        };
+        correlation = correlation.wrapping_add(1);
+        let header = RequestHeader {
+            request_api_key: josef_protocol::ApiKey::Fetch as i16,
+            request_api_version: FETCH_VERSION,
+            correlation_id: correlation,
+            client_id: Some(StrBytes::from(format!("josef-replica-fetcher-{}", node.node_id))),
+            ..Default::default()
+        };
+        let mut buf = BytesMut::new();
+        if let Err(e) = encode_request_frame(&header, &RequestBody::Fetch(req), &mut buf) {
+            tracing::error!(error = %e, "cannot encode a follower fetch");
+            drop((state, node));
+            tokio::time::sleep(backoff).await;
+            continue;
+        }
+        let timeout = Duration::from_millis(
+            cl.replica_fetch_wait_max_ms.max(0) as u64 + cl.quorum_request_timeout_ms as u64 + 30_000,
+        );
+        let started = tokio::time::Instant::now();
+        let result = tokio::time::timeout(timeout, async {
+            if conn.is_none() {
+                let s = TcpStream::connect(&endpoint).await.map_err(SendError::Io)?;
+                let _ = s.set_nodelay(true);
+                conn = Some(s);
+            }
+            let stream = conn.as_mut().expect("connected above");
+            exchange(stream, &buf, josef_protocol::ApiKey::Fetch, FETCH_VERSION, correlation).await
+        })
+        .await;
+        let resp = match result {
+            Ok(Ok(ResponseBody::Fetch(r))) => r,
+            Ok(Ok(_)) | Ok(Err(_)) | Err(_) => {
+                tracing::debug!(leader = f.leader, %endpoint, "follower fetch failed; reconnecting");
+                conn = None;
+                drop((state, node));
+                tokio::time::sleep(backoff).await;
+                continue;
+            }
+        };
+        let moved = apply_response(&f, &state, &resp, &sent, backoff);
+        if !moved && started.elapsed() < Duration::from_millis(5) {
+            // The leader answered at once with nothing (it may not park follower fetches yet):
+            // do not spin.
+            drop((state, node));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+trait PastOrNone {
+    fn is_none_or_past(&self, now: tokio::time::Instant) -> bool;
+}
+
+impl PastOrNone for Option<tokio::time::Instant> {
+    fn is_none_or_past(&self, now: tokio::time::Instant) -> bool {
+        self.map_or(true, |t| t <= now)
+    }
+}
+
+/// Applies one fetch response; true when anything was appended or truncated.
+fn apply_response(
+    f: &Fetcher,
+    state: &BrokerState,
+    resp: &FetchResponse,
+    sent: &BTreeMap<(String, i32), (Key, i64)>,
+    backoff: Duration,
+) -> bool {
+    let now = now_ms();
+    let mut moved = false;
+    if resp.error_code != 0 {
+        tracing::debug!(leader = f.leader, code = resp.error_code, "follower fetch refused");
+        return false;
+    }
+    for t in &resp.responses {
+        for pd in &t.partitions {
+            let name = t.topic.to_string();
+            let Some((key, fetch_offset)) = sent.get(&(name.clone(), pd.partition_index)) else {
+                continue;
+            };
+            let Some(p) = state.topics.partition(&name, pd.partition_index) else {
+                continue;
+            };
+            let delay = |why: ErrorCode| {
+                tracing::debug!(topic = %name, partition = pd.partition_index, ?why, "follower fetch backs off");
+                if let Some(e) = f.partitions.lock().get_mut(key) {
+                    e.1 = Some(tokio::time::Instant::now() + backoff);
+                }
+            };
+            if pd.error_code != 0 {
+                delay(ErrorCode::from_i16(pd.error_code).unwrap_or(ErrorCode::UnknownServerError));
+                continue;
+            }
+            if pd.diverging_epoch.epoch >= 0 || pd.diverging_epoch.end_offset >= 0 {
+                let leader = EpochEndOffset {
+                    epoch: pd.diverging_epoch.epoch,
+                    end_offset: pd.diverging_epoch.end_offset,
+                };
+                match p.truncate_on_divergence(leader, now) {
+                    Ok(d) => {
+                        tracing::info!(topic = %name, partition = pd.partition_index, offset = d.offset, "follower truncated by diverging epoch");
+                        moved = true;
+                    }
+                    Err(e) => {
+                        tracing::warn!(topic = %name, error = %e, "truncation failed");
+                        delay(ErrorCode::KafkaStorageError);
+                    }
+                }
+                continue;
+            }
+            let records = pd.records.clone().unwrap_or_default();
+            let had_records = !records.is_empty();
+            match p.append_as_follower(*fetch_offset, records, pd.high_watermark, now) {
+                Ok(a) => moved |= had_records || a.appended.is_some(),
+                Err(e) => {
+                    tracing::warn!(topic = %name, partition = pd.partition_index, error = %e, "append as follower failed");
+                    delay(ErrorCode::KafkaStorageError);
+                }
+            }
+        }
+    }
+    moved
+}
