@@ -890,7 +890,7 @@ fn simulation_many_seeds() {
     let seeds: u64 = std::env::var("SIM_SEEDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(30);
+        .unwrap_or(24);
     let steps: usize = std::env::var("SIM_STEPS")
         .ok()
         .and_then(|s| s.parse().ok())
