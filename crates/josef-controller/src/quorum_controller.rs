@@ -346,6 +346,36 @@ impl Controller {
             .min()
     }
 
+    fn check_replay(&self, record: &MetadataRecord) -> Result<(), ReplayError> {
+        let broker_at = |id: i32, epoch: i64| match self.cluster.brokers.get(&id) {
+            Some(b) if b.epoch == epoch => Ok(()),
+            Some(b) => Err(ReplayError::Invalid(format!(
+                "broker {id} has epoch {}, the record says {epoch}",
+                b.epoch
+            ))),
+            None => Err(ReplayError::UnknownBroker(id)),
+        };
+        match record {
+            MetadataRecord::UnregisterBroker(r) => broker_at(r.broker_id, r.broker_epoch),
+            MetadataRecord::BrokerRegistrationChange(r) => broker_at(r.broker_id, r.broker_epoch),
+            MetadataRecord::FenceBroker(r) => broker_at(r.id, r.epoch),
+            MetadataRecord::UnfenceBroker(r) => broker_at(r.id, r.epoch),
+            MetadataRecord::ProducerIds(r) if r.next_producer_id < self.next_producer_id() => {
+                Err(ReplayError::Invalid(format!(
+                    "next producer id {} is below {}",
+                    r.next_producer_id,
+                    self.next_producer_id()
+                )))
+            }
+            MetadataRecord::RemoveTopic(r)
+                if !self.replication.topics.contains_key(&r.topic_id) =>
+            {
+                Err(ReplayError::UnknownTopic(r.topic_id))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Applies one committed record at metadata offset `offset` (every record of a batch has the
     /// batch's offset). Records must come in log order; a record that does not fit the state is
     /// refused with the state unchanged.
@@ -357,8 +387,10 @@ impl Controller {
         }
         let at = i64::try_from(offset)
             .map_err(|_| ReplayError::Invalid(format!("offset {offset} is too large")))?;
-        // The image first: on an error it changes nothing, and the records it accepts are the
-        // ones every broker's image accepts too.
+        // Check first what the controller's own state could refuse, then the image (on an error
+        // it changes nothing, and what it accepts every broker's image accepts too), so a refused
+        // record leaves both as they were.
+        self.check_replay(record)?;
         self.delta.replay(record)?;
         match record {
             MetadataRecord::RegisterBroker(r) => self.cluster.replay_register(r, at),

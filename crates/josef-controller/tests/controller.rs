@@ -1477,3 +1477,31 @@ fn periodic_unclean_election_once_the_topic_allows_it() {
     // Nothing scheduled but broker 2's session (heartbeat 1 ms ago).
     assert_eq!(h.c.next_deadline_ms(), Some(h.now + 9000));
 }
+
+#[test]
+fn a_refused_record_changes_neither_state_nor_image() {
+    let mut h = Harness::new(config());
+    let ep = h.add_brokers(1);
+    let before = (h.c.image(), h.c.broker(1).cloned());
+    let bad: Vec<MetadataRecord> = vec![
+        MetadataRecord::UnregisterBroker(
+            josef_protocol::metadata_records::UnregisterBrokerRecord {
+                broker_id: 1,
+                broker_epoch: ep[0] + 1,
+                ..Default::default()
+            },
+        ),
+        MetadataRecord::ProducerIds(josef_protocol::metadata_records::ProducerIdsRecord {
+            next_producer_id: -5,
+            ..Default::default()
+        }),
+        MetadataRecord::RemoveTopic(josef_protocol::metadata_records::RemoveTopicRecord {
+            topic_id: Uuid::from_u128(77),
+            ..Default::default()
+        }),
+    ];
+    for r in &bad {
+        assert!(h.c.replay(h.offset + 1, r).is_err(), "{r:?}");
+    }
+    assert_eq!((h.c.image(), h.c.broker(1).cloned()), before);
+}
