@@ -15,8 +15,12 @@ use crate::topics::TopicManager;
 
 /// Producer-id blocks persisted in `josef-producer-ids` (one number: the next block start), written
 /// atomically and fsynced, so a restart never hands out an id twice.
+///
+/// On a cluster node the blocks come from the controller instead (AllocateProducerIds, so ids
+/// are unique across brokers); the file is then not used.
 pub struct FileBlockStore {
     path: PathBuf,
+    controller: Option<Arc<crate::cluster::ClusterNode>>,
 }
 
 impl FileBlockStore {
@@ -24,6 +28,15 @@ impl FileBlockStore {
     pub fn new(dir: &std::path::Path) -> Self {
         FileBlockStore {
             path: dir.join("josef-producer-ids"),
+            controller: None,
+        }
+    }
+
+    /// Blocks from the cluster's controller.
+    pub fn from_controller(node: Arc<crate::cluster::ClusterNode>) -> Self {
+        FileBlockStore {
+            path: PathBuf::new(),
+            controller: Some(node),
         }
     }
 }
@@ -32,6 +45,9 @@ impl ProducerIdBlockStore for FileBlockStore {
     type Error = std::io::Error;
 
     fn load(&mut self) -> Result<Option<i64>, Self::Error> {
+        if self.controller.is_some() {
+            return Ok(None);
+        }
         match std::fs::read_to_string(&self.path) {
             Ok(t) => t.trim().parse().map(Some).map_err(|_| {
                 std::io::Error::new(
@@ -46,6 +62,16 @@ impl ProducerIdBlockStore for FileBlockStore {
 
     fn save(&mut self, next_block_start: i64) -> Result<(), Self::Error> {
         write_atomically(&self.path, format!("{next_block_start}\n").as_bytes())
+    }
+
+    fn allocate(&mut self, start: i64, size: i64) -> Result<(i64, i64), Self::Error> {
+        match &self.controller {
+            None => {
+                self.save(start.saturating_add(size))?;
+                Ok((start, size))
+            }
+            Some(node) => crate::cluster::allocate_producer_ids(node),
+        }
     }
 }
 
@@ -83,7 +109,10 @@ impl BrokerState {
             config.clone(),
             Some(crate::delayed_fetch::append_listener(&fetch_purgatory)),
         )?;
-        let store = FileBlockStore::new(&config.log_dirs[0]);
+        let store = match &cluster {
+            Some(node) => FileBlockStore::from_controller(node.clone()),
+            None => FileBlockStore::new(&config.log_dirs[0]),
+        };
         let producer_ids = ProducerIdManager::new(store, DEFAULT_PRODUCER_ID_BLOCK_SIZE)
             .map_err(|e| format!("producer id store: {e}"))?;
         Ok(BrokerState {

@@ -21,6 +21,15 @@ pub trait ProducerIdBlockStore {
 
     /// Durably records that ids below `next_block_start` may have been handed out.
     fn save(&mut self, next_block_start: i64) -> Result<(), Self::Error>;
+
+    /// Takes the next block, `(start, size)`: by default `[start, start + size)` after saving its
+    /// end. A store that gets its blocks from elsewhere (a cluster's controller, Kafka's
+    /// AllocateProducerIds) returns the block it was given instead; the manager hands out exactly
+    /// that block's ids.
+    fn allocate(&mut self, start: i64, size: i64) -> Result<(i64, i64), Self::Error> {
+        self.save(start.saturating_add(size))?;
+        Ok((start, size))
+    }
 }
 
 /// A [`ProducerIdBlockStore`] in memory, for tests and single-process use. Clones share nothing.
@@ -55,6 +64,10 @@ impl<S: ProducerIdBlockStore + ?Sized> ProducerIdBlockStore for &mut S {
 
     fn save(&mut self, next_block_start: i64) -> Result<(), Self::Error> {
         (**self).save(next_block_start)
+    }
+
+    fn allocate(&mut self, start: i64, size: i64) -> Result<(i64, i64), Self::Error> {
+        (**self).allocate(start, size)
     }
 }
 
@@ -107,12 +120,19 @@ impl<S: ProducerIdBlockStore> ProducerIdManager<S> {
     pub fn next_id(&mut self) -> Result<i64, ProducerIdError> {
         if self.next_id >= self.block_end {
             let start = self.block_end;
-            let end = start
+            start
                 .checked_add(self.block_size)
                 .ok_or(ProducerIdError::Exhausted)?;
-            self.store
-                .save(end)
+            let (start, size) = self
+                .store
+                .allocate(start, self.block_size)
                 .map_err(|e| ProducerIdError::Store(Box::new(e)))?;
+            let end = start
+                .checked_add(size.max(1))
+                .ok_or(ProducerIdError::Exhausted)?;
+            if start < 0 {
+                return Err(ProducerIdError::InvalidStoredState(start));
+            }
             self.next_id = start;
             self.block_end = end;
         }
@@ -139,6 +159,29 @@ impl<S: ProducerIdBlockStore> ProducerIdManager<S> {
 
 #[cfg(test)]
 mod tests {
+    /// A store handing out blocks chosen elsewhere (as a controller does).
+    struct Remote(Vec<(i64, i64)>);
+
+    impl super::ProducerIdBlockStore for Remote {
+        type Error = std::convert::Infallible;
+        fn load(&mut self) -> Result<Option<i64>, Self::Error> {
+            Ok(None)
+        }
+        fn save(&mut self, _: i64) -> Result<(), Self::Error> {
+            unreachable!("allocate is overridden")
+        }
+        fn allocate(&mut self, _: i64, _: i64) -> Result<(i64, i64), Self::Error> {
+            Ok(self.0.remove(0))
+        }
+    }
+
+    #[test]
+    fn blocks_from_an_allocating_store_are_used_as_given() {
+        let mut m = super::ProducerIdManager::new(Remote(vec![(5000, 2), (9000, 2)]), 1000).unwrap();
+        let ids: Vec<i64> = (0..4).map(|_| m.next_id().unwrap()).collect();
+        assert_eq!(ids, vec![5000, 5001, 9000, 9001]);
+    }
+
     use super::*;
 
     #[derive(Debug, thiserror::Error)]

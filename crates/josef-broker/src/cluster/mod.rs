@@ -56,6 +56,33 @@ pub enum ClusterStartError {
     NoClusterId(Duration),
 }
 
+/// Takes a block of producer ids from the controller (AllocateProducerIds, Kafka's
+/// `RPCProducerIdManager`); blocks the calling thread, which must be a tokio worker.
+pub fn allocate_producer_ids(node: &ClusterNode) -> std::io::Result<(i64, i64)> {
+    use josef_protocol::messages::AllocateProducerIdsRequest;
+    use josef_protocol::{RequestBody, ResponseBody};
+    let req = AllocateProducerIdsRequest {
+        broker_id: node.node_id,
+        broker_epoch: node.lifecycle().map_or(-1, |l| l.broker_epoch()),
+        ..Default::default()
+    };
+    let send = node
+        .channel
+        .send(RequestBody::AllocateProducerIds(req), 0, Duration::from_secs(10));
+    let resp = tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(send));
+    match resp {
+        Ok(ResponseBody::AllocateProducerIds(r)) if r.error_code == 0 && r.producer_id_len > 0 => {
+            Ok((r.producer_id_start, i64::from(r.producer_id_len)))
+        }
+        Ok(ResponseBody::AllocateProducerIds(r)) => Err(std::io::Error::other(format!(
+            "AllocateProducerIds: error {}",
+            r.error_code
+        ))),
+        Ok(_) => Err(std::io::Error::other("AllocateProducerIds: unexpected answer")),
+        Err(e) => Err(std::io::Error::other(e.to_string())),
+    }
+}
+
 /// The metadata log as josef-quorum's state machine.
 struct LogStateMachine(Arc<MetadataLog>);
 
