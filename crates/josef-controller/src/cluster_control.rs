@@ -137,15 +137,23 @@ impl ClusterControlManager {
         );
     }
 
-    fn broker_at_epoch(&mut self, id: i32, epoch: i64) -> Result<&mut BrokerInfo, ReplayError> {
-        match self.brokers.get_mut(&id) {
-            Some(b) if b.epoch == epoch => Ok(b),
+    /// A record naming broker `id` at `epoch` applies only to that registration.
+    pub(crate) fn check_epoch(&self, id: i32, epoch: i64) -> Result<(), ReplayError> {
+        match self.brokers.get(&id) {
+            Some(b) if b.epoch == epoch => Ok(()),
             Some(b) => Err(ReplayError::Invalid(format!(
                 "broker {id} has epoch {}, the record says {epoch}",
                 b.epoch
             ))),
             None => Err(ReplayError::UnknownBroker(id)),
         }
+    }
+
+    fn broker_at_epoch(&mut self, id: i32, epoch: i64) -> Result<&mut BrokerInfo, ReplayError> {
+        self.check_epoch(id, epoch)?;
+        self.brokers
+            .get_mut(&id)
+            .ok_or(ReplayError::UnknownBroker(id))
     }
 
     pub(crate) fn replay_change(

@@ -347,14 +347,7 @@ impl Controller {
     }
 
     fn check_replay(&self, record: &MetadataRecord) -> Result<(), ReplayError> {
-        let broker_at = |id: i32, epoch: i64| match self.cluster.brokers.get(&id) {
-            Some(b) if b.epoch == epoch => Ok(()),
-            Some(b) => Err(ReplayError::Invalid(format!(
-                "broker {id} has epoch {}, the record says {epoch}",
-                b.epoch
-            ))),
-            None => Err(ReplayError::UnknownBroker(id)),
-        };
+        let broker_at = |id, epoch| self.cluster.check_epoch(id, epoch);
         match record {
             MetadataRecord::UnregisterBroker(r) => broker_at(r.broker_id, r.broker_epoch),
             MetadataRecord::BrokerRegistrationChange(r) => broker_at(r.broker_id, r.broker_epoch),
