@@ -57,7 +57,8 @@ enum Requester {
 #[derive(Debug, Clone)]
 enum Reply {
     Registration(BrokerRegistrationResponse),
-    Heartbeat(BrokerHeartbeatResponse),
+    /// The answer, and whether the broker was in controlled shutdown (and unfenced) when asked.
+    Heartbeat(BrokerHeartbeatResponse, bool),
     ControlledShutdown(ControlledShutdownResponse),
     Other,
 }
@@ -292,6 +293,11 @@ impl Sim {
         let Requester::Broker(id) = requester else {
             return;
         };
+        if let Reply::Heartbeat(r, true) = &reply {
+            if r.error_code == 0 && r.should_shut_down {
+                self.check_shutdown_offset(id);
+            }
+        }
         let now = self.now;
         let incarnation = self.new_incarnation();
         let b = self.broker(id);
@@ -312,7 +318,7 @@ impl Sim {
                     b.next_heartbeat_ms = now + HEARTBEAT_INTERVAL_MS;
                 }
             }
-            Reply::Heartbeat(r) => {
+            Reply::Heartbeat(r, _) => {
                 if r.error_code == ErrorCode::StaleBrokerEpoch.code() {
                     // The registration it holds is gone: start over as a new incarnation.
                     b.epoch = None;
@@ -392,12 +398,13 @@ impl Sim {
                         Reply::ControlledShutdown(r.response),
                     );
                 } else {
+                    let in_cs = self
+                        .controller
+                        .broker(id)
+                        .is_some_and(|b| b.in_controlled_shutdown && !b.fenced);
                     let r = self.controller.broker_heartbeat(ctx, &req);
-                    self.submit(
-                        Requester::Broker(id),
-                        r.records,
-                        Reply::Heartbeat(r.response),
-                    );
+                    let reply = Reply::Heartbeat(r.response, in_cs);
+                    self.submit(Requester::Broker(id), r.records, reply);
                 }
             }
         }
@@ -664,8 +671,11 @@ impl Sim {
     /// Brokers follow the committed log, each at its own pace.
     fn follow_log(&mut self, all: bool) {
         for i in 0..self.brokers.len() {
+            // Broker 1 follows the log slowly (a lagging metadata fetcher).
             let n = if all {
                 usize::MAX
+            } else if i == 0 && self.rng.gen_bool(0.9) {
+                0
             } else {
                 self.rng.gen_range(0..3)
             };
@@ -688,6 +698,27 @@ impl Sim {
     }
 
     // ---- invariants ----
+
+    /// C14.11: a broker told to shut down after a controlled shutdown leaves only once every
+    /// active broker has seen the batch that moved its leaderships.
+    fn check_shutdown_offset(&self, id: i32) {
+        let Some(offset) = self
+            .controller
+            .broker(id)
+            .and_then(|b| b.controlled_shutdown_offset)
+        else {
+            return;
+        };
+        for b in self.controller.brokers().filter(|b| b.is_active()) {
+            let applied = self.brokers[(b.id - 1) as usize].applied as i64;
+            assert!(
+                applied >= offset,
+                "t={}: broker {id} shuts down at offset {offset} while active broker {} has applied {applied}",
+                self.now,
+                b.id
+            );
+        }
+    }
 
     fn check(&mut self, step: usize) {
         self.controller.check_consistency().unwrap();
