@@ -9918,6 +9918,99 @@ pub fn share_group_target_assignment_metadata_value_share_group_target_assignmen
     m
 }
 
+/// A random `coordinator_records::share_snapshot_key::ShareSnapshotKey` valid at `version`.
+pub fn share_snapshot_key_share_snapshot_key(
+    g: &mut Gen,
+    version: i16,
+) -> coordinator_records::share_snapshot_key::ShareSnapshotKey {
+    let mut m = coordinator_records::share_snapshot_key::ShareSnapshotKey::default();
+    m.group_id = g.string();
+    m.topic_id = g.uuid();
+    m.partition = g.next() as i32;
+    m
+}
+
+/// A random `coordinator_records::share_snapshot_value::ShareSnapshotValue` valid at `version`.
+pub fn share_snapshot_value_share_snapshot_value(
+    g: &mut Gen,
+    version: i16,
+) -> coordinator_records::share_snapshot_value::ShareSnapshotValue {
+    let mut m = coordinator_records::share_snapshot_value::ShareSnapshotValue::default();
+    m.snapshot_epoch = g.next() as u16;
+    m.state_epoch = g.next() as i32;
+    m.leader_epoch = g.next() as i32;
+    m.start_offset = g.next() as i64;
+    m.state_batches = (0..g.len())
+        .map(|_| share_snapshot_value_state_batch(g, version))
+        .collect::<Vec<_>>();
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `coordinator_records::share_snapshot_value::StateBatch` valid at `version`.
+pub fn share_snapshot_value_state_batch(
+    g: &mut Gen,
+    version: i16,
+) -> coordinator_records::share_snapshot_value::StateBatch {
+    let mut m = coordinator_records::share_snapshot_value::StateBatch::default();
+    m.first_offset = g.next() as i64;
+    m.last_offset = g.next() as i64;
+    m.delivery_state = g.next() as i8;
+    m.delivery_count = g.next() as i16;
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `coordinator_records::share_update_key::ShareUpdateKey` valid at `version`.
+pub fn share_update_key_share_update_key(
+    g: &mut Gen,
+    version: i16,
+) -> coordinator_records::share_update_key::ShareUpdateKey {
+    let mut m = coordinator_records::share_update_key::ShareUpdateKey::default();
+    m.group_id = g.string();
+    m.topic_id = g.uuid();
+    m.partition = g.next() as i32;
+    m
+}
+
+/// A random `coordinator_records::share_update_value::ShareUpdateValue` valid at `version`.
+pub fn share_update_value_share_update_value(
+    g: &mut Gen,
+    version: i16,
+) -> coordinator_records::share_update_value::ShareUpdateValue {
+    let mut m = coordinator_records::share_update_value::ShareUpdateValue::default();
+    m.snapshot_epoch = g.next() as u16;
+    m.leader_epoch = g.next() as i32;
+    m.start_offset = g.next() as i64;
+    m.state_batches = (0..g.len())
+        .map(|_| share_update_value_state_batch(g, version))
+        .collect::<Vec<_>>();
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
+/// A random `coordinator_records::share_update_value::StateBatch` valid at `version`.
+pub fn share_update_value_state_batch(
+    g: &mut Gen,
+    version: i16,
+) -> coordinator_records::share_update_value::StateBatch {
+    let mut m = coordinator_records::share_update_value::StateBatch::default();
+    m.first_offset = g.next() as i64;
+    m.last_offset = g.next() as i64;
+    m.delivery_state = g.next() as i8;
+    m.delivery_count = g.next() as i16;
+    if true {
+        m.unknown_tagged_fields = g.unknown_tagged_fields();
+    }
+    m
+}
+
 /// A random `coordinator_records::transaction_log_key::TransactionLogKey` valid at `version`.
 pub fn transaction_log_key_transaction_log_key(
     g: &mut Gen,
@@ -11379,6 +11472,34 @@ pub fn for_each_non_rpc_message(g: &mut Gen, c: &mut impl CheckMessage) {
     }
     for version in 0..=0 {
         c.check("ShareGroupTargetAssignmentMetadataValue", &share_group_target_assignment_metadata_value_share_group_target_assignment_metadata_value(g, version), version);
+    }
+    for version in 0..=0 {
+        c.check(
+            "ShareSnapshotKey",
+            &share_snapshot_key_share_snapshot_key(g, version),
+            version,
+        );
+    }
+    for version in 0..=0 {
+        c.check(
+            "ShareSnapshotValue",
+            &share_snapshot_value_share_snapshot_value(g, version),
+            version,
+        );
+    }
+    for version in 1..=1 {
+        c.check(
+            "ShareUpdateKey",
+            &share_update_key_share_update_key(g, version),
+            version,
+        );
+    }
+    for version in 0..=0 {
+        c.check(
+            "ShareUpdateValue",
+            &share_update_value_share_update_value(g, version),
+            version,
+        );
     }
     for version in 0..=0 {
         c.check(

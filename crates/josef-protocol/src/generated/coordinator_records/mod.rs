@@ -32,6 +32,10 @@ pub mod share_group_target_assignment_member_key;
 pub mod share_group_target_assignment_member_value;
 pub mod share_group_target_assignment_metadata_key;
 pub mod share_group_target_assignment_metadata_value;
+pub mod share_snapshot_key;
+pub mod share_snapshot_value;
+pub mod share_update_key;
+pub mod share_update_value;
 pub mod transaction_log_key;
 pub mod transaction_log_value;
 
@@ -111,5 +115,9 @@ pub use share_group_target_assignment_metadata_key::{
 pub use share_group_target_assignment_metadata_value::{
     ShareGroupTargetAssignmentMetadataValue, ShareGroupTargetAssignmentMetadataValueView,
 };
+pub use share_snapshot_key::{ShareSnapshotKey, ShareSnapshotKeyView};
+pub use share_snapshot_value::{ShareSnapshotValue, ShareSnapshotValueView};
+pub use share_update_key::{ShareUpdateKey, ShareUpdateKeyView};
+pub use share_update_value::{ShareUpdateValue, ShareUpdateValueView};
 pub use transaction_log_key::{TransactionLogKey, TransactionLogKeyView};
 pub use transaction_log_value::{TransactionLogValue, TransactionLogValueView};
