@@ -157,7 +157,7 @@ class Node:
         with open(self.log_path, "ab") as log:
             log.write(f"==== testbed: starting node {self.id} at {time.strftime('%H:%M:%S')}\n".encode())
             env = dict(os.environ)
-            env.setdefault("RUST_LOG", "info")
+            env.setdefault("RUST_LOG", "info,openraft=warn")  # openraft's info is every vote and append
             self.proc = subprocess.Popen(
                 [str(self.cluster.binary), "-c", str(self.props_path)],
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
@@ -398,7 +398,8 @@ class Cluster:
 
     def active_controller(self) -> int:
         """The active controller: the one running node whose log's last word on it (this run) is the
-        driver's "this node is the active controller"; else, if no log says so, the Metadata controller id."""
+        driver's "this node is the active controller"; else, if no log says so, the Metadata controller id
+        (which in KRaft is only *some* live broker: Kafka answers a random one, Josef the lowest id)."""
         claims = []
         for i, nd in self.nodes.items():
             if not nd.running or nd.paused:

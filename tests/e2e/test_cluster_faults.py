@@ -108,10 +108,9 @@ def test_kill9_of_the_active_controller_then_a_topic_is_created_within_15s(clust
     c.wait_topic_ready(topic, 3, rf=2, timeout=15)
     new = wait_until(lambda: c.active_controller(), timeout=15, what="an active controller")
     assert new != old and new in c.nodes, f"controller {new} after killing {old}"
-    assert c.controller_id() == new, f"Metadata names controller {c.controller_id()}, the active one is {new}"
     c.node(old).start()
     c.wait_ready(60)
-    assert {c.controller_id(node=i) for i in c.nodes} == {c.controller_id()}
+    assert c.active_controller() == new, "the restarted node took the controller back with no reason"
 
 
 def test_sigterm_of_a_leader_moves_its_leaderships_and_exits_0(cluster_factory):
