@@ -18,8 +18,10 @@
 //!   truncated with a warning, never a panic.
 //! - **Transport**: TCP. A Raft connection starts with [`RAFT_PREAMBLE`], then length-prefixed
 //!   JSON frames (bounded by [`MAX_FRAME_BYTES`]). The broker's CONTROLLER listener reads the
-//!   first four bytes and hands Raft connections to [`MetadataQuorum::serve_connection`]; without
-//!   a broker, [`MetadataQuorum::bind_and_serve`] runs a listener of its own.
+//!   first four bytes and hands Raft connections to [`MetadataQuorum::serve_connection`], and
+//!   observer connections ([`OBSERVER_PREAMBLE`]) to
+//!   [`MetadataQuorum::serve_observer_connection`]; without a broker,
+//!   [`MetadataQuorum::bind_and_serve`] runs a listener of its own.
 //!
 //! # Files under [`QuorumConfig::dir`]
 //!
@@ -39,8 +41,11 @@
 //!
 //! # Limits
 //!
-//! - Static voters only (`controller.quorum.voters`): no learners or observers, no membership
-//!   changes. Every node running a [`MetadataQuorum`] must be a voter.
+//! - Static voters only (`controller.quorum.voters`): no openraft learners, no membership
+//!   changes. Every node running a [`MetadataQuorum`] must be a voter. Other nodes (broker-only
+//!   ones) follow the committed log with a [`MetadataObserver`], which fetches it from the
+//!   voters over [`OBSERVER_PREAMBLE`] connections (not part of Raft: observers never vote and
+//!   never count towards a commit).
 //! - The entries after the last purge are also held in memory (the metadata log is snapshotted
 //!   every [`QuorumConfig::snapshot_every_n_entries`]).
 //! - A snapshot travels as one frame: its JSON (base64 data) must fit [`MAX_FRAME_BYTES`].
@@ -89,6 +94,7 @@ mod error;
 mod files;
 mod log_store;
 mod network;
+mod observer;
 mod state_machine;
 mod types;
 
@@ -109,15 +115,22 @@ use tokio::sync::watch;
 pub use config::{parse_voters, QuorumConfig, VotersError};
 pub use error::QuorumError;
 pub use network::MAX_FRAME_BYTES;
+pub use observer::{MetadataObserver, ObserverConfig};
 
 use log_store::{LogStore, Progress};
 use network::{Contacts, Network};
+use observer::ObserverSource;
 use state_machine::{load_latest_snapshot, SmStore};
 use types::{Batch, TypeConfig};
 
 /// The first four bytes of a Raft connection on the CONTROLLER listener: `0xFFFF_FF01`, negative
 /// as a Kafka frame size, so never the start of a Kafka request.
 pub const RAFT_PREAMBLE: [u8; 4] = [0xFF, 0xFF, 0xFF, 0x01];
+
+/// The first four bytes of an observer's connection on the CONTROLLER listener: `0xFFFF_FF02`,
+/// negative too. A [`MetadataObserver`] fetches the committed log on it; the broker hands such
+/// connections to [`MetadataQuorum::serve_observer_connection`].
+pub const OBSERVER_PREAMBLE: [u8; 4] = [0xFF, 0xFF, 0xFF, 0x02];
 
 /// The committed state, implemented by the caller (the controller and the broker's metadata
 /// image).
@@ -192,6 +205,7 @@ struct Inner {
     cut_off: Arc<AtomicBool>,
     stop: watch::Sender<bool>,
     runtime: Handle,
+    observers: ObserverSource,
 }
 
 fn leader_of(m: &openraft::RaftMetrics<u64, BasicNode>) -> Option<(u64, u64)> {
@@ -330,6 +344,7 @@ impl MetadataQuorum {
             state_machine.install_snapshot(index, data);
         }
         let pristine = log.is_pristine() && snapshot.is_none();
+        let log_reader = log.clone();
         let sm = SmStore::new(
             state_machine,
             config.dir.clone(),
@@ -337,6 +352,7 @@ impl MetadataQuorum {
             snapshot,
             progress.clone(),
         );
+        let current_snapshot = sm.current_snapshot();
 
         let raft_config = openraft::Config {
             cluster_name: "josef-metadata".into(),
@@ -402,6 +418,13 @@ impl MetadataQuorum {
             cut_off.clone(),
         );
         let (stop, _) = watch::channel(false);
+        let observers = ObserverSource {
+            node_id: config.node_id,
+            log: log_reader,
+            progress: progress.clone(),
+            snapshot: current_snapshot,
+            leadership: rx.clone(),
+        };
         Ok(MetadataQuorum {
             inner: Arc::new(Inner {
                 raft,
@@ -412,6 +435,7 @@ impl MetadataQuorum {
                 cut_off,
                 stop,
                 runtime,
+                observers,
             }),
         })
     }
@@ -549,8 +573,21 @@ impl MetadataQuorum {
             .spawn(network::serve(raft, id, stream, stop));
     }
 
+    /// Serves observer fetches (a [`MetadataObserver`] following the committed log) on a
+    /// connection accepted by the caller, AFTER the caller read the four bytes of
+    /// [`OBSERVER_PREAMBLE`]. Returns at once, like [`serve_connection`](Self::serve_connection).
+    /// Only committed entries are served (see the `observer` module docs for the exchange).
+    pub fn serve_observer_connection(&self, stream: TcpStream) {
+        let source = self.inner.observers.clone();
+        let stop = self.inner.stop.subscribe();
+        self.inner
+            .runtime
+            .spawn(observer::serve(source, stream, stop));
+    }
+
     /// Binds a listener of its own at `addr` and serves Raft connections on it (each must start
-    /// with [`RAFT_PREAMBLE`]; others are closed with a warning). Returns the bound address.
+    /// with [`RAFT_PREAMBLE`], or [`OBSERVER_PREAMBLE`] for an observer; others are closed with a
+    /// warning). Returns the bound address.
     /// For tests and tools without a broker; the broker uses
     /// [`serve_connection`](Self::serve_connection).
     pub async fn bind_and_serve(&self, addr: &str) -> Result<SocketAddr, QuorumError> {
@@ -602,6 +639,9 @@ impl MetadataQuorum {
                     match tokio::time::timeout(preamble_timeout, stream.read_exact(&mut pre)).await
                     {
                         Ok(Ok(_)) if pre == RAFT_PREAMBLE => this.serve_connection(stream),
+                        Ok(Ok(_)) if pre == OBSERVER_PREAMBLE => {
+                            this.serve_observer_connection(stream)
+                        }
                         Ok(Ok(_)) => tracing::warn!(
                             "raft listener {local}: {peer} sent no raft preamble; closing"
                         ),

@@ -62,6 +62,8 @@ pub(crate) struct Progress {
     pub(crate) last_log_plus_one: AtomicU64,
     /// The term and leader of the last applied entry.
     pub(crate) applied_leader: Mutex<Option<(u64, u64)>>,
+    /// Woken whenever the committed index is saved (observer fetches long-poll on it).
+    pub(crate) commits: tokio::sync::Notify,
 }
 
 impl Progress {
@@ -76,6 +78,7 @@ impl Progress {
     pub(crate) fn set_committed(&self, index: Option<u64>) {
         self.committed_plus_one
             .store(index.map_or(0, |i| i + 1), Ordering::Release);
+        self.commits.notify_waiters();
     }
     pub(crate) fn set_applied(&self, log_id: Option<LogId>) {
         if let Ok(mut g) = self.applied_leader.lock() {
@@ -558,6 +561,42 @@ impl LogStore {
     /// The last purged log id.
     pub(crate) fn purged(&self) -> Option<LogId> {
         self.lock().purged
+    }
+
+    /// The entries from `from` to `upto` (inclusive; none when `upto` is `None`), in order and
+    /// without gaps, stopping once their records add up to `max_bytes` (the first entry is always
+    /// included). Empty when the log does not hold `from` yet. `None` when `from` is at or below
+    /// the purge point (the caller sends a snapshot instead).
+    pub(crate) fn read_range(
+        &self,
+        from: u64,
+        upto: Option<u64>,
+        max_bytes: usize,
+    ) -> Option<Vec<Entry>> {
+        let g = self.lock();
+        if g.purged.is_some_and(|p| from <= p.index) {
+            return None;
+        }
+        let mut out: Vec<Entry> = Vec::new();
+        let mut bytes = 0usize;
+        let Some(upto) = upto.filter(|u| *u >= from) else {
+            return Some(out);
+        };
+        for (&index, e) in g.entries.range(from..=upto) {
+            if index != from + out.len() as u64 {
+                break;
+            }
+            let size = match &e.payload {
+                EntryPayload::Normal(b) => b.0.iter().map(|r| r.len() + 8).sum::<usize>(),
+                _ => 0,
+            } + 32;
+            if !out.is_empty() && bytes + size > max_bytes {
+                break;
+            }
+            bytes += size;
+            out.push(e.clone());
+        }
+        Some(out)
     }
 
     /// The stored entries (for tests and diagnostics).

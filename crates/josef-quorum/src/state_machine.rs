@@ -134,7 +134,8 @@ fn write_snapshot(
     Ok(())
 }
 
-type CurrentSnapshot = Arc<Mutex<Option<(SnapshotMeta, Arc<Vec<u8>>)>>>;
+/// The newest snapshot, shared with the observer fetch service.
+pub(crate) type CurrentSnapshot = Arc<Mutex<Option<(SnapshotMeta, Arc<Vec<u8>>)>>>;
 
 /// openraft's state machine: hands committed entries to the caller's state machine.
 pub(crate) struct SmStore {
@@ -175,6 +176,13 @@ impl SmStore {
             current: Arc::new(Mutex::new(current)),
             progress,
         }
+    }
+}
+
+impl SmStore {
+    /// The newest snapshot (built here or installed), as observers are sent it.
+    pub(crate) fn current_snapshot(&self) -> CurrentSnapshot {
+        self.current.clone()
     }
 }
 

@@ -1,6 +1,8 @@
 //! Shared helpers of the quorum tests: a recording state machine and bounded waits.
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
