@@ -4,10 +4,15 @@
 //! called from the partition's listener on the task that changed it); the purgatory's timer
 //! expires the rest at `fetch.max.wait.ms`. The condition per partition is josef-partition's
 //! (`Partition::available_bytes`, over the same checks and bound as the read).
+//!
+//! acks=−1 produces wait in the same purgatory as a [`DelayedProduce`] (Kafka keeps one purgatory
+//! per kind; here they share keys and wake-ups): complete when the HW passes each appended
+//! partition's last offset (`Partition::check_enough_replicas_reach_offset`), or with
+//! REQUEST_TIMED_OUT for the partitions still short at the request's `timeout_ms`.
 
 use std::sync::Arc;
 
-use josef_protocol::Uuid;
+use josef_protocol::{ErrorCode, Uuid};
 use josef_timer::{DelayedOperation, Purgatory, PurgatoryConfig, SystemClock};
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
@@ -17,8 +22,128 @@ use crate::partition::{AppendListener, FetchIsolation, Partition, PartitionEvent
 /// The purgatory key of a partition.
 pub type PartitionKey = (Uuid, i32);
 
-/// The broker's purgatory of delayed fetches.
-pub type FetchPurgatory = Purgatory<DelayedFetch, PartitionKey>;
+/// The broker's purgatory of delayed fetches and produces.
+pub type FetchPurgatory = Purgatory<DelayedOp, PartitionKey>;
+
+/// What waits in the broker's purgatory.
+pub enum DelayedOp {
+    /// A fetch waiting for `min_bytes`.
+    Fetch(DelayedFetch),
+    /// An acks=−1 produce waiting for the ISR.
+    Produce(DelayedProduce),
+}
+
+impl DelayedOp {
+    /// The purgatory keys of its partitions.
+    pub fn keys(&self) -> Vec<PartitionKey> {
+        match self {
+            DelayedOp::Fetch(f) => f.keys(),
+            DelayedOp::Produce(p) => p
+                .partitions
+                .iter()
+                .map(|w| (w.partition.topic_id, w.partition.index))
+                .collect(),
+        }
+    }
+}
+
+impl DelayedOperation for DelayedOp {
+    fn delay_ms(&self) -> u64 {
+        match self {
+            DelayedOp::Fetch(f) => f.delay_ms(),
+            DelayedOp::Produce(p) => p.timeout_ms,
+        }
+    }
+
+    fn try_complete(&self) -> bool {
+        match self {
+            DelayedOp::Fetch(f) => f.try_complete(),
+            DelayedOp::Produce(p) => p.try_complete(),
+        }
+    }
+
+    fn on_complete(&self) {
+        match self {
+            DelayedOp::Fetch(f) => f.on_complete(),
+            DelayedOp::Produce(p) => p.on_complete(),
+        }
+    }
+}
+
+/// One appended partition an acks=−1 produce waits on.
+pub struct ProducingPartition {
+    /// The partition.
+    pub partition: Arc<Partition>,
+    /// Last offset of the appended batch + 1: the HW it waits for.
+    pub required_offset: i64,
+    /// The topic's `min.insync.replicas`.
+    pub min_insync_replicas: i32,
+    /// The leader epoch the batch was appended in (a change means leadership moved).
+    pub leader_epoch: i32,
+}
+
+/// An acks=−1 produce waiting for the ISR (Kafka's `DelayedProduce`): each partition's status
+/// starts as REQUEST_TIMED_OUT and becomes NONE (or NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+/// NOT_LEADER_OR_FOLLOWER) once decided; the whole completes when every partition is decided, or
+/// at `timeout_ms`. The statuses go to the waiting request task, in the partitions' order.
+pub struct DelayedProduce {
+    partitions: Vec<ProducingPartition>,
+    timeout_ms: u64,
+    decided: Mutex<Vec<Option<ErrorCode>>>,
+    done: Mutex<Option<oneshot::Sender<Vec<ErrorCode>>>>,
+}
+
+impl DelayedProduce {
+    /// A delayed produce and the receiver its statuses arrive on.
+    pub fn new(
+        partitions: Vec<ProducingPartition>,
+        timeout_ms: u64,
+    ) -> (DelayedProduce, oneshot::Receiver<Vec<ErrorCode>>) {
+        let (tx, rx) = oneshot::channel();
+        let n = partitions.len();
+        let op = DelayedProduce {
+            partitions,
+            timeout_ms,
+            decided: Mutex::new(vec![None; n]),
+            done: Mutex::new(Some(tx)),
+        };
+        (op, rx)
+    }
+
+    fn try_complete(&self) -> bool {
+        let mut decided = self.decided.lock();
+        for (w, status) in self.partitions.iter().zip(decided.iter_mut()) {
+            if status.is_some() {
+                continue;
+            }
+            if w.partition.leader_epoch() != w.leader_epoch {
+                *status = Some(ErrorCode::NotLeaderOrFollower);
+                continue;
+            }
+            match w
+                .partition
+                .check_enough_replicas_reach_offset(w.required_offset, w.min_insync_replicas)
+            {
+                Ok(true) => *status = Some(ErrorCode::None),
+                Ok(false) => {}
+                Err(code) => *status = Some(code),
+            }
+        }
+        decided.iter().all(Option::is_some)
+    }
+
+    fn on_complete(&self) {
+        let statuses = self
+            .decided
+            .lock()
+            .iter()
+            .map(|s| s.unwrap_or(ErrorCode::RequestTimedOut))
+            .collect();
+        if let Some(tx) = self.done.lock().take() {
+            let _ = tx.send(statuses);
+        }
+    }
+}
 
 /// A new fetch purgatory (fewer watcher shards than Kafka's 512: one node, few partitions).
 pub fn new_purgatory() -> Arc<FetchPurgatory> {
@@ -92,7 +217,7 @@ impl DelayedFetch {
     }
 }
 
-impl DelayedOperation for DelayedFetch {
+impl DelayedFetch {
     fn delay_ms(&self) -> u64 {
         self.max_wait_ms
     }
@@ -127,5 +252,93 @@ impl DelayedOperation for DelayedFetch {
         if let Some(tx) = self.done.lock().take() {
             let _ = tx.send(());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use josef_log::{BatchHeader, LogConfig};
+    use josef_partition::{ClientBatch, FollowerFetch};
+    use josef_sequencer::ProducerStateConfig;
+
+    fn leader(dir: &tempfile::TempDir) -> Arc<Partition> {
+        let p = Partition::open_replica(
+            &dir.path().join("t-0"),
+            "t",
+            0,
+            Uuid::ZERO,
+            LogConfig::default(),
+            ProducerStateConfig::default(),
+            1,
+            0,
+        )
+        .unwrap();
+        p.make_leader(0, 0, &[1, 2], &[1, 2], 2, 0).unwrap();
+        Arc::new(p)
+    }
+
+    fn follower_fetch(p: &Partition, offset: i64) {
+        let fetch = FollowerFetch {
+            replica_id: 2,
+            broker_epoch: -1,
+            fetch_offset: offset,
+            log_start_offset: 0,
+            current_leader_epoch: 0,
+            last_fetched_epoch: -1,
+            max_bytes: 1 << 20,
+            min_one_message: true,
+        };
+        p.fetch_from_follower(&fetch, 1).unwrap();
+    }
+
+    fn produce_and_park(
+        p: &Arc<Partition>,
+        purgatory: &FetchPurgatory,
+    ) -> oneshot::Receiver<Vec<ErrorCode>> {
+        let b = josef_log::testing::batch(0, 1, &[(None, Some(b"v"))]);
+        let h = BatchHeader::parse(&b).unwrap();
+        let r = p
+            .append_from_client(ClientBatch::Owned(b), &h, -1, 2, 1)
+            .unwrap();
+        let (op, rx) = DelayedProduce::new(
+            vec![ProducingPartition {
+                partition: p.clone(),
+                required_offset: r.last_offset + 1,
+                min_insync_replicas: 2,
+                leader_epoch: r.leader_epoch,
+            }],
+            60_000,
+        );
+        let op = DelayedOp::Produce(op);
+        let keys = op.keys();
+        assert!(!purgatory.try_complete_else_watch(op, keys));
+        rx
+    }
+
+    #[test]
+    fn an_acks_all_produce_completes_when_the_follower_reaches_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = leader(&dir);
+        let purgatory = new_purgatory();
+        p.set_append_listener(append_listener(&purgatory));
+        let mut rx = produce_and_park(&p, &purgatory);
+        // The follower fetches from 0 (has nothing yet): still waiting.
+        follower_fetch(&p, 0);
+        assert!(rx.try_recv().is_err());
+        // It fetches from 1: the HW moves, the listener completes the produce.
+        follower_fetch(&p, 1);
+        assert_eq!(rx.try_recv().unwrap(), vec![ErrorCode::None]);
+    }
+
+    #[test]
+    fn a_parked_produce_fails_when_leadership_moves() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = leader(&dir);
+        let purgatory = new_purgatory();
+        p.set_append_listener(append_listener(&purgatory));
+        let mut rx = produce_and_park(&p, &purgatory);
+        p.make_follower(2, 1, 1);
+        assert_eq!(rx.try_recv().unwrap(), vec![ErrorCode::NotLeaderOrFollower]);
     }
 }

@@ -4,6 +4,7 @@
 //! single replica (ISR = [self], leader epoch 0): the HW follows the LEO inside the append.
 
 pub use josef_partition::{
-    control_type_of, log_error_code, AppendListener, ClientBatch, FetchIsolation, Partition,
-    PartitionData, PartitionError, PartitionEvent, ProduceResult, ReadParams, ReadResult,
+    control_type_of, log_error_code, AppendListener, ClientBatch, FetchIsolation, FollowerFetch,
+    Partition, PartitionData, PartitionError, PartitionEvent, ProduceResult, ReadParams,
+    ReadResult,
 };

@@ -71,6 +71,9 @@ pub struct PartitionEvent {
     pub high_watermark: Option<i64>,
     /// The leadership changed (wakes everything parked here, to fail or re-check).
     pub leadership_changed: bool,
+    /// An ISR change was proposed (send [`Partition::pending_alter_partition`] to the
+    /// controller).
+    pub isr_change_proposed: bool,
 }
 
 /// What [`Partition::set_append_listener`] takes.
@@ -87,6 +90,8 @@ pub struct ProduceResult {
     pub log_append_time: i64,
     /// Log start offset after the append.
     pub log_start_offset: i64,
+    /// The leader epoch the batch was appended in (a DelayedProduce fails if it changes).
+    pub leader_epoch: i32,
 }
 
 /// Which offsets a read may return (Kafka's `FetchIsolation`).
@@ -469,6 +474,7 @@ impl Partition {
                             last_offset,
                             log_append_time: lat,
                             log_start_offset: d.log.log_start_offset(),
+                            leader_epoch: d.replication.leader_epoch(),
                         });
                     }
                     Validation::Append(plan) => Some(plan),
@@ -491,6 +497,7 @@ impl Partition {
                     last_offset: append.last_offset,
                     log_append_time: append.log_append_time,
                     log_start_offset: append.log_start_offset,
+                    leader_epoch: d.replication.leader_epoch(),
                 },
                 hw,
             )
@@ -499,6 +506,7 @@ impl Partition {
             appended: true,
             high_watermark: hw,
             leadership_changed: false,
+            isr_change_proposed: false,
         });
         Ok(result)
     }
@@ -560,6 +568,7 @@ impl Partition {
             appended: true,
             high_watermark: hw,
             leadership_changed: false,
+            isr_change_proposed: false,
         });
         Ok(info)
     }
@@ -596,6 +605,7 @@ impl Partition {
             appended: true,
             high_watermark: hw,
             leadership_changed: false,
+            isr_change_proposed: false,
         });
         Ok(())
     }
@@ -682,8 +692,9 @@ impl Partition {
         Ok(out)
     }
 
-    /// The delayed-fetch condition for one partition (Kafka's `DelayedFetch.tryComplete`):
-    /// `None` when the fetch must be answered at once (an error: fenced epoch, no longer leader,
+    /// The delayed-fetch condition for one partition (Kafka's `DelayedFetch.tryComplete`; reads
+    /// are served by the leader only): `None` when the fetch must be answered at once (an error:
+    /// fenced epoch, no longer leader,
     /// offset out of range or past the bound after a truncation), else the bytes available from
     /// `fetch_offset` to the bound, capped at `max_bytes`. With `exact` false any data counts as
     /// one byte (min_bytes ≤ 1 needs no sizing).
@@ -696,15 +707,8 @@ impl Partition {
         exact: bool,
     ) -> Option<i64> {
         let d = self.data.lock();
-        let require_leader = isolation != FetchIsolation::LogEnd;
-        let (_, _, _, _, bound) = Self::read_bounds(
-            &d,
-            fetch_offset,
-            current_leader_epoch,
-            isolation,
-            require_leader,
-        )
-        .ok()?;
+        let (_, _, _, _, bound) =
+            Self::read_bounds(&d, fetch_offset, current_leader_epoch, isolation, true).ok()?;
         if fetch_offset > bound {
             return None;
         }
@@ -757,6 +761,7 @@ impl Partition {
                 appended: false,
                 high_watermark: change.high_watermark,
                 leadership_changed: true,
+                isr_change_proposed: false,
             });
         }
         Ok(change)
@@ -779,6 +784,7 @@ impl Partition {
                 appended: false,
                 high_watermark: None,
                 leadership_changed: true,
+                isr_change_proposed: false,
             });
         }
         change
@@ -856,8 +862,20 @@ impl Partition {
             appended: false,
             high_watermark: hw,
             leadership_changed: false,
+            isr_change_proposed: result.alter_partition.is_some(),
         });
         Ok(result)
+    }
+
+    /// Leader: the ISR change waiting for the controller's answer, if any (what to send, or send
+    /// again, in AlterPartition).
+    pub fn pending_alter_partition(&self) -> Option<AlterPartitionProposal> {
+        self.data
+            .lock()
+            .replication
+            .isr_state()
+            .pending_proposal()
+            .cloned()
     }
 
     /// Leader: the ISR shrink task (every `replica.lag.time.max.ms / 2`).
@@ -892,6 +910,7 @@ impl Partition {
                 appended: false,
                 high_watermark: Some(hw),
                 leadership_changed: false,
+                isr_change_proposed: false,
             });
         }
         outcome
@@ -993,6 +1012,7 @@ impl Partition {
             appended,
             high_watermark: Some(result.high_watermark),
             leadership_changed: false,
+            isr_change_proposed: false,
         });
         Ok(result)
     }

@@ -3,6 +3,12 @@
 //! partitions until an append to one of them completes it (at once, from the appending task) or
 //! the purgatory's timer expires it at `max_wait_ms`; then read again and answer.
 //!
+//! A fetch with a replica id ≥ 0 (or `ReplicaState` from v15) is a follower's: each partition
+//! goes through josef-partition's `fetch_from_follower` (FENCED/UNKNOWN_LEADER_EPOCH, unknown
+//! replica, `diverging_epoch` from the last fetched epoch, a read to the LEO, the follower's state
+//! updated, which moves the HW and may propose an ISR expansion); a divergence is answered at
+//! once so the follower truncates without waiting.
+//!
 //! Fetch sessions (KIP-227) come from `josef_fetch::FetchSessionCache` (one per broker, behind a
 //! mutex held only around `new_context` and `update_and_generate_response`, never across the
 //! read or the wait): a full fetch with epoch 0 creates a session; an incremental fetch reads
@@ -32,8 +38,8 @@ use josef_protocol::{ErrorCode, StrBytes};
 use bytes::Bytes;
 use josef_records::{down_convert, AnyBatches, DecompressLimits, RecordsError};
 
-use crate::delayed_fetch::{DelayedFetch, WaitingPartition};
-use crate::partition::{FetchIsolation, Partition, ReadParams};
+use crate::delayed_fetch::{DelayedFetch, DelayedOp, WaitingPartition};
+use crate::partition::{FetchIsolation, FollowerFetch, Partition, ReadParams};
 use crate::state::BrokerState;
 use crate::topic_config;
 use crate::topics::{now_ms, Topic};
@@ -104,11 +110,77 @@ fn read_partition(
     }
 }
 
+/// Who fetches: a consumer (bound HW or LSO) or a follower replica (bound LEO; its fetch updates
+/// the leader's view of it).
+#[derive(Debug, Clone, Copy)]
+enum Fetcher {
+    Consumer { read_committed: bool },
+    Follower { replica_id: i32, broker_epoch: i64 },
+}
+
+impl Fetcher {
+    fn isolation(self) -> FetchIsolation {
+        match self {
+            Fetcher::Consumer { read_committed } => isolation(read_committed),
+            Fetcher::Follower { .. } => FetchIsolation::LogEnd,
+        }
+    }
+}
+
+/// Answers a follower's fetch of one partition into `out` (josef-partition's
+/// `fetch_from_follower`: epoch and replica checks, diverging epoch, read to the LEO, follower
+/// state); returns the bytes read and whether the follower diverged.
+#[allow(clippy::too_many_arguments)]
+fn read_follower_partition(
+    p: &Partition,
+    fp: &PartitionFetch,
+    replica_id: i32,
+    broker_epoch: i64,
+    limit: i64,
+    min_one: bool,
+    version: i16,
+    out: &mut PartitionData,
+) -> (usize, bool) {
+    let fetch = FollowerFetch {
+        replica_id,
+        broker_epoch,
+        fetch_offset: fp.fetch_offset,
+        log_start_offset: fp.log_start_offset,
+        current_leader_epoch: fp.current_leader_epoch,
+        last_fetched_epoch: if version >= 12 {
+            fp.last_fetched_epoch
+        } else {
+            -1
+        },
+        max_bytes: limit,
+        min_one_message: min_one,
+    };
+    match p.fetch_from_follower(&fetch, now_ms()) {
+        Ok(r) => {
+            out.high_watermark = r.read.high_watermark;
+            out.last_stable_offset = r.read.last_stable_offset;
+            out.log_start_offset = r.read.log_start_offset;
+            let diverged = r.diverging_epoch.is_some();
+            if let Some(d) = r.diverging_epoch {
+                out.diverging_epoch.epoch = d.epoch;
+                out.diverging_epoch.end_offset = d.end_offset;
+            }
+            out.records = Some(r.read.records);
+            (r.read.size, diverged)
+        }
+        Err(code) => {
+            out.error_code = code.code();
+            (0, false)
+        }
+    }
+}
+
 /// Reads every wanted partition in order; returns the partition data (same order), the bytes
-/// read and whether any partition failed.
+/// read and whether the fetch must be answered at once (a partition failed, or a follower
+/// diverged and must truncate).
 fn read_all(
     wanted: &[Wanted],
-    read_committed: bool,
+    fetcher: Fetcher,
     max_bytes: i64,
     version: i16,
 ) -> (Vec<PartitionData>, i64, bool) {
@@ -136,18 +208,39 @@ fn read_all(
                 // KIP-74: the first batch of the first non-empty partition comes whole.
                 let min_one = version >= 3 && total == 0;
                 let hard_limit = version <= 2;
-                let (n, cut_to) = read_partition(
-                    p,
-                    &w.fetch,
-                    read_committed,
-                    limit,
-                    min_one,
-                    hard_limit,
-                    &mut out,
-                );
-                total += n as i64;
-                if version <= 3 && out.error_code == 0 {
-                    down_convert_partition(&mut out, w.fetch.fetch_offset, version, cut_to);
+                match fetcher {
+                    Fetcher::Consumer { read_committed } => {
+                        let (n, cut_to) = read_partition(
+                            p,
+                            &w.fetch,
+                            read_committed,
+                            limit,
+                            min_one,
+                            hard_limit,
+                            &mut out,
+                        );
+                        total += n as i64;
+                        if version <= 3 && out.error_code == 0 {
+                            down_convert_partition(&mut out, w.fetch.fetch_offset, version, cut_to);
+                        }
+                    }
+                    Fetcher::Follower {
+                        replica_id,
+                        broker_epoch,
+                    } => {
+                        let (n, diverged) = read_follower_partition(
+                            p,
+                            &w.fetch,
+                            replica_id,
+                            broker_epoch,
+                            limit,
+                            min_one,
+                            version,
+                            &mut out,
+                        );
+                        total += n as i64;
+                        any_error |= diverged;
+                    }
                 }
                 if out.error_code != 0 {
                     any_error = true;
@@ -347,6 +440,20 @@ pub async fn handle(state: &BrokerState, req: FetchRequest, version: i16) -> Fet
         };
     }
     let read_committed = version >= 4 && req.isolation_level == 1;
+    // A replica id ≥ 0 (ReplicaState from v15) is a follower: it reads to the LEO and its fetch
+    // moves the leader's view of it (HW, ISR).
+    let fetcher = if replica_id >= 0 {
+        Fetcher::Follower {
+            replica_id,
+            broker_epoch: if version >= 15 {
+                req.replica_state.replica_epoch
+            } else {
+                -1
+            },
+        }
+    } else {
+        Fetcher::Consumer { read_committed }
+    };
     let cap = i64::from(state.config.fetch_max_bytes);
     let max_bytes = if version >= 3 {
         i64::from(req.max_bytes).min(cap)
@@ -363,7 +470,7 @@ pub async fn handle(state: &BrokerState, req: FetchRequest, version: i16) -> Fet
             fetch: *fetch,
         })
         .collect();
-    let (mut parts, total, any_error) = read_all(&wanted, read_committed, max_bytes, version);
+    let (mut parts, total, any_error) = read_all(&wanted, fetcher, max_bytes, version);
     let waiting: Vec<WaitingPartition> = wanted
         .iter()
         .filter_map(|w| {
@@ -380,13 +487,14 @@ pub async fn handle(state: &BrokerState, req: FetchRequest, version: i16) -> Fet
         // Park in the purgatory: an append to any of these partitions completes it at once
         // (from the appending task), the reaper at max_wait. Either way, read again.
         let max_wait = u64::try_from(req.max_wait_ms).unwrap_or(0);
-        let (op, done) = DelayedFetch::new(waiting, min_bytes, isolation(read_committed), max_wait);
+        let (op, done) = DelayedFetch::new(waiting, min_bytes, fetcher.isolation(), max_wait);
+        let op = DelayedOp::Fetch(op);
         let keys = op.keys();
         if !state.fetch_purgatory.try_complete_else_watch(op, keys) {
             // An error means the purgatory went away (shutdown): answer with what is there.
             let _ = done.await;
         }
-        parts = read_all(&wanted, read_committed, max_bytes, version).0;
+        parts = read_all(&wanted, fetcher, max_bytes, version).0;
     }
     let mut parts: Vec<(&TopicIdPartition, PartitionData)> =
         wanted.iter().map(|w| &w.key).zip(parts).collect();

@@ -112,7 +112,7 @@ async fn handle_local(
             reply(crate::dispatch::api_versions_body(state.cluster.is_some()))
         }
         RequestBody::Metadata(r) => reply(metadata::handle(state, conn, r, v)),
-        RequestBody::Produce(r) => produce::handle(state, header, r, v),
+        RequestBody::Produce(r) => produce::handle(state, header, r, v).await,
         RequestBody::Fetch(r) => reply(fetch::handle(state, r, v).await),
         RequestBody::ListOffsets(r) => reply(list_offsets::handle(state, r, v)),
         RequestBody::CreateTopics(r) => reply(admin::create_topics(state, r, v)),

@@ -24,6 +24,7 @@ use josef_records::{
 };
 
 use crate::config::BrokerConfig;
+use crate::delayed_fetch::{DelayedOp, DelayedProduce, ProducingPartition};
 use crate::dispatch::{reply, Reply};
 use crate::partition::{ClientBatch, PartitionError, ProduceResult};
 use crate::state::BrokerState;
@@ -258,25 +259,72 @@ fn transactional_without_id(req: &ProduceRequest) -> bool {
         })
 }
 
-/// Handles a Produce request.
-pub fn handle(
+/// Handles a Produce request. With acks=−1 the answer waits in the purgatory until the ISR holds
+/// every appended batch (at once on a single replica), or `timeout_ms` passes.
+pub async fn handle(
     state: &BrokerState,
     header: &RequestHeader,
     req: ProduceRequest,
     version: i16,
 ) -> Reply {
     let txn_without_id = transactional_without_id(&req);
-    let mut any_error = false;
-    let mut responses = Vec::with_capacity(req.topic_data.len());
-    for t in &req.topic_data {
+    let mut results: Vec<Vec<Result<ProduceResult, Failure>>> =
+        Vec::with_capacity(req.topic_data.len());
+    let mut waiting: Vec<ProducingPartition> = Vec::new();
+    let mut waiting_at: Vec<(usize, usize)> = Vec::new();
+    for (ti, t) in req.topic_data.iter().enumerate() {
         let topic = state.topics.get(&t.name);
         let mut parts = Vec::with_capacity(t.partition_data.len());
-        for p in &t.partition_data {
+        for (pi, p) in t.partition_data.iter().enumerate() {
             let result = if txn_without_id {
                 Err(ErrorCode::TransactionalIdAuthorizationFailed.into())
             } else {
                 produce_partition(state, header, req.acks, topic.as_ref(), &t.name, p, version)
             };
+            if let (Ok(r), Some(topic)) = (&result, &topic) {
+                if req.acks == -1 {
+                    if let Some(partition) = usize::try_from(p.index)
+                        .ok()
+                        .and_then(|i| topic.partitions.get(i))
+                    {
+                        waiting.push(ProducingPartition {
+                            partition: partition.clone(),
+                            required_offset: r.last_offset + 1,
+                            min_insync_replicas: min_insync_replicas(topic, &state.config),
+                            leader_epoch: r.leader_epoch,
+                        });
+                        waiting_at.push((ti, pi));
+                    }
+                }
+            }
+            parts.push(result);
+        }
+        results.push(parts);
+    }
+    if !waiting.is_empty() {
+        // Kafka's DelayedProduce: completes at once when the HW already passed every batch (one
+        // replica), else when followers catch up, else at timeout_ms with REQUEST_TIMED_OUT.
+        let timeout = u64::try_from(req.timeout_ms).unwrap_or(0);
+        let (op, done) = DelayedProduce::new(waiting, timeout);
+        let op = DelayedOp::Produce(op);
+        let keys = op.keys();
+        state.fetch_purgatory.try_complete_else_watch(op, keys);
+        let statuses = done.await.unwrap_or_default();
+        for (i, &(ti, pi)) in waiting_at.iter().enumerate() {
+            let code = statuses
+                .get(i)
+                .copied()
+                .unwrap_or(ErrorCode::RequestTimedOut);
+            if code != ErrorCode::None {
+                results[ti][pi] = Err(code.into());
+            }
+        }
+    }
+    let mut any_error = false;
+    let mut responses = Vec::with_capacity(req.topic_data.len());
+    for (t, results) in req.topic_data.iter().zip(results) {
+        let mut parts = Vec::with_capacity(t.partition_data.len());
+        for (p, result) in t.partition_data.iter().zip(results) {
             let pr = match result {
                 Ok(r) => PartitionProduceResponse {
                     index: p.index,
