@@ -791,10 +791,10 @@ fn replicas_converge_and_keep_every_acknowledged_write() {
     let seeds: u64 = std::env::var("SIM_SEEDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(24);
+        .unwrap_or(20);
     let (mut acks, mut truncations, mut crashes, mut elections) = (0, 0, 0, 0);
     for seed in 0..seeds {
-        let sim = run(seed, 1_500);
+        let sim = run(seed, 1_200);
         acks += sim.acks;
         truncations += sim.truncations;
         crashes += sim.crashes;
