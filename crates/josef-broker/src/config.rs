@@ -187,7 +187,8 @@ pub struct BrokerConfig {
     pub log_flush_interval_ms: i64,
     /// `offsets.topic.num.partitions` (50).
     pub offsets_topic_num_partitions: i32,
-    /// `offsets.topic.replication.factor` (Josef: 1; Kafka: 3, which cannot work on one node).
+    /// `offsets.topic.replication.factor` (Kafka's 3 on a cluster node; Josef's single-node
+    /// default is 1, since one node cannot hold 3).
     pub offsets_topic_replication_factor: i16,
     /// `offsets.topic.segment.bytes` (104857600).
     pub offsets_topic_segment_bytes: i32,
@@ -199,7 +200,7 @@ pub struct BrokerConfig {
     pub offsets_commit_timeout_ms: i64,
     /// `transaction.state.log.num.partitions` (50).
     pub transaction_state_log_num_partitions: i32,
-    /// `transaction.state.log.replication.factor` (Josef: 1).
+    /// `transaction.state.log.replication.factor` (Kafka's 3 on a cluster node; 1 on one node).
     pub transaction_state_log_replication_factor: i16,
     /// `transaction.state.log.min.isr` (Josef: 1).
     pub transaction_state_log_min_isr: i32,
@@ -429,6 +430,10 @@ impl BrokerConfig {
             }
         }
         let controller_only = cluster.as_ref().is_some_and(|c| !c.is_broker());
+        // The internal topics' replication factor: Kafka's default (3) on a cluster node; one
+        // node can only hold 1. With fewer registered brokers the controller refuses to create
+        // them (INVALID_REPLICATION_FACTOR) and FindCoordinator answers COORDINATOR_NOT_AVAILABLE.
+        let internal_rf: i16 = if cluster.is_some() { 3 } else { 1 };
         if listeners.is_empty() && !controller_only {
             return Err(Props::invalid(
                 "listeners",
@@ -545,7 +550,11 @@ impl BrokerConfig {
             log_flush_interval_messages: p.num("log.flush.interval.messages", i64::MAX, 1)?,
             log_flush_interval_ms: p.num("log.flush.interval.ms", i64::MAX, 0)?,
             offsets_topic_num_partitions: p.num("offsets.topic.num.partitions", 50, 1)?,
-            offsets_topic_replication_factor: p.num("offsets.topic.replication.factor", 1, 1)?,
+            offsets_topic_replication_factor: p.num(
+                "offsets.topic.replication.factor",
+                internal_rf,
+                1,
+            )?,
             offsets_topic_segment_bytes: p.num("offsets.topic.segment.bytes", 104_857_600, 1)?,
             offsets_retention_minutes: p.num("offsets.retention.minutes", 10_080, 1)?,
             offset_metadata_max_bytes: p.num("offset.metadata.max.bytes", 4096, 0)?,
@@ -557,7 +566,7 @@ impl BrokerConfig {
             )?,
             transaction_state_log_replication_factor: p.num(
                 "transaction.state.log.replication.factor",
-                1,
+                internal_rf,
                 1,
             )?,
             transaction_state_log_min_isr: p.num("transaction.state.log.min.isr", 1, 1)?,
@@ -641,6 +650,31 @@ mod tests {
         assert_eq!(c.socket_request_max_bytes, 104_857_600);
         assert_eq!(c.message_max_bytes, 1_048_588);
         assert_eq!(c.log_retention_ms, 168 * MS_PER_HOUR);
+        assert_eq!(c.offsets_topic_replication_factor, 1);
+        assert_eq!(c.transaction_state_log_replication_factor, 1);
+    }
+
+    #[test]
+    fn internal_topics_default_to_replication_factor_3_on_a_cluster_node_only() {
+        let cluster = [
+            ("process.roles", "broker,controller"),
+            ("node.id", "1"),
+            ("controller.quorum.voters", "1@127.0.0.1:9093"),
+            ("listeners", "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093"),
+            ("controller.listener.names", "CONTROLLER"),
+            ("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"),
+        ];
+        let c = BrokerConfig::from_properties(props(&cluster)).unwrap();
+        assert_eq!(c.offsets_topic_replication_factor, 3);
+        assert_eq!(c.transaction_state_log_replication_factor, 3);
+        let mut set = cluster.to_vec();
+        set.push(("offsets.topic.replication.factor", "2"));
+        set.push(("transaction.state.log.replication.factor", "1"));
+        let c = BrokerConfig::from_properties(props(&set)).unwrap();
+        assert_eq!(c.offsets_topic_replication_factor, 2);
+        assert_eq!(c.transaction_state_log_replication_factor, 1);
+        // One node keeps 1.
+        let c = BrokerConfig::from_properties(props(&[("node.id", "1")])).unwrap();
         assert_eq!(c.offsets_topic_replication_factor, 1);
         assert_eq!(c.transaction_state_log_replication_factor, 1);
     }

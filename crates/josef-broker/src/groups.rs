@@ -5,6 +5,16 @@
 //!
 //! On one node the HW reaches the LEO inside the append, so responses are released right after
 //! the write (what `CoordinatorDriver::on_high_watermark` would do).
+//!
+//! **Exclusivity** (Kafka's `CoordinatorRuntime` load/unload on election/resignation, C12): a
+//! shard is served only while this broker leads its partition, and belongs to the leader epoch it
+//! was loaded under (its coordinator epoch). A request for a partition not led here gets
+//! NOT_COORDINATOR; a shard whose partition moved to another epoch or broker is unloaded (parked
+//! JoinGroup/SyncGroup answered NOT_COORDINATOR, timers cancelled) by the next request or tick
+//! (every 20 ms) that sees it, and the next request after a re-election loads it again by
+//! replaying the partition to its LEO. On a cluster node the image must also name this broker
+//! leader at that epoch (a partition opened at start is a leader of epoch 0 until the publisher
+//! applies its role), and `__consumer_offsets` is never created here (the controller does it).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,9 +32,10 @@ use josef_records::{DecompressLimits, RecordBatch, RecordBatchBuilder};
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
+use crate::cluster::ClusterNode;
 use crate::config::BrokerConfig;
 use crate::partition::{control_type_of, Partition};
-use crate::topics::{now_ms, TopicManager, GROUP_METADATA_TOPIC};
+use crate::topics::{now_ms, Topic, TopicManager, GROUP_METADATA_TOPIC};
 
 /// The coordinator type the broker runs.
 pub type Coordinator = GroupCoordinator<NoopTimer, RandomMemberIds>;
@@ -34,13 +45,52 @@ pub struct Shard {
     /// The state machine.
     pub coord: Coordinator,
     partition: Arc<Partition>,
+    /// The partition's leader epoch the shard was loaded under (the coordinator epoch).
+    epoch: i32,
+    /// Unloaded: whoever still holds it gets NOT_COORDINATOR.
+    closed: bool,
+}
+
+impl Shard {
+    /// Whether the partition is still led here in the epoch the shard was loaded under.
+    fn current(&self) -> bool {
+        !self.closed && local_leader_epoch(&self.partition) == Some(self.epoch)
+    }
 }
 
 /// Why a group request cannot reach its coordinator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ShardError {
-    /// `__consumer_offsets` cannot be created.
+    /// `__consumer_offsets` cannot be created, or a write to it failed
+    /// (COORDINATOR_NOT_AVAILABLE).
     NotAvailable,
+    /// This broker does not lead the group's partition (NOT_COORDINATOR).
+    NotCoordinator,
+}
+
+/// The leader epoch of `p` if this broker's replica of it is the leader.
+pub fn local_leader_epoch(p: &Partition) -> Option<i32> {
+    let d = p.data.lock();
+    d.replication
+        .is_leader()
+        .then(|| d.replication.leader_epoch())
+}
+
+/// The coordinator epoch under which this broker may serve the coordinator shard of `p`: its
+/// leader epoch while the local replica leads it and, on a cluster node, the committed image also
+/// names this broker leader of that partition (same topic id) at that epoch. `None`: not the
+/// coordinator here.
+pub fn coordinator_epoch(p: &Partition, cluster: Option<&ClusterNode>) -> Option<i32> {
+    let epoch = local_leader_epoch(p)?;
+    if let Some(node) = cluster {
+        let image = node.log.image();
+        let t = image.topic_by_name(&p.topic).filter(|t| t.id == p.topic_id)?;
+        let reg = t.partitions.get(&p.index)?;
+        if reg.leader != node.node_id || reg.leader_epoch != epoch {
+            return None;
+        }
+    }
+    Some(epoch)
 }
 
 /// All group coordinator shards of the node.
@@ -50,6 +100,8 @@ pub struct GroupService {
     pending: Mutex<HashMap<RequestId, oneshot::Sender<GroupResponse>>>,
     next_request: AtomicU64,
     serde: GroupRecordSerde,
+    /// A cluster node: the internal topic comes from the controller, never created here.
+    cluster: bool,
 }
 
 impl GroupService {
@@ -70,30 +122,107 @@ impl GroupService {
             pending: Mutex::new(HashMap::new()),
             next_request: AtomicU64::new(1),
             serde: GroupRecordSerde::default(),
+            cluster: c.cluster.is_some(),
         }
     }
 
-    /// The shard that owns `group_id`, loading it on first use.
+    /// `__consumer_offsets`: created on demand on one node; on a cluster node only if the
+    /// publisher opened it (else nothing is led here: NOT_COORDINATOR).
+    fn offsets_topic(&self, topics: &TopicManager) -> Result<Arc<Topic>, ShardError> {
+        if self.cluster {
+            return topics
+                .get(GROUP_METADATA_TOPIC)
+                .ok_or(ShardError::NotCoordinator);
+        }
+        topics
+            .ensure_internal(GROUP_METADATA_TOPIC)
+            .map_err(|_| ShardError::NotAvailable)
+    }
+
+    /// The shard that owns `group_id` if this broker leads its partition, loading it on first
+    /// use (and again after a change of leader epoch).
     pub fn shard(
         &self,
         topics: &TopicManager,
+        cluster: Option<&ClusterNode>,
         group_id: &str,
     ) -> Result<Arc<Mutex<Shard>>, ShardError> {
-        let topic = topics
-            .ensure_internal(GROUP_METADATA_TOPIC)
-            .map_err(|_| ShardError::NotAvailable)?;
+        let topic = self.offsets_topic(topics)?;
         let n = topic.partitions.len() as i32;
         let index = placement::partition_for(group_id, n).ok_or(ShardError::NotAvailable)?;
-        if let Some(s) = self.shards.lock().get(&index) {
-            return Ok(s.clone());
-        }
-        let partition = topic.partitions[index as usize].clone();
-        let shard = Arc::new(Mutex::new(self.load(partition)));
-        let mut shards = self.shards.lock();
-        Ok(shards.entry(index).or_insert(shard).clone())
+        self.shard_at(&topic, index, cluster)
     }
 
-    fn load(&self, partition: Arc<Partition>) -> Shard {
+    /// The shard of partition `index` of `topic` (see [`GroupService::shard`]).
+    fn shard_at(
+        &self,
+        topic: &Topic,
+        index: i32,
+        cluster: Option<&ClusterNode>,
+    ) -> Result<Arc<Mutex<Shard>>, ShardError> {
+        let partition = topic
+            .partitions
+            .get(index as usize)
+            .cloned()
+            .ok_or(ShardError::NotAvailable)?;
+        let is_current = |s: &Arc<Mutex<Shard>>, epoch: Option<i32>| {
+            let g = s.lock();
+            !g.closed && Some(g.epoch) == epoch && Arc::ptr_eq(&g.partition, &partition)
+        };
+        let epoch = coordinator_epoch(&partition, cluster);
+        let existing = self.shards.lock().get(&index).cloned();
+        if let Some(s) = existing {
+            if is_current(&s, epoch) {
+                return Ok(s);
+            }
+            // Loaded under another epoch (or another incarnation of the topic): resign.
+            self.unload_if_same(index, &s);
+        }
+        let epoch = epoch.ok_or(ShardError::NotCoordinator)?;
+        let shard = Arc::new(Mutex::new(self.load(partition.clone(), epoch)));
+        let mut shards = self.shards.lock();
+        if let Some(s) = shards.get(&index) {
+            if is_current(s, Some(epoch)) {
+                // Loaded concurrently by another request.
+                return Ok(s.clone());
+            }
+        }
+        let stale = shards.insert(index, shard.clone());
+        drop(shards);
+        if let Some(stale) = stale {
+            self.close(&mut stale.lock());
+        }
+        Ok(shard)
+    }
+
+    /// Unloads the shard: parked requests answered NOT_COORDINATOR, timers cancelled; holders
+    /// of it get NOT_COORDINATOR from then on.
+    fn close(&self, shard: &mut Shard) {
+        if shard.closed {
+            return;
+        }
+        shard.closed = true;
+        let completions = shard.coord.unload();
+        self.deliver(completions);
+        tracing::info!(
+            partition = shard.partition.index,
+            epoch = shard.epoch,
+            "unloaded group coordinator shard"
+        );
+    }
+
+    /// Removes `shard` from the map (if it is still the one at `index`) and unloads it.
+    fn unload_if_same(&self, index: i32, shard: &Arc<Mutex<Shard>>) {
+        {
+            let mut shards = self.shards.lock();
+            if shards.get(&index).is_some_and(|s| Arc::ptr_eq(s, shard)) {
+                shards.remove(&index);
+            }
+        }
+        self.close(&mut shard.lock());
+    }
+
+    fn load(&self, partition: Arc<Partition>, epoch: i32) -> Shard {
         let mut coord = Coordinator::new(self.config.clone(), NoopTimer, RandomMemberIds);
         let batches = {
             let d = partition.data.lock();
@@ -136,14 +265,23 @@ impl GroupService {
         }
         tracing::info!(
             partition = partition.index,
+            epoch,
             records = count,
             "loaded group coordinator shard"
         );
-        Shard { coord, partition }
+        Shard {
+            coord,
+            partition,
+            epoch,
+            closed: false,
+        }
     }
 
-    /// Appends and replays a result's records, then delivers its completions.
-    fn finish<T>(&self, shard: &mut Shard, result: GroupResult<T>) -> T {
+    /// Appends and replays a result's records, then delivers its completions. A failed append
+    /// unloads the shard (the state machine already counted the records) and fails the request:
+    /// its completions are dropped (their waiters get NOT_COORDINATOR) and the next request
+    /// reloads the shard from the log.
+    fn finish<T>(&self, shard: &mut Shard, result: GroupResult<T>) -> Result<T, ShardError> {
         let GroupResult {
             records,
             response,
@@ -151,13 +289,32 @@ impl GroupService {
             transaction,
         } = result;
         if !records.is_empty() {
-            self.write(shard, &records, transaction);
+            if let Err(e) = self.write(shard, &records, transaction) {
+                {
+                    let mut pending = self.pending.lock();
+                    for c in &completions {
+                        pending.remove(&c.request);
+                    }
+                }
+                self.close(shard);
+                return Err(e);
+            }
         }
         self.deliver(completions);
-        response
+        Ok(response)
     }
 
-    fn write(&self, shard: &mut Shard, records: &[GroupRecord], transaction: Option<(i64, i16)>) {
+    fn write(
+        &self,
+        shard: &mut Shard,
+        records: &[GroupRecord],
+        transaction: Option<(i64, i16)>,
+    ) -> Result<(), ShardError> {
+        // Never write to a partition this shard's epoch no longer leads (Kafka appends with the
+        // coordinator's leader epoch and gets NOT_LEADER_OR_FOLLOWER -> NOT_COORDINATOR).
+        if !shard.current() {
+            return Err(ShardError::NotCoordinator);
+        }
         let now = now_ms();
         let mut b = RecordBatchBuilder::new().create_time();
         if let Some((pid, epoch)) = transaction {
@@ -181,12 +338,15 @@ impl GroupService {
                         .coord
                         .replay(info.first_offset + i as i64, pid, epoch, r);
                 }
+                Ok(())
             }
             Err(e) => {
                 tracing::error!(error = %e, "cannot append group records; unloading the shard");
-                let completions = shard.coord.unload();
-                self.deliver(completions);
-                shard.coord = self.load(shard.partition.clone()).coord;
+                Err(if shard.current() {
+                    ShardError::NotAvailable
+                } else {
+                    ShardError::NotCoordinator
+                })
             }
         }
     }
@@ -203,57 +363,87 @@ impl GroupService {
         }
     }
 
-    /// Runs a handler that answers at once.
+    /// Runs a handler that answers at once; NOT_COORDINATOR if the shard's leadership is gone.
     pub fn run<T>(
         &self,
         shard: &Arc<Mutex<Shard>>,
         f: impl FnOnce(&mut Coordinator, i64) -> GroupResult<T>,
-    ) -> T {
+    ) -> Result<T, ShardError> {
         let mut s = shard.lock();
+        if !s.current() {
+            self.close(&mut s);
+            return Err(ShardError::NotCoordinator);
+        }
         let result = f(&mut s.coord, now_ms());
         self.finish(&mut s, result)
     }
 
-    /// Runs a handler whose answer may come later as a completion (JoinGroup, SyncGroup).
+    /// Runs a handler whose answer may come later as a completion (JoinGroup, SyncGroup). A
+    /// shard unloaded meanwhile answers its parked requests NOT_COORDINATOR.
     pub async fn run_parked(
         &self,
         shard: &Arc<Mutex<Shard>>,
         f: impl FnOnce(&mut Coordinator, i64, RequestId) -> GroupResult<()>,
-    ) -> Option<GroupResponse> {
+    ) -> Result<GroupResponse, ShardError> {
         let id = self.next_request.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.pending.lock().insert(id, tx);
-        self.run(shard, |c, now| f(c, now, id));
-        rx.await.ok()
-    }
-
-    /// Reads without writing.
-    pub fn read<T>(&self, shard: &Arc<Mutex<Shard>>, f: impl FnOnce(&Coordinator) -> T) -> T {
-        f(&shard.lock().coord)
-    }
-
-    /// Every loaded shard (for ListGroups).
-    pub fn loaded_shards(&self, topics: &TopicManager) -> Vec<Arc<Mutex<Shard>>> {
-        // Load every partition so groups persisted before a restart are listed too.
-        if let Some(t) = topics.get(GROUP_METADATA_TOPIC) {
-            for i in 0..t.partitions.len() as i32 {
-                if !self.shards.lock().contains_key(&i) {
-                    let shard = Arc::new(Mutex::new(self.load(t.partitions[i as usize].clone())));
-                    self.shards.lock().entry(i).or_insert(shard);
-                }
-            }
+        if let Err(e) = self.run(shard, |c, now| f(c, now, id)) {
+            self.pending.lock().remove(&id);
+            return Err(e);
         }
-        self.shards.lock().values().cloned().collect()
+        rx.await.map_err(|_| ShardError::NotCoordinator)
     }
 
-    /// Fires due timers of every loaded shard (called by the broker's ticker).
+    /// Reads without writing; NOT_COORDINATOR if the shard's leadership is gone.
+    pub fn read<T>(
+        &self,
+        shard: &Arc<Mutex<Shard>>,
+        f: impl FnOnce(&Coordinator) -> T,
+    ) -> Result<T, ShardError> {
+        let mut s = shard.lock();
+        if !s.current() {
+            self.close(&mut s);
+            return Err(ShardError::NotCoordinator);
+        }
+        Ok(f(&s.coord))
+    }
+
+    /// The shards of every partition led here (for ListGroups), loading those not loaded yet so
+    /// groups persisted before a restart are listed too.
+    pub fn loaded_shards(
+        &self,
+        topics: &TopicManager,
+        cluster: Option<&ClusterNode>,
+    ) -> Vec<Arc<Mutex<Shard>>> {
+        let Some(t) = topics.get(GROUP_METADATA_TOPIC) else {
+            return Vec::new();
+        };
+        (0..t.partitions.len() as i32)
+            .filter_map(|i| self.shard_at(&t, i, cluster).ok())
+            .collect()
+    }
+
+    /// Unloads shards whose partition is no longer led here in their epoch, then fires due
+    /// timers of the others (called by the broker's ticker).
     pub fn tick(&self) {
-        let shards: Vec<_> = self.shards.lock().values().cloned().collect();
+        let shards: Vec<_> = self
+            .shards
+            .lock()
+            .iter()
+            .map(|(i, s)| (*i, s.clone()))
+            .collect();
         let now = now_ms();
-        for shard in shards {
+        for (index, shard) in shards {
+            if !shard.lock().current() {
+                self.unload_if_same(index, &shard);
+                continue;
+            }
             let mut s = shard.lock();
             while let Some(result) = s.coord.fire_next_due(now) {
-                self.finish(&mut s, result);
+                if self.finish(&mut s, result).is_err() {
+                    break;
+                }
             }
         }
     }

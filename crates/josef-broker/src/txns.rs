@@ -5,8 +5,18 @@
 //! a COMMIT/ABORT control batch on every partition of the transaction (aborts indexed in the
 //! `.txnindex` and the LSO moved by the sequencer), the group coordinator told about
 //! `__consumer_offsets` partitions, then `markers_completed`.
+//!
+//! **Exclusivity** (Kafka's `TransactionCoordinator.onElection` / `onResignation`, C12): a
+//! partition is served only while this broker leads it, with **coordinator epoch = the leader
+//! epoch of its `__transaction_state` partition** (on a cluster node the image must name this
+//! broker leader at that epoch too, see [`crate::groups::coordinator_epoch`]). Ids whose
+//! partition is not led here get NOT_COORDINATOR (josef-txn's routing). A partition loaded under
+//! one epoch is resigned (held answers NOT_COORDINATOR, its state dropped) by the next request or
+//! tick that sees its leader epoch changed or its leadership gone; the next request after a
+//! re-election loads it again (replaying the partition to its LEO, markers of Prepare* states
+//! re-sent). On a cluster node `__transaction_state` is never created here (the controller does).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -19,21 +29,25 @@ use josef_records::{
 };
 use josef_sequencer::{ControlType, EndTxnMarker};
 use josef_txn::{
-    ProducerIdGenerator, Released, TransactionVersion, TxnConfig, TxnCoordinator, TxnError,
-    TxnLogRecord, TxnMarkerRequest, TxnRecordSerde, TxnReply,
+    PartitionStatus, ProducerIdGenerator, Released, TransactionVersion, TxnConfig,
+    TxnCoordinator, TxnError, TxnLogRecord, TxnMarkerRequest, TxnRecordSerde, TxnReply,
 };
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
+use crate::cluster::ClusterNode;
 use crate::config::BrokerConfig;
-use crate::groups::GroupService;
+use crate::groups::{coordinator_epoch, local_leader_epoch, GroupService};
 use crate::partition::{control_type_of, Partition};
 use crate::state::FileBlockStore;
 use crate::topics::{now_ms, TopicManager, GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC};
 
-/// Appends coordinator records to a `__transaction_state` partition.
+/// Appends coordinator records to a `__transaction_state` partition, only while it is led
+/// here in the coordinator epoch the shard was loaded under (else NOT_LEADER, which the
+/// coordinator answers NOT_COORDINATOR).
 pub struct LogWriter {
     partition: Arc<Partition>,
+    epoch: i32,
 }
 
 impl PartitionWriter<TxnLogRecord> for LogWriter {
@@ -43,6 +57,9 @@ impl PartitionWriter<TxnLogRecord> for LogWriter {
         producer_epoch: i16,
         records: &[TxnLogRecord],
     ) -> Result<i64, WriteError> {
+        if local_leader_epoch(&self.partition) != Some(self.epoch) {
+            return Err(WriteError::NotLeader);
+        }
         let now = now_ms();
         let mut b = RecordBatchBuilder::new().create_time();
         if producer_id >= 0 {
@@ -78,9 +95,12 @@ type Ctx = u64;
 /// The node's transaction coordinator.
 pub struct TxnService {
     coord: Mutex<TxnCoordinator<LogWriter, Ctx>>,
-    loaded: Mutex<HashSet<i32>>,
+    /// The partitions loaded, with the partition object they were loaded from.
+    loaded: Mutex<HashMap<i32, Arc<Partition>>>,
     pending: Mutex<HashMap<Ctx, oneshot::Sender<TxnReply>>>,
     next: AtomicU64,
+    /// A cluster node: `__transaction_state` comes from the controller.
+    cluster: bool,
 }
 
 /// What a handler needs from the rest of the broker.
@@ -106,52 +126,114 @@ impl TxnService {
         };
         TxnService {
             coord: Mutex::new(TxnCoordinator::new(config)),
-            loaded: Mutex::new(HashSet::new()),
+            loaded: Mutex::new(HashMap::new()),
             pending: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
+            cluster: c.cluster.is_some(),
         }
     }
 
-    /// Loads the partition owning `transactional_id` if needed.
+    /// Partition `p` of `__transaction_state` here: created on demand on one node; on a cluster
+    /// node only if the publisher opened it.
+    fn state_partition(&self, env: &Env<'_>, p: i32) -> Option<Arc<Partition>> {
+        let topic = if self.cluster {
+            env.topics.get(TRANSACTION_STATE_TOPIC)?
+        } else {
+            env.topics.ensure_internal(TRANSACTION_STATE_TOPIC).ok()?
+        };
+        topic.partitions.get(p as usize).cloned()
+    }
+
+    /// Drops partition `p` (this broker no longer leads it in its epoch): its held answers are
+    /// failed NOT_COORDINATOR.
+    fn resign(&self, coord: &mut TxnCoordinator<LogWriter, Ctx>, p: i32) -> Vec<Released<Ctx>> {
+        let was = coord.status(p);
+        self.loaded.lock().remove(&p);
+        let held = coord.resign(p);
+        if was.is_some() {
+            tracing::info!(partition = p, status = ?was, "resigned transaction coordinator partition");
+        }
+        held.into_iter()
+            .map(|r| Released {
+                context: r.context,
+                reply: r.reply.failed(TxnError::NotCoordinator),
+                markers: Vec::new(),
+            })
+            .collect()
+    }
+
+    /// Makes partition `p` match this broker's leadership: kept if loaded under the current
+    /// leader epoch of the same partition, resigned if not, (re)loaded if led here.
+    fn refresh(
+        &self,
+        env: &Env<'_>,
+        cluster: Option<&ClusterNode>,
+        coord: &mut TxnCoordinator<LogWriter, Ctx>,
+        p: i32,
+    ) -> Vec<Released<Ctx>> {
+        let partition = self.state_partition(env, p);
+        let epoch = partition
+            .as_ref()
+            .and_then(|part| coordinator_epoch(part, cluster));
+        let loaded = self.loaded.lock().get(&p).cloned();
+        let same = match (&loaded, &partition, epoch) {
+            (Some(l), Some(part), Some(e)) => {
+                Arc::ptr_eq(l, part)
+                    && coord.status(p) == Some(PartitionStatus::Active { coordinator_epoch: e })
+            }
+            _ => false,
+        };
+        if same {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        if loaded.is_some() || coord.status(p).is_some() {
+            out.extend(self.resign(coord, p));
+        }
+        let (Some(partition), Some(epoch)) = (partition, epoch) else {
+            return out;
+        };
+        let entries = read_entries(&partition);
+        let n = entries.len();
+        let writer = LogWriter {
+            partition: partition.clone(),
+            epoch,
+        };
+        match coord.complete_loading(p, epoch, writer, entries) {
+            Ok(released) => {
+                tracing::info!(
+                    partition = p,
+                    epoch,
+                    records = n,
+                    "loaded transaction coordinator partition"
+                );
+                self.loaded.lock().insert(p, partition);
+                out.extend(resend(released));
+            }
+            Err(e) => {
+                tracing::error!(partition = p, error = ?e, "cannot load __transaction_state partition");
+            }
+        }
+        out
+    }
+
+    /// Loads the partition owning `transactional_id` if needed (see [`TxnService::refresh`]).
     fn ensure_loaded(
         &self,
         env: &Env<'_>,
+        cluster: Option<&ClusterNode>,
         coord: &mut TxnCoordinator<LogWriter, Ctx>,
         transactional_id: &str,
     ) -> Vec<Released<Ctx>> {
         let p = coord.partition_for(transactional_id);
-        if self.loaded.lock().contains(&p) {
-            return Vec::new();
-        }
-        let Ok(topic) = env.topics.ensure_internal(TRANSACTION_STATE_TOPIC) else {
-            return Vec::new();
-        };
-        let Some(partition) = topic.partitions.get(p as usize).cloned() else {
-            return Vec::new();
-        };
-        let entries = read_entries(&partition);
-        let n = entries.len();
-        match coord.complete_loading(p, 0, LogWriter { partition }, entries) {
-            Ok(released) => {
-                tracing::info!(
-                    partition = p,
-                    records = n,
-                    "loaded transaction coordinator partition"
-                );
-                self.loaded.lock().insert(p);
-                resend(released)
-            }
-            Err(e) => {
-                tracing::error!(partition = p, error = ?e, "cannot load __transaction_state partition");
-                Vec::new()
-            }
-        }
+        self.refresh(env, cluster, coord, p)
     }
 
     /// Runs one coordinator call and returns its answer (waiting for it if held).
     pub async fn call(
         &self,
         env: &Env<'_>,
+        cluster: Option<&ClusterNode>,
         transactional_id: &str,
         f: impl FnOnce(
             &mut TxnCoordinator<LogWriter, Ctx>,
@@ -165,7 +247,7 @@ impl TxnService {
         {
             let mut coord = self.coord.lock();
             let mut work: VecDeque<Released<Ctx>> =
-                self.ensure_loaded(env, &mut coord, transactional_id).into();
+                self.ensure_loaded(env, cluster, &mut coord, transactional_id).into();
             let p = coord.partition_for(transactional_id);
             let mut pids = Pids(env.pids);
             if let Some(r) = f(&mut coord, &mut pids, ctx) {
@@ -219,12 +301,29 @@ impl TxnService {
         }
     }
 
-    /// Periodic work: aborts timed-out transactions, expires idle ids.
+    /// Periodic work: resigns partitions no longer led here in their epoch, aborts timed-out
+    /// transactions, expires idle ids.
     pub fn tick(&self, env: &Env<'_>) {
         let mut coord = self.coord.lock();
         let now = now_ms();
-        let mut work: VecDeque<Released<Ctx>> = coord.on_tick(now).into();
-        let loaded: Vec<i32> = self.loaded.lock().iter().copied().collect();
+        let mut work: VecDeque<Released<Ctx>> = VecDeque::new();
+        let loaded: Vec<(i32, Arc<Partition>)> = self
+            .loaded
+            .lock()
+            .iter()
+            .map(|(p, part)| (*p, part.clone()))
+            .collect();
+        for (p, part) in &loaded {
+            let epoch = match coord.status(*p) {
+                Some(PartitionStatus::Active { coordinator_epoch }) => Some(coordinator_epoch),
+                _ => None,
+            };
+            if local_leader_epoch(part).is_none() || local_leader_epoch(part) != epoch {
+                work.extend(self.resign(&mut coord, *p));
+            }
+        }
+        work.extend(coord.on_tick(now));
+        let loaded: Vec<i32> = self.loaded.lock().keys().copied().collect();
         for p in loaded {
             work.extend(self.release_all(env, &mut coord, p));
         }
@@ -235,36 +334,25 @@ impl TxnService {
     pub fn read<T>(
         &self,
         env: &Env<'_>,
+        cluster: Option<&ClusterNode>,
         transactional_id: Option<&str>,
         f: impl FnOnce(&TxnCoordinator<LogWriter, Ctx>) -> T,
     ) -> T {
         let mut coord = self.coord.lock();
         if let Some(id) = transactional_id {
-            let released = self.ensure_loaded(env, &mut coord, id);
+            let released = self.ensure_loaded(env, cluster, &mut coord, id);
             self.process(env, &mut coord, released.into());
         }
         f(&coord)
     }
 
-    /// Loads every partition (ListTransactions must see them all).
-    pub fn load_all(&self, env: &Env<'_>, partitions: i32) {
+    /// Loads every partition led here (ListTransactions must see them all) and resigns the
+    /// others.
+    pub fn load_all(&self, env: &Env<'_>, cluster: Option<&ClusterNode>, partitions: i32) {
         let mut coord = self.coord.lock();
         for p in 0..partitions {
-            if self.loaded.lock().contains(&p) {
-                continue;
-            }
-            // Find an id that maps to p is not needed: load by partition directly.
-            let Ok(topic) = env.topics.ensure_internal(TRANSACTION_STATE_TOPIC) else {
-                return;
-            };
-            let Some(partition) = topic.partitions.get(p as usize).cloned() else {
-                continue;
-            };
-            let entries = read_entries(&partition);
-            if let Ok(released) = coord.complete_loading(p, 0, LogWriter { partition }, entries) {
-                self.loaded.lock().insert(p);
-                self.process(env, &mut coord, resend(released).into());
-            }
+            let released = self.refresh(env, cluster, &mut coord, p);
+            self.process(env, &mut coord, released.into());
         }
     }
 }

@@ -1,14 +1,21 @@
 //! The classic group APIs: josef-group's `wire` adapter maps the messages of every version to
 //! its core types and back; this module only finds the shard and runs the call.
+//!
+//! A group whose `__consumer_offsets` partition this broker does not lead (or no longer leads in
+//! the shard's epoch) is answered NOT_COORDINATOR (16) by every API, OffsetFetch included
+//! (Kafka's `CoordinatorRuntime`); COORDINATOR_NOT_AVAILABLE (15) when the topic cannot be
+//! created (one node) or a coordinator write failed while still leading.
 
 use josef_group::api::{self as g, GroupResponse, RequestContext};
 use josef_group::{wire, Errors};
 use josef_protocol::messages::*;
-use josef_protocol::{ErrorCode, RequestHeader};
+use josef_protocol::RequestHeader;
 
 use crate::connection::ConnectionInfo;
-use crate::groups::GroupService;
+use crate::groups::{GroupService, Shard, ShardError};
 use crate::state::BrokerState;
+use parking_lot::Mutex;
+use std::sync::Arc;
 
 fn ctx(header: &RequestHeader, conn: &ConnectionInfo) -> RequestContext {
     RequestContext {
@@ -20,6 +27,20 @@ fn ctx(header: &RequestHeader, conn: &ConnectionInfo) -> RequestContext {
 
 fn service(state: &BrokerState) -> &GroupService {
     &state.groups
+}
+
+/// The group's error for a shard that cannot serve it.
+fn shard_error(e: ShardError) -> Errors {
+    match e {
+        ShardError::NotAvailable => Errors::CoordinatorNotAvailable,
+        ShardError::NotCoordinator => Errors::NotCoordinator,
+    }
+}
+
+fn shard(state: &BrokerState, group_id: &str) -> Result<Arc<Mutex<Shard>>, Errors> {
+    service(state)
+        .shard(&state.topics, state.cluster.as_deref(), group_id)
+        .map_err(shard_error)
 }
 
 /// JoinGroup (11).
@@ -34,16 +55,18 @@ pub async fn join(
     let member_id = req.member_id.clone();
     let error =
         |e: Errors| wire::join_group_response(&g::JoinGroupResponse::error(e, &member_id), version);
-    let Ok(shard) = service(state).shard(&state.topics, &req.group_id) else {
-        return error(Errors::CoordinatorNotAvailable);
+    let shard = match shard(state, &req.group_id) {
+        Ok(s) => s,
+        Err(e) => return error(e),
     };
     let ctx = ctx(header, conn);
     match service(state)
         .run_parked(&shard, |c, now, id| c.join_group(now, id, &ctx, req))
         .await
     {
-        Some(GroupResponse::Join(j)) => wire::join_group_response(&j, version),
-        _ => error(Errors::UnknownServerError),
+        Ok(GroupResponse::Join(j)) => wire::join_group_response(&j, version),
+        Ok(_) => error(Errors::UnknownServerError),
+        Err(e) => error(shard_error(e)),
     }
 }
 
@@ -55,48 +78,47 @@ pub async fn sync(
 ) -> SyncGroupResponse {
     let version = header.request_api_version;
     let req = wire::sync_group_request(&r);
-    let Ok(shard) = service(state).shard(&state.topics, &req.group_id) else {
-        return wire::sync_group_response(
-            &g::SyncGroupResponse::error(Errors::CoordinatorNotAvailable),
-            version,
-        );
+    let error = |e: Errors| wire::sync_group_response(&g::SyncGroupResponse::error(e), version);
+    let shard = match shard(state, &req.group_id) {
+        Ok(s) => s,
+        Err(e) => return error(e),
     };
     match service(state)
         .run_parked(&shard, |c, now, id| c.sync_group(now, id, req))
         .await
     {
-        Some(GroupResponse::Sync(x)) => wire::sync_group_response(&x, version),
-        _ => wire::sync_group_response(
-            &g::SyncGroupResponse::error(Errors::UnknownServerError),
-            version,
-        ),
+        Ok(GroupResponse::Sync(x)) => wire::sync_group_response(&x, version),
+        Ok(_) => error(Errors::UnknownServerError),
+        Err(e) => error(shard_error(e)),
     }
 }
 
 /// Heartbeat (12).
 pub fn heartbeat(state: &BrokerState, r: HeartbeatRequest) -> HeartbeatResponse {
     let req = wire::heartbeat_request(&r);
-    let Ok(shard) = service(state).shard(&state.topics, &req.group_id) else {
-        return wire::heartbeat_response(&g::HeartbeatResponse {
-            error: Errors::CoordinatorNotAvailable,
-        });
-    };
-    wire::heartbeat_response(&service(state).run(&shard, |c, now| c.heartbeat(now, req)))
+    let answer = shard(state, &req.group_id).and_then(|shard| {
+        service(state)
+            .run(&shard, |c, now| c.heartbeat(now, req))
+            .map_err(shard_error)
+    });
+    wire::heartbeat_response(&answer.unwrap_or_else(|error| g::HeartbeatResponse { error }))
 }
 
 /// LeaveGroup (13).
 pub fn leave(state: &BrokerState, version: i16, r: LeaveGroupRequest) -> LeaveGroupResponse {
     let req = wire::leave_group_request(&r, version);
-    let Ok(shard) = service(state).shard(&state.topics, &req.group_id) else {
-        return LeaveGroupResponse {
-            error_code: ErrorCode::CoordinatorNotAvailable.code(),
+    let answer = shard(state, &req.group_id).and_then(|shard| {
+        service(state)
+            .run(&shard, |c, now| c.leave_group(now, req))
+            .map_err(shard_error)
+    });
+    match answer {
+        Ok(a) => wire::leave_group_response(&a, version),
+        Err(e) => LeaveGroupResponse {
+            error_code: e.code(),
             ..Default::default()
-        };
-    };
-    wire::leave_group_response(
-        &service(state).run(&shard, |c, now| c.leave_group(now, req)),
-        version,
-    )
+        },
+    }
 }
 
 /// OffsetCommit (8).
@@ -107,15 +129,15 @@ pub fn offset_commit(
     r: OffsetCommitRequest,
 ) -> OffsetCommitResponse {
     let req = wire::offset_commit_request(&r);
-    let Ok(shard) = service(state).shard(&state.topics, &req.group_id) else {
-        return wire::offset_commit_response(&g::OffsetCommitResponse::all(
-            &req.topics,
-            Errors::CoordinatorNotAvailable,
-        ));
-    };
+    let topics = req.topics.clone();
     let ctx = ctx(header, conn);
+    let answer = shard(state, &req.group_id).and_then(|shard| {
+        service(state)
+            .run(&shard, |c, now| c.commit_offsets(now, &ctx, req))
+            .map_err(shard_error)
+    });
     wire::offset_commit_response(
-        &service(state).run(&shard, |c, now| c.commit_offsets(now, &ctx, req)),
+        &answer.unwrap_or_else(|e| g::OffsetCommitResponse::all(&topics, e)),
     )
 }
 
@@ -125,14 +147,14 @@ pub fn txn_offset_commit(
     r: TxnOffsetCommitRequest,
 ) -> TxnOffsetCommitResponse {
     let req = wire::txn_offset_commit_request(&r);
-    let Ok(shard) = service(state).shard(&state.topics, &req.group_id) else {
-        return wire::txn_offset_commit_response(&g::OffsetCommitResponse::all(
-            &req.topics,
-            Errors::CoordinatorNotAvailable,
-        ));
-    };
+    let topics = req.topics.clone();
+    let answer = shard(state, &req.group_id).and_then(|shard| {
+        service(state)
+            .run(&shard, |c, now| c.commit_txn_offsets(now, req))
+            .map_err(shard_error)
+    });
     wire::txn_offset_commit_response(
-        &service(state).run(&shard, |c, now| c.commit_txn_offsets(now, req)),
+        &answer.unwrap_or_else(|e| g::OffsetCommitResponse::all(&topics, e)),
     )
 }
 
@@ -149,18 +171,23 @@ pub fn offset_fetch(
             groups: vec![group.clone()],
             require_stable: req.require_stable,
         };
-        let answer = match service(state).shard(&state.topics, &group.group_id) {
-            Ok(shard) => service(state)
+        let answer = shard(state, &group.group_id).and_then(|shard| {
+            service(state)
                 .read(&shard, |c| c.fetch_offsets(&one))
-                .groups
-                .pop(),
-            Err(_) => None,
-        };
-        groups.push(answer.unwrap_or(g::OffsetFetchGroupResponse {
+                .map_err(shard_error)
+        });
+        let failed = |error| g::OffsetFetchGroupResponse {
             group_id: group.group_id.clone(),
             topics: vec![],
-            error: Errors::CoordinatorNotAvailable,
-        }));
+            error,
+        };
+        groups.push(match answer {
+            Ok(mut a) => a
+                .groups
+                .pop()
+                .unwrap_or_else(|| failed(Errors::CoordinatorNotAvailable)),
+            Err(e) => failed(e),
+        });
     }
     wire::offset_fetch_response(&g::OffsetFetchResponse { groups }, version)
 }
@@ -172,9 +199,11 @@ pub fn list(state: &BrokerState, version: i16, r: ListGroupsRequest) -> ListGrou
         error: Errors::None,
         groups: Vec::new(),
     };
-    for shard in service(state).loaded_shards(&state.topics) {
-        all.groups
-            .extend(service(state).read(&shard, |c| c.list_groups(&req)).groups);
+    for shard in service(state).loaded_shards(&state.topics, state.cluster.as_deref()) {
+        // A shard unloaded meanwhile is another broker's to list.
+        if let Ok(listed) = service(state).read(&shard, |c| c.list_groups(&req)) {
+            all.groups.extend(listed.groups);
+        }
     }
     wire::list_groups_response(&all, version)
 }
@@ -188,12 +217,15 @@ pub fn describe(
     let mut described = Vec::new();
     for id in &r.groups {
         let id = id.to_string();
-        match service(state).shard(&state.topics, &id) {
-            Ok(shard) => {
-                described.extend(service(state).read(&shard, |c| c.describe_groups(version, &[id])))
-            }
-            Err(_) => described.push(g::DescribedGroup {
-                error: Errors::CoordinatorNotAvailable,
+        let answer = shard(state, &id).and_then(|shard| {
+            service(state)
+                .read(&shard, |c| c.describe_groups(version, std::slice::from_ref(&id)))
+                .map_err(shard_error)
+        });
+        match answer {
+            Ok(d) => described.extend(d),
+            Err(error) => described.push(g::DescribedGroup {
+                error,
                 group_id: id,
                 group_state: String::new(),
                 protocol_type: String::new(),
@@ -210,13 +242,16 @@ pub fn delete(state: &BrokerState, r: DeleteGroupsRequest) -> DeleteGroupsRespon
     let mut results = Vec::new();
     for id in &r.groups_names {
         let id = id.to_string();
-        match service(state).shard(&state.topics, &id) {
-            Ok(shard) => {
-                results.extend(service(state).run(&shard, |c, now| c.delete_groups(now, &[id])))
-            }
-            Err(_) => results.push(g::DeletedGroup {
+        let answer = shard(state, &id).and_then(|shard| {
+            service(state)
+                .run(&shard, |c, now| c.delete_groups(now, std::slice::from_ref(&id)))
+                .map_err(shard_error)
+        });
+        match answer {
+            Ok(d) => results.extend(d),
+            Err(error) => results.push(g::DeletedGroup {
                 group_id: id,
-                error: Errors::CoordinatorNotAvailable,
+                error,
             }),
         }
     }
@@ -226,11 +261,16 @@ pub fn delete(state: &BrokerState, r: DeleteGroupsRequest) -> DeleteGroupsRespon
 /// OffsetDelete (47).
 pub fn offset_delete(state: &BrokerState, r: OffsetDeleteRequest) -> OffsetDeleteResponse {
     let req = wire::offset_delete_request(&r);
-    let Ok(shard) = service(state).shard(&state.topics, &req.group_id) else {
-        return OffsetDeleteResponse {
-            error_code: ErrorCode::CoordinatorNotAvailable.code(),
+    let answer = shard(state, &req.group_id).and_then(|shard| {
+        service(state)
+            .run(&shard, |c, now| c.delete_offsets(now, req))
+            .map_err(shard_error)
+    });
+    match answer {
+        Ok(a) => wire::offset_delete_response(&a),
+        Err(e) => OffsetDeleteResponse {
+            error_code: e.code(),
             ..Default::default()
-        };
-    };
-    wire::offset_delete_response(&service(state).run(&shard, |c, now| c.delete_offsets(now, req)))
+        },
+    }
 }

@@ -9,6 +9,7 @@ use crate::state::BrokerState;
 
 mod admin;
 pub mod cluster;
+mod cluster_coordinator;
 mod configs;
 mod fetch;
 mod find_coordinator;
@@ -81,17 +82,7 @@ pub async fn handle(
                 return Reply::Body(cluster::forward(&node, b, v).await)
             }
             RequestBody::FindCoordinator(r) => {
-                let topic = if v >= 1 && r.key_type == 1 {
-                    crate::topics::TRANSACTION_STATE_TOPIC
-                } else {
-                    crate::topics::GROUP_METADATA_TOPIC
-                };
-                if state.topics.get(topic).is_none() {
-                    if let Err(code) = cluster::create_topic_via_controller(state, &node, topic).await {
-                        tracing::warn!(%topic, ?code, "cannot create internal topic");
-                    }
-                }
-                return reply(find_coordinator::handle(state, conn, r, v));
+                return reply(cluster_coordinator::find_coordinator(state, &node, conn, r, v).await)
             }
             other => return handle_local(state, conn, header, other).await,
         }

@@ -32,7 +32,7 @@ pub async fn init_producer_id(
     let id = req.transactional_id.clone().unwrap_or_default();
     let reply = state
         .txns
-        .call(&env(state), &id, |c, pids, ctx| {
+        .call(&env(state), state.cluster.as_deref(), &id, |c, pids, ctx| {
             c.init_producer_id(&req, now_ms(), pids, ctx)
         })
         .await;
@@ -61,7 +61,7 @@ pub async fn add_partitions(
         let id = req.transactional_id.clone();
         let reply = state
             .txns
-            .call(&env(state), &id, |c, _, ctx| {
+            .call(&env(state), state.cluster.as_deref(), &id, |c, _, ctx| {
                 c.add_partitions_to_txn(&req, now_ms(), tv, ctx)
             })
             .await;
@@ -79,15 +79,29 @@ pub async fn add_offsets(
     version: i16,
     r: AddOffsetsToTxnRequest,
 ) -> AddOffsetsToTxnResponse {
-    // The group's __consumer_offsets partition must exist for its marker.
-    let _ = state
-        .topics
-        .ensure_internal(crate::topics::GROUP_METADATA_TOPIC);
+    // The group's __consumer_offsets partition must exist for its marker (on a cluster node the
+    // controller creates it).
+    match &state.cluster {
+        None => {
+            let _ = state
+                .topics
+                .ensure_internal(crate::topics::GROUP_METADATA_TOPIC);
+        }
+        Some(node) if state.topics.get(crate::topics::GROUP_METADATA_TOPIC).is_none() => {
+            let topic = crate::topics::GROUP_METADATA_TOPIC;
+            if let Err(code) =
+                super::cluster::create_topic_via_controller(state, node, topic).await
+            {
+                tracing::warn!(%topic, ?code, "cannot create internal topic");
+            }
+        }
+        Some(_) => {}
+    }
     let req = wire::add_offsets_to_txn_request(&r);
     let id = req.transactional_id.clone();
     let reply = state
         .txns
-        .call(&env(state), &id, |c, _, ctx| {
+        .call(&env(state), state.cluster.as_deref(), &id, |c, _, ctx| {
             c.add_offsets_to_txn(&req, now_ms(), TransactionVersion::V0, ctx)
         })
         .await;
@@ -104,7 +118,7 @@ pub async fn end_txn(state: &BrokerState, version: i16, r: EndTxnRequest) -> End
     let id = req.transactional_id.clone();
     let reply = state
         .txns
-        .call(&env(state), &id, |c, pids, ctx| {
+        .call(&env(state), state.cluster.as_deref(), &id, |c, pids, ctx| {
             c.end_txn(&req, now_ms(), pids, ctx)
         })
         .await;
@@ -124,7 +138,11 @@ pub fn describe(
         .transactional_ids
         .iter()
         .map(|id| {
-            let d = state.txns.read(&env(state), Some(id), |c| c.describe(id));
+            let d = state
+                .txns
+                .read(&env(state), state.cluster.as_deref(), Some(id), |c| {
+                    c.describe(id)
+                });
             let mut by_topic: std::collections::BTreeMap<String, Vec<i32>> = Default::default();
             for tp in &d.partitions {
                 by_topic
@@ -172,9 +190,10 @@ pub fn list(state: &BrokerState, r: ListTransactionsRequest) -> ListTransactions
     }
     state.txns.load_all(
         &env(state),
+        state.cluster.as_deref(),
         state.config.transaction_state_log_num_partitions,
     );
-    let listings = state.txns.read(&env(state), None, |c| {
+    let listings = state.txns.read(&env(state), state.cluster.as_deref(), None, |c| {
         c.list(
             &filters,
             &r.producer_id_filters,
