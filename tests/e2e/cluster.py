@@ -455,8 +455,11 @@ class Cluster:
     def wait_topic_ready(self, topic, partitions, rf=None, timeout=30.0, full_isr=True):
         """Every partition has a leader on a live broker (and an ISR of rf replicas if full_isr)."""
 
+        seen = {}
+
         def ok():
             ps = self.partitions(topic)
+            seen["last"] = {n: (p.leader, list(p.isrs)) for n, p in sorted(ps.items())}
             if len(ps) != partitions:
                 return False
             for p in ps.values():
@@ -466,7 +469,11 @@ class Cluster:
                     return False
             return ps
 
-        return wait_until(ok, timeout=timeout, interval=0.2, what=f"topic {topic} with leaders")
+        try:
+            return wait_until(ok, timeout=timeout, interval=0.2,
+                              what=f"topic {topic} with leaders" + (f" and ISRs of {rf}" if full_isr and rf else ""))
+        except AssertionError as e:
+            raise AssertionError(f"{e}; last seen {{partition: (leader, isr)}}: {seen.get('last')}") from None
 
     # ---- logs
     def logs(self, tail=12000) -> str:

@@ -41,8 +41,12 @@ def test_transactions_groups_and_ctp_survive_kill9_of_their_coordinators(cluster
 
     def txns_grow(n):
         t0, c0 = txp.txns, ctp.txns
-        wait_until(lambda: txp.txns >= t0 + n and ctp.txns >= c0 + n, timeout=60, interval=0.1,
-                   what=f"{n} more transactions of txp ({t0}) and ctp ({c0})")
+        try:
+            wait_until(lambda: txp.txns >= t0 + n and ctp.txns >= c0 + n, timeout=60, interval=0.1,
+                       what=f"{n} more transactions of txp ({t0}) and ctp ({c0})")
+        except AssertionError as e:
+            raise AssertionError(f"{e}; now txp {txp.txns}, ctp {ctp.txns}; errors: "
+                                 + "; ".join(f"{w.name}: {w.errors[-3:]}" for w in ws if w.errors)) from None
 
     txns_grow(5)
     for internal in ("__transaction_state", "__consumer_offsets"):
