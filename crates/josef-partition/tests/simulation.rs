@@ -9,10 +9,13 @@
 //! - every alive member of the committed ISR holds every offset below the leader's HW;
 //! - no replica in the controller's ISR ever truncates below the highest HW exposed so far;
 //! - an acks=-1 produce is acknowledged only when every ISR member holds it (same bytes);
-//! - every acknowledged batch stays in the current leader's log with the same bytes.
+//! - every acknowledged batch stays in the current leader's log with the same bytes;
+//! - an idempotent producer retrying its batch to whoever leads is never refused for its
+//!   sequence (the producer state is rebuilt on followers and after crashes).
 //!
 //! After quiescence (no faults, everything restarted, links healed): all replicas hold the same
-//! batches byte for byte, the same HW, the full ISR, and every acknowledged batch.
+//! batches byte for byte, the same HW, the full ISR, and every acknowledged batch; the idempotent
+//! producer's sequences are in the log exactly once each, in order.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -176,7 +179,23 @@ struct Pending {
     base_offset: i64,
     required: i64,
     deadline: i64,
+    /// The base sequence, for the idempotent producer's batches.
+    idempotent_seq: Option<i32>,
 }
+
+/// The idempotent producer (max.in.flight = 1): one batch at a time, retried with the same bytes
+/// (same sequence) to whoever leads until it is acknowledged.
+#[derive(Default)]
+struct IdempotentProducer {
+    next_seq: i32,
+    outstanding: Option<(bytes::BytesMut, i32, i32)>,
+    in_flight: bool,
+    acked_seqs: BTreeSet<i32>,
+    /// Retries answered with the original offsets (the batch was already in the log).
+    duplicates: u64,
+}
+
+const PRODUCER_ID: i64 = 4242;
 
 struct Sim {
     rng: Rng,
@@ -194,6 +213,7 @@ struct Sim {
     leader_hw: BTreeMap<(ReplicaId, i32), i64>,
     /// The highest HW any leader exposed.
     exposed_hw: i64,
+    idempotent: IdempotentProducer,
     /// The leader (and epoch) the acknowledged batches were last checked on.
     acked_checked: Option<(ReplicaId, i32)>,
     produced: u64,
@@ -265,6 +285,7 @@ impl Sim {
             leader_hw: BTreeMap::new(),
             exposed_hw: 0,
             acked_checked: None,
+            idempotent: IdempotentProducer::default(),
             produced: 0,
             acks: 0,
             truncations: 0,
@@ -378,6 +399,7 @@ impl Sim {
                 base_offset: r.base_offset,
                 required: r.last_offset + 1,
                 deadline: self.now + PRODUCE_TIMEOUT_MS,
+                idempotent_seq: None,
             }),
             Err(e) => {
                 assert_eq!(e.code, ErrorCode::NotEnoughReplicas, "{e}");
@@ -388,21 +410,84 @@ impl Sim {
         }
     }
 
+    /// The idempotent producer sends (or resends) its batch to the current leader.
+    fn produce_idempotent(&mut self) {
+        let leader = self.controller.leader;
+        if self.idempotent.in_flight {
+            return;
+        }
+        let Some(p) = self.partition(leader) else {
+            return;
+        };
+        let (bytes, seq, _) = match &self.idempotent.outstanding {
+            Some(o) => o.clone(),
+            None => {
+                let seq = self.idempotent.next_seq;
+                let n = 1 + self.rng.below(3) as i32;
+                let mut b = TestBatch::new(0).producer(PRODUCER_ID, 0, seq);
+                for i in 0..n {
+                    let v = format!("idem-{seq}-{i}");
+                    b = b.record(self.now, None, Some(v.as_bytes()));
+                }
+                let o = (b.build(), seq, n);
+                self.idempotent.outstanding = Some(o.clone());
+                o
+            }
+        };
+        let h = BatchHeader::parse(&bytes).unwrap();
+        let epoch = p.leader_epoch();
+        let leo_before = p.data.lock().log.log_end_offset();
+        match p.append_from_client(ClientBatch::Owned(bytes), &h, -1, MIN_ISR, self.now) {
+            Ok(r) => {
+                if r.base_offset < leo_before {
+                    self.idempotent.duplicates += 1;
+                }
+                self.idempotent.in_flight = true;
+                self.pending.push(Pending {
+                    leader,
+                    leader_epoch: epoch,
+                    base_offset: r.base_offset,
+                    required: r.last_offset + 1,
+                    deadline: self.now + PRODUCE_TIMEOUT_MS,
+                    idempotent_seq: Some(seq),
+                });
+            }
+            // Retried later with the same sequence; anything else (an out-of-order sequence) is a
+            // bug in the producer state kept across failovers.
+            Err(e) => assert_eq!(e.code, ErrorCode::NotEnoughReplicas, "seq {seq}: {e}"),
+        }
+    }
+
     /// DelayedProduce: complete the acks=-1 writes whose condition holds.
     fn complete_produces(&mut self) {
         let pending = std::mem::take(&mut self.pending);
         for w in pending {
-            let Some(p) = self.partition(w.leader) else {
-                continue;
+            let done = match self.partition(w.leader) {
+                // NOT_LEADER_OR_FOLLOWER
+                None => Some(false),
+                Some(p) if p.leader_epoch() != w.leader_epoch => Some(false),
+                Some(p) => match p.check_enough_replicas_reach_offset(w.required, MIN_ISR) {
+                    Ok(true) => Some(true),
+                    Ok(false) if self.now < w.deadline => None,
+                    // REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND: not acked.
+                    _ => Some(false),
+                },
             };
-            if p.leader_epoch() != w.leader_epoch {
-                continue; // NOT_LEADER_OR_FOLLOWER
-            }
-            match p.check_enough_replicas_reach_offset(w.required, MIN_ISR) {
-                Ok(true) => self.ack(&w),
-                Ok(false) if self.now < w.deadline => self.pending.push(w),
-                // REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER: not acked.
-                _ => {}
+            match done {
+                None => self.pending.push(w),
+                Some(acked) => {
+                    if acked {
+                        self.ack(&w);
+                    }
+                    if let Some(seq) = w.idempotent_seq {
+                        self.idempotent.in_flight = false;
+                        if acked {
+                            let (_, _, n) = self.idempotent.outstanding.take().unwrap();
+                            assert!(self.idempotent.acked_seqs.insert(seq));
+                            self.idempotent.next_seq = seq + n;
+                        }
+                    }
+                }
             }
         }
     }
@@ -703,6 +788,9 @@ impl Sim {
             if self.rng.chance(300) {
                 self.produce();
             }
+            if self.rng.chance(300) {
+                self.produce_idempotent();
+            }
         }
         let max_bytes = 100 + self.rng.below(400) as i64;
         self.follower_fetches(max_bytes);
@@ -792,16 +880,18 @@ fn replicas_converge_and_keep_every_acknowledged_write() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(20);
-    let (mut acks, mut truncations, mut crashes, mut elections) = (0, 0, 0, 0);
+    let (mut acks, mut truncations, mut crashes, mut elections, mut duplicates) = (0, 0, 0, 0, 0);
     for seed in 0..seeds {
         let sim = run(seed, 1_200);
         acks += sim.acks;
         truncations += sim.truncations;
         crashes += sim.crashes;
         elections += sim.elections;
+        duplicates += sim.idempotent.duplicates;
     }
     eprintln!(
-        "{seeds} seeds: {acks} acks, {crashes} crashes, {elections} elections, {truncations} truncations"
+        "{seeds} seeds: {acks} acks, {crashes} crashes, {elections} elections, {truncations} \
+         truncations, {duplicates} idempotent retries deduplicated"
     );
     // The faults must actually have happened for the run to mean something.
     assert!(acks > 0 && crashes > 0 && elections > 0);
