@@ -1,6 +1,7 @@
 //! The CONTROLLER listener: one port for the metadata quorum's Raft traffic and for the Kafka
-//! controller APIs brokers call. A connection that opens with josef-quorum's preamble (a negative
-//! number, so never a Kafka frame size) is handed to the quorum; any other is a Kafka connection.
+//! controller APIs brokers call. A connection that opens with one of josef-quorum's preambles (a
+//! negative number, so never a Kafka frame size: Raft's, or an observer's fetching the committed
+//! log) is handed to the quorum; any other is a Kafka connection.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,10 +19,14 @@ const FIRST_BYTES_TIMEOUT: Duration = Duration::from_secs(10);
 pub trait RaftAcceptor: Send + Sync + 'static {
     /// Serves a connection whose preamble has been read.
     fn serve_raft(&self, stream: TcpStream);
+    /// Serves an observer's connection (a broker-only node fetching the committed metadata log)
+    /// whose preamble ([`josef_quorum::OBSERVER_PREAMBLE`]) has been read.
+    fn serve_observer(&self, stream: TcpStream);
 }
 
-/// Peeks the first four bytes; `Some(true)` when they are the Raft preamble.
-async fn is_raft(stream: &TcpStream) -> std::io::Result<bool> {
+/// Peeks the first four bytes: the quorum preamble they are (Raft or observer), if any.
+async fn is_raft(stream: &TcpStream) -> std::io::Result<Option<[u8; 4]>> {
+    let preambles = [josef_quorum::RAFT_PREAMBLE, josef_quorum::OBSERVER_PREAMBLE];
     let mut buf = [0u8; 4];
     loop {
         let n = stream.peek(&mut buf).await?;
@@ -29,10 +34,10 @@ async fn is_raft(stream: &TcpStream) -> std::io::Result<bool> {
             return Err(std::io::ErrorKind::UnexpectedEof.into());
         }
         if n >= 4 {
-            return Ok(buf == josef_quorum::RAFT_PREAMBLE);
+            return Ok(preambles.into_iter().find(|p| *p == buf));
         }
-        if buf[..n] != josef_quorum::RAFT_PREAMBLE[..n] {
-            return Ok(false);
+        if !preambles.iter().any(|p| buf[..n] == p[..n]) {
+            return Ok(None);
         }
         // Fewer than four bytes so far: wait for more without spinning.
         tokio::time::sleep(Duration::from_millis(2)).await;
@@ -72,15 +77,19 @@ pub fn spawn_accept_loop<H: FrameHandler, R: RaftAcceptor>(
             conns.spawn(async move {
                 let _ = stream.set_nodelay(true);
                 match tokio::time::timeout(FIRST_BYTES_TIMEOUT, is_raft(&stream)).await {
-                    Ok(Ok(true)) => {
+                    Ok(Ok(Some(preamble))) => {
                         use tokio::io::AsyncReadExt;
                         let mut stream = stream;
                         let mut pre = [0u8; 4];
                         if stream.read_exact(&mut pre).await.is_ok() {
-                            raft.serve_raft(stream);
+                            if preamble == josef_quorum::OBSERVER_PREAMBLE {
+                                raft.serve_observer(stream);
+                            } else {
+                                raft.serve_raft(stream);
+                            }
                         }
                     }
-                    Ok(Ok(false)) => {
+                    Ok(Ok(None)) => {
                         let ci = ConnectionInfo {
                             listener: name,
                             bound_port,

@@ -14,6 +14,7 @@ pub mod lifecycle;
 pub mod listener;
 pub mod metadata_log;
 pub mod metadata_view;
+mod observer;
 pub mod publisher;
 pub mod replica_fetcher;
 pub mod responses;
@@ -106,6 +107,10 @@ struct QuorumAcceptor(MetadataQuorum);
 impl listener::RaftAcceptor for QuorumAcceptor {
     fn serve_raft(&self, stream: TcpStream) {
         self.0.serve_connection(stream);
+    }
+
+    fn serve_observer(&self, stream: TcpStream) {
+        self.0.serve_observer_connection(stream);
     }
 }
 
@@ -228,10 +233,14 @@ impl ClusterNode {
             quorum = Some(q);
             driver = Some(d);
         }
+        // A broker-only node follows the log as an observer of the voters (observer.rs).
+        let observed =
+            observer::start_if_broker_only(&cl, config.node_id, &log, &shutdown, &tracker)?;
         let hint: Option<Arc<dyn Fn() -> Option<i32> + Send + Sync>> = quorum.clone().map(|q| {
             Arc::new(move || q.leader().map(|(id, _)| id as i32))
                 as Arc<dyn Fn() -> Option<i32> + Send + Sync>
         });
+        let hint = hint.or(observed);
         let channel = Arc::new(ControllerChannel::new(
             cl.voters.clone(),
             config.node_id,
