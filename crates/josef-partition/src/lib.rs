@@ -28,9 +28,9 @@ pub mod replication;
 
 pub use error::{log_error_code, PartitionError};
 pub use partition::{
-    batch_info, control_type_of, AppendListener, ClientBatch, FetchIsolation, FollowerAppend,
-    FollowerFetch, FollowerFetchResult, Partition, PartitionData, PartitionEvent, ProduceResult,
-    ReadParams, ReadResult,
+    batch_info, control_type_of, AppendListener, ClientBatch, FetchIsolation, FetchResponseAction,
+    FollowerAppend, FollowerFetch, FollowerFetchRequest, FollowerFetchResult, LeaderFetchAnswer,
+    Partition, PartitionData, PartitionEvent, ProduceResult, ReadParams, ReadResult,
 };
 pub use replication::{
     leader_diverging_epoch, truncation_offset, AlterPartitionOutcome, AlterPartitionProposal,

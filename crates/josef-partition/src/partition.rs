@@ -187,6 +187,56 @@ pub struct FollowerAppend {
     pub high_watermark: i64,
 }
 
+/// What a follower sends for this partition in its next Fetch (Kafka's `PartitionFetchState` +
+/// `buildFetch`), from [`Partition::follower_fetch_request`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FollowerFetchRequest {
+    /// The leader it fetches from.
+    pub leader_id: ReplicaId,
+    /// Its view of the leader epoch (`current_leader_epoch`).
+    pub current_leader_epoch: i32,
+    /// Its LEO.
+    pub fetch_offset: i64,
+    /// Epoch of its last batch (−1 if none).
+    pub last_fetched_epoch: i32,
+    /// Its log start offset.
+    pub log_start_offset: i64,
+}
+
+/// The leader's answer for one partition, as the follower's fetcher received it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaderFetchAnswer {
+    /// The partition's error code.
+    pub error: ErrorCode,
+    /// The leader's HW.
+    pub high_watermark: i64,
+    /// The leader's `diverging_epoch`, if set (epoch ≥ 0).
+    pub diverging_epoch: Option<EpochEndOffset>,
+    /// The records.
+    pub records: Bytes,
+}
+
+/// What the fetcher does next for a partition after [`Partition::on_follower_fetch_response`]
+/// (Kafka's `AbstractFetcherThread.processFetchRequest`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FetchResponseAction {
+    /// Appended (possibly nothing); fetch on.
+    Appended(FollowerAppend),
+    /// Truncated by the diverging epoch; fetch again at once (from the new LEO).
+    Truncated(TruncationDecision),
+    /// The answer was for an older state (another leader or epoch, another fetch offset): drop it
+    /// and fetch again.
+    Stale,
+    /// FENCED_LEADER_EPOCH for the epoch sent: leave the fetcher until new metadata.
+    Fenced,
+    /// OFFSET_OUT_OF_RANGE: ask the leader for its earliest and latest offsets (ListOffsets) and
+    /// call [`Partition::on_offset_out_of_range`].
+    OffsetOutOfRange,
+    /// Any other error (UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER, ...): retry after
+    /// `replica.fetch.backoff.ms`.
+    Backoff(ErrorCode),
+}
+
 /// One partition replica on this broker.
 ///
 /// ```
@@ -955,6 +1005,91 @@ impl Partition {
             d.log.log_end_offset(),
             d.log.latest_epoch().unwrap_or(NO_EPOCH),
         )
+    }
+
+    /// Follower: what to send in the next Fetch for this partition, or `None` when this broker
+    /// leads it or knows no leader.
+    pub fn follower_fetch_request(&self) -> Option<FollowerFetchRequest> {
+        let d = self.data.lock();
+        let leader_id = match d.replication.role() {
+            crate::replication::Role::Follower { leader_id } if leader_id >= 0 => leader_id,
+            _ => return None,
+        };
+        Some(FollowerFetchRequest {
+            leader_id,
+            current_leader_epoch: d.replication.leader_epoch(),
+            fetch_offset: d.log.log_end_offset(),
+            last_fetched_epoch: d.log.latest_epoch().unwrap_or(NO_EPOCH),
+            log_start_offset: d.log.log_start_offset(),
+        })
+    }
+
+    /// Follower: applies the leader's answer to the fetch `sent` (Kafka's `processFetchRequest`
+    /// for one partition): an answer for another leader, epoch or fetch offset is stale; a
+    /// diverging epoch truncates; data is appended as follower with the leader's HW; errors map
+    /// to what the fetcher does next.
+    pub fn on_follower_fetch_response(
+        &self,
+        sent: &FollowerFetchRequest,
+        answer: LeaderFetchAnswer,
+        now_ms: i64,
+    ) -> Result<FetchResponseAction, PartitionError> {
+        let current = {
+            let d = self.data.lock();
+            let same_leader = d.replication.leader_id() == Some(sent.leader_id)
+                && !d.replication.is_leader()
+                && d.replication.leader_epoch() == sent.current_leader_epoch;
+            (same_leader, d.log.log_end_offset())
+        };
+        let (same_leader, leo) = current;
+        match answer.error {
+            ErrorCode::None => {}
+            // Our epoch moved since the fetch was sent: just fetch again.
+            ErrorCode::FencedLeaderEpoch if same_leader => return Ok(FetchResponseAction::Fenced),
+            _ if !same_leader => return Ok(FetchResponseAction::Stale),
+            ErrorCode::OffsetOutOfRange => return Ok(FetchResponseAction::OffsetOutOfRange),
+            code => return Ok(FetchResponseAction::Backoff(code)),
+        }
+        if !same_leader || sent.fetch_offset != leo {
+            return Ok(FetchResponseAction::Stale);
+        }
+        if let Some(d) = answer.diverging_epoch.filter(|d| d.epoch >= 0) {
+            return Ok(FetchResponseAction::Truncated(
+                self.truncate_on_divergence(d, now_ms)?,
+            ));
+        }
+        Ok(FetchResponseAction::Appended(self.append_as_follower(
+            sent.fetch_offset,
+            answer.records,
+            answer.high_watermark,
+            now_ms,
+        )?))
+    }
+
+    /// Follower: the leader answered OFFSET_OUT_OF_RANGE and then told its `latest` (LEO) and
+    /// `earliest` (log start) offsets (Kafka's `fetchOffsetAndTruncate`): a leader behind us →
+    /// truncate to its LEO; a leader whose log starts past our LEO → empty the log and start at
+    /// its log start; else fetch on from our LEO.
+    pub fn on_offset_out_of_range(
+        &self,
+        leader_latest: i64,
+        leader_earliest: i64,
+        now_ms: i64,
+    ) -> Result<(), PartitionError> {
+        let mut d = self.data.lock();
+        let leo = d.log.log_end_offset();
+        if leader_latest < leo {
+            return Self::truncate_locked(&mut d, leader_latest.max(0), now_ms);
+        }
+        if leader_earliest > leo {
+            d.log.truncate_fully_and_start_at(leader_earliest, now_ms)?;
+            let PartitionData { log, producers, .. } = &mut *d;
+            producers.truncate_fully_and_start_at(leader_earliest);
+            let hw = log.high_watermark();
+            producers.on_high_watermark_updated(hw);
+            d.replication.reset_high_watermark(hw);
+        }
+        Ok(())
     }
 
     /// Follower: appends the batches a fetch from offset `fetch_offset` returned, keeping their

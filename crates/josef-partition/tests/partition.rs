@@ -230,3 +230,68 @@ fn producer_state_and_aborted_transactions_are_kept_on_the_follower() {
     assert_eq!(produce(&f, idem, 1, 6), Ok((2, 2)));
     assert_eq!(f.data.lock().log.log_end_offset(), 3);
 }
+
+#[test]
+fn fetch_answers_map_to_the_fetchers_next_step() {
+    use bytes::Bytes;
+    use josef_partition::{FetchResponseAction, LeaderFetchAnswer};
+    let dir = tempfile::tempdir().unwrap();
+    let f = open(&dir, 2);
+    assert_eq!(f.follower_fetch_request(), None);
+    f.make_follower(1, 3, 3);
+    let sent = f.follower_fetch_request().unwrap();
+    assert_eq!(
+        (sent.leader_id, sent.current_leader_epoch, sent.fetch_offset),
+        (1, 3, 0)
+    );
+    let answer = |error| LeaderFetchAnswer {
+        error,
+        high_watermark: -1,
+        diverging_epoch: None,
+        records: Bytes::new(),
+    };
+    let on = |error| {
+        f.on_follower_fetch_response(&sent, answer(error), 1)
+            .unwrap()
+    };
+    assert_eq!(
+        on(ErrorCode::FencedLeaderEpoch),
+        FetchResponseAction::Fenced
+    );
+    assert_eq!(
+        on(ErrorCode::UnknownLeaderEpoch),
+        FetchResponseAction::Backoff(ErrorCode::UnknownLeaderEpoch)
+    );
+    assert_eq!(
+        on(ErrorCode::OffsetOutOfRange),
+        FetchResponseAction::OffsetOutOfRange
+    );
+    assert!(matches!(
+        on(ErrorCode::None),
+        FetchResponseAction::Appended(_)
+    ));
+    // The epoch moved since the fetch was sent: its answer is stale, FENCED included.
+    f.make_follower(1, 4, 4);
+    assert_eq!(on(ErrorCode::FencedLeaderEpoch), FetchResponseAction::Stale);
+    assert_eq!(on(ErrorCode::None), FetchResponseAction::Stale);
+}
+
+#[test]
+fn offset_out_of_range_truncates_or_restarts_at_the_leaders_log_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let (l, f) = (open(&dir, 1), open(&dir, 2));
+    l.make_leader(0, 0, &[1, 2], &[1, 2], 1, 0).unwrap();
+    f.make_follower(1, 0, 0);
+    for t in 0..3 {
+        produce(&l, batch(0, t, &[(None, Some(b"a"))]), 1, t).unwrap();
+    }
+    replicate(&l, &f, 2, 5);
+    assert_eq!(f.data.lock().log.log_end_offset(), 3);
+    // A leader behind us (unclean history): truncate to its LEO.
+    f.on_offset_out_of_range(1, 0, 6).unwrap();
+    assert_eq!(f.data.lock().log.log_end_offset(), 1);
+    // A leader whose log starts past our LEO: start over there.
+    f.on_offset_out_of_range(20, 10, 7).unwrap();
+    let d = f.data.lock();
+    assert_eq!((d.log.log_start_offset(), d.log.log_end_offset()), (10, 10));
+}

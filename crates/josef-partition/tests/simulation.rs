@@ -25,8 +25,9 @@ use bytes::Bytes;
 use josef_log::testing::TestBatch;
 use josef_log::{BatchHeader, LogConfig};
 use josef_partition::{
-    AlterPartitionProposal, ClientBatch, CommittedPartitionState, FollowerFetch,
-    FollowerFetchResult, Partition, ReplicaId,
+    AlterPartitionProposal, ClientBatch, CommittedPartitionState, FetchResponseAction,
+    FollowerFetch, FollowerFetchRequest, FollowerFetchResult, LeaderFetchAnswer, Partition,
+    ReplicaId,
 };
 use josef_protocol::{ErrorCode, Uuid};
 use josef_sequencer::ProducerStateConfig;
@@ -144,10 +145,7 @@ enum Msg {
     },
     FetchResponse {
         to: ReplicaId,
-        from: ReplicaId,
         seq: u64,
-        leader_epoch: i32,
-        fetch_offset: i64,
         result: Result<FollowerFetchResult, ErrorCode>,
     },
     AlterPartition {
@@ -164,8 +162,8 @@ struct Replica {
     id: ReplicaId,
     dir: PathBuf,
     partition: Option<Arc<Partition>>,
-    /// The fetch in flight: its sequence number and when it was sent.
-    inflight: Option<(u64, i64)>,
+    /// The fetch in flight: its sequence number, when it was sent, and what it asked.
+    inflight: Option<(u64, i64, FollowerFetchRequest)>,
     /// A slow follower fetches only this often (ms between fetches).
     slowness_ms: i64,
     last_fetch_sent: i64,
@@ -534,28 +532,29 @@ impl Sim {
             let Some(p) = &r.partition else { continue };
             let timed_out = r
                 .inflight
-                .is_some_and(|(_, at)| now - at > FETCH_TIMEOUT_MS);
+                .is_some_and(|(_, at, _)| now - at > FETCH_TIMEOUT_MS);
             if (r.inflight.is_some() && !timed_out) || now - r.last_fetch_sent < r.slowness_ms {
                 continue;
             }
-            let (fetch_offset, last_fetched_epoch) = p.follower_fetch_position();
-            let log_start_offset = p.data.lock().log.log_start_offset();
+            let Some(sent) = p.follower_fetch_request() else {
+                continue;
+            };
             let fetch = FollowerFetch {
                 replica_id: id,
                 broker_epoch: -1,
-                fetch_offset,
-                log_start_offset,
-                current_leader_epoch: p.leader_epoch(),
-                last_fetched_epoch,
+                fetch_offset: sent.fetch_offset,
+                log_start_offset: sent.log_start_offset,
+                current_leader_epoch: sent.current_leader_epoch,
+                last_fetched_epoch: sent.last_fetched_epoch,
                 max_bytes,
                 min_one_message: true,
             };
             self.seq += 1;
             let seq = self.seq;
-            self.replicas[i].inflight = Some((seq, now));
+            self.replicas[i].inflight = Some((seq, now, sent));
             self.replicas[i].last_fetch_sent = now;
             self.send(Msg::Fetch {
-                to: c.leader,
+                to: sent.leader_id,
                 seq,
                 fetch,
             });
@@ -586,7 +585,6 @@ impl Sim {
         match m {
             Msg::Fetch { to, seq, fetch } => {
                 let Some(p) = self.partition(to) else { return };
-                let leader_epoch = p.leader_epoch();
                 let result = p.fetch_from_follower(&fetch, now);
                 if let Ok(r) = &result {
                     if let Some(proposal) = r.alter_partition.clone() {
@@ -595,54 +593,60 @@ impl Sim {
                 }
                 self.send(Msg::FetchResponse {
                     to: fetch.replica_id,
-                    from: to,
                     seq,
-                    leader_epoch,
-                    fetch_offset: fetch.fetch_offset,
                     result,
                 });
             }
-            Msg::FetchResponse {
-                to,
-                from,
-                seq,
-                leader_epoch,
-                fetch_offset,
-                result,
-            } => {
+            Msg::FetchResponse { to, seq, result } => {
                 let in_isr = self.controller.isr.contains(&to);
                 let exposed = self.exposed_hw;
                 let r = self.replica_mut(to);
-                if r.inflight.map(|(s, _)| s) != Some(seq) {
+                let Some((_, _, sent)) = r.inflight.filter(|(s, _, _)| *s == seq) else {
                     return; // not the fetch in flight (a retry replaced it)
-                }
+                };
                 r.inflight = None;
                 let Some(p) = r.partition.clone() else { return };
-                {
-                    let d = p.data.lock();
-                    if d.replication.leader_id() != Some(from)
-                        || d.replication.leader_epoch() != leader_epoch
-                        || d.replication.is_leader()
-                    {
-                        return;
+                let answer = match result {
+                    Ok(res) => LeaderFetchAnswer {
+                        error: ErrorCode::None,
+                        high_watermark: res.read.high_watermark,
+                        diverging_epoch: res.diverging_epoch,
+                        records: res.read.records,
+                    },
+                    Err(error) => LeaderFetchAnswer {
+                        error,
+                        high_watermark: -1,
+                        diverging_epoch: None,
+                        records: Bytes::new(),
+                    },
+                };
+                let before = p.data.lock().log.log_end_offset();
+                match p.on_follower_fetch_response(&sent, answer, now).unwrap() {
+                    FetchResponseAction::Truncated(_) => {
+                        let after = p.data.lock().log.log_end_offset();
+                        if after < before {
+                            self.truncations += 1;
+                            assert!(
+                                !in_isr || after >= exposed,
+                                "ISR member {to} truncated to {after} below the exposed HW {exposed}"
+                            );
+                        }
                     }
-                }
-                let Ok(res) = result else { return };
-                if let Some(div) = res.diverging_epoch {
-                    let before = p.data.lock().log.log_end_offset();
-                    p.truncate_on_divergence(div, now).unwrap();
-                    let after = p.data.lock().log.log_end_offset();
-                    if after < before {
-                        self.truncations += 1;
-                        assert!(
-                            !in_isr || after >= exposed,
-                            "ISR member {to} truncated to {after} below the exposed HW {exposed}"
-                        );
+                    FetchResponseAction::OffsetOutOfRange => {
+                        // ListOffsets to the leader, then Kafka's fetchOffsetAndTruncate.
+                        let Some(l) = self.partition(sent.leader_id) else {
+                            return;
+                        };
+                        let (latest, earliest) = {
+                            let d = l.data.lock();
+                            (d.log.log_end_offset(), d.log.log_start_offset())
+                        };
+                        p.on_offset_out_of_range(latest, earliest, now).unwrap();
+                        let after = p.data.lock().log.log_end_offset();
+                        assert!(!in_isr || after >= exposed.min(before));
                     }
-                    return;
+                    _ => {}
                 }
-                p.append_as_follower(fetch_offset, res.read.records, res.read.high_watermark, now)
-                    .unwrap();
             }
             Msg::AlterPartition { proposal } => {
                 let from = proposal.leader_id;
