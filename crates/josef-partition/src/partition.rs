@@ -1196,6 +1196,37 @@ impl Partition {
         Ok(())
     }
 
+    /// Retention (`retention.ms` / `retention.bytes`): deletes the segments past it and moves
+    /// the producer state's log start with the log's. Returns the number of segments deleted.
+    pub fn delete_old_segments(&self, now_ms: i64) -> Result<usize, PartitionError> {
+        let mut d = self.data.lock();
+        let n = d.log.delete_old_segments(now_ms)?;
+        if n > 0 {
+            let start = d.log.log_start_offset();
+            d.producers.on_log_start_offset_incremented(start);
+        }
+        Ok(n)
+    }
+
+    /// DeleteRecords (Kafka's `deleteRecordsOnLeader`): leader only (NOT_LEADER_OR_FOLLOWER);
+    /// `offset` −1 means the HW; an offset below 0 or above the HW is OFFSET_OUT_OF_RANGE. The log
+    /// start moves up to it, and the producer state with it. Returns the new log start (the low
+    /// watermark on a single replica; with followers Kafka's answer waits for theirs).
+    pub fn delete_records_before(&self, offset: i64) -> Result<i64, PartitionError> {
+        let mut d = self.data.lock();
+        if !d.replication.is_leader() {
+            return Err(PartitionError::new(ErrorCode::NotLeaderOrFollower));
+        }
+        let hw = d.log.high_watermark();
+        let offset = if offset == -1 { hw } else { offset };
+        if offset < 0 || offset > hw {
+            return Err(PartitionError::new(ErrorCode::OffsetOutOfRange));
+        }
+        let low = d.log.delete_records_before(offset)?;
+        d.producers.on_log_start_offset_incremented(low);
+        Ok(low)
+    }
+
     /// Flushes, snapshots producer state at the LEO, and closes the log.
     pub fn close(self) -> Result<(), LogError> {
         let mut d = self.data.into_inner();

@@ -295,3 +295,34 @@ fn offset_out_of_range_truncates_or_restarts_at_the_leaders_log_start() {
     let d = f.data.lock();
     assert_eq!((d.log.log_start_offset(), d.log.log_end_offset()), (10, 10));
 }
+
+#[test]
+fn delete_records_moves_the_log_start_on_the_leader_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let l = Partition::open(
+        &dir.path().join("solo/t-0"),
+        "t",
+        0,
+        Uuid::ZERO,
+        LogConfig::default(),
+        ProducerStateConfig::default(),
+        0,
+    )
+    .unwrap();
+    for t in 0..3 {
+        produce(&l, batch(0, t, &[(None, Some(b"a"))]), -1, t).unwrap();
+    }
+    assert_eq!(
+        l.delete_records_before(5).map_err(|e| e.code),
+        Err(ErrorCode::OffsetOutOfRange)
+    );
+    assert_eq!(l.delete_records_before(2), Ok(2));
+    assert_eq!(l.delete_records_before(-1), Ok(3));
+    assert_eq!(l.delete_old_segments(10), Ok(0));
+    let f = open(&dir, 2);
+    f.make_follower(1, 0, 0);
+    assert_eq!(
+        f.delete_records_before(0).map_err(|e| e.code),
+        Err(ErrorCode::NotLeaderOrFollower)
+    );
+}
