@@ -497,6 +497,8 @@ impl Partition {
     ) -> Result<ProduceResult, PartitionError> {
         let (result, hw) = {
             let mut d = self.data.lock();
+            // The topic's current setting also rules the HW (KAFKA-15583).
+            d.replication.set_min_insync_replicas(min_insync_replicas);
             d.replication
                 .check_append(required_acks, min_insync_replicas)?;
             let info = batch_info(header);
