@@ -3,7 +3,8 @@
 //!
 //! - 3 controller-only nodes + 2 broker-only nodes: the brokers follow the metadata log as
 //!   observers of the controllers, both register (each one's Metadata lists the two brokers), and
-//!   a topic with RF=2 created through one broker shows on the other's Metadata with leaders;
+//!   a topic with RF=2 created through one broker shows on the other's Metadata with leaders,
+//!   and again after the active controller is killed (-9);
 //! - 3 combined nodes: each prints `listening on`, and each one's Metadata lists 3 brokers.
 //!
 //! Every wait is on a condition, bounded; the processes are stopped by PID at the end (and
@@ -18,8 +19,10 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use josef_protocol::messages::create_topics_request::CreatableTopic;
+use josef_protocol::messages::describe_quorum_request::{PartitionData, TopicData};
 use josef_protocol::messages::{
-    CreateTopicsRequest, CreateTopicsResponse, MetadataRequest, MetadataResponse, RequestHeader,
+    CreateTopicsRequest, CreateTopicsResponse, DescribeQuorumRequest, MetadataRequest,
+    MetadataResponse, RequestHeader,
 };
 use josef_protocol::{decode_response_frame, encode_request_frame, RequestBody, ResponseBody};
 
@@ -54,6 +57,8 @@ struct Node {
     dir: PathBuf,
     child: Child,
     stdout: Arc<Mutex<Vec<String>>>,
+    /// Killed (and reaped) by the test already.
+    killed: bool,
 }
 
 impl Node {
@@ -91,7 +96,15 @@ impl Node {
             dir,
             child,
             stdout,
+            killed: false,
         }
+    }
+
+    /// SIGKILL by PID, and reap it.
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.killed = true;
     }
 
     /// The address of its first `listening on` line, once printed.
@@ -137,13 +150,13 @@ impl Nodes {
 
 impl Drop for Nodes {
     fn drop(&mut self) {
-        for n in &self.0 {
+        for n in self.0.iter().filter(|n| !n.killed) {
             let _ = Command::new("kill")
                 .arg("-TERM")
                 .arg(n.child.id().to_string())
                 .status();
         }
-        for n in &mut self.0 {
+        for n in self.0.iter_mut().filter(|n| !n.killed) {
             let exited = wait_until(Duration::from_secs(10), || {
                 matches!(n.child.try_wait(), Ok(Some(_)))
             });
@@ -220,6 +233,62 @@ fn create_topic(
     }
 }
 
+/// The metadata quorum's leader as the controller at `addr` sees it (DescribeQuorum).
+fn quorum_leader(addr: SocketAddr) -> Option<i32> {
+    let req = DescribeQuorumRequest {
+        topics: vec![TopicData {
+            topic_name: "__cluster_metadata".into(),
+            partitions: vec![PartitionData {
+                partition_index: 0,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    match call(addr, 2, req.into())? {
+        ResponseBody::DescribeQuorum(r) => {
+            let leader = r.topics.first()?.partitions.first()?.leader_id;
+            (leader >= 0).then_some(leader)
+        }
+        _ => None,
+    }
+}
+
+/// Whether `m` shows `topic` with `partitions` partitions of 2 replicas, each led by a broker
+/// among `brokers` that is in its ISR.
+fn has_led_topic(m: &MetadataResponse, topic: &str, partitions: usize, brokers: &[i32]) -> bool {
+    m.topics.iter().any(|t| {
+        t.name.as_deref() == Some(topic)
+            && t.error_code == 0
+            && t.partitions.len() == partitions
+            && t.partitions.iter().all(|p| {
+                p.replica_nodes.len() == 2
+                    && brokers.contains(&p.leader_id)
+                    && p.isr_nodes.contains(&p.leader_id)
+            })
+    })
+}
+
+/// Creates `topic` (3 partitions, RF=2) through `addr`, retrying within `SETTLE` (a retry may
+/// find it created: TOPIC_ALREADY_EXISTS).
+fn create_rf2(addr: SocketAddr, topic: &str) -> Result<(), String> {
+    let mut created = None;
+    let ok = wait_until(SETTLE, || {
+        created = create_topic(addr, topic, 3, 2);
+        created.as_ref().is_some_and(|r| {
+            r.topics.iter().all(
+                |t| t.error_code == 0 || t.error_code == 36, /* TOPIC_ALREADY_EXISTS */
+            )
+        })
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("CreateTopics {topic} through {addr}: {created:?}"))
+    }
+}
+
 fn voters(ports: &[u16]) -> String {
     ports
         .iter()
@@ -287,35 +356,14 @@ fn three_controllers_and_two_broker_only_nodes() {
     );
 
     // RF=2 through broker 4, seen with leaders on broker 5.
-    let mut created = None;
-    let ok = wait_until(SETTLE, || {
-        created = create_topic(b4, "roles", 3, 2);
-        created.as_ref().is_some_and(|r| {
-            r.topics.iter().all(
-                |t| t.error_code == 0 || t.error_code == 36, /* TOPIC_ALREADY_EXISTS */
-            )
-        })
-    });
-    assert!(
-        ok,
-        "CreateTopics through broker 4: {created:?}\n{}",
-        nodes.logs()
-    );
+    if let Err(e) = create_rf2(b4, "roles") {
+        panic!("{e}\n{}", nodes.logs());
+    }
     let mut seen = None;
     let ok = wait_until(SETTLE, || {
         seen = metadata(b5);
-        seen.as_ref().is_some_and(|m| {
-            m.topics.iter().any(|t| {
-                t.name.as_deref() == Some("roles")
-                    && t.error_code == 0
-                    && t.partitions.len() == 3
-                    && t.partitions.iter().all(|p| {
-                        p.replica_nodes.len() == 2
-                            && [4, 5].contains(&p.leader_id)
-                            && p.isr_nodes.contains(&p.leader_id)
-                    })
-            })
-        })
+        seen.as_ref()
+            .is_some_and(|m| has_led_topic(m, "roles", 3, &[4, 5]))
     });
     assert!(
         ok,
@@ -338,6 +386,33 @@ fn three_controllers_and_two_broker_only_nodes() {
         [4, 5].contains(&m.controller_id),
         "controller id {}",
         m.controller_id
+    );
+
+    // SIGKILL the active controller: the brokers follow the log through the new leader, and a
+    // topic created through broker 5 shows on broker 4.
+    let mut leader = None;
+    let found = wait_until(SETTLE, || {
+        leader = addrs[..3].iter().find_map(|a| quorum_leader(*a));
+        leader.is_some()
+    });
+    assert!(found, "a quorum leader\n{}", nodes.logs());
+    let leader = leader.unwrap();
+    assert!((1..=3).contains(&leader), "leader {leader}");
+    let mut nodes = nodes;
+    nodes.0[leader as usize - 1].kill();
+    if let Err(e) = create_rf2(b5, "roles-after-failover") {
+        panic!("{e}\n{}", nodes.logs());
+    }
+    let mut seen = None;
+    let ok = wait_until(SETTLE, || {
+        seen = metadata(b4);
+        seen.as_ref()
+            .is_some_and(|m| has_led_topic(m, "roles-after-failover", 3, &[4, 5]))
+    });
+    assert!(
+        ok,
+        "the topic made after the failover on broker 4: {seen:?}\n{}",
+        nodes.logs()
     );
 }
 
