@@ -54,9 +54,7 @@ pub fn parse_voters(value: &str) -> Result<Vec<Voter>, ConfigError> {
         let (host, port) = addr
             .rsplit_once(':')
             .ok_or_else(|| invalid("expected id@host:port"))?;
-        let port: u16 = port
-            .parse()
-            .map_err(|_| invalid("port is not 1..65535"))?;
+        let port: u16 = port.parse().map_err(|_| invalid("port is not 1..65535"))?;
         if id < 0 || port == 0 {
             return Err(invalid("voter ids are >= 0 and ports are not 0"));
         }
@@ -65,7 +63,10 @@ pub fn parse_voters(value: &str) -> Result<Vec<Voter>, ConfigError> {
         }
         out.push(Voter {
             id,
-            host: host.trim_start_matches('[').trim_end_matches(']').to_string(),
+            host: host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string(),
             port,
         });
     }
@@ -213,7 +214,11 @@ pub(crate) fn parse(
     }
     let roles_raw = p.take("process.roles").unwrap_or_default();
     let mut roles = BTreeSet::new();
-    for r in roles_raw.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+    for r in roles_raw
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
         match r.to_ascii_lowercase().as_str() {
             "broker" => roles.insert(ProcessRole::Broker),
             "controller" => roles.insert(ProcessRole::Controller),
@@ -362,7 +367,11 @@ mod tests {
         assert_eq!(cl.voters.len(), 3);
         assert_eq!(cl.voters[1].address(), "127.0.0.1:29093");
         assert_eq!(cl.controller_listeners.len(), 1);
-        assert_eq!(c.listeners.len(), 1, "the CONTROLLER listener is not a client listener");
+        assert_eq!(
+            c.listeners.len(),
+            1,
+            "the CONTROLLER listener is not a client listener"
+        );
         assert_eq!(cl.broker_session_timeout_ms, 9000);
         assert_eq!(cl.replica_lag_time_max_ms, 30_000);
     }

@@ -316,7 +316,10 @@ impl Props {
         }
     }
 
-    pub(crate) fn opt_num<T: std::str::FromStr>(&mut self, key: &str) -> Result<Option<T>, ConfigError> {
+    pub(crate) fn opt_num<T: std::str::FromStr>(
+        &mut self,
+        key: &str,
+    ) -> Result<Option<T>, ConfigError> {
         match self.take(key) {
             None => Ok(None),
             Some(v) => v
@@ -660,9 +663,15 @@ mod tests {
             ("process.roles", "broker,controller"),
             ("node.id", "1"),
             ("controller.quorum.voters", "1@127.0.0.1:9093"),
-            ("listeners", "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093"),
+            (
+                "listeners",
+                "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+            ),
             ("controller.listener.names", "CONTROLLER"),
-            ("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"),
+            (
+                "listener.security.protocol.map",
+                "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            ),
         ];
         let c = BrokerConfig::from_properties(props(&cluster)).unwrap();
         assert_eq!(c.offsets_topic_replication_factor, 3);

@@ -105,10 +105,13 @@ impl BrokerState {
         cluster: Option<Arc<crate::cluster::ClusterNode>>,
     ) -> Result<BrokerState, String> {
         let fetch_purgatory = crate::delayed_fetch::new_purgatory();
-        let topics = TopicManager::load(
-            config.clone(),
-            Some(crate::delayed_fetch::append_listener(&fetch_purgatory)),
-        )?;
+        let wake_parked = crate::delayed_fetch::append_listener(&fetch_purgatory);
+        let listener = match &cluster {
+            // ISR changes a partition proposes (a follower caught up) go to the controller.
+            Some(node) => crate::cluster::with_isr_change_sender(wake_parked, node.clone()),
+            None => wake_parked,
+        };
+        let topics = TopicManager::load(config.clone(), Some(listener))?;
         let store = match &cluster {
             Some(node) => FileBlockStore::from_controller(node.clone()),
             None => FileBlockStore::new(&config.log_dirs[0]),

@@ -174,16 +174,17 @@ impl TopicManager {
             let mut partitions = Vec::new();
             for i in 0..parts {
                 let dir = mgr.partition_dir(&name, i);
-                let p = Partition::open(
-                    &dir,
-                    &name,
-                    i,
-                    id,
-                    log_config.clone(),
-                    mgr.producer_config(),
-                    now,
-                )
-                .map_err(|e| format!("cannot open {}: {e}", dir.display()))?;
+                let p = mgr
+                    .open_partition(
+                        &dir,
+                        &name,
+                        i,
+                        id,
+                        log_config.clone(),
+                        mgr.producer_config(),
+                        now,
+                    )
+                    .map_err(|e| format!("cannot open {}: {e}", dir.display()))?;
                 partitions.push(mgr.attach(p));
             }
             let topic = Arc::new(Topic {
@@ -197,6 +198,41 @@ impl TopicManager {
             inner.by_name.insert(name, topic);
         }
         Ok(mgr)
+    }
+
+    /// Opens a partition's log: on one node a single replica (ISR = [self]); on a cluster node a
+    /// replica that waits for the metadata image to make it leader or follower.
+    #[allow(clippy::too_many_arguments)]
+    fn open_partition(
+        &self,
+        dir: &Path,
+        topic: &str,
+        index: i32,
+        id: Uuid,
+        log_config: josef_log::LogConfig,
+        producer_config: ProducerStateConfig,
+        now: i64,
+    ) -> Result<Partition, josef_log::LogError> {
+        match &self.config.cluster {
+            None => Partition::open(dir, topic, index, id, log_config, producer_config, now),
+            Some(cl) => {
+                let p = Partition::open_replica(
+                    dir,
+                    topic,
+                    index,
+                    id,
+                    log_config,
+                    producer_config,
+                    self.config.node_id,
+                    now,
+                )?;
+                p.data
+                    .lock()
+                    .replication
+                    .set_replica_lag_time_max_ms(cl.replica_lag_time_max_ms);
+                Ok(p)
+            }
+        }
     }
 
     fn producer_config(&self) -> ProducerStateConfig {
@@ -350,16 +386,17 @@ impl TopicManager {
         let mut parts = Vec::new();
         for i in 0..partitions {
             let dir = self.partition_dir(name, i);
-            let p = Partition::open(
-                &dir,
-                name,
-                i,
-                id,
-                log_config.clone(),
-                self.producer_config(),
-                now,
-            )
-            .map_err(|e| TopicError::new(ErrorCode::KafkaStorageError, e.to_string()))?;
+            let p = self
+                .open_partition(
+                    &dir,
+                    name,
+                    i,
+                    id,
+                    log_config.clone(),
+                    self.producer_config(),
+                    now,
+                )
+                .map_err(|e| TopicError::new(ErrorCode::KafkaStorageError, e.to_string()))?;
             let _ = write_atomically(
                 &dir.join("partition.metadata"),
                 format!("version: 0\ntopic_id: {}\n", uuid_to_base64(id.as_bytes())).as_bytes(),
@@ -467,16 +504,17 @@ impl TopicManager {
         let mut parts = t.partitions.clone();
         for i in current..count {
             let dir = self.partition_dir(name, i);
-            let p = Partition::open(
-                &dir,
-                name,
-                i,
-                t.id,
-                log_config.clone(),
-                self.producer_config(),
-                now_ms(),
-            )
-            .map_err(|e| TopicError::new(ErrorCode::KafkaStorageError, e.to_string()))?;
+            let p = self
+                .open_partition(
+                    &dir,
+                    name,
+                    i,
+                    t.id,
+                    log_config.clone(),
+                    self.producer_config(),
+                    now_ms(),
+                )
+                .map_err(|e| TopicError::new(ErrorCode::KafkaStorageError, e.to_string()))?;
             parts.push(self.attach(p));
         }
         self.replace(Topic {

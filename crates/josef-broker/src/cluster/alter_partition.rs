@@ -42,6 +42,7 @@ impl AlterPartitionManager {
 
     /// Queues `proposal` for partition `index` of topic `name` / `id`.
     pub fn submit(&self, name: &str, id: Uuid, index: i32, proposal: AlterPartitionProposal) {
+        tracing::debug!(topic = name, index, ?proposal, "ISR change proposed");
         self.pending
             .lock()
             .insert((id, index), (name.to_string(), proposal));
@@ -65,7 +66,8 @@ impl AlterPartitionManager {
                     continue;
                 }
                 let Some(state) = state.upgrade() else { return };
-                me.send(&state, &channel, node_id, broker_epoch(), batch).await;
+                me.send(&state, &channel, node_id, broker_epoch(), batch)
+                    .await;
                 // Proposals that arrive meanwhile go out together in the next request.
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
@@ -89,14 +91,15 @@ impl AlterPartitionManager {
             t.partitions.push(PartitionData {
                 partition_index: *index,
                 leader_epoch: p.leader_epoch,
-                new_isr: p.new_isr.iter().copied().collect(),
+                // v3 carries the ISR only with the members' broker epochs (KIP-903).
                 new_isr_with_epochs: p
                     .new_isr
                     .iter()
-                    .zip(&p.new_isr_broker_epochs)
-                    .map(|(b, e)| IsrMember {
+                    .enumerate()
+                    .map(|(i, b)| IsrMember {
                         broker_id: *b,
-                        broker_epoch: *e,
+                        // -1 (unknown) where the leader has not seen the member's epoch.
+                        broker_epoch: p.new_isr_broker_epochs.get(i).copied().unwrap_or(-1),
                         ..Default::default()
                     })
                     .collect(),
@@ -122,7 +125,7 @@ impl AlterPartitionManager {
         let resp = match resp {
             Ok(ResponseBody::AlterPartition(r)) => r,
             other => {
-                tracing::warn!(ok = other.is_ok(), "AlterPartition failed; resubmitting");
+                tracing::warn!(answer = ?other.as_ref().map(|b| b.api_key()), error = ?other.as_ref().err(), "AlterPartition failed; resubmitting");
                 self.resubmit(batch);
                 return;
             }
@@ -179,7 +182,13 @@ impl AlterPartitionManager {
                     .or_insert_with(|| (name.to_string(), p));
                 self.wake_later();
             }
-            outcome => tracing::debug!(topic = name, index, ?result, ?outcome, "AlterPartition answered"),
+            outcome => tracing::debug!(
+                topic = name,
+                index,
+                ?result,
+                ?outcome,
+                "AlterPartition answered"
+            ),
         }
     }
 

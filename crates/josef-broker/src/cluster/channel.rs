@@ -169,7 +169,8 @@ impl ControllerChannel {
             ..Default::default()
         };
         let mut buf = BytesMut::new();
-        encode_request_frame(&header, body, &mut buf).map_err(|e| SendError::Encode(e.to_string()))?;
+        encode_request_frame(&header, body, &mut buf)
+            .map_err(|e| SendError::Encode(e.to_string()))?;
         let mut guard = self.conn.lock().await;
         if guard.as_ref().map_or(true, |c| c.voter != voter) {
             let stream = TcpStream::connect(self.voters[voter].address())

@@ -11,8 +11,7 @@ use josef_protocol::messages::describe_quorum_response::{
 };
 use josef_protocol::messages::{ApiVersionsResponse, DescribeQuorumResponse};
 use josef_protocol::{
-    decode_request_frame, encode_response_frame_chunks, ApiKey, RequestBody, ResponseBody,
-    StrBytes,
+    decode_request_frame, encode_response_frame_chunks, ApiKey, RequestBody, ResponseBody, StrBytes,
 };
 use josef_quorum::MetadataQuorum;
 

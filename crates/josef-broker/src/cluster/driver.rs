@@ -46,7 +46,10 @@ impl ControllerDriver {
     /// Whether this node is the Raft leader and its controller is active.
     pub fn is_active(&self) -> bool {
         self.quorum.leader().map(|(id, _)| id) == Some(self.node_id)
-            && self.log.with_controller(|c, _| c.is_active()).unwrap_or(false)
+            && self
+                .log
+                .with_controller(|c, _| c.is_active())
+                .unwrap_or(false)
     }
 
     /// Runs one write: `f` sees the controller and the context of the batch it returns.
@@ -100,7 +103,10 @@ impl ControllerDriver {
     }
 
     /// A read of the active controller's state (no records).
-    fn read<T>(&self, f: impl FnOnce(&josef_controller::Controller) -> T) -> Result<T, NotController> {
+    fn read<T>(
+        &self,
+        f: impl FnOnce(&josef_controller::Controller) -> T,
+    ) -> Result<T, NotController> {
         if !self.is_active() {
             return Err(NotController);
         }
@@ -146,7 +152,10 @@ impl ControllerDriver {
                                 .wait_applied(me.quorum.committed_index().unwrap_or(0))
                                 .await;
                             let cluster_id = crate::meta::random_base64_uuid();
-                            match me.write(true, |c, ctx| c.activate(ctx, term as i32, cluster_id)).await {
+                            match me
+                                .write(true, |c, ctx| c.activate(ctx, term as i32, cluster_id))
+                                .await
+                            {
                                 Ok(()) => {
                                     tracing::info!(term, "this node is the active controller");
                                     active_term = Some(term);
@@ -177,33 +186,42 @@ impl ControllerDriver {
     pub async fn handle(&self, body: RequestBody, version: i16) -> ResponseBody {
         let fallback = not_controller(&body);
         let r: Result<ResponseBody, NotController> = match body {
-            RequestBody::BrokerRegistration(r) => {
-                self.write(false, |c, ctx| c.register_broker(ctx, &r)).await.map(Into::into)
-            }
-            RequestBody::BrokerHeartbeat(r) => {
-                self.write(false, |c, ctx| c.broker_heartbeat(ctx, &r)).await.map(Into::into)
-            }
-            RequestBody::UnregisterBroker(r) => {
-                self.write(false, |c, ctx| c.unregister_broker(ctx, &r)).await.map(Into::into)
-            }
-            RequestBody::ControlledShutdown(r) => {
-                self.write(false, |c, ctx| c.controlled_shutdown(ctx, &r)).await.map(Into::into)
-            }
-            RequestBody::CreateTopics(r) => {
-                self.write(false, |c, ctx| c.create_topics(ctx, &r, version)).await.map(Into::into)
-            }
-            RequestBody::DeleteTopics(r) => {
-                self.write(false, |c, ctx| c.delete_topics(ctx, &r, version)).await.map(Into::into)
-            }
-            RequestBody::CreatePartitions(r) => {
-                self.write(false, |c, ctx| c.create_partitions(ctx, &r)).await.map(Into::into)
-            }
-            RequestBody::AlterPartition(r) => {
-                self.write(false, |c, ctx| c.alter_partition(ctx, &r, version)).await.map(Into::into)
-            }
-            RequestBody::ElectLeaders(r) => {
-                self.write(false, |c, ctx| c.elect_leaders(ctx, &r, version)).await.map(Into::into)
-            }
+            RequestBody::BrokerRegistration(r) => self
+                .write(false, |c, ctx| c.register_broker(ctx, &r))
+                .await
+                .map(Into::into),
+            RequestBody::BrokerHeartbeat(r) => self
+                .write(false, |c, ctx| c.broker_heartbeat(ctx, &r))
+                .await
+                .map(Into::into),
+            RequestBody::UnregisterBroker(r) => self
+                .write(false, |c, ctx| c.unregister_broker(ctx, &r))
+                .await
+                .map(Into::into),
+            RequestBody::ControlledShutdown(r) => self
+                .write(false, |c, ctx| c.controlled_shutdown(ctx, &r))
+                .await
+                .map(Into::into),
+            RequestBody::CreateTopics(r) => self
+                .write(false, |c, ctx| c.create_topics(ctx, &r, version))
+                .await
+                .map(Into::into),
+            RequestBody::DeleteTopics(r) => self
+                .write(false, |c, ctx| c.delete_topics(ctx, &r, version))
+                .await
+                .map(Into::into),
+            RequestBody::CreatePartitions(r) => self
+                .write(false, |c, ctx| c.create_partitions(ctx, &r))
+                .await
+                .map(Into::into),
+            RequestBody::AlterPartition(r) => self
+                .write(false, |c, ctx| c.alter_partition(ctx, &r, version))
+                .await
+                .map(Into::into),
+            RequestBody::ElectLeaders(r) => self
+                .write(false, |c, ctx| c.elect_leaders(ctx, &r, version))
+                .await
+                .map(Into::into),
             RequestBody::AlterPartitionReassignments(r) => self
                 .write(false, |c, ctx| c.alter_partition_reassignments(ctx, &r))
                 .await
@@ -211,16 +229,18 @@ impl ControllerDriver {
             RequestBody::ListPartitionReassignments(r) => self
                 .read(|c| c.list_partition_reassignments(&r))
                 .map(Into::into),
-            RequestBody::AllocateProducerIds(r) => {
-                self.write(false, |c, ctx| c.allocate_producer_ids(ctx, &r)).await.map(Into::into)
-            }
+            RequestBody::AllocateProducerIds(r) => self
+                .write(false, |c, ctx| c.allocate_producer_ids(ctx, &r))
+                .await
+                .map(Into::into),
             RequestBody::IncrementalAlterConfigs(r) => self
                 .write(false, |c, ctx| c.incremental_alter_configs(ctx, &r))
                 .await
                 .map(Into::into),
-            RequestBody::AlterConfigs(r) => {
-                self.write(false, |c, ctx| c.alter_configs(ctx, &r)).await.map(Into::into)
-            }
+            RequestBody::AlterConfigs(r) => self
+                .write(false, |c, ctx| c.alter_configs(ctx, &r))
+                .await
+                .map(Into::into),
             _ => Err(NotController),
         };
         r.unwrap_or(fallback)

@@ -97,7 +97,9 @@ pub fn spawn_accept_loop<H: FrameHandler, R: RaftAcceptor>(
                         };
                         serve_connection(stream, ci, handler, limits, shutdown).await;
                     }
-                    Ok(Err(e)) => tracing::debug!(%peer, error = %e, "controller connection closed"),
+                    Ok(Err(e)) => {
+                        tracing::debug!(%peer, error = %e, "controller connection closed")
+                    }
                     Err(_) => tracing::info!(%peer, "controller connection sent nothing; closed"),
                 }
             });

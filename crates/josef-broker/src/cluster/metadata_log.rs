@@ -121,7 +121,10 @@ impl MetadataLog {
         out.extend_from_slice(&inner.image.provenance().last_epoch.to_be_bytes());
         for r in inner.image.to_records() {
             let Ok(bytes) = r.encode() else {
-                tracing::error!(record = r.type_name(), "cannot encode a record for the snapshot");
+                tracing::error!(
+                    record = r.type_name(),
+                    "cannot encode a record for the snapshot"
+                );
                 continue;
             };
             out.extend_from_slice(&(bytes.len() as u32).to_be_bytes());

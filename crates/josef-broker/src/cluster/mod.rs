@@ -67,9 +67,11 @@ pub fn allocate_producer_ids(node: &ClusterNode) -> std::io::Result<(i64, i64)> 
         broker_epoch: node.lifecycle().map_or(-1, |l| l.broker_epoch()),
         ..Default::default()
     };
-    let send = node
-        .channel
-        .send(RequestBody::AllocateProducerIds(req), 0, Duration::from_secs(10));
+    let send = node.channel.send(
+        RequestBody::AllocateProducerIds(req),
+        0,
+        Duration::from_secs(10),
+    );
     let resp = tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(send));
     match resp {
         Ok(ResponseBody::AllocateProducerIds(r)) if r.error_code == 0 && r.producer_id_len > 0 => {
@@ -79,9 +81,30 @@ pub fn allocate_producer_ids(node: &ClusterNode) -> std::io::Result<(i64, i64)> 
             "AllocateProducerIds: error {}",
             r.error_code
         ))),
-        Ok(_) => Err(std::io::Error::other("AllocateProducerIds: unexpected answer")),
+        Ok(_) => Err(std::io::Error::other(
+            "AllocateProducerIds: unexpected answer",
+        )),
         Err(e) => Err(std::io::Error::other(e.to_string())),
     }
+}
+
+/// Wraps a partition listener so that ISR changes the partition proposes (a follower caught up,
+/// Kafka's `maybeExpandIsr`) are queued for the controller.
+pub fn with_isr_change_sender(
+    inner: josef_partition::AppendListener,
+    node: Arc<ClusterNode>,
+) -> josef_partition::AppendListener {
+    Arc::new(
+        move |p: &josef_partition::Partition, e: &josef_partition::PartitionEvent| {
+            inner(p, e);
+            if e.isr_change_proposed {
+                if let Some(proposal) = p.pending_alter_partition() {
+                    node.alter_partitions
+                        .submit(&p.topic, p.topic_id, p.index, proposal);
+                }
+            }
+        },
+    )
 }
 
 /// The metadata log as josef-quorum's state machine.
@@ -140,7 +163,10 @@ pub struct ClusterNode {
     tracker: TaskTracker,
 }
 
-fn controller_config(config: &BrokerConfig, cl: &ClusterConfig) -> josef_controller::ControllerConfig {
+fn controller_config(
+    config: &BrokerConfig,
+    cl: &ClusterConfig,
+) -> josef_controller::ControllerConfig {
     josef_controller::ControllerConfig {
         node_id: config.node_id,
         broker_session_timeout_ms: cl.broker_session_timeout_ms,
@@ -166,7 +192,9 @@ impl ClusterNode {
         let new_controller: Option<Box<dyn Fn() -> josef_controller::Controller + Send + Sync>> =
             if cl.is_controller() {
                 let cc = controller_config(config, &cl);
-                Some(Box::new(move || josef_controller::Controller::new(cc.clone())))
+                Some(Box::new(move || {
+                    josef_controller::Controller::new(cc.clone())
+                }))
             } else {
                 None
             };
@@ -177,15 +205,24 @@ impl ClusterNode {
         if cl.is_controller() {
             let mut bound = Vec::new();
             for l in &cl.controller_listeners {
-                let host = if l.host.is_empty() { "0.0.0.0" } else { &l.host };
+                let host = if l.host.is_empty() {
+                    "0.0.0.0"
+                } else {
+                    &l.host
+                };
                 let addr = format!("{host}:{}", l.port);
                 let listener = tokio::net::TcpListener::bind(&addr)
                     .await
-                    .map_err(|source| ClusterStartError::Bind { addr: addr.clone(), source })?;
-                let local = listener.local_addr().map_err(|source| ClusterStartError::Bind {
-                    addr: addr.clone(),
-                    source,
-                })?;
+                    .map_err(|source| ClusterStartError::Bind {
+                        addr: addr.clone(),
+                        source,
+                    })?;
+                let local = listener
+                    .local_addr()
+                    .map_err(|source| ClusterStartError::Bind {
+                        addr: addr.clone(),
+                        source,
+                    })?;
                 controller_listeners.push(BoundListener {
                     name: l.name.clone(),
                     addr: local,
@@ -287,8 +324,10 @@ impl ClusterNode {
         state: &Arc<crate::state::BrokerState>,
         info: lifecycle::RegistrationInfo,
     ) {
-        let fetchers =
-            replica_fetcher::ReplicaFetcherManager::new(Arc::downgrade(state), Arc::downgrade(self));
+        let fetchers = replica_fetcher::ReplicaFetcherManager::new(
+            Arc::downgrade(state),
+            Arc::downgrade(self),
+        );
         let _ = self.fetchers.set(fetchers);
         publisher::spawn(state.clone(), self.clone());
         let lifecycle = BrokerLifecycle::spawn(info, self.channel.clone(), self.log.clone());
@@ -297,8 +336,12 @@ impl ClusterNode {
             Arc::new(move || l.broker_epoch()) as Arc<dyn Fn() -> i64 + Send + Sync>
         };
         let _ = self.lifecycle.set(lifecycle);
-        self.alter_partitions
-            .spawn(Arc::downgrade(state), self.channel.clone(), self.node_id, epoch);
+        self.alter_partitions.spawn(
+            Arc::downgrade(state),
+            self.channel.clone(),
+            self.node_id,
+            epoch,
+        );
         // Kafka's isr-expiration task: every replica.lag.time.max.ms / 2.
         let every = Duration::from_millis((self.config.replica_lag_time_max_ms as u64 / 2).max(50));
         let (weak_state, weak_node) = (Arc::downgrade(state), Arc::downgrade(self));
@@ -317,7 +360,8 @@ impl ClusterNode {
                 for t in state.topics.all() {
                     for p in &t.partitions {
                         if let Some(proposal) = p.maybe_shrink_isr(now) {
-                            node.alter_partitions.submit(&t.name, t.id, p.index, proposal);
+                            node.alter_partitions
+                                .submit(&t.name, t.id, p.index, proposal);
                         }
                     }
                 }
@@ -335,9 +379,8 @@ impl ClusterNode {
         if let Some(l) = self.lifecycle.get() {
             if self.config.controlled_shutdown_enable {
                 let retries = self.config.controlled_shutdown_max_retries.max(1) as u32;
-                let per_try = Duration::from_millis(
-                    (self.config.broker_session_timeout_ms as u64).max(1000),
-                );
+                let per_try =
+                    Duration::from_millis((self.config.broker_session_timeout_ms as u64).max(1000));
                 if !l.controlled_shutdown(per_try * retries).await {
                     tracing::warn!("controlled shutdown did not complete; stopping anyway");
                 }

@@ -100,7 +100,9 @@ fn apply_topics(state: &BrokerState, image: &MetadataImage) {
         if !keep {
             match state.topics.delete(&t.name) {
                 Ok(()) => tracing::info!(topic = %t.name, "topic removed by the controller"),
-                Err(e) => tracing::warn!(topic = %t.name, error = %e.message, "cannot delete topic"),
+                Err(e) => {
+                    tracing::warn!(topic = %t.name, error = %e.message, "cannot delete topic")
+                }
             }
         }
     }

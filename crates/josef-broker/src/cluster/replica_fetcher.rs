@@ -198,7 +198,10 @@ async fn run(f: Arc<Fetcher>, state: Weak<BrokerState>, node: Weak<ClusterNode>)
             request_api_key: josef_protocol::ApiKey::Fetch as i16,
             request_api_version: FETCH_VERSION,
             correlation_id: correlation,
-            client_id: Some(StrBytes::from(format!("josef-replica-fetcher-{}", node.node_id))),
+            client_id: Some(StrBytes::from(format!(
+                "josef-replica-fetcher-{}",
+                node.node_id
+            ))),
             ..Default::default()
         };
         let mut buf = BytesMut::new();
@@ -209,7 +212,9 @@ async fn run(f: Arc<Fetcher>, state: Weak<BrokerState>, node: Weak<ClusterNode>)
             continue;
         }
         let timeout = Duration::from_millis(
-            cl.replica_fetch_wait_max_ms.max(0) as u64 + cl.quorum_request_timeout_ms as u64 + 30_000,
+            cl.replica_fetch_wait_max_ms.max(0) as u64
+                + cl.quorum_request_timeout_ms as u64
+                + 30_000,
         );
         let started = tokio::time::Instant::now();
         let result = tokio::time::timeout(timeout, async {
@@ -219,7 +224,14 @@ async fn run(f: Arc<Fetcher>, state: Weak<BrokerState>, node: Weak<ClusterNode>)
                 conn = Some(s);
             }
             let stream = conn.as_mut().expect("connected above");
-            exchange(stream, &buf, josef_protocol::ApiKey::Fetch, FETCH_VERSION, correlation).await
+            exchange(
+                stream,
+                &buf,
+                josef_protocol::ApiKey::Fetch,
+                FETCH_VERSION,
+                correlation,
+            )
+            .await
         })
         .await;
         let resp = match result {
@@ -263,7 +275,11 @@ fn apply_response(
     let now = now_ms();
     let mut moved = false;
     if resp.error_code != 0 {
-        tracing::debug!(leader = f.leader, code = resp.error_code, "follower fetch refused");
+        tracing::debug!(
+            leader = f.leader,
+            code = resp.error_code,
+            "follower fetch refused"
+        );
         return false;
     }
     for t in &resp.responses {

@@ -110,11 +110,13 @@ pub fn error_response(body: &RequestBody, code: ErrorCode) -> ResponseBody {
             results: r
                 .topics
                 .iter()
-                .map(|t| create_partitions_response::CreatePartitionsTopicResult {
-                    name: t.name.clone(),
-                    error_code: c,
-                    ..Default::default()
-                })
+                .map(
+                    |t| create_partitions_response::CreatePartitionsTopicResult {
+                        name: t.name.clone(),
+                        error_code: c,
+                        ..Default::default()
+                    },
+                )
                 .collect(),
             ..Default::default()
         }

@@ -95,9 +95,10 @@ pub async fn create_topic_via_controller(
             internal("compression.type", compression.into()),
         ];
         if name == TRANSACTION_STATE_TOPIC {
-            topic
-                .configs
-                .push(internal("min.insync.replicas", c.transaction_state_log_min_isr.to_string()));
+            topic.configs.push(internal(
+                "min.insync.replicas",
+                c.transaction_state_log_min_isr.to_string(),
+            ));
         }
     }
     let req = CreateTopicsRequest {
@@ -165,11 +166,19 @@ pub async fn metadata(
                 continue;
             }
             if validate_topic_name(&name).is_err() {
-                topics.push(missing(Some(name), Uuid::ZERO, ErrorCode::InvalidTopicException));
+                topics.push(missing(
+                    Some(name),
+                    Uuid::ZERO,
+                    ErrorCode::InvalidTopicException,
+                ));
                 continue;
             }
             if !allow_auto {
-                topics.push(missing(Some(name), Uuid::ZERO, ErrorCode::UnknownTopicOrPartition));
+                topics.push(missing(
+                    Some(name),
+                    Uuid::ZERO,
+                    ErrorCode::UnknownTopicOrPartition,
+                ));
                 continue;
             }
             match create_topic_via_controller(state, node, &name).await {
