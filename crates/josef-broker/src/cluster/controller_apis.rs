@@ -124,7 +124,24 @@ impl FrameHandler for ControllerApis {
         }
         let resp: ResponseBody = match body {
             RequestBody::ApiVersions(_) => api_versions().into(),
-            RequestBody::DescribeQuorum(_) => self.describe_quorum().into(),
+            RequestBody::DescribeQuorum(_) => {
+                let mut r = self.describe_quorum();
+                if header.request_api_version < 2 {
+                    r.nodes.clear(); // Nodes (and the listeners in it) exist from v2
+                }
+                if header.request_api_version < 1 {
+                    // The fetch and caught-up times exist from v1.
+                    for t in &mut r.topics {
+                        for p in &mut t.partitions {
+                            for v in &mut p.current_voters {
+                                v.last_fetch_timestamp = -1;
+                                v.last_caught_up_timestamp = -1;
+                            }
+                        }
+                    }
+                }
+                r.into()
+            }
             other => self.driver.handle(other, header.request_api_version).await,
         };
         match encode_response_frame_chunks(

@@ -50,7 +50,8 @@ pub fn cluster_served_versions(key: ApiKey) -> Option<(i16, i16)> {
     match key {
         ApiKey::ElectLeaders
         | ApiKey::AlterPartitionReassignments
-        | ApiKey::ListPartitionReassignments => Some(key.valid_versions()),
+        | ApiKey::ListPartitionReassignments
+        | ApiKey::DescribeQuorum => Some(key.valid_versions()),
         _ => None,
     }
 }
@@ -78,7 +79,8 @@ pub async fn handle(
             | RequestBody::AlterConfigs(_)
             | RequestBody::ElectLeaders(_)
             | RequestBody::AlterPartitionReassignments(_)
-            | RequestBody::ListPartitionReassignments(_)) => {
+            | RequestBody::ListPartitionReassignments(_)
+            | RequestBody::DescribeQuorum(_)) => {
                 return Reply::Body(cluster::forward(&node, b, v).await)
             }
             RequestBody::FindCoordinator(r) => {
