@@ -10,7 +10,9 @@
 Used by the pytest fixture `cluster_factory` (conftest.py) and by scripts/cluster.py (start/status/kill/
 stop/soak), on the same code.
 
-Ports are chosen free on 127.0.0.1. Each node has a directory base_dir/node<N> with node.properties,
+Nodes started by a test get SIGKILL if the thread that started them dies (setpriv --pdeathsig), so a
+killed or timed-out pytest leaves no broker behind; start nodes from the test's main thread (a helper
+thread that exits would take its nodes with it). Ports are chosen free on 127.0.0.1. Each node has a directory base_dir/node<N> with node.properties,
 node.log (stdout+stderr, appended across restarts) and data/ (log.dirs, kept across restarts).
 
 With faults=True, every link between two nodes goes through a faultproxy.Proxy:
@@ -158,8 +160,13 @@ class Node:
             log.write(f"==== testbed: starting node {self.id} at {time.strftime('%H:%M:%S')}\n".encode())
             env = dict(os.environ)
             env.setdefault("RUST_LOG", "info,openraft=warn")  # openraft's info is every vote and append
+            cmd = [str(self.cluster.binary), "-c", str(self.props_path)]
+            if not detach and shutil.which("setpriv"):
+                # SIGKILL when the test process dies without its teardown (killed, timed out): setpriv
+                # execs the broker in place (same PID), the parent-death signal survives the exec.
+                cmd = ["setpriv", "--pdeathsig", "KILL", "--"] + cmd
             self.proc = subprocess.Popen(
-                [str(self.cluster.binary), "-c", str(self.props_path)],
+                cmd,
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                 start_new_session=detach,
             )
