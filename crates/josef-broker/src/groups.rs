@@ -84,7 +84,9 @@ pub fn coordinator_epoch(p: &Partition, cluster: Option<&ClusterNode>) -> Option
     let epoch = local_leader_epoch(p)?;
     if let Some(node) = cluster {
         let image = node.log.image();
-        let t = image.topic_by_name(&p.topic).filter(|t| t.id == p.topic_id)?;
+        let t = image
+            .topic_by_name(&p.topic)
+            .filter(|t| t.id == p.topic_id)?;
         let reg = t.partitions.get(&p.index)?;
         if reg.leader != node.node_id || reg.leader_epoch != epoch {
             return None;
@@ -457,5 +459,203 @@ impl GroupService {
                 .coord
                 .complete_transaction(producer_id, committed);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use josef_group::api::{
+        JoinGroupRequest, JoinProtocol, OffsetCommitPartition, OffsetCommitRequest,
+        OffsetCommitTopic, OffsetFetchGroup, OffsetFetchRequest, RequestContext,
+    };
+    use josef_group::Errors;
+    use std::collections::BTreeMap;
+
+    /// A cluster node's config (so `__consumer_offsets` is never created here) over `dir`.
+    fn cluster_config(dir: &std::path::Path) -> BrokerConfig {
+        let props: BTreeMap<String, String> = [
+            ("process.roles", "broker,controller"),
+            ("node.id", "1"),
+            ("controller.quorum.voters", "1@127.0.0.1:9093"),
+            (
+                "listeners",
+                "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+            ),
+            ("controller.listener.names", "CONTROLLER"),
+            (
+                "listener.security.protocol.map",
+                "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            ),
+            ("group.initial.rebalance.delay.ms", "3000"),
+            ("log.dirs", dir.to_str().unwrap()),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        BrokerConfig::from_properties(props).unwrap()
+    }
+
+    fn commit(group: &str, offset: i64) -> OffsetCommitRequest {
+        OffsetCommitRequest {
+            group_id: group.into(),
+            generation_id_or_member_epoch: -1,
+            member_id: String::new(),
+            group_instance_id: None,
+            retention_time_ms: -1,
+            topics: vec![OffsetCommitTopic {
+                name: "t".into(),
+                partitions: vec![OffsetCommitPartition {
+                    partition_index: 0,
+                    committed_offset: offset,
+                    committed_leader_epoch: -1,
+                    commit_timestamp: -1,
+                    committed_metadata: None,
+                }],
+            }],
+        }
+    }
+
+    fn fetched(
+        svc: &GroupService,
+        shard: &Arc<Mutex<Shard>>,
+        group: &str,
+    ) -> Result<i64, ShardError> {
+        let req = OffsetFetchRequest {
+            groups: vec![OffsetFetchGroup {
+                group_id: group.into(),
+                topics: None,
+            }],
+            require_stable: false,
+        };
+        svc.read(shard, |c| {
+            let g = &c.fetch_offsets(&req).groups[0];
+            g.topics
+                .iter()
+                .flat_map(|t| &t.partitions)
+                .map(|p| p.committed_offset)
+                .next()
+                .unwrap_or(-1)
+        })
+    }
+
+    fn ctx() -> RequestContext {
+        RequestContext {
+            client_id: "c".into(),
+            client_host: "/127.0.0.1".into(),
+            api_version: 3,
+        }
+    }
+
+    fn join(group: &str) -> JoinGroupRequest {
+        JoinGroupRequest {
+            group_id: group.into(),
+            session_timeout_ms: 10_000,
+            rebalance_timeout_ms: 10_000,
+            member_id: String::new(),
+            group_instance_id: None,
+            protocol_type: "consumer".into(),
+            protocols: vec![JoinProtocol {
+                name: "range".into(),
+                metadata: bytes::Bytes::new(),
+            }],
+            reason: None,
+        }
+    }
+
+    /// Served only while led here, in the epoch loaded under: a lost leadership answers
+    /// NOT_COORDINATOR (parked joins too, by the tick), a re-election in a new epoch reloads the
+    /// shard from the log, and the shard of the old epoch stays dead.
+    #[test]
+    fn a_shard_is_served_only_while_its_partition_is_led_in_its_epoch() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Arc::new(cluster_config(dir.path()));
+        let topics = TopicManager::load(config.clone(), None).unwrap();
+        let svc = Arc::new(GroupService::new(&config));
+        // No __consumer_offsets on a cluster node until the controller creates it.
+        assert_eq!(
+            svc.shard(&topics, None, "g").err(),
+            Some(ShardError::NotCoordinator)
+        );
+        assert!(topics.get(GROUP_METADATA_TOPIC).is_none());
+        topics
+            .create_with_id(
+                GROUP_METADATA_TOPIC,
+                josef_protocol::Uuid::from_u128(7),
+                1,
+                BTreeMap::new(),
+            )
+            .unwrap();
+        let p = topics.partition(GROUP_METADATA_TOPIC, 0).unwrap();
+        let me = p.data.lock().replication.local_id();
+        p.make_leader(0, 0, &[me], &[me], 1, now_ms()).unwrap();
+        let old = svc.shard(&topics, None, "g").unwrap();
+        let answer = svc.run(&old, |c, now| {
+            c.commit_offsets(now, &ctx(), commit("g", 42))
+        });
+        assert_eq!(answer.unwrap().topics[0].partitions[0].error, Errors::None);
+        assert_eq!(fetched(&svc, &old, "g"), Ok(42));
+
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let (s, shard) = (svc.clone(), old.clone());
+            let parked = tokio::spawn(async move {
+                s.run_parked(&shard, |c, now, id| {
+                    c.join_group(now, id, &ctx(), join("g"))
+                })
+                .await
+            });
+            // The join waits for the initial rebalance delay.
+            tokio::task::yield_now().await;
+            assert!(!parked.is_finished());
+            // Another broker becomes leader in epoch 1.
+            p.make_follower(2, 1, 1);
+            assert_eq!(
+                svc.run(&old, |c, now| c.commit_offsets(
+                    now,
+                    &ctx(),
+                    commit("g", 43)
+                ))
+                .err(),
+                Some(ShardError::NotCoordinator)
+            );
+            assert_eq!(fetched(&svc, &old, "g"), Err(ShardError::NotCoordinator));
+            assert_eq!(
+                svc.shard(&topics, None, "g").err(),
+                Some(ShardError::NotCoordinator)
+            );
+            svc.tick();
+            match parked.await.unwrap() {
+                Ok(GroupResponse::Join(j)) => assert_eq!(j.error, Errors::NotCoordinator),
+                other => panic!("parked join answered {other:?}"),
+            }
+        });
+        // Nothing was written as a follower.
+        assert_eq!(p.data.lock().log.log_end_offset(), 1);
+
+        // Elected again in epoch 2: loaded again from the log, under the new epoch.
+        p.make_leader(2, 2, &[me], &[me], 1, now_ms()).unwrap();
+        let new = svc.shard(&topics, None, "g").unwrap();
+        assert!(!Arc::ptr_eq(&old, &new));
+        assert_eq!(new.lock().epoch, 2);
+        assert_eq!(fetched(&svc, &new, "g"), Ok(42));
+        assert_eq!(
+            svc.run(&old, |c, now| c.commit_offsets(
+                now,
+                &ctx(),
+                commit("g", 44)
+            ))
+            .err(),
+            Some(ShardError::NotCoordinator)
+        );
+        let answer = svc.run(&new, |c, now| {
+            c.commit_offsets(now, &ctx(), commit("g", 45))
+        });
+        assert_eq!(answer.unwrap().topics[0].partitions[0].error, Errors::None);
+        assert_eq!(fetched(&svc, &new, "g"), Ok(45));
+        assert_eq!(svc.loaded_shards(&topics, None).len(), 1);
     }
 }
