@@ -29,8 +29,8 @@ use josef_records::{
 };
 use josef_sequencer::{ControlType, EndTxnMarker};
 use josef_txn::{
-    PartitionStatus, ProducerIdGenerator, Released, TransactionVersion, TxnConfig,
-    TxnCoordinator, TxnError, TxnLogRecord, TxnMarkerRequest, TxnRecordSerde, TxnReply,
+    PartitionStatus, ProducerIdGenerator, Released, TransactionVersion, TxnConfig, TxnCoordinator,
+    TxnError, TxnLogRecord, TxnMarkerRequest, TxnRecordSerde, TxnReply,
 };
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
@@ -179,7 +179,10 @@ impl TxnService {
         let same = match (&loaded, &partition, epoch) {
             (Some(l), Some(part), Some(e)) => {
                 Arc::ptr_eq(l, part)
-                    && coord.status(p) == Some(PartitionStatus::Active { coordinator_epoch: e })
+                    && coord.status(p)
+                        == Some(PartitionStatus::Active {
+                            coordinator_epoch: e,
+                        })
             }
             _ => false,
         };
@@ -246,8 +249,9 @@ impl TxnService {
         self.pending.lock().insert(ctx, tx);
         {
             let mut coord = self.coord.lock();
-            let mut work: VecDeque<Released<Ctx>> =
-                self.ensure_loaded(env, cluster, &mut coord, transactional_id).into();
+            let mut work: VecDeque<Released<Ctx>> = self
+                .ensure_loaded(env, cluster, &mut coord, transactional_id)
+                .into();
             let p = coord.partition_for(transactional_id);
             let mut pids = Pids(env.pids);
             if let Some(r) = f(&mut coord, &mut pids, ctx) {
@@ -462,5 +466,132 @@ fn write_markers(env: &Env<'_>, m: &TxnMarkerRequest) {
         if tp.topic == GROUP_METADATA_TOPIC {
             env.groups.complete_transaction(m.producer_id, commit);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use josef_sequencer::{ProducerIdManager, DEFAULT_PRODUCER_ID_BLOCK_SIZE};
+    use josef_txn::{InitProducerIdRequest, InitProducerIdResponse};
+    use std::collections::BTreeMap;
+
+    fn cluster_config(dir: &std::path::Path) -> BrokerConfig {
+        let props: BTreeMap<String, String> = [
+            ("process.roles", "broker,controller"),
+            ("node.id", "1"),
+            ("controller.quorum.voters", "1@127.0.0.1:9093"),
+            (
+                "listeners",
+                "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+            ),
+            ("controller.listener.names", "CONTROLLER"),
+            (
+                "listener.security.protocol.map",
+                "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            ),
+            ("transaction.state.log.num.partitions", "1"),
+            ("log.dirs", dir.to_str().unwrap()),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        BrokerConfig::from_properties(props).unwrap()
+    }
+
+    fn init(
+        svc: &TxnService,
+        env: &Env<'_>,
+        rt: &tokio::runtime::Runtime,
+    ) -> InitProducerIdResponse {
+        let req = InitProducerIdRequest {
+            transactional_id: Some("t1".into()),
+            transaction_timeout_ms: 60_000,
+            producer_id: -1,
+            producer_epoch: -1,
+        };
+        let reply = rt.block_on(svc.call(env, None, "t1", |c, pids, ctx| {
+            c.init_producer_id(&req, now_ms(), pids, ctx)
+        }));
+        match reply {
+            Some(TxnReply::InitProducerId(r)) => r,
+            other => panic!("InitProducerId answered {other:?}"),
+        }
+    }
+
+    /// The coordinator epoch is the partition's leader epoch; a lost leadership answers
+    /// NOT_COORDINATOR and resigns the partition (tick), a re-election reloads it from the log in
+    /// the new epoch.
+    #[test]
+    fn a_transaction_partition_is_served_only_while_led_with_its_leader_epoch() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Arc::new(cluster_config(dir.path()));
+        let topics = TopicManager::load(config.clone(), None).unwrap();
+        let groups = GroupService::new(&config);
+        let pids = Mutex::new(
+            ProducerIdManager::new(
+                FileBlockStore::new(dir.path()),
+                DEFAULT_PRODUCER_ID_BLOCK_SIZE,
+            )
+            .unwrap(),
+        );
+        let env = Env {
+            topics: &topics,
+            groups: &groups,
+            pids: &pids,
+        };
+        let svc = TxnService::new(&config);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        // No __transaction_state on a cluster node until the controller creates it.
+        assert_eq!(init(&svc, &env, &rt).error, Some(TxnError::NotCoordinator));
+        assert!(topics.get(TRANSACTION_STATE_TOPIC).is_none());
+        topics
+            .create_with_id(
+                TRANSACTION_STATE_TOPIC,
+                josef_protocol::Uuid::from_u128(9),
+                1,
+                BTreeMap::new(),
+            )
+            .unwrap();
+        let p = topics.partition(TRANSACTION_STATE_TOPIC, 0).unwrap();
+        let me = p.data.lock().replication.local_id();
+        p.make_leader(3, 3, &[me], &[me], 1, now_ms()).unwrap();
+        let first = init(&svc, &env, &rt);
+        assert_eq!(first.error, None);
+        let status = |svc: &TxnService| svc.read(&env, None, None, |c| c.status(0));
+        assert_eq!(
+            status(&svc),
+            Some(PartitionStatus::Active {
+                coordinator_epoch: 3
+            })
+        );
+        let written = p.data.lock().log.log_end_offset();
+
+        // Another broker leads in epoch 4.
+        p.make_follower(2, 4, 4);
+        assert_eq!(init(&svc, &env, &rt).error, Some(TxnError::NotCoordinator));
+        svc.tick(&env);
+        assert_eq!(status(&svc), None);
+        assert_eq!(
+            p.data.lock().log.log_end_offset(),
+            written,
+            "nothing written as a follower"
+        );
+
+        // Elected again in epoch 5: reloaded from the log, the producer's epoch goes on.
+        p.make_leader(5, 5, &[me], &[me], 1, now_ms()).unwrap();
+        let again = init(&svc, &env, &rt);
+        assert_eq!(again.error, None);
+        assert_eq!(again.producer_id, first.producer_id);
+        assert_eq!(again.producer_epoch, first.producer_epoch + 1);
+        assert_eq!(
+            status(&svc),
+            Some(PartitionStatus::Active {
+                coordinator_epoch: 5
+            })
+        );
     }
 }
