@@ -600,15 +600,22 @@ class DiskMount:
         filler = self.path / "filler"
         st = os.statvfs(self.path)
         free = st.f_bavail * st.f_frsize - leave_bytes
-        with open(filler, "ab") as f:
-            chunk = b"\0" * (1 << 20)
+        chunk = b"\0" * (1 << 20)
+        fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
             while free > 0:
                 try:
-                    f.write(chunk[: min(len(chunk), free)])
-                    f.flush()
+                    n = os.write(fd, chunk[: min(len(chunk), free)])
+                except OSError:  # ENOSPC: full (the broker's own writes raced us there)
+                    break
+                free -= n
+            while True:  # the last bytes statvfs did not count (reserved blocks, rounding)
+                try:
+                    os.write(fd, chunk[:4096])
                 except OSError:
                     break
-                free -= len(chunk)
+        finally:
+            os.close(fd)
         return filler
 
     def unfill(self):
