@@ -92,6 +92,10 @@
 mod config;
 mod error;
 mod files;
+/// Hooks for the fuzz targets in `fuzz/` (recovery and decoders without a running node); not
+/// part of the API.
+#[doc(hidden)]
+pub mod fuzzing;
 mod log_store;
 mod network;
 mod observer;

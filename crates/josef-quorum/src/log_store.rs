@@ -51,7 +51,8 @@ const MAX_RECORD_BYTES: u32 = 256 * 1024 * 1024;
 const RECORD_HEADER: usize = 8;
 const ENTRY_VERSION: u8 = 1;
 
-/// Counters shared between the log, the state machine and the quorum handle.
+/// Counters shared between the log, the state machine and the quorum handle. An index of
+/// `u64::MAX` (only a damaged file holds one) is kept as `u64::MAX - 1` rather than overflowing.
 #[derive(Debug, Default)]
 pub(crate) struct Progress {
     /// Last committed index + 1 (0 = nothing committed).
@@ -77,15 +78,17 @@ impl Progress {
     }
     pub(crate) fn set_committed(&self, index: Option<u64>) {
         self.committed_plus_one
-            .store(index.map_or(0, |i| i + 1), Ordering::Release);
+            .store(index.map_or(0, |i| i.saturating_add(1)), Ordering::Release);
         self.commits.notify_waiters();
     }
     pub(crate) fn set_applied(&self, log_id: Option<LogId>) {
         if let Ok(mut g) = self.applied_leader.lock() {
             *g = log_id.map(|l| (l.leader_id.term, l.leader_id.node_id));
         }
-        self.applied_plus_one
-            .store(log_id.map_or(0, |l| l.index + 1), Ordering::Release);
+        self.applied_plus_one.store(
+            log_id.map_or(0, |l| l.index.saturating_add(1)),
+            Ordering::Release,
+        );
     }
     /// The (term, leader) of the last applied entry.
     pub(crate) fn applied_leader(&self) -> Option<(u64, u64)> {
@@ -98,7 +101,7 @@ impl Progress {
     }
     fn set_last_log(&self, index: Option<u64>) {
         self.last_log_plus_one
-            .store(index.map_or(0, |i| i + 1), Ordering::Release);
+            .store(index.map_or(0, |i| i.saturating_add(1)), Ordering::Release);
     }
 }
 
@@ -261,7 +264,7 @@ impl Inner {
             purged,
         };
         let purged_index = purged.map(|p| p.index);
-        let mut expected: Option<u64> = purged_index.map(|p| p + 1);
+        let mut expected: Option<u64> = purged_index.map(|p| p.saturating_add(1));
         let mut broken = false;
         for first in names {
             let path = dir.join(segment_name(first));
@@ -283,18 +286,19 @@ impl Inner {
                         let index = entry.log_id.index;
                         let stale = purged_index.is_some_and(|p| index <= p);
                         if !stale {
-                            if let Some(exp) = expected {
-                                if index != exp {
-                                    tracing::warn!(
-                                        "metadata log: {} offset {pos}: index {index} where {exp} was expected; \
-                                         truncating the log there",
-                                        path.display()
-                                    );
-                                    broken = true;
-                                    break;
-                                }
+                            // Nothing can follow index u64::MAX: damage, like an index out of
+                            // sequence.
+                            let next = index.checked_add(1);
+                            if next.is_none() || expected.is_some_and(|exp| index != exp) {
+                                tracing::warn!(
+                                    "metadata log: {} offset {pos}: index {index} where {expected:?} \
+                                     was expected; truncating the log there",
+                                    path.display()
+                                );
+                                broken = true;
+                                break;
                             }
-                            expected = Some(index + 1);
+                            expected = next;
                             inner.positions.insert(index, (first, pos as u64));
                             inner.entries.insert(index, entry);
                         }
@@ -898,6 +902,36 @@ mod tests {
 
     /// Damage of every kind (random bytes, flipped bits, cut files) is a truncation, never a
     /// panic or an error, and what survives is a prefix of what was written.
+    #[test]
+    fn indexes_at_the_end_of_u64_do_not_overflow() {
+        // Found with the quorum_storage fuzz target's hook: `index + 1` overflowed (a panic in
+        // debug builds, a wrapped `expected` in release ones).
+        let dir = tempfile::tempdir().unwrap();
+        let seg = dir.path().join(segment_name(0));
+        // An entry at u64::MAX ends the log there, and the entry after it is not taken.
+        let mut data = Vec::new();
+        frame_record(&encode_entry(&entry(u64::MAX, 1, &[])), &mut data);
+        frame_record(&encode_entry(&entry(0, 1, &[])), &mut data);
+        fs::write(&seg, &data).unwrap();
+        let store = open(dir.path(), 1024);
+        assert!(indexes(&store).is_empty());
+        assert_eq!(fs::metadata(&seg).unwrap().len(), 0);
+        drop(store);
+        // A purge point at u64::MAX leaves every entry stale.
+        let purged = LogId::new(CommittedLeaderId::new(1, 1), u64::MAX);
+        fs::write(
+            dir.path().join("purged.json"),
+            serde_json::to_vec(&purged).unwrap(),
+        )
+        .unwrap();
+        let mut data = Vec::new();
+        frame_record(&encode_entry(&entry(5, 1, &[b"x"])), &mut data);
+        fs::write(&seg, &data).unwrap();
+        let store = open(dir.path(), 1024);
+        assert!(indexes(&store).is_empty());
+        assert_eq!(store.purged(), Some(purged));
+    }
+
     #[test]
     fn random_damage_never_panics() {
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
