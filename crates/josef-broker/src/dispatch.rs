@@ -35,7 +35,8 @@ pub fn served_versions(key: ApiKey) -> Option<(i16, i16)> {
         | ApiKey::DescribeCluster
         | ApiKey::DescribeLogDirs
         | ApiKey::InitProducerId
-        | ApiKey::DescribeProducers => (min, max),
+        | ApiKey::DescribeProducers
+        | ApiKey::OffsetForLeaderEpoch => (min, max),
         _ => return handlers::extra_served_versions(key),
     };
     Some(range)

@@ -16,6 +16,7 @@ mod find_coordinator;
 mod groups;
 mod list_offsets;
 mod metadata;
+mod offset_for_leader_epoch;
 mod produce;
 mod producer_ids;
 mod txn;
@@ -130,6 +131,7 @@ async fn handle_local(
         RequestBody::DescribeTransactions(r) => reply(txn::describe(state, r)),
         RequestBody::ListTransactions(r) => reply(txn::list(state, r)),
         RequestBody::DescribeProducers(r) => reply(producer_ids::describe_producers(state, r)),
+        RequestBody::OffsetForLeaderEpoch(r) => reply(offset_for_leader_epoch::handle(state, r)),
         RequestBody::JoinGroup(r) => reply(groups::join(state, conn, header, r).await),
         RequestBody::SyncGroup(r) => reply(groups::sync(state, header, r).await),
         RequestBody::Heartbeat(r) => reply(groups::heartbeat(state, r)),
