@@ -21,3 +21,9 @@ cargo build -p josef --example logging_proxy
 export JOSEF_BROKER_BIN="$ROOT/target/debug/josef-broker"
 export JOSEF_PROXY_BIN="$ROOT/target/debug/examples/logging_proxy"
 .venv/bin/python -m pytest tests/e2e -v --timeout 600 -p no:cacheprovider -m "not cluster"
+
+echo "== cluster tests (3 nodes per test: control plane, replication, crashes, pauses, partitions)"
+# The deterministic CI selection of the cluster suite; the rest of it (disk faults, transactions
+# and groups across coordinator failover, the soak) is run by hand, see docs/reliability.md.
+.venv/bin/python -m pytest tests/e2e/test_cluster_basic.py tests/e2e/test_cluster_faults.py \
+  -v --timeout 600 -p no:cacheprovider -m cluster
