@@ -225,8 +225,7 @@ def committed(c, group, topic, node=None):
 
 
 def produce(c, topic, start, count):
-    # acks=1: this test is about the coordinators; acks=all is test_cluster_basic's.
-    p = Producer({"bootstrap.servers": c.running_bootstrap(), "acks": 1, "enable.idempotence": False,
+    p = Producer({"bootstrap.servers": c.running_bootstrap(), "acks": "all", "enable.idempotence": True,
                   "linger.ms": 5, "message.timeout.ms": 60000, "metadata.max.age.ms": 2000})
     errors = []
     for i in range(start, start + count):
