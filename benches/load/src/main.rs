@@ -8,16 +8,21 @@
 //! josef-load --bootstrap 127.0.0.1:9092 --broker-pid 1234 produce --records 20000 --single
 //! josef-load --bootstrap 127.0.0.1:9092 --broker-pid 1234 consume --records 1000000
 //! josef-load --bootstrap 127.0.0.1:9092 --broker-pid 1234 latency --rate 10000 --seconds 10
+//! # a cluster: CPU summed over the nodes, a replicated topic, acks=all also for the latency producer
+//! josef-load --bootstrap 127.0.0.1:19092 --broker-pid 11,12,13 --replication-factor 3 latency --rate 5000 --acks all
+//! josef-load --bootstrap 127.0.0.1:19092 brokers --expect 3   # waits until Metadata lists 3 brokers
 //! ```
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::{Parser, Subcommand};
 use hdrhistogram::Histogram;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
+use rdkafka::client::{ClientContext, DefaultClientContext};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::producer::{BaseRecord, DefaultProducerContext, FutureProducer, FutureRecord, ThreadedProducer};
+use rdkafka::producer::{
+    BaseRecord, DefaultProducerContext, DeliveryResult, FutureProducer, FutureRecord, ProducerContext, ThreadedProducer,
+};
 use rdkafka::{Message, Offset, TopicPartitionList};
 
 #[derive(Parser)]
@@ -26,9 +31,14 @@ struct Args {
     /// Broker address.
     #[arg(long, default_value = "127.0.0.1:9092")]
     bootstrap: String,
-    /// PID of the broker process, to report its CPU time and RSS from /proc.
-    #[arg(long)]
-    broker_pid: Option<u32>,
+    /// PID of the broker process, to report its CPU time and RSS from /proc; a comma-separated list
+    /// (the nodes of a cluster) reports the sums.
+    #[arg(long, value_delimiter = ',')]
+    broker_pid: Vec<u32>,
+    /// Replication factor of the topic the tool creates (1 partition). The tool waits until the
+    /// partition has a leader and all replicas are in the ISR before it measures.
+    #[arg(long, default_value_t = 1)]
+    replication_factor: i32,
     /// Topic to use (created if missing); defaults to a fresh name per run.
     #[arg(long)]
     topic: Option<String>,
@@ -72,12 +82,28 @@ enum Mode {
         /// separate the producer's batching delay from the broker and consumer path.
         #[arg(long)]
         linger_ms: Option<u32>,
+        /// The latency producer's acks (default: the client's default, all since librdkafka 1.x).
+        #[arg(long)]
+        acks: Option<String>,
+    },
+    /// Wait until the cluster's Metadata lists `expect` brokers (or fail after `timeout-s`).
+    Brokers {
+        #[arg(long, default_value_t = 1)]
+        expect: usize,
+        #[arg(long, default_value_t = 60)]
+        timeout_s: u64,
     },
 }
 
 /// CPU time (user + system) of a process in microseconds, from /proc/PID/stat (clock ticks of 1/100 s).
-fn cpu_us(pid: Option<u32>) -> Option<u64> {
-    let pid = pid?;
+fn cpu_us(pids: &[u32]) -> Option<u64> {
+    if pids.is_empty() {
+        return None;
+    }
+    pids.iter().map(|&p| cpu_us_one(p)).sum()
+}
+
+fn cpu_us_one(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Fields after the command name, which is in parentheses and may contain spaces.
     let rest = &stat[stat.rfind(')')? + 2..];
@@ -87,8 +113,15 @@ fn cpu_us(pid: Option<u32>) -> Option<u64> {
     Some((utime + stime) * 10_000)
 }
 
-fn rss_kib(pid: Option<u32>) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{}/status", pid?)).ok()?;
+fn rss_kib(pids: &[u32]) -> Option<u64> {
+    if pids.is_empty() {
+        return None;
+    }
+    pids.iter().map(|&p| rss_kib_one(p)).sum()
+}
+
+fn rss_kib_one(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
@@ -97,14 +130,56 @@ fn now_ns() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64
 }
 
-async fn ensure_topic(bootstrap: &str, topic: &str) {
+async fn ensure_topic(bootstrap: &str, topic: &str, rf: i32) {
     let admin: AdminClient<DefaultClientContext> =
         ClientConfig::new().set("bootstrap.servers", bootstrap).create().expect("admin client");
-    let t = NewTopic::new(topic, 1, TopicReplication::Fixed(1));
+    let t = NewTopic::new(topic, 1, TopicReplication::Fixed(rf));
     let _ = admin.create_topics(&[t], &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)))).await;
+    // Wait for a leader and a full ISR (on a cluster the topic reaches the other nodes' metadata a
+    // little later, and an ISR below the replication factor would make acks=all cheaper than it is).
+    let t0 = Instant::now();
+    loop {
+        let ready = admin.inner().fetch_metadata(Some(topic), Duration::from_secs(5)).ok().is_some_and(|md| {
+            md.topics().iter().any(|t| {
+                t.name() == topic
+                    && t.error().is_none()
+                    && t.partitions().iter().any(|p| {
+                        p.id() == 0 && p.leader() >= 0 && p.isr().len() >= rf as usize && p.replicas().len() >= rf as usize
+                    })
+            })
+        });
+        if ready {
+            return;
+        }
+        if t0.elapsed() > Duration::from_secs(30) {
+            eprintln!("topic {topic}: no leader with {rf} in-sync replicas after 30 s; measuring anyway");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
-fn report(label: &str, mode: &str, units: u64, unit: &str, wall: Duration, cpu: Option<u64>, pid: Option<u32>) {
+/// Producer context that records, per delivered record, the time from its send (the first 8 payload
+/// bytes, ns since the epoch) to its acknowledgement: the produce latency acks= decides.
+struct AckLatency(std::sync::Arc<std::sync::Mutex<Histogram<u64>>>);
+impl ClientContext for AckLatency {}
+impl ProducerContext for AckLatency {
+    type DeliveryOpaque = ();
+    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+        if let Ok(m) = result {
+            if let Some(p) = m.payload() {
+                if p.len() >= 8 {
+                    let sent = u64::from_be_bytes(p[..8].try_into().unwrap());
+                    if sent != 0 {
+                        let _ = self.0.lock().unwrap().record((now_ns().saturating_sub(sent) / 1000).max(1));
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn report(label: &str, mode: &str, units: u64, unit: &str, wall: Duration, cpu: Option<u64>, pid: &[u32]) {
     let per_sec = units as f64 / wall.as_secs_f64();
     let cpu_txt = match cpu {
         Some(us) => format!(
@@ -149,10 +224,27 @@ fn produce_fast(bootstrap: &str, topic: &str, records: u64, size: usize, acks: &
 async fn main() {
     let args = Args::parse();
     let topic = args.topic.clone().unwrap_or_else(|| format!("load-{}", now_ns() % 1_000_000_000));
-    ensure_topic(&args.bootstrap, &topic).await;
+    if let Mode::Brokers { expect, timeout_s } = args.mode {
+        let admin: AdminClient<DefaultClientContext> =
+            ClientConfig::new().set("bootstrap.servers", &args.bootstrap).create().expect("admin client");
+        let t0 = Instant::now();
+        loop {
+            let n = admin.inner().fetch_metadata(None, Duration::from_secs(5)).map(|m| m.brokers().len()).unwrap_or(0);
+            if n >= expect {
+                println!("BROKERS {n}");
+                return;
+            }
+            if t0.elapsed() > Duration::from_secs(timeout_s) {
+                eprintln!("only {n} brokers in Metadata after {timeout_s} s");
+                std::process::exit(1);
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    ensure_topic(&args.bootstrap, &topic, args.replication_factor).await;
     match args.mode {
         Mode::Produce { records, size, single, acks } => {
-            let cpu0 = cpu_us(args.broker_pid);
+            let cpu0 = cpu_us(&args.broker_pid);
             let t0 = Instant::now();
             if single {
                 let producer: FutureProducer = ClientConfig::new()
@@ -170,9 +262,9 @@ async fn main() {
                 produce_fast(&args.bootstrap, &topic, records, size, &acks);
             }
             let wall = t0.elapsed();
-            let cpu = cpu0.and_then(|c0| cpu_us(args.broker_pid).map(|c1| c1 - c0));
+            let cpu = cpu0.and_then(|c0| cpu_us(&args.broker_pid).map(|c1| c1 - c0));
             let mode = if single { "produce-single (1 record per request)" } else { "produce" };
-            report(&args.label, mode, records, if single { "request" } else { "record" }, wall, cpu, args.broker_pid);
+            report(&args.label, mode, records, if single { "request" } else { "record" }, wall, cpu, &args.broker_pid);
         }
         Mode::Consume { records, size } => {
             produce_fast(&args.bootstrap, &topic, records, size, "1");
@@ -185,7 +277,7 @@ async fn main() {
             let mut tpl = TopicPartitionList::new();
             tpl.add_partition_offset(&topic, 0, Offset::Beginning).unwrap();
             consumer.assign(&tpl).expect("assign");
-            let cpu0 = cpu_us(args.broker_pid);
+            let cpu0 = cpu_us(&args.broker_pid);
             let t0 = Instant::now();
             let mut got = 0u64;
             while got < records && t0.elapsed() < Duration::from_secs(300) {
@@ -194,10 +286,11 @@ async fn main() {
                 }
             }
             let wall = t0.elapsed();
-            let cpu = cpu0.and_then(|c0| cpu_us(args.broker_pid).map(|c1| c1 - c0));
-            report(&args.label, "consume", got, "record", wall, cpu, args.broker_pid);
+            let cpu = cpu0.and_then(|c0| cpu_us(&args.broker_pid).map(|c1| c1 - c0));
+            report(&args.label, "consume", got, "record", wall, cpu, &args.broker_pid);
         }
-        Mode::Latency { rate, seconds, size, linger_ms } => {
+        Mode::Brokers { .. } => unreachable!(),
+        Mode::Latency { rate, seconds, size, linger_ms, acks } => {
             let consumer: BaseConsumer = ClientConfig::new()
                 .set("bootstrap.servers", &args.bootstrap)
                 .set("group.id", "josef-load-latency")
@@ -215,13 +308,18 @@ async fn main() {
             let total = rate * seconds;
             let bootstrap = args.bootstrap.clone();
             let topic2 = topic.clone();
+            let ack_hist = std::sync::Arc::new(std::sync::Mutex::new(Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap()));
+            let ack_ctx = AckLatency(ack_hist.clone());
             let producer_thread = std::thread::spawn(move || {
                 let mut config = ClientConfig::new();
                 config.set("bootstrap.servers", &bootstrap);
                 if let Some(l) = linger_ms {
                     config.set("linger.ms", l.to_string());
                 }
-                let producer: ThreadedProducer<DefaultProducerContext> = config.create().expect("producer");
+                if let Some(a) = &acks {
+                    config.set("acks", a);
+                }
+                let producer: ThreadedProducer<AckLatency> = config.create_with_context(ack_ctx).expect("producer");
                 // Steady state, not start-up: the producer's first send waits for its bootstrap
                 // (metadata, connection, ApiVersions), which would put ~100 ms on the first
                 // thousand records (1% of them). One warm-up record (send time 0, not counted) and
@@ -243,7 +341,7 @@ async fn main() {
                 }
                 rdkafka::producer::Producer::flush(&producer, Duration::from_secs(60)).expect("flush");
             });
-            let cpu0 = cpu_us(args.broker_pid);
+            let cpu0 = cpu_us(&args.broker_pid);
             let t0 = Instant::now();
             let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap();
             let mut got = 0u64;
@@ -264,8 +362,8 @@ async fn main() {
             }
             producer_thread.join().unwrap();
             let wall = t0.elapsed();
-            let cpu = cpu0.and_then(|c0| cpu_us(args.broker_pid).map(|c1| c1 - c0));
-            report(&args.label, "latency", got, "record", wall, cpu, args.broker_pid);
+            let cpu = cpu0.and_then(|c0| cpu_us(&args.broker_pid).map(|c1| c1 - c0));
+            report(&args.label, "latency", got, "record", wall, cpu, &args.broker_pid);
             println!(
                 "LATENCY label={} rate={rate} p50_ms={:.2} p99_ms={:.2} p999_ms={:.2} max_ms={:.2}",
                 args.label,
@@ -273,6 +371,16 @@ async fn main() {
                 hist.value_at_quantile(0.99) as f64 / 1000.0,
                 hist.value_at_quantile(0.999) as f64 / 1000.0,
                 hist.max() as f64 / 1000.0
+            );
+            let ack = ack_hist.lock().unwrap();
+            println!(
+                "ACK_LATENCY label={} rate={rate} acked={} p50_ms={:.2} p99_ms={:.2} p999_ms={:.2} max_ms={:.2}",
+                args.label,
+                ack.len(),
+                ack.value_at_quantile(0.50) as f64 / 1000.0,
+                ack.value_at_quantile(0.99) as f64 / 1000.0,
+                ack.value_at_quantile(0.999) as f64 / 1000.0,
+                ack.max() as f64 / 1000.0
             );
         }
     }
