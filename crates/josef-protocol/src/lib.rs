@@ -72,8 +72,8 @@ pub use frame::{
     encode_request_frame, encode_response_frame, encode_response_frame_chunks, split_frame,
 };
 pub use generated::{
-    coordinator_records, messages, metadata_records, ApiKey, RequestBody, RequestBodyView, ResponseBody,
-    ResponseBodyView,
+    coordinator_records, messages, metadata_records, ApiKey, RequestBody, RequestBodyView,
+    ResponseBody, ResponseBodyView,
 };
 pub use messages::{RequestHeader, RequestHeaderView, ResponseHeader, ResponseHeaderView};
 pub use smallvec::{smallvec, SmallVec};

@@ -177,7 +177,8 @@ mod tests {
 
     #[test]
     fn blocks_from_an_allocating_store_are_used_as_given() {
-        let mut m = super::ProducerIdManager::new(Remote(vec![(5000, 2), (9000, 2)]), 1000).unwrap();
+        let mut m =
+            super::ProducerIdManager::new(Remote(vec![(5000, 2), (9000, 2)]), 1000).unwrap();
         let ids: Vec<i64> = (0..4).map(|_| m.next_id().unwrap()).collect();
         assert_eq!(ids, vec![5000, 5001, 9000, 9001]);
     }
