@@ -32,7 +32,7 @@ use josef_txn::{
     PartitionStatus, ProducerIdGenerator, Released, TransactionVersion, TxnConfig, TxnCoordinator,
     TxnError, TxnLogRecord, TxnMarkerRequest, TxnRecordSerde, TxnReply,
 };
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::oneshot;
 
 use crate::cluster::ClusterNode;
@@ -130,6 +130,23 @@ impl TxnService {
             pending: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
             cluster: c.cluster.is_some(),
+        }
+    }
+
+    /// The coordinator lock. Its holder may wait for a network round trip (a producer-id block
+    /// from the controller, `cluster::allocate_producer_ids`, in `block_in_place`), so waiting
+    /// for it must not hold a runtime worker: request tasks and the ticker all parked on this
+    /// lock would leave no worker to drive that round trip (the node hangs, its heartbeats and
+    /// quorum answers stop). Off a multi-threaded runtime (unit tests) it just locks.
+    fn lock_coord(&self) -> MutexGuard<'_, TxnCoordinator<LogWriter, Ctx>> {
+        if let Some(g) = self.coord.try_lock() {
+            return g;
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(|| self.coord.lock())
+            }
+            _ => self.coord.lock(),
         }
     }
 
@@ -248,7 +265,7 @@ impl TxnService {
         let (tx, rx) = oneshot::channel();
         self.pending.lock().insert(ctx, tx);
         {
-            let mut coord = self.coord.lock();
+            let mut coord = self.lock_coord();
             let mut work: VecDeque<Released<Ctx>> = self
                 .ensure_loaded(env, cluster, &mut coord, transactional_id)
                 .into();
@@ -308,7 +325,7 @@ impl TxnService {
     /// Periodic work: resigns partitions no longer led here in their epoch, aborts timed-out
     /// transactions, expires idle ids.
     pub fn tick(&self, env: &Env<'_>) {
-        let mut coord = self.coord.lock();
+        let mut coord = self.lock_coord();
         let now = now_ms();
         let mut work: VecDeque<Released<Ctx>> = VecDeque::new();
         let loaded: Vec<(i32, Arc<Partition>)> = self
@@ -342,7 +359,7 @@ impl TxnService {
         transactional_id: Option<&str>,
         f: impl FnOnce(&TxnCoordinator<LogWriter, Ctx>) -> T,
     ) -> T {
-        let mut coord = self.coord.lock();
+        let mut coord = self.lock_coord();
         if let Some(id) = transactional_id {
             let released = self.ensure_loaded(env, cluster, &mut coord, id);
             self.process(env, &mut coord, released.into());
@@ -353,7 +370,7 @@ impl TxnService {
     /// Loads every partition led here (ListTransactions must see them all) and resigns the
     /// others.
     pub fn load_all(&self, env: &Env<'_>, cluster: Option<&ClusterNode>, partitions: i32) {
-        let mut coord = self.coord.lock();
+        let mut coord = self.lock_coord();
         for p in 0..partitions {
             let released = self.refresh(env, cluster, &mut coord, p);
             self.process(env, &mut coord, released.into());
