@@ -114,6 +114,9 @@ pub struct TopicManager {
     inner: RwLock<Inner>,
     /// Serializes creates, deletes and alterations (and the topics-file writes).
     admin: Mutex<()>,
+    /// Set by [`TopicManager::shutdown`]: no partition is opened after it (a second `Log` on a
+    /// directory being closed would map index files the close truncates).
+    closed: std::sync::atomic::AtomicBool,
 }
 
 fn partition_dir_name(topic: &str, index: i32) -> String {
@@ -140,6 +143,7 @@ impl TopicManager {
             append_listener,
             inner: RwLock::new(Inner::default()),
             admin: Mutex::new(()),
+            closed: std::sync::atomic::AtomicBool::new(false),
         };
         let path = mgr.config.log_dirs[0].join(TOPICS_FILE);
         let text = match std::fs::read_to_string(&path) {
@@ -213,6 +217,12 @@ impl TopicManager {
         producer_config: ProducerStateConfig,
         now: i64,
     ) -> Result<Partition, josef_log::LogError> {
+        if self.closed.load(std::sync::atomic::Ordering::Acquire) {
+            return Err(josef_log::LogError::io(
+                dir,
+                std::io::Error::other("the broker is shutting down"),
+            ));
+        }
         match &self.config.cluster {
             None => Partition::open(dir, topic, index, id, log_config, producer_config, now),
             Some(cl) => {
@@ -620,6 +630,10 @@ impl TopicManager {
 
     /// Flushes every log and closes it (producer snapshot at the LEO, clean-shutdown marker).
     pub fn shutdown(&self) {
+        // Creates and partition additions serialize on `admin`: once it is held and `closed` set,
+        // none is in flight and none starts.
+        let _admin = self.admin.lock();
+        self.closed.store(true, std::sync::atomic::Ordering::Release);
         let topics: Vec<Arc<Topic>> = {
             let mut inner = self.inner.write();
             inner.by_id.clear();

@@ -58,6 +58,7 @@ pub fn is_not_controller(body: &ResponseBody) -> bool {
         ResponseBody::AlterPartition(r) => r.error_code == nc,
         ResponseBody::AllocateProducerIds(r) => r.error_code == nc,
         ResponseBody::ControlledShutdown(r) => r.error_code == nc,
+        ResponseBody::UpdateFeatures(r) => r.error_code == nc,
         ResponseBody::ElectLeaders(r) => r.error_code == nc,
         ResponseBody::AlterPartitionReassignments(r) => r.error_code == nc,
         ResponseBody::ListPartitionReassignments(r) => r.error_code == nc,

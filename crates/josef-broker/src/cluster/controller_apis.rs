@@ -37,6 +37,7 @@ pub const CONTROLLER_APIS: &[ApiKey] = &[
     ApiKey::IncrementalAlterConfigs,
     ApiKey::AlterConfigs,
     ApiKey::DescribeQuorum,
+    ApiKey::UpdateFeatures,
 ];
 
 /// The frame handler of the CONTROLLER listener.

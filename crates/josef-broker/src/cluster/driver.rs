@@ -237,6 +237,10 @@ impl ControllerDriver {
                 .write(false, |c, ctx| c.incremental_alter_configs(ctx, &r))
                 .await
                 .map(Into::into),
+            RequestBody::UpdateFeatures(r) => self
+                .write(false, |c, ctx| c.update_features(ctx, &r, version))
+                .await
+                .map(Into::into),
             RequestBody::AlterConfigs(r) => self
                 .write(false, |c, ctx| c.alter_configs(ctx, &r))
                 .await

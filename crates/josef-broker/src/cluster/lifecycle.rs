@@ -60,10 +60,10 @@ pub struct BrokerLifecycle {
 /// PLAINTEXT in Kafka's SecurityProtocol ids.
 const SECURITY_PROTOCOL_PLAINTEXT: i16 = 0;
 
-/// The newest metadata.version this broker supports (Kafka's 4.0-IV3 = 25); the oldest is 3.3-IV3.
+/// The oldest metadata.version this broker supports (Kafka's 3.3-IV3).
 pub const METADATA_VERSION_MIN: i16 = 7;
-/// See [`METADATA_VERSION_MIN`].
-pub const METADATA_VERSION_MAX: i16 = 25;
+/// The newest (3.9-IV0, what the controller bootstraps and accepts).
+pub const METADATA_VERSION_MAX: i16 = 21;
 
 impl BrokerLifecycle {
     /// Starts registering and heartbeating.

@@ -159,7 +159,7 @@ pub struct ClusterNode {
     pub alter_partitions: Arc<alter_partition::AlterPartitionManager>,
     /// Follower fetchers (broker nodes, once started).
     pub fetchers: OnceLock<Arc<replica_fetcher::ReplicaFetcherManager>>,
-    shutdown: CancellationToken,
+    pub(crate) shutdown: CancellationToken,
     tracker: TaskTracker,
 }
 

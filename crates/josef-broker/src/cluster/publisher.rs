@@ -20,6 +20,9 @@ pub fn spawn(state: Arc<BrokerState>, node: Arc<ClusterNode>) {
     let mut rx = node.log.subscribe_image();
     tokio::spawn(async move {
         loop {
+            if node.shutdown.is_cancelled() {
+                return; // the node is stopping: its logs are about to close
+            }
             let image = rx.borrow_and_update().clone();
             let s = state.clone();
             let n = node.clone();

@@ -62,6 +62,11 @@ pub fn error_response(body: &RequestBody, code: ErrorCode) -> ResponseBody {
             ..Default::default()
         }
         .into(),
+        RequestBody::UpdateFeatures(_) => josef_protocol::messages::UpdateFeaturesResponse {
+            error_code: c,
+            ..Default::default()
+        }
+        .into(),
         RequestBody::DescribeQuorum(_) => josef_protocol::messages::DescribeQuorumResponse {
             error_code: c,
             ..Default::default()

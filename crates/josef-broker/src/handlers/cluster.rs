@@ -130,6 +130,32 @@ pub async fn create_topic_via_controller(
     }
 }
 
+/// The features of ApiVersions v3+ (KIP-584): what this broker supports and what the cluster
+/// finalized (from the metadata image; the epoch is the image's metadata offset).
+pub fn add_features(node: &ClusterNode, r: &mut josef_protocol::messages::ApiVersionsResponse) {
+    use josef_protocol::messages::api_versions_response::{
+        FinalizedFeatureKey, SupportedFeatureKey,
+    };
+    let image = node.log.image();
+    r.supported_features = vec![SupportedFeatureKey {
+        name: StrBytes::from("metadata.version"),
+        min_version: crate::cluster::lifecycle::METADATA_VERSION_MIN,
+        max_version: crate::cluster::lifecycle::METADATA_VERSION_MAX,
+        ..Default::default()
+    }];
+    r.finalized_features_epoch = image.provenance().last_offset as i64;
+    r.finalized_features = image
+        .features()
+        .iter()
+        .map(|(name, level)| FinalizedFeatureKey {
+            name: StrBytes::from(name.as_str()),
+            max_version_level: *level,
+            min_version_level: *level,
+            ..Default::default()
+        })
+        .collect();
+}
+
 /// Metadata (api 3) on a cluster node.
 pub async fn metadata(
     state: &BrokerState,

@@ -52,7 +52,8 @@ pub fn cluster_served_versions(key: ApiKey) -> Option<(i16, i16)> {
         ApiKey::ElectLeaders
         | ApiKey::AlterPartitionReassignments
         | ApiKey::ListPartitionReassignments
-        | ApiKey::DescribeQuorum => Some(key.valid_versions()),
+        | ApiKey::DescribeQuorum
+        | ApiKey::UpdateFeatures => Some(key.valid_versions()),
         _ => None,
     }
 }
@@ -73,6 +74,11 @@ pub async fn handle(
             RequestBody::DescribeCluster(r) => {
                 return reply(cluster::describe_cluster(state, &node, conn, r))
             }
+            RequestBody::ApiVersions(_) => {
+                let mut r = crate::dispatch::api_versions_body(true);
+                cluster::add_features(&node, &mut r);
+                return reply(r);
+            }
             b @ (RequestBody::CreateTopics(_)
             | RequestBody::DeleteTopics(_)
             | RequestBody::CreatePartitions(_)
@@ -81,7 +87,8 @@ pub async fn handle(
             | RequestBody::ElectLeaders(_)
             | RequestBody::AlterPartitionReassignments(_)
             | RequestBody::ListPartitionReassignments(_)
-            | RequestBody::DescribeQuorum(_)) => {
+            | RequestBody::DescribeQuorum(_)
+            | RequestBody::UpdateFeatures(_)) => {
                 return Reply::Body(cluster::forward(&node, b, v).await)
             }
             RequestBody::FindCoordinator(r) => {
