@@ -18,6 +18,10 @@ const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
 const SOURCE_TOPIC_CONFIG: i8 = 1;
 const SOURCE_STATIC_BROKER_CONFIG: i8 = 4;
+/// Kafka's DYNAMIC_BROKER_CONFIG (set for this broker in the metadata log).
+const SOURCE_DYNAMIC_BROKER_CONFIG: i8 = 2;
+/// Kafka's DYNAMIC_DEFAULT_BROKER_CONFIG (set for every broker in the metadata log).
+const SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG: i8 = 3;
 const SOURCE_DEFAULT_CONFIG: i8 = 5;
 
 fn s(v: impl Into<String>) -> StrBytes {
@@ -153,6 +157,45 @@ fn broker_configs(state: &BrokerState) -> Vec<(&'static str, String, ConfigType)
     v
 }
 
+/// On a cluster node, broker configs set through the controller (IncrementalAlterConfigs /
+/// AlterConfigs on a BROKER resource, kept in the metadata log) replace the static values: the
+/// ones for this broker id first, then the cluster-wide defaults (empty resource name).
+fn overlay_dynamic_broker_configs(
+    state: &BrokerState,
+    out: &mut Vec<DescribeConfigsResourceResult>,
+    wanted: &dyn Fn(&str) -> bool,
+) {
+    let Some(node) = &state.cluster else {
+        return;
+    };
+    let image = node.log.image();
+    let id = state.config.node_id.to_string();
+    let layers = [
+        (image.config(RESOURCE_BROKER, ""), SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG),
+        (image.config(RESOURCE_BROKER, &id), SOURCE_DYNAMIC_BROKER_CONFIG),
+    ];
+    for (configs, source) in layers {
+        for (k, v) in configs.into_iter().flatten() {
+            if !wanted(k) {
+                continue;
+            }
+            match out.iter_mut().find(|c| c.name.as_str() == k) {
+                Some(c) => {
+                    c.value = Some(s(v.as_str()));
+                    c.config_source = source;
+                }
+                None => out.push(DescribeConfigsResourceResult {
+                    name: s(k.as_str()),
+                    value: Some(s(v.as_str())),
+                    read_only: false,
+                    config_source: source,
+                    ..Default::default()
+                }),
+            }
+        }
+    }
+}
+
 /// DescribeConfigs.
 pub fn describe(
     state: &BrokerState,
@@ -180,13 +223,14 @@ pub fn describe(
                     let id_ok = r.resource_name.is_empty()
                         || r.resource_name.as_str() == state.config.node_id.to_string();
                     if id_ok {
-                        Ok(broker_configs(state)
+                        let wanted = |n: &str| {
+                            r.configuration_keys
+                                .as_ref()
+                                .map_or(true, |ks| ks.iter().any(|k| k.as_str() == n))
+                        };
+                        let mut out: Vec<DescribeConfigsResourceResult> = broker_configs(state)
                             .into_iter()
-                            .filter(|(n, _, _)| {
-                                r.configuration_keys
-                                    .as_ref()
-                                    .map_or(true, |ks| ks.iter().any(|k| k.as_str() == *n))
-                            })
+                            .filter(|(n, _, _)| wanted(n))
                             .map(|(n, v, kind)| DescribeConfigsResourceResult {
                                 name: s(n),
                                 value: Some(s(v)),
@@ -195,7 +239,9 @@ pub fn describe(
                                 config_type: kind as i8,
                                 ..Default::default()
                             })
-                            .collect())
+                            .collect();
+                        overlay_dynamic_broker_configs(state, &mut out, &wanted);
+                        Ok(out)
                     } else {
                         Err((
                             ErrorCode::InvalidRequest,
