@@ -120,8 +120,7 @@ pub async fn find_coordinator(
     };
     if let Some(topic) = coordinator_topic(key_type) {
         if node.log.image().topic_by_name(topic).is_none() {
-            if let Err(code) =
-                super::cluster::create_topic_via_controller(state, node, topic).await
+            if let Err(code) = super::cluster::create_topic_via_controller(state, node, topic).await
             {
                 tracing::warn!(%topic, ?code, "cannot create internal topic");
             }
@@ -275,7 +274,9 @@ mod tests {
         // Every node computes the same answer: it only depends on the image.
         let g = group_on(1, 6);
         assert_eq!(
-            locate(&img, KEY_TYPE_GROUP, &g, "PLAINTEXT", 50).unwrap().node_id,
+            locate(&img, KEY_TYPE_GROUP, &g, "PLAINTEXT", 50)
+                .unwrap()
+                .node_id,
             2
         );
     }

@@ -219,7 +219,9 @@ pub fn describe(
         let id = id.to_string();
         let answer = shard(state, &id).and_then(|shard| {
             service(state)
-                .read(&shard, |c| c.describe_groups(version, std::slice::from_ref(&id)))
+                .read(&shard, |c| {
+                    c.describe_groups(version, std::slice::from_ref(&id))
+                })
                 .map_err(shard_error)
         });
         match answer {
@@ -244,7 +246,9 @@ pub fn delete(state: &BrokerState, r: DeleteGroupsRequest) -> DeleteGroupsRespon
         let id = id.to_string();
         let answer = shard(state, &id).and_then(|shard| {
             service(state)
-                .run(&shard, |c, now| c.delete_groups(now, std::slice::from_ref(&id)))
+                .run(&shard, |c, now| {
+                    c.delete_groups(now, std::slice::from_ref(&id))
+                })
                 .map_err(shard_error)
         });
         match answer {

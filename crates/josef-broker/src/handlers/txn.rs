@@ -32,9 +32,12 @@ pub async fn init_producer_id(
     let id = req.transactional_id.clone().unwrap_or_default();
     let reply = state
         .txns
-        .call(&env(state), state.cluster.as_deref(), &id, |c, pids, ctx| {
-            c.init_producer_id(&req, now_ms(), pids, ctx)
-        })
+        .call(
+            &env(state),
+            state.cluster.as_deref(),
+            &id,
+            |c, pids, ctx| c.init_producer_id(&req, now_ms(), pids, ctx),
+        )
         .await;
     let resp = match reply {
         Some(TxnReply::InitProducerId(x)) => x,
@@ -87,10 +90,14 @@ pub async fn add_offsets(
                 .topics
                 .ensure_internal(crate::topics::GROUP_METADATA_TOPIC);
         }
-        Some(node) if state.topics.get(crate::topics::GROUP_METADATA_TOPIC).is_none() => {
+        Some(node)
+            if state
+                .topics
+                .get(crate::topics::GROUP_METADATA_TOPIC)
+                .is_none() =>
+        {
             let topic = crate::topics::GROUP_METADATA_TOPIC;
-            if let Err(code) =
-                super::cluster::create_topic_via_controller(state, node, topic).await
+            if let Err(code) = super::cluster::create_topic_via_controller(state, node, topic).await
             {
                 tracing::warn!(%topic, ?code, "cannot create internal topic");
             }
@@ -118,9 +125,12 @@ pub async fn end_txn(state: &BrokerState, version: i16, r: EndTxnRequest) -> End
     let id = req.transactional_id.clone();
     let reply = state
         .txns
-        .call(&env(state), state.cluster.as_deref(), &id, |c, pids, ctx| {
-            c.end_txn(&req, now_ms(), pids, ctx)
-        })
+        .call(
+            &env(state),
+            state.cluster.as_deref(),
+            &id,
+            |c, pids, ctx| c.end_txn(&req, now_ms(), pids, ctx),
+        )
         .await;
     let resp = match reply {
         Some(TxnReply::EndTxn(x)) => x,
@@ -193,14 +203,16 @@ pub fn list(state: &BrokerState, r: ListTransactionsRequest) -> ListTransactions
         state.cluster.as_deref(),
         state.config.transaction_state_log_num_partitions,
     );
-    let listings = state.txns.read(&env(state), state.cluster.as_deref(), None, |c| {
-        c.list(
-            &filters,
-            &r.producer_id_filters,
-            r.duration_filter,
-            now_ms(),
-        )
-    });
+    let listings = state
+        .txns
+        .read(&env(state), state.cluster.as_deref(), None, |c| {
+            c.list(
+                &filters,
+                &r.producer_id_filters,
+                r.duration_filter,
+                now_ms(),
+            )
+        });
     ListTransactionsResponse {
         unknown_state_filters: unknown,
         transaction_states: listings
