@@ -68,7 +68,12 @@ if [ "$CLUSTER" = 1 ]; then
   PIDS=()
   cleanup() {
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+    # The last node standing may not exit on SIGTERM (its quorum is gone); SIGKILL it after 10 s.
+    for p in "${PIDS[@]}"; do
+      for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+      kill -0 "$p" 2>/dev/null && { echo "node pid $p ignored SIGTERM for 10 s: SIGKILL" >&2; kill -9 "$p"; }
+      wait "$p" 2>/dev/null || true
+    done
     rm -rf "$DATA"
   }
   trap cleanup EXIT
