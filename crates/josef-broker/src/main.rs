@@ -98,7 +98,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(async move {
+    let code = runtime.block_on(async move {
         let broker = match josef_broker::Broker::start(config).await {
             Ok(b) => b,
             Err(e) => {
@@ -113,5 +113,9 @@ fn main() -> ExitCode {
         broker.shutdown().await;
         tracing::info!("shutdown complete");
         ExitCode::SUCCESS
-    })
+    });
+    // Dropping a runtime waits for its blocking threads without bound; a thread stuck on a peer
+    // that is gone (a cluster whose other nodes stopped first) must not keep the process alive.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+    code
 }
