@@ -16,9 +16,37 @@ pub fn not_controller(body: &RequestBody) -> ResponseBody {
     error_response(body, ErrorCode::NotController)
 }
 
+/// The response of an API whose only error is its top-level `error_code`, with that code.
+macro_rules! top_level_errors {
+    ($body:expr, $code:expr, $($api:ident => $resp:ident),* $(,)?) => {
+        match $body {
+            $(RequestBody::$api(_) => Some($resp { error_code: $code, ..Default::default() }.into()),)*
+            _ => None,
+        }
+    };
+}
+
+fn top_level_error(body: &RequestBody, c: i16) -> Option<ResponseBody> {
+    use josef_protocol::messages::{DescribeQuorumResponse, UpdateFeaturesResponse};
+    top_level_errors!(body, c,
+        UnregisterBroker => UnregisterBrokerResponse,
+        ControlledShutdown => ControlledShutdownResponse,
+        AlterPartition => AlterPartitionResponse,
+        AllocateProducerIds => AllocateProducerIdsResponse,
+        ElectLeaders => ElectLeadersResponse,
+        AlterPartitionReassignments => AlterPartitionReassignmentsResponse,
+        UpdateFeatures => UpdateFeaturesResponse,
+        DescribeQuorum => DescribeQuorumResponse,
+        ListPartitionReassignments => ListPartitionReassignmentsResponse,
+    )
+}
+
 /// `body`'s response with `code` at the top level or on every entry.
 pub fn error_response(body: &RequestBody, code: ErrorCode) -> ResponseBody {
     let c = code.code();
+    if let Some(r) = top_level_error(body, c) {
+        return r;
+    }
     match body {
         RequestBody::BrokerRegistration(_) => BrokerRegistrationResponse {
             error_code: c,
@@ -29,51 +57,6 @@ pub fn error_response(body: &RequestBody, code: ErrorCode) -> ResponseBody {
         RequestBody::BrokerHeartbeat(_) => BrokerHeartbeatResponse {
             error_code: c,
             is_fenced: true,
-            ..Default::default()
-        }
-        .into(),
-        RequestBody::UnregisterBroker(_) => UnregisterBrokerResponse {
-            error_code: c,
-            ..Default::default()
-        }
-        .into(),
-        RequestBody::ControlledShutdown(_) => ControlledShutdownResponse {
-            error_code: c,
-            ..Default::default()
-        }
-        .into(),
-        RequestBody::AlterPartition(_) => AlterPartitionResponse {
-            error_code: c,
-            ..Default::default()
-        }
-        .into(),
-        RequestBody::AllocateProducerIds(_) => AllocateProducerIdsResponse {
-            error_code: c,
-            ..Default::default()
-        }
-        .into(),
-        RequestBody::ElectLeaders(_) => ElectLeadersResponse {
-            error_code: c,
-            ..Default::default()
-        }
-        .into(),
-        RequestBody::AlterPartitionReassignments(_) => AlterPartitionReassignmentsResponse {
-            error_code: c,
-            ..Default::default()
-        }
-        .into(),
-        RequestBody::UpdateFeatures(_) => josef_protocol::messages::UpdateFeaturesResponse {
-            error_code: c,
-            ..Default::default()
-        }
-        .into(),
-        RequestBody::DescribeQuorum(_) => josef_protocol::messages::DescribeQuorumResponse {
-            error_code: c,
-            ..Default::default()
-        }
-        .into(),
-        RequestBody::ListPartitionReassignments(_) => ListPartitionReassignmentsResponse {
-            error_code: c,
             ..Default::default()
         }
         .into(),
