@@ -633,7 +633,8 @@ impl TopicManager {
         // Creates and partition additions serialize on `admin`: once it is held and `closed` set,
         // none is in flight and none starts.
         let _admin = self.admin.lock();
-        self.closed.store(true, std::sync::atomic::Ordering::Release);
+        self.closed
+            .store(true, std::sync::atomic::Ordering::Release);
         let topics: Vec<Arc<Topic>> = {
             let mut inner = self.inner.write();
             inner.by_id.clear();

@@ -395,7 +395,10 @@ impl ClusterNode {
         if let Some(q) = &self.quorum {
             // Bounded: with the other voters gone, openraft's shutdown must not keep the process
             // alive (the test bed and the load tool saw a node linger after SIGTERM).
-            if tokio::time::timeout(Duration::from_secs(3), q.shutdown()).await.is_err() {
+            if tokio::time::timeout(Duration::from_secs(3), q.shutdown())
+                .await
+                .is_err()
+            {
                 tracing::warn!("metadata quorum did not stop within 3 s; exiting anyway");
             }
         }

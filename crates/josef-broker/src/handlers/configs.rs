@@ -171,8 +171,14 @@ fn overlay_dynamic_broker_configs(
     let image = node.log.image();
     let id = state.config.node_id.to_string();
     let layers = [
-        (image.config(RESOURCE_BROKER, ""), SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG),
-        (image.config(RESOURCE_BROKER, &id), SOURCE_DYNAMIC_BROKER_CONFIG),
+        (
+            image.config(RESOURCE_BROKER, ""),
+            SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG,
+        ),
+        (
+            image.config(RESOURCE_BROKER, &id),
+            SOURCE_DYNAMIC_BROKER_CONFIG,
+        ),
     ];
     for (configs, source) in layers {
         for (k, v) in configs.into_iter().flatten() {
