@@ -12,7 +12,9 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use bytes::BytesMut;
-use josef_partition::EpochEndOffset;
+use josef_partition::{
+    EpochEndOffset, FetchResponseAction, FollowerFetchRequest, LeaderFetchAnswer,
+};
 use josef_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use josef_protocol::messages::{FetchRequest, FetchResponse};
 use josef_protocol::{
@@ -156,12 +158,19 @@ async fn run(f: Arc<Fetcher>, state: Weak<BrokerState>, node: Weak<ClusterNode>)
         };
         // Build the request from each partition's position.
         let mut topics: BTreeMap<String, FetchTopic> = BTreeMap::new();
-        let mut sent: BTreeMap<(String, i32), (Key, i64)> = BTreeMap::new();
+        let mut sent: BTreeMap<(String, i32), (Key, FollowerFetchRequest)> = BTreeMap::new();
         for ((id, index), t) in &ready {
             let Some(p) = state.topics.partition(&t.topic, *index) else {
                 continue;
             };
-            let (fetch_offset, last_fetched_epoch) = p.follower_fetch_position();
+            // The partition's own view (josef-partition): not a follower of this leader (any
+            // more) means nothing to fetch here.
+            let Some(position) = p
+                .follower_fetch_request()
+                .filter(|r| r.leader_id == f.leader)
+            else {
+                continue;
+            };
             let entry = topics.entry(t.topic.clone()).or_insert_with(|| FetchTopic {
                 topic: StrBytes::from(t.topic.as_str()),
                 topic_id: *id,
@@ -169,14 +178,14 @@ async fn run(f: Arc<Fetcher>, state: Weak<BrokerState>, node: Weak<ClusterNode>)
             });
             entry.partitions.push(FetchPartition {
                 partition: *index,
-                current_leader_epoch: t.leader_epoch,
-                fetch_offset,
-                last_fetched_epoch,
-                log_start_offset: -1,
+                current_leader_epoch: position.current_leader_epoch,
+                fetch_offset: position.fetch_offset,
+                last_fetched_epoch: position.last_fetched_epoch,
+                log_start_offset: position.log_start_offset,
                 partition_max_bytes: cl.replica_fetch_max_bytes,
                 ..Default::default()
             });
-            sent.insert((t.topic.clone(), *index), ((*id, *index), fetch_offset));
+            sent.insert((t.topic.clone(), *index), ((*id, *index), position));
         }
         if sent.is_empty() {
             drop((state, node));
@@ -264,12 +273,14 @@ impl PastOrNone for Option<tokio::time::Instant> {
     }
 }
 
-/// Applies one fetch response; true when anything was appended or truncated.
+/// Applies one fetch response through josef-partition's follower step (stale answers, from an
+/// older leader, epoch or fetch offset, are dropped there); true when anything was appended or
+/// truncated.
 fn apply_response(
     f: &Fetcher,
     state: &BrokerState,
     resp: &FetchResponse,
-    sent: &BTreeMap<(String, i32), (Key, i64)>,
+    sent: &BTreeMap<(String, i32), (Key, FollowerFetchRequest)>,
     backoff: Duration,
 ) -> bool {
     let now = now_ms();
@@ -285,7 +296,7 @@ fn apply_response(
     for t in &resp.responses {
         for pd in &t.partitions {
             let name = t.topic.to_string();
-            let Some((key, fetch_offset)) = sent.get(&(name.clone(), pd.partition_index)) else {
+            let Some((key, request)) = sent.get(&(name.clone(), pd.partition_index)) else {
                 continue;
             };
             let Some(p) = state.topics.partition(&name, pd.partition_index) else {
@@ -297,31 +308,31 @@ fn apply_response(
                     e.1 = Some(tokio::time::Instant::now() + backoff);
                 }
             };
-            if pd.error_code != 0 {
-                delay(ErrorCode::from_i16(pd.error_code).unwrap_or(ErrorCode::UnknownServerError));
-                continue;
-            }
-            if pd.diverging_epoch.epoch >= 0 || pd.diverging_epoch.end_offset >= 0 {
-                let leader = EpochEndOffset {
-                    epoch: pd.diverging_epoch.epoch,
-                    end_offset: pd.diverging_epoch.end_offset,
-                };
-                match p.truncate_on_divergence(leader, now) {
-                    Ok(d) => {
-                        tracing::info!(topic = %name, partition = pd.partition_index, offset = d.offset, "follower truncated by diverging epoch");
-                        moved = true;
-                    }
-                    Err(e) => {
-                        tracing::warn!(topic = %name, error = %e, "truncation failed");
-                        delay(ErrorCode::KafkaStorageError);
-                    }
+            let diverging = (pd.diverging_epoch.epoch >= 0).then_some(EpochEndOffset {
+                epoch: pd.diverging_epoch.epoch,
+                end_offset: pd.diverging_epoch.end_offset,
+            });
+            let answer = LeaderFetchAnswer {
+                error: ErrorCode::from_i16(pd.error_code).unwrap_or(ErrorCode::UnknownServerError),
+                high_watermark: pd.high_watermark,
+                diverging_epoch: diverging,
+                records: pd.records.clone().unwrap_or_default(),
+            };
+            match p.on_follower_fetch_response(request, answer, now) {
+                Ok(FetchResponseAction::Appended(a)) => moved |= a.appended.is_some(),
+                Ok(FetchResponseAction::Truncated(d)) => {
+                    tracing::info!(topic = %name, partition = pd.partition_index, offset = d.offset, "follower truncated by diverging epoch");
+                    moved = true;
                 }
-                continue;
-            }
-            let records = pd.records.clone().unwrap_or_default();
-            let had_records = !records.is_empty();
-            match p.append_as_follower(*fetch_offset, records, pd.high_watermark, now) {
-                Ok(a) => moved |= had_records || a.appended.is_some(),
+                Ok(FetchResponseAction::Stale) => {}
+                Ok(FetchResponseAction::Fenced) => delay(ErrorCode::FencedLeaderEpoch),
+                Ok(FetchResponseAction::OffsetOutOfRange) => {
+                    // Kafka then asks the leader for its offsets (ListOffsets) and calls
+                    // on_offset_out_of_range; Josef's fetcher does not yet, so it retries.
+                    tracing::warn!(topic = %name, partition = pd.partition_index, "follower fetch out of range");
+                    delay(ErrorCode::OffsetOutOfRange);
+                }
+                Ok(FetchResponseAction::Backoff(code)) => delay(code),
                 Err(e) => {
                     tracing::warn!(topic = %name, partition = pd.partition_index, error = %e, "append as follower failed");
                     delay(ErrorCode::KafkaStorageError);
