@@ -193,7 +193,7 @@ def cluster_factory(request):
         if failed:
             print(f"==== cluster logs ({c.base_dir}) ====\n" + c.logs())
         c.close()
-    if failed:
+    if failed or os.environ.get("JOSEF_KEEP_CLUSTER_DIRS"):
         print(f"==== kept {tmp} for inspection")
     else:
         shutil.rmtree(tmp, ignore_errors=True)

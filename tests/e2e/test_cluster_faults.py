@@ -129,20 +129,28 @@ def test_sigterm_of_a_leader_moves_its_leaderships_and_exits_0(cluster_factory):
     s.finish("SIGTERM of a leader")
 
 
-def test_sigstop_of_a_leader_longer_than_the_session_timeout_then_sigcont(cluster_factory):
+@pytest.mark.parametrize("of_controller", [False, True], ids=["leader", "leader-and-controller"])
+def test_sigstop_of_a_leader_longer_than_the_session_timeout_then_sigcont(cluster_factory, of_controller):
     s = Scenario(cluster_factory)
     s.start_load()
-    old = s.leader(0)
+    p, old = 0, s.leader(0)
+    if of_controller:
+        # The case a clean-clone run lost acked records in: the paused leader is also the active
+        # controller, so the quorum elects another one meanwhile and may give the term back to it.
+        old = s.c.active_controller()
+        p = next((i for i in range(s.partitions) if s.leader(i) == old), None)
+        if p is None:
+            pytest.skip(f"the active controller {old} leads no partition of {s.topic}")
     s.c.node(old).pause()
     t0 = time.monotonic()
-    new = s.new_leader(old)
+    s.new_leader(old, partition=p)
     s.progress(300, what=f"with leader {old} paused")
     wait_until(lambda: time.monotonic() - t0 > 2 * s.session_s, timeout=30, what="paused past 2x the session timeout")
     s.c.node(old).resume()
     # the deposed leader must rejoin as a follower (truncating what it could not commit)
     s.c.wait_topic_ready(s.topic, s.partitions, rf=3, timeout=60)
     other = next(i for i in s.c.nodes if i != old)  # (the leader may be back on `old` by preferred election)
-    wait_until(lambda: s.leader(0, node=old) == s.leader(0, node=other), timeout=30,
+    wait_until(lambda: s.leader(p, node=old) == s.leader(p, node=other), timeout=30,
                what=f"resumed node {old} agreeing with node {other} on the leader")
     s.progress(200, what="after SIGCONT")
     s.finish("SIGSTOP leader > session timeout, SIGCONT")

@@ -1096,7 +1096,12 @@ impl Log {
     /// Truncating below the log start offset empties the log and restarts it at `offset`.
     pub fn truncate_to(&mut self, offset: i64, now_ms: i64) -> Result<(), LogError> {
         if offset >= self.log_end_offset {
-            return Ok(());
+            // Nothing to remove but a leader epoch that starts at the LEO: a replica that became
+            // leader (which records its epoch's start) and was deposed before appending. Left
+            // there, it would be this replica's last fetched epoch, unknown to the new leader,
+            // and every fetch would diverge again (Kafka's `UnifiedLog.truncateTo` does the same).
+            let leo = self.log_end_offset;
+            return self.leader_epoch_cache.truncate_from_end(leo);
         }
         if offset < self.log_start_offset {
             return self.truncate_fully_and_start_at(offset, now_ms);

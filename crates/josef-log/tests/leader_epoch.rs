@@ -156,3 +156,25 @@ fn a_new_leader_assigns_its_epoch_start_before_any_batch_of_it() {
     assert_eq!(entries(&log), vec![(1, 0), (3, 2)]);
     assert_eq!(log.end_offset_for_epoch(3), (3, 4));
 }
+
+#[test]
+fn truncating_to_the_log_end_drops_an_epoch_that_starts_there() {
+    // A replica that became leader of epoch 3 (recording its start at the LEO) and was deposed
+    // before appending anything: truncating to its LEO must forget epoch 3, or its last fetched
+    // epoch stays one the new leader never had, and every fetch diverges again.
+    let d = tempfile::tempdir().unwrap();
+    let mut log = Log::open(d.path().join("t-0"), config(), 0).unwrap();
+    append(&mut log, 0);
+    let leo = log.log_end_offset();
+    log.assign_epoch_start_offset(3).unwrap();
+    assert_eq!(entries(&log), vec![(0, 0), (3, leo)]);
+    log.truncate_to(leo, 1_000).unwrap();
+    assert_eq!(entries(&log), vec![(0, 0)]);
+    assert_eq!(log.latest_epoch(), Some(0));
+    assert_eq!(log.log_end_offset(), leo);
+    // Past the end: the same, and the data stays.
+    log.assign_epoch_start_offset(4).unwrap();
+    log.truncate_to(leo + 10, 1_000).unwrap();
+    assert_eq!(entries(&log), vec![(0, 0)]);
+    assert_eq!(log.log_end_offset(), leo);
+}

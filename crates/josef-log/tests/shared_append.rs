@@ -130,7 +130,7 @@ fn more_batches_than_one_pwritev_takes_are_all_written() {
 #[test]
 fn log_append_time_copies_because_the_crc_changes() {
     let d = tempfile::tempdir().unwrap();
-    let mut log = Log::open(&d.path().join("t-0"), config(), 0).unwrap();
+    let mut log = Log::open(d.path().join("t-0"), config(), 0).unwrap();
     let bytes = append_bytes(3, 5, 2, 2, 10).freeze();
     let info = log
         .append_as_leader_shared(bytes.clone(), 0, 777, TimestampType::LogAppendTime)
@@ -149,7 +149,7 @@ fn log_append_time_copies_because_the_crc_changes() {
 #[test]
 fn shared_append_still_checks_everything_but_the_crc() {
     let d = tempfile::tempdir().unwrap();
-    let mut log = Log::open(&d.path().join("t-0"), config(), 0).unwrap();
+    let mut log = Log::open(d.path().join("t-0"), config(), 0).unwrap();
     let mut partial = append_bytes(1, 1, 1, 1, 10);
     partial.truncate(partial.len() - 2);
     assert!(matches!(

@@ -1187,6 +1187,8 @@ impl Partition {
         now_ms: i64,
     ) -> Result<(), PartitionError> {
         if offset >= d.log.log_end_offset() {
+            // Still drops a leader epoch that starts at the LEO (see `Log::truncate_to`).
+            d.log.truncate_to(offset, now_ms)?;
             return Ok(());
         }
         d.log.truncate_to(offset, now_ms)?;

@@ -59,6 +59,7 @@ fn block_on<F: std::future::Future>(f: F) -> io::Result<F::Output> {
 }
 
 /// The newest snapshot under `dir` that checks, as loaded at start: its last index and data.
+#[allow(clippy::type_complexity)] // a fuzz hook, not API
 pub fn load_snapshot(dir: &Path) -> Result<Option<(Option<u64>, Vec<u8>)>, QuorumError> {
     Ok(load_latest_snapshot(dir)?.map(|(meta, data)| (meta.last_log_id.map(|l| l.index), data)))
 }

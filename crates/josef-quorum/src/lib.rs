@@ -96,6 +96,7 @@ mod files;
 /// part of the API.
 #[doc(hidden)]
 pub mod fuzzing;
+mod inspect;
 mod log_store;
 mod network;
 mod observer;
@@ -118,6 +119,7 @@ use tokio::sync::watch;
 
 pub use config::{parse_voters, QuorumConfig, VotersError};
 pub use error::QuorumError;
+pub use inspect::{read_log_dir, StoredEntry, StoredPayload};
 pub use network::MAX_FRAME_BYTES;
 pub use observer::{MetadataObserver, ObserverConfig};
 

@@ -186,7 +186,7 @@ fn segment_name(first: u64) -> String {
     format!("log-{first:020}.seg")
 }
 
-fn parse_segment_name(name: &str) -> Option<u64> {
+pub(crate) fn parse_segment_name(name: &str) -> Option<u64> {
     name.strip_prefix("log-")?
         .strip_suffix(".seg")?
         .parse()
@@ -476,7 +476,7 @@ impl Inner {
 }
 
 /// Reads one framed record from the front of `data`: the entry and the bytes used.
-fn read_record(data: &[u8]) -> Result<(Entry, usize), String> {
+pub(crate) fn read_record(data: &[u8]) -> Result<(Entry, usize), String> {
     if data.len() < RECORD_HEADER {
         return Err(format!("torn record header ({} bytes)", data.len()));
     }

@@ -27,6 +27,9 @@ pub enum ChannelError {
     Encode(String),
 }
 
+/// How often a request in flight checks whether the local quorum moved to another leader.
+const HINT_POLL: Duration = Duration::from_millis(50);
+
 /// Largest controller response accepted (a full CreateTopics answer is far smaller).
 const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
 
@@ -100,15 +103,27 @@ impl ControllerChannel {
         }
     }
 
+    /// The voter the local quorum names as leader, if it names one.
+    fn hint(&self) -> Option<usize> {
+        let id = (self.leader_hint.as_ref()?)()?;
+        self.voters.iter().position(|v| v.id == id)
+    }
+
     fn preferred_voter(&self) -> usize {
-        if let Some(hint) = &self.leader_hint {
-            if let Some(id) = hint() {
-                if let Some(i) = self.voters.iter().position(|v| v.id == id) {
-                    return i;
-                }
+        self.hint().unwrap_or_else(|| *self.current.lock())
+    }
+
+    /// Resolves once the local quorum names a leader other than `voter` (never without a hint).
+    async fn hint_moves_from(&self, voter: usize) {
+        if self.leader_hint.is_none() {
+            return std::future::pending().await;
+        }
+        loop {
+            tokio::time::sleep(HINT_POLL).await;
+            if self.hint().is_some_and(|h| h != voter) {
+                return;
             }
         }
-        *self.current.lock()
     }
 
     /// Sends `body` at `version` to the active controller and returns its answer; retries other
@@ -123,19 +138,27 @@ impl ControllerChannel {
         let mut backoff = Duration::from_millis(20);
         let mut voter = self.preferred_voter();
         loop {
-            match tokio::time::timeout(self.request_timeout, self.send_to(voter, &body, version))
-                .await
-            {
-                Ok(Ok(resp)) if !is_not_controller(&resp) => {
+            let attempt =
+                tokio::time::timeout(self.request_timeout, self.send_to(voter, &body, version));
+            // A request to a controller that stopped answering (paused, partitioned) would hold
+            // the connection for the whole request timeout, which can be the broker session
+            // timeout; so would the requests queued behind it. Give it up (waiting for the
+            // connection included) as soon as the local quorum names another leader.
+            let outcome = tokio::select! {
+                r = attempt => r.ok(),
+                _ = self.hint_moves_from(voter) => None,
+            };
+            match outcome {
+                Some(Ok(resp)) if !is_not_controller(&resp) => {
                     *self.current.lock() = voter;
                     return Ok(resp);
                 }
-                Ok(Err(SendError::Encode(e))) => return Err(ChannelError::Encode(e)),
-                Ok(Err(SendError::Io(e))) => {
+                Some(Err(SendError::Encode(e))) => return Err(ChannelError::Encode(e)),
+                Some(Err(SendError::Io(e))) => {
                     tracing::debug!(voter = self.voters[voter].id, error = %e, "controller request failed");
                     *self.conn.lock().await = None;
                 }
-                Ok(Ok(_)) | Err(_) => {
+                Some(Ok(_)) | None => {
                     *self.conn.lock().await = None;
                 }
             }

@@ -45,11 +45,13 @@ impl ControllerDriver {
 
     /// Whether this node is the Raft leader and its controller is active.
     pub fn is_active(&self) -> bool {
-        self.quorum.leader().map(|(id, _)| id) == Some(self.node_id)
-            && self
+        match self.quorum.leader() {
+            Some((id, term)) if id == self.node_id => self
                 .log
-                .with_controller(|c, _| c.is_active())
-                .unwrap_or(false)
+                .with_controller(|c, _| c.is_active() && c.epoch() == term as i32)
+                .unwrap_or(false),
+            _ => false,
+        }
     }
 
     /// Runs one write: `f` sees the controller and the context of the batch it returns.
@@ -59,14 +61,17 @@ impl ControllerDriver {
         f: impl FnOnce(&mut josef_controller::Controller, WriteContext) -> ControllerResult<T>,
     ) -> Result<T, NotController> {
         let _serial = self.write_lock.lock().await;
-        let leader = self.quorum.leader();
-        if leader.map(|(id, _)| id) != Some(self.node_id) {
-            return Err(NotController);
-        }
+        let term = match self.quorum.leader() {
+            Some((id, term)) if id == self.node_id => term,
+            _ => return Err(NotController),
+        };
         let result = self
             .log
             .with_controller(|c, applied| {
-                if !activation && !c.is_active() {
+                // Active in an earlier term is not active: a leader that lost the quorum and won
+                // it back must not act on the sessions and timers of its old term before the
+                // watcher has re-activated it for the new one.
+                if !activation && (!c.is_active() || c.epoch() != term as i32) {
                     return None;
                 }
                 let ctx = WriteContext {

@@ -149,8 +149,12 @@ pub struct ClusterNode {
     pub quorum: Option<MetadataQuorum>,
     /// The controller driver (controller nodes).
     pub driver: Option<Arc<ControllerDriver>>,
-    /// Requests to the active controller.
+    /// Requests to the active controller (forwarded admin requests, producer id blocks).
     pub channel: Arc<ControllerChannel>,
+    /// Registration, heartbeats and controlled shutdown.
+    pub heartbeat_channel: Arc<ControllerChannel>,
+    /// AlterPartition.
+    pub alter_partition_channel: Arc<ControllerChannel>,
     /// Registration and heartbeats (broker nodes, once started).
     pub lifecycle: OnceLock<Arc<BrokerLifecycle>>,
     /// The CONTROLLER listeners bound.
@@ -278,12 +282,19 @@ impl ClusterNode {
                 as Arc<dyn Fn() -> Option<i32> + Send + Sync>
         });
         let hint = hint.or(observed);
-        let channel = Arc::new(ControllerChannel::new(
-            cl.voters.clone(),
-            config.node_id,
-            hint,
-            Duration::from_millis(cl.quorum_request_timeout_ms.max(1) as u64),
-        ));
+        // One channel per kind of traffic, as Kafka's broker has (heartbeats, AlterPartition,
+        // forwarding): each is one connection with one request at a time, so a burst of ISR
+        // changes or a slow CreateTopics never delays the heartbeat that keeps the broker unfenced.
+        let new_channel = || {
+            Arc::new(ControllerChannel::new(
+                cl.voters.clone(),
+                config.node_id,
+                hint.clone(),
+                Duration::from_millis(cl.quorum_request_timeout_ms.max(1) as u64),
+            ))
+        };
+        let (channel, heartbeat_channel, alter_partition_channel) =
+            (new_channel(), new_channel(), new_channel());
         Ok(Arc::new(ClusterNode {
             config: cl,
             node_id: config.node_id,
@@ -291,6 +302,8 @@ impl ClusterNode {
             quorum,
             driver,
             channel,
+            heartbeat_channel,
+            alter_partition_channel,
             lifecycle: OnceLock::new(),
             controller_listeners,
             alter_partitions: alter_partition::AlterPartitionManager::new(),
@@ -330,7 +343,8 @@ impl ClusterNode {
         );
         let _ = self.fetchers.set(fetchers);
         publisher::spawn(state.clone(), self.clone());
-        let lifecycle = BrokerLifecycle::spawn(info, self.channel.clone(), self.log.clone());
+        let lifecycle =
+            BrokerLifecycle::spawn(info, self.heartbeat_channel.clone(), self.log.clone());
         let epoch = {
             let l = lifecycle.clone();
             Arc::new(move || l.broker_epoch()) as Arc<dyn Fn() -> i64 + Send + Sync>
@@ -338,7 +352,7 @@ impl ClusterNode {
         let _ = self.lifecycle.set(lifecycle);
         self.alter_partitions.spawn(
             Arc::downgrade(state),
-            self.channel.clone(),
+            self.alter_partition_channel.clone(),
             self.node_id,
             epoch,
         );
