@@ -55,3 +55,8 @@ pub use replication_control::{
     TopicInfo, CLUSTER_METADATA_TOPIC, MAX_ELECTIONS_PER_IMBALANCE, MAX_PARTITIONS_PER_REQUEST,
 };
 pub use rng::ControllerRng;
+
+/// The README's example, run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

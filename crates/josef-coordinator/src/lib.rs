@@ -65,3 +65,8 @@ pub use writer::{
     InMemoryPartitionWriter, LogEntry, PartitionWriter, StoredRecord, NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
 };
+
+/// The README's example, run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

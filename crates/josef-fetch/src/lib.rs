@@ -42,3 +42,8 @@ pub use key::{
 };
 pub use partition::{CachedPartition, PartitionFetch, PartitionOutcome};
 pub use session::{FetchSession, SessionUpdate};
+
+/// The README's example, run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -36,3 +36,8 @@ pub use coordinator::{GroupCoordinator, GroupResult, Handled, NO_PRODUCER_ID};
 pub use error::{Errors, GroupError};
 pub use ids::{MemberIdGenerator, RandomMemberIds, SeededMemberIds};
 pub use timer::{CoordinatorTimer, GroupTimerKey, NoopTimer};
+
+/// The README's example, run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

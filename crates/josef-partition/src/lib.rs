@@ -41,3 +41,8 @@ pub use replication::{
 /// Kafka's "no producer id" (−1), one name for the crates that meet here
 /// (josef-records' header constant).
 pub use josef_records::NO_PRODUCER_ID;
+
+/// The README's example, run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -63,3 +63,8 @@ pub use txn::CompletedTxn;
 
 /// Kafka's name for the per-partition producer-state table.
 pub type ProducerStateManager = ProducerStateTable;
+
+/// The README's example, run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

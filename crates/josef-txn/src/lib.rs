@@ -50,3 +50,8 @@ pub use serde::{TxnRecordSerde, TRANSACTION_LOG_KEY_TYPE};
 pub use shard::{TxnResult, TxnShard};
 pub use state::TxnState;
 pub use types::{TopicPartition, TransactionVersion};
+
+/// The README's example, run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
