@@ -267,6 +267,23 @@ def ctp_exactly_once(h: History, src_values: list[bytes], dst_topic: str) -> dic
             "duplicated": [v for v, k in seen.items() if k > 1]}
 
 
+def _high_watermark(c, topic, p, timeout):
+    """The partition's high watermark, retried while leadership is moving (a client whose metadata
+    is older than a leader change gets NOT_LEADER_OR_FOLLOWER, as from Kafka, and only the
+    consumer's own fetches refresh it; watermark queries report it to the caller)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+        except KafkaException as e:
+            err = e.args[0] if e.args else None
+            if time.monotonic() > deadline or not (err and err.retriable() or err and err.code() in (
+                    KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                    KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT)):
+                raise
+            time.sleep(0.2)
+
+
 def read_back(bootstrap, topic, partitions, history: History, level=READ_UNCOMMITTED, timeout=60.0,
               want_end=None) -> dict:
     """Reads every partition from the beginning to its end (high watermark, or the last stable offset for
@@ -277,8 +294,7 @@ def read_back(bootstrap, topic, partitions, history: History, level=READ_UNCOMMI
     try:
         ends = {}
         for p in partitions:
-            lo, hi = c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            ends[p] = hi
+            ends[p] = _high_watermark(c, topic, p, timeout)
         c.assign([TopicPartition(topic, p, 0) for p in partitions])
         done = {p for p in partitions if ends[p] == 0}
         counts = {p: 0 for p in partitions}
