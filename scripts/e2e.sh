@@ -25,8 +25,6 @@ export JOSEF_PROXY_BIN="$ROOT/target/debug/examples/logging_proxy"
 echo "== cluster tests (3 nodes per test: control plane, replication, crashes, pauses, partitions)"
 # The deterministic CI selection of the cluster suite; the rest of it (disk faults, transactions
 # and groups across coordinator failover, the soak) is run by hand, see docs/reliability.md.
-# Left out until fixed (they fail intermittently: acknowledged records lost when a deposed leader comes
-# back, docs/reliability.md): SIGSTOP of a leader past the session timeout, partitions of a leader.
 .venv/bin/python -m pytest tests/e2e/test_cluster_basic.py tests/e2e/test_cluster_faults.py tests/e2e/test_cluster_min_isr.py \
   tests/e2e/test_cluster_rebalance.py tests/e2e/test_cluster_configs.py \
-  -v --timeout 600 -p no:cacheprovider -m cluster -k "not sigstop and not partition_of_a_leader"
+  -v --timeout 600 -p no:cacheprovider -m cluster
