@@ -20,6 +20,7 @@
 //! ```
 
 mod range;
+pub mod server;
 mod round_robin;
 mod sticky;
 
