@@ -613,8 +613,16 @@ impl BrokerConfig {
             group_initial_rebalance_delay_ms: p.num("group.initial.rebalance.delay.ms", 3000, 0)?,
             group_consumer: GroupConsumerConfig {
                 session_timeout_ms: p.num("group.consumer.session.timeout.ms", 45_000, 1)?,
-                min_session_timeout_ms: p.num("group.consumer.min.session.timeout.ms", 45_000, 1)?,
-                max_session_timeout_ms: p.num("group.consumer.max.session.timeout.ms", 60_000, 1)?,
+                min_session_timeout_ms: p.num(
+                    "group.consumer.min.session.timeout.ms",
+                    45_000,
+                    1,
+                )?,
+                max_session_timeout_ms: p.num(
+                    "group.consumer.max.session.timeout.ms",
+                    60_000,
+                    1,
+                )?,
                 heartbeat_interval_ms: p.num("group.consumer.heartbeat.interval.ms", 5_000, 1)?,
                 min_heartbeat_interval_ms: p.num(
                     "group.consumer.min.heartbeat.interval.ms",

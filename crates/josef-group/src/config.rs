@@ -115,7 +115,9 @@ impl GroupConfig {
             ));
         }
         if self.consumer_assignors.is_empty() {
-            return Err(GroupConfigError::Invalid("group.consumer.assignors is empty"));
+            return Err(GroupConfigError::Invalid(
+                "group.consumer.assignors is empty",
+            ));
         }
         if let Some(a) = self
             .consumer_assignors

@@ -158,8 +158,8 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
             if !e.is_none() {
                 return self.finish(Vec::new(), OffsetCommitResponse::all(&req.topics, e));
             }
-            let expire = (req.retention_time_ms != -1)
-                .then(|| now_ms.saturating_add(req.retention_time_ms));
+            let expire =
+                (req.retention_time_ms != -1).then(|| now_ms.saturating_add(req.retention_time_ms));
             let (records, response) = self.offset_records(&req.group_id, &req.topics, expire);
             return self.finish(records, response);
         }
@@ -490,10 +490,14 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
                 }
             }
             if empty && remaining == 0 && !self.offsets.group_has_pending(group_id) {
-                records.extend(g.tombstones().into_iter().map(|record| GroupRecord::Consumer {
-                    group: group_id.clone(),
-                    record,
-                }));
+                records.extend(
+                    g.tombstones()
+                        .into_iter()
+                        .map(|record| GroupRecord::Consumer {
+                            group: group_id.clone(),
+                            record,
+                        }),
+                );
             }
         }
         records

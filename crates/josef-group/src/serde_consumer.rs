@@ -6,13 +6,13 @@ use bytes::Bytes;
 use josef_coordinator::SerdeError;
 use josef_protocol::coordinator_records::{
     consumer_group_current_member_assignment_value as cur,
-    consumer_group_partition_metadata_value as pm, consumer_group_target_assignment_member_value as tam,
-    ConsumerGroupCurrentMemberAssignmentKey, ConsumerGroupCurrentMemberAssignmentValue,
-    ConsumerGroupMemberMetadataKey, ConsumerGroupMemberMetadataValue, ConsumerGroupMetadataKey,
-    ConsumerGroupMetadataValue, ConsumerGroupPartitionMetadataKey,
-    ConsumerGroupPartitionMetadataValue, ConsumerGroupTargetAssignmentMemberKey,
-    ConsumerGroupTargetAssignmentMemberValue, ConsumerGroupTargetAssignmentMetadataKey,
-    ConsumerGroupTargetAssignmentMetadataValue,
+    consumer_group_partition_metadata_value as pm,
+    consumer_group_target_assignment_member_value as tam, ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupCurrentMemberAssignmentValue, ConsumerGroupMemberMetadataKey,
+    ConsumerGroupMemberMetadataValue, ConsumerGroupMetadataKey, ConsumerGroupMetadataValue,
+    ConsumerGroupPartitionMetadataKey, ConsumerGroupPartitionMetadataValue,
+    ConsumerGroupTargetAssignmentMemberKey, ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupTargetAssignmentMetadataKey, ConsumerGroupTargetAssignmentMetadataValue,
 };
 use josef_protocol::{Decode, StrBytes};
 

@@ -15,7 +15,8 @@ fn h() -> H {
 #[test]
 fn first_member_gets_epoch_one_and_every_partition_in_one_batch() {
     let mut h = h();
-    let r = h.c.consumer_group_heartbeat(h.now, &ctx(1), join("g", "m1", &["t"]));
+    let r =
+        h.c.consumer_group_heartbeat(h.now, &ctx(1), join("g", "m1", &["t"]));
     let kinds: Vec<&str> = r
         .records
         .iter()
@@ -37,7 +38,10 @@ fn first_member_gets_epoch_one_and_every_partition_in_one_batch() {
     assert_eq!(resp.member_epoch, 1);
     assert_eq!(resp.heartbeat_interval_ms, 5000);
     assert_eq!(resp.assignment, Some(parts("t", &[0, 1, 2])));
-    assert_eq!(h.c.consumer_group("g").unwrap().state(), ConsumerGroupState::Stable);
+    assert_eq!(
+        h.c.consumer_group("g").unwrap().state(),
+        ConsumerGroupState::Stable
+    );
     h.assert_replay_rebuilds();
 }
 
@@ -67,8 +71,14 @@ fn a_partition_moves_only_after_its_owner_revoked_it() {
     let r1 = h.hb(beat("g", "m1", 1, Some(kept.clone())));
     assert_eq!(r1.member_epoch, 2);
     let r2 = h.hb(beat("g", "m2", 2, Some(parts("t", &[]))));
-    assert_eq!(josef_group::consumer::assignment_len(r2.assignment.as_ref().unwrap()), 1);
-    assert_eq!(h.c.consumer_group("g").unwrap().state(), ConsumerGroupState::Stable);
+    assert_eq!(
+        josef_group::consumer::assignment_len(r2.assignment.as_ref().unwrap()),
+        1
+    );
+    assert_eq!(
+        h.c.consumer_group("g").unwrap().state(),
+        ConsumerGroupState::Stable
+    );
     h.assert_invariants();
     h.assert_replay_rebuilds();
 }
@@ -89,7 +99,10 @@ fn session_expiry_and_revocation_timeout_fence_the_member() {
     let g = h.c.consumer_group("g").unwrap();
     assert!(g.member("m1").is_none());
     assert_eq!(g.group_epoch, 3);
-    assert_eq!(h.hb(beat("g", "m1", 1, None)).error, Errors::UnknownMemberId);
+    assert_eq!(
+        h.hb(beat("g", "m1", 1, None)).error,
+        Errors::UnknownMemberId
+    );
     assert_eq!(epoch, 3);
     assert_eq!(owned, parts("t", &[0, 1, 2]));
 
@@ -116,7 +129,10 @@ fn session_expiry_and_revocation_timeout_fence_the_member() {
 fn epoch_checks_fence_or_accept_a_lost_response() {
     let mut h = h();
     h.hb(join("g", "m1", &["t"]));
-    assert_eq!(h.hb(beat("g", "m1", 2, None)).error, Errors::FencedMemberEpoch);
+    assert_eq!(
+        h.hb(beat("g", "m1", 2, None)).error,
+        Errors::FencedMemberEpoch
+    );
     // Bump m1 to epoch 2 through a second member joining and leaving.
     h.hb(join("g", "m2", &["u"]));
     let r = h.hb(beat("g", "m1", 1, Some(parts("t", &[0, 1, 2]))));
@@ -128,10 +144,22 @@ fn epoch_checks_fence_or_accept_a_lost_response() {
     // With a superset (a partition it does not own) it is fenced.
     let mut owned = parts("t", &[0, 1, 2]);
     owned.extend(parts("u", &[0]));
-    assert_eq!(h.hb(beat("g", "m1", 1, Some(owned))).error, Errors::FencedMemberEpoch);
-    assert_eq!(h.hb(beat("g", "m1", 1, None)).error, Errors::FencedMemberEpoch);
-    assert_eq!(h.hb(beat("g", "nobody", 1, None)).error, Errors::UnknownMemberId);
-    assert_eq!(h.hb(beat("missing", "m1", 1, None)).error, Errors::GroupIdNotFound);
+    assert_eq!(
+        h.hb(beat("g", "m1", 1, Some(owned))).error,
+        Errors::FencedMemberEpoch
+    );
+    assert_eq!(
+        h.hb(beat("g", "m1", 1, None)).error,
+        Errors::FencedMemberEpoch
+    );
+    assert_eq!(
+        h.hb(beat("g", "nobody", 1, None)).error,
+        Errors::UnknownMemberId
+    );
+    assert_eq!(
+        h.hb(beat("missing", "m1", 1, None)).error,
+        Errors::GroupIdNotFound
+    );
 }
 
 #[test]
@@ -161,7 +189,8 @@ fn invalid_first_heartbeats_and_unknown_assignors() {
     assert_eq!(h.hb(r).error, Errors::UnsupportedAssignor);
     // v0: an empty member id at epoch 0 gets one generated.
     let resp = {
-        let r = h.c.consumer_group_heartbeat(h.now, &ctx(0), join("g", "", &["t"]));
+        let r =
+            h.c.consumer_group_heartbeat(h.now, &ctx(0), join("g", "", &["t"]));
         h.apply(r)
     };
     assert_eq!(resp.error, Errors::None);
@@ -181,7 +210,10 @@ fn group_max_size_and_assignor_choice() {
     let mut b = join("g", "b", &["t"]);
     b.server_assignor = Some("range".into());
     h.hb(b);
-    assert_eq!(h.hb(join("g", "c", &["t"])).error, Errors::GroupMaxSizeReached);
+    assert_eq!(
+        h.hb(join("g", "c", &["t"])).error,
+        Errors::GroupMaxSizeReached
+    );
     // A member already in the group is not refused.
     assert_eq!(h.hb(beat("g", "a", 1, None)).error, Errors::None);
     let d = h.c.consumer_group_describe(&["g".into(), "nope".into()]);
@@ -200,10 +232,16 @@ fn leaving_with_minus_one_fences_and_bumps() {
     let g = h.c.consumer_group("g").unwrap();
     assert!(g.member("a").is_none());
     assert_eq!(g.group_epoch, 3);
-    assert_eq!(h.hb(beat("g", "a", -1, None)).error, Errors::UnknownMemberId);
+    assert_eq!(
+        h.hb(beat("g", "a", -1, None)).error,
+        Errors::UnknownMemberId
+    );
     let r = h.hb(beat("g", "b", -1, None));
     assert_eq!(r.error, Errors::None);
-    assert_eq!(h.c.consumer_group("g").unwrap().state(), ConsumerGroupState::Empty);
+    assert_eq!(
+        h.c.consumer_group("g").unwrap().state(),
+        ConsumerGroupState::Empty
+    );
     h.assert_replay_rebuilds();
 }
 
@@ -236,7 +274,10 @@ fn static_members_leave_temporarily_and_come_back_without_a_bump() {
     let epoch = g.group_epoch;
     let owned = g.members["a1"].assigned.clone();
     // Another process with the same instance id while a1 holds it.
-    assert_eq!(h.hb(static_join("a2", "i-a")).error, Errors::UnreleasedInstanceId);
+    assert_eq!(
+        h.hb(static_join("a2", "i-a")).error,
+        Errors::UnreleasedInstanceId
+    );
     // The wrong member id for an instance.
     let wrong = ConsumerGroupHeartbeatRequest {
         instance_id: Some("i-a".into()),

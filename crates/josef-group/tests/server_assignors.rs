@@ -20,7 +20,10 @@ fn owners(out: &BTreeMap<String, Assignment>) -> BTreeMap<(Uuid, i32), String> {
     for (m, a) in out {
         for (topic, ps) in a {
             for p in ps {
-                assert!(o.insert((*topic, *p), m.clone()).is_none(), "assigned twice");
+                assert!(
+                    o.insert((*topic, *p), m.clone()).is_none(),
+                    "assigned twice"
+                );
             }
         }
     }
@@ -33,7 +36,10 @@ fn check_complete(spec: &GroupSpec, out: &BTreeMap<String, Assignment>) {
         let subscribed = spec.members.values().any(|m| m.topics.contains(topic));
         for p in 0..ts.partitions {
             match o.get(&(*topic, p)) {
-                Some(m) => assert!(spec.members[m].topics.contains(topic), "given to a non-subscriber"),
+                Some(m) => assert!(
+                    spec.members[m].topics.contains(topic),
+                    "given to a non-subscriber"
+                ),
                 None => assert!(!subscribed, "subscribed partition {p} left unassigned"),
             }
         }

@@ -94,13 +94,15 @@ pub fn heartbeat(
             })
         });
     wire::heartbeat_response(
-        &answer
-            .unwrap_or_else(|e| c::ConsumerGroupHeartbeatResponse::error(shard_error(e), None)),
+        &answer.unwrap_or_else(|e| c::ConsumerGroupHeartbeatResponse::error(shard_error(e), None)),
     )
 }
 
 /// ConsumerGroupDescribe (69): each group from its own shard.
-pub fn describe(state: &BrokerState, r: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse {
+pub fn describe(
+    state: &BrokerState,
+    r: ConsumerGroupDescribeRequest,
+) -> ConsumerGroupDescribeResponse {
     let mut groups = Vec::with_capacity(r.group_ids.len());
     for id in &r.group_ids {
         let id = id.to_string();
@@ -108,15 +110,17 @@ pub fn describe(state: &BrokerState, r: ConsumerGroupDescribeRequest) -> Consume
             .groups
             .shard(&state.topics, state.cluster.as_deref(), &id)
             .and_then(|shard| {
-                state
-                    .groups
-                    .read(&shard, |coord| coord.consumer_group_describe(std::slice::from_ref(&id)))
+                state.groups.read(&shard, |coord| {
+                    coord.consumer_group_describe(std::slice::from_ref(&id))
+                })
             });
         match answer {
             Ok(d) => groups.extend(d),
             Err(e) => groups.push(c::DescribedConsumerGroup::error(&id, shard_error(e), None)),
         }
     }
-    let ops = r.include_authorized_operations.then_some(ALL_GROUP_OPERATIONS);
+    let ops = r
+        .include_authorized_operations
+        .then_some(ALL_GROUP_OPERATIONS);
     wire::describe_response(&groups, ops)
 }

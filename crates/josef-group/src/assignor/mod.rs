@@ -20,8 +20,8 @@
 //! ```
 
 mod range;
-pub mod server;
 mod round_robin;
+pub mod server;
 mod sticky;
 
 use std::cmp::Ordering;

@@ -83,7 +83,9 @@ impl ConsumerGroup {
 
     /// Every `(topic, partition) -> member` currently held.
     pub fn partition_owners(&self) -> impl Iterator<Item = ((Uuid, i32), &str)> {
-        self.partition_owners.iter().map(|(k, (_, m))| (*k, m.as_str()))
+        self.partition_owners
+            .iter()
+            .map(|(k, (_, m))| (*k, m.as_str()))
     }
 
     /// The target assignment of a member (empty if none).

@@ -131,9 +131,15 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
         }
         if epoch == 0 {
             if req.rebalance_timeout_ms == -1 {
-                return Err(invalid("RebalanceTimeoutMs must be provided in first request."));
+                return Err(invalid(
+                    "RebalanceTimeoutMs must be provided in first request.",
+                ));
             }
-            if req.topic_partitions.as_ref().map_or(true, |t| !t.is_empty()) {
+            if req
+                .topic_partitions
+                .as_ref()
+                .map_or(true, |t| !t.is_empty())
+            {
                 return Err(invalid("TopicPartitions must be empty when (re-)joining."));
             }
             if req.subscribed_topic_names.is_none() && req.subscribed_topic_regex.is_none() {
@@ -444,12 +450,18 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
             .get(&group_id)
             .and_then(|g| g.member(&req.member_id))
             .cloned();
-        if let Some(re) = req.subscribed_topic_regex.as_deref().filter(|r| !r.is_empty()) {
+        if let Some(re) = req
+            .subscribed_topic_regex
+            .as_deref()
+            .filter(|r| !r.is_empty())
+        {
             if member.subscribed_topic_regex.as_deref() != Some(re) {
                 super::compile_regex(re).map_err(|e| {
                     (
                         Errors::InvalidRegularExpression,
-                        Some(format!("SubscribedTopicRegex `{re}` is not a valid regular expression: {e}")),
+                        Some(format!(
+                            "SubscribedTopicRegex `{re}` is not a valid regular expression: {e}"
+                        )),
                     )
                 })?;
             }
@@ -497,14 +509,21 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
             .get(&group_id)
             .and_then(|g| g.member(&updated.member_id))
             .cloned();
-        if persisted.as_ref().map_or(true, |p| !p.same_metadata(&updated)) {
+        if persisted
+            .as_ref()
+            .map_or(true, |p| !p.same_metadata(&updated))
+        {
             self.emit(
                 records,
                 &group_id,
                 ConsumerGroup::member_metadata_record(&updated),
             );
         }
-        if !is_new && persisted.as_ref().is_some_and(|p| !p.same_assignment(&member)) {
+        if !is_new
+            && persisted
+                .as_ref()
+                .is_some_and(|p| !p.same_assignment(&member))
+        {
             // A rejoin at epoch 0 drops what the member owned (it reported owning nothing).
             self.emit(
                 records,
@@ -537,7 +556,8 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
             }
         }
         let current = self.consumer_groups[&group_id].members[&updated.member_id].clone();
-        let reconciled = self.maybe_reconcile(&group_id, &current, req.topic_partitions.as_ref(), records)?;
+        let reconciled =
+            self.maybe_reconcile(&group_id, &current, req.topic_partitions.as_ref(), records)?;
         let session = self.config.consumer_session_timeout_ms as i64;
         self.schedule(Self::session_key(&group_id, &reconciled.member_id), session);
         let full = req.member_epoch == 0
@@ -587,7 +607,11 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
             }
             self.emit(records, group_id, r);
         }
-        self.emit(records, group_id, ConsumerGroup::member_metadata_record(new));
+        self.emit(
+            records,
+            group_id,
+            ConsumerGroup::member_metadata_record(new),
+        );
         if had_target {
             self.emit(
                 records,
@@ -598,7 +622,11 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
                 },
             );
         }
-        self.emit(records, group_id, ConsumerGroup::current_assignment_record(new));
+        self.emit(
+            records,
+            group_id,
+            ConsumerGroup::current_assignment_record(new),
+        );
         self.cancel(&Self::session_key(group_id, &holder.member_id));
         self.cancel(&Self::revocation_key(group_id, &holder.member_id));
     }
@@ -651,10 +679,11 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
                 .collect(),
         };
         let name = self.assignor_name(g);
-        let assignor = server_assignor(&name).ok_or_else(|| crate::error::GroupError::Assignor {
-            assignor: "server",
-            reason: format!("unknown assignor {name}"),
-        })?;
+        let assignor =
+            server_assignor(&name).ok_or_else(|| crate::error::GroupError::Assignor {
+                assignor: "server",
+                reason: format!("unknown assignor {name}"),
+            })?;
         let target = assignor.assign(&spec)?;
         let epoch = g.group_epoch;
         let changed: Vec<(String, Assignment)> = target
@@ -707,7 +736,11 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
         let next = reconcile(member, g.assignment_epoch, &target, &held, owned)
             .map_err(|e| (Errors::from(e), None))?;
         if !next.same_assignment(member) {
-            self.emit(records, group_id, ConsumerGroup::current_assignment_record(&next));
+            self.emit(
+                records,
+                group_id,
+                ConsumerGroup::current_assignment_record(&next),
+            );
         }
         let key = (group_id.to_string(), me.clone());
         if next.state == MemberState::UnrevokedPartitions {
@@ -742,8 +775,7 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
                     .get(group_id)
                     .and_then(|g| g.member(member_id))
                     .is_some_and(|m| {
-                        m.state == MemberState::UnrevokedPartitions
-                            && Some(m.member_epoch) == armed
+                        m.state == MemberState::UnrevokedPartitions && Some(m.member_epoch) == armed
                     });
                 if still {
                     self.fence_member(group_id, member_id, &mut records);
@@ -805,7 +837,11 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
                     .topic_image
                     .iter()
                     .map(|(n, t)| (t.id, n.clone()))
-                    .chain(g.subscription_metadata.values().map(|t| (t.id, t.name.clone())))
+                    .chain(
+                        g.subscription_metadata
+                            .values()
+                            .map(|t| (t.id, t.name.clone())),
+                    )
                     .collect();
                 let describe = |a: &Assignment| {
                     a.iter()

@@ -236,6 +236,9 @@ mod tests {
         );
         let n = reconcile(&m, 2, &target, &|_, _| false, Some(&Assignment::new())).unwrap();
         assert_eq!(n.state, MemberState::Stable);
-        assert_eq!(Errors::from(ReconcileError::Fenced), Errors::FencedMemberEpoch);
+        assert_eq!(
+            Errors::from(ReconcileError::Fenced),
+            Errors::FencedMemberEpoch
+        );
     }
 }

@@ -40,7 +40,10 @@ pub fn image(topics: &[(&str, i32)]) -> TopicImage {
 pub fn parts(topic: &str, ps: &[i32]) -> Assignment {
     let mut a = Assignment::new();
     if !ps.is_empty() {
-        a.insert(topic_id(topic), ps.iter().copied().collect::<BTreeSet<i32>>());
+        a.insert(
+            topic_id(topic),
+            ps.iter().copied().collect::<BTreeSet<i32>>(),
+        );
     }
     a
 }
@@ -100,7 +103,9 @@ impl H {
         let serde = GroupRecordSerde::default();
         for rec in &r.records {
             let (k, v) = serde.serialize(rec);
-            let back = serde.deserialize(k.as_deref().unwrap(), v.as_deref()).unwrap();
+            let back = serde
+                .deserialize(k.as_deref().unwrap(), v.as_deref())
+                .unwrap();
             assert_eq!(&back, rec, "record survives its bytes");
             let offset = self.log.len() as i64;
             self.c.replay(offset, -1, -1, &back);
@@ -132,7 +137,9 @@ impl H {
         let serde = GroupRecordSerde::default();
         let mut c = GroupCoordinator::new(self.config.clone(), NoopTimer, SeededMemberIds::new(2));
         for (i, (k, v)) in self.log.iter().enumerate() {
-            let rec = serde.deserialize(k.as_deref().unwrap(), v.as_deref()).unwrap();
+            let rec = serde
+                .deserialize(k.as_deref().unwrap(), v.as_deref())
+                .unwrap();
             c.replay(i as i64, -1, -1, &rec);
         }
         c
@@ -141,8 +148,15 @@ impl H {
     /// Replaying the log gives the same consumer groups.
     pub fn assert_replay_rebuilds(&self) {
         let replayed = self.replayed();
-        let a: BTreeMap<_, _> = self.c.consumer_groups().map(|g| (g.group_id.clone(), g.clone())).collect();
-        let b: BTreeMap<_, _> = replayed.consumer_groups().map(|g| (g.group_id.clone(), g.clone())).collect();
+        let a: BTreeMap<_, _> = self
+            .c
+            .consumer_groups()
+            .map(|g| (g.group_id.clone(), g.clone()))
+            .collect();
+        let b: BTreeMap<_, _> = replayed
+            .consumer_groups()
+            .map(|g| (g.group_id.clone(), g.clone()))
+            .collect();
         assert_eq!(a, b, "replay rebuilds the groups");
     }
 
@@ -151,7 +165,10 @@ impl H {
         for g in self.c.consumer_groups() {
             let mut seen: BTreeMap<(Uuid, i32), &str> = BTreeMap::new();
             for m in g.members.values() {
-                assert!(m.member_epoch <= g.group_epoch, "member epoch above group epoch");
+                assert!(
+                    m.member_epoch <= g.group_epoch,
+                    "member epoch above group epoch"
+                );
                 for a in [&m.assigned, &m.pending_revocation] {
                     for (t, ps) in a {
                         for p in ps {

@@ -92,9 +92,7 @@ impl ServerAssignor for UniformAssignor {
                 let s: f64 = m
                     .topics
                     .iter()
-                    .map(|t| {
-                        spec.topics[t].partitions as f64 / subscribers[t].len().max(1) as f64
-                    })
+                    .map(|t| spec.topics[t].partitions as f64 / subscribers[t].len().max(1) as f64)
                     .sum();
                 (id.as_str(), s.ceil() as usize)
             })
