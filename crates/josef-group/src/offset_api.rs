@@ -51,6 +51,44 @@ fn validate_consumer_commit(
 }
 
 impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<T, G> {
+    /// Tombstones for the group's offsets past retention (explicit expiry, else `base` plus
+    /// `offsets.retention.minutes`), except for topics the group `consumes` and partitions with
+    /// pending transactional offsets. Returns how many offsets remain.
+    fn sweep_offsets(
+        &self,
+        group_id: &str,
+        now_ms: i64,
+        consumes: impl Fn(&str) -> bool,
+        base: impl Fn(&OffsetValue) -> i64,
+        records: &mut Vec<GroupRecord>,
+    ) -> usize {
+        let retention = self.config.offsets_retention_ms;
+        let mut remaining = 0usize;
+        for (topic, parts) in self.offsets.group(group_id).into_iter().flatten() {
+            for (partition, c) in parts {
+                let expired = !consumes(topic)
+                    && !self.offsets.has_pending(group_id, topic, *partition)
+                    && match c.value.expire_timestamp {
+                        Some(e) => now_ms >= e,
+                        None => now_ms - base(&c.value) >= retention,
+                    };
+                if expired {
+                    records.push(GroupRecord::OffsetCommit {
+                        key: OffsetKey {
+                            group: group_id.to_string(),
+                            topic: topic.clone(),
+                            partition: *partition,
+                        },
+                        value: None,
+                    });
+                } else {
+                    remaining += 1;
+                }
+            }
+        }
+        remaining
+    }
+
     /// Tombstones of every committed offset of a group.
     fn offset_tombstones(&self, group_id: &str) -> Vec<GroupRecord> {
         let mut records = Vec::new();
@@ -411,7 +449,6 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
     /// Empty (consumer groups), or the commit time (simple groups, and topics a Stable consumer
     /// group no longer subscribes to). Partitions with pending transactional offsets never expire.
     pub fn expired_offset_records(&self, now_ms: i64) -> Vec<GroupRecord> {
-        let retention = self.config.offsets_retention_ms;
         let mut records = Vec::new();
         for (group_id, g) in &self.groups {
             // The time retention counts from: when the group became Empty, or the commit.
@@ -429,31 +466,13 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
                 continue;
             };
             let base = |v: &OffsetValue| since_empty.unwrap_or(v.commit_timestamp);
-            let mut remaining = 0usize;
-            if let Some(topics) = self.offsets.group(group_id) {
-                for (topic, parts) in topics {
-                    for (partition, c) in parts {
-                        let expired = !g.is_subscribed_to_topic(topic)
-                            && !self.offsets.has_pending(group_id, topic, *partition)
-                            && match c.value.expire_timestamp {
-                                Some(e) => now_ms >= e,
-                                None => now_ms - base(&c.value) >= retention,
-                            };
-                        if expired {
-                            records.push(GroupRecord::OffsetCommit {
-                                key: OffsetKey {
-                                    group: group_id.clone(),
-                                    topic: topic.clone(),
-                                    partition: *partition,
-                                },
-                                value: None,
-                            });
-                        } else {
-                            remaining += 1;
-                        }
-                    }
-                }
-            }
+            let remaining = self.sweep_offsets(
+                group_id,
+                now_ms,
+                |topic| g.is_subscribed_to_topic(topic),
+                base,
+                &mut records,
+            );
             if remaining == 0
                 && g.state == GroupState::Empty
                 && !self.offsets.group_has_pending(group_id)
@@ -466,29 +485,13 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
         }
         for (group_id, g) in &self.consumer_groups {
             let empty = g.state() == crate::consumer::ConsumerGroupState::Empty;
-            let mut remaining = 0usize;
-            for (topic, parts) in self.offsets.group(group_id).into_iter().flatten() {
-                for (partition, c) in parts {
-                    let expired = (empty || !g.subscription_metadata.contains_key(topic))
-                        && !self.offsets.has_pending(group_id, topic, *partition)
-                        && match c.value.expire_timestamp {
-                            Some(e) => now_ms >= e,
-                            None => now_ms - c.value.commit_timestamp >= retention,
-                        };
-                    if expired {
-                        records.push(GroupRecord::OffsetCommit {
-                            key: OffsetKey {
-                                group: group_id.clone(),
-                                topic: topic.clone(),
-                                partition: *partition,
-                            },
-                            value: None,
-                        });
-                    } else {
-                        remaining += 1;
-                    }
-                }
-            }
+            let remaining = self.sweep_offsets(
+                group_id,
+                now_ms,
+                |topic| !empty && g.subscription_metadata.contains_key(topic),
+                |v| v.commit_timestamp,
+                &mut records,
+            );
             if empty && remaining == 0 && !self.offsets.group_has_pending(group_id) {
                 records.extend(
                     g.tombstones()
