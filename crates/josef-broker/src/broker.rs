@@ -93,7 +93,13 @@ impl Broker {
                 let mut n: u64 = 0;
                 loop {
                     tick.tick().await;
-                    state.groups.tick();
+                    // Every 100 ms the shards also see the topics (consumer group regexes).
+                    if n % 5 == 0 {
+                        let image = crate::handlers::consumer_group::topic_image(&state);
+                        state.groups.tick_with(Some(&image));
+                    } else {
+                        state.groups.tick();
+                    }
                     n += 1;
                     if n % 10 == 0 {
                         state.txns.tick(&crate::txns::Env {

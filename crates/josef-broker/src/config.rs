@@ -212,9 +212,13 @@ pub struct BrokerConfig {
     pub transactional_id_expiration_ms: i64,
     /// `producer.id.expiration.ms` (86400000).
     pub producer_id_expiration_ms: i64,
-    /// `group.initial.rebalance.delay.ms` (Josef: 0 as in Kafka's shipped single-node
-    /// server.properties; Kafka's code default is 3000).
+    /// `group.initial.rebalance.delay.ms` (3000, Kafka's default; Kafka's sample
+    /// server.properties sets 0 for development).
     pub group_initial_rebalance_delay_ms: i64,
+    /// The consumer group protocol's settings (`group.consumer.*`): session timeout (45000,
+    /// within min 45000 / max 60000), heartbeat interval (5000, within 5000 / 15000),
+    /// `group.consumer.max.size` (Int.MAX), `group.consumer.assignors` (`uniform,range`).
+    pub group_consumer: GroupConsumerConfig,
     /// `group.min.session.timeout.ms` (6000).
     pub group_min_session_timeout_ms: i64,
     /// `group.max.session.timeout.ms` (1800000).
@@ -225,6 +229,27 @@ pub struct BrokerConfig {
     pub listener_security_protocol_map: BTreeMap<String, String>,
     /// Cluster settings (`process.roles` and the rest); `None` for the single-node broker.
     pub cluster: Option<crate::cluster_config::ClusterConfig>,
+}
+
+/// `group.consumer.*` (see [`BrokerConfig::group_consumer`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupConsumerConfig {
+    /// `group.consumer.session.timeout.ms`.
+    pub session_timeout_ms: i32,
+    /// `group.consumer.min.session.timeout.ms`.
+    pub min_session_timeout_ms: i32,
+    /// `group.consumer.max.session.timeout.ms`.
+    pub max_session_timeout_ms: i32,
+    /// `group.consumer.heartbeat.interval.ms`.
+    pub heartbeat_interval_ms: i32,
+    /// `group.consumer.min.heartbeat.interval.ms`.
+    pub min_heartbeat_interval_ms: i32,
+    /// `group.consumer.max.heartbeat.interval.ms`.
+    pub max_heartbeat_interval_ms: i32,
+    /// `group.consumer.max.size`.
+    pub max_size: i32,
+    /// `group.consumer.assignors`.
+    pub assignors: Vec<String>,
 }
 
 impl Default for BrokerConfig {
@@ -585,7 +610,41 @@ impl BrokerConfig {
                 1,
             )?,
             producer_id_expiration_ms: p.num("producer.id.expiration.ms", 86_400_000, 1)?,
-            group_initial_rebalance_delay_ms: p.num("group.initial.rebalance.delay.ms", 0, 0)?,
+            group_initial_rebalance_delay_ms: p.num("group.initial.rebalance.delay.ms", 3000, 0)?,
+            group_consumer: GroupConsumerConfig {
+                session_timeout_ms: p.num("group.consumer.session.timeout.ms", 45_000, 1)?,
+                min_session_timeout_ms: p.num(
+                    "group.consumer.min.session.timeout.ms",
+                    45_000,
+                    1,
+                )?,
+                max_session_timeout_ms: p.num(
+                    "group.consumer.max.session.timeout.ms",
+                    60_000,
+                    1,
+                )?,
+                heartbeat_interval_ms: p.num("group.consumer.heartbeat.interval.ms", 5_000, 1)?,
+                min_heartbeat_interval_ms: p.num(
+                    "group.consumer.min.heartbeat.interval.ms",
+                    5_000,
+                    1,
+                )?,
+                max_heartbeat_interval_ms: p.num(
+                    "group.consumer.max.heartbeat.interval.ms",
+                    15_000,
+                    1,
+                )?,
+                max_size: p.num("group.consumer.max.size", i32::MAX, 1)?,
+                assignors: match p.take("group.consumer.assignors") {
+                    None => vec!["uniform".to_string(), "range".to_string()],
+                    Some(v) => v
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_string)
+                        .collect(),
+                },
+            },
             group_min_session_timeout_ms: p.num("group.min.session.timeout.ms", 6000, 0)?,
             group_max_session_timeout_ms: p.num("group.max.session.timeout.ms", 1_800_000, 0)?,
             group_max_size: p.num("group.max.size", i32::MAX, 1)?,

@@ -118,6 +118,14 @@ impl GroupService {
                 max_group_size: c.group_max_size as usize,
                 offsets_retention_ms: c.offsets_retention_minutes.saturating_mul(60_000),
                 offset_metadata_max_bytes: c.offset_metadata_max_bytes.max(0) as usize,
+                consumer_session_timeout_ms: c.group_consumer.session_timeout_ms,
+                consumer_min_session_timeout_ms: c.group_consumer.min_session_timeout_ms,
+                consumer_max_session_timeout_ms: c.group_consumer.max_session_timeout_ms,
+                consumer_heartbeat_interval_ms: c.group_consumer.heartbeat_interval_ms,
+                consumer_min_heartbeat_interval_ms: c.group_consumer.min_heartbeat_interval_ms,
+                consumer_max_heartbeat_interval_ms: c.group_consumer.max_heartbeat_interval_ms,
+                consumer_max_size: c.group_consumer.max_size.max(1) as usize,
+                consumer_assignors: c.group_consumer.assignors.clone(),
                 ..GroupConfig::default()
             },
             shards: Mutex::new(HashMap::new()),
@@ -429,6 +437,12 @@ impl GroupService {
     /// Unloads shards whose partition is no longer led here in their epoch, then fires due
     /// timers of the others (called by the broker's ticker).
     pub fn tick(&self) {
+        self.tick_with(None)
+    }
+
+    /// [`GroupService::tick`], first handing every shard the current topic image (so consumer
+    /// groups see topics created and deleted, and regexes are resolved again).
+    pub fn tick_with(&self, image: Option<&josef_group::consumer::TopicImage>) {
         let shards: Vec<_> = self
             .shards
             .lock()
@@ -442,6 +456,12 @@ impl GroupService {
                 continue;
             }
             let mut s = shard.lock();
+            if let Some(image) = image {
+                let result = s.coord.on_topics_changed(now, image.clone());
+                if self.finish(&mut s, result).is_err() {
+                    continue;
+                }
+            }
             while let Some(result) = s.coord.fire_next_due(now) {
                 if self.finish(&mut s, result).is_err() {
                     break;

@@ -7,6 +7,8 @@
 /// let c = GroupConfig::default();
 /// assert_eq!(c.initial_rebalance_delay_ms, 3000);
 /// assert_eq!(c.offsets_retention_ms, 7 * 24 * 60 * 60 * 1000);
+/// assert_eq!(c.consumer_session_timeout_ms, 45_000);
+/// assert_eq!(c.consumer_assignors[0], "uniform");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupConfig {
@@ -31,6 +33,22 @@ pub struct GroupConfig {
     pub offset_commit_value_version: i16,
     /// Version of `GroupMetadataValue` records written (Kafka 3.x writes 3).
     pub group_metadata_value_version: i16,
+    /// `group.consumer.session.timeout.ms`.
+    pub consumer_session_timeout_ms: i32,
+    /// `group.consumer.min.session.timeout.ms`.
+    pub consumer_min_session_timeout_ms: i32,
+    /// `group.consumer.max.session.timeout.ms`.
+    pub consumer_max_session_timeout_ms: i32,
+    /// `group.consumer.heartbeat.interval.ms`.
+    pub consumer_heartbeat_interval_ms: i32,
+    /// `group.consumer.min.heartbeat.interval.ms`.
+    pub consumer_min_heartbeat_interval_ms: i32,
+    /// `group.consumer.max.heartbeat.interval.ms`.
+    pub consumer_max_heartbeat_interval_ms: i32,
+    /// `group.consumer.max.size`.
+    pub consumer_max_size: usize,
+    /// `group.consumer.assignors`: the server assignors offered; the first is the default.
+    pub consumer_assignors: Vec<String>,
 }
 
 impl Default for GroupConfig {
@@ -46,6 +64,97 @@ impl Default for GroupConfig {
             offset_metadata_max_bytes: 4096,
             offset_commit_value_version: 3,
             group_metadata_value_version: 3,
+            consumer_session_timeout_ms: 45_000,
+            consumer_min_session_timeout_ms: 45_000,
+            consumer_max_session_timeout_ms: 60_000,
+            consumer_heartbeat_interval_ms: 5_000,
+            consumer_min_heartbeat_interval_ms: 5_000,
+            consumer_max_heartbeat_interval_ms: 15_000,
+            consumer_max_size: i32::MAX as usize,
+            consumer_assignors: vec!["uniform".to_string(), "range".to_string()],
         }
+    }
+}
+
+/// Why a consumer-protocol setting is rejected (Kafka's `GroupCoordinatorConfig` checks).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GroupConfigError {
+    /// A value is outside its `min`/`max` bounds, or the interval is not below the timeout.
+    #[error("{0}")]
+    Invalid(&'static str),
+    /// `group.consumer.assignors` names an assignor this crate does not have.
+    #[error("unknown assignor {0}")]
+    UnknownAssignor(String),
+}
+
+impl GroupConfig {
+    /// Checks the consumer-protocol settings as Kafka does at start-up.
+    pub fn validate(&self) -> Result<(), GroupConfigError> {
+        let in_bounds = |v: i32, lo: i32, hi: i32| lo <= v && v <= hi;
+        if !in_bounds(
+            self.consumer_session_timeout_ms,
+            self.consumer_min_session_timeout_ms,
+            self.consumer_max_session_timeout_ms,
+        ) {
+            return Err(GroupConfigError::Invalid(
+                "group.consumer.session.timeout.ms must be within the min and max session timeouts",
+            ));
+        }
+        if !in_bounds(
+            self.consumer_heartbeat_interval_ms,
+            self.consumer_min_heartbeat_interval_ms,
+            self.consumer_max_heartbeat_interval_ms,
+        ) {
+            return Err(GroupConfigError::Invalid(
+                "group.consumer.heartbeat.interval.ms must be within the min and max intervals",
+            ));
+        }
+        if self.consumer_heartbeat_interval_ms >= self.consumer_session_timeout_ms {
+            return Err(GroupConfigError::Invalid(
+                "group.consumer.heartbeat.interval.ms must be below group.consumer.session.timeout.ms",
+            ));
+        }
+        if self.consumer_assignors.is_empty() {
+            return Err(GroupConfigError::Invalid(
+                "group.consumer.assignors is empty",
+            ));
+        }
+        if let Some(a) = self
+            .consumer_assignors
+            .iter()
+            .find(|a| crate::assignor::server::server_assignor(a).is_none())
+        {
+            return Err(GroupConfigError::UnknownAssignor(a.clone()));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_bounds_are_checked() {
+        assert_eq!(GroupConfig::default().validate(), Ok(()));
+        let c = GroupConfig {
+            consumer_session_timeout_ms: 30_000,
+            ..GroupConfig::default()
+        };
+        assert!(matches!(c.validate(), Err(GroupConfigError::Invalid(_))));
+        let c = GroupConfig {
+            consumer_heartbeat_interval_ms: 45_000,
+            consumer_max_heartbeat_interval_ms: 60_000,
+            ..GroupConfig::default()
+        };
+        assert!(matches!(c.validate(), Err(GroupConfigError::Invalid(_))));
+        let c = GroupConfig {
+            consumer_assignors: vec!["sticky".into()],
+            ..GroupConfig::default()
+        };
+        assert_eq!(
+            c.validate(),
+            Err(GroupConfigError::UnknownAssignor("sticky".into()))
+        );
     }
 }

@@ -94,6 +94,12 @@ pub struct GroupCoordinator<T, G> {
     pub(crate) ids: G,
     pub(crate) deadlines: BTreeMap<GroupTimerKey, i64>,
     pub(crate) groups: BTreeMap<String, ClassicGroup>,
+    pub(crate) consumer_groups: BTreeMap<String, crate::consumer::ConsumerGroup>,
+    pub(crate) topic_image: crate::consumer::TopicImage,
+    /// Set once the broker has given a topic image (commits are checked against it from then).
+    pub(crate) topic_image_known: bool,
+    /// `(group, member)` -> the member epoch its revocation timer was armed at.
+    pub(crate) revocation_epochs: BTreeMap<(String, String), i32>,
     pub(crate) offsets: OffsetStore,
     pub(crate) loaded: bool,
     pub(crate) outbox: Vec<Completion>,
@@ -110,6 +116,10 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
             ids,
             deadlines: BTreeMap::new(),
             groups: BTreeMap::new(),
+            consumer_groups: BTreeMap::new(),
+            topic_image: Default::default(),
+            topic_image_known: false,
+            revocation_epochs: BTreeMap::new(),
             offsets: OffsetStore::default(),
             loaded: false,
             outbox: Vec::new(),
@@ -195,6 +205,7 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
         }
         let interval = self.config.offsets_retention_check_interval_ms;
         self.schedule(GroupTimerKey::OffsetsRetention, interval);
+        self.schedule_loaded_consumer_timers();
     }
 
     /// True once loading has finished.
@@ -325,7 +336,9 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
                 value: Some(v),
             } => {
                 // A group that only commits offsets (no membership) is a "simple" group.
-                if !self.groups.contains_key(&key.group) {
+                if !self.groups.contains_key(&key.group)
+                    && !self.consumer_groups.contains_key(&key.group)
+                {
                     let g = ClassicGroup::new(&key.group, GroupState::Empty, self.now);
                     self.groups.insert(key.group.clone(), g);
                 }
@@ -352,7 +365,9 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
                         GroupTimerKey::Heartbeat { group_id, .. }
                         | GroupTimerKey::Join { group_id }
                         | GroupTimerKey::Sync { group_id } => group_id == group,
-                        GroupTimerKey::OffsetsRetention => false,
+                        GroupTimerKey::OffsetsRetention
+                        | GroupTimerKey::ConsumerSession { .. }
+                        | GroupTimerKey::ConsumerRevocation { .. } => false,
                     })
                     .cloned()
                     .collect();
@@ -369,6 +384,12 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
                     self.groups.insert(group.clone(), g);
                 }
                 // Live: the handler that wrote the record already holds this state.
+            }
+            GroupRecord::Consumer { group, record } => {
+                // Live, the handler applied it when it produced it.
+                if !self.loaded {
+                    self.apply_consumer(group, record);
+                }
             }
         }
     }
@@ -440,8 +461,17 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
             } => self.expire_heartbeat(group_id, member_id),
             GroupTimerKey::Join { group_id } => self.on_join_timer(group_id),
             GroupTimerKey::Sync { group_id } => self.expire_pending_sync(group_id),
+            GroupTimerKey::ConsumerSession { .. } | GroupTimerKey::ConsumerRevocation { .. } => {
+                self.on_consumer_timer(key)
+            }
             GroupTimerKey::OffsetsRetention => {
                 let records = self.expired_offset_records(now_ms);
+                // Consumer records are applied when produced (replay skips them when live).
+                for r in &records {
+                    if let GroupRecord::Consumer { group, record } = r {
+                        self.apply_consumer(group, record);
+                    }
+                }
                 let interval = self.config.offsets_retention_check_interval_ms;
                 self.schedule(GroupTimerKey::OffsetsRetention, interval);
                 records

@@ -61,10 +61,18 @@ pub enum Errors {
     UnstableOffsetCommit,
     #[error("UNRELEASED_INSTANCE_ID")]
     UnreleasedInstanceId,
+    #[error("FENCED_MEMBER_EPOCH")]
+    FencedMemberEpoch,
+    #[error("UNSUPPORTED_ASSIGNOR")]
+    UnsupportedAssignor,
+    #[error("STALE_MEMBER_EPOCH")]
+    StaleMemberEpoch,
+    #[error("INVALID_REGULAR_EXPRESSION")]
+    InvalidRegularExpression,
 }
 
 impl Errors {
-    const TABLE: [(Errors, i16); 25] = [
+    const TABLE: [(Errors, i16); 29] = [
         (Errors::None, 0),
         (Errors::UnknownServerError, -1),
         (Errors::UnknownTopicOrPartition, 3),
@@ -90,6 +98,10 @@ impl Errors {
         (Errors::GroupSubscribedToTopic, 86),
         (Errors::UnstableOffsetCommit, 88),
         (Errors::UnreleasedInstanceId, 111),
+        (Errors::FencedMemberEpoch, 110),
+        (Errors::UnsupportedAssignor, 112),
+        (Errors::StaleMemberEpoch, 113),
+        (Errors::InvalidRegularExpression, 128),
     ];
 
     /// The wire error code.
@@ -157,6 +169,9 @@ mod tests {
         assert_eq!(Errors::FencedInstanceId.code(), 82);
         assert_eq!(Errors::GroupMaxSizeReached.code(), 81);
         assert_eq!(Errors::UnstableOffsetCommit.code(), 88);
+        assert_eq!(Errors::FencedMemberEpoch.code(), 110);
+        assert_eq!(Errors::StaleMemberEpoch.code(), 113);
+        assert_eq!(Errors::InvalidRegularExpression.code(), 128);
         assert_eq!(Errors::from_code(9999), None);
     }
 }

@@ -7,7 +7,10 @@
 //!   replaying [`record::GroupRecord`]s.
 //! - [`placement`]: which partition owns a group (bit-exact with Java).
 //! - [`consumer_protocol`]: ConsumerProtocolSubscription v0–v3 / ConsumerProtocolAssignment.
-//! - [`assignor`]: range, roundrobin, sticky, cooperative-sticky.
+//! - [`assignor`]: range, roundrobin, sticky, cooperative-sticky; server-side `uniform` and
+//!   `range` ([`assignor::server`]).
+//! - [`consumer`]: consumer groups of the KIP-848 protocol (ConsumerGroupHeartbeat,
+//!   ConsumerGroupDescribe): epochs, member reconciliation, regex subscriptions.
 //!
 //! JoinGroup and SyncGroup responses are usually *delayed*: the request is parked under a
 //! broker-chosen [`api::RequestId`] and answered by an [`api::Completion`] in the result of a
@@ -18,6 +21,7 @@ pub mod api;
 pub mod assignor;
 pub mod classic;
 mod config;
+pub mod consumer;
 pub mod consumer_protocol;
 mod coordinator;
 mod error;
@@ -28,10 +32,11 @@ pub mod placement;
 mod rebalance;
 pub mod record;
 pub mod serde;
+mod serde_consumer;
 pub mod timer;
 pub mod wire;
 
-pub use config::GroupConfig;
+pub use config::{GroupConfig, GroupConfigError};
 pub use coordinator::{GroupCoordinator, GroupResult, Handled, NO_PRODUCER_ID};
 pub use error::{Errors, GroupError};
 pub use ids::{MemberIdGenerator, RandomMemberIds, SeededMemberIds};

@@ -26,7 +26,100 @@ fn java_len(s: &str) -> usize {
     s.encode_utf16().count()
 }
 
+/// Kafka's `ConsumerGroup.validateOffsetCommit` (`api_version` is `None` for TxnOffsetCommit):
+/// an admin commit (negative epoch) is accepted by an empty group only; otherwise the member
+/// must exist, commit with OffsetCommit v9+, at its current epoch.
+fn validate_consumer_commit(
+    g: &crate::consumer::ConsumerGroup,
+    member_id: &str,
+    epoch: i32,
+    api_version: Option<i16>,
+) -> Errors {
+    if epoch < 0 && g.members.is_empty() {
+        return Errors::None;
+    }
+    let Some(m) = g.member(member_id) else {
+        return Errors::UnknownMemberId;
+    };
+    if api_version.is_some_and(|v| v < FIRST_COMMIT_VERSION_WITH_GROUP_ID_NOT_FOUND) {
+        return Errors::UnsupportedVersion;
+    }
+    if epoch != m.member_epoch {
+        return Errors::StaleMemberEpoch;
+    }
+    Errors::None
+}
+
 impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<T, G> {
+    /// Tombstones for the group's offsets past retention (explicit expiry, else `base` plus
+    /// `offsets.retention.minutes`), except for topics the group `consumes` and partitions with
+    /// pending transactional offsets. Returns how many offsets remain.
+    fn sweep_offsets(
+        &self,
+        group_id: &str,
+        now_ms: i64,
+        consumes: impl Fn(&str) -> bool,
+        base: impl Fn(&OffsetValue) -> i64,
+        records: &mut Vec<GroupRecord>,
+    ) -> usize {
+        let retention = self.config.offsets_retention_ms;
+        let mut remaining = 0usize;
+        for (topic, parts) in self.offsets.group(group_id).into_iter().flatten() {
+            for (partition, c) in parts {
+                let expired = !consumes(topic)
+                    && !self.offsets.has_pending(group_id, topic, *partition)
+                    && match c.value.expire_timestamp {
+                        Some(e) => now_ms >= e,
+                        None => now_ms - base(&c.value) >= retention,
+                    };
+                if expired {
+                    records.push(GroupRecord::OffsetCommit {
+                        key: OffsetKey {
+                            group: group_id.to_string(),
+                            topic: topic.clone(),
+                            partition: *partition,
+                        },
+                        value: None,
+                    });
+                } else {
+                    remaining += 1;
+                }
+            }
+        }
+        remaining
+    }
+
+    /// Tombstones of every committed offset of a group.
+    fn offset_tombstones(&self, group_id: &str) -> Vec<GroupRecord> {
+        let mut records = Vec::new();
+        if let Some(topics) = self.offsets.group(group_id) {
+            for (topic, parts) in topics {
+                for partition in parts.keys() {
+                    records.push(GroupRecord::OffsetCommit {
+                        key: OffsetKey {
+                            group: group_id.to_string(),
+                            topic: topic.clone(),
+                            partition: *partition,
+                        },
+                        value: None,
+                    });
+                }
+            }
+        }
+        records
+    }
+
+    /// Whether a partition exists, once the broker has given a topic image
+    /// ([`GroupCoordinator::on_topics_changed`]); without one every partition is accepted.
+    fn partition_exists(&self, topic: &str, partition: i32) -> bool {
+        if !self.topic_image_known {
+            return true;
+        }
+        self.topic_image
+            .get(topic)
+            .is_some_and(|t| (0..t.partitions).contains(&partition))
+    }
+
     fn offset_records(
         &self,
         group_id: &str,
@@ -45,7 +138,9 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
                     .unwrap_or(false);
                 let error = if too_large {
                     Errors::OffsetMetadataTooLarge
-                } else if !crate::rebalance::fits_record(&topic.name) {
+                } else if !crate::rebalance::fits_record(&topic.name)
+                    || !self.partition_exists(&topic.name, p.partition_index)
+                {
                     Errors::UnknownTopicOrPartition
                 } else {
                     records.push(GroupRecord::OffsetCommit {
@@ -96,6 +191,16 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
             );
         }
         let generation = req.generation_id_or_member_epoch;
+        if let Some(cg) = self.consumer_groups.get(&req.group_id) {
+            let e = validate_consumer_commit(cg, &req.member_id, generation, Some(ctx.api_version));
+            if !e.is_none() {
+                return self.finish(Vec::new(), OffsetCommitResponse::all(&req.topics, e));
+            }
+            let expire =
+                (req.retention_time_ms != -1).then(|| now_ms.saturating_add(req.retention_time_ms));
+            let (records, response) = self.offset_records(&req.group_id, &req.topics, expire);
+            return self.finish(records, response);
+        }
         if !self.groups.contains_key(&req.group_id) {
             if generation < 0 {
                 // A consumer without group management (or the admin client): a simple group.
@@ -150,6 +255,16 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
                 OffsetCommitResponse::all(&req.topics, Errors::InvalidGroupId),
             );
         }
+        if let Some(cg) = self.consumer_groups.get(&req.group_id) {
+            let e = validate_consumer_commit(cg, &req.member_id, req.generation_id, None);
+            if !e.is_none() {
+                return self.finish(Vec::new(), OffsetCommitResponse::all(&req.topics, e));
+            }
+            let (records, response) = self.offset_records(&req.group_id, &req.topics, None);
+            let mut result = self.finish(records, response);
+            result.transaction = Some((req.producer_id, req.producer_epoch));
+            return result;
+        }
         if !self.groups.contains_key(&req.group_id) {
             if req.generation_id < 0 {
                 let g = ClassicGroup::new(&req.group_id, GroupState::Empty, now_ms);
@@ -193,7 +308,8 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
                     .groups
                     .get(&rg.group_id)
                     .map(|g| g.state != GroupState::Dead)
-                    .unwrap_or(false);
+                    .unwrap_or(false)
+                    || self.consumer_groups.contains_key(&rg.group_id);
                 let stored = if exists {
                     self.offsets.group(&rg.group_id)
                 } else {
@@ -333,7 +449,6 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
     /// Empty (consumer groups), or the commit time (simple groups, and topics a Stable consumer
     /// group no longer subscribes to). Partitions with pending transactional offsets never expire.
     pub fn expired_offset_records(&self, now_ms: i64) -> Vec<GroupRecord> {
-        let retention = self.config.offsets_retention_ms;
         let mut records = Vec::new();
         for (group_id, g) in &self.groups {
             // The time retention counts from: when the group became Empty, or the commit.
@@ -351,31 +466,13 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
                 continue;
             };
             let base = |v: &OffsetValue| since_empty.unwrap_or(v.commit_timestamp);
-            let mut remaining = 0usize;
-            if let Some(topics) = self.offsets.group(group_id) {
-                for (topic, parts) in topics {
-                    for (partition, c) in parts {
-                        let expired = !g.is_subscribed_to_topic(topic)
-                            && !self.offsets.has_pending(group_id, topic, *partition)
-                            && match c.value.expire_timestamp {
-                                Some(e) => now_ms >= e,
-                                None => now_ms - base(&c.value) >= retention,
-                            };
-                        if expired {
-                            records.push(GroupRecord::OffsetCommit {
-                                key: OffsetKey {
-                                    group: group_id.clone(),
-                                    topic: topic.clone(),
-                                    partition: *partition,
-                                },
-                                value: None,
-                            });
-                        } else {
-                            remaining += 1;
-                        }
-                    }
-                }
-            }
+            let remaining = self.sweep_offsets(
+                group_id,
+                now_ms,
+                |topic| g.is_subscribed_to_topic(topic),
+                base,
+                &mut records,
+            );
             if remaining == 0
                 && g.state == GroupState::Empty
                 && !self.offsets.group_has_pending(group_id)
@@ -386,6 +483,26 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
                 });
             }
         }
+        for (group_id, g) in &self.consumer_groups {
+            let empty = g.state() == crate::consumer::ConsumerGroupState::Empty;
+            let remaining = self.sweep_offsets(
+                group_id,
+                now_ms,
+                |topic| !empty && g.subscription_metadata.contains_key(topic),
+                |v| v.commit_timestamp,
+                &mut records,
+            );
+            if empty && remaining == 0 && !self.offsets.group_has_pending(group_id) {
+                records.extend(
+                    g.tombstones()
+                        .into_iter()
+                        .map(|record| GroupRecord::Consumer {
+                            group: group_id.clone(),
+                            record,
+                        }),
+                );
+            }
+        }
         records
     }
 
@@ -393,7 +510,7 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
     pub fn list_groups(&self, req: &ListGroupsRequest) -> ListGroupsResponse {
         let states: Vec<String> = req.states_filter.iter().map(|s| s.to_lowercase()).collect();
         let types: Vec<String> = req.types_filter.iter().map(|s| s.to_lowercase()).collect();
-        let groups = self
+        let groups: Vec<ListedGroup> = self
             .groups
             .values()
             .filter(|g| states.is_empty() || states.contains(&g.state.name().to_lowercase()))
@@ -404,6 +521,20 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
                 group_state: g.state.name().to_string(),
                 group_type: "classic".to_string(),
             })
+            .chain(
+                self.consumer_groups
+                    .values()
+                    .filter(|g| {
+                        states.is_empty() || states.contains(&g.state().name().to_lowercase())
+                    })
+                    .filter(|_| types.is_empty() || types.iter().any(|t| t == "consumer"))
+                    .map(|g| ListedGroup {
+                        group_id: g.group_id.clone(),
+                        protocol_type: "consumer".to_string(),
+                        group_state: g.state().name().to_string(),
+                        group_type: "consumer".to_string(),
+                    }),
+            )
             .collect();
         ListGroupsResponse {
             error: Errors::None,
@@ -482,26 +613,34 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
         let mut records = Vec::new();
         let mut results = Vec::with_capacity(group_ids.len());
         for id in group_ids {
+            if let Some(cg) = self.consumer_groups.get(id) {
+                let error = if cg.state() != crate::consumer::ConsumerGroupState::Empty {
+                    Errors::NonEmptyGroup
+                } else {
+                    records.extend(self.offset_tombstones(id));
+                    let tombstones = cg.tombstones();
+                    for r in tombstones {
+                        self.apply_consumer(id, &r);
+                        records.push(GroupRecord::Consumer {
+                            group: id.clone(),
+                            record: r,
+                        });
+                    }
+                    Errors::None
+                };
+                results.push(DeletedGroup {
+                    group_id: id.clone(),
+                    error,
+                });
+                continue;
+            }
             let error = match self.groups.get(id) {
                 _ if id.is_empty() => Errors::InvalidGroupId,
                 None => Errors::GroupIdNotFound,
                 Some(g) if g.state == GroupState::Dead => Errors::GroupIdNotFound,
                 Some(g) if g.state != GroupState::Empty => Errors::NonEmptyGroup,
                 Some(_) => {
-                    if let Some(topics) = self.offsets.group(id) {
-                        for (topic, parts) in topics {
-                            for partition in parts.keys() {
-                                records.push(GroupRecord::OffsetCommit {
-                                    key: OffsetKey {
-                                        group: id.clone(),
-                                        topic: topic.clone(),
-                                        partition: *partition,
-                                    },
-                                    value: None,
-                                });
-                            }
-                        }
-                    }
+                    records.extend(self.offset_tombstones(id));
                     records.push(GroupRecord::GroupMetadata {
                         group: id.clone(),
                         value: None,

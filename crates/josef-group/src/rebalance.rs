@@ -55,7 +55,26 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
         req: JoinGroupRequest,
     ) -> GroupResult<()> {
         self.begin(now_ms);
-        let records = self.join_group_inner(request, ctx, &req);
+        let mut records = Vec::new();
+        if let Some(cg) = self.consumer_groups.get(&req.group_id) {
+            if cg.state() != crate::consumer::ConsumerGroupState::Empty {
+                // Online migration between the protocols is not supported.
+                self.complete_join(
+                    request,
+                    JoinGroupResponse::error(Errors::InconsistentGroupProtocol, &req.member_id),
+                );
+                return self.finish(records, ());
+            }
+            // An empty consumer group becomes a classic group (its offsets stay).
+            for r in cg.tombstones() {
+                self.apply_consumer(&req.group_id, &r);
+                records.push(GroupRecord::Consumer {
+                    group: req.group_id.clone(),
+                    record: r,
+                });
+            }
+        }
+        records.extend(self.join_group_inner(request, ctx, &req));
         self.finish(records, ())
     }
 

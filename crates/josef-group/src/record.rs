@@ -86,6 +86,13 @@ pub enum GroupRecord {
         /// The value, `None` to delete the group.
         value: Option<GroupMetadata>,
     },
+    /// A consumer group (KIP-848) record.
+    Consumer {
+        /// The group id.
+        group: String,
+        /// The record.
+        record: ConsumerRecord,
+    },
 }
 
 impl GroupRecord {
@@ -94,6 +101,7 @@ impl GroupRecord {
         match self {
             GroupRecord::OffsetCommit { key, .. } => &key.group,
             GroupRecord::GroupMetadata { group, .. } => group,
+            GroupRecord::Consumer { group, .. } => group,
         }
     }
 
@@ -102,6 +110,99 @@ impl GroupRecord {
         match self {
             GroupRecord::OffsetCommit { value, .. } => value.is_none(),
             GroupRecord::GroupMetadata { value, .. } => value.is_none(),
+            GroupRecord::Consumer { record, .. } => record.is_tombstone(),
+        }
+    }
+}
+
+/// A consumer group member's subscription (`ConsumerGroupMemberMetadataValue`, record 5).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ConsumerMemberMetadata {
+    /// The static instance id.
+    pub instance_id: Option<String>,
+    /// The rack id.
+    pub rack_id: Option<String>,
+    /// The client id.
+    pub client_id: String,
+    /// The client host.
+    pub client_host: String,
+    /// Subscribed topic names.
+    pub subscribed_topic_names: Vec<String>,
+    /// Subscribed regular expression.
+    pub subscribed_topic_regex: Option<String>,
+    /// The rebalance timeout.
+    pub rebalance_timeout_ms: i32,
+    /// The server assignor asked for.
+    pub server_assignor: Option<String>,
+}
+
+/// A consumer group member's current assignment (`ConsumerGroupCurrentMemberAssignmentValue`,
+/// record 8).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CurrentMemberAssignment {
+    /// The member epoch.
+    pub member_epoch: i32,
+    /// The previous member epoch.
+    pub previous_member_epoch: i32,
+    /// The member state.
+    pub state: crate::consumer::MemberState,
+    /// Owned partitions.
+    pub assigned: crate::consumer::Assignment,
+    /// Partitions pending revocation.
+    pub pending_revocation: crate::consumer::Assignment,
+}
+
+/// The records of consumer groups (KIP-848). `None` values are tombstones.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConsumerRecord {
+    /// Record 3: the group epoch (a tombstone deletes the group).
+    GroupMetadata {
+        /// The group epoch.
+        epoch: Option<i32>,
+    },
+    /// Record 4: the subscribed topics' metadata.
+    PartitionMetadata {
+        /// The topics.
+        topics: Option<Vec<crate::consumer::SubscribedTopic>>,
+    },
+    /// Record 5: a member's subscription.
+    MemberMetadata {
+        /// The member id.
+        member_id: String,
+        /// The value.
+        value: Option<ConsumerMemberMetadata>,
+    },
+    /// Record 6: the target assignment epoch.
+    TargetAssignmentMetadata {
+        /// The assignment epoch.
+        epoch: Option<i32>,
+    },
+    /// Record 7: a member's target assignment.
+    TargetAssignmentMember {
+        /// The member id.
+        member_id: String,
+        /// The target.
+        value: Option<crate::consumer::Assignment>,
+    },
+    /// Record 8: a member's current assignment.
+    CurrentMemberAssignment {
+        /// The member id.
+        member_id: String,
+        /// The value.
+        value: Option<CurrentMemberAssignment>,
+    },
+}
+
+impl ConsumerRecord {
+    /// True for tombstones.
+    pub fn is_tombstone(&self) -> bool {
+        match self {
+            ConsumerRecord::GroupMetadata { epoch } => epoch.is_none(),
+            ConsumerRecord::PartitionMetadata { topics } => topics.is_none(),
+            ConsumerRecord::MemberMetadata { value, .. } => value.is_none(),
+            ConsumerRecord::TargetAssignmentMetadata { epoch } => epoch.is_none(),
+            ConsumerRecord::TargetAssignmentMember { value, .. } => value.is_none(),
+            ConsumerRecord::CurrentMemberAssignment { value, .. } => value.is_none(),
         }
     }
 }

@@ -4,8 +4,9 @@
 //! 0 or 1 = `OffsetCommitKey` (Kafka writes 1), 2 = `GroupMetadataKey`. A value is an `int16`
 //! version followed by the value struct; a `null` value is a tombstone. Kafka 3.x writes
 //! `OffsetCommitValue` v3 (v1 when the commit carries an explicit expire timestamp) and
-//! `GroupMetadataValue` v3; versions 0–4 of both are read. Other key versions (KIP-848 and
-//! share-group records) are not hosted here and are rejected with `SerdeError::UnknownVersion`.
+//! `GroupMetadataValue` v3; versions 0–4 of both are read. Key versions 3–8 are the consumer
+//! group records of KIP-848 (value version 0). Other key versions (regular expressions, share
+//! groups) are not hosted here and are rejected with `SerdeError::UnknownVersion`.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use josef_coordinator::{RecordSerde, SerdeError};
@@ -61,7 +62,7 @@ fn s(v: &str) -> StrBytes {
     StrBytes::from(v)
 }
 
-fn encode_versioned<M: Encode>(m: &M, version: i16) -> Bytes {
+pub(crate) fn encode_versioned<M: Encode>(m: &M, version: i16) -> Bytes {
     let mut buf = BytesMut::new();
     buf.put_i16(version);
     // Our records only hold fields of the version chosen, so encoding cannot fail.
@@ -70,7 +71,7 @@ fn encode_versioned<M: Encode>(m: &M, version: i16) -> Bytes {
     buf.freeze()
 }
 
-fn split_version(bytes: &[u8], what: &'static str) -> Result<(i16, Bytes), SerdeError> {
+pub(crate) fn split_version(bytes: &[u8], what: &'static str) -> Result<(i16, Bytes), SerdeError> {
     if bytes.len() < 2 {
         return Err(SerdeError::Truncated);
     }
@@ -80,7 +81,7 @@ fn split_version(bytes: &[u8], what: &'static str) -> Result<(i16, Bytes), Serde
     Ok((version, Bytes::copy_from_slice(b)))
 }
 
-fn decode_err(e: josef_protocol::DecodeError) -> SerdeError {
+pub(crate) fn decode_err(e: josef_protocol::DecodeError) -> SerdeError {
     SerdeError::Invalid(e.to_string())
 }
 
@@ -161,6 +162,10 @@ impl RecordSerde<GroupRecord> for GroupRecordSerde {
                     Some(encode_versioned(&k, OFFSET_COMMIT_KEY_VERSION)),
                     value.as_ref().map(|v| self.offset_value(v)),
                 )
+            }
+            GroupRecord::Consumer { group, record } => {
+                let (k, v) = crate::serde_consumer::serialize(group, record);
+                (Some(k), v)
             }
             GroupRecord::GroupMetadata { group, value } => {
                 let k = GroupMetadataKey { group: s(group) };
@@ -244,6 +249,10 @@ impl RecordSerde<GroupRecord> for GroupRecordSerde {
                     group: k.group.to_string(),
                     value,
                 })
+            }
+            3..=8 => {
+                let (group, record) = crate::serde_consumer::deserialize(key_version, kb, value)?;
+                Ok(GroupRecord::Consumer { group, record })
             }
             version => Err(SerdeError::UnknownVersion {
                 what: "key",

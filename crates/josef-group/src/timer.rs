@@ -21,6 +21,20 @@ pub enum GroupTimerKey {
         /// The group id.
         group_id: String,
     },
+    /// A consumer-protocol member's session (`group.consumer.session.timeout.ms`).
+    ConsumerSession {
+        /// The group id.
+        group_id: String,
+        /// The member id.
+        member_id: String,
+    },
+    /// A consumer-protocol member's time to revoke partitions (its rebalance timeout).
+    ConsumerRevocation {
+        /// The group id.
+        group_id: String,
+        /// The member id.
+        member_id: String,
+    },
     /// The periodic offset-retention sweep (`offsets.retention.check.interval.ms`).
     OffsetsRetention,
 }

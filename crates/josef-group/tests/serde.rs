@@ -199,13 +199,24 @@ fn old_value_versions_written_by_older_brokers_are_read() {
 fn unknown_key_versions_and_garbage_are_errors() {
     let serde = GroupRecordSerde::default();
     let mut k = BytesMut::new();
-    k.put_i16(3); // ConsumerGroupMetadataKey (KIP-848): not hosted here
+    k.put_i16(16); // ConsumerGroupRegularExpressionKey: not hosted here
     put_str(&mut k, "g");
     assert!(matches!(
         serde.deserialize(&k, None),
         Err(SerdeError::UnknownVersion {
             what: "key",
-            version: 3
+            version: 16
+        })
+    ));
+    // A consumer group record with a value version this crate does not know.
+    let mut k3 = BytesMut::new();
+    k3.put_i16(3);
+    put_str(&mut k3, "g");
+    assert!(matches!(
+        serde.deserialize(&k3, Some(&[0, 1, 0, 0, 0, 1, 0])),
+        Err(SerdeError::UnknownVersion {
+            what: "value",
+            version: 1
         })
     ));
     assert!(matches!(

@@ -17,7 +17,7 @@ use crate::state::BrokerState;
 use parking_lot::Mutex;
 use std::sync::Arc;
 
-fn ctx(header: &RequestHeader, conn: &ConnectionInfo) -> RequestContext {
+pub(super) fn ctx(header: &RequestHeader, conn: &ConnectionInfo) -> RequestContext {
     RequestContext {
         client_id: header.client_id.as_deref().unwrap_or("").to_string(),
         client_host: format!("/{}", conn.peer.ip()),
@@ -131,9 +131,14 @@ pub fn offset_commit(
     let req = wire::offset_commit_request(&r);
     let topics = req.topics.clone();
     let ctx = ctx(header, conn);
+    let image = super::consumer_group::topic_image(state);
     let answer = shard(state, &req.group_id).and_then(|shard| {
         service(state)
-            .run(&shard, |c, now| c.commit_offsets(now, &ctx, req))
+            .run(&shard, |c, now| {
+                super::consumer_group::with_image(c, now, image, |c, now| {
+                    c.commit_offsets(now, &ctx, req)
+                })
+            })
             .map_err(shard_error)
     });
     wire::offset_commit_response(
@@ -148,9 +153,14 @@ pub fn txn_offset_commit(
 ) -> TxnOffsetCommitResponse {
     let req = wire::txn_offset_commit_request(&r);
     let topics = req.topics.clone();
+    let image = super::consumer_group::topic_image(state);
     let answer = shard(state, &req.group_id).and_then(|shard| {
         service(state)
-            .run(&shard, |c, now| c.commit_txn_offsets(now, req))
+            .run(&shard, |c, now| {
+                super::consumer_group::with_image(c, now, image, |c, now| {
+                    c.commit_txn_offsets(now, req)
+                })
+            })
             .map_err(shard_error)
     });
     wire::txn_offset_commit_response(

@@ -11,6 +11,7 @@ mod admin;
 pub mod cluster;
 mod cluster_coordinator;
 mod configs;
+pub mod consumer_group;
 mod fetch;
 mod find_coordinator;
 mod groups;
@@ -39,7 +40,9 @@ pub fn extra_served_versions(key: ApiKey) -> Option<(i16, i16)> {
         | ApiKey::AddPartitionsToTxn
         | ApiKey::AddOffsetsToTxn
         | ApiKey::DescribeTransactions
-        | ApiKey::ListTransactions => Some(key.valid_versions()),
+        | ApiKey::ListTransactions
+        | ApiKey::ConsumerGroupHeartbeat
+        | ApiKey::ConsumerGroupDescribe => Some(key.valid_versions()),
         // v5 is transaction version 2, which this broker does not advertise.
         ApiKey::EndTxn => Some((0, 4)),
         _ => None,
@@ -150,6 +153,10 @@ async fn handle_local(
         RequestBody::DescribeGroups(r) => reply(groups::describe(state, v, r)),
         RequestBody::DeleteGroups(r) => reply(groups::delete(state, r)),
         RequestBody::OffsetDelete(r) => reply(groups::offset_delete(state, r)),
+        RequestBody::ConsumerGroupHeartbeat(r) => {
+            reply(consumer_group::heartbeat(state, conn, header, r))
+        }
+        RequestBody::ConsumerGroupDescribe(r) => reply(consumer_group::describe(state, r)),
         other => Reply::Close(format!("{:?} is not served", other.api_key())),
     }
 }

@@ -21,6 +21,7 @@
 
 mod range;
 mod round_robin;
+pub mod server;
 mod sticky;
 
 use std::cmp::Ordering;

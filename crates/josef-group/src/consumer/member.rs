@@ -1,0 +1,89 @@
+//! A member of a consumer group (`ConsumerGroupMember`).
+
+use super::types::{Assignment, MemberState};
+
+/// Member epoch sent by a member leaving the group.
+pub const LEAVE_GROUP_MEMBER_EPOCH: i32 = -1;
+/// Member epoch sent by a static member leaving temporarily (its partitions wait for it).
+pub const LEAVE_GROUP_STATIC_MEMBER_EPOCH: i32 = -2;
+
+/// A consumer group member: its subscription (record 5) and its current assignment (record 8).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumerMember {
+    /// The member id.
+    pub member_id: String,
+    /// The static instance id.
+    pub instance_id: Option<String>,
+    /// The rack the member runs in.
+    pub rack_id: Option<String>,
+    /// The client id.
+    pub client_id: String,
+    /// The client host.
+    pub client_host: String,
+    /// Subscribed topic names.
+    pub subscribed_topic_names: Vec<String>,
+    /// Subscribed regular expression (RE2 syntax, matched against whole names).
+    pub subscribed_topic_regex: Option<String>,
+    /// The time the member has to revoke partitions (`max.poll.interval.ms`).
+    pub rebalance_timeout_ms: i32,
+    /// The server assignor the member asks for.
+    pub server_assignor: Option<String>,
+    /// The member epoch.
+    pub member_epoch: i32,
+    /// The epoch before the last bump (to accept a retry whose response was lost).
+    pub previous_member_epoch: i32,
+    /// The reconciliation state.
+    pub state: MemberState,
+    /// Partitions the member owns at its epoch.
+    pub assigned: Assignment,
+    /// Partitions the member must give up before moving on.
+    pub pending_revocation: Assignment,
+}
+
+impl ConsumerMember {
+    /// A member that has just joined: epoch 0, nothing owned.
+    pub fn new(member_id: &str) -> ConsumerMember {
+        ConsumerMember {
+            member_id: member_id.to_string(),
+            instance_id: None,
+            rack_id: None,
+            client_id: String::new(),
+            client_host: String::new(),
+            subscribed_topic_names: Vec::new(),
+            subscribed_topic_regex: None,
+            rebalance_timeout_ms: -1,
+            server_assignor: None,
+            member_epoch: 0,
+            previous_member_epoch: 0,
+            state: MemberState::Stable,
+            assigned: Assignment::new(),
+            pending_revocation: Assignment::new(),
+        }
+    }
+
+    /// True if the member owns exactly its target at `target_epoch`.
+    pub fn is_reconciled_to(&self, target_epoch: i32) -> bool {
+        self.state == MemberState::Stable && self.member_epoch == target_epoch
+    }
+
+    /// The subscription part equals `other`'s (what record 5 holds).
+    pub fn same_metadata(&self, other: &ConsumerMember) -> bool {
+        self.instance_id == other.instance_id
+            && self.rack_id == other.rack_id
+            && self.client_id == other.client_id
+            && self.client_host == other.client_host
+            && self.subscribed_topic_names == other.subscribed_topic_names
+            && self.subscribed_topic_regex == other.subscribed_topic_regex
+            && self.rebalance_timeout_ms == other.rebalance_timeout_ms
+            && self.server_assignor == other.server_assignor
+    }
+
+    /// The assignment part equals `other`'s (what record 8 holds).
+    pub fn same_assignment(&self, other: &ConsumerMember) -> bool {
+        self.member_epoch == other.member_epoch
+            && self.previous_member_epoch == other.previous_member_epoch
+            && self.state == other.state
+            && self.assigned == other.assigned
+            && self.pending_revocation == other.pending_revocation
+    }
+}
