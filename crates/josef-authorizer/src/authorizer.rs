@@ -173,11 +173,11 @@ impl StandardAuthorizer {
                 }
                 ControlFlow::Continue(())
             });
-        if denied {
-            AuthorizationResult::Denied
-        } else if allowed {
-            AuthorizationResult::Allowed
-        } else if !has_resource_acls && self.config.allow_everyone_if_no_acl_found {
+        // An applying DENY wins; else an applying ALLOW; else the no-ACL default, but only for a
+        // resource that no ACL covers at all.
+        let allow = !denied
+            && (allowed || (!has_resource_acls && self.config.allow_everyone_if_no_acl_found));
+        if allow {
             AuthorizationResult::Allowed
         } else {
             AuthorizationResult::Denied

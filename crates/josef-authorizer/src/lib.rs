@@ -52,6 +52,11 @@
 //! ```
 #![deny(missing_docs)]
 
+/// The README's example, run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 pub mod api_acls;
 mod authorizer;
 mod binding;
