@@ -111,6 +111,8 @@ pub enum Condition {
     VersionAtLeast(i16),
     /// A group heartbeat that names subscribed topics.
     SubscribedTopics,
+    /// ConsumerGroupDescribe: the topics in each described group (subscribed or assigned).
+    GroupTopics,
     /// CreateDelegationToken for an owner other than the requester.
     OwnerIsAnotherUser,
 }
@@ -350,11 +352,21 @@ pub fn api_acls(api_key: ApiKey) -> ApiAcls {
                     &[req(R::Topic, Op::Describe, Target::Topics, WholeRequest)],
                 ),
             ],
-            "Any undescribable subscribed topic fails the heartbeat with TOPIC_AUTHORIZATION_FAILED.",
+            "Any undescribable subscribed topic fails the heartbeat with TOPIC_AUTHORIZATION_FAILED (KAFKA-18813); topics a regex resolves to are filtered by the same check instead.",
         ),
-        K::DescribeGroups | K::ConsumerGroupDescribe | K::ShareGroupDescribe => {
+        K::DescribeGroups | K::ShareGroupDescribe => {
             e(checks![check(C::Always, &[groups_each(Op::Describe)])], "")
         }
+        K::ConsumerGroupDescribe => e(
+            checks![
+                check(C::Always, &[groups_each(Op::Describe)]),
+                check(
+                    C::GroupTopics,
+                    &[req(R::Topic, Op::Describe, Target::Topics, PerResource)],
+                ),
+            ],
+            "A described group with an undescribable topic loses its details and gets TOPIC_AUTHORIZATION_FAILED (KAFKA-18813).",
+        ),
         K::ListGroups => e(
             checks![check(
                 C::Always,
