@@ -201,6 +201,10 @@ const CLUSTER_ALTER: &[ApiCheck] = &[check(C::Always, &[cluster(Op::Alter)])];
 const CLUSTER_DESCRIBE: &[ApiCheck] = &[check(C::Always, &[cluster(Op::Describe)])];
 const GROUP_READ: &[ApiCheck] = &[check(C::Always, &[group(Op::Read)])];
 const NONE: &[ApiCheck] = &[];
+const GROUP_READ_TOPICS_READ: &[ApiCheck] = &[
+    check(C::Always, &[group(Op::Read)]),
+    check(C::Always, &[topics(Op::Read)]),
+];
 
 const fn per_config(rt: ResourceType, op: AclOperation) -> AclRequirement {
     req(rt, op, Target::ConfigResources, PerResource)
@@ -308,10 +312,7 @@ pub fn api_acls(api_key: ApiKey) -> ApiAcls {
         | K::DeleteShareGroupState
         | K::ReadShareGroupStateSummary => e(CLUSTER_ACTION, "Inter-broker and controller API."),
         K::OffsetCommit => e(
-            checks![
-                check(C::Always, &[group(Op::Read)]),
-                check(C::Always, &[topics(Op::Read)]),
-            ],
+            GROUP_READ_TOPICS_READ,
             "Topics are checked before their existence.",
         ),
         K::OffsetFetch => e(
@@ -531,13 +532,7 @@ pub fn api_acls(api_key: ApiKey) -> ApiAcls {
             )],
             "",
         ),
-        K::ShareFetch | K::ShareAcknowledge => e(
-            checks![
-                check(C::Always, &[group(Op::Read)]),
-                check(C::Always, &[topics(Op::Read)]),
-            ],
-            "",
-        ),
+        K::ShareFetch | K::ShareAcknowledge => e(GROUP_READ_TOPICS_READ, ""),
     }
 }
 

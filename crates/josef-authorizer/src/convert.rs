@@ -30,17 +30,29 @@ use crate::types::{AclOperation, AclPermissionType, PatternType, ResourceType};
 
 /// The binding a CreateAcls creation asks for (`CreateAclsRequest.aclBinding`).
 pub fn binding_from_creation(c: &AclCreation) -> AclBinding {
+    binding_from_codes(
+        (c.resource_type, &c.resource_name, c.resource_pattern_type),
+        (&c.principal, &c.host, c.operation, c.permission_type),
+    )
+}
+
+/// A binding from wire fields: (resource type, name, pattern type) and (principal, host,
+/// operation, permission type).
+fn binding_from_codes(
+    (resource_type, name, pattern_type): (i8, &str, i8),
+    (principal, host, operation, permission_type): (&str, &str, i8, i8),
+) -> AclBinding {
     AclBinding::new(
         ResourcePattern::new(
-            ResourceType::from_code(c.resource_type),
-            c.resource_name.as_str(),
-            PatternType::from_code(c.resource_pattern_type),
+            ResourceType::from_code(resource_type),
+            name,
+            PatternType::from_code(pattern_type),
         ),
         AccessControlEntry::new(
-            c.principal.as_str(),
-            c.host.as_str(),
-            AclOperation::from_code(c.operation),
-            AclPermissionType::from_code(c.permission_type),
+            principal,
+            host,
+            AclOperation::from_code(operation),
+            AclPermissionType::from_code(permission_type),
         ),
     )
 }
@@ -247,18 +259,9 @@ impl AclWithId {
     pub fn from_record(r: &AccessControlEntryRecord) -> AclWithId {
         AclWithId {
             id: r.id,
-            binding: AclBinding::new(
-                ResourcePattern::new(
-                    ResourceType::from_code(r.resource_type),
-                    r.resource_name.as_str(),
-                    PatternType::from_code(r.pattern_type),
-                ),
-                AccessControlEntry::new(
-                    r.principal.as_str(),
-                    r.host.as_str(),
-                    AclOperation::from_code(r.operation),
-                    AclPermissionType::from_code(r.permission_type),
-                ),
+            binding: binding_from_codes(
+                (r.resource_type, &r.resource_name, r.pattern_type),
+                (&r.principal, &r.host, r.operation, r.permission_type),
             ),
         }
     }
