@@ -75,3 +75,8 @@ pub use throttle::{
     MAX_THROTTLE_TIME_MS,
 };
 pub use token_bucket::TokenBucket;
+
+/// The README's example, run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
