@@ -1,7 +1,9 @@
 //! A producer that obeys the throttle time against a 1 MB/s `producer_byte_rate`, on a simulated
 //! clock: run with `cargo run -p josef-quota --example throttle`.
 
-use josef_quota::{ClientQuotaManager, ClientQuotaType, QuotaEntity, QuotaWindow, ThrottledChannels};
+use josef_quota::{
+    ClientQuotaManager, ClientQuotaType, QuotaEntity, QuotaWindow, ThrottledChannels,
+};
 
 fn main() {
     const QUOTA: f64 = 1_000_000.0;
@@ -29,8 +31,15 @@ fn main() {
         now += 1;
     }
     for (second, bytes) in per_second.iter().enumerate() {
-        println!("{second:>2} s {:>5.2} MB {}", bytes / 1e6, "#".repeat((bytes / 2e5) as usize));
+        println!(
+            "{second:>2} s {:>5.2} MB {}",
+            bytes / 1e6,
+            "#".repeat((bytes / 2e5) as usize)
+        );
     }
     let total: f64 = per_second.iter().sum();
-    println!("average over 60 s: {:.3} MB/s against a quota of 1 MB/s", total / 60.0 / 1e6);
+    println!(
+        "average over 60 s: {:.3} MB/s against a quota of 1 MB/s",
+        total / 60.0 / 1e6
+    );
 }

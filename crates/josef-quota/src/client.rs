@@ -111,9 +111,9 @@ impl ClientQuotaManager {
         let key = self.overrides.sensor_key(user, client_id);
         let limit = self.overrides.limit(&key);
         let window = self.window;
-        let rate = self.sensors.get_or_create(&key, now_ms, || {
-            SampledRate::new(window, RateKind::Rate)
-        });
+        let rate = self
+            .sensors
+            .get_or_create(&key, now_ms, || SampledRate::new(window, RateKind::Rate));
         rate.record(value, now_ms);
         let throttle = match limit {
             Some(bound) => {
@@ -165,9 +165,7 @@ impl ClientQuotaManager {
             return f64::MAX;
         }
         match self.quota(user, client_id) {
-            Some(q) => {
-                q * f64::from(self.window.num() - 1) * f64::from(self.window.size_seconds())
-            }
+            Some(q) => q * f64::from(self.window.num() - 1) * f64::from(self.window.size_seconds()),
             None => f64::MAX,
         }
     }

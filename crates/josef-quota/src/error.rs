@@ -70,7 +70,9 @@ pub enum EntityError {
     #[error("Empty {0} not supported")]
     EmptyName(EntityType),
     /// `ip` together with `user` or `client-id`.
-    #[error("Invalid quota entity combination, IP entity should not be combined with User or ClientId")]
+    #[error(
+        "Invalid quota entity combination, IP entity should not be combined with User or ClientId"
+    )]
     IpCombination,
     /// An ip name that is not an IPv4 or IPv6 address.
     #[error("{0} is not a valid IP or resolvable host.")]

@@ -50,7 +50,9 @@ pub use channels::ThrottledChannels;
 pub use client::{nanos_to_percentage, ClientQuotaManager, ClientQuotaType};
 pub use config::QuotaWindow;
 pub use connection::{ConnectionCreationRate, IpConnectionDecision, IpConnectionQuotas};
-pub use entity::{EntityName, EntityType, QuotaEntity, QuotaKey, QuotaValueType, DEFAULT_ENTITY_NAME};
+pub use entity::{
+    EntityName, EntityType, QuotaEntity, QuotaKey, QuotaValueType, DEFAULT_ENTITY_NAME,
+};
 pub use error::{
     AlterQuotaError, DescribeQuotaError, EntityError, QuotaConfigError, QuotaRecordError,
     ThrottledReplicasError, ThrottlingQuotaExceeded,
@@ -71,8 +73,7 @@ pub use store::{
     QuotaFilter, QuotaOp, QuotaStore, MATCH_TYPE_DEFAULT, MATCH_TYPE_EXACT, MATCH_TYPE_SPECIFIED,
 };
 pub use throttle::{
-    bounded_throttle_time_ms, throttle_time_ms, token_bucket_throttle_time_ms,
-    MAX_THROTTLE_TIME_MS,
+    bounded_throttle_time_ms, throttle_time_ms, token_bucket_throttle_time_ms, MAX_THROTTLE_TIME_MS,
 };
 pub use token_bucket::TokenBucket;
 

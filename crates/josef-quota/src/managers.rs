@@ -98,8 +98,11 @@ impl QuotaManagers {
                     },
                 };
                 // Kafka converts with Double.toInt: saturating, NaN to 0.
-                let rate = change.value.map(|v| v.clamp(0.0, f64::from(i32::MAX)) as u32);
-                self.ip_connections.update_ip_connection_rate_quota(ip, rate);
+                let rate = change
+                    .value
+                    .map(|v| v.clamp(0.0, f64::from(i32::MAX)) as u32);
+                self.ip_connections
+                    .update_ip_connection_rate_quota(ip, rate);
             }
         }
     }

@@ -94,7 +94,12 @@ impl ControllerMutationQuotaManager {
 
     /// The quota of a request by `user` / `client_id`: strict when [`is_strict`] says so for the
     /// request's API and version, unbounded while no mutation quota was ever configured.
-    pub fn new_quota_for(&self, user: &str, client_id: &str, strict: bool) -> ControllerMutationQuota {
+    pub fn new_quota_for(
+        &self,
+        user: &str,
+        client_id: &str,
+        strict: bool,
+    ) -> ControllerMutationQuota {
         ControllerMutationQuota {
             sensor: self
                 .enabled

@@ -5,7 +5,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
 
 use josef_protocol::messages::alter_client_quotas_request::AlterClientQuotasRequest;
-use josef_protocol::messages::alter_client_quotas_response::{self as alter_resp, AlterClientQuotasResponse};
+use josef_protocol::messages::alter_client_quotas_response::{
+    self as alter_resp, AlterClientQuotasResponse,
+};
 use josef_protocol::messages::describe_client_quotas_request::DescribeClientQuotasRequest;
 use josef_protocol::messages::describe_client_quotas_response::{
     self as describe_resp, DescribeClientQuotasResponse,
@@ -191,7 +193,9 @@ impl QuotaFilter {
             })?;
             match (match_type, name) {
                 (MATCH_TYPE_EXACT, Some(n)) => {
-                    filter.exact.insert(entity_type, EntityName::Name(n.to_owned()));
+                    filter
+                        .exact
+                        .insert(entity_type, EntityName::Name(n.to_owned()));
                 }
                 (MATCH_TYPE_EXACT, None) => return Err(DescribeQuotaError::ExactWithoutMatch),
                 (MATCH_TYPE_DEFAULT, None) => {
@@ -390,7 +394,9 @@ impl QuotaStore {
                 results[i].result = Err(AlterQuotaError::DuplicateEntity(describe_raw(&raw)));
                 continue;
             } else if let Some(op) = duplicate_key {
-                Err(AlterQuotaError::DuplicateKey(op.key.chars().take(64).collect()))
+                Err(AlterQuotaError::DuplicateKey(
+                    op.key.chars().take(64).collect(),
+                ))
             } else {
                 entity_from_components(
                     entry

@@ -24,8 +24,8 @@ pub fn token_bucket_throttle_time_ms(tokens: f64, bound: f64) -> u64 {
 }
 
 fn to_ms(ms: f64) -> u64 {
-    // `!(ms > 0)` also catches NaN (a bound of 0 from an unvalidated record).
-    if !(ms > 0.0) {
+    // NaN (a bound of 0 from an unvalidated record) is no throttle.
+    if ms.is_nan() || ms <= 0.0 {
         return 0;
     }
     // Java's Math.round: floor(x + 0.5).

@@ -41,7 +41,10 @@ fn create_topics_v6_ten_topics_of_ten_partitions_at_one_per_second() {
     for r in &results[2..] {
         let e = r.unwrap_err();
         assert_eq!(e.throttle_time_ms, 9_000);
-        assert_eq!(e.error_code(), josef_protocol::ErrorCode::ThrottlingQuotaExceeded);
+        assert_eq!(
+            e.error_code(),
+            josef_protocol::ErrorCode::ThrottlingQuotaExceeded
+        );
     }
     assert!(quota.is_exceeded());
     assert_eq!(quota.throttle_time_ms(T0), 9_000);
@@ -83,17 +86,24 @@ fn ip_rate_of_two_per_second_closes_the_extra_connections_after_a_delay() {
     q.update_ip_connection_rate_quota(Some(ip), Some(2));
     // 20 connections in the first second are 20 / 10 s = 2/s: accepted.
     for i in 0..20u64 {
-        assert_eq!(q.record_connection(ip, T0 + i * 10), IpConnectionDecision::Accept);
+        assert_eq!(
+            q.record_connection(ip, T0 + i * 10),
+            IpConnectionDecision::Accept
+        );
     }
     // The 21st: 21 / 10.2 s = 2.06/s → (2.06 − 2) / 2 × 10 200 ms = 300 ms.
     assert_eq!(
         q.record_connection(ip, T0 + 200),
-        IpConnectionDecision::CloseAfter { throttle_time_ms: 300 }
+        IpConnectionDecision::CloseAfter {
+            throttle_time_ms: 300
+        }
     );
     // It was not counted, so the next at the same time is judged the same way.
     assert_eq!(
         q.record_connection(ip, T0 + 200),
-        IpConnectionDecision::CloseAfter { throttle_time_ms: 300 }
+        IpConnectionDecision::CloseAfter {
+            throttle_time_ms: 300
+        }
     );
     // Far over the rate (100 accepted at 100/s, then the default lowered to 1/s: 101 / 10 s =
     // 10.1/s → 91 s by the formula) a connection is closed after at most one window.
@@ -106,7 +116,9 @@ fn ip_rate_of_two_per_second_closes_the_extra_connections_after_a_delay() {
     q.update_ip_connection_rate_quota(None, Some(1));
     assert_eq!(
         q.record_connection(other, T0),
-        IpConnectionDecision::CloseAfter { throttle_time_ms: 1_000 }
+        IpConnectionDecision::CloseAfter {
+            throttle_time_ms: 1_000
+        }
     );
     // An ip with its own rate is not bound by the default.
     q.update_ip_connection_rate_quota(Some(ip), Some(1_000));
@@ -135,15 +147,37 @@ fn broker_connection_creation_rate_delays_the_acceptor() {
 
 #[test]
 fn throttled_replicas_syntax() {
-    assert_eq!(ThrottledReplicas::parse("").unwrap(), ThrottledReplicas::None);
-    assert_eq!(ThrottledReplicas::parse("  ").unwrap(), ThrottledReplicas::None);
-    assert_eq!(ThrottledReplicas::parse("*").unwrap(), ThrottledReplicas::All);
-    assert_eq!(ThrottledReplicas::parse(" * ").unwrap(), ThrottledReplicas::All);
+    assert_eq!(
+        ThrottledReplicas::parse("").unwrap(),
+        ThrottledReplicas::None
+    );
+    assert_eq!(
+        ThrottledReplicas::parse("  ").unwrap(),
+        ThrottledReplicas::None
+    );
+    assert_eq!(
+        ThrottledReplicas::parse("*").unwrap(),
+        ThrottledReplicas::All
+    );
+    assert_eq!(
+        ThrottledReplicas::parse(" * ").unwrap(),
+        ThrottledReplicas::All
+    );
     let r = ThrottledReplicas::parse("0:101, 1:102,0:102,").unwrap();
     assert!(r.contains(0, 101) && r.contains(1, 102) && r.contains(0, 102));
     assert!(!r.contains(1, 101));
     assert_eq!(r.to_string(), "0:101,0:102,1:102");
-    for bad in ["0", "0:", ":1", "a:1", "0:1:2", "*,0:1", "-1:0", "0 :1x", "99999999999:1"] {
+    for bad in [
+        "0",
+        "0:",
+        ":1",
+        "a:1",
+        "0:1:2",
+        "*,0:1",
+        "-1:0",
+        "0 :1x",
+        "99999999999:1",
+    ] {
         assert!(ThrottledReplicas::parse(bad).is_err(), "{bad}");
     }
 }

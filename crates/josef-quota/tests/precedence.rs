@@ -61,7 +61,10 @@ fn after_removing(above: usize) -> (ClientQuotaManager, Option<f64>) {
 fn level_1_user_and_client_id() {
     let (m, q) = after_removing(0);
     assert_eq!(q, Some(1.0));
-    assert_eq!(m.overrides().matching_level("u", "c"), Some(QuotaLevel::UserClientId));
+    assert_eq!(
+        m.overrides().matching_level("u", "c"),
+        Some(QuotaLevel::UserClientId)
+    );
     assert_eq!(m.sensor_key("u", "c"), key("u", "c"));
 }
 
@@ -155,15 +158,27 @@ fn two_client_ids_of_one_user_share_the_user_budget() {
     let t0 = 1_700_000_000_000;
     let mut m = ClientQuotaManager::new(ClientQuotaType::Produce, QuotaWindow::default());
     m.update_quota(&QuotaEntity::User(n("alice")), Some(MB));
-    assert_eq!(m.record_and_get_throttle_time_ms("alice", "a", 6.0 * MB, t0), 0);
+    assert_eq!(
+        m.record_and_get_throttle_time_ms("alice", "a", 6.0 * MB, t0),
+        0
+    );
     // 6 + 6 = 12 MB on the shared sensor over 10 s: 1.2 MB/s → 2 000 ms.
-    assert_eq!(m.record_and_get_throttle_time_ms("alice", "b", 6.0 * MB, t0), 2_000);
+    assert_eq!(
+        m.record_and_get_throttle_time_ms("alice", "b", 6.0 * MB, t0),
+        2_000
+    );
     assert_eq!(m.sensor_count(), 1);
     // With a default-client-id level instead, each client id has its own budget.
     let mut m = ClientQuotaManager::new(ClientQuotaType::Produce, QuotaWindow::default());
     m.update_quota(&QuotaEntity::UserClientId(n("alice"), D), Some(MB));
-    assert_eq!(m.record_and_get_throttle_time_ms("alice", "a", 6.0 * MB, t0), 0);
-    assert_eq!(m.record_and_get_throttle_time_ms("alice", "b", 6.0 * MB, t0), 0);
+    assert_eq!(
+        m.record_and_get_throttle_time_ms("alice", "a", 6.0 * MB, t0),
+        0
+    );
+    assert_eq!(
+        m.record_and_get_throttle_time_ms("alice", "b", 6.0 * MB, t0),
+        0
+    );
     assert_eq!(m.sensor_count(), 2);
 }
 

@@ -13,7 +13,12 @@ fn manager(quota_type: ClientQuotaType, quota: f64, window: QuotaWindow) -> Clie
 
 /// A producer that sends `batch` bytes, waits the throttle time it gets back (at least 1 ms, its
 /// next send), and repeats until `duration_ms`. Returns (send time, throttle time) per batch.
-fn simulate(m: &mut ClientQuotaManager, batch: f64, start: u64, duration_ms: u64) -> Vec<(u64, u64)> {
+fn simulate(
+    m: &mut ClientQuotaManager,
+    batch: f64,
+    start: u64,
+    duration_ms: u64,
+) -> Vec<(u64, u64)> {
     let mut now = start;
     let mut sends = Vec::new();
     while now < start + duration_ms {

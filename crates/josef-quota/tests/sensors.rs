@@ -18,7 +18,11 @@ fn idle_sensors_expire_after_an_hour() {
     assert_eq!(m.sensor_count(), 1_000);
     // One client stays active.
     m.record_and_get_throttle_time_ms("u", "client-0", 100.0, T0 + HOUR / 2);
-    assert_eq!(m.expire_sensors(T0 + HOUR), 0, "exactly an hour idle is not yet expired");
+    assert_eq!(
+        m.expire_sensors(T0 + HOUR),
+        0,
+        "exactly an hour idle is not yet expired"
+    );
     assert_eq!(m.expire_sensors(T0 + HOUR + 1), 999);
     assert_eq!(m.sensor_count(), 1);
 }
@@ -43,7 +47,10 @@ fn an_expired_sensor_starts_again_from_zero() {
     assert_eq!(m.record_and_get_throttle_time_ms("u", "c", 9e6, T0), 0);
     m.expire_sensors(T0 + HOUR + 1);
     assert_eq!(m.sensor_count(), 0);
-    assert_eq!(m.record_and_get_throttle_time_ms("u", "c", 9e6, T0 + HOUR + 1), 0);
+    assert_eq!(
+        m.record_and_get_throttle_time_ms("u", "c", 9e6, T0 + HOUR + 1),
+        0
+    );
 }
 
 #[test]

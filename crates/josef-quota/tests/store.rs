@@ -49,7 +49,12 @@ fn apply(m: &mut QuotaManagers, request: &AlterClientQuotasRequest) -> Vec<i16> 
     for r in &outcome.records {
         m.replay(r).unwrap();
     }
-    outcome.response.entries.iter().map(|e| e.error_code).collect()
+    outcome
+        .response
+        .entries
+        .iter()
+        .map(|e| e.error_code)
+        .collect()
 }
 
 fn managers() -> QuotaManagers {
@@ -65,7 +70,10 @@ fn set_and_remove_fall_back_live() {
         &mut m,
         &alter(
             vec![
-                entry(&[("user", Some("alice"))], &[("producer_byte_rate", Some(2e6))]),
+                entry(
+                    &[("user", Some("alice"))],
+                    &[("producer_byte_rate", Some(2e6))],
+                ),
                 entry(&[("client-id", None)], &[("producer_byte_rate", Some(1e6))]),
             ],
             false,
@@ -76,7 +84,13 @@ fn set_and_remove_fall_back_live() {
     assert_eq!(m.produce.quota("bob", "x"), Some(1e6));
     let codes = apply(
         &mut m,
-        &alter(vec![entry(&[("user", Some("alice"))], &[("producer_byte_rate", None)])], false),
+        &alter(
+            vec![entry(
+                &[("user", Some("alice"))],
+                &[("producer_byte_rate", None)],
+            )],
+            false,
+        ),
     );
     assert_eq!(codes, vec![0]);
     assert_eq!(m.produce.quota("alice", "x"), Some(1e6));
@@ -87,7 +101,10 @@ fn set_and_remove_fall_back_live() {
 fn validate_only_writes_nothing() {
     let m = managers();
     let outcome = m.store.alter_client_quotas(&alter(
-        vec![entry(&[("user", Some("alice"))], &[("consumer_byte_rate", Some(5e6))])],
+        vec![entry(
+            &[("user", Some("alice"))],
+            &[("consumer_byte_rate", Some(5e6))],
+        )],
         true,
     ));
     assert_eq!(outcome.response.entries[0].error_code, 0);
@@ -98,31 +115,106 @@ fn validate_only_writes_nothing() {
 fn invalid_entries_are_invalid_request() {
     let m = managers();
     let cases: Vec<(EntryData, &str)> = vec![
-        (entry(&[("user", Some("u"))], &[("producer_byte_rate", Some(1.5))]), "fractional"),
-        (entry(&[("user", Some("u"))], &[("producer_byte_rate", Some(0.0))]), "zero"),
-        (entry(&[("user", Some("u"))], &[("producer_byte_rate", Some(-5.0))]), "negative"),
-        (entry(&[("user", Some("u"))], &[("producer_byte_rate", Some(1e30))]), "too large"),
-        (entry(&[("user", Some("u"))], &[("request_percentage", Some(f64::NAN))]), "NaN"),
-        (entry(&[("user", Some("u"))], &[("no_such_key", Some(1.0))]), "unknown key"),
-        (entry(&[("user", Some("u"))], &[("connection_creation_rate", Some(1.0))]), "ip key"),
-        (entry(&[("ip", Some("10.0.0.1"))], &[("producer_byte_rate", Some(1.0))]), "user key on ip"),
-        (entry(&[("ip", Some("10.0.0.1"))], &[("connection_creation_rate", Some(1.5))]), "int"),
-        (entry(&[("ip", Some("10.0.0.1"))], &[("connection_creation_rate", Some(3e9))]), "int range"),
-        (entry(&[("ip", Some("not an ip"))], &[("connection_creation_rate", Some(1.0))]), "bad ip"),
-        (entry(&[("ip", Some("10.0.0.1")), ("user", Some("u"))], &[]), "ip + user"),
-        (entry(&[], &[("producer_byte_rate", Some(1.0))]), "empty entity"),
-        (entry(&[("user", Some("u")), ("user", Some("v"))], &[]), "repeated type"),
+        (
+            entry(&[("user", Some("u"))], &[("producer_byte_rate", Some(1.5))]),
+            "fractional",
+        ),
+        (
+            entry(&[("user", Some("u"))], &[("producer_byte_rate", Some(0.0))]),
+            "zero",
+        ),
+        (
+            entry(
+                &[("user", Some("u"))],
+                &[("producer_byte_rate", Some(-5.0))],
+            ),
+            "negative",
+        ),
+        (
+            entry(
+                &[("user", Some("u"))],
+                &[("producer_byte_rate", Some(1e30))],
+            ),
+            "too large",
+        ),
+        (
+            entry(
+                &[("user", Some("u"))],
+                &[("request_percentage", Some(f64::NAN))],
+            ),
+            "NaN",
+        ),
+        (
+            entry(&[("user", Some("u"))], &[("no_such_key", Some(1.0))]),
+            "unknown key",
+        ),
+        (
+            entry(
+                &[("user", Some("u"))],
+                &[("connection_creation_rate", Some(1.0))],
+            ),
+            "ip key",
+        ),
+        (
+            entry(
+                &[("ip", Some("10.0.0.1"))],
+                &[("producer_byte_rate", Some(1.0))],
+            ),
+            "user key on ip",
+        ),
+        (
+            entry(
+                &[("ip", Some("10.0.0.1"))],
+                &[("connection_creation_rate", Some(1.5))],
+            ),
+            "int",
+        ),
+        (
+            entry(
+                &[("ip", Some("10.0.0.1"))],
+                &[("connection_creation_rate", Some(3e9))],
+            ),
+            "int range",
+        ),
+        (
+            entry(
+                &[("ip", Some("not an ip"))],
+                &[("connection_creation_rate", Some(1.0))],
+            ),
+            "bad ip",
+        ),
+        (
+            entry(&[("ip", Some("10.0.0.1")), ("user", Some("u"))], &[]),
+            "ip + user",
+        ),
+        (
+            entry(&[], &[("producer_byte_rate", Some(1.0))]),
+            "empty entity",
+        ),
+        (
+            entry(&[("user", Some("u")), ("user", Some("v"))], &[]),
+            "repeated type",
+        ),
         (entry(&[("group", Some("g"))], &[]), "unknown type"),
         (entry(&[("user", Some(""))], &[]), "empty name"),
         (
-            entry(&[("user", Some("u"))], &[("producer_byte_rate", Some(1.0)), ("producer_byte_rate", Some(2.0))]),
+            entry(
+                &[("user", Some("u"))],
+                &[
+                    ("producer_byte_rate", Some(1.0)),
+                    ("producer_byte_rate", Some(2.0)),
+                ],
+            ),
             "repeated key",
         ),
     ];
     for (e, what) in cases {
         let outcome = m.store.alter_client_quotas(&alter(vec![e], false));
         assert_eq!(outcome.response.entries[0].error_code, INVALID, "{what}");
-        assert!(outcome.response.entries[0].error_message.is_some(), "{what}");
+        assert!(
+            outcome.response.entries[0].error_message.is_some(),
+            "{what}"
+        );
         assert!(outcome.records.is_empty(), "{what}");
     }
 }
@@ -143,7 +235,10 @@ fn valid_values_of_each_type() {
                         ("controller_mutation_rate", Some(0.5)),
                     ],
                 ),
-                entry(&[("ip", Some("::1"))], &[("connection_creation_rate", Some(7.0))]),
+                entry(
+                    &[("ip", Some("::1"))],
+                    &[("connection_creation_rate", Some(7.0))],
+                ),
                 entry(&[("ip", None)], &[("connection_creation_rate", Some(3.0))]),
             ],
             false,
@@ -153,18 +248,37 @@ fn valid_values_of_each_type() {
     assert_eq!(m.fetch.quota("u", "any"), Some(2048.0));
     assert_eq!(m.request.quota("u", "any"), Some(12.5));
     assert_eq!(m.controller_mutation.quota("u", "any"), Some(0.5));
-    assert_eq!(m.ip_connections.connection_rate_for_ip("::1".parse().unwrap()), Some(7));
-    assert_eq!(m.ip_connections.connection_rate_for_ip("10.1.1.1".parse().unwrap()), Some(3));
+    assert_eq!(
+        m.ip_connections
+            .connection_rate_for_ip("::1".parse().unwrap()),
+        Some(7)
+    );
+    assert_eq!(
+        m.ip_connections
+            .connection_rate_for_ip("10.1.1.1".parse().unwrap()),
+        Some(3)
+    );
 }
 
 #[test]
 fn unchanged_values_and_absent_removals_write_no_record() {
     let mut m = managers();
-    let set = alter(vec![entry(&[("user", Some("u"))], &[("producer_byte_rate", Some(10.0))])], false);
+    let set = alter(
+        vec![entry(
+            &[("user", Some("u"))],
+            &[("producer_byte_rate", Some(10.0))],
+        )],
+        false,
+    );
     apply(&mut m, &set);
     assert!(m.store.alter_client_quotas(&set).records.is_empty());
-    let remove_absent =
-        alter(vec![entry(&[("user", Some("u"))], &[("consumer_byte_rate", None)])], false);
+    let remove_absent = alter(
+        vec![entry(
+            &[("user", Some("u"))],
+            &[("consumer_byte_rate", None)],
+        )],
+        false,
+    );
     let outcome = m.store.alter_client_quotas(&remove_absent);
     assert_eq!(outcome.response.entries[0].error_code, 0);
     assert!(outcome.records.is_empty());
@@ -175,8 +289,14 @@ fn a_repeated_entity_is_refused_but_its_first_changes_stay_as_in_kafka() {
     let m = managers();
     let outcome = m.store.alter_client_quotas(&alter(
         vec![
-            entry(&[("user", Some("u"))], &[("producer_byte_rate", Some(10.0))]),
-            entry(&[("user", Some("u"))], &[("consumer_byte_rate", Some(10.0))]),
+            entry(
+                &[("user", Some("u"))],
+                &[("producer_byte_rate", Some(10.0))],
+            ),
+            entry(
+                &[("user", Some("u"))],
+                &[("consumer_byte_rate", Some(10.0))],
+            ),
         ],
         false,
     ));
@@ -192,16 +312,30 @@ fn one_bad_value_refuses_the_whole_entry_only() {
         vec![
             entry(
                 &[("user", Some("u"))],
-                &[("producer_byte_rate", Some(10.0)), ("consumer_byte_rate", Some(-1.0))],
+                &[
+                    ("producer_byte_rate", Some(10.0)),
+                    ("consumer_byte_rate", Some(-1.0)),
+                ],
             ),
-            entry(&[("user", Some("v"))], &[("producer_byte_rate", Some(10.0))]),
+            entry(
+                &[("user", Some("v"))],
+                &[("producer_byte_rate", Some(10.0))],
+            ),
         ],
         false,
     ));
-    let codes: Vec<i16> = outcome.response.entries.iter().map(|e| e.error_code).collect();
+    let codes: Vec<i16> = outcome
+        .response
+        .entries
+        .iter()
+        .map(|e| e.error_code)
+        .collect();
     assert_eq!(codes, vec![INVALID, 0]);
     assert_eq!(outcome.records.len(), 1);
-    assert_eq!(outcome.records[0].entity[0].entity_name.as_deref(), Some("v"));
+    assert_eq!(
+        outcome.records[0].entity[0].entity_name.as_deref(),
+        Some("v")
+    );
 }
 
 fn filled_store() -> QuotaStore {
@@ -210,12 +344,27 @@ fn filled_store() -> QuotaStore {
         &mut m,
         &alter(
             vec![
-                entry(&[("user", Some("alice"))], &[("producer_byte_rate", Some(1.0))]),
+                entry(
+                    &[("user", Some("alice"))],
+                    &[("producer_byte_rate", Some(1.0))],
+                ),
                 entry(&[("user", None)], &[("producer_byte_rate", Some(2.0))]),
-                entry(&[("user", Some("alice")), ("client-id", Some("app"))], &[("producer_byte_rate", Some(3.0))]),
-                entry(&[("user", Some("alice")), ("client-id", None)], &[("producer_byte_rate", Some(4.0))]),
-                entry(&[("client-id", Some("app"))], &[("consumer_byte_rate", Some(5.0))]),
-                entry(&[("ip", Some("10.0.0.1"))], &[("connection_creation_rate", Some(6.0))]),
+                entry(
+                    &[("user", Some("alice")), ("client-id", Some("app"))],
+                    &[("producer_byte_rate", Some(3.0))],
+                ),
+                entry(
+                    &[("user", Some("alice")), ("client-id", None)],
+                    &[("producer_byte_rate", Some(4.0))],
+                ),
+                entry(
+                    &[("client-id", Some("app"))],
+                    &[("consumer_byte_rate", Some(5.0))],
+                ),
+                entry(
+                    &[("ip", Some("10.0.0.1"))],
+                    &[("connection_creation_rate", Some(6.0))],
+                ),
             ],
             false,
         ),
@@ -223,7 +372,11 @@ fn filled_store() -> QuotaStore {
     m.store
 }
 
-fn describe(store: &QuotaStore, components: &[(&str, i8, Option<&str>)], strict: bool) -> (i16, Vec<Vec<f64>>) {
+fn describe(
+    store: &QuotaStore,
+    components: &[(&str, i8, Option<&str>)],
+    strict: bool,
+) -> (i16, Vec<Vec<f64>>) {
     let response = store.describe_client_quotas(&DescribeClientQuotasRequest {
         components: components
             .iter()
@@ -252,40 +405,74 @@ fn describe_matches_as_kafka() {
     let s = filled_store();
     let v = |xs: &[f64]| xs.iter().map(|x| vec![*x]).collect::<Vec<_>>();
     // EXACT user alice, not strict: every entity with user alice.
-    assert_eq!(describe(&s, &[("user", MATCH_TYPE_EXACT, Some("alice"))], false), (0, v(&[1.0, 3.0, 4.0])));
+    assert_eq!(
+        describe(&s, &[("user", MATCH_TYPE_EXACT, Some("alice"))], false),
+        (0, v(&[1.0, 3.0, 4.0]))
+    );
     // Strict: only the entity with just that component.
-    assert_eq!(describe(&s, &[("user", MATCH_TYPE_EXACT, Some("alice"))], true), (0, v(&[1.0])));
+    assert_eq!(
+        describe(&s, &[("user", MATCH_TYPE_EXACT, Some("alice"))], true),
+        (0, v(&[1.0]))
+    );
     // DEFAULT user.
-    assert_eq!(describe(&s, &[("user", MATCH_TYPE_DEFAULT, None)], false), (0, v(&[2.0])));
+    assert_eq!(
+        describe(&s, &[("user", MATCH_TYPE_DEFAULT, None)], false),
+        (0, v(&[2.0]))
+    );
     // SPECIFIED client-id: any entity with a client-id, default included.
-    assert_eq!(describe(&s, &[("client-id", MATCH_TYPE_SPECIFIED, None)], false), (0, v(&[3.0, 4.0, 5.0])));
+    assert_eq!(
+        describe(&s, &[("client-id", MATCH_TYPE_SPECIFIED, None)], false),
+        (0, v(&[3.0, 4.0, 5.0]))
+    );
     // user alice + DEFAULT client-id.
     assert_eq!(
-        describe(&s, &[("user", MATCH_TYPE_EXACT, Some("alice")), ("client-id", MATCH_TYPE_DEFAULT, None)], true),
+        describe(
+            &s,
+            &[
+                ("user", MATCH_TYPE_EXACT, Some("alice")),
+                ("client-id", MATCH_TYPE_DEFAULT, None)
+            ],
+            true
+        ),
         (0, v(&[4.0]))
     );
     // Empty filter: everything, or nothing when strict.
     assert_eq!(describe(&s, &[], false).1.len(), 6);
     assert_eq!(describe(&s, &[], true).1.len(), 0);
     // ip.
-    assert_eq!(describe(&s, &[("ip", MATCH_TYPE_SPECIFIED, None)], true), (0, v(&[6.0])));
+    assert_eq!(
+        describe(&s, &[("ip", MATCH_TYPE_SPECIFIED, None)], true),
+        (0, v(&[6.0]))
+    );
     // No match.
-    assert_eq!(describe(&s, &[("user", MATCH_TYPE_EXACT, Some("bob"))], false), (0, vec![]));
+    assert_eq!(
+        describe(&s, &[("user", MATCH_TYPE_EXACT, Some("bob"))], false),
+        (0, vec![])
+    );
 }
 
 #[test]
 fn describe_errors() {
     let s = filled_store();
     let unsupported = ErrorCode::UnsupportedVersion as i16;
-    assert_eq!(describe(&s, &[("group", MATCH_TYPE_SPECIFIED, None)], false).0, unsupported);
+    assert_eq!(
+        describe(&s, &[("group", MATCH_TYPE_SPECIFIED, None)], false).0,
+        unsupported
+    );
     for components in [
         vec![("", MATCH_TYPE_SPECIFIED, None)],
-        vec![("user", MATCH_TYPE_SPECIFIED, None), ("user", MATCH_TYPE_EXACT, Some("a"))],
+        vec![
+            ("user", MATCH_TYPE_SPECIFIED, None),
+            ("user", MATCH_TYPE_EXACT, Some("a")),
+        ],
         vec![("user", MATCH_TYPE_EXACT, None)],
         vec![("user", MATCH_TYPE_DEFAULT, Some("a"))],
         vec![("user", MATCH_TYPE_SPECIFIED, Some("a"))],
         vec![("user", 7, None)],
-        vec![("ip", MATCH_TYPE_SPECIFIED, None), ("client-id", MATCH_TYPE_SPECIFIED, None)],
+        vec![
+            ("ip", MATCH_TYPE_SPECIFIED, None),
+            ("client-id", MATCH_TYPE_SPECIFIED, None),
+        ],
     ] {
         let response = s.describe_client_quotas(&DescribeClientQuotasRequest {
             components: components
@@ -313,7 +500,10 @@ fn snapshot_records_rebuild_the_store() {
     }
     assert_eq!(copy, s);
     assert_eq!(
-        s.get(&QuotaEntity::UserClientId("alice".into(), EntityName::Default), "producer_byte_rate"),
+        s.get(
+            &QuotaEntity::UserClientId("alice".into(), EntityName::Default),
+            "producer_byte_rate"
+        ),
         Some(4.0)
     );
 }
@@ -327,6 +517,9 @@ fn unknown_keys_in_records_are_kept_but_enforce_nothing() {
         value: Some(1.0),
     };
     m.replay(&change.to_record()).unwrap();
-    assert_eq!(m.store.get(&QuotaEntity::User("u".into()), "future_rate"), Some(1.0));
+    assert_eq!(
+        m.store.get(&QuotaEntity::User("u".into()), "future_rate"),
+        Some(1.0)
+    );
     assert!(!m.produce.quotas_enabled());
 }
