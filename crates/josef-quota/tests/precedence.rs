@@ -11,10 +11,9 @@ fn n(s: &str) -> EntityName {
     EntityName::Name(s.to_owned())
 }
 
-/// A manager with every level set, each to its level number, for user `u` and client `c`.
-fn all_levels() -> ClientQuotaManager {
-    let mut m = ClientQuotaManager::new(ClientQuotaType::Produce, QuotaWindow::default());
-    let levels = [
+/// Every level for user `u` and client `c`, most specific first.
+fn levels() -> [QuotaEntity; 8] {
+    [
         QuotaEntity::UserClientId(n("u"), n("c")),
         QuotaEntity::UserClientId(n("u"), D),
         QuotaEntity::User(n("u")),
@@ -23,116 +22,94 @@ fn all_levels() -> ClientQuotaManager {
         QuotaEntity::User(D),
         QuotaEntity::ClientId(n("c")),
         QuotaEntity::ClientId(D),
-    ];
-    for (i, e) in levels.iter().enumerate() {
+    ]
+}
+
+/// Sets every level to its number, removes the first `removed`, and checks that `u` / `c` gets
+/// the next level's quota and that each (user, client id) counts on the expected sensor.
+fn check(removed: usize, sensors: &[((&str, &str), (&str, &str))]) -> ClientQuotaManager {
+    let mut m = ClientQuotaManager::new(ClientQuotaType::Produce, QuotaWindow::default());
+    for (i, e) in levels().iter().enumerate() {
         assert!(m.update_quota(e, Some((i + 1) as f64)));
+    }
+    for e in &levels()[..removed] {
+        m.update_quota(e, None);
+    }
+    let expected = (removed < 8).then_some((removed + 1) as f64);
+    assert_eq!(m.quota("u", "c"), expected);
+    for ((user, client_id), (tag_user, tag_client_id)) in sensors {
+        let key = SensorKey {
+            user: (*tag_user).to_owned(),
+            client_id: (*tag_client_id).to_owned(),
+        };
+        assert_eq!(m.sensor_key(user, client_id), key, "{user}/{client_id}");
     }
     m
 }
 
-fn key(user: &str, client_id: &str) -> SensorKey {
-    SensorKey {
-        user: user.to_owned(),
-        client_id: client_id.to_owned(),
-    }
-}
-
-/// Removes levels 1..=`above` and checks who applies next.
-fn after_removing(above: usize) -> (ClientQuotaManager, Option<f64>) {
-    let mut m = all_levels();
-    let levels = [
-        QuotaEntity::UserClientId(n("u"), n("c")),
-        QuotaEntity::UserClientId(n("u"), D),
-        QuotaEntity::User(n("u")),
-        QuotaEntity::UserClientId(D, n("c")),
-        QuotaEntity::UserClientId(D, D),
-        QuotaEntity::User(D),
-        QuotaEntity::ClientId(n("c")),
-        QuotaEntity::ClientId(D),
-    ];
-    for e in &levels[..above] {
-        m.update_quota(e, None);
-    }
-    let q = m.quota("u", "c");
-    (m, q)
-}
-
 #[test]
 fn level_1_user_and_client_id() {
-    let (m, q) = after_removing(0);
-    assert_eq!(q, Some(1.0));
+    let m = check(0, &[(("u", "c"), ("u", "c"))]);
     assert_eq!(
         m.overrides().matching_level("u", "c"),
         Some(QuotaLevel::UserClientId)
     );
-    assert_eq!(m.sensor_key("u", "c"), key("u", "c"));
 }
 
 #[test]
 fn level_2_user_and_default_client_id() {
-    let (m, q) = after_removing(1);
-    assert_eq!(q, Some(2.0));
-    assert_eq!(m.sensor_key("u", "c"), key("u", "c"));
     // Another client id of the same user gets the same level, on a sensor of its own.
+    let m = check(
+        1,
+        &[(("u", "c"), ("u", "c")), (("u", "other"), ("u", "other"))],
+    );
     assert_eq!(m.quota("u", "other"), Some(2.0));
-    assert_eq!(m.sensor_key("u", "other"), key("u", "other"));
 }
 
 #[test]
 fn level_3_user() {
-    let (m, q) = after_removing(2);
-    assert_eq!(q, Some(3.0));
     // A user quota is shared by every client id of the user.
-    assert_eq!(m.sensor_key("u", "c"), key("u", ""));
-    assert_eq!(m.sensor_key("u", "other"), key("u", ""));
+    check(2, &[(("u", "c"), ("u", "")), (("u", "other"), ("u", ""))]);
 }
 
 #[test]
 fn level_4_default_user_and_client_id() {
-    let (m, q) = after_removing(3);
-    assert_eq!(q, Some(4.0));
-    assert_eq!(m.sensor_key("u", "c"), key("u", "c"));
+    let m = check(
+        3,
+        &[
+            (("u", "c"), ("u", "c")),
+            (("someone", "c"), ("someone", "c")),
+        ],
+    );
     assert_eq!(m.quota("someone", "c"), Some(4.0));
 }
 
 #[test]
 fn level_5_default_user_and_default_client_id() {
-    let (m, q) = after_removing(4);
-    assert_eq!(q, Some(5.0));
+    let m = check(4, &[(("someone", "else"), ("someone", "else"))]);
     assert_eq!(m.quota("someone", "else"), Some(5.0));
-    assert_eq!(m.sensor_key("someone", "else"), key("someone", "else"));
 }
 
 #[test]
 fn level_6_default_user() {
-    let (m, q) = after_removing(5);
-    assert_eq!(q, Some(6.0));
     // Each user gets its own sensor with the default's limit.
-    assert_eq!(m.sensor_key("u", "c"), key("u", ""));
-    assert_eq!(m.sensor_key("v", "c"), key("v", ""));
+    check(5, &[(("u", "c"), ("u", "")), (("v", "c"), ("v", ""))]);
 }
 
 #[test]
 fn level_7_client_id() {
-    let (m, q) = after_removing(6);
-    assert_eq!(q, Some(7.0));
     // A client-id quota is shared by every user with that client id.
-    assert_eq!(m.sensor_key("u", "c"), key("", "c"));
-    assert_eq!(m.sensor_key("v", "c"), key("", "c"));
+    check(6, &[(("u", "c"), ("", "c")), (("v", "c"), ("", "c"))]);
 }
 
 #[test]
 fn level_8_default_client_id() {
-    let (m, q) = after_removing(7);
-    assert_eq!(q, Some(8.0));
-    assert_eq!(m.sensor_key("u", "c"), key("", "c"));
-    assert_eq!(m.sensor_key("u", "d"), key("", "d"));
+    check(7, &[(("u", "c"), ("", "c")), (("u", "d"), ("", "d"))]);
 }
 
 #[test]
 fn no_quota_is_unlimited() {
-    let (m, q) = after_removing(8);
-    assert_eq!(q, None);
+    let m = check(8, &[(("u", "c"), ("", "c"))]);
     assert_eq!(m.overrides().matching_level("u", "c"), None);
 }
 

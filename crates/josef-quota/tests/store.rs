@@ -114,75 +114,21 @@ fn validate_only_writes_nothing() {
 #[test]
 fn invalid_entries_are_invalid_request() {
     let m = managers();
+    let user = |key: &str, value: f64| entry(&[("user", Some("u"))], &[(key, Some(value))]);
+    let ip =
+        |name: &str, key: &str, value: f64| entry(&[("ip", Some(name))], &[(key, Some(value))]);
     let cases: Vec<(EntryData, &str)> = vec![
-        (
-            entry(&[("user", Some("u"))], &[("producer_byte_rate", Some(1.5))]),
-            "fractional",
-        ),
-        (
-            entry(&[("user", Some("u"))], &[("producer_byte_rate", Some(0.0))]),
-            "zero",
-        ),
-        (
-            entry(
-                &[("user", Some("u"))],
-                &[("producer_byte_rate", Some(-5.0))],
-            ),
-            "negative",
-        ),
-        (
-            entry(
-                &[("user", Some("u"))],
-                &[("producer_byte_rate", Some(1e30))],
-            ),
-            "too large",
-        ),
-        (
-            entry(
-                &[("user", Some("u"))],
-                &[("request_percentage", Some(f64::NAN))],
-            ),
-            "NaN",
-        ),
-        (
-            entry(&[("user", Some("u"))], &[("no_such_key", Some(1.0))]),
-            "unknown key",
-        ),
-        (
-            entry(
-                &[("user", Some("u"))],
-                &[("connection_creation_rate", Some(1.0))],
-            ),
-            "ip key",
-        ),
-        (
-            entry(
-                &[("ip", Some("10.0.0.1"))],
-                &[("producer_byte_rate", Some(1.0))],
-            ),
-            "user key on ip",
-        ),
-        (
-            entry(
-                &[("ip", Some("10.0.0.1"))],
-                &[("connection_creation_rate", Some(1.5))],
-            ),
-            "int",
-        ),
-        (
-            entry(
-                &[("ip", Some("10.0.0.1"))],
-                &[("connection_creation_rate", Some(3e9))],
-            ),
-            "int range",
-        ),
-        (
-            entry(
-                &[("ip", Some("not an ip"))],
-                &[("connection_creation_rate", Some(1.0))],
-            ),
-            "bad ip",
-        ),
+        (user("producer_byte_rate", 1.5), "fractional"),
+        (user("producer_byte_rate", 0.0), "zero"),
+        (user("producer_byte_rate", -5.0), "negative"),
+        (user("producer_byte_rate", 1e30), "too large"),
+        (user("request_percentage", f64::NAN), "NaN"),
+        (user("no_such_key", 1.0), "unknown key"),
+        (user("connection_creation_rate", 1.0), "ip key"),
+        (ip("10.0.0.1", "producer_byte_rate", 1.0), "user key on ip"),
+        (ip("10.0.0.1", "connection_creation_rate", 1.5), "int"),
+        (ip("10.0.0.1", "connection_creation_rate", 3e9), "int range"),
+        (ip("not an ip", "connection_creation_rate", 1.0), "bad ip"),
         (
             entry(&[("ip", Some("10.0.0.1")), ("user", Some("u"))], &[]),
             "ip + user",
