@@ -25,9 +25,12 @@ fn levels() -> [QuotaEntity; 8] {
     ]
 }
 
+/// ((user, client id), (user tag, client-id tag)) of the sensor it counts on.
+type Expect<'a> = ((&'a str, &'a str), (&'a str, &'a str));
+
 /// Sets every level to its number, removes the first `removed`, and checks that `u` / `c` gets
 /// the next level's quota and that each (user, client id) counts on the expected sensor.
-fn check(removed: usize, sensors: &[((&str, &str), (&str, &str))]) -> ClientQuotaManager {
+fn check(removed: usize, sensors: &[Expect<'_>]) -> ClientQuotaManager {
     let mut m = ClientQuotaManager::new(ClientQuotaType::Produce, QuotaWindow::default());
     for (i, e) in levels().iter().enumerate() {
         assert!(m.update_quota(e, Some((i + 1) as f64)));
