@@ -35,6 +35,11 @@ fn entry(entity: &[(&str, Option<&str>)], ops: &[(&str, Option<f64>)]) -> EntryD
     }
 }
 
+/// An entry setting one key.
+fn set(entity: &[(&str, Option<&str>)], key: &str, value: f64) -> EntryData {
+    entry(entity, &[(key, Some(value))])
+}
+
 fn alter(entries: Vec<EntryData>, validate_only: bool) -> AlterClientQuotasRequest {
     AlterClientQuotasRequest {
         entries,
@@ -70,11 +75,8 @@ fn set_and_remove_fall_back_live() {
         &mut m,
         &alter(
             vec![
-                entry(
-                    &[("user", Some("alice"))],
-                    &[("producer_byte_rate", Some(2e6))],
-                ),
-                entry(&[("client-id", None)], &[("producer_byte_rate", Some(1e6))]),
+                set(&[("user", Some("alice"))], "producer_byte_rate", 2e6),
+                set(&[("client-id", None)], "producer_byte_rate", 1e6),
             ],
             false,
         ),
@@ -101,10 +103,7 @@ fn set_and_remove_fall_back_live() {
 fn validate_only_writes_nothing() {
     let m = managers();
     let outcome = m.store.alter_client_quotas(&alter(
-        vec![entry(
-            &[("user", Some("alice"))],
-            &[("consumer_byte_rate", Some(5e6))],
-        )],
+        vec![set(&[("user", Some("alice"))], "consumer_byte_rate", 5e6)],
         true,
     ));
     assert_eq!(outcome.response.entries[0].error_code, 0);
@@ -133,10 +132,7 @@ fn invalid_entries_are_invalid_request() {
             entry(&[("ip", Some("10.0.0.1")), ("user", Some("u"))], &[]),
             "ip + user",
         ),
-        (
-            entry(&[], &[("producer_byte_rate", Some(1.0))]),
-            "empty entity",
-        ),
+        (set(&[], "producer_byte_rate", 1.0), "empty entity"),
         (
             entry(&[("user", Some("u")), ("user", Some("v"))], &[]),
             "repeated type",
@@ -181,11 +177,8 @@ fn valid_values_of_each_type() {
                         ("controller_mutation_rate", Some(0.5)),
                     ],
                 ),
-                entry(
-                    &[("ip", Some("::1"))],
-                    &[("connection_creation_rate", Some(7.0))],
-                ),
-                entry(&[("ip", None)], &[("connection_creation_rate", Some(3.0))]),
+                set(&[("ip", Some("::1"))], "connection_creation_rate", 7.0),
+                set(&[("ip", None)], "connection_creation_rate", 3.0),
             ],
             false,
         ),
@@ -210,10 +203,7 @@ fn valid_values_of_each_type() {
 fn unchanged_values_and_absent_removals_write_no_record() {
     let mut m = managers();
     let set = alter(
-        vec![entry(
-            &[("user", Some("u"))],
-            &[("producer_byte_rate", Some(10.0))],
-        )],
+        vec![set(&[("user", Some("u"))], "producer_byte_rate", 10.0)],
         false,
     );
     apply(&mut m, &set);
@@ -235,14 +225,8 @@ fn a_repeated_entity_is_refused_but_its_first_changes_stay_as_in_kafka() {
     let m = managers();
     let outcome = m.store.alter_client_quotas(&alter(
         vec![
-            entry(
-                &[("user", Some("u"))],
-                &[("producer_byte_rate", Some(10.0))],
-            ),
-            entry(
-                &[("user", Some("u"))],
-                &[("consumer_byte_rate", Some(10.0))],
-            ),
+            set(&[("user", Some("u"))], "producer_byte_rate", 10.0),
+            set(&[("user", Some("u"))], "consumer_byte_rate", 10.0),
         ],
         false,
     ));
@@ -263,10 +247,7 @@ fn one_bad_value_refuses_the_whole_entry_only() {
                     ("consumer_byte_rate", Some(-1.0)),
                 ],
             ),
-            entry(
-                &[("user", Some("v"))],
-                &[("producer_byte_rate", Some(10.0))],
-            ),
+            set(&[("user", Some("v"))], "producer_byte_rate", 10.0),
         ],
         false,
     ));
@@ -290,27 +271,20 @@ fn filled_store() -> QuotaStore {
         &mut m,
         &alter(
             vec![
-                entry(
-                    &[("user", Some("alice"))],
-                    &[("producer_byte_rate", Some(1.0))],
-                ),
-                entry(&[("user", None)], &[("producer_byte_rate", Some(2.0))]),
-                entry(
+                set(&[("user", Some("alice"))], "producer_byte_rate", 1.0),
+                set(&[("user", None)], "producer_byte_rate", 2.0),
+                set(
                     &[("user", Some("alice")), ("client-id", Some("app"))],
-                    &[("producer_byte_rate", Some(3.0))],
+                    "producer_byte_rate",
+                    3.0,
                 ),
-                entry(
+                set(
                     &[("user", Some("alice")), ("client-id", None)],
-                    &[("producer_byte_rate", Some(4.0))],
+                    "producer_byte_rate",
+                    4.0,
                 ),
-                entry(
-                    &[("client-id", Some("app"))],
-                    &[("consumer_byte_rate", Some(5.0))],
-                ),
-                entry(
-                    &[("ip", Some("10.0.0.1"))],
-                    &[("connection_creation_rate", Some(6.0))],
-                ),
+                set(&[("client-id", Some("app"))], "consumer_byte_rate", 5.0),
+                set(&[("ip", Some("10.0.0.1"))], "connection_creation_rate", 6.0),
             ],
             false,
         ),
@@ -318,12 +292,11 @@ fn filled_store() -> QuotaStore {
     m.store
 }
 
-fn describe(
-    store: &QuotaStore,
+fn describe_request(
     components: &[(&str, i8, Option<&str>)],
     strict: bool,
-) -> (i16, Vec<Vec<f64>>) {
-    let response = store.describe_client_quotas(&DescribeClientQuotasRequest {
+) -> DescribeClientQuotasRequest {
+    DescribeClientQuotasRequest {
         components: components
             .iter()
             .map(|(t, m, n)| ComponentData {
@@ -335,7 +308,15 @@ fn describe(
             .collect(),
         strict,
         ..Default::default()
-    });
+    }
+}
+
+fn describe(
+    store: &QuotaStore,
+    components: &[(&str, i8, Option<&str>)],
+    strict: bool,
+) -> (i16, Vec<Vec<f64>>) {
+    let response = store.describe_client_quotas(&describe_request(components, strict));
     let mut values: Vec<Vec<f64>> = response
         .entries
         .unwrap_or_default()
@@ -420,18 +401,7 @@ fn describe_errors() {
             ("client-id", MATCH_TYPE_SPECIFIED, None),
         ],
     ] {
-        let response = s.describe_client_quotas(&DescribeClientQuotasRequest {
-            components: components
-                .iter()
-                .map(|(t, m, n)| ComponentData {
-                    entity_type: (*t).into(),
-                    match_type: *m,
-                    match_: n.map(Into::into),
-                    ..Default::default()
-                })
-                .collect(),
-            ..Default::default()
-        });
+        let response = s.describe_client_quotas(&describe_request(&components, false));
         assert_eq!(response.error_code, INVALID, "{components:?}");
         assert!(response.entries.is_none());
     }
