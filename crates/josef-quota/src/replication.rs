@@ -1,0 +1,196 @@
+//! Replication quotas (KIP-73): the throttled replica lists of a topic and the leader / follower
+//! byte rate (Kafka's `ReplicationQuotaManager`).
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+use std::str::FromStr;
+
+use crate::config::QuotaWindow;
+use crate::error::ThrottledReplicasError;
+use crate::rate::{RateKind, SampledRate};
+
+/// Topic config `leader.replication.throttled.replicas`.
+pub const LEADER_REPLICATION_THROTTLED_REPLICAS_CONFIG: &str =
+    "leader.replication.throttled.replicas";
+/// Topic config `follower.replication.throttled.replicas`.
+pub const FOLLOWER_REPLICATION_THROTTLED_REPLICAS_CONFIG: &str =
+    "follower.replication.throttled.replicas";
+/// Broker config `leader.replication.throttled.rate` (bytes/s, default unlimited).
+pub const LEADER_REPLICATION_THROTTLED_RATE_CONFIG: &str = "leader.replication.throttled.rate";
+/// Broker config `follower.replication.throttled.rate` (bytes/s, default unlimited).
+pub const FOLLOWER_REPLICATION_THROTTLED_RATE_CONFIG: &str = "follower.replication.throttled.rate";
+
+/// A parsed `*.replication.throttled.replicas` value: `*`, or `partition:broker` pairs.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ThrottledReplicas {
+    /// No replica (the empty string).
+    #[default]
+    None,
+    /// Every replica of the topic (`*`).
+    All,
+    /// The listed (partition, broker) replicas.
+    Replicas(BTreeSet<(i32, i32)>),
+}
+
+impl ThrottledReplicas {
+    /// Parses a config value as Kafka's `ThrottledReplicaListValidator` accepts it: entries
+    /// separated by `,`, each trimmed and either empty or `digits:digits`; or the entries together
+    /// spell `*`.
+    pub fn parse(value: &str) -> Result<ThrottledReplicas, ThrottledReplicasError> {
+        let entries: Vec<&str> = value.split(',').map(str::trim).collect();
+        if entries.concat() == "*" {
+            return Ok(ThrottledReplicas::All);
+        }
+        let mut replicas = BTreeSet::new();
+        for (index, entry) in entries.iter().enumerate() {
+            if entry.is_empty() {
+                continue;
+            }
+            let bad = || ThrottledReplicasError::BadEntry {
+                index,
+                entry: truncate(entry),
+            };
+            let (p, b) = entry.split_once(':').ok_or_else(bad)?;
+            let number = |s: &str| -> Result<i32, ThrottledReplicasError> {
+                if s.is_empty() || !s.bytes().all(|c| c.is_ascii_digit()) {
+                    return Err(bad());
+                }
+                s.parse::<i32>()
+                    .map_err(|_| ThrottledReplicasError::OutOfRange { index })
+            };
+            replicas.insert((number(p)?, number(b)?));
+        }
+        if replicas.is_empty() {
+            Ok(ThrottledReplicas::None)
+        } else {
+            Ok(ThrottledReplicas::Replicas(replicas))
+        }
+    }
+
+    /// True when the replica of `partition` on `broker` is listed.
+    pub fn contains(&self, partition: i32, broker: i32) -> bool {
+        match self {
+            ThrottledReplicas::None => false,
+            ThrottledReplicas::All => true,
+            ThrottledReplicas::Replicas(r) => r.contains(&(partition, broker)),
+        }
+    }
+}
+
+fn truncate(entry: &str) -> String {
+    entry.chars().take(64).collect()
+}
+
+impl FromStr for ThrottledReplicas {
+    type Err = ThrottledReplicasError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ThrottledReplicas::parse(s)
+    }
+}
+
+impl fmt::Display for ThrottledReplicas {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ThrottledReplicas::None => Ok(()),
+            ThrottledReplicas::All => f.write_str("*"),
+            ThrottledReplicas::Replicas(r) => {
+                for (i, (p, b)) in r.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(",")?;
+                    }
+                    write!(f, "{p}:{b}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// One direction of replication throttling (leader or follower) on a broker: the throttled
+/// replicas per topic and the byte rate of their traffic.
+#[derive(Debug, Clone)]
+pub struct ReplicationQuotaManager {
+    window: QuotaWindow,
+    quota: Option<f64>,
+    throttled: HashMap<String, ThrottledReplicas>,
+    rate: SampledRate,
+}
+
+impl ReplicationQuotaManager {
+    /// Unlimited, no throttled topic, sampling over `window` (`replication.quota.window.num`,
+    /// `replication.quota.window.size.seconds`).
+    pub fn new(window: QuotaWindow) -> Self {
+        ReplicationQuotaManager {
+            window,
+            quota: None,
+            throttled: HashMap::new(),
+            rate: SampledRate::new(window, RateKind::SimpleRate),
+        }
+    }
+
+    /// Sets the throttled rate in bytes/s (`None`, or `i64::MAX` as Kafka's default, for none).
+    pub fn update_quota(&mut self, bytes_per_second: Option<f64>) {
+        self.quota = bytes_per_second.filter(|q| *q < i64::MAX as f64);
+    }
+
+    /// The throttled rate in bytes/s (`i64::MAX` when unlimited, as Kafka's `upperBound`).
+    pub fn upper_bound(&self) -> i64 {
+        self.quota.map_or(i64::MAX, |q| q as i64)
+    }
+
+    /// Replaces the throttled replicas of `topic`; [`ThrottledReplicas::None`] removes them.
+    pub fn mark_throttled(&mut self, topic: &str, replicas: ThrottledReplicas) {
+        if replicas == ThrottledReplicas::None {
+            self.throttled.remove(topic);
+        } else {
+            self.throttled.insert(topic.to_owned(), replicas);
+        }
+    }
+
+    /// Forgets the throttled replicas of `topic` (its config was removed or the topic deleted).
+    pub fn remove_throttle(&mut self, topic: &str) {
+        self.throttled.remove(topic);
+    }
+
+    /// True when the replica of `topic`-`partition` on broker `replica` is throttled. Kafka keeps
+    /// only the entries of its own broker, so a broker asks with its own id.
+    pub fn is_throttled(&self, topic: &str, partition: i32, replica: i32) -> bool {
+        self.throttled
+            .get(topic)
+            .is_some_and(|r| r.contains(partition, replica))
+    }
+
+    /// Adds `bytes` of throttled traffic at `now_ms` (never throttles by itself).
+    pub fn record(&mut self, bytes: u64, now_ms: u64) {
+        self.rate.record(bytes as f64, now_ms);
+    }
+
+    /// True when the throttled traffic's rate is above the quota at `now_ms`.
+    pub fn is_quota_exceeded(&mut self, now_ms: u64) -> bool {
+        match self.quota {
+            Some(bound) => self.rate.measure(now_ms) > bound,
+            None => false,
+        }
+    }
+
+    /// The leader's rule for a follower fetch: hold back a throttled replica that is out of sync
+    /// while the quota is exceeded (Kafka's `shouldLeaderThrottle`; the follower applies the same
+    /// rule to its own fetches).
+    pub fn should_throttle(
+        &mut self,
+        topic: &str,
+        partition: i32,
+        replica: i32,
+        replica_in_sync: bool,
+        now_ms: u64,
+    ) -> bool {
+        !replica_in_sync
+            && self.is_throttled(topic, partition, replica)
+            && self.is_quota_exceeded(now_ms)
+    }
+
+    /// The sampling window.
+    pub fn window(&self) -> QuotaWindow {
+        self.window
+    }
+}
