@@ -67,3 +67,8 @@ pub use factory::SaslServerFactory;
 pub use mechanism::{Authenticated, SaslMechanism, SaslServer, SaslStep};
 pub use nonce::{kafka_nonce, CountingNonce, NonceSource};
 pub use principal::KafkaPrincipal;
+
+/// The README's example, run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
