@@ -1,7 +1,8 @@
 //! Broker configuration: Kafka `server.properties` names and defaults, the reading of the file
 //! ([`properties`], Java's syntax), and the command-line flags that override it.
 //!
-//! Every key the broker reads is listed here with Kafka's default (B7 "Broker configs to honour").
+//! Every key the broker reads is listed here with Kafka's default (Kafka's `KafkaConfig` and the
+//! `*Configs` classes its `AbstractKafkaConfig.CONFIG_DEF` merges; see [`kafka_names`]).
 //! Any other key is sorted into one of three kinds ([`BrokerConfig::from_properties_with_warnings`]):
 //! a Kafka broker setting Josef does not use ([`kafka_names`], [`NOT_USED`]) is accepted with one
 //! [`ConfigWarning`] naming it; an older spelling found in guides ([`OLD_SPELLINGS`]) is applied
