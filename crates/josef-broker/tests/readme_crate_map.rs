@@ -108,7 +108,8 @@ fn readme_arrows_match_the_manifests() {
 
 #[test]
 fn the_arrow_parser_reads_groups_and_chains() {
-    let e = readme_edges("## Crate map\n- `a <- {b, c} <- d`\n- not `x <- y`\n## Next\n- `p <- q`\n");
+    let e =
+        readme_edges("## Crate map\n- `a <- {b, c} <- d`\n- not `x <- y`\n## Next\n- `p <- q`\n");
     let e: Vec<(&str, &str)> = e.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
     assert_eq!(
         e,
