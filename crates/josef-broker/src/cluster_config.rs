@@ -6,7 +6,37 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use crate::config::{ConfigError, Listener, Props};
+use crate::config::{ConfigError, ConfigWarning, Listener, Props};
+
+/// The settings that only a cluster node (one with `process.roles`) uses; on a single node each
+/// one given is reported as not used.
+pub const CLUSTER_SETTINGS: &[&str] = &[
+    "broker.heartbeat.interval.ms",
+    "broker.session.timeout.ms",
+    "broker.rack",
+    "controller.listener.names",
+    "controller.quorum.bootstrap.servers",
+    "controller.quorum.election.timeout.ms",
+    "controller.quorum.request.timeout.ms",
+    "controller.quorum.voters",
+    "controlled.shutdown.enable",
+    "controlled.shutdown.max.retries",
+    "auto.leader.rebalance.enable",
+    "initial.broker.registration.timeout.ms",
+    "inter.broker.listener.name",
+    "leader.imbalance.check.interval.seconds",
+    "metadata.log.dir",
+    "replica.fetch.backoff.ms",
+    "replica.fetch.max.bytes",
+    "replica.fetch.min.bytes",
+    "replica.fetch.response.max.bytes",
+    "replica.fetch.wait.max.ms",
+    "replica.lag.time.max.ms",
+    "unclean.leader.election.enable",
+];
+
+/// Why a [`CLUSTER_SETTINGS`] name has no effect on a single node.
+pub const SINGLE_NODE: &str = "process.roles is not set, so this is a single node";
 
 /// A role of `process.roles`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -74,6 +104,52 @@ pub fn parse_voters(value: &str) -> Result<Vec<Voter>, ConfigError> {
         return Err(invalid("no voter"));
     }
     Ok(out)
+}
+
+/// `controller.quorum.bootstrap.servers` without `controller.quorum.voters` (KIP-853's dynamic
+/// quorum, as Kafka 4's stock files have it): Josef has a static quorum only, so it takes the
+/// one case it can read without the voter ids that Kafka keeps in its formatted storage: a
+/// controller whose bootstrap list is just its own CONTROLLER listener, which is what
+/// `kafka-storage.sh format --standalone` makes of it (a quorum of this node alone).
+fn standalone_voter(
+    bootstrap: &str,
+    node_id: i32,
+    is_controller: bool,
+    listeners: &[Listener],
+    controller_listener_names: &[String],
+) -> Result<String, ConfigError> {
+    let key = "controller.quorum.bootstrap.servers";
+    let entries: Vec<&str> = bootstrap
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    let need_voters = || {
+        Props::invalid(
+            key,
+            bootstrap,
+            "dynamic quorums (KIP-853) are not supported: Josef needs the voters' ids; \
+             list controller.quorum.voters (id@host:port,...) instead",
+        )
+    };
+    let [entry] = entries[..] else {
+        return Err(need_voters());
+    };
+    let (host, port) = entry.rsplit_once(':').ok_or_else(need_voters)?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let port: u16 = port.parse().map_err(|_| need_voters())?;
+    // Its own listener: the same port, and the same host or a loopback name (a listener bound
+    // to all interfaces answers on loopback too).
+    let loopback = matches!(host, "localhost" | "::1") || host.starts_with("127.");
+    let own = is_controller
+        && listeners
+            .iter()
+            .filter(|l| controller_listener_names.contains(&l.name))
+            .any(|l| l.port == port && (l.host == host || loopback));
+    if !own {
+        return Err(need_voters());
+    }
+    Ok(format!("{node_id}@{entry}"))
 }
 
 /// Cluster settings, present when `process.roles` is set.
@@ -156,6 +232,7 @@ pub(crate) fn parse(
     p: &mut Props,
     node_id: i32,
     listeners: &[Listener],
+    warnings: &mut Vec<ConfigWarning>,
 ) -> Result<Option<ClusterConfig>, ConfigError> {
     // Parsed whether or not the node is clustered, so a single node accepts them too.
     let broker_session_timeout_ms = p.num("broker.session.timeout.ms", 9000, 1)?;
@@ -203,15 +280,9 @@ pub(crate) fn parse(
         })
         .unwrap_or_default();
     let voters_raw = p.take("controller.quorum.voters");
-    if let Some(b) = p.take("controller.quorum.bootstrap.servers") {
-        if !b.trim().is_empty() && voters_raw.is_none() {
-            return Err(Props::invalid(
-                "controller.quorum.bootstrap.servers",
-                &b,
-                "dynamic quorums (KIP-853) are not supported; list controller.quorum.voters",
-            ));
-        }
-    }
+    let bootstrap_raw = p
+        .take("controller.quorum.bootstrap.servers")
+        .filter(|b| !b.trim().is_empty());
     let roles_raw = p.take("process.roles").unwrap_or_default();
     let mut roles = BTreeSet::new();
     for r in roles_raw
@@ -234,12 +305,30 @@ pub(crate) fn parse(
     if roles.is_empty() {
         return Ok(None);
     }
-    let Some(voters_raw) = voters_raw else {
-        return Err(Props::invalid(
-            "controller.quorum.voters",
-            "",
-            "required when process.roles is set",
-        ));
+    let is_controller = roles.contains(&ProcessRole::Controller);
+    let voters_raw = match (voters_raw, bootstrap_raw) {
+        (Some(v), Some(_)) => {
+            warnings.push(ConfigWarning::Shadowed {
+                key: "controller.quorum.bootstrap.servers".into(),
+                by: "controller.quorum.voters",
+            });
+            v
+        }
+        (Some(v), None) => v,
+        (None, Some(b)) => standalone_voter(
+            &b,
+            node_id,
+            is_controller,
+            listeners,
+            &controller_listener_names,
+        )?,
+        (None, None) => {
+            return Err(Props::invalid(
+                "controller.quorum.voters",
+                "",
+                "required when process.roles is set",
+            ))
+        }
     };
     let voters = parse_voters(&voters_raw)?;
     if controller_listener_names.is_empty() {
@@ -249,7 +338,6 @@ pub(crate) fn parse(
             "required when process.roles is set",
         ));
     }
-    let is_controller = roles.contains(&ProcessRole::Controller);
     let controller_listeners: Vec<Listener> = listeners
         .iter()
         .filter(|l| controller_listener_names.contains(&l.name))
@@ -398,6 +486,58 @@ mod tests {
         let mut m = node(1, "broker,controller");
         m.remove("controller.quorum.voters");
         assert!(BrokerConfig::from_properties(m).is_err());
+    }
+
+    #[test]
+    fn a_controller_bootstrapping_from_itself_is_a_standalone_quorum() {
+        let mut m = node(1, "broker,controller");
+        m.remove("controller.quorum.voters");
+        m.insert(
+            "controller.quorum.bootstrap.servers".into(),
+            "localhost:19103".into(),
+        );
+        let c = BrokerConfig::from_properties(m.clone()).unwrap();
+        let cl = c.cluster.unwrap();
+        assert_eq!(
+            cl.voters,
+            [Voter {
+                id: 1,
+                host: "localhost".into(),
+                port: 19103
+            }]
+        );
+        // Another node's address, or several, need the voter ids.
+        m.insert(
+            "controller.quorum.bootstrap.servers".into(),
+            "localhost:29093".into(),
+        );
+        let e = BrokerConfig::from_properties(m.clone()).unwrap_err();
+        assert!(e.to_string().contains("KIP-853"), "{e}");
+        m.insert(
+            "controller.quorum.bootstrap.servers".into(),
+            "localhost:19103,localhost:29093".into(),
+        );
+        assert!(BrokerConfig::from_properties(m).is_err());
+        let mut b = node(5, "broker");
+        b.remove("controller.quorum.voters");
+        b.insert(
+            "controller.quorum.bootstrap.servers".into(),
+            "localhost:19093".into(),
+        );
+        assert!(BrokerConfig::from_properties(b).is_err());
+    }
+
+    #[test]
+    fn voters_beat_bootstrap_servers() {
+        let mut m = node(1, "broker,controller");
+        m.insert(
+            "controller.quorum.bootstrap.servers".into(),
+            "localhost:1".into(),
+        );
+        let (c, w) = BrokerConfig::from_properties_with_warnings(m).unwrap();
+        assert_eq!(c.cluster.unwrap().voters.len(), 3);
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].key(), "controller.quorum.bootstrap.servers");
     }
 
     #[test]

@@ -1,11 +1,19 @@
-//! Broker configuration: Kafka `server.properties` names and defaults, a Java-properties file reader,
-//! and the command-line flags that override it.
+//! Broker configuration: Kafka `server.properties` names and defaults, the reading of the file
+//! ([`properties`], Java's syntax), and the command-line flags that override it.
 //!
-//! Every key the broker reads is listed here with Kafka's default (B7 "Broker configs to honour").
-//! A key that is neither read nor in [`ACCEPTED_IGNORED`] fails the start: a typo must not silently
-//! leave a default in force.
+//! Every key the broker reads is listed here with Kafka's default (Kafka's `KafkaConfig` and the
+//! `*Configs` classes its `AbstractKafkaConfig.CONFIG_DEF` merges; see [`kafka_names`]).
+//! Any other key is sorted into one of three kinds ([`BrokerConfig::from_properties_with_warnings`]):
+//! a Kafka broker setting Josef does not use ([`kafka_names`], [`NOT_USED`]) is accepted with one
+//! [`ConfigWarning`] naming it; an older spelling found in guides ([`OLD_SPELLINGS`]) is applied
+//! as the real key with a warning; a name Kafka does not have fails the start, with the closest
+//! Kafka name as a suggestion: a typo must not silently leave a default in force.
 
-use std::collections::BTreeMap;
+pub mod kafka_names;
+pub mod properties;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// A configuration problem that stops the broker from starting.
@@ -19,17 +27,17 @@ pub enum ConfigError {
         /// The cause.
         source: std::io::Error,
     },
-    /// A line of the properties file is not `key=value`.
-    #[error("{path}:{line}: not a key=value line")]
+    /// The properties file is malformed (a bad `\uXXXX` escape: nothing else is).
+    #[error("{path}:{line}: malformed \\uxxxx escape")]
     Syntax {
         /// The file.
         path: PathBuf,
         /// 1-based line number.
         line: usize,
     },
-    /// A key nobody reads.
-    #[error("unknown setting `{0}` (not a Kafka broker setting Josef knows)")]
-    Unknown(String),
+    /// Names that are not Kafka broker settings.
+    #[error("{}", UnknownList(.0))]
+    Unknown(Vec<UnknownSetting>),
     /// A value that does not parse or is out of range.
     #[error("invalid value `{value}` for `{key}`: {reason}")]
     Invalid {
@@ -42,37 +50,194 @@ pub enum ConfigError {
     },
 }
 
-/// Kafka settings Josef accepts so that a stock Kafka `server.properties` starts, but that have no
-/// effect on a single node without KRaft quorum, threads pools or TLS.
-pub const ACCEPTED_IGNORED: &[&str] = &[
-    "num.network.threads",
-    "num.io.threads",
-    "num.recovery.threads.per.data.dir",
-    "socket.send.buffer.bytes",
-    "socket.receive.buffer.bytes",
-    "queued.max.requests",
-    "max.connections",
-    "max.connections.per.ip",
-    "log.cleaner.threads",
-    "log.cleaner.dedupe.buffer.size",
-    "log.cleaner.io.buffer.size",
-    "log.cleaner.io.buffer.load.factor",
-    "log.cleaner.io.max.bytes.per.second",
-    "log.cleaner.backoff.ms",
-    "log.flush.scheduler.interval.ms",
-    "log.flush.offset.checkpoint.interval.ms",
-    "log.flush.start.offset.checkpoint.interval.ms",
-    "replica.high.watermark.checkpoint.interval.ms",
-    "share.coordinator.state.topic.replication.factor",
-    "share.coordinator.state.topic.min.isr",
-    "group.coordinator.rebalance.protocols",
-    "transaction.partition.verification.enable",
-    "transaction.abort.timed.out.transaction.cleanup.interval.ms",
-    "transaction.remove.expired.transaction.cleanup.interval.ms",
-    "producer.id.expiration.check.interval.ms",
-    "offsets.retention.check.interval.ms",
-    "request.timeout.ms",
+/// A setting name that Kafka does not have.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownSetting {
+    /// The name as given.
+    pub key: String,
+    /// The closest Kafka name, when one is close enough to be the intended one.
+    pub suggestion: Option<String>,
+}
+
+impl fmt::Display for UnknownSetting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown setting `{}` (not a Kafka broker setting)",
+            self.key
+        )?;
+        if let Some(s) = &self.suggestion {
+            write!(f, "; did you mean `{s}`?")?;
+        }
+        Ok(())
+    }
+}
+
+struct UnknownList<'a>(&'a [UnknownSetting]);
+
+impl fmt::Display for UnknownList<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, u) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{u}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Something about the configuration worth one line at start, but not worth refusing to start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigWarning {
+    /// A Kafka broker setting that has no effect in Josef.
+    NotUsed {
+        /// The setting as given.
+        key: String,
+        /// Why it has no effect.
+        reason: &'static str,
+    },
+    /// A spelling Kafka does not have, found in guides; its value is applied as `real`.
+    OldSpelling {
+        /// The spelling given.
+        key: String,
+        /// Kafka's name, under which the value is applied.
+        real: &'static str,
+    },
+    /// A synonym that loses to another one also given (`log.dir` to `log.dirs`).
+    Shadowed {
+        /// The setting that is ignored.
+        key: String,
+        /// The setting that wins.
+        by: &'static str,
+    },
+}
+
+impl ConfigWarning {
+    /// The setting the warning is about.
+    pub fn key(&self) -> &str {
+        match self {
+            ConfigWarning::NotUsed { key, .. }
+            | ConfigWarning::OldSpelling { key, .. }
+            | ConfigWarning::Shadowed { key, .. } => key,
+        }
+    }
+}
+
+impl fmt::Display for ConfigWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigWarning::NotUsed { key, reason } => {
+                write!(
+                    f,
+                    "setting `{key}` is not used by Josef ({reason}); it has no effect"
+                )
+            }
+            ConfigWarning::OldSpelling { key, real } => {
+                write!(
+                    f,
+                    "setting `{key}` is not Kafka's name; applied as `{real}`"
+                )
+            }
+            ConfigWarning::Shadowed { key, by } => {
+                write!(f, "setting `{key}` is ignored: `{by}` is also set and wins")
+            }
+        }
+    }
+}
+
+const TOKIO: &str = "requests and connections run on tokio's thread pool";
+const NOT_IMPLEMENTED: &str = "not implemented";
+const VALIDATED_ONLY: &str = "its value is checked but nothing reads it yet";
+
+/// Kafka settings that a stock Kafka `server.properties` may hold but that have no effect in
+/// Josef, each with the reason reported at start. Some are parsed (their values must still be
+/// valid) and kept in [`BrokerConfig`] or [`crate::cluster_config::ClusterConfig`] for the code
+/// that will use them.
+pub const NOT_USED: &[(&str, &str)] = &[
+    ("num.network.threads", TOKIO),
+    ("num.io.threads", TOKIO),
+    ("background.threads", TOKIO),
+    ("num.recovery.threads.per.data.dir", TOKIO),
+    ("queued.max.requests", TOKIO),
+    (
+        "socket.send.buffer.bytes",
+        "the operating system's socket buffer sizes are kept",
+    ),
+    (
+        "socket.receive.buffer.bytes",
+        "the operating system's socket buffer sizes are kept",
+    ),
+    ("max.connections", "connections are not limited"),
+    ("max.connections.per.ip", "connections are not limited"),
+    ("log.cleaner.threads", NOT_IMPLEMENTED),
+    ("log.cleaner.dedupe.buffer.size", NOT_IMPLEMENTED),
+    ("log.cleaner.io.buffer.size", NOT_IMPLEMENTED),
+    ("log.cleaner.io.buffer.load.factor", NOT_IMPLEMENTED),
+    ("log.cleaner.io.max.bytes.per.second", NOT_IMPLEMENTED),
+    ("log.cleaner.backoff.ms", NOT_IMPLEMENTED),
+    ("log.flush.scheduler.interval.ms", NOT_IMPLEMENTED),
+    ("log.flush.offset.checkpoint.interval.ms", NOT_IMPLEMENTED),
+    (
+        "log.flush.start.offset.checkpoint.interval.ms",
+        NOT_IMPLEMENTED,
+    ),
+    (
+        "replica.high.watermark.checkpoint.interval.ms",
+        NOT_IMPLEMENTED,
+    ),
+    (
+        "share.coordinator.state.topic.replication.factor",
+        "share groups are not implemented",
+    ),
+    (
+        "share.coordinator.state.topic.min.isr",
+        "share groups are not implemented",
+    ),
+    ("group.coordinator.rebalance.protocols", NOT_IMPLEMENTED),
+    ("transaction.partition.verification.enable", NOT_IMPLEMENTED),
+    (
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        NOT_IMPLEMENTED,
+    ),
+    (
+        "transaction.remove.expired.transaction.cleanup.interval.ms",
+        NOT_IMPLEMENTED,
+    ),
+    ("producer.id.expiration.check.interval.ms", NOT_IMPLEMENTED),
+    ("request.timeout.ms", NOT_IMPLEMENTED),
+    ("zookeeper.connect", "Josef has no ZooKeeper mode"),
+    (
+        "zookeeper.connection.timeout.ms",
+        "Josef has no ZooKeeper mode",
+    ),
+    // Parsed and kept, but no code reads them yet.
+    ("offsets.retention.check.interval.ms", VALIDATED_ONLY),
+    ("offsets.commit.timeout.ms", VALIDATED_ONLY),
+    ("controlled.shutdown.retry.backoff.ms", VALIDATED_ONLY),
+    ("leader.imbalance.per.broker.percentage", VALIDATED_ONLY),
+    ("metadata.max.idle.interval.ms", VALIDATED_ONLY),
+    ("num.replica.fetchers", VALIDATED_ONLY),
+    ("controller.quorum.fetch.timeout.ms", VALIDATED_ONLY),
+    ("controller.quorum.append.linger.ms", VALIDATED_ONLY),
+    ("controller.quorum.retry.backoff.ms", VALIDATED_ONLY),
+    ("replica.socket.timeout.ms", VALIDATED_ONLY),
 ];
+
+/// Spellings that Kafka does not have but guides use, and Kafka's name for each. The value is
+/// applied under Kafka's name (unless that is given too), with a warning.
+pub const OLD_SPELLINGS: &[(&str, &str)] = &[
+    (
+        "transactional.id.timeout.ms",
+        "transactional.id.expiration.ms",
+    ),
+    ("max.transaction.timeout.ms", "transaction.max.timeout.ms"),
+];
+
+/// The reason reported for a Kafka setting not in [`NOT_USED`].
+const OTHER_KAFKA_SETTING: &str = "a Kafka setting Josef does not implement";
+/// The reason reported for a listener-prefixed setting.
+const LISTENER_SETTING: &str = "listener-scoped settings are not applied yet";
 
 /// One listener: `NAME://host:port`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -194,6 +359,8 @@ pub struct BrokerConfig {
     pub offsets_topic_segment_bytes: i32,
     /// `offsets.retention.minutes` (10080).
     pub offsets_retention_minutes: i64,
+    /// `offsets.retention.check.interval.ms` (600000; checked, not used yet: [`NOT_USED`]).
+    pub offsets_retention_check_interval_ms: i64,
     /// `offset.metadata.max.bytes` (4096).
     pub offset_metadata_max_bytes: i32,
     /// `offsets.commit.timeout.ms` (5000).
@@ -254,53 +421,27 @@ pub struct GroupConsumerConfig {
 
 impl Default for BrokerConfig {
     fn default() -> Self {
-        BrokerConfig::from_properties(BTreeMap::new()).expect("defaults are valid")
+        BrokerConfig::from_properties_with_warnings(BTreeMap::new())
+            .expect("defaults are valid")
+            .0
     }
 }
 
-/// Reads a Java-style properties file: `key=value` or `key: value` lines, `#`/`!` comments,
-/// trailing-backslash continuation lines.
+/// Reads a properties file with Java's rules ([`properties::parse`]).
 pub fn read_properties_file(path: &Path) -> Result<BTreeMap<String, String>, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+    let bytes = std::fs::read(path).map_err(|source| ConfigError::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    parse_properties(&text).map_err(|line| ConfigError::Syntax {
+    properties::parse(&properties::decode_file_bytes(&bytes)).map_err(|e| ConfigError::Syntax {
         path: path.to_path_buf(),
-        line,
+        line: e.line,
     })
 }
 
-/// Parses properties text; on error returns the 1-based line number.
+/// Parses properties text ([`properties::parse`]); on error returns the 1-based line number.
 pub fn parse_properties(text: &str) -> Result<BTreeMap<String, String>, usize> {
-    let mut out = BTreeMap::new();
-    let mut pending = String::new();
-    let mut pending_start = 0;
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw.trim_start();
-        if pending.is_empty() {
-            if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
-                continue;
-            }
-            pending_start = i + 1;
-        }
-        if let Some(stripped) = line.strip_suffix('\\') {
-            pending.push_str(stripped);
-            continue;
-        }
-        pending.push_str(line);
-        let full = std::mem::take(&mut pending);
-        let sep = full.find(['=', ':']).ok_or(pending_start)?;
-        let key = full[..sep].trim();
-        if key.is_empty() {
-            return Err(pending_start);
-        }
-        out.insert(key.to_string(), full[sep + 1..].trim().to_string());
-    }
-    if !pending.is_empty() {
-        return Err(pending_start);
-    }
-    Ok(out)
+    properties::parse(text).map_err(|e| e.line)
 }
 
 /// Consumes keys from a property map, recording the first error.
@@ -309,6 +450,16 @@ pub(crate) struct Props {
 }
 
 impl Props {
+    /// Kafka's `ConfigDef` trims every value before parsing it.
+    fn new(map: BTreeMap<String, String>) -> Self {
+        Props {
+            map: map
+                .into_iter()
+                .map(|(k, v)| (k, v.trim().to_string()))
+                .collect(),
+        }
+    }
+
     pub(crate) fn take(&mut self, key: &str) -> Option<String> {
         self.map.remove(key)
     }
@@ -392,21 +543,64 @@ const MS_PER_HOUR: i64 = 3_600_000;
 
 impl BrokerConfig {
     /// Builds the configuration from `key → value` settings (file first, flags layered on top by
-    /// the caller). Every key must be known.
+    /// the caller), logging each [`ConfigWarning`] as one `warn` line. Every key must be a Kafka
+    /// broker setting.
     pub fn from_properties(map: BTreeMap<String, String>) -> Result<Self, ConfigError> {
-        let mut p = Props { map };
-        let node_id: i32 = p.num("node.id", 1, 0)?;
-        if let Some(b) = p.take("broker.id") {
-            let id: i32 = b
-                .parse()
-                .map_err(|_| Props::invalid("broker.id", &b, "not a number"))?;
-            if id != node_id {
+        let (cfg, warnings) = Self::from_properties_with_warnings(map)?;
+        for w in &warnings {
+            tracing::warn!(setting = w.key(), "{w}");
+        }
+        Ok(cfg)
+    }
+
+    /// [`BrokerConfig::from_properties`] without the logging: the configuration and what is
+    /// worth a warning, sorted by setting.
+    pub fn from_properties_with_warnings(
+        mut map: BTreeMap<String, String>,
+    ) -> Result<(Self, Vec<ConfigWarning>), ConfigError> {
+        let mut warnings = Vec::new();
+        for (old, real) in OLD_SPELLINGS {
+            if let Some(v) = map.remove(*old) {
+                if map.contains_key(*real) {
+                    warnings.push(ConfigWarning::Shadowed {
+                        key: old.to_string(),
+                        by: real,
+                    });
+                } else {
+                    map.insert(real.to_string(), v);
+                    warnings.push(ConfigWarning::OldSpelling {
+                        key: old.to_string(),
+                        real,
+                    });
+                }
+            }
+        }
+        let given: BTreeSet<String> = map.keys().cloned().collect();
+        let mut p = Props::new(map);
+        // KRaft's `node.id`; `broker.id` (ZooKeeper mode's name) is its synonym, as in Kafka,
+        // which requires the two to agree when both are set.
+        let broker_id: Option<i32> = p.opt_num("broker.id")?;
+        let node_id: i32 = match (p.opt_num::<i32>("node.id")?, broker_id) {
+            (Some(n), Some(b)) if n != b => {
                 return Err(Props::invalid(
                     "broker.id",
-                    &b,
-                    "must equal node.id when both are set",
-                ));
+                    &b.to_string(),
+                    format!("must equal node.id ({n}) when both are set"),
+                ))
             }
+            (Some(n), _) | (None, Some(n)) => n,
+            (None, None) => 1,
+        };
+        if node_id < 0 {
+            return Err(Props::invalid(
+                if broker_id == Some(node_id) {
+                    "broker.id"
+                } else {
+                    "node.id"
+                },
+                &node_id.to_string(),
+                "must be at least 0 (Josef does not generate broker ids)",
+            ));
         }
         let mut protocol_map = BTreeMap::new();
         if let Some(v) = p.take("listener.security.protocol.map") {
@@ -439,7 +633,7 @@ impl BrokerConfig {
             .unwrap_or_default();
         // The CONTROLLER listeners are served by the cluster code (cluster_config), never as
         // client listeners.
-        let cluster = crate::cluster_config::parse(&mut p, node_id, &listeners)?;
+        let cluster = crate::cluster_config::parse(&mut p, node_id, &listeners, &mut warnings)?;
         listeners.retain(|l| !controller_names.contains(&l.name));
         for l in &listeners {
             let proto = protocol_map
@@ -491,6 +685,12 @@ impl BrokerConfig {
         };
         let log_dirs_raw = p.take("log.dirs");
         let log_dir_raw = p.take("log.dir");
+        if log_dirs_raw.is_some() && log_dir_raw.is_some() {
+            warnings.push(ConfigWarning::Shadowed {
+                key: "log.dir".into(),
+                by: "log.dirs",
+            });
+        }
         let log_dirs: Vec<PathBuf> = log_dirs_raw
             .or(log_dir_raw)
             .unwrap_or_else(|| "./josef-data".to_string())
@@ -585,6 +785,11 @@ impl BrokerConfig {
             )?,
             offsets_topic_segment_bytes: p.num("offsets.topic.segment.bytes", 104_857_600, 1)?,
             offsets_retention_minutes: p.num("offsets.retention.minutes", 10_080, 1)?,
+            offsets_retention_check_interval_ms: p.num(
+                "offsets.retention.check.interval.ms",
+                600_000,
+                1,
+            )?,
             offset_metadata_max_bytes: p.num("offset.metadata.max.bytes", 4096, 0)?,
             offsets_commit_timeout_ms: p.num("offsets.commit.timeout.ms", 5000, 1)?,
             transaction_state_log_num_partitions: p.num(
@@ -651,12 +856,44 @@ impl BrokerConfig {
             listener_security_protocol_map: protocol_map,
             cluster,
         };
-        for key in ACCEPTED_IGNORED {
-            p.map.remove(*key);
+        let not_used: BTreeMap<&str, &'static str> = NOT_USED.iter().copied().collect();
+        let mut unknown = Vec::new();
+        for key in &given {
+            if let Some(reason) = not_used.get(key.as_str()) {
+                p.map.remove(key);
+                warnings.push(ConfigWarning::NotUsed {
+                    key: key.clone(),
+                    reason,
+                });
+            } else if cfg.cluster.is_none()
+                && crate::cluster_config::CLUSTER_SETTINGS.contains(&key.as_str())
+            {
+                warnings.push(ConfigWarning::NotUsed {
+                    key: key.clone(),
+                    reason: crate::cluster_config::SINGLE_NODE,
+                });
+            }
         }
-        if let Some((key, _)) = p.map.into_iter().next() {
-            return Err(ConfigError::Unknown(key));
+        for key in std::mem::take(&mut p.map).into_keys() {
+            if kafka_names::listener_prefixed(&key).is_some() {
+                warnings.push(ConfigWarning::NotUsed {
+                    key,
+                    reason: LISTENER_SETTING,
+                });
+            } else if kafka_names::is_kafka_broker_setting(&key) {
+                warnings.push(ConfigWarning::NotUsed {
+                    key,
+                    reason: OTHER_KAFKA_SETTING,
+                });
+            } else {
+                let suggestion = kafka_names::suggest(&key);
+                unknown.push(UnknownSetting { key, suggestion });
+            }
         }
+        if !unknown.is_empty() {
+            return Err(ConfigError::Unknown(unknown));
+        }
+        warnings.sort_by(|a, b| a.key().cmp(b.key()));
         if cfg.default_replication_factor > 1 && cfg.cluster.is_none() {
             return Err(Props::invalid(
                 "default.replication.factor",
@@ -664,7 +901,7 @@ impl BrokerConfig {
                 "a single node can only hold replication factor 1",
             ));
         }
-        Ok(cfg)
+        Ok((cfg, warnings))
     }
 
     /// The advertised address for a listener name: host (an empty or wildcard bind host is
@@ -747,10 +984,224 @@ mod tests {
         assert_eq!(c.transaction_state_log_replication_factor, 1);
     }
 
+    fn warnings(pairs: &[(&str, &str)]) -> Vec<ConfigWarning> {
+        BrokerConfig::from_properties_with_warnings(props(pairs))
+            .unwrap()
+            .1
+    }
+
     #[test]
-    fn unknown_setting_fails_the_start() {
+    fn unknown_setting_fails_the_start_with_a_suggestion() {
         let e = BrokerConfig::from_properties(props(&[("num.partitons", "3")])).unwrap_err();
-        assert!(matches!(e, ConfigError::Unknown(k) if k == "num.partitons"));
+        let ConfigError::Unknown(u) = &e else {
+            panic!("{e}")
+        };
+        assert_eq!(
+            u,
+            &[UnknownSetting {
+                key: "num.partitons".into(),
+                suggestion: Some("num.partitions".into())
+            }]
+        );
+        assert!(
+            e.to_string().contains("did you mean `num.partitions`?"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn every_unknown_setting_is_reported_at_once() {
+        let e = BrokerConfig::from_properties(props(&[
+            ("log.dirss", "/x"),
+            ("josef.nonsense.thing", "1"),
+        ]))
+        .unwrap_err();
+        let ConfigError::Unknown(u) = &e else {
+            panic!("{e}")
+        };
+        assert_eq!(u.len(), 2);
+        assert_eq!(u[0].key, "josef.nonsense.thing");
+        assert_eq!(u[0].suggestion, None);
+        assert_eq!(u[1].suggestion.as_deref(), Some("log.dirs"));
+    }
+
+    #[test]
+    fn kafka_settings_josef_does_not_use_warn_once_each() {
+        let w = warnings(&[
+            ("zookeeper.connect", "localhost:2181"),
+            ("num.network.threads", "3"),
+            ("alter.config.policy.class.name", "x.Y"),
+            ("num.partitions", "3"),
+        ]);
+        let keys: Vec<&str> = w.iter().map(|w| w.key()).collect();
+        assert_eq!(
+            keys,
+            [
+                "alter.config.policy.class.name",
+                "num.network.threads",
+                "zookeeper.connect"
+            ]
+        );
+        assert!(w.iter().all(|w| matches!(w, ConfigWarning::NotUsed { .. })));
+        assert!(w[2].to_string().contains("not used by Josef"), "{}", w[2]);
+    }
+
+    #[test]
+    fn parsed_but_unused_settings_are_checked_and_reported() {
+        let w = warnings(&[("offsets.retention.check.interval.ms", "1000")]);
+        assert_eq!(
+            w,
+            [ConfigWarning::NotUsed {
+                key: "offsets.retention.check.interval.ms".into(),
+                reason: VALIDATED_ONLY
+            }]
+        );
+        let c = BrokerConfig::from_properties(props(&[(
+            "offsets.retention.check.interval.ms",
+            "1000",
+        )]))
+        .unwrap();
+        assert_eq!(c.offsets_retention_check_interval_ms, 1000);
+        assert!(BrokerConfig::from_properties(props(&[(
+            "offsets.retention.check.interval.ms",
+            "x"
+        )]))
+        .is_err());
+    }
+
+    #[test]
+    fn every_not_used_name_is_a_kafka_name() {
+        for (k, _) in NOT_USED {
+            assert!(kafka_names::is_kafka_config_name(k), "{k}");
+        }
+        for k in crate::cluster_config::CLUSTER_SETTINGS {
+            assert!(kafka_names::is_kafka_config_name(k), "{k}");
+        }
+        for (old, real) in OLD_SPELLINGS {
+            assert!(!kafka_names::is_kafka_config_name(old), "{old}");
+            assert!(kafka_names::is_kafka_config_name(real), "{real}");
+        }
+    }
+
+    #[test]
+    fn the_defaults_give_no_warning() {
+        assert!(warnings(&[]).is_empty());
+    }
+
+    #[test]
+    fn listener_prefixed_security_settings_are_accepted_as_not_used_yet() {
+        let w = warnings(&[
+            (
+                "listener.name.sasl_plaintext.plain.sasl.jaas.config",
+                "org.apache.kafka.common.security.plain.PlainLoginModule required;",
+            ),
+            ("listener.name.x.ssl.keystore.location", "/k.jks"),
+        ]);
+        assert_eq!(w.len(), 2);
+        assert!(w.iter().all(
+            |w| matches!(w, ConfigWarning::NotUsed { reason, .. } if *reason == LISTENER_SETTING)
+        ));
+        let e = BrokerConfig::from_properties(props(&[(
+            "listener.name.x.ssl.keystore.locaton",
+            "/k.jks",
+        )]))
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("did you mean `listener.name.x.ssl.keystore.location`?"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn old_spellings_apply_as_the_real_key_with_a_warning() {
+        let (c, w) = BrokerConfig::from_properties_with_warnings(props(&[
+            ("transactional.id.timeout.ms", "1234"),
+            ("max.transaction.timeout.ms", "5678"),
+        ]))
+        .unwrap();
+        assert_eq!(c.transactional_id_expiration_ms, 1234);
+        assert_eq!(c.transaction_max_timeout_ms, 5678);
+        assert_eq!(
+            w,
+            [
+                ConfigWarning::OldSpelling {
+                    key: "max.transaction.timeout.ms".into(),
+                    real: "transaction.max.timeout.ms"
+                },
+                ConfigWarning::OldSpelling {
+                    key: "transactional.id.timeout.ms".into(),
+                    real: "transactional.id.expiration.ms"
+                },
+            ]
+        );
+        assert!(w[0]
+            .to_string()
+            .contains("applied as `transaction.max.timeout.ms`"));
+    }
+
+    #[test]
+    fn the_real_key_beats_an_old_spelling() {
+        let (c, w) = BrokerConfig::from_properties_with_warnings(props(&[
+            ("transactional.id.timeout.ms", "1234"),
+            ("transactional.id.expiration.ms", "99"),
+        ]))
+        .unwrap();
+        assert_eq!(c.transactional_id_expiration_ms, 99);
+        assert!(
+            matches!(&w[..], [ConfigWarning::Shadowed { by, .. }] if *by == "transactional.id.expiration.ms")
+        );
+    }
+
+    #[test]
+    fn broker_id_and_node_id_are_synonyms() {
+        let id =
+            |pairs: &[(&str, &str)]| BrokerConfig::from_properties(props(pairs)).map(|c| c.node_id);
+        assert_eq!(id(&[("broker.id", "0")]).unwrap(), 0);
+        assert_eq!(id(&[("node.id", "7")]).unwrap(), 7);
+        assert_eq!(id(&[("node.id", "7"), ("broker.id", "7")]).unwrap(), 7);
+        assert_eq!(id(&[]).unwrap(), 1);
+        let e = id(&[("node.id", "7"), ("broker.id", "8")]).unwrap_err();
+        assert!(e.to_string().contains("must equal node.id"), "{e}");
+        let e = id(&[("broker.id", "-1")]).unwrap_err();
+        assert!(e.to_string().contains("broker.id"), "{e}");
+    }
+
+    #[test]
+    fn log_dirs_beats_log_dir() {
+        let (c, w) = BrokerConfig::from_properties_with_warnings(props(&[
+            ("log.dir", "/one"),
+            ("log.dirs", "/two,/three"),
+        ]))
+        .unwrap();
+        assert_eq!(c.log_dirs, [PathBuf::from("/two"), PathBuf::from("/three")]);
+        assert_eq!(
+            w,
+            [ConfigWarning::Shadowed {
+                key: "log.dir".into(),
+                by: "log.dirs"
+            }]
+        );
+        let c = BrokerConfig::from_properties(props(&[("log.dir", "/one")])).unwrap();
+        assert_eq!(c.log_dirs, [PathBuf::from("/one")]);
+    }
+
+    #[test]
+    fn values_are_trimmed_as_kafka_does() {
+        let c = BrokerConfig::from_properties(props(&[("num.partitions", " 4  ")])).unwrap();
+        assert_eq!(c.num_partitions, 4);
+    }
+
+    #[test]
+    fn cluster_settings_on_a_single_node_are_reported() {
+        let w = warnings(&[("replica.lag.time.max.ms", "100")]);
+        assert_eq!(
+            w,
+            [ConfigWarning::NotUsed {
+                key: "replica.lag.time.max.ms".into(),
+                reason: crate::cluster_config::SINGLE_NODE
+            }]
+        );
     }
 
     #[test]
@@ -794,7 +1245,10 @@ mod tests {
             transaction.state.log.replication.factor=1\n\
             transaction.state.log.min.isr=1\nlog.retention.hours=168\n\
             log.segment.bytes=1073741824\nlog.retention.check.interval.ms=300000\n";
-        let c = BrokerConfig::from_properties(parse_properties(text).unwrap()).unwrap();
+        let (c, w) =
+            BrokerConfig::from_properties_with_warnings(parse_properties(text).unwrap()).unwrap();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert_eq!(w[0].key(), "num.network.threads");
         assert_eq!(c.listeners.len(), 1);
         assert_eq!(c.listeners[0].host, "");
         assert_eq!(
@@ -822,9 +1276,10 @@ mod tests {
     #[test]
     fn properties_parser_handles_comments_colons_and_continuations() {
         let m = parse_properties("! bang\n a = 1 \nb:2\nc=x\\\n  y\n").unwrap();
-        assert_eq!(m["a"], "1");
+        assert_eq!(m["a"], "1 ");
         assert_eq!(m["b"], "2");
         assert_eq!(m["c"], "xy");
-        assert_eq!(parse_properties("novalue\n"), Err(1));
+        assert_eq!(parse_properties("novalue\n").unwrap()["novalue"], "");
+        assert_eq!(parse_properties("a=\\u12\n"), Err(1));
     }
 }

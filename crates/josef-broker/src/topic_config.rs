@@ -1,4 +1,4 @@
-//! Topic-level configs: the names Kafka reports (B7 "Topic configs to report"), their types, their
+//! Topic-level configs: the names Kafka reports (Kafka's `TopicConfig` and `LogConfig`), their types, their
 //! defaults taken from the broker settings, validation of overrides, and the mapping to
 //! [`josef_log::LogConfig`].
 

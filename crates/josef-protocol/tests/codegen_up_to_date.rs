@@ -1,19 +1,23 @@
 //! The committed `src/generated/` is exactly what josef-protocol-codegen produces from the specs.
-//! Skipped (with a message) when the shared specs directory is absent.
+//!
+//! The specs (Kafka's `clients/src/main/resources/common/message/*.json`) are not in this
+//! repository but in `../shared/kafka-protocol` beside it. libtest cannot decide at run time that
+//! a test is ignored, so the test is `#[ignore]`d with the reason: a plain `cargo test` in a clone
+//! without `../shared` lists it as ignored instead of passing without checking anything.
+//! `scripts/test.sh` runs it with `--ignored`, and then missing specs fail it loudly.
 
 use std::path::Path;
 
 #[test]
+#[ignore = "needs Kafka's message specs in ../shared/kafka-protocol; scripts/test.sh runs it"]
 fn generated_code_matches_a_fresh_generation() {
     let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let specs = crate_dir.join("../../../shared/kafka-protocol");
-    if !specs.join("messages").exists() {
-        println!(
-            "skipping: Kafka message specs not found at {}",
-            specs.display()
-        );
-        return;
-    }
+    assert!(
+        specs.join("messages").exists(),
+        "Kafka message specs not found at {}: this test needs ../shared beside the clone",
+        specs.display()
+    );
     let committed = crate_dir.join("src/generated");
     let fresh = josef_protocol_codegen::generate_files(&specs).unwrap();
     let mut diffs = Vec::new();

@@ -2,7 +2,10 @@
 //! decodes completely and re-encodes to the same bytes, and its borrowed views read the same values.
 //!
 //! The frames are copied into `tests/data/<client>/` so that this test does not depend on the shared
-//! fixtures; `decodes_shared_fixture_frames_when_present` also reads the shared directory when it exists.
+//! fixtures. `decodes_shared_fixture_frames` also reads the shared directory (`../shared` beside
+//! the clone, not in this repository); it is `#[ignore]`d with that reason, since libtest cannot
+//! ignore a test at run time, so a plain clone lists it as ignored rather than passing it
+//! unchecked. `scripts/test.sh` runs it with `--ignored`, where a missing directory fails it.
 
 use bytes::{Bytes, BytesMut};
 use josef_protocol::{
@@ -100,12 +103,14 @@ fn client_frames_decode_and_reencode_byte_exact() {
 }
 
 #[test]
-fn decodes_shared_fixture_frames_when_present() {
+#[ignore = "needs the client frames in ../shared/fixtures/client-frames; scripts/test.sh runs it"]
+fn decodes_shared_fixture_frames() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/client-frames");
-    if !dir.exists() {
-        println!("skipping: {} is absent", dir.display());
-        return;
-    }
+    assert!(
+        dir.exists(),
+        "{} is absent: this test needs ../shared beside the clone",
+        dir.display()
+    );
     let n = check_dir(&dir);
     assert!(n >= 166);
 }

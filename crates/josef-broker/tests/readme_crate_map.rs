@@ -1,0 +1,123 @@
+//! The README's crate map says which crate depends on which (`a <- b`: `b` depends on `a`); this
+//! checks it against every crate's `[dependencies]`, both ways: no arrow the manifests lack, no
+//! dependency between library crates the README leaves out.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+fn root() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+/// `{a, b}` or `a` → the crate names, with the `josef-` prefix.
+fn group(s: &str) -> Vec<String> {
+    s.trim()
+        .trim_start_matches('{')
+        .trim_end_matches('}')
+        .split(',')
+        .map(|c| format!("josef-{}", c.trim()))
+        .collect()
+}
+
+/// The edges `(dependent, dependency)` of the README's arrow lines (`- \`a <- b <- c\``).
+fn readme_edges(readme: &str) -> BTreeSet<(String, String)> {
+    let section = readme
+        .split("## Crate map")
+        .nth(1)
+        .expect("a Crate map section")
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let mut edges = BTreeSet::new();
+    for line in section.lines() {
+        let Some(chain) = line
+            .strip_prefix("- `")
+            .and_then(|l| l.strip_suffix('`'))
+            .filter(|l| l.contains("<-"))
+        else {
+            continue;
+        };
+        let parts: Vec<Vec<String>> = chain.split("<-").map(group).collect();
+        for w in parts.windows(2) {
+            for dependency in &w[0] {
+                for dependent in &w[1] {
+                    edges.insert((dependent.clone(), dependency.clone()));
+                }
+            }
+        }
+    }
+    edges
+}
+
+/// The `josef-*` names in a manifest's `[dependencies]` table.
+fn manifest_deps(manifest: &str) -> Vec<String> {
+    let mut in_deps = false;
+    let mut out = Vec::new();
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_deps = line == "[dependencies]";
+            continue;
+        }
+        if in_deps {
+            if let Some((name, _)) = line.split_once('=') {
+                let name = name.trim();
+                if name.starts_with("josef-") {
+                    out.push(name.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn readme_arrows_match_the_manifests() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let claimed = readme_edges(&readme);
+    assert!(claimed.len() >= 10, "arrow lines not found: {claimed:?}");
+    let mut actual = BTreeSet::new();
+    let mut libraries = BTreeSet::new();
+    for e in std::fs::read_dir(root().join("crates")).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Ok(manifest) = std::fs::read_to_string(e.path().join("Cargo.toml")) else {
+            continue;
+        };
+        if name != "josef-broker" && name != "josef-protocol-codegen" {
+            libraries.insert(name.clone());
+        }
+        for dep in manifest_deps(&manifest) {
+            actual.insert((name.clone(), dep));
+        }
+    }
+    // The broker composes every library crate, as the README says in words.
+    for lib in &libraries {
+        assert!(
+            actual.contains(&("josef-broker".to_string(), lib.clone())),
+            "the README says the broker depends on every library crate; it lacks {lib}"
+        );
+    }
+    actual.retain(|(from, _)| from != "josef-broker");
+    let missing: Vec<_> = actual.difference(&claimed).collect();
+    let wrong: Vec<_> = claimed.difference(&actual).collect();
+    assert!(
+        missing.is_empty() && wrong.is_empty(),
+        "README crate map: dependencies it leaves out {missing:?}; arrows no manifest has {wrong:?}"
+    );
+}
+
+#[test]
+fn the_arrow_parser_reads_groups_and_chains() {
+    let e =
+        readme_edges("## Crate map\n- `a <- {b, c} <- d`\n- not `x <- y`\n## Next\n- `p <- q`\n");
+    let e: Vec<(&str, &str)> = e.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    assert_eq!(
+        e,
+        [
+            ("josef-b", "josef-a"),
+            ("josef-c", "josef-a"),
+            ("josef-d", "josef-b"),
+            ("josef-d", "josef-c"),
+        ]
+    );
+}
