@@ -71,6 +71,20 @@ fn manifest_deps(manifest: &str) -> Vec<String> {
     out
 }
 
+/// The crates named in the README's "except those it does not compose yet: ..." sentence.
+fn not_composed_yet(readme: &str) -> BTreeSet<String> {
+    let flat = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    let Some((_, rest)) = flat.split_once("does not compose yet:") else {
+        return BTreeSet::new();
+    };
+    let list = rest.split(['(', '.']).next().unwrap_or("");
+    list.split(|c: char| c == ',' || c == '`' || c.is_whitespace())
+        .map(str::trim)
+        .filter(|w| !w.is_empty() && *w != "and")
+        .map(|w| format!("josef-{w}"))
+        .collect()
+}
+
 #[test]
 fn readme_arrows_match_the_manifests() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
@@ -90,8 +104,8 @@ fn readme_arrows_match_the_manifests() {
             actual.insert((name.clone(), dep));
         }
     }
-    // The broker composes every library crate, as the README says in words.
-    for lib in &libraries {
+    // The broker composes every library crate but those the README names as not composed yet.
+    for lib in libraries.difference(&not_composed_yet(&readme)) {
         assert!(
             actual.contains(&("josef-broker".to_string(), lib.clone())),
             "the README says the broker depends on every library crate; it lacks {lib}"
