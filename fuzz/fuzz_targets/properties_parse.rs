@@ -6,7 +6,7 @@
 use libfuzzer_sys::fuzz_target;
 
 // Included by path: the reader is std-only, so the fuzz build does not compile the whole broker.
-#[path = "../../crates/josef-broker/src/config/properties.rs"]
+#[path = "../../crates/josef-config/src/properties.rs"]
 #[allow(dead_code)]
 mod properties;
 

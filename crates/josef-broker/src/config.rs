@@ -9,8 +9,7 @@
 //! as the real key with a warning; a name Kafka does not have fails the start, with the closest
 //! Kafka name as a suggestion: a typo must not silently leave a default in force.
 
-pub mod kafka_names;
-pub mod properties;
+pub use josef_config::{kafka_names, properties};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;

@@ -197,7 +197,7 @@ fn split_line(line: &[char]) -> (&[char], &[char]) {
 /// Reads properties text into `key → value`, later keys overriding earlier ones.
 ///
 /// ```
-/// use josef_broker::config::properties::parse;
+/// use josef_config::properties::parse;
 /// let p = parse("# comment\nlog.dirs = /a,\\\n    /b\nnode.id: 3\nempty\n").unwrap();
 /// assert_eq!(p["log.dirs"], "/a,/b");
 /// assert_eq!(p["node.id"], "3");
@@ -251,7 +251,7 @@ fn escape(s: &str, is_key: bool, out: &mut String) {
 /// same map, escaping as Java's `Properties.store` does (non-ASCII as `\uXXXX`).
 ///
 /// ```
-/// use josef_broker::config::properties::{parse, write};
+/// use josef_config::properties::{parse, write};
 /// let map = [("a key".to_string(), " x=y\n".to_string())].into_iter().collect();
 /// let text = write(&map);
 /// assert_eq!(text, "a\\ key=\\ x\\=y\\n\n");
