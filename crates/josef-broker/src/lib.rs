@@ -21,6 +21,7 @@ pub mod connection;
 pub mod delayed_fetch;
 pub mod dispatch;
 pub mod groups;
+pub mod local_metadata;
 pub mod meta;
 pub mod partition;
 pub mod server;

@@ -95,6 +95,9 @@ pub struct BrokerState {
     pub fetch_sessions: Mutex<FetchSessionCache<TopicIdPartition>>,
     /// The cluster side of this node (`process.roles` set); `None` for the single-node broker.
     pub cluster: Option<Arc<crate::cluster::ClusterNode>>,
+    /// The single-node broker's metadata records (ACLs, SCRAM credentials, client quotas);
+    /// `None` on a cluster node, whose records live in the metadata log.
+    pub local_metadata: Option<crate::local_metadata::LocalMetadataStore>,
 }
 
 impl BrokerState {
@@ -118,7 +121,15 @@ impl BrokerState {
         };
         let producer_ids = ProducerIdManager::new(store, DEFAULT_PRODUCER_ID_BLOCK_SIZE)
             .map_err(|e| format!("producer id store: {e}"))?;
+        let local_metadata = match &cluster {
+            Some(_) => None,
+            None => Some(
+                crate::local_metadata::LocalMetadataStore::open(&config.log_dirs[0])
+                    .map_err(|e| format!("local metadata: {e}"))?,
+            ),
+        };
         Ok(BrokerState {
+            local_metadata,
             groups: crate::groups::GroupService::new(&config),
             txns: crate::txns::TxnService::new(&config),
             fetch_purgatory,
@@ -135,6 +146,16 @@ impl BrokerState {
             topics,
             producer_ids: Mutex::new(producer_ids),
         })
+    }
+
+    /// The metadata image ACLs, SCRAM credentials and client quotas are read from: the metadata
+    /// log's on a cluster node, the local store's on a single node.
+    pub fn metadata_image(&self) -> Arc<josef_metadata::MetadataImage> {
+        match (&self.cluster, &self.local_metadata) {
+            (Some(node), _) => Arc::new(node.log.image()),
+            (None, Some(store)) => store.image(),
+            (None, None) => Arc::new(josef_metadata::MetadataImage::empty()),
+        }
     }
 
     /// The advertised host and port for the listener a connection came in on.
