@@ -39,6 +39,9 @@ pub struct ConnectionInfo {
     pub bound_port: u16,
     /// The client's address.
     pub peer: SocketAddr,
+    /// Who the connection is authenticated as: `User:ANONYMOUS` on PLAINTEXT, the mapped
+    /// certificate name on SSL with a client certificate, the SASL identity once authenticated.
+    pub principal: josef_authorizer::KafkaPrincipal,
 }
 
 /// What to do after a request.
@@ -307,6 +310,7 @@ mod tests {
                     listener: "PLAINTEXT".into(),
                     bound_port: addr.port(),
                     peer,
+                    principal: josef_authorizer::KafkaPrincipal::anonymous(),
                 };
                 tokio::spawn(serve_connection(s, info, Arc::new(Echo), limits, t.clone()));
             }

@@ -82,6 +82,7 @@ impl<H: FrameHandler> Server<H> {
                                 listener: info.name.clone(),
                                 bound_port: info.addr.port(),
                                 peer,
+                                principal: josef_authorizer::KafkaPrincipal::anonymous(),
                             };
                             tracing::debug!(%peer, listener = %info.name, "accepted connection");
                             conns.spawn(serve_connection(

@@ -94,6 +94,7 @@ pub fn spawn_accept_loop<H: FrameHandler, R: RaftAcceptor>(
                             listener: name,
                             bound_port,
                             peer,
+                            principal: josef_authorizer::KafkaPrincipal::anonymous(),
                         };
                         serve_connection(stream, ci, handler, limits, shutdown).await;
                     }
