@@ -211,7 +211,6 @@ pub const NOT_USED: &[(&str, &str)] = &[
         "Josef has no ZooKeeper mode",
     ),
     // Parsed and kept, but no code reads them yet.
-    ("offsets.retention.check.interval.ms", VALIDATED_ONLY),
     ("offsets.commit.timeout.ms", VALIDATED_ONLY),
     ("controlled.shutdown.retry.backoff.ms", VALIDATED_ONLY),
     ("leader.imbalance.per.broker.percentage", VALIDATED_ONLY),
@@ -358,7 +357,7 @@ pub struct BrokerConfig {
     pub offsets_topic_segment_bytes: i32,
     /// `offsets.retention.minutes` (10080).
     pub offsets_retention_minutes: i64,
-    /// `offsets.retention.check.interval.ms` (600000; checked, not used yet: [`NOT_USED`]).
+    /// `offsets.retention.check.interval.ms` (600000): how often expired committed offsets are removed.
     pub offsets_retention_check_interval_ms: i64,
     /// `offset.metadata.max.bytes` (4096).
     pub offset_metadata_max_bytes: i32,
@@ -1047,25 +1046,30 @@ mod tests {
 
     #[test]
     fn parsed_but_unused_settings_are_checked_and_reported() {
-        let w = warnings(&[("offsets.retention.check.interval.ms", "1000")]);
+        let w = warnings(&[("offsets.commit.timeout.ms", "1000")]);
         assert_eq!(
             w,
             [ConfigWarning::NotUsed {
-                key: "offsets.retention.check.interval.ms".into(),
+                key: "offsets.commit.timeout.ms".into(),
                 reason: VALIDATED_ONLY
             }]
         );
+        assert!(BrokerConfig::from_properties(props(&[("offsets.commit.timeout.ms", "x")])).is_err());
+    }
+
+    #[test]
+    fn offsets_retention_check_interval_reaches_the_group_coordinator() {
+        assert!(warnings(&[("offsets.retention.check.interval.ms", "1000")]).is_empty());
         let c = BrokerConfig::from_properties(props(&[(
             "offsets.retention.check.interval.ms",
             "1000",
         )]))
         .unwrap();
         assert_eq!(c.offsets_retention_check_interval_ms, 1000);
-        assert!(BrokerConfig::from_properties(props(&[(
-            "offsets.retention.check.interval.ms",
-            "x"
-        )]))
-        .is_err());
+        assert_eq!(
+            crate::groups::GroupService::new(&c).config().offsets_retention_check_interval_ms,
+            1000
+        );
     }
 
     #[test]

@@ -107,6 +107,11 @@ pub struct GroupService {
 }
 
 impl GroupService {
+    /// The coordinator settings taken from the broker config.
+    pub fn config(&self) -> &GroupConfig {
+        &self.config
+    }
+
     /// Settings from the broker config.
     pub fn new(c: &BrokerConfig) -> Self {
         GroupService {
@@ -117,6 +122,7 @@ impl GroupService {
                 max_session_timeout_ms: c.group_max_session_timeout_ms.min(i32::MAX as i64) as i32,
                 max_group_size: c.group_max_size as usize,
                 offsets_retention_ms: c.offsets_retention_minutes.saturating_mul(60_000),
+                offsets_retention_check_interval_ms: c.offsets_retention_check_interval_ms,
                 offset_metadata_max_bytes: c.offset_metadata_max_bytes.max(0) as usize,
                 consumer_session_timeout_ms: c.group_consumer.session_timeout_ms,
                 consumer_min_session_timeout_ms: c.group_consumer.min_session_timeout_ms,

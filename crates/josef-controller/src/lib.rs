@@ -13,8 +13,10 @@
 //! standby that replays the log is ready to take over. No I/O, no threads, no clock, no OS
 //! randomness: time comes in `now_ms`, randomness from [`ControllerRng`] seeded by the config.
 //!
-//! See `docs/cluster.md` for the driver around it and
-//! `shared/reference/kafka-cluster-semantics.md` (C3–C8, C11, C12) for Kafka's rules.
+//! See `docs/cluster.md` for the driver around it. Kafka's rules are in its
+//! `metadata/src/main/java/org/apache/kafka/controller/` sources (`QuorumController`,
+//! `ClusterControlManager`, `ReplicationControlManager`, `PartitionChangeBuilder`,
+//! `BrokerHeartbeatManager`, `ProducerIdControlManager`, `FeatureControlManager`).
 #![deny(missing_docs)]
 
 mod cluster_control;
