@@ -78,6 +78,7 @@ impl<H: FrameHandler> Server<H> {
                     };
                     match accepted {
                         Ok((stream, peer)) => {
+                            let _ = stream.set_nodelay(true);
                             let ci = ConnectionInfo {
                                 listener: info.name.clone(),
                                 bound_port: info.addr.port(),
