@@ -66,14 +66,8 @@ pub enum Outcome {
 
 /// Turns one request frame (without its length prefix) into an [`Outcome`].
 pub trait FrameHandler: Send + Sync + 'static {
-    /// Handles one request; the connection handles nothing more until this completes. The
-    /// connection's info is mutable so authentication (SASL) can set the principal and keep its
-    /// per-connection state in it.
-    fn handle(
-        &self,
-        conn: &mut ConnectionInfo,
-        frame: Bytes,
-    ) -> impl Future<Output = Outcome> + Send;
+    /// Handles one request; the connection handles nothing more until this completes.
+    fn handle(&self, conn: &ConnectionInfo, frame: Bytes) -> impl Future<Output = Outcome> + Send;
 }
 
 /// What a connection can be served over: a TCP stream, a TLS stream, an in-memory pipe.
@@ -177,13 +171,26 @@ impl Pending {
 /// The stream is any [`Transport`]: the caller sets TCP options (`TCP_NODELAY`) and does the TLS
 /// handshake before handing it over.
 pub async fn serve_connection<S: Transport, H: FrameHandler>(
+    stream: S,
+    info: ConnectionInfo,
+    handler: Arc<H>,
+    limits: ConnectionLimits,
+    shutdown: CancellationToken,
+) {
+    serve_authenticated(stream, info, handler, limits, shutdown, None).await
+}
+
+/// [`serve_connection`] on a SASL listener: every frame goes through `sasl` first, which
+/// answers the SASL exchange itself and lets only what it admits reach the handler.
+pub async fn serve_authenticated<S: Transport, H: FrameHandler>(
     mut stream: S,
     mut info: ConnectionInfo,
     handler: Arc<H>,
     limits: ConnectionLimits,
     shutdown: CancellationToken,
+    mut sasl: Option<crate::sasl_session::SaslConnection>,
 ) {
-    match run(&mut stream, &mut info, &handler, limits, &shutdown).await {
+    match run(&mut stream, &mut info, &handler, limits, &shutdown, &mut sasl).await {
         Stop::Quiet => {}
         Stop::Close(reason, delay) => {
             tracing::info!(peer = %info.peer, %reason, "closing connection");
@@ -204,6 +211,7 @@ async fn run<S: Transport, H: FrameHandler>(
     handler: &Arc<H>,
     limits: ConnectionLimits,
     shutdown: &CancellationToken,
+    sasl: &mut Option<crate::sasl_session::SaslConnection>,
 ) -> Stop {
     let peer = info.peer;
     let mut input = BytesMut::with_capacity(READ_CHUNK);
@@ -220,7 +228,14 @@ async fn run<S: Transport, H: FrameHandler>(
     loop {
         // Every complete frame already buffered, in order.
         loop {
-            let frame = match next_frame(&mut input, limits.max_request_bytes) {
+            // Before authentication a frame is bounded by `sasl.server.max.receive.size`.
+            let max = match sasl.as_ref().and_then(|a| a.max_receive_size()) {
+                Some(m) => limits
+                    .max_request_bytes
+                    .min(i32::try_from(m).unwrap_or(i32::MAX)),
+                None => limits.max_request_bytes,
+            };
+            let frame = match next_frame(&mut input, max) {
                 Ok(Some(f)) => f,
                 Ok(None) => break,
                 Err(size) => {
@@ -230,17 +245,26 @@ async fn run<S: Transport, H: FrameHandler>(
                     return Stop::Quiet;
                 }
             };
-            let mut fut = pin!(handler.handle(info, frame));
-            // Poll once: most requests complete at once and their responses are coalesced; one
-            // that has to wait must not hold back the responses before it.
-            let outcome = match futures::poll!(fut.as_mut()) {
-                Poll::Ready(o) => o,
-                Poll::Pending => {
-                    if let Err(e) = pending.flush(stream).await {
-                        tracing::debug!(peer = %peer, error = %e, "response write failed");
-                        return Stop::Quiet;
+            let gate = match sasl.as_mut() {
+                Some(a) => a.on_frame(info, &frame),
+                None => crate::sasl_session::Gate::Handle,
+            };
+            let outcome = match gate {
+                crate::sasl_session::Gate::Answer(o) => o,
+                crate::sasl_session::Gate::Handle => {
+                    let mut fut = pin!(handler.handle(info, frame));
+                    // Poll once: most requests complete at once and their responses are
+                    // coalesced; one that has to wait must not hold back the responses before it.
+                    match futures::poll!(fut.as_mut()) {
+                        Poll::Ready(o) => o,
+                        Poll::Pending => {
+                            if let Err(e) = pending.flush(stream).await {
+                                tracing::debug!(peer = %peer, error = %e, "response write failed");
+                                return Stop::Quiet;
+                            }
+                            fut.await
+                        }
                     }
-                    fut.await
                 }
             };
             match outcome {
@@ -321,7 +345,7 @@ mod tests {
     struct Echo;
 
     impl FrameHandler for Echo {
-        async fn handle(&self, _conn: &mut ConnectionInfo, frame: Bytes) -> Outcome {
+        async fn handle(&self, _conn: &ConnectionInfo, frame: Bytes) -> Outcome {
             match frame.first() {
                 Some(b'w') => tokio::time::sleep(Duration::from_millis(50)).await,
                 Some(b'c') => return Outcome::Close("asked".into()),

@@ -114,7 +114,7 @@ fn api_versions() -> ApiVersionsResponse {
 }
 
 impl FrameHandler for ControllerApis {
-    async fn handle(&self, _conn: &mut ConnectionInfo, frame: Bytes) -> Outcome {
+    async fn handle(&self, _conn: &ConnectionInfo, frame: Bytes) -> Outcome {
         let (header, body) = match decode_request_frame(frame) {
             Ok(x) => x,
             Err(e) => return Outcome::Close(format!("controller listener: {e}")),
