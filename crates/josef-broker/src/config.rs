@@ -1252,9 +1252,41 @@ mod tests {
     }
 
     #[test]
-    fn non_plaintext_listener_is_rejected() {
+    fn an_ssl_listener_needs_a_pem_keystore_and_unmapped_names_are_refused() {
         let e = BrokerConfig::from_properties(props(&[("listeners", "SSL://:9093")])).unwrap_err();
-        assert!(e.to_string().contains("only PLAINTEXT"));
+        assert!(e.to_string().contains("no keystore"), "{e}");
+        let e = BrokerConfig::from_properties(props(&[
+            ("listeners", "SSL://:9093"),
+            ("ssl.keystore.location", "/k.jks"),
+        ]))
+        .unwrap_err();
+        assert!(e.to_string().contains("only PEM"), "{e}");
+        let e = BrokerConfig::from_properties(props(&[("listeners", "CLIENT://:9093")]))
+            .unwrap_err();
+        assert!(e.to_string().contains("no security protocol"), "{e}");
+        let (c, warnings) = BrokerConfig::from_properties_with_warnings(props(&[
+            ("listeners", "CLIENT://:9093,SASL_PLAINTEXT://:9094"),
+            (
+                "listener.security.protocol.map",
+                "CLIENT:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
+            ),
+            ("ssl.keystore.type", "PEM"),
+            ("listener.name.client.ssl.keystore.location", "/k.pem"),
+            ("listener.name.client.ssl.client.auth", "requested"),
+            ("ssl.truststore.location", "/ca.pem"),
+            ("ssl.truststore.type", "PEM"),
+            ("sasl.enabled.mechanisms", "SCRAM-SHA-512"),
+            ("connections.max.reauth.ms", "60000"),
+        ]))
+        .unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let client = c.security.of("CLIENT");
+        let ssl = client.ssl.unwrap();
+        assert_eq!(ssl.client_auth, crate::security_config::ClientAuth::Requested);
+        assert_eq!(ssl.keystore_location.unwrap(), std::path::PathBuf::from("/k.pem"));
+        let sasl = c.security.of("SASL_PLAINTEXT").sasl.unwrap();
+        assert_eq!(sasl.enabled_mechanisms, vec!["SCRAM-SHA-512"]);
+        assert_eq!(sasl.connections_max_reauth_ms, 60000);
     }
 
     #[test]

@@ -13,7 +13,6 @@ use josef_sasl::ssl_principal::SslPrincipalMapper;
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-use tokio::net::TcpStream;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
@@ -218,10 +217,10 @@ impl TlsListener {
 
     /// Runs the handshake (at most [`HANDSHAKE_TIMEOUT`]) and maps the client certificate, if
     /// any, to its principal (`User:ANONYMOUS` without one).
-    pub async fn accept(
+    pub async fn accept<S: crate::connection::Transport>(
         &self,
-        stream: TcpStream,
-    ) -> Result<(TlsStream<TcpStream>, josef_authorizer::KafkaPrincipal), String> {
+        stream: S,
+    ) -> Result<(TlsStream<S>, josef_authorizer::KafkaPrincipal), String> {
         let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, self.acceptor.accept(stream)).await
         {
             Ok(Ok(s)) => s,
