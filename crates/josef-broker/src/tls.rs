@@ -307,6 +307,84 @@ mod tests {
         assert_eq!(escape_rfc2253("plain"), "plain");
     }
 
+    fn settings(
+        server_pem: String,
+        ca_pem: String,
+        client_auth: ClientAuth,
+        rules: &str,
+    ) -> SslSettings {
+        SslSettings {
+            keystore_location: None,
+            keystore_certificate_chain: Some(server_pem.clone()),
+            keystore_key: Some(server_pem),
+            truststore_location: None,
+            truststore_certificates: Some(ca_pem),
+            client_auth,
+            principal_mapping_rules: rules.into(),
+            enabled_protocols: vec!["TLSv1.2".into(), "TLSv1.3".into()],
+        }
+    }
+
+    #[tokio::test]
+    async fn a_client_certificate_becomes_the_mapped_principal() {
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca = ca_params.self_signed(&ca_key).unwrap();
+        let server_key = rcgen::KeyPair::generate().unwrap();
+        let server = rcgen::CertificateParams::new(vec!["localhost".into()])
+            .unwrap()
+            .signed_by(&server_key, &ca, &ca_key)
+            .unwrap();
+        let client_key = rcgen::KeyPair::generate().unwrap();
+        let mut client_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        let mut dn = rcgen::DistinguishedName::new();
+        dn.push(rcgen::DnType::OrganizationName, "x");
+        dn.push(rcgen::DnType::CommonName, "Bob");
+        client_params.distinguished_name = dn;
+        let client = client_params.signed_by(&client_key, &ca, &ca_key).unwrap();
+        let server_pem = format!("{}{}", server_key.serialize_pem(), server.pem());
+
+        for (auth, with_cert, expect) in [
+            (ClientAuth::Required, true, Some("User:bob")),
+            (ClientAuth::Requested, false, Some("User:ANONYMOUS")),
+            (ClientAuth::Required, false, None),
+        ] {
+            let listener = TlsListener::new(&settings(
+                server_pem.clone(),
+                ca.pem(),
+                auth,
+                "RULE:^CN=([^,]+),.*$/$1/L",
+            ))
+            .unwrap();
+            let mut roots = RootCertStore::empty();
+            roots.add(ca.der().clone()).unwrap();
+            let b = rustls::ClientConfig::builder_with_provider(Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots);
+            let config = if with_cert {
+                b.with_client_auth_cert(
+                    vec![client.der().clone()],
+                    PrivateKeyDer::Pkcs8(client_key.serialize_der().into()),
+                )
+                .unwrap()
+            } else {
+                b.with_no_client_auth()
+            };
+            let (a, s) = tokio::io::duplex(64 * 1024);
+            let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+            let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+            // Both ends at once, each kept open until the other is done.
+            let (client_side, got) = tokio::join!(connector.connect(name, a), listener.accept(s));
+            let got = got.map(|(_, p)| p.to_string());
+            drop(client_side);
+            assert_eq!(got.ok().as_deref(), expect, "{auth:?} cert={with_cert}");
+        }
+    }
+
     #[test]
     fn subject_is_most_specific_first() {
         let mut params = rcgen::CertificateParams::new(vec!["localhost".into()]).unwrap();
