@@ -468,3 +468,75 @@ async fn bad_tls_handshakes_do_not_stall_other_connections() {
     drop(slow);
     b.shutdown().await;
 }
+
+#[tokio::test]
+async fn oauthbearer_unsecured_tokens_and_the_kip_368_session_lifetime() {
+    use josef_sasl::oauthbearer::message::client_initial_response;
+    use josef_sasl::oauthbearer::unsecured_token;
+    let dir = tempfile::tempdir().unwrap();
+    let pki = pki();
+    let b = start(
+        dir.path(),
+        &pki,
+        &[
+            (
+                "listener.name.sasl_plaintext.sasl.enabled.mechanisms",
+                "OAUTHBEARER,PLAIN".into(),
+            ),
+            ("connections.max.reauth.ms", "3600000".into()),
+        ],
+    )
+    .await;
+    let now_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let token = |exp: u64| {
+        let t = unsecured_token(&serde_json::json!({"sub": "dave", "exp": exp, "iat": now_s - 10}));
+        client_initial_response(&t, "", &Default::default())
+    };
+    // A token valid for 10 minutes: the session lasts until its exp (below connections.max.reauth.ms).
+    let mut c = Client::tcp(addr(&b, "SASL_PLAINTEXT")).await;
+    assert_eq!(c.handshake(1, "OAUTHBEARER").await.0, 0);
+    let (code, _, lifetime) = c.authenticate(token(now_s + 600)).await.unwrap();
+    assert_eq!(code, 0);
+    assert!((590_000..=600_000).contains(&lifetime), "{lifetime}");
+    assert!(c.metadata_ok().await);
+    // PLAIN: bounded by connections.max.reauth.ms.
+    let mut c = Client::tcp(addr(&b, "SASL_PLAINTEXT")).await;
+    assert_eq!(c.handshake(1, "PLAIN").await.0, 0);
+    let (code, _, lifetime) = c
+        .authenticate(plain_message("", "alice", "alice-secret"))
+        .await
+        .unwrap();
+    assert_eq!((code, lifetime), (0, 3_600_000));
+    // An expired token: the JSON challenge, then SASL_AUTHENTICATION_FAILED after the client's %x01.
+    let mut c = Client::tcp(addr(&b, "SASL_PLAINTEXT")).await;
+    assert_eq!(c.handshake(1, "OAUTHBEARER").await.0, 0);
+    let (code, challenge, _) = c.authenticate(token(now_s - 60)).await.unwrap();
+    assert_eq!(code, 0);
+    assert!(String::from_utf8_lossy(&challenge).contains("invalid_token"));
+    let (code, _, _) = c.authenticate(vec![0x01]).await.unwrap();
+    assert_eq!(code, ErrorCode::SaslAuthenticationFailed.code());
+    assert!(c.is_closed().await);
+    b.shutdown().await;
+}
+
+#[test]
+fn the_example_security_configs_parse() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/security");
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let props = josef_broker::config::read_properties_file(&e.path()).unwrap();
+        let (c, warnings) = BrokerConfig::from_properties_with_warnings(props)
+            .unwrap_or_else(|err| panic!("{}: {err}", e.path().display()));
+        assert!(warnings.is_empty(), "{}: {warnings:?}", e.path().display());
+        assert!(c
+            .security
+            .listeners
+            .values()
+            .any(|l| l.protocol != josef_broker::security_config::SecurityProtocol::Plaintext));
+        n += 1;
+    }
+    assert!(n >= 3);
+}
