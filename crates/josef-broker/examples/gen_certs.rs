@@ -7,7 +7,11 @@
 use std::path::PathBuf;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dir = PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| "./josef-certs".into()));
+    let dir = PathBuf::from(
+        std::env::args()
+            .nth(1)
+            .unwrap_or_else(|| "./josef-certs".into()),
+    );
     std::fs::create_dir_all(&dir)?;
     let ca_key = rcgen::KeyPair::generate()?;
     let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new())?;
@@ -33,6 +37,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     std::fs::write(dir.join("client.pem"), client.pem())?;
     std::fs::write(dir.join("client-key.pem"), client_key.serialize_pem())?;
-    println!("wrote ca.pem, server.pem, client.pem, client-key.pem to {}", dir.display());
+    println!(
+        "wrote ca.pem, server.pem, client.pem, client-key.pem to {}",
+        dir.display()
+    );
     Ok(())
 }

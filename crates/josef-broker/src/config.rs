@@ -1261,8 +1261,8 @@ mod tests {
         ]))
         .unwrap_err();
         assert!(e.to_string().contains("only PEM"), "{e}");
-        let e = BrokerConfig::from_properties(props(&[("listeners", "CLIENT://:9093")]))
-            .unwrap_err();
+        let e =
+            BrokerConfig::from_properties(props(&[("listeners", "CLIENT://:9093")])).unwrap_err();
         assert!(e.to_string().contains("no security protocol"), "{e}");
         let (c, warnings) = BrokerConfig::from_properties_with_warnings(props(&[
             ("listeners", "CLIENT://:9093,SASL_PLAINTEXT://:9094"),
@@ -1282,8 +1282,14 @@ mod tests {
         assert!(warnings.is_empty(), "{warnings:?}");
         let client = c.security.of("CLIENT");
         let ssl = client.ssl.unwrap();
-        assert_eq!(ssl.client_auth, crate::security_config::ClientAuth::Requested);
-        assert_eq!(ssl.keystore_location.unwrap(), std::path::PathBuf::from("/k.pem"));
+        assert_eq!(
+            ssl.client_auth,
+            crate::security_config::ClientAuth::Requested
+        );
+        assert_eq!(
+            ssl.keystore_location.unwrap(),
+            std::path::PathBuf::from("/k.pem")
+        );
         let sasl = c.security.of("SASL_PLAINTEXT").sasl.unwrap();
         assert_eq!(sasl.enabled_mechanisms, vec!["SCRAM-SHA-512"]);
         assert_eq!(sasl.connections_max_reauth_ms, 60000);

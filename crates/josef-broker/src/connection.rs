@@ -190,7 +190,16 @@ pub async fn serve_authenticated<S: Transport, H: FrameHandler>(
     shutdown: CancellationToken,
     mut sasl: Option<crate::sasl_session::SaslConnection>,
 ) {
-    match run(&mut stream, &mut info, &handler, limits, &shutdown, &mut sasl).await {
+    match run(
+        &mut stream,
+        &mut info,
+        &handler,
+        limits,
+        &shutdown,
+        &mut sasl,
+    )
+    .await
+    {
         Stop::Quiet => {}
         Stop::Close(reason, delay) => {
             tracing::info!(peer = %info.peer, %reason, "closing connection");

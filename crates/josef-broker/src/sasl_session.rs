@@ -88,8 +88,8 @@ pub fn listener(
                         "PLAIN needs listener.name.<listener>.plain.sasl.jaas.config (or sasl.jaas.config) with user_<name>=\"<password>\" options".into(),
                     )
                 })?;
-                let users =
-                    PlainUsers::from_jaas_config(text).map_err(|e| jaas_err(&lower, e.to_string()))?;
+                let users = PlainUsers::from_jaas_config(text)
+                    .map_err(|e| jaas_err(&lower, e.to_string()))?;
                 factory = factory.with_plain(users);
             }
             Some(SaslMechanism::ScramSha256 | SaslMechanism::ScramSha512) => {
@@ -249,7 +249,12 @@ impl SaslConnection {
                         ))
                     }
                 };
-                let o = encode(correlation_id, ApiKey::from_i16(key).unwrap_or(ApiKey::SaslHandshake), version, body);
+                let o = encode(
+                    correlation_id,
+                    ApiKey::from_i16(key).unwrap_or(ApiKey::SaslHandshake),
+                    version,
+                    body,
+                );
                 Gate::Answer(if close {
                     with_close(
                         o,
@@ -296,7 +301,6 @@ impl SaslConnection {
                         ResponseBody::SaslHandshake(SaslHandshakeResponse {
                             error_code: h.error_code.code(),
                             mechanisms: h.mechanisms.into_iter().map(StrBytes::from).collect(),
-                            ..Default::default()
                         }),
                     ),
                     None => Outcome::NoResponse,
@@ -336,10 +340,8 @@ impl SaslConnection {
     fn sync_principal(&self, info: &mut ConnectionInfo) {
         if self.auth.is_authenticated() {
             if let Some(p) = self.auth.principal() {
-                info.principal = josef_authorizer::KafkaPrincipal::new(
-                    p.principal_type.clone(),
-                    p.name.clone(),
-                );
+                info.principal =
+                    josef_authorizer::KafkaPrincipal::new(p.principal_type.clone(), p.name.clone());
             }
         }
     }

@@ -257,16 +257,19 @@ fn list(v: &str) -> Vec<String> {
         .collect()
 }
 
-fn number<T: std::str::FromStr>(v: &(String, String), min: T) -> Result<T, ConfigError>
+fn number<T>(v: &(String, String), min: T) -> Result<T, ConfigError>
 where
-    T: PartialOrd + std::fmt::Display + Copy,
+    T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy,
 {
-    let n: T = v
-        .0
-        .parse()
-        .map_err(|_| Props::invalid(&v.1, &v.0, "not a number"))?;
+    let n: T =
+        v.0.parse()
+            .map_err(|_| Props::invalid(&v.1, &v.0, "not a number"))?;
     if n < min {
-        return Err(Props::invalid(&v.1, &v.0, format!("must be at least {min}")));
+        return Err(Props::invalid(
+            &v.1,
+            &v.0,
+            format!("must be at least {min}"),
+        ));
     }
     Ok(n)
 }
@@ -318,10 +321,14 @@ pub(crate) fn parse(
     for key in GLOBAL_KEYS {
         s.global(key);
     }
-    if let Some(v) = s.globals.get("ssl.principal.mapping.rules").cloned().flatten() {
-        josef_sasl::ssl_principal::SslPrincipalMapper::parse(&v).map_err(|e| {
-            Props::invalid("ssl.principal.mapping.rules", &v, e.to_string())
-        })?;
+    if let Some(v) = s
+        .globals
+        .get("ssl.principal.mapping.rules")
+        .cloned()
+        .flatten()
+    {
+        josef_sasl::ssl_principal::SslPrincipalMapper::parse(&v)
+            .map_err(|e| Props::invalid("ssl.principal.mapping.rules", &v, e.to_string()))?;
     }
     Ok(out)
 }
@@ -416,7 +423,13 @@ fn parse_ssl(
             "none" => ClientAuth::None,
             "requested" => ClientAuth::Requested,
             "required" => ClientAuth::Required,
-            _ => return Err(Props::invalid(&k, &v, "expected none, requested or required")),
+            _ => {
+                return Err(Props::invalid(
+                    &k,
+                    &v,
+                    "expected none, requested or required",
+                ))
+            }
         },
     };
     if client_auth != ClientAuth::None
@@ -442,7 +455,11 @@ fn parse_ssl(
         Some((v, k)) => {
             let l = list(&v);
             if l.is_empty() || l.iter().any(|p| p != "TLSv1.2" && p != "TLSv1.3") {
-                return Err(Props::invalid(&k, &v, "only TLSv1.2 and TLSv1.3 are supported"));
+                return Err(Props::invalid(
+                    &k,
+                    &v,
+                    "only TLSv1.2 and TLSv1.3 are supported",
+                ));
             }
             l
         }

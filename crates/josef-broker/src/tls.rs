@@ -64,10 +64,12 @@ fn pem_text(
         return Ok(Some(t.as_bytes().to_vec()));
     }
     match location {
-        Some(p) => std::fs::read(p).map(Some).map_err(|source| TlsConfigError::Io {
-            path: p.display().to_string(),
-            source,
-        }),
+        Some(p) => std::fs::read(p)
+            .map(Some)
+            .map_err(|source| TlsConfigError::Io {
+                path: p.display().to_string(),
+                source,
+            }),
         None => Ok(None),
     }
 }
@@ -102,10 +104,11 @@ fn private_key(pem: &[u8], what: &'static str) -> Result<PrivateKeyDer<'static>,
     let mut keys = Vec::new();
     let mut reader = BufReader::new(pem);
     loop {
-        let item = rustls_pki_types::pem::from_buf(&mut reader).map_err(|e| TlsConfigError::Pem {
-            what,
-            reason: e.to_string(),
-        })?;
+        let item =
+            rustls_pki_types::pem::from_buf(&mut reader).map_err(|e| TlsConfigError::Pem {
+                what,
+                reason: e.to_string(),
+            })?;
         let Some((kind, der)) = item else { break };
         match kind {
             SectionKind::PrivateKey => keys.push(PrivateKeyDer::Pkcs8(der.into())),

@@ -119,14 +119,13 @@ impl Client {
             .with_root_certificates(roots);
         let config = if with_cert {
             use rustls_pki_types::pem::PemObject;
-            let chain = vec![
-                rustls_pki_types::CertificateDer::from_pem_slice(pki.client_cert_pem.as_bytes())
-                    .unwrap(),
-            ];
-            let key = rustls_pki_types::PrivateKeyDer::from_pem_slice(
-                pki.client_key_pem.as_bytes(),
+            let chain = vec![rustls_pki_types::CertificateDer::from_pem_slice(
+                pki.client_cert_pem.as_bytes(),
             )
-            .unwrap();
+            .unwrap()];
+            let key =
+                rustls_pki_types::PrivateKeyDer::from_pem_slice(pki.client_key_pem.as_bytes())
+                    .unwrap();
             b.with_client_auth_cert(chain, key).unwrap()
         } else {
             b.with_no_client_auth()
@@ -174,7 +173,11 @@ impl Client {
         let key = body.api_key();
         self.send(version, body).await;
         let raw = self.recv_raw().await?;
-        Some(decode_response_frame(key, version, Bytes::from(raw)).unwrap().1)
+        Some(
+            decode_response_frame(key, version, Bytes::from(raw))
+                .unwrap()
+                .1,
+        )
     }
 
     async fn handshake(&mut self, version: i16, mechanism: &str) -> (i16, Vec<String>) {
@@ -183,7 +186,6 @@ impl Client {
                 version,
                 SaslHandshakeRequest {
                     mechanism: mechanism.into(),
-                    ..Default::default()
                 },
             )
             .await;
@@ -373,7 +375,10 @@ async fn scram_credentials_altered_through_the_api_log_in_over_sasl_ssl() {
         .call(
             0,
             AlterUserScramCredentialsRequest {
-                upsertions: vec![upsertion("carol", "carol-secret", 4096), upsertion("low", "x", 4095)],
+                upsertions: vec![
+                    upsertion("carol", "carol-secret", 4096),
+                    upsertion("low", "x", 4095),
+                ],
                 ..Default::default()
             },
         )
@@ -392,14 +397,21 @@ async fn scram_credentials_altered_through_the_api_log_in_over_sasl_ssl() {
     assert_eq!(d.results.len(), 1);
     assert_eq!(d.results[0].user.as_str(), "carol");
     assert_eq!(
-        (d.results[0].credential_infos[0].mechanism, d.results[0].credential_infos[0].iterations),
+        (
+            d.results[0].credential_infos[0].mechanism,
+            d.results[0].credential_infos[0].iterations
+        ),
         (2, 4096)
     );
 
-    let mut c = Client::tls(addr(&b, "SASL_SSL"), &pki, false).await.unwrap();
+    let mut c = Client::tls(addr(&b, "SASL_SSL"), &pki, false)
+        .await
+        .unwrap();
     assert_eq!(scram_login(&mut c, "carol", "carol-secret").await, 0);
     assert!(c.metadata_ok().await);
-    let mut c = Client::tls(addr(&b, "SASL_SSL"), &pki, false).await.unwrap();
+    let mut c = Client::tls(addr(&b, "SASL_SSL"), &pki, false)
+        .await
+        .unwrap();
     assert_eq!(
         scram_login(&mut c, "carol", "wrong").await,
         ErrorCode::SaslAuthenticationFailed.code()
@@ -417,7 +429,10 @@ async fn ssl_listener_serves_requests_and_requires_client_certificates_when_told
         &[
             ("listener.name.ssl.ssl.client.auth", "required".into()),
             ("listener.name.ssl.ssl.truststore.type", "PEM".into()),
-            ("listener.name.ssl.ssl.truststore.certificates", pki.ca_pem.clone()),
+            (
+                "listener.name.ssl.ssl.truststore.certificates",
+                pki.ca_pem.clone(),
+            ),
             (
                 "ssl.principal.mapping.rules",
                 "RULE:^CN=([^,]+),.*$/$1/L,DEFAULT".into(),

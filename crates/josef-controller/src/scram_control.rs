@@ -2,7 +2,9 @@
 //! committed credentials, and the UserScramCredentialRecord / RemoveUserScramCredentialRecord it
 //! produces (Kafka's `ScramControlManager`).
 
-use josef_protocol::messages::{AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse};
+use josef_protocol::messages::{
+    AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
+};
 use josef_sasl::scram::admin::{alter_user_scram_credentials, ScramRecord};
 
 use crate::records::MetadataRecord;

@@ -108,7 +108,11 @@ fn split_rules(text: &str) -> Result<Vec<(String, String, String)>, MappingRuleE
             // Flags, then anything up to the next comma (Kafka ignores it).
             let end = after.find(',').unwrap_or(after.len());
             let flags = after[..end].trim().to_string();
-            out.push(("RULE".to_string(), pattern, format!("{replacement}\u{0}{flags}")));
+            out.push((
+                "RULE".to_string(),
+                pattern,
+                format!("{replacement}\u{0}{flags}"),
+            ));
             rest = after[end..].trim_start_matches(',').trim_start();
         } else {
             let end = rest.find(',').unwrap_or(rest.len());
@@ -272,7 +276,10 @@ mod tests {
     fn default_is_the_dn() {
         let m = SslPrincipalMapper::parse("DEFAULT").unwrap();
         assert_eq!(m.name("CN=a,O=b").unwrap(), "CN=a,O=b");
-        assert_eq!(SslPrincipalMapper::parse("").unwrap().name("x").unwrap(), "x");
+        assert_eq!(
+            SslPrincipalMapper::parse("").unwrap().name("x").unwrap(),
+            "x"
+        );
     }
 
     #[test]
@@ -306,7 +313,8 @@ mod tests {
     #[test]
     fn escapes_commas_and_literal_dollars() {
         // A comma inside the pattern does not split the list; `$3` with two groups is literal.
-        let m = SslPrincipalMapper::parse(r"RULE:^CN=([^,]+),O=(\w+)$/$1-$2-$3\/x/,DEFAULT").unwrap();
+        let m =
+            SslPrincipalMapper::parse(r"RULE:^CN=([^,]+),O=(\w+)$/$1-$2-$3\/x/,DEFAULT").unwrap();
         assert_eq!(m.name("CN=a,O=b").unwrap(), "a-b-$3/x");
         let m = SslPrincipalMapper::parse(r"RULE:^CN=(a)$/$12/").unwrap();
         assert_eq!(m.name("CN=a").unwrap(), "a2");

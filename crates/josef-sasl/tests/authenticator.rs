@@ -412,7 +412,10 @@ fn listener_refuses_implemented_mechanisms_it_was_given_nothing_for() {
         SaslServerFactory::new(),
     )
     .unwrap_err();
-    assert_eq!(e, josef_sasl::ConfigError::MechanismNotConfigured("PLAIN".into()));
+    assert_eq!(
+        e,
+        josef_sasl::ConfigError::MechanismNotConfigured("PLAIN".into())
+    );
 }
 
 #[test]
@@ -420,14 +423,23 @@ fn an_enabled_mechanism_this_crate_does_not_implement_is_unsupported_at_handshak
     // Kafka's default `sasl.enabled.mechanisms` is GSSAPI: it may stay in the list.
     let l = SaslListener::new(AuthenticatorConfig::new(["GSSAPI", "PLAIN"]), factory()).unwrap();
     let mut c = l.connection();
-    assert_eq!(c.admit(key(ApiKey::SaslHandshake), NOW), Admission::Authenticator);
+    assert_eq!(
+        c.admit(key(ApiKey::SaslHandshake), NOW),
+        Admission::Authenticator
+    );
     let out = c.handshake(1, "GSSAPI");
     let r = out.response.unwrap();
     assert_eq!(r.error_code, ErrorCode::UnsupportedSaslMechanism);
-    assert_eq!(r.mechanisms, vec!["GSSAPI".to_string(), "PLAIN".to_string()]);
+    assert_eq!(
+        r.mechanisms,
+        vec!["GSSAPI".to_string(), "PLAIN".to_string()]
+    );
     assert_eq!(out.close.unwrap().reason, CloseReason::UnsupportedMechanism);
     // PLAIN still works on another connection of the listener.
     let mut c = l.connection();
     c.admit(key(ApiKey::SaslHandshake), NOW);
-    assert_eq!(c.handshake(1, "PLAIN").response.unwrap().error_code, ErrorCode::None);
+    assert_eq!(
+        c.handshake(1, "PLAIN").response.unwrap().error_code,
+        ErrorCode::None
+    );
 }

@@ -12,7 +12,6 @@ pub fn handshake(_req: SaslHandshakeRequest) -> SaslHandshakeResponse {
     SaslHandshakeResponse {
         error_code: ErrorCode::IllegalSaslState.code(),
         mechanisms: Vec::new(),
-        ..Default::default()
     }
 }
 

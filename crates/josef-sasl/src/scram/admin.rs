@@ -82,7 +82,11 @@ pub fn alter_user_scram_credentials(
         .deletions
         .iter()
         .map(|d| (d.name.as_str(), d.mechanism))
-        .chain(req.upsertions.iter().map(|u| (u.name.as_str(), u.mechanism)))
+        .chain(
+            req.upsertions
+                .iter()
+                .map(|u| (u.name.as_str(), u.mechanism)),
+        )
     {
         if !order.iter().any(|u| u == name) {
             order.push(name.to_string());
@@ -109,7 +113,11 @@ pub fn alter_user_scram_credentials(
     for d in &req.deletions {
         let name = d.name.as_str();
         if name.is_empty() {
-            fail(name, ErrorCode::UnacceptableCredential, "Username must not be empty".into());
+            fail(
+                name,
+                ErrorCode::UnacceptableCredential,
+                "Username must not be empty".into(),
+            );
             continue;
         }
         let Some(m) = ScramMechanism::from_type(d.mechanism) else {
@@ -143,7 +151,11 @@ pub fn alter_user_scram_credentials(
     for u in &req.upsertions {
         let name = u.name.as_str();
         if name.is_empty() {
-            fail(name, ErrorCode::UnacceptableCredential, "Username must not be empty".into());
+            fail(
+                name,
+                ErrorCode::UnacceptableCredential,
+                "Username must not be empty".into(),
+            );
             continue;
         }
         let Some(m) = ScramMechanism::from_type(u.mechanism) else {
