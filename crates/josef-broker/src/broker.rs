@@ -21,6 +21,9 @@ pub enum StartError {
     /// A listener could not be bound.
     #[error("{0}")]
     Bind(std::io::Error),
+    /// A TLS or SASL listener could not be set up (keystore, JAAS config).
+    #[error("{0}")]
+    Security(String),
     /// The cluster side (quorum, controller) could not start.
     #[error(transparent)]
     Cluster(#[from] crate::cluster::ClusterStartError),
@@ -112,7 +115,12 @@ impl Broker {
             })
         };
         let fetch_reaper = josef_timer::tokio_driver::spawn_reaper(state.fetch_purgatory.clone());
-        let server = Server::start(bound, state.clone(), limits);
+        let security = {
+            let state = state.clone();
+            crate::server::listener_security(&config, Arc::new(move || state.metadata_image()))
+                .map_err(StartError::Security)?
+        };
+        let server = Server::start_secure(bound, state.clone(), limits, security);
         if let Some(node) = &cluster {
             if node.config.is_broker() {
                 let listeners = server

@@ -390,8 +390,11 @@ pub struct BrokerConfig {
     pub group_max_session_timeout_ms: i64,
     /// `group.max.size` (Int.MAX).
     pub group_max_size: i32,
-    /// `listener.security.protocol.map` entries (name → protocol).
+    /// `listener.security.protocol.map` entries (name → protocol), Kafka's default map when
+    /// not set.
     pub listener_security_protocol_map: BTreeMap<String, String>,
+    /// Each client listener's protocol with its TLS and SASL settings.
+    pub security: crate::security_config::SecurityConfig,
     /// Cluster settings (`process.roles` and the rest); `None` for the single-node broker.
     pub cluster: Option<crate::cluster_config::ClusterConfig>,
 }
@@ -600,22 +603,7 @@ impl BrokerConfig {
                 "must be at least 0 (Josef does not generate broker ids)",
             ));
         }
-        let mut protocol_map = BTreeMap::new();
-        if let Some(v) = p.take("listener.security.protocol.map") {
-            for entry in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-                let (n, proto) = entry.split_once(':').ok_or_else(|| {
-                    Props::invalid(
-                        "listener.security.protocol.map",
-                        &v,
-                        "expected NAME:PROTOCOL",
-                    )
-                })?;
-                protocol_map.insert(
-                    n.trim().to_ascii_uppercase(),
-                    proto.trim().to_ascii_uppercase(),
-                );
-            }
-        }
+        let protocol_map_raw = p.take("listener.security.protocol.map");
         let listeners_raw = p
             .take("listeners")
             .unwrap_or_else(|| "PLAINTEXT://127.0.0.1:9092".to_string());
@@ -633,22 +621,25 @@ impl BrokerConfig {
         // client listeners.
         let cluster = crate::cluster_config::parse(&mut p, node_id, &listeners, &mut warnings)?;
         listeners.retain(|l| !controller_names.contains(&l.name));
-        for l in &listeners {
-            let proto = protocol_map
-                .get(&l.name)
-                .cloned()
-                .unwrap_or_else(|| l.name.clone());
-            if proto != "PLAINTEXT" {
-                return Err(Props::invalid(
-                    "listeners",
-                    &listeners_raw,
-                    format!(
-                        "listener {} uses {proto}; only PLAINTEXT is supported",
-                        l.name
-                    ),
-                ));
+        let protocol_map = crate::security_config::effective_protocol_map(
+            protocol_map_raw.as_deref(),
+            &controller_names,
+        )?;
+        for c in &controller_names {
+            if let Some(proto) = protocol_map.get(c) {
+                if *proto != crate::security_config::SecurityProtocol::Plaintext {
+                    return Err(Props::invalid(
+                        "listener.security.protocol.map",
+                        protocol_map_raw.as_deref().unwrap_or(""),
+                        format!(
+                            "controller listener {c} uses {}; controller listeners are PLAINTEXT only",
+                            proto.name()
+                        ),
+                    ));
+                }
             }
         }
+        let security = crate::security_config::parse(&mut p, &listeners, &protocol_map)?;
         let controller_only = cluster.as_ref().is_some_and(|c| !c.is_broker());
         // The internal topics' replication factor: Kafka's default (3) on a cluster node; one
         // node can only hold 1. With fewer registered brokers the controller refuses to create
@@ -851,7 +842,11 @@ impl BrokerConfig {
             group_min_session_timeout_ms: p.num("group.min.session.timeout.ms", 6000, 0)?,
             group_max_session_timeout_ms: p.num("group.max.session.timeout.ms", 1_800_000, 0)?,
             group_max_size: p.num("group.max.size", i32::MAX, 1)?,
-            listener_security_protocol_map: protocol_map,
+            listener_security_protocol_map: protocol_map
+                .iter()
+                .map(|(k, v)| (k.clone(), v.name().to_string()))
+                .collect(),
+            security,
             cluster,
         };
         let not_used: BTreeMap<&str, &'static str> = NOT_USED.iter().copied().collect();
@@ -1261,9 +1256,47 @@ mod tests {
     }
 
     #[test]
-    fn non_plaintext_listener_is_rejected() {
+    fn an_ssl_listener_needs_a_pem_keystore_and_unmapped_names_are_refused() {
         let e = BrokerConfig::from_properties(props(&[("listeners", "SSL://:9093")])).unwrap_err();
-        assert!(e.to_string().contains("only PLAINTEXT"));
+        assert!(e.to_string().contains("no keystore"), "{e}");
+        let e = BrokerConfig::from_properties(props(&[
+            ("listeners", "SSL://:9093"),
+            ("ssl.keystore.location", "/k.jks"),
+        ]))
+        .unwrap_err();
+        assert!(e.to_string().contains("only PEM"), "{e}");
+        let e =
+            BrokerConfig::from_properties(props(&[("listeners", "CLIENT://:9093")])).unwrap_err();
+        assert!(e.to_string().contains("no security protocol"), "{e}");
+        let (c, warnings) = BrokerConfig::from_properties_with_warnings(props(&[
+            ("listeners", "CLIENT://:9093,SASL_PLAINTEXT://:9094"),
+            (
+                "listener.security.protocol.map",
+                "CLIENT:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT",
+            ),
+            ("ssl.keystore.type", "PEM"),
+            ("listener.name.client.ssl.keystore.location", "/k.pem"),
+            ("listener.name.client.ssl.client.auth", "requested"),
+            ("ssl.truststore.location", "/ca.pem"),
+            ("ssl.truststore.type", "PEM"),
+            ("sasl.enabled.mechanisms", "SCRAM-SHA-512"),
+            ("connections.max.reauth.ms", "60000"),
+        ]))
+        .unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let client = c.security.of("CLIENT");
+        let ssl = client.ssl.unwrap();
+        assert_eq!(
+            ssl.client_auth,
+            crate::security_config::ClientAuth::Requested
+        );
+        assert_eq!(
+            ssl.keystore_location.unwrap(),
+            std::path::PathBuf::from("/k.pem")
+        );
+        let sasl = c.security.of("SASL_PLAINTEXT").sasl.unwrap();
+        assert_eq!(sasl.enabled_mechanisms, vec!["SCRAM-SHA-512"]);
+        assert_eq!(sasl.connections_max_reauth_ms, 60000);
     }
 
     #[test]

@@ -24,8 +24,7 @@ use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use josef_protocol::FrameChunks;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -49,6 +48,16 @@ pub struct ConnectionInfo {
 pub enum Outcome {
     /// Send these bytes (a complete frame, length prefix included).
     Respond(FrameChunks),
+    /// Send these bytes, then close the connection after `delay` (a failed SASL
+    /// authentication: Kafka answers, then closes after `connection.failed.authentication.delay.ms`).
+    RespondAndClose {
+        /// The last response.
+        frame: FrameChunks,
+        /// Why the connection closes.
+        reason: String,
+        /// How long to wait between the answer and the close.
+        delay: Duration,
+    },
     /// The request has no response (Produce with acks=0).
     NoResponse,
     /// Close the connection without answering (malformed input, unknown API, acks=0 failure).
@@ -60,6 +69,11 @@ pub trait FrameHandler: Send + Sync + 'static {
     /// Handles one request; the connection handles nothing more until this completes.
     fn handle(&self, conn: &ConnectionInfo, frame: Bytes) -> impl Future<Output = Outcome> + Send;
 }
+
+/// What a connection can be served over: a TCP stream, a TLS stream, an in-memory pipe.
+pub trait Transport: AsyncRead + AsyncWrite + Unpin + Send {}
+
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Transport for T {}
 
 /// Connection limits.
 #[derive(Debug, Clone, Copy)]
@@ -84,8 +98,8 @@ const PENDING_KEEP: usize = 64 * 1024;
 enum Stop {
     /// Peer closed, read/write failed, idle, shutdown: just drop the socket.
     Quiet,
-    /// Close as asked by the handler (after flushing earlier responses).
-    Close(String),
+    /// Close as asked by the handler (after flushing earlier responses), after a delay.
+    Close(String, Duration),
 }
 
 /// The next complete frame in `buf`, split off (length prefix dropped). `Err` on a size prefix
@@ -141,7 +155,7 @@ impl Pending {
         self.buf.len() >= COALESCE_MAX
     }
 
-    async fn flush(&mut self, stream: &mut TcpStream) -> std::io::Result<()> {
+    async fn flush<S: Transport>(&mut self, stream: &mut S) -> std::io::Result<()> {
         if !self.buf.is_empty() {
             // Vectored (`writev`) writes of the pieces, as many per call as tokio passes.
             stream.write_all_buf(&mut self.buf).await?;
@@ -153,30 +167,62 @@ impl Pending {
 
 /// Serves one connection until the peer closes it, a frame is bad, it idles out, or `shutdown`
 /// fires between requests (an in-flight request is always finished and answered first).
-pub async fn serve_connection<H: FrameHandler>(
-    mut stream: TcpStream,
+///
+/// The stream is any [`Transport`]: the caller sets TCP options (`TCP_NODELAY`) and does the TLS
+/// handshake before handing it over.
+pub async fn serve_connection<S: Transport, H: FrameHandler>(
+    stream: S,
     info: ConnectionInfo,
     handler: Arc<H>,
     limits: ConnectionLimits,
     shutdown: CancellationToken,
 ) {
-    let _ = stream.set_nodelay(true);
-    match run(&mut stream, &info, &handler, limits, &shutdown).await {
+    serve_authenticated(stream, info, handler, limits, shutdown, None).await
+}
+
+/// [`serve_connection`] on a SASL listener: every frame goes through `sasl` first, which
+/// answers the SASL exchange itself and lets only what it admits reach the handler.
+pub async fn serve_authenticated<S: Transport, H: FrameHandler>(
+    mut stream: S,
+    mut info: ConnectionInfo,
+    handler: Arc<H>,
+    limits: ConnectionLimits,
+    shutdown: CancellationToken,
+    mut sasl: Option<crate::sasl_session::SaslConnection>,
+) {
+    match run(
+        &mut stream,
+        &mut info,
+        &handler,
+        limits,
+        &shutdown,
+        &mut sasl,
+    )
+    .await
+    {
         Stop::Quiet => {}
-        Stop::Close(reason) => {
+        Stop::Close(reason, delay) => {
             tracing::info!(peer = %info.peer, %reason, "closing connection");
+            if !delay.is_zero() {
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {}
+                    _ = shutdown.cancelled() => {}
+                }
+            }
             let _ = stream.shutdown().await;
         }
     }
 }
 
-async fn run<H: FrameHandler>(
-    stream: &mut TcpStream,
-    info: &ConnectionInfo,
+async fn run<S: Transport, H: FrameHandler>(
+    stream: &mut S,
+    info: &mut ConnectionInfo,
     handler: &Arc<H>,
     limits: ConnectionLimits,
     shutdown: &CancellationToken,
+    sasl: &mut Option<crate::sasl_session::SaslConnection>,
 ) -> Stop {
+    let peer = info.peer;
     let mut input = BytesMut::with_capacity(READ_CHUNK);
     let mut pending = Pending {
         buf: FrameChunks::new(),
@@ -191,34 +237,50 @@ async fn run<H: FrameHandler>(
     loop {
         // Every complete frame already buffered, in order.
         loop {
-            let frame = match next_frame(&mut input, limits.max_request_bytes) {
+            // Before authentication a frame is bounded by `sasl.server.max.receive.size`.
+            let max = match sasl.as_ref().and_then(|a| a.max_receive_size()) {
+                Some(m) => limits
+                    .max_request_bytes
+                    .min(i32::try_from(m).unwrap_or(i32::MAX)),
+                None => limits.max_request_bytes,
+            };
+            let frame = match next_frame(&mut input, max) {
                 Ok(Some(f)) => f,
                 Ok(None) => break,
                 Err(size) => {
-                    tracing::warn!(peer = %info.peer, size, max = limits.max_request_bytes,
+                    tracing::warn!(peer = %peer, size, max = limits.max_request_bytes,
                         "invalid request size, closing connection");
                     let _ = pending.flush(stream).await;
                     return Stop::Quiet;
                 }
             };
-            let mut fut = pin!(handler.handle(info, frame));
-            // Poll once: most requests complete at once and their responses are coalesced; one
-            // that has to wait must not hold back the responses before it.
-            let outcome = match futures::poll!(fut.as_mut()) {
-                Poll::Ready(o) => o,
-                Poll::Pending => {
-                    if let Err(e) = pending.flush(stream).await {
-                        tracing::debug!(peer = %info.peer, error = %e, "response write failed");
-                        return Stop::Quiet;
+            let gate = match sasl.as_mut() {
+                Some(a) => a.on_frame(info, &frame),
+                None => crate::sasl_session::Gate::Handle,
+            };
+            let outcome = match gate {
+                crate::sasl_session::Gate::Answer(o) => o,
+                crate::sasl_session::Gate::Handle => {
+                    let mut fut = pin!(handler.handle(info, frame));
+                    // Poll once: most requests complete at once and their responses are
+                    // coalesced; one that has to wait must not hold back the responses before it.
+                    match futures::poll!(fut.as_mut()) {
+                        Poll::Ready(o) => o,
+                        Poll::Pending => {
+                            if let Err(e) = pending.flush(stream).await {
+                                tracing::debug!(peer = %peer, error = %e, "response write failed");
+                                return Stop::Quiet;
+                            }
+                            fut.await
+                        }
                     }
-                    fut.await
                 }
             };
             match outcome {
                 Outcome::Respond(frame) => {
                     if pending.push(frame) {
                         if let Err(e) = pending.flush(stream).await {
-                            tracing::debug!(peer = %info.peer, error = %e, "response write failed");
+                            tracing::debug!(peer = %peer, error = %e, "response write failed");
                             return Stop::Quiet;
                         }
                     }
@@ -226,13 +288,22 @@ async fn run<H: FrameHandler>(
                 Outcome::NoResponse => {}
                 Outcome::Close(reason) => {
                     let _ = pending.flush(stream).await;
-                    return Stop::Close(reason);
+                    return Stop::Close(reason, Duration::ZERO);
+                }
+                Outcome::RespondAndClose {
+                    frame,
+                    reason,
+                    delay,
+                } => {
+                    pending.push(frame);
+                    let _ = pending.flush(stream).await;
+                    return Stop::Close(reason, delay);
                 }
             }
         }
         // Out of complete frames: answer what is pending before waiting for the client.
         if let Err(e) = pending.flush(stream).await {
-            tracing::debug!(peer = %info.peer, error = %e, "response write failed");
+            tracing::debug!(peer = %peer, error = %e, "response write failed");
             return Stop::Quiet;
         }
         if input.is_empty() && input.capacity() > 4 * READ_CHUNK {
@@ -247,7 +318,7 @@ async fn run<H: FrameHandler>(
             _ = &mut idle_timer, if limits.idle_timeout.is_some() => {
                 let deadline = last_activity + idle;
                 if Instant::now() >= deadline {
-                    tracing::debug!(peer = %info.peer, "closing idle connection");
+                    tracing::debug!(peer = %peer, "closing idle connection");
                     return Stop::Quiet;
                 }
                 idle_timer.as_mut().reset(deadline);
@@ -257,13 +328,13 @@ async fn run<H: FrameHandler>(
         match read {
             Ok(0) => {
                 if !input.is_empty() {
-                    tracing::debug!(peer = %info.peer, "connection closed mid-request");
+                    tracing::debug!(peer = %peer, "connection closed mid-request");
                 }
                 return Stop::Quiet;
             }
             Ok(_) => last_activity = Instant::now(),
             Err(e) => {
-                tracing::debug!(peer = %info.peer, error = %e, "connection read failed");
+                tracing::debug!(peer = %peer, error = %e, "connection read failed");
                 return Stop::Quiet;
             }
         }
@@ -276,7 +347,7 @@ mod tests {
     use bytes::BufMut;
     use josef_protocol::EncodeBuf;
     use tokio::io::AsyncReadExt;
-    use tokio::net::TcpListener;
+    use tokio::net::{TcpListener, TcpStream};
 
     /// Echoes the frame back, framed; a frame starting with `w` waits 50 ms first, `c` closes,
     /// `n` gets no response.
@@ -306,6 +377,7 @@ mod tests {
         tokio::spawn(async move {
             loop {
                 let (s, peer) = listener.accept().await.unwrap();
+                s.set_nodelay(true).unwrap();
                 let info = ConnectionInfo {
                     listener: "PLAINTEXT".into(),
                     bound_port: addr.port(),
@@ -331,7 +403,7 @@ mod tests {
         v
     }
 
-    async fn read_frame(s: &mut TcpStream) -> Option<Vec<u8>> {
+    async fn read_frame<S: Transport>(s: &mut S) -> Option<Vec<u8>> {
         let mut len = [0u8; 4];
         s.read_exact(&mut len).await.ok()?;
         let mut body = vec![0u8; i32::from_be_bytes(len) as usize];
@@ -439,6 +511,34 @@ mod tests {
         assert_eq!(read_frame(&mut s).await.unwrap(), b"a");
         token.cancel();
         assert!(is_closed(&mut s).await);
+    }
+
+    #[tokio::test]
+    async fn a_request_is_served_over_an_in_memory_pipe() {
+        let (mut client, server) = tokio::io::duplex(64 * 1024);
+        let info = ConnectionInfo {
+            listener: "PLAINTEXT".into(),
+            bound_port: 0,
+            peer: "127.0.0.1:1".parse().unwrap(),
+            principal: josef_authorizer::KafkaPrincipal::anonymous(),
+        };
+        let token = CancellationToken::new();
+        let task = tokio::spawn(serve_connection(
+            server,
+            info,
+            Arc::new(Echo),
+            limits(),
+            token.clone(),
+        ));
+        let mut all = framed(b"one");
+        all.extend(framed(&vec![b'b'; 100_000]));
+        client.write_all(&all).await.unwrap();
+        assert_eq!(read_frame(&mut client).await.unwrap(), b"one");
+        assert_eq!(read_frame(&mut client).await.unwrap().len(), 100_000);
+        client.write_all(&framed(b"c-close")).await.unwrap();
+        let mut b = [0u8; 1];
+        assert_eq!(client.read(&mut b).await.unwrap(), 0);
+        task.await.unwrap();
     }
 
     #[test]

@@ -8,8 +8,78 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use std::collections::BTreeMap;
+
 use crate::config::BrokerConfig;
-use crate::connection::{serve_connection, ConnectionInfo, ConnectionLimits, FrameHandler};
+use crate::connection::{serve_authenticated, ConnectionInfo, ConnectionLimits, FrameHandler};
+use crate::sasl_session::SaslConnection;
+use crate::tls::TlsListener;
+
+/// What a listener's connections go through before their requests: a TLS handshake, a SASL
+/// exchange, both or neither (PLAINTEXT).
+#[derive(Debug, Clone, Default)]
+pub struct ListenerSecurity {
+    /// TLS (SSL, SASL_SSL).
+    pub tls: Option<TlsListener>,
+    /// SASL (SASL_PLAINTEXT, SASL_SSL).
+    pub sasl: Option<Arc<josef_sasl::SaslListener>>,
+}
+
+/// Builds every client listener's TLS and SASL from the configuration; SCRAM credentials are
+/// read from `image` at each login.
+pub fn listener_security(
+    config: &BrokerConfig,
+    image: crate::sasl_session::ImageSource,
+) -> Result<BTreeMap<String, ListenerSecurity>, String> {
+    let mut out = BTreeMap::new();
+    for (name, s) in &config.security.listeners {
+        let tls = match &s.ssl {
+            Some(ssl) => Some(TlsListener::new(ssl).map_err(|e| format!("listener {name}: {e}"))?),
+            None => None,
+        };
+        let sasl = match &s.sasl {
+            Some(sasl) => Some(
+                crate::sasl_session::listener(sasl, image.clone())
+                    .map_err(|e| format!("listener {name}: {e}"))?,
+            ),
+            None => None,
+        };
+        out.insert(name.clone(), ListenerSecurity { tls, sasl });
+    }
+    Ok(out)
+}
+
+/// Serves one accepted connection: TLS handshake (under its timeout, in this connection's own
+/// task), then requests, through SASL when the listener has it.
+async fn serve_accepted<H: FrameHandler>(
+    stream: tokio::net::TcpStream,
+    mut info: ConnectionInfo,
+    handler: Arc<H>,
+    limits: ConnectionLimits,
+    shutdown: CancellationToken,
+    security: ListenerSecurity,
+) {
+    let sasl = security.sasl.as_ref().map(SaslConnection::new);
+    match &security.tls {
+        None => serve_authenticated(stream, info, handler, limits, shutdown, sasl).await,
+        Some(tls) => {
+            let accepted = tokio::select! {
+                r = tls.accept(stream) => r,
+                _ = shutdown.cancelled() => return,
+            };
+            match accepted {
+                Ok((stream, principal)) => {
+                    // On SASL_SSL the SASL identity is the principal, not the certificate's.
+                    if sasl.is_none() {
+                        info.principal = principal;
+                    }
+                    serve_authenticated(stream, info, handler, limits, shutdown, sasl).await
+                }
+                Err(reason) => tracing::info!(peer = %info.peer, %reason, "TLS connection refused"),
+            }
+        }
+    }
+}
 
 /// How long shutdown waits for in-flight requests (parked fetches, joins) before it stops them.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -56,11 +126,22 @@ pub async fn bind(config: &BrokerConfig) -> std::io::Result<Vec<(BoundListener, 
 }
 
 impl<H: FrameHandler> Server<H> {
-    /// Starts accepting on the bound listeners.
+    /// Starts accepting on the bound listeners, every one PLAINTEXT.
     pub fn start(
         bound: Vec<(BoundListener, TcpListener)>,
         handler: Arc<H>,
         limits: ConnectionLimits,
+    ) -> Self {
+        Self::start_secure(bound, handler, limits, BTreeMap::new())
+    }
+
+    /// Starts accepting on the bound listeners, each with its `security` (PLAINTEXT when the
+    /// map has no entry for it).
+    pub fn start_secure(
+        bound: Vec<(BoundListener, TcpListener)>,
+        handler: Arc<H>,
+        limits: ConnectionLimits,
+        security: BTreeMap<String, ListenerSecurity>,
     ) -> Self {
         let shutdown = CancellationToken::new();
         let tracker = TaskTracker::new();
@@ -70,6 +151,7 @@ impl<H: FrameHandler> Server<H> {
             let handler = handler.clone();
             let shutdown = shutdown.clone();
             let conns = tracker.clone();
+            let sec = security.get(&info.name).cloned().unwrap_or_default();
             tracker.spawn(async move {
                 loop {
                     let accepted = tokio::select! {
@@ -78,6 +160,7 @@ impl<H: FrameHandler> Server<H> {
                     };
                     match accepted {
                         Ok((stream, peer)) => {
+                            let _ = stream.set_nodelay(true);
                             let ci = ConnectionInfo {
                                 listener: info.name.clone(),
                                 bound_port: info.addr.port(),
@@ -85,12 +168,13 @@ impl<H: FrameHandler> Server<H> {
                                 principal: josef_authorizer::KafkaPrincipal::anonymous(),
                             };
                             tracing::debug!(%peer, listener = %info.name, "accepted connection");
-                            conns.spawn(serve_connection(
+                            conns.spawn(serve_accepted(
                                 stream,
                                 ci,
                                 handler.clone(),
                                 limits,
                                 shutdown.clone(),
+                                sec.clone(),
                             ));
                         }
                         Err(e) => {

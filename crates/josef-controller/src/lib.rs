@@ -32,6 +32,7 @@ mod quorum_controller;
 pub mod records;
 mod replication_control;
 mod rng;
+mod scram_control;
 
 pub use cluster_control::BrokerInfo;
 pub use config::ControllerConfig;

@@ -65,7 +65,7 @@ impl AuthenticatorConfig {
 /// A listener configuration that cannot run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
-    /// An enabled mechanism is unknown or was given nothing to run with (no JAAS users, no store).
+    /// An enabled mechanism was given nothing to run with (no JAAS users, no store).
     #[error("SASL mechanism {0} is enabled but not configured on this listener")]
     MechanismNotConfigured(String),
 }
@@ -78,15 +78,20 @@ pub struct SaslListener {
 }
 
 impl SaslListener {
-    /// Checks that every enabled mechanism can run.
+    /// Checks that every enabled mechanism this crate implements can run. A mechanism it does
+    /// not implement (Kafka's default `GSSAPI`, a custom one) may stay enabled: it is listed in
+    /// SaslHandshake answers as Kafka lists it, and a client asking for it gets
+    /// UNSUPPORTED_SASL_MECHANISM.
     pub fn new(
         config: AuthenticatorConfig,
         factory: SaslServerFactory,
     ) -> Result<Arc<SaslListener>, ConfigError> {
         for name in &config.enabled_mechanisms {
             match SaslMechanism::from_name(name) {
-                Some(m) if factory.supports(m) => {}
-                _ => return Err(ConfigError::MechanismNotConfigured(name.clone())),
+                Some(m) if !factory.supports(m) => {
+                    return Err(ConfigError::MechanismNotConfigured(name.clone()))
+                }
+                _ => {}
             }
         }
         Ok(Arc::new(SaslListener { config, factory }))
@@ -448,7 +453,8 @@ impl ServerAuthenticator {
         }
         let config = &self.listener.config;
         let mechanisms = config.enabled_mechanisms.clone();
-        if !mechanisms.iter().any(|m| m == mechanism) {
+        let runnable = SaslMechanism::from_name(mechanism).is_some();
+        if !runnable || !mechanisms.iter().any(|m| m == mechanism) {
             self.fail();
             return Outcome {
                 response: Some(HandshakeResponse {

@@ -10,6 +10,7 @@
 //!   JWS validation, or any [`oauthbearer::OAuthBearerValidator`]).
 //! - [`ServerAuthenticator`]: which requests a connection may send in which state, the
 //!   SaslHandshake answer, KIP-368 session lifetimes and re-authentication, and when to close.
+//! - [`ssl_principal`]: `ssl.principal.mapping.rules`, the principal of a TLS client certificate.
 //! - [`client`]: the client side of each mechanism, for tests and tools.
 //!
 //! No clock, socket or random source inside: time is an argument and the SCRAM server nonce comes
@@ -55,6 +56,7 @@ pub mod oauthbearer;
 pub mod plain;
 mod principal;
 pub mod scram;
+pub mod ssl_principal;
 
 pub use authenticator::{
     session_lifetime_ms, Admission, AuthenticateResponse, AuthenticatorConfig, Close, CloseReason,

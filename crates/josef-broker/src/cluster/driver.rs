@@ -250,6 +250,10 @@ impl ControllerDriver {
                 .write(false, |c, ctx| c.alter_configs(ctx, &r))
                 .await
                 .map(Into::into),
+            RequestBody::AlterUserScramCredentials(r) => self
+                .write(false, |c, ctx| c.alter_user_scram_credentials(ctx, &r))
+                .await
+                .map(Into::into),
             _ => Err(NotController),
         };
         r.unwrap_or(fallback)

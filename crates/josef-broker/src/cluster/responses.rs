@@ -144,6 +144,9 @@ pub fn error_response(body: &RequestBody, code: ErrorCode) -> ResponseBody {
             ..Default::default()
         }
         .into(),
+        RequestBody::AlterUserScramCredentials(r) => {
+            crate::handlers::scram_credentials::alter_error(r, code)
+        }
         other => {
             // Not a controller API: the caller answers it elsewhere; an empty ApiVersions-like
             // answer is never sent for it.

@@ -20,6 +20,8 @@ mod metadata;
 mod offset_for_leader_epoch;
 mod produce;
 mod producer_ids;
+mod sasl;
+pub mod scram_credentials;
 mod txn;
 
 /// Versions of APIs served by handlers outside the core set (groups, transactions) — none until
@@ -42,7 +44,11 @@ pub fn extra_served_versions(key: ApiKey) -> Option<(i16, i16)> {
         | ApiKey::DescribeTransactions
         | ApiKey::ListTransactions
         | ApiKey::ConsumerGroupHeartbeat
-        | ApiKey::ConsumerGroupDescribe => Some(key.valid_versions()),
+        | ApiKey::ConsumerGroupDescribe
+        | ApiKey::SaslHandshake
+        | ApiKey::SaslAuthenticate
+        | ApiKey::DescribeUserScramCredentials
+        | ApiKey::AlterUserScramCredentials => Some(key.valid_versions()),
         // v5 is transaction version 2, which this broker does not advertise.
         ApiKey::EndTxn => Some((0, 4)),
         _ => None,
@@ -91,7 +97,8 @@ pub async fn handle(
             | RequestBody::AlterPartitionReassignments(_)
             | RequestBody::ListPartitionReassignments(_)
             | RequestBody::DescribeQuorum(_)
-            | RequestBody::UpdateFeatures(_)) => {
+            | RequestBody::UpdateFeatures(_)
+            | RequestBody::AlterUserScramCredentials(_)) => {
                 return Reply::Body(cluster::forward(&node, b, v).await)
             }
             RequestBody::FindCoordinator(r) => {
@@ -157,6 +164,14 @@ async fn handle_local(
             reply(consumer_group::heartbeat(state, conn, header, r))
         }
         RequestBody::ConsumerGroupDescribe(r) => reply(consumer_group::describe(state, r)),
+        RequestBody::SaslHandshake(r) => reply(sasl::handshake(r)),
+        RequestBody::SaslAuthenticate(r) => reply(sasl::authenticate(r)),
+        RequestBody::DescribeUserScramCredentials(r) => {
+            reply(scram_credentials::describe(state, &r))
+        }
+        RequestBody::AlterUserScramCredentials(r) => {
+            Reply::Body(scram_credentials::alter_local(state, &r))
+        }
         other => Reply::Close(format!("{:?} is not served", other.api_key())),
     }
 }

@@ -6,7 +6,9 @@
 //!   `UserScramCredentialRecord`), derived from a password or, for AlterUserScramCredentials,
 //!   from the salted password the client sends.
 //! - [`ScramCredentialStore`]: where the session looks a user up.
+//! - [`admin`]: DescribeUserScramCredentials and AlterUserScramCredentials, as pure functions.
 
+pub mod admin;
 mod credential;
 mod crypto;
 pub mod messages;
