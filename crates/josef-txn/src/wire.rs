@@ -12,8 +12,8 @@ use std::collections::BTreeSet;
 
 use josef_protocol::messages::{
     add_partitions_to_txn_request as apreq, add_partitions_to_txn_response as apresp,
-    write_txn_markers_request as wtm, AddOffsetsToTxnRequest as WireAddOffsetsReq,
-    AddOffsetsToTxnResponse as WireAddOffsetsResp,
+    write_txn_markers_request as wtm, write_txn_markers_response as wtmr,
+    AddOffsetsToTxnRequest as WireAddOffsetsReq, AddOffsetsToTxnResponse as WireAddOffsetsResp,
     AddPartitionsToTxnRequest as WireAddPartitionsReq,
     AddPartitionsToTxnResponse as WireAddPartitionsResp, EndTxnRequest as WireEndTxnReq,
     EndTxnResponse as WireEndTxnResp, InitProducerIdRequest as WireInitReq,
@@ -274,4 +274,95 @@ pub fn write_txn_markers_request(markers: &[TxnMarkerRequest]) -> WireWriteTxnMa
             .collect(),
         ..WireWriteTxnMarkersReq::default()
     }
+}
+
+/// The answer for one (producer id, partition) of a WriteTxnMarkers request.
+pub type MarkerResult = (i64, TopicPartition, josef_protocol::ErrorCode);
+
+/// A WriteTxnMarkers request as the partition leader reads it: one marker effect per entry
+/// (the transactional id is not on the wire and is left empty). Duplicate partitions of an
+/// entry are merged.
+pub fn write_txn_markers_from_request(req: &WireWriteTxnMarkersReq) -> Vec<TxnMarkerRequest> {
+    req.markers
+        .iter()
+        .map(|m| TxnMarkerRequest {
+            transactional_id: String::new(),
+            producer_id: m.producer_id,
+            producer_epoch: m.producer_epoch,
+            coordinator_epoch: m.coordinator_epoch,
+            result: if m.transaction_result {
+                TransactionResult::Commit
+            } else {
+                TransactionResult::Abort
+            },
+            partitions: m
+                .topics
+                .iter()
+                .flat_map(|t| {
+                    t.partition_indexes
+                        .iter()
+                        .map(|p| TopicPartition::new(t.name.as_str(), *p))
+                })
+                .collect(),
+            transaction_version: TransactionVersion::V0,
+        })
+        .collect()
+}
+
+/// Per-partition answers → the WriteTxnMarkers response (one entry per producer id, in the
+/// order first seen).
+pub fn write_txn_markers_response(results: &[MarkerResult]) -> wtmr::WriteTxnMarkersResponse {
+    let mut markers: Vec<wtmr::WritableTxnMarkerResult> = Vec::new();
+    for (pid, tp, error) in results {
+        let idx = match markers.iter().position(|m| m.producer_id == *pid) {
+            Some(i) => i,
+            None => {
+                markers.push(wtmr::WritableTxnMarkerResult {
+                    producer_id: *pid,
+                    ..Default::default()
+                });
+                markers.len() - 1
+            }
+        };
+        let topics = &mut markers[idx].topics;
+        let t = match topics.iter().position(|t| t.name.as_str() == tp.topic) {
+            Some(i) => &mut topics[i],
+            None => {
+                topics.push(wtmr::WritableTxnMarkerTopicResult {
+                    name: StrBytes::from(tp.topic.as_str()),
+                    ..Default::default()
+                });
+                topics.last_mut().expect("pushed above")
+            }
+        };
+        t.partitions.push(wtmr::WritableTxnMarkerPartitionResult {
+            partition_index: tp.partition,
+            error_code: error.code(),
+            ..Default::default()
+        });
+    }
+    wtmr::WriteTxnMarkersResponse {
+        markers,
+        ..Default::default()
+    }
+}
+
+/// A WriteTxnMarkers response → per-partition answers (unknown error codes read as
+/// UNKNOWN_SERVER_ERROR).
+pub fn write_txn_markers_results(resp: &wtmr::WriteTxnMarkersResponse) -> Vec<MarkerResult> {
+    let mut out = Vec::new();
+    for m in &resp.markers {
+        for t in &m.topics {
+            for p in &t.partitions {
+                let e = josef_protocol::ErrorCode::from_i16(p.error_code)
+                    .unwrap_or(josef_protocol::ErrorCode::UnknownServerError);
+                out.push((
+                    m.producer_id,
+                    TopicPartition::new(t.name.as_str(), p.partition_index),
+                    e,
+                ));
+            }
+        }
+    }
+    out
 }

@@ -18,6 +18,7 @@ mod observer;
 pub mod publisher;
 pub mod replica_fetcher;
 pub mod responses;
+pub mod txn_marker_sender;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
@@ -342,6 +343,9 @@ impl ClusterNode {
             Arc::downgrade(self),
         );
         let _ = self.fetchers.set(fetchers);
+        state
+            .txns
+            .set_marker_sender(txn_marker_sender::TxnMarkerSender::spawn(state, self));
         publisher::spawn(state.clone(), self.clone());
         let lifecycle =
             BrokerLifecycle::spawn(info, self.heartbeat_channel.clone(), self.log.clone());

@@ -211,7 +211,7 @@ fn produce_partition(
 }
 
 /// The topic's `min.insync.replicas` (its override, else the broker's).
-fn min_insync_replicas(topic: &Topic, broker: &BrokerConfig) -> i32 {
+pub(crate) fn min_insync_replicas(topic: &Topic, broker: &BrokerConfig) -> i32 {
     topic
         .configs
         .get("min.insync.replicas")
