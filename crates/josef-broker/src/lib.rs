@@ -28,6 +28,7 @@ pub mod server;
 pub mod state;
 pub mod topic_config;
 pub mod topics;
+pub mod txn_verification;
 pub mod txns;
 
 mod broker;

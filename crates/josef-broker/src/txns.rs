@@ -33,6 +33,7 @@ use josef_txn::{
 use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::oneshot;
 
+use crate::cluster::broker_connections::BrokerConnections;
 use crate::cluster::txn_marker_sender::TxnMarkerSender;
 use crate::cluster::ClusterNode;
 use crate::config::BrokerConfig;
@@ -104,6 +105,9 @@ pub struct TxnService {
     /// A cluster node's marker sender: markers go to partition leaders over WriteTxnMarkers.
     /// Unset (single node), they are written here at once.
     marker_sender: OnceLock<Arc<TxnMarkerSender>>,
+    /// Verify-only AddPartitionsToTxn to other brokers' coordinators (KIP-890, the partition
+    /// leader's side), apart from the markers so neither waits behind the other.
+    verification: BrokerConnections,
 }
 
 /// What a handler needs from the rest of the broker.
@@ -145,7 +149,13 @@ impl TxnService {
             next: AtomicU64::new(1),
             cluster: c.cluster.is_some(),
             marker_sender: OnceLock::new(),
+            verification: BrokerConnections::new(format!("josef-txn-verification-{}", c.node_id)),
         }
+    }
+
+    /// The connections partition leaders verify transactional appends over.
+    pub fn verification_connections(&self) -> &BrokerConnections {
+        &self.verification
     }
 
     /// Sends markers through `sender` from now on (a cluster node, once its broker side runs).

@@ -366,3 +366,74 @@ pub fn write_txn_markers_results(resp: &wtmr::WriteTxnMarkersResponse) -> Vec<Ma
     }
     out
 }
+
+// ----- KIP-890 verification (partition leader → coordinator) --------------------------------
+
+/// A verify-only AddPartitionsToTxn (v4+, one transaction) for `req`, as a partition leader
+/// sends it to the transaction coordinator.
+pub fn add_partitions_to_txn_verify_request(
+    req: &AddPartitionsToTxnRequest,
+) -> WireAddPartitionsReq {
+    let mut topics: Vec<apreq::AddPartitionsToTxnTopic> = Vec::new();
+    for tp in &req.partitions {
+        match topics.last_mut() {
+            Some(t) if t.name.as_str() == tp.topic => t.partitions.push(tp.partition),
+            _ => topics.push(apreq::AddPartitionsToTxnTopic {
+                name: StrBytes::from(tp.topic.as_str()),
+                partitions: josef_protocol::smallvec![tp.partition],
+                ..Default::default()
+            }),
+        }
+    }
+    WireAddPartitionsReq {
+        transactions: vec![apreq::AddPartitionsToTxnTransaction {
+            transactional_id: StrBytes::from(req.transactional_id.as_str()),
+            producer_id: req.producer_id,
+            producer_epoch: req.producer_epoch,
+            verify_only: true,
+            topics,
+            ..Default::default()
+        }],
+        ..WireAddPartitionsReq::default()
+    }
+}
+
+/// A v4+ AddPartitionsToTxn response → the outcome for `req`'s partitions: a top-level error, or
+/// a partition missing from the answer, is that partition's error (unknown codes read as
+/// UNKNOWN_SERVER_ERROR).
+pub fn add_partitions_to_txn_result_for(
+    req: &AddPartitionsToTxnRequest,
+    resp: &WireAddPartitionsResp,
+) -> AddPartitionsToTxnResult {
+    let to_error = |code: i16| match code {
+        0 => None,
+        c => Some(TxnError::from_code(c).unwrap_or(TxnError::UnknownServerError)),
+    };
+    if resp.error_code != 0 {
+        return AddPartitionsToTxnResult::uniform(req, to_error(resp.error_code));
+    }
+    let txn = resp
+        .results_by_transaction
+        .iter()
+        .find(|t| t.transactional_id.as_str() == req.transactional_id);
+    AddPartitionsToTxnResult {
+        transactional_id: req.transactional_id.clone(),
+        partitions: req
+            .partitions
+            .iter()
+            .map(|tp| {
+                let code = txn
+                    .and_then(|t| t.topic_results.iter().find(|r| r.name.as_str() == tp.topic))
+                    .and_then(|r| {
+                        r.results_by_partition
+                            .iter()
+                            .find(|p| p.partition_index == tp.partition)
+                    })
+                    .map_or(TxnError::UnknownServerError.code(), |p| {
+                        p.partition_error_code
+                    });
+                (tp.clone(), to_error(code))
+            })
+            .collect(),
+    }
+}

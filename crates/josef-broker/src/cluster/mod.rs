@@ -7,6 +7,7 @@
 //! checks it against meta.properties, opens its logs, binds its listeners and registers.
 
 pub mod alter_partition;
+pub mod broker_connections;
 pub mod channel;
 pub mod controller_apis;
 pub mod driver;

@@ -8,24 +8,19 @@
 //! lookup (every [`RETRY_BACKOFF`]) and says when a transaction's markers are all written: only
 //! then does the coordinator write CompleteCommit / CompleteAbort.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use bytes::BytesMut;
 use josef_metadata::MetadataImage;
-use josef_protocol::{
-    encode_request_frame, ApiKey, RequestBody, RequestHeader, ResponseBody, StrBytes,
-};
+use josef_protocol::{RequestBody, ResponseBody};
 use josef_txn::{
     wire, LeaderLookup, MarkerBatch, MarkerOutcome, TopicPartition, TxnMarkerChannel,
     TxnMarkerRequest,
 };
 use parking_lot::Mutex;
-use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
-use super::channel::{exchange, SendError};
+use super::broker_connections::BrokerConnections;
 use super::ClusterNode;
 use crate::handlers::write_txn_markers::{write_markers, MARKER_WRITE_TIMEOUT_MS};
 use crate::state::BrokerState;
@@ -52,15 +47,13 @@ fn leader_in(image: &MetadataImage, tp: &TopicPartition) -> LeaderLookup {
     }
 }
 
-type Conn = Arc<tokio::sync::Mutex<Option<(String, TcpStream)>>>;
-
 /// The marker sender of a broker.
 pub struct TxnMarkerSender {
     channel: Mutex<TxnMarkerChannel>,
     wake: Notify,
     state: Weak<BrokerState>,
     node: Weak<ClusterNode>,
-    conns: Mutex<BTreeMap<i32, Conn>>,
+    conns: BrokerConnections,
 }
 
 impl TxnMarkerSender {
@@ -71,7 +64,7 @@ impl TxnMarkerSender {
             wake: Notify::new(),
             state: Arc::downgrade(state),
             node: Arc::downgrade(node),
-            conns: Mutex::new(BTreeMap::new()),
+            conns: BrokerConnections::new(format!("josef-txn-marker-sender-{}", node.node_id)),
         });
         let (run_s, shutdown) = (s.clone(), node.shutdown.clone());
         tokio::spawn(async move {
@@ -100,10 +93,6 @@ impl TxnMarkerSender {
                 "dropped markers of a resigned transaction coordinator partition"
             );
         }
-    }
-
-    fn conn(&self, broker: i32) -> Conn {
-        self.conns.lock().entry(broker).or_default().clone()
     }
 }
 
@@ -154,54 +143,14 @@ async fn send(
     if b.broker == node.node_id {
         return Some(write_markers(state, &b.markers).await);
     }
-    let endpoint = node
-        .log
-        .image()
-        .broker(b.broker)
-        .and_then(|r| r.listener(&node.config.inter_broker_listener_name))
-        .map(|e| format!("{}:{}", e.host, e.port))?;
-    let req = wire::write_txn_markers_request(&b.markers);
-    let header = RequestHeader {
-        request_api_key: ApiKey::WriteTxnMarkers as i16,
-        request_api_version: WRITE_TXN_MARKERS_VERSION,
-        correlation_id: i32::try_from(b.request_id % i32::MAX as u64).unwrap_or(0),
-        client_id: Some(StrBytes::from(format!(
-            "josef-txn-marker-sender-{}",
-            node.node_id
-        ))),
-        ..Default::default()
-    };
-    let mut buf = BytesMut::new();
-    if let Err(e) = encode_request_frame(&header, &RequestBody::WriteTxnMarkers(req), &mut buf) {
-        tracing::error!(error = %e, "cannot encode WriteTxnMarkers");
-        return None;
-    }
-    let conn = s.conn(b.broker);
-    let mut guard = conn.lock().await;
+    let req = RequestBody::WriteTxnMarkers(wire::write_txn_markers_request(&b.markers));
     let timeout = Duration::from_millis(MARKER_WRITE_TIMEOUT_MS) + Duration::from_secs(5);
-    let result = tokio::time::timeout(timeout, async {
-        if guard.as_ref().map_or(true, |(e, _)| *e != endpoint) {
-            let stream = TcpStream::connect(&endpoint).await.map_err(SendError::Io)?;
-            let _ = stream.set_nodelay(true);
-            *guard = Some((endpoint.clone(), stream));
-        }
-        let (_, stream) = guard.as_mut().expect("connected above");
-        exchange(
-            stream,
-            &buf,
-            ApiKey::WriteTxnMarkers,
-            WRITE_TXN_MARKERS_VERSION,
-            header.correlation_id,
-        )
+    match s
+        .conns
+        .call(node, b.broker, req, WRITE_TXN_MARKERS_VERSION, timeout)
         .await
-    })
-    .await;
-    match result {
-        Ok(Ok(ResponseBody::WriteTxnMarkers(r))) => Some(wire::write_txn_markers_results(&r)),
-        _ => {
-            tracing::debug!(broker = b.broker, %endpoint, "WriteTxnMarkers failed; reconnecting");
-            *guard = None;
-            None
-        }
+    {
+        Some(ResponseBody::WriteTxnMarkers(r)) => Some(wire::write_txn_markers_results(&r)),
+        _ => None,
     }
 }
