@@ -18,8 +18,10 @@ use josef_records::RecordBatchBuilder;
 
 use common::{create_topic, start_with, Client};
 
-async fn start(dir: &std::path::Path, verification: &str) -> josef_broker::Broker {
-    start_with(
+/// A single node with `transaction.partition.verification.enable` = `verification` and a topic
+/// `t` of four partitions.
+async fn start(dir: &std::path::Path, verification: &str) -> (josef_broker::Broker, Client) {
+    let broker = start_with(
         dir,
         &[
             ("offsets.topic.num.partitions", "1"),
@@ -27,7 +29,10 @@ async fn start(dir: &std::path::Path, verification: &str) -> josef_broker::Broke
             ("transaction.partition.verification.enable", verification),
         ],
     )
-    .await
+    .await;
+    let mut c = Client::connect(&broker).await;
+    create_topic(&mut c, "t", 4).await;
+    (broker, c)
 }
 
 fn now() -> i64 {
@@ -41,21 +46,7 @@ fn now() -> i64 {
 /// open transaction answers that first).
 async fn init(c: &mut Client) -> (i64, i16) {
     for _ in 0..50 {
-        let ResponseBody::InitProducerId(r) = c
-            .call(
-                4,
-                InitProducerIdRequest {
-                    transactional_id: Some("tx".into()),
-                    transaction_timeout_ms: 60_000,
-                    producer_id: -1,
-                    producer_epoch: -1,
-                    ..Default::default()
-                },
-            )
-            .await
-        else {
-            panic!()
-        };
+        let r = common::init_producer_id(c, 4, "tx").await;
         if r.error_code == ErrorCode::ConcurrentTransactions.code() {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             continue;
@@ -197,9 +188,7 @@ async fn last_stable_offset(c: &mut Client, partition: i32) -> (i64, i64) {
 #[tokio::test]
 async fn the_leader_writes_markers_per_partition_and_fences_a_stale_coordinator_epoch() {
     let dir = tempfile::tempdir().unwrap();
-    let broker = start(dir.path(), "true").await;
-    let mut c = Client::connect(&broker).await;
-    create_topic(&mut c, "t", 2).await;
+    let (broker, mut c) = start(dir.path(), "true").await;
     let (pid, epoch) = open_txn(&mut c, None, 0).await;
     assert_eq!(
         last_stable_offset(&mut c, 0).await,
@@ -251,9 +240,7 @@ async fn the_leader_writes_markers_per_partition_and_fences_a_stale_coordinator_
 #[tokio::test]
 async fn a_transactional_append_the_coordinator_does_not_know_is_refused_and_the_lso_moves_on() {
     let dir = tempfile::tempdir().unwrap();
-    let broker = start(dir.path(), "true").await;
-    let mut c = Client::connect(&broker).await;
-    create_topic(&mut c, "t", 4).await;
+    let (broker, mut c) = start(dir.path(), "true").await;
     let (pid, epoch) = init(&mut c).await;
     add(&mut c, pid, epoch, &[0]).await;
     assert_eq!(
@@ -297,9 +284,7 @@ async fn a_transactional_append_the_coordinator_does_not_know_is_refused_and_the
 #[tokio::test]
 async fn without_verification_a_zombie_append_holds_the_lso() {
     let dir = tempfile::tempdir().unwrap();
-    let broker = start(dir.path(), "false").await;
-    let mut c = Client::connect(&broker).await;
-    create_topic(&mut c, "t", 4).await;
+    let (broker, mut c) = start(dir.path(), "false").await;
     let (pid, epoch) = init(&mut c).await;
     add(&mut c, pid, epoch, &[0]).await;
     assert_eq!(produce_txn(&mut c, 9, pid, epoch, 0, 0).await, 0);
