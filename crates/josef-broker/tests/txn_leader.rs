@@ -234,6 +234,25 @@ async fn the_leader_writes_markers_per_partition_and_fences_a_stale_coordinator_
     broker.shutdown().await;
 }
 
+/// A transaction of `tx` with one batch on `t-0` (added first, so verified).
+async fn begin_on_t0(c: &mut Client) -> (i64, i16) {
+    let (pid, epoch) = init(c).await;
+    add(c, pid, epoch, &[0]).await;
+    assert_eq!(
+        produce_txn(c, 9, pid, epoch, 0, 0).await,
+        0,
+        "added, so verified"
+    );
+    (pid, epoch)
+}
+
+/// A new instance of `tx`: the producer at `epoch` is fenced and its transaction aborted.
+async fn fence(c: &mut Client, pid: i64, epoch: i16) {
+    let (pid2, epoch2) = init(c).await;
+    assert_eq!(pid2, pid);
+    assert!(epoch2 > epoch);
+}
+
 /// KIP-890 part 1: a producer writing to a partition outside its transaction, or a fenced
 /// producer writing to a partition it never wrote before, is refused by the leader (verified with
 /// the coordinator), nothing is written and the LSO stays at the HW.
@@ -241,13 +260,7 @@ async fn the_leader_writes_markers_per_partition_and_fences_a_stale_coordinator_
 async fn a_transactional_append_the_coordinator_does_not_know_is_refused_and_the_lso_moves_on() {
     let dir = tempfile::tempdir().unwrap();
     let (broker, mut c) = start(dir.path(), "true").await;
-    let (pid, epoch) = init(&mut c).await;
-    add(&mut c, pid, epoch, &[0]).await;
-    assert_eq!(
-        produce_txn(&mut c, 9, pid, epoch, 0, 0).await,
-        0,
-        "added, so verified"
-    );
+    let (pid, epoch) = begin_on_t0(&mut c).await;
     // t-1 was never added to the transaction.
     let invalid = ErrorCode::InvalidTxnState.code();
     assert_eq!(produce_txn(&mut c, 9, pid, epoch, 1, 1).await, invalid);
@@ -260,9 +273,7 @@ async fn a_transactional_append_the_coordinator_does_not_know_is_refused_and_the
 
     // A new instance with the same transactional id fences the producer and aborts its
     // transaction; the zombie then writes to a partition it never wrote before.
-    let (pid2, epoch2) = init(&mut c).await;
-    assert_eq!(pid2, pid);
-    assert!(epoch2 > epoch);
+    fence(&mut c, pid, epoch).await;
     assert_eq!(
         produce_txn(&mut c, 9, pid, epoch, 0, 2).await,
         ErrorCode::InvalidProducerEpoch.code()
@@ -285,11 +296,8 @@ async fn a_transactional_append_the_coordinator_does_not_know_is_refused_and_the
 async fn without_verification_a_zombie_append_holds_the_lso() {
     let dir = tempfile::tempdir().unwrap();
     let (broker, mut c) = start(dir.path(), "false").await;
-    let (pid, epoch) = init(&mut c).await;
-    add(&mut c, pid, epoch, &[0]).await;
-    assert_eq!(produce_txn(&mut c, 9, pid, epoch, 0, 0).await, 0);
-    let (_, epoch2) = init(&mut c).await;
-    assert!(epoch2 > epoch);
+    let (pid, epoch) = begin_on_t0(&mut c).await;
+    fence(&mut c, pid, epoch).await;
     assert_eq!(
         produce_txn(&mut c, 9, pid, epoch, 0, 3).await,
         0,
