@@ -63,7 +63,11 @@ def test_transactions_groups_and_ctp_survive_kill9_of_their_coordinators(cluster
         done = {s.value.rsplit(b"|", 1)[0] for s in h.sends if s.topic == dst and h.txns.get(s.txn) == COMMITTED}
         return all(s.value in done for s in h.sends if s.topic == src and s.ack)
 
-    wait_until(ctp_caught_up, timeout=90, interval=0.2, what="consume-transform-produce caught up with its input")
+    try:
+        wait_until(ctp_caught_up, timeout=90, interval=0.2, what="consume-transform-produce caught up with its input")
+    except AssertionError as e:
+        raise AssertionError(f"{e}; txp {txp.txns}, ctp {ctp.txns} transactions; errors: "
+                             + "; ".join(f"{w.name}: {w.errors[-3:]}" for w in ws if w.errors)) from None
     for w in ws:
         w.stop(120)
     for t in (txt, src, dst):
