@@ -194,7 +194,6 @@ pub const NOT_USED: &[(&str, &str)] = &[
         "share groups are not implemented",
     ),
     ("group.coordinator.rebalance.protocols", NOT_IMPLEMENTED),
-    ("transaction.partition.verification.enable", NOT_IMPLEMENTED),
     (
         "transaction.abort.timed.out.transaction.cleanup.interval.ms",
         NOT_IMPLEMENTED,
@@ -377,6 +376,9 @@ pub struct BrokerConfig {
     pub transactional_id_expiration_ms: i64,
     /// `producer.id.expiration.ms` (86400000).
     pub producer_id_expiration_ms: i64,
+    /// `transaction.partition.verification.enable` (true): KIP-890 part 1, a partition leader
+    /// asks the coordinator before a producer's first transactional append to a partition.
+    pub transaction_partition_verification_enable: bool,
     /// `group.initial.rebalance.delay.ms` (3000, Kafka's default; Kafka's sample
     /// server.properties sets 0 for development).
     pub group_initial_rebalance_delay_ms: i64,
@@ -804,6 +806,8 @@ impl BrokerConfig {
                 1,
             )?,
             producer_id_expiration_ms: p.num("producer.id.expiration.ms", 86_400_000, 1)?,
+            transaction_partition_verification_enable: p
+                .boolean("transaction.partition.verification.enable", true)?,
             group_initial_rebalance_delay_ms: p.num("group.initial.rebalance.delay.ms", 3000, 0)?,
             group_consumer: GroupConsumerConfig {
                 session_timeout_ms: p.num("group.consumer.session.timeout.ms", 45_000, 1)?,

@@ -31,6 +31,7 @@ pub mod state;
 pub mod tls;
 pub mod topic_config;
 pub mod topics;
+pub mod txn_verification;
 pub mod txns;
 
 mod broker;

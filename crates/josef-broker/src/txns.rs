@@ -18,16 +18,14 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use josef_coordinator::{
     LogEntry, PartitionWriter, RecordSerde, StoredRecord, TransactionResult, WriteError,
 };
 use josef_log::BatchHeader;
-use josef_records::{
-    build_control_batch, ControlRecordType, DecompressLimits, RecordBatch, RecordBatchBuilder,
-};
-use josef_sequencer::{ControlType, EndTxnMarker};
+use josef_records::{DecompressLimits, RecordBatch, RecordBatchBuilder};
+use josef_sequencer::ControlType;
 use josef_txn::{
     PartitionStatus, ProducerIdGenerator, Released, TransactionVersion, TxnConfig, TxnCoordinator,
     TxnError, TxnLogRecord, TxnMarkerRequest, TxnRecordSerde, TxnReply,
@@ -35,9 +33,12 @@ use josef_txn::{
 use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::oneshot;
 
+use crate::cluster::broker_connections::BrokerConnections;
+use crate::cluster::txn_marker_sender::TxnMarkerSender;
 use crate::cluster::ClusterNode;
 use crate::config::BrokerConfig;
 use crate::groups::{coordinator_epoch, local_leader_epoch, GroupService};
+use crate::handlers::write_txn_markers::append_marker;
 use crate::partition::{control_type_of, Partition};
 use crate::state::FileBlockStore;
 use crate::topics::{now_ms, TopicManager, GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC};
@@ -101,6 +102,12 @@ pub struct TxnService {
     next: AtomicU64,
     /// A cluster node: `__transaction_state` comes from the controller.
     cluster: bool,
+    /// A cluster node's marker sender: markers go to partition leaders over WriteTxnMarkers.
+    /// Unset (single node), they are written here at once.
+    marker_sender: OnceLock<Arc<TxnMarkerSender>>,
+    /// Verify-only AddPartitionsToTxn to other brokers' coordinators (KIP-890, the partition
+    /// leader's side), apart from the markers so neither waits behind the other.
+    verification: BrokerConnections,
 }
 
 /// What a handler needs from the rest of the broker.
@@ -111,6 +118,17 @@ pub struct Env<'a> {
     pub groups: &'a GroupService,
     /// Producer id allocator.
     pub pids: &'a Mutex<josef_sequencer::ProducerIdManager<FileBlockStore>>,
+}
+
+impl<'a> Env<'a> {
+    /// The environment of `state`.
+    pub fn of(state: &'a crate::state::BrokerState) -> Self {
+        Env {
+            topics: &state.topics,
+            groups: &state.groups,
+            pids: &state.producer_ids,
+        }
+    }
 }
 
 impl TxnService {
@@ -130,7 +148,42 @@ impl TxnService {
             pending: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
             cluster: c.cluster.is_some(),
+            marker_sender: OnceLock::new(),
+            verification: BrokerConnections::new(format!("josef-txn-verification-{}", c.node_id)),
         }
+    }
+
+    /// The connections partition leaders verify transactional appends over.
+    pub fn verification_connections(&self) -> &BrokerConnections {
+        &self.verification
+    }
+
+    /// Sends markers through `sender` from now on (a cluster node, once its broker side runs).
+    pub fn set_marker_sender(&self, sender: Arc<TxnMarkerSender>) {
+        let _ = self.marker_sender.set(sender);
+    }
+
+    /// Every marker of `marker` is written (the marker sender says so): CompleteCommit /
+    /// CompleteAbort, if this broker still coordinates the transaction in the marker's epoch
+    /// (the shard checks). A Complete record that cannot be written yet (not NOT_COORDINATOR)
+    /// is retried by sending the markers again.
+    pub fn markers_written(&self, env: &Env<'_>, marker: TxnMarkerRequest) {
+        let mut coord = self.lock_coord();
+        let p = coord.partition_for(&marker.transactional_id);
+        let mut work = VecDeque::new();
+        match coord.markers_completed(&marker, now_ms()) {
+            Ok(Some(more)) => work.push_back(more),
+            Ok(None) => {}
+            Err(TxnError::NotCoordinator) => {}
+            Err(e) => {
+                tracing::warn!(error = ?e, transactional_id = %marker.transactional_id, "cannot complete the transaction yet; markers sent again");
+                if let Some(s) = self.marker_sender.get() {
+                    s.enqueue(p, marker);
+                }
+            }
+        }
+        work.extend(self.release_all(env, &mut coord, p));
+        self.process(env, &mut coord, work);
     }
 
     /// The coordinator lock. Its holder may wait for a network round trip (a producer-id block
@@ -166,6 +219,9 @@ impl TxnService {
     fn resign(&self, coord: &mut TxnCoordinator<LogWriter, Ctx>, p: i32) -> Vec<Released<Ctx>> {
         let was = coord.status(p);
         self.loaded.lock().remove(&p);
+        if let Some(s) = self.marker_sender.get() {
+            s.remove_txn_partition(p);
+        }
         let held = coord.resign(p);
         if was.is_some() {
             tracing::info!(partition = p, status = ?was, "resigned transaction coordinator partition");
@@ -310,8 +366,12 @@ impl TxnService {
                 }
             }
             for marker in r.markers {
-                write_markers(env, &marker);
                 let p = coord.partition_for(&marker.transactional_id);
+                if let Some(s) = self.marker_sender.get() {
+                    s.enqueue(p, marker);
+                    continue;
+                }
+                write_markers(env, &marker);
                 match coord.markers_completed(&marker, now_ms()) {
                     Ok(Some(more)) => work.push_back(more),
                     Ok(None) => {}
@@ -443,7 +503,8 @@ fn read_entries(partition: &Partition) -> Vec<LogEntry<TxnLogRecord>> {
     out
 }
 
-/// Writes the COMMIT/ABORT marker of `m` to every partition of the transaction.
+/// Writes the COMMIT/ABORT marker of `m` to every partition of the transaction (one node: every
+/// partition is led here and the HW follows the append).
 fn write_markers(env: &Env<'_>, m: &TxnMarkerRequest) {
     let commit = m.result == TransactionResult::Commit;
     let now = now_ms();
@@ -452,32 +513,7 @@ fn write_markers(env: &Env<'_>, m: &TxnMarkerRequest) {
             tracing::warn!(topic = %tp.topic, partition = tp.partition, "marker for an unknown partition skipped");
             continue;
         };
-        let batch = build_control_batch(
-            m.producer_id,
-            m.producer_epoch,
-            josef_records::EndTxnMarker {
-                control_type: if commit {
-                    ControlRecordType::Commit
-                } else {
-                    ControlRecordType::Abort
-                },
-                coordinator_epoch: m.coordinator_epoch,
-            },
-            0,
-            p.leader_epoch(),
-            now,
-        );
-        let marker = EndTxnMarker::new(
-            m.producer_id,
-            m.producer_epoch,
-            if commit {
-                ControlType::Commit
-            } else {
-                ControlType::Abort
-            },
-            m.coordinator_epoch,
-        );
-        if let Err(e) = p.append_marker(batch, marker, now) {
+        if let Err(e) = append_marker(&p, m, now) {
             tracing::warn!(topic = %tp.topic, partition = tp.partition, code = ?e.code, msg = ?e.message, "marker write failed");
         }
         if tp.topic == GROUP_METADATA_TOPIC {

@@ -411,21 +411,7 @@ async fn an_aborted_transaction_is_listed_for_read_committed_and_moves_the_lso()
     let b = start(dir.path()).await;
     let mut c = Client::connect(&b).await;
     create_topic(&mut c, "tx", 1).await;
-    let ResponseBody::InitProducerId(ip) = c
-        .call(
-            3,
-            InitProducerIdRequest {
-                transactional_id: Some("t1".into()),
-                transaction_timeout_ms: 60_000,
-                producer_id: -1,
-                producer_epoch: -1,
-                ..Default::default()
-            },
-        )
-        .await
-    else {
-        panic!()
-    };
+    let ip = common::init_producer_id(&mut c, 3, "t1").await;
     assert_eq!(ip.error_code, 0);
     let add = AddPartitionsToTxnRequest {
         v3_and_below_transactional_id: "t1".into(),

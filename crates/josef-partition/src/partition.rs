@@ -626,14 +626,15 @@ impl Partition {
     }
 
     /// Appends a COMMIT/ABORT marker batch (built by the caller) for `marker`: the sequencer
-    /// validates it, an abort goes to the `.txnindex`, the LSO moves.
+    /// validates it, an abort goes to the `.txnindex`, the LSO moves. Returns the marker's
+    /// offset (WriteTxnMarkers waits for the HW to pass it).
     pub fn append_marker(
         &self,
         batch: BytesMut,
         marker: EndTxnMarker,
         now_ms: i64,
-    ) -> Result<(), PartitionError> {
-        let hw = {
+    ) -> Result<i64, PartitionError> {
+        let (hw, offset) = {
             let mut d = self.data.lock();
             let plan = d
                 .producers
@@ -651,7 +652,7 @@ impl Partition {
                     last_stable_offset: c.last_stable_offset,
                 })?;
             }
-            Self::advance_leader_hw(&mut d, now_ms)
+            (Self::advance_leader_hw(&mut d, now_ms), info.first_offset)
         };
         self.notify(PartitionEvent {
             appended: true,
@@ -659,7 +660,7 @@ impl Partition {
             leadership_changed: false,
             isr_change_proposed: false,
         });
-        Ok(())
+        Ok(offset)
     }
 
     /// The offsets of a read and its bound, after the epoch, role and range checks (the part of

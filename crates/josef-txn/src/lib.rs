@@ -11,6 +11,9 @@
 //! No I/O, no threads, no clock: time comes in as `now_ms`, producer ids through
 //! [`ProducerIdGenerator`], records go out through josef-coordinator's `PartitionWriter`.
 //!
+//! [`TxnMarkerChannel`] is the coordinator's marker bookkeeping across brokers (what to send to
+//! which partition leader, what to retry, when every marker is written).
+//!
 //! See `docs/transactions.md` for the state diagram and the request flow.
 #![deny(missing_docs)]
 
@@ -18,6 +21,7 @@ mod api;
 mod config;
 mod coordinator;
 mod error;
+mod marker_channel;
 mod metadata;
 mod partition;
 mod pid;
@@ -36,6 +40,10 @@ pub use api::{
 pub use config::TxnConfig;
 pub use coordinator::{PartitionStatus, Released, TxnCoordinator, TxnReply};
 pub use error::{error_code, TxnError};
+pub use marker_channel::{
+    marker_error_action, LeaderLookup, MarkerBatch, MarkerErrorAction, MarkerOutcome,
+    TxnMarkerChannel,
+};
 pub use metadata::{
     is_epoch_exhausted, IllegalTransition, TransactionMetadata, NO_PRODUCER_EPOCH, NO_PRODUCER_ID,
 };

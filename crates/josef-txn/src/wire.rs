@@ -12,8 +12,8 @@ use std::collections::BTreeSet;
 
 use josef_protocol::messages::{
     add_partitions_to_txn_request as apreq, add_partitions_to_txn_response as apresp,
-    write_txn_markers_request as wtm, AddOffsetsToTxnRequest as WireAddOffsetsReq,
-    AddOffsetsToTxnResponse as WireAddOffsetsResp,
+    write_txn_markers_request as wtm, write_txn_markers_response as wtmr,
+    AddOffsetsToTxnRequest as WireAddOffsetsReq, AddOffsetsToTxnResponse as WireAddOffsetsResp,
     AddPartitionsToTxnRequest as WireAddPartitionsReq,
     AddPartitionsToTxnResponse as WireAddPartitionsResp, EndTxnRequest as WireEndTxnReq,
     EndTxnResponse as WireEndTxnResp, InitProducerIdRequest as WireInitReq,
@@ -273,5 +273,167 @@ pub fn write_txn_markers_request(markers: &[TxnMarkerRequest]) -> WireWriteTxnMa
             })
             .collect(),
         ..WireWriteTxnMarkersReq::default()
+    }
+}
+
+/// The answer for one (producer id, partition) of a WriteTxnMarkers request.
+pub type MarkerResult = (i64, TopicPartition, josef_protocol::ErrorCode);
+
+/// A WriteTxnMarkers request as the partition leader reads it: one marker effect per entry
+/// (the transactional id is not on the wire and is left empty). Duplicate partitions of an
+/// entry are merged.
+pub fn write_txn_markers_from_request(req: &WireWriteTxnMarkersReq) -> Vec<TxnMarkerRequest> {
+    req.markers
+        .iter()
+        .map(|m| TxnMarkerRequest {
+            transactional_id: String::new(),
+            producer_id: m.producer_id,
+            producer_epoch: m.producer_epoch,
+            coordinator_epoch: m.coordinator_epoch,
+            result: if m.transaction_result {
+                TransactionResult::Commit
+            } else {
+                TransactionResult::Abort
+            },
+            partitions: m
+                .topics
+                .iter()
+                .flat_map(|t| {
+                    t.partition_indexes
+                        .iter()
+                        .map(|p| TopicPartition::new(t.name.as_str(), *p))
+                })
+                .collect(),
+            transaction_version: TransactionVersion::V0,
+        })
+        .collect()
+}
+
+/// Per-partition answers → the WriteTxnMarkers response (one entry per producer id, in the
+/// order first seen).
+pub fn write_txn_markers_response(results: &[MarkerResult]) -> wtmr::WriteTxnMarkersResponse {
+    let mut markers: Vec<wtmr::WritableTxnMarkerResult> = Vec::new();
+    for (pid, tp, error) in results {
+        let idx = match markers.iter().position(|m| m.producer_id == *pid) {
+            Some(i) => i,
+            None => {
+                markers.push(wtmr::WritableTxnMarkerResult {
+                    producer_id: *pid,
+                    ..Default::default()
+                });
+                markers.len() - 1
+            }
+        };
+        let topics = &mut markers[idx].topics;
+        let t = match topics.iter().position(|t| t.name.as_str() == tp.topic) {
+            Some(i) => &mut topics[i],
+            None => {
+                topics.push(wtmr::WritableTxnMarkerTopicResult {
+                    name: StrBytes::from(tp.topic.as_str()),
+                    ..Default::default()
+                });
+                topics.last_mut().expect("pushed above")
+            }
+        };
+        t.partitions.push(wtmr::WritableTxnMarkerPartitionResult {
+            partition_index: tp.partition,
+            error_code: error.code(),
+            ..Default::default()
+        });
+    }
+    wtmr::WriteTxnMarkersResponse {
+        markers,
+        ..Default::default()
+    }
+}
+
+/// A WriteTxnMarkers response → per-partition answers (unknown error codes read as
+/// UNKNOWN_SERVER_ERROR).
+pub fn write_txn_markers_results(resp: &wtmr::WriteTxnMarkersResponse) -> Vec<MarkerResult> {
+    let mut out = Vec::new();
+    for m in &resp.markers {
+        for t in &m.topics {
+            for p in &t.partitions {
+                let e = josef_protocol::ErrorCode::from_i16(p.error_code)
+                    .unwrap_or(josef_protocol::ErrorCode::UnknownServerError);
+                out.push((
+                    m.producer_id,
+                    TopicPartition::new(t.name.as_str(), p.partition_index),
+                    e,
+                ));
+            }
+        }
+    }
+    out
+}
+
+// ----- KIP-890 verification (partition leader → coordinator) --------------------------------
+
+/// A verify-only AddPartitionsToTxn (v4+, one transaction) for `req`, as a partition leader
+/// sends it to the transaction coordinator.
+pub fn add_partitions_to_txn_verify_request(
+    req: &AddPartitionsToTxnRequest,
+) -> WireAddPartitionsReq {
+    let mut topics: Vec<apreq::AddPartitionsToTxnTopic> = Vec::new();
+    for tp in &req.partitions {
+        match topics.last_mut() {
+            Some(t) if t.name.as_str() == tp.topic => t.partitions.push(tp.partition),
+            _ => topics.push(apreq::AddPartitionsToTxnTopic {
+                name: StrBytes::from(tp.topic.as_str()),
+                partitions: josef_protocol::smallvec![tp.partition],
+                ..Default::default()
+            }),
+        }
+    }
+    WireAddPartitionsReq {
+        transactions: vec![apreq::AddPartitionsToTxnTransaction {
+            transactional_id: StrBytes::from(req.transactional_id.as_str()),
+            producer_id: req.producer_id,
+            producer_epoch: req.producer_epoch,
+            verify_only: true,
+            topics,
+            ..Default::default()
+        }],
+        ..WireAddPartitionsReq::default()
+    }
+}
+
+/// A v4+ AddPartitionsToTxn response → the outcome for `req`'s partitions: a top-level error, or
+/// a partition missing from the answer, is that partition's error (unknown codes read as
+/// UNKNOWN_SERVER_ERROR).
+pub fn add_partitions_to_txn_result_for(
+    req: &AddPartitionsToTxnRequest,
+    resp: &WireAddPartitionsResp,
+) -> AddPartitionsToTxnResult {
+    let to_error = |code: i16| match code {
+        0 => None,
+        c => Some(TxnError::from_code(c).unwrap_or(TxnError::UnknownServerError)),
+    };
+    if resp.error_code != 0 {
+        return AddPartitionsToTxnResult::uniform(req, to_error(resp.error_code));
+    }
+    let txn = resp
+        .results_by_transaction
+        .iter()
+        .find(|t| t.transactional_id.as_str() == req.transactional_id);
+    AddPartitionsToTxnResult {
+        transactional_id: req.transactional_id.clone(),
+        partitions: req
+            .partitions
+            .iter()
+            .map(|tp| {
+                let code = txn
+                    .and_then(|t| t.topic_results.iter().find(|r| r.name.as_str() == tp.topic))
+                    .and_then(|r| {
+                        r.results_by_partition
+                            .iter()
+                            .find(|p| p.partition_index == tp.partition)
+                    })
+                    .map_or(TxnError::UnknownServerError.code(), |p| {
+                        p.partition_error_code
+                    });
+                (tp.clone(), to_error(code))
+            })
+            .collect(),
     }
 }

@@ -511,3 +511,43 @@ fn marker_effects_become_write_txn_markers() {
         w
     );
 }
+
+#[test]
+fn write_txn_markers_round_trip_through_the_leader_side() {
+    let m = TxnMarkerRequest {
+        transactional_id: String::new(),
+        producer_id: 5,
+        producer_epoch: 2,
+        coordinator_epoch: 9,
+        result: TransactionResult::Abort,
+        partitions: BTreeSet::from([TopicPartition::new("a", 0), TopicPartition::new("b", 4)]),
+        transaction_version: TransactionVersion::V0,
+    };
+    let read = wire::write_txn_markers_from_request(&wire::write_txn_markers_request(
+        std::slice::from_ref(&m),
+    ));
+    assert_eq!(read, vec![m]);
+    let results = vec![
+        (
+            5,
+            TopicPartition::new("a", 0),
+            josef_protocol::ErrorCode::None,
+        ),
+        (
+            5,
+            TopicPartition::new("b", 4),
+            josef_protocol::ErrorCode::TransactionCoordinatorFenced,
+        ),
+        (
+            6,
+            TopicPartition::new("a", 0),
+            josef_protocol::ErrorCode::NotLeaderOrFollower,
+        ),
+    ];
+    let resp = wire::write_txn_markers_response(&results);
+    assert_eq!(resp.markers.len(), 2);
+    let mut b = BytesMut::new();
+    resp.encode(&mut b, 1).unwrap();
+    let back = m::WriteTxnMarkersResponse::decode(&mut b.freeze(), 1).unwrap();
+    assert_eq!(wire::write_txn_markers_results(&back), results);
+}

@@ -7,6 +7,7 @@
 //! checks it against meta.properties, opens its logs, binds its listeners and registers.
 
 pub mod alter_partition;
+pub mod broker_connections;
 pub mod channel;
 pub mod controller_apis;
 pub mod driver;
@@ -18,6 +19,7 @@ mod observer;
 pub mod publisher;
 pub mod replica_fetcher;
 pub mod responses;
+pub mod txn_marker_sender;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
@@ -342,6 +344,9 @@ impl ClusterNode {
             Arc::downgrade(self),
         );
         let _ = self.fetchers.set(fetchers);
+        state
+            .txns
+            .set_marker_sender(txn_marker_sender::TxnMarkerSender::spawn(state, self));
         publisher::spawn(state.clone(), self.clone());
         let lifecycle =
             BrokerLifecycle::spawn(info, self.heartbeat_channel.clone(), self.log.clone());

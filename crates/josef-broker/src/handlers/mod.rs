@@ -23,6 +23,7 @@ mod producer_ids;
 mod sasl;
 pub mod scram_credentials;
 mod txn;
+pub mod write_txn_markers;
 
 /// Versions of APIs served by handlers outside the core set (groups, transactions) — none until
 /// those land.
@@ -48,7 +49,8 @@ pub fn extra_served_versions(key: ApiKey) -> Option<(i16, i16)> {
         | ApiKey::SaslHandshake
         | ApiKey::SaslAuthenticate
         | ApiKey::DescribeUserScramCredentials
-        | ApiKey::AlterUserScramCredentials => Some(key.valid_versions()),
+        | ApiKey::AlterUserScramCredentials
+        | ApiKey::WriteTxnMarkers => Some(key.valid_versions()),
         // v5 is transaction version 2, which this broker does not advertise.
         ApiKey::EndTxn => Some((0, 4)),
         _ => None,
@@ -145,6 +147,7 @@ async fn handle_local(
         RequestBody::AddPartitionsToTxn(r) => reply(txn::add_partitions(state, v, r).await),
         RequestBody::AddOffsetsToTxn(r) => reply(txn::add_offsets(state, v, r).await),
         RequestBody::EndTxn(r) => reply(txn::end_txn(state, v, r).await),
+        RequestBody::WriteTxnMarkers(r) => reply(write_txn_markers::handle(state, r).await),
         RequestBody::DescribeTransactions(r) => reply(txn::describe(state, r)),
         RequestBody::ListTransactions(r) => reply(txn::list(state, r)),
         RequestBody::DescribeProducers(r) => reply(producer_ids::describe_producers(state, r)),

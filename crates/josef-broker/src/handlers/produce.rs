@@ -211,7 +211,7 @@ fn produce_partition(
 }
 
 /// The topic's `min.insync.replicas` (its override, else the broker's).
-fn min_insync_replicas(topic: &Topic, broker: &BrokerConfig) -> i32 {
+pub(crate) fn min_insync_replicas(topic: &Topic, broker: &BrokerConfig) -> i32 {
     topic
         .configs
         .get("min.insync.replicas")
@@ -268,6 +268,8 @@ pub async fn handle(
     version: i16,
 ) -> Reply {
     let txn_without_id = transactional_without_id(&req);
+    // KIP-890: transactional batches the coordinator does not know about are refused.
+    let unverified = crate::txn_verification::verify_produce(state, &req, version).await;
     let mut results: Vec<Vec<Result<ProduceResult, Failure>>> =
         Vec::with_capacity(req.topic_data.len());
     let mut waiting: Vec<ProducingPartition> = Vec::new();
@@ -278,6 +280,8 @@ pub async fn handle(
         for (pi, p) in t.partition_data.iter().enumerate() {
             let result = if txn_without_id {
                 Err(ErrorCode::TransactionalIdAuthorizationFailed.into())
+            } else if let Some(&code) = unverified.get(&(t.name.to_string(), p.index)) {
+                Err(code.into())
             } else {
                 produce_partition(state, header, req.acks, topic.as_ref(), &t.name, p, version)
             };

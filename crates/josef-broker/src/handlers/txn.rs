@@ -11,11 +11,7 @@ use crate::topics::now_ms;
 use crate::txns::Env;
 
 fn env(state: &BrokerState) -> Env<'_> {
-    Env {
-        topics: &state.topics,
-        groups: &state.groups,
-        pids: &state.producer_ids,
-    }
+    Env::of(state)
 }
 
 fn s(x: &str) -> StrBytes {

@@ -190,3 +190,23 @@ pub fn fetch_partition(partition: i32, fetch_offset: i64) -> FetchPartition {
         ..Default::default()
     }
 }
+
+/// InitProducerId for `transactional_id` at `version` (60 s transaction timeout, no producer
+/// named).
+pub async fn init_producer_id(
+    c: &mut Client,
+    version: i16,
+    transactional_id: &str,
+) -> josef_protocol::messages::InitProducerIdResponse {
+    let req = josef_protocol::messages::InitProducerIdRequest {
+        transactional_id: Some(transactional_id.into()),
+        transaction_timeout_ms: 60_000,
+        producer_id: -1,
+        producer_epoch: -1,
+        ..Default::default()
+    };
+    let ResponseBody::InitProducerId(r) = c.call(version, req).await else {
+        panic!("not an InitProducerId response")
+    };
+    r
+}

@@ -1,0 +1,145 @@
+//! WriteTxnMarkers (api 27), served by partition leaders (Kafka's
+//! `KafkaApis.handleWriteTxnMarkersRequest`): per partition a COMMIT/ABORT control batch carrying
+//! the coordinator epoch, appended as leader with acks = −1 and answered once the ISR holds it.
+//! The partition's producer state fences markers from a deposed coordinator (a lower coordinator
+//! epoch than the last marker's: TRANSACTION_COORDINATOR_FENCED) and from an old producer epoch
+//! (INVALID_PRODUCER_EPOCH). Unknown partitions answer UNKNOWN_TOPIC_OR_PARTITION, partitions
+//! not led here NOT_LEADER_OR_FOLLOWER, so the coordinator looks the leader up again and
+//! retries. A `__consumer_offsets` marker also ends the producer's pending TxnOffsetCommits in
+//! the group coordinator.
+//!
+//! The coordinator's marker sender (`cluster::txn_marker_sender`) calls [`write_markers`]
+//! directly for the partitions this broker leads.
+
+use bytes::BytesMut;
+use josef_protocol::messages::{WriteTxnMarkersRequest, WriteTxnMarkersResponse};
+use josef_protocol::ErrorCode;
+use josef_records::{build_control_batch, ControlRecordType};
+use josef_sequencer::{ControlType, EndTxnMarker};
+use josef_txn::wire::{self, MarkerResult};
+use josef_txn::{TransactionResult, TxnMarkerRequest};
+
+use crate::delayed_fetch::{DelayedOp, DelayedProduce, ProducingPartition};
+use crate::partition::{Partition, PartitionError};
+use crate::state::BrokerState;
+use crate::topics::{now_ms, GROUP_METADATA_TOPIC};
+
+/// How long a marker waits for the ISR (Kafka uses `request.timeout.ms`, default 30 s).
+pub const MARKER_WRITE_TIMEOUT_MS: u64 = 30_000;
+
+/// The control batch of `m` for partition `p`, as the leader appends it.
+fn control_batch(p: &Partition, m: &TxnMarkerRequest, now: i64) -> (BytesMut, EndTxnMarker) {
+    let commit = m.result == TransactionResult::Commit;
+    let batch = build_control_batch(
+        m.producer_id,
+        m.producer_epoch,
+        josef_records::EndTxnMarker {
+            control_type: if commit {
+                ControlRecordType::Commit
+            } else {
+                ControlRecordType::Abort
+            },
+            coordinator_epoch: m.coordinator_epoch,
+        },
+        0,
+        p.leader_epoch(),
+        now,
+    );
+    let marker = EndTxnMarker::new(
+        m.producer_id,
+        m.producer_epoch,
+        if commit {
+            ControlType::Commit
+        } else {
+            ControlType::Abort
+        },
+        m.coordinator_epoch,
+    );
+    (batch, marker)
+}
+
+/// Appends the marker of `m` to `p` as its leader; returns the marker's offset.
+pub fn append_marker(p: &Partition, m: &TxnMarkerRequest, now: i64) -> Result<i64, PartitionError> {
+    let (batch, marker) = control_batch(p, m, now);
+    p.append_marker(batch, marker, now)
+}
+
+/// Writes every marker of `markers` on the partitions led here and waits (at most
+/// [`MARKER_WRITE_TIMEOUT_MS`]) for the ISR to hold them; one answer per (producer id, partition).
+pub async fn write_markers(state: &BrokerState, markers: &[TxnMarkerRequest]) -> Vec<MarkerResult> {
+    let now = now_ms();
+    let mut results: Vec<MarkerResult> = Vec::new();
+    let mut waiting: Vec<ProducingPartition> = Vec::new();
+    // (index into results, producer id, commit, __consumer_offsets)
+    let mut waiting_at: Vec<(usize, i64, bool, bool)> = Vec::new();
+    for m in markers {
+        for tp in &m.partitions {
+            let topic = state.topics.get(&tp.topic);
+            let partition = topic.as_ref().and_then(|t| {
+                usize::try_from(tp.partition)
+                    .ok()
+                    .and_then(|i| t.partitions.get(i))
+                    .cloned()
+            });
+            let (Some(topic), Some(partition)) = (topic, partition) else {
+                results.push((
+                    m.producer_id,
+                    tp.clone(),
+                    ErrorCode::UnknownTopicOrPartition,
+                ));
+                continue;
+            };
+            let min_isr = super::produce::min_insync_replicas(&topic, &state.config);
+            let checked = partition.data.lock().replication.check_append(-1, min_isr);
+            let appended = checked
+                .map_err(PartitionError::new)
+                .and_then(|()| append_marker(&partition, m, now));
+            match appended {
+                Ok(offset) => {
+                    waiting_at.push((
+                        results.len(),
+                        m.producer_id,
+                        m.result == TransactionResult::Commit,
+                        tp.topic == GROUP_METADATA_TOPIC,
+                    ));
+                    waiting.push(ProducingPartition {
+                        leader_epoch: partition.leader_epoch(),
+                        partition,
+                        required_offset: offset + 1,
+                        min_insync_replicas: min_isr,
+                    });
+                    results.push((m.producer_id, tp.clone(), ErrorCode::None));
+                }
+                Err(e) => {
+                    tracing::debug!(topic = %tp.topic, partition = tp.partition, code = ?e.code, msg = ?e.message, "marker refused");
+                    results.push((m.producer_id, tp.clone(), e.code));
+                }
+            }
+        }
+    }
+    if !waiting.is_empty() {
+        let (op, done) = DelayedProduce::new(waiting, MARKER_WRITE_TIMEOUT_MS);
+        let op = DelayedOp::Produce(op);
+        let keys = op.keys();
+        state.fetch_purgatory.try_complete_else_watch(op, keys);
+        let statuses = done.await.unwrap_or_default();
+        for (i, &(at, pid, commit, offsets)) in waiting_at.iter().enumerate() {
+            let code = statuses
+                .get(i)
+                .copied()
+                .unwrap_or(ErrorCode::RequestTimedOut);
+            results[at].2 = code;
+            if code == ErrorCode::None && offsets {
+                state.groups.complete_transaction(pid, commit);
+            }
+        }
+    }
+    results
+}
+
+/// WriteTxnMarkers.
+pub async fn handle(state: &BrokerState, r: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse {
+    let markers = wire::write_txn_markers_from_request(&r);
+    let results = write_markers(state, &markers).await;
+    wire::write_txn_markers_response(&results)
+}
