@@ -100,11 +100,13 @@ mod tests {
         use crate::config::BrokerConfig;
         use crate::topics::TopicManager;
         let dir = tempfile::tempdir().unwrap();
-        let mut cfg = BrokerConfig::default();
-        cfg.log_dirs = vec![dir.path().to_path_buf()];
         let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
-        cfg.log_storage = LogStorage::Custom(storage.clone());
-        let cfg = Arc::new(cfg);
+        let on = |log_storage| BrokerConfig {
+            log_dirs: vec![dir.path().to_path_buf()],
+            log_storage,
+            ..BrokerConfig::default()
+        };
+        let cfg = Arc::new(on(LogStorage::Custom(storage.clone())));
         let topics = TopicManager::load(cfg.clone(), None).unwrap();
         topics.create("orders", 2, BTreeMap::new()).unwrap();
         let p = topics.partition("orders", 1).unwrap();
@@ -120,10 +122,7 @@ mod tests {
         let again = TopicManager::load(cfg, None).unwrap();
         let p = again.partition("orders", 1).unwrap();
         assert_eq!(p.data.lock().log.log_end_offset(), 1);
-        let mut fresh = BrokerConfig::default();
-        fresh.log_dirs = vec![dir.path().to_path_buf()];
-        fresh.log_storage = LogStorage::Memory;
-        let empty = TopicManager::load(Arc::new(fresh), None).unwrap();
+        let empty = TopicManager::load(Arc::new(on(LogStorage::Memory)), None).unwrap();
         assert!(empty.get("orders").is_none());
     }
 }

@@ -577,6 +577,11 @@ impl CompactionTask {
         self
     }
 
+    /// Removes the `.cleaned` files of the segment based at `base`, if any.
+    fn remove_cleaned(&self, base: i64) -> Result<(), LogError> {
+        remove_with_suffix(&*self.storage, &self.dir, base, naming::CLEANED_FILE_SUFFIX)
+    }
+
     /// Builds the offset map and writes the cleaned segments (`.cleaned` files). Touches nothing
     /// the log uses, so it can run on another thread while the log keeps serving.
     pub fn run(self) -> Result<CompactionResult, LogError> {
@@ -635,12 +640,7 @@ impl CompactionTask {
         let mut cleaned = Vec::new();
         let mut next_horizon: Option<i64> = None;
         for src in &self.sources {
-            remove_with_suffix(
-                &*self.storage,
-                &self.dir,
-                src.base_offset,
-                naming::CLEANED_FILE_SUFFIX,
-            )?;
+            self.remove_cleaned(src.base_offset)?;
             let mut out = LogSegment::open_with_suffix(
                 self.storage.clone(),
                 &self.dir,
@@ -701,12 +701,7 @@ impl CompactionTask {
             }
             if !changed {
                 drop(out);
-                remove_with_suffix(
-                    &*self.storage,
-                    &self.dir,
-                    src.base_offset,
-                    naming::CLEANED_FILE_SUFFIX,
-                )?;
+                self.remove_cleaned(src.base_offset)?;
                 continue;
             }
             for t in &old_kept {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use josef_log::storage::{FileStorage, MemoryStorage, Storage};
-use josef_log::testing::TestBatch;
+use josef_log::testing::{end_txn_marker, txn_batch, TestBatch};
 use josef_log::{AbortedTxn, CleanupPolicy, Log, LogConfig, PartitionState, TimestampType};
 use proptest::prelude::*;
 
@@ -117,19 +117,12 @@ fn retention_compaction_aborted_txns_and_snapshots_work_on_memory() {
     assert_eq!(log.cleaner_checkpoint(), Some(stats.end_offset));
 
     // The aborted-transaction index and producer snapshots persist across a reopen.
-    let data = TestBatch::new(0)
-        .producer(9, 0, 0)
-        .transactional()
-        .record(200, None, Some(b"a"))
-        .build();
+    let data = txn_batch(9, 0, 0, 200, b"a");
     let first = log
         .append_as_leader(data, 0, 200, TimestampType::CreateTime)
         .unwrap()
         .first_offset;
-    let marker = TestBatch::new(0)
-        .producer(9, 0, -1)
-        .control_marker(201, false)
-        .build();
+    let marker = end_txn_marker(9, 0, 201, false);
     let m = log
         .append_as_leader(marker, 0, 201, TimestampType::CreateTime)
         .unwrap();

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 use josef_log::storage::{MemoryStorage, Storage};
-use josef_log::testing::TestBatch;
+use josef_log::testing::{end_txn_marker, txn_batch, TestBatch};
 use josef_log::{BatchHeader, Log, LogConfig, PartitionState};
 use josef_partition::{ClientBatch, Partition};
 use josef_protocol::{ErrorCode, Uuid};
@@ -35,11 +35,7 @@ fn produce(p: &Partition, b: BytesMut, now: i64) -> Result<(i64, i64), ErrorCode
 fn transactions_and_idempotence_survive_a_reopen_on_memory() {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
     let p = open(&storage);
-    let txn = TestBatch::new(0)
-        .producer(7, 0, 0)
-        .transactional()
-        .record(1, None, Some(b"t"))
-        .build();
+    let txn = txn_batch(7, 0, 0, 1, b"t");
     assert_eq!(produce(&p, txn, 1), Ok((0, 0)));
     let idem = TestBatch::new(0)
         .producer(8, 0, 0)
@@ -48,10 +44,7 @@ fn transactions_and_idempotence_survive_a_reopen_on_memory() {
     assert_eq!(produce(&p, idem.clone(), 2), Ok((1, 1)));
     // The open transaction holds the LSO at its first offset.
     assert_eq!(p.data.lock().last_stable_offset(), 0);
-    let marker = TestBatch::new(0)
-        .producer(7, 0, -1)
-        .control_marker(3, false)
-        .build();
+    let marker = end_txn_marker(7, 0, 3, false);
     p.append_marker(marker, EndTxnMarker::new(7, 0, ControlType::Abort, 0), 3)
         .unwrap();
     {

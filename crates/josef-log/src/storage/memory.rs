@@ -17,9 +17,19 @@ use super::{IndexFile, Storage, StorageFile};
 /// finds its data (as after a broker restart on disk); durability calls are no-ops.
 ///
 /// Files are sparse, as on disk: a preallocated index costs only the entries written.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct MemoryStorage {
     nodes: Mutex<BTreeMap<PathBuf, Node>>,
+}
+
+impl std::fmt::Debug for MemoryStorage {
+    // The contents can be gigabytes: a `{:?}` of a log shows sizes only.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryStorage")
+            .field("entries", &self.lock().len())
+            .field("bytes_held", &self.bytes_held())
+            .finish()
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -29,12 +39,22 @@ enum Node {
 }
 
 /// One file: a logical length and the bytes written so far (reads past them are zeros).
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct MemFile {
     data: RwLock<Data>,
 }
 
-#[derive(Debug, Default)]
+impl std::fmt::Debug for MemFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let d = self.read();
+        f.debug_struct("MemFile")
+            .field("len", &d.len)
+            .field("bytes_held", &d.bytes.len())
+            .finish()
+    }
+}
+
+#[derive(Default)]
 struct Data {
     len: u64,
     bytes: Vec<u8>,
@@ -394,6 +414,21 @@ mod tests {
         s.remove_file(Path::new("/d/b")).unwrap();
         assert_eq!(f.read_bytes_at(2, 4).unwrap(), Bytes::from_static(b"cd"));
         assert!(!s.exists(Path::new("/d/b")));
+    }
+
+    #[test]
+    fn debug_output_shows_sizes_not_contents() {
+        let s = MemoryStorage::new();
+        s.write_atomically(Path::new("f"), &[7u8; 4096]).unwrap();
+        let f = s.open_file(Path::new("f"), false).unwrap();
+        assert_eq!(
+            format!("{s:?}"),
+            "MemoryStorage { entries: 1, bytes_held: 4096 }"
+        );
+        assert_eq!(
+            format!("{f:?}"),
+            "MemHandle(MemFile { len: 4096, bytes_held: 4096 })"
+        );
     }
 
     #[test]
