@@ -25,9 +25,12 @@ pub struct MemoryStorage {
 impl std::fmt::Debug for MemoryStorage {
     // The contents can be gigabytes: a `{:?}` of a log shows sizes only.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // One lock at a time: the map's mutex is not reentrant.
+        let entries = self.lock().len();
+        let bytes_held = self.bytes_held();
         f.debug_struct("MemoryStorage")
-            .field("entries", &self.lock().len())
-            .field("bytes_held", &self.bytes_held())
+            .field("entries", &entries)
+            .field("bytes_held", &bytes_held)
             .finish()
     }
 }
