@@ -19,5 +19,13 @@ cargo package --workspace --exclude josef --no-verify --allow-dirty --quiet
 
 bash scripts/e2e.sh
 
+echo "== conformance kit (scripts/conformance.sh): josef-broker, and examples/memory_broker on in-memory storage"
+# Reuses scripts/e2e.sh's build and .venv; the memory broker gets the non-durability core of the suite.
+cargo build -p josef-broker --example memory_broker
+bash scripts/conformance.sh --broker-cmd "$ROOT/target/debug/josef-broker --config {config}" \
+  tests/e2e/test_idempotence.py tests/e2e/test_transactions.py
+bash scripts/conformance.sh --no-durability --broker-cmd "$ROOT/target/debug/examples/memory_broker --config {config}" \
+  tests/e2e/test_produce_consume.py tests/e2e/test_groups.py tests/e2e/test_idempotence.py tests/e2e/test_transactions.py
+
 echo "== fuzz smoke (each target briefly)"
 bash scripts/fuzz-smoke.sh

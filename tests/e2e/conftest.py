@@ -2,8 +2,15 @@
 fresh data dir, started from the built binary and stopped by PID.
 
 The binary is taken from $JOSEF_BROKER_BIN, else target/release/josef-broker, else target/debug/josef-broker.
+
+$JOSEF_BROKER_CMD replaces josef-broker with any command (the conformance kit, scripts/conformance.sh):
+`{port}`, `{data_dir}` and `{config}` in it are replaced by the test's port, its fresh data dir and the
+path of a Kafka server.properties written for the test (listeners, log.dirs and the test's own
+settings), e.g. `my-broker --config {config}` or `my-broker --port {port} --dir {data_dir}`. The
+command must listen on 127.0.0.1:{port} and stop cleanly on SIGTERM. Unset, nothing changes.
 """
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -74,6 +81,17 @@ class Broker:
         props.update(self.extra)
         return "".join(f"{k}={v}\n" for k, v in props.items())
 
+    def command(self, cfg: Path) -> list[str]:
+        template = os.environ.get("JOSEF_BROKER_CMD")
+        if not template:
+            return [str(broker_binary()), "--config", str(cfg)]
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        values = {"{port}": str(self.port), "{data_dir}": str(self.data_dir), "{config}": str(cfg)}
+        args = shlex.split(template)
+        for k, v in values.items():
+            args = [a.replace(k, v) for a in args]
+        return args
+
     def start(self):
         cfg = self.data_dir.parent / f"server-{self.port}.properties"
         cfg.write_text(self.config_text())
@@ -81,7 +99,7 @@ class Broker:
         env = dict(os.environ)
         env.setdefault("RUST_LOG", "info")
         self.proc = subprocess.Popen(
-            [str(broker_binary()), "--config", str(cfg)],
+            self.command(cfg),
             stdout=log,
             stderr=subprocess.STDOUT,
             env=env,
@@ -166,6 +184,8 @@ def unique(prefix: str) -> str:
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "cluster: needs josef-broker's cluster mode (3 nodes, KRaft-style)")
+    config.addinivalue_line("markers", "durability: needs data to survive a broker restart or crash "
+                            "(deselected for brokers on memory storage: conformance.sh --no-durability)")
 
 
 def pytest_addoption(parser):

@@ -2,10 +2,14 @@
 import threading
 import time
 
+import pytest
 from confluent_kafka import Producer
 
 from clients import cfk_consume, cfk_create_topic
 from conftest import unique, wait_until
+
+# Both tests restart the broker on its data dir.
+pytestmark = pytest.mark.durability
 
 
 def test_kill9_mid_load_loses_no_acknowledged_record(broker):

@@ -63,6 +63,7 @@ def test_three_members_share_six_partitions_and_take_over_on_leave(broker, strat
             m.close()
 
 
+@pytest.mark.durability
 def test_committed_offsets_survive_a_broker_restart(broker):
     topic = unique("commit")
     cfk_create_topic(broker.bootstrap, topic, partitions=2)

@@ -291,6 +291,9 @@ pub struct BrokerConfig {
     pub advertised_listeners: Vec<Listener>,
     /// `log.dirs` / `log.dir` (default `./josef-data`).
     pub log_dirs: Vec<PathBuf>,
+    /// `log.storage`, Josef's own setting: `file` (default) or `memory` (see
+    /// [`crate::log_storage`]).
+    pub log_storage: crate::log_storage::LogStorage,
     /// `num.partitions` (1).
     pub num_partitions: i32,
     /// `default.replication.factor` (1).
@@ -712,6 +715,9 @@ impl BrokerConfig {
             listeners,
             advertised_listeners,
             log_dirs,
+            log_storage: crate::log_storage::LogStorage::parse(
+                p.take(crate::log_storage::LOG_STORAGE).as_deref(),
+            )?,
             num_partitions: p.num("num.partitions", 1, 1)?,
             default_replication_factor: p.num("default.replication.factor", 1, 1)?,
             min_insync_replicas: p.num("min.insync.replicas", 1, 1)?,

@@ -22,6 +22,7 @@ pub mod delayed_fetch;
 pub mod dispatch;
 pub mod groups;
 pub mod local_metadata;
+pub mod log_storage;
 pub mod meta;
 pub mod partition;
 pub mod sasl_session;

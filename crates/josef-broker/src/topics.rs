@@ -10,8 +10,10 @@ use josef_protocol::{ErrorCode, Uuid};
 use josef_sequencer::ProducerStateConfig;
 use parking_lot::{Mutex, RwLock};
 
+use josef_log::storage::Storage;
+
 use crate::config::BrokerConfig;
-use crate::meta::{uuid_from_base64, uuid_to_base64, write_atomically};
+use crate::meta::{uuid_from_base64, uuid_to_base64};
 use crate::partition::{AppendListener, Partition};
 use crate::topic_config;
 
@@ -109,6 +111,8 @@ struct Inner {
 /// All topics of the node.
 pub struct TopicManager {
     config: Arc<BrokerConfig>,
+    /// Where the partition logs and the topics file live (`log.storage`).
+    storage: Arc<dyn Storage>,
     /// Given to every partition opened here (wakes delayed fetches on append).
     append_listener: Option<AppendListener>,
     inner: RwLock<Inner>,
@@ -138,16 +142,23 @@ impl TopicManager {
         config: Arc<BrokerConfig>,
         append_listener: Option<AppendListener>,
     ) -> Result<TopicManager, String> {
+        let storage = config.log_storage.open();
+        for d in &config.log_dirs {
+            storage
+                .create_dir_all(d)
+                .map_err(|e| format!("{}: {e}", d.display()))?;
+        }
         let mgr = TopicManager {
             config,
+            storage,
             append_listener,
             inner: RwLock::new(Inner::default()),
             admin: Mutex::new(()),
             closed: std::sync::atomic::AtomicBool::new(false),
         };
         let path = mgr.config.log_dirs[0].join(TOPICS_FILE);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
+        let text = match mgr.storage.read(&path) {
+            Ok(t) => String::from_utf8(t).map_err(|_| format!("{}: not UTF-8", path.display()))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => return Err(format!("{}: {e}", path.display())),
         };
@@ -223,15 +234,21 @@ impl TopicManager {
                 std::io::Error::other("the broker is shutting down"),
             ));
         }
+        let log = josef_log::Log::open_in(
+            self.storage.clone(),
+            dir,
+            log_config,
+            now,
+            josef_log::PartitionState::Standalone,
+        )?;
         match &self.config.cluster {
-            None => Partition::open(dir, topic, index, id, log_config, producer_config, now),
+            None => Partition::single_replica_from_log(log, topic, index, id, producer_config, now),
             Some(cl) => {
-                let p = Partition::open_replica(
-                    dir,
+                let p = Partition::replica_from_log(
+                    log,
                     topic,
                     index,
                     id,
-                    log_config,
                     producer_config,
                     self.config.node_id,
                     now,
@@ -257,15 +274,17 @@ impl TopicManager {
         let name = partition_dir_name(topic, index);
         for d in &self.config.log_dirs {
             let p = d.join(&name);
-            if p.is_dir() {
+            if self.storage.is_dir(&p) {
                 return p;
             }
         }
         let count = |d: &Path| {
-            std::fs::read_dir(d)
-                .map(|r| {
-                    r.filter_map(Result::ok)
-                        .filter(|e| e.path().is_dir())
+            self.storage
+                .read_dir(d)
+                .map(|names| {
+                    names
+                        .iter()
+                        .filter(|n| self.storage.is_dir(&d.join(n)))
                         .count()
                 })
                 .unwrap_or(usize::MAX)
@@ -296,12 +315,14 @@ impl TopicManager {
             }
         }
         let path = self.config.log_dirs[0].join(TOPICS_FILE);
-        write_atomically(&path, text.as_bytes()).map_err(|e| {
-            TopicError::new(
-                ErrorCode::KafkaStorageError,
-                format!("{}: {e}", path.display()),
-            )
-        })
+        self.storage
+            .write_atomically(&path, text.as_bytes())
+            .map_err(|e| {
+                TopicError::new(
+                    ErrorCode::KafkaStorageError,
+                    format!("{}: {e}", path.display()),
+                )
+            })
     }
 
     /// A topic by name.
@@ -407,7 +428,7 @@ impl TopicManager {
                     now,
                 )
                 .map_err(|e| TopicError::new(ErrorCode::KafkaStorageError, e.to_string()))?;
-            let _ = write_atomically(
+            let _ = self.storage.write_atomically(
                 &dir.join("partition.metadata"),
                 format!("version: 0\ntopic_id: {}\n", uuid_to_base64(id.as_bytes())).as_bytes(),
             );
@@ -478,7 +499,7 @@ impl TopicManager {
         };
         for p in &topic.partitions {
             let dir = p.data.lock().log.dir().to_path_buf();
-            if let Err(e) = std::fs::remove_dir_all(&dir) {
+            if let Err(e) = self.storage.remove_dir_all(&dir) {
                 tracing::warn!(dir = %dir.display(), error = %e, "cannot remove deleted partition");
             }
         }

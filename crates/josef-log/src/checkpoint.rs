@@ -8,12 +8,10 @@
 //! broker's log manager can use [`write_offset_checkpoint`]/[`read_offset_checkpoint`] for those. A
 //! standalone [`crate::Log`] keeps one-entry files of the same format in its partition directory.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
 use std::path::Path;
 
 use crate::error::LogError;
-use crate::naming::TMP_FILE_SUFFIX;
+use crate::storage::{FileStorage, Storage};
 
 /// Version written in line 1 of offset checkpoints.
 pub const OFFSET_CHECKPOINT_VERSION: i32 = 0;
@@ -100,8 +98,20 @@ pub fn parse_offset_checkpoint(text: &str) -> Result<Vec<CheckpointEntry>, LogEr
 
 /// Reads a checkpoint file; a missing file reads as no entries.
 pub fn read_offset_checkpoint(path: &Path) -> Result<Vec<CheckpointEntry>, LogError> {
-    match fs::read_to_string(path) {
-        Ok(text) => parse_offset_checkpoint(&text),
+    read_offset_checkpoint_in(&FileStorage, path)
+}
+
+/// [`read_offset_checkpoint`] on any [`Storage`].
+pub fn read_offset_checkpoint_in(
+    storage: &dyn Storage,
+    path: &Path,
+) -> Result<Vec<CheckpointEntry>, LogError> {
+    match storage.read(path) {
+        Ok(bytes) => {
+            let text = String::from_utf8(bytes)
+                .map_err(|_| LogError::MalformedCheckpoint("not UTF-8".into()))?;
+            parse_offset_checkpoint(&text)
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
         Err(e) => Err(LogError::io(path, e)),
     }
@@ -109,36 +119,42 @@ pub fn read_offset_checkpoint(path: &Path) -> Result<Vec<CheckpointEntry>, LogEr
 
 /// Writes a checkpoint file atomically: `<path>.tmp`, fsync, rename, fsync of the directory.
 pub fn write_offset_checkpoint(path: &Path, entries: &[CheckpointEntry]) -> Result<(), LogError> {
-    write_file_atomically(path, format_offset_checkpoint(entries).as_bytes())
+    write_offset_checkpoint_in(&FileStorage, path, entries)
+}
+
+/// [`write_offset_checkpoint`] on any [`Storage`].
+pub fn write_offset_checkpoint_in(
+    storage: &dyn Storage,
+    path: &Path,
+    entries: &[CheckpointEntry],
+) -> Result<(), LogError> {
+    write_file_atomically_in(storage, path, format_offset_checkpoint(entries).as_bytes())
 }
 
 /// Writes `bytes` to `path` via `<path>.tmp` + fsync + rename + directory fsync.
 pub fn write_file_atomically(path: &Path, bytes: &[u8]) -> Result<(), LogError> {
-    let mut tmp_name = path.as_os_str().to_owned();
-    tmp_name.push(TMP_FILE_SUFFIX);
-    let tmp = std::path::PathBuf::from(tmp_name);
-    {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)
-            .map_err(|e| LogError::io(&tmp, e))?;
-        f.write_all(bytes).map_err(|e| LogError::io(&tmp, e))?;
-        f.sync_all().map_err(|e| LogError::io(&tmp, e))?;
-    }
-    fs::rename(&tmp, path).map_err(|e| LogError::io(path, e))?;
-    if let Some(parent) = path.parent() {
-        sync_dir(parent)?;
-    }
-    Ok(())
+    write_file_atomically_in(&FileStorage, path, bytes)
+}
+
+/// [`write_file_atomically`] on any [`Storage`] ([`Storage::write_atomically`]).
+pub fn write_file_atomically_in(
+    storage: &dyn Storage,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<(), LogError> {
+    storage
+        .write_atomically(path, bytes)
+        .map_err(|e| LogError::io(path, e))
 }
 
 /// Fsyncs a directory so that renames and creations in it are durable.
 pub fn sync_dir(dir: &Path) -> Result<(), LogError> {
-    // Opening a directory read-only and calling fsync is how POSIX makes its entries durable.
-    let d = File::open(dir).map_err(|e| LogError::io(dir, e))?;
-    d.sync_all().map_err(|e| LogError::io(dir, e))
+    sync_dir_in(&FileStorage, dir)
+}
+
+/// [`sync_dir`] on any [`Storage`].
+pub fn sync_dir_in(storage: &dyn Storage, dir: &Path) -> Result<(), LogError> {
+    storage.sync_dir(dir).map_err(|e| LogError::io(dir, e))
 }
 
 #[cfg(test)]
@@ -168,7 +184,7 @@ mod tests {
             .join("recovery-point-offset-checkpoint.tmp")
             .exists());
         assert_eq!(
-            fs::read_to_string(&path).unwrap(),
+            std::fs::read_to_string(&path).unwrap(),
             "0\n2\na 0 5\nb-c 12 0\n"
         );
         assert_eq!(read_offset_checkpoint(&path).unwrap(), entries);

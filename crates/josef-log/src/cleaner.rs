@@ -49,9 +49,8 @@
 //! offset map holds whole keys in memory without `log.cleaner.dedupe.buffer.size` bounding it.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use josef_records::{
@@ -65,6 +64,7 @@ use crate::index::AbortedTxn;
 use crate::log::Log;
 use crate::naming;
 use crate::segment::LogSegment;
+use crate::storage::{self, Storage, StorageFile};
 
 /// What the cleaner needs to know of an active producer (Kafka's `LastRecord`): the last offset
 /// of its newest data batch, if it has one, and its epoch.
@@ -82,7 +82,7 @@ struct SourceSegment {
     base_offset: i64,
     /// Base offset of the next segment: every offset of this one is below it.
     next_base: i64,
-    file: File,
+    file: Box<dyn StorageFile>,
     path: PathBuf,
     size: u32,
     /// This segment's `.txnindex` entries before cleaning.
@@ -93,6 +93,7 @@ struct SourceSegment {
 #[derive(Debug)]
 pub struct CompactionTask {
     dir: PathBuf,
+    storage: Arc<dyn Storage>,
     config: LogConfig,
     now_ms: i64,
     sources: Vec<SourceSegment>,
@@ -209,7 +210,10 @@ impl Log {
         for &(base, next_base) in &picked {
             let seg = &self.segments[&base];
             let path = seg.log_path().to_path_buf();
-            let file = File::open(&path).map_err(|e| LogError::io(&path, e))?;
+            let file = self
+                .storage
+                .open_file(&path, false)
+                .map_err(|e| LogError::io(&path, e))?;
             sources.push(SourceSegment {
                 base_offset: base,
                 next_base,
@@ -223,6 +227,7 @@ impl Log {
         aborted.sort_by_key(|t| t.first_offset);
         Ok(Some(CompactionTask {
             dir: self.dir.clone(),
+            storage: self.storage.clone(),
             config: self.config.clone(),
             now_ms,
             sources,
@@ -248,7 +253,12 @@ impl Log {
             && self.segments.range(result.end_offset..).next().is_some();
         if !unchanged {
             for (base, _) in &result.cleaned {
-                remove_with_suffix(&self.dir, *base, naming::CLEANED_FILE_SUFFIX)?;
+                remove_with_suffix(
+                    &*self.storage,
+                    &self.dir,
+                    *base,
+                    naming::CLEANED_FILE_SUFFIX,
+                )?;
             }
             stats.swapped = false;
             return Ok(stats);
@@ -257,6 +267,7 @@ impl Log {
             // .cleaned -> .swap marks the cleaned segment as complete: from here a crash is
             // finished by the loader, which deletes the old segment and renames the swap.
             rename_suffix(
+                &*self.storage,
                 &self.dir,
                 *base,
                 naming::CLEANED_FILE_SUFFIX,
@@ -264,18 +275,30 @@ impl Log {
             )?;
         }
         if !result.cleaned.is_empty() {
-            crate::checkpoint::sync_dir(&self.dir)?;
+            crate::checkpoint::sync_dir_in(&*self.storage, &self.dir)?;
         }
         for (base, _) in &result.cleaned {
             if let Some(old) = self.segments.remove(base) {
                 self.schedule_delete(old)?;
             }
-            rename_suffix(&self.dir, *base, naming::SWAP_FILE_SUFFIX, "")?;
-            let seg = LogSegment::open(&self.dir, *base, &self.config, result.now_ms)?;
+            rename_suffix(
+                &*self.storage,
+                &self.dir,
+                *base,
+                naming::SWAP_FILE_SUFFIX,
+                "",
+            )?;
+            let seg = LogSegment::open_in(
+                self.storage.clone(),
+                &self.dir,
+                *base,
+                &self.config,
+                result.now_ms,
+            )?;
             self.segments.insert(*base, seg);
         }
         if !result.cleaned.is_empty() {
-            crate::checkpoint::sync_dir(&self.dir)?;
+            crate::checkpoint::sync_dir_in(&*self.storage, &self.dir)?;
         }
         self.cleaner_checkpoint = Some(result.end_offset);
         self.write_cleaner_checkpoint()?;
@@ -319,7 +342,13 @@ const EXTENSIONS: [&str; 4] = [
     naming::TXN_INDEX_FILE_SUFFIX,
 ];
 
-fn rename_suffix(dir: &Path, base: i64, from: &str, to: &str) -> Result<(), LogError> {
+fn rename_suffix(
+    storage: &dyn Storage,
+    dir: &Path,
+    base: i64,
+    from: &str,
+    to: &str,
+) -> Result<(), LogError> {
     // The log file goes last into `.swap` (the loader keys on it) and first out of it.
     let order: Vec<&str> = if to == naming::SWAP_FILE_SUFFIX {
         EXTENSIONS.iter().rev().copied().collect()
@@ -329,7 +358,7 @@ fn rename_suffix(dir: &Path, base: i64, from: &str, to: &str) -> Result<(), LogE
     for ext in order {
         let src = file_with_suffix(dir, base, ext, from);
         let dst = file_with_suffix(dir, base, ext, to);
-        match std::fs::rename(&src, &dst) {
+        match storage.rename(&src, &dst) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(LogError::io(&src, e)),
@@ -338,14 +367,15 @@ fn rename_suffix(dir: &Path, base: i64, from: &str, to: &str) -> Result<(), LogE
     Ok(())
 }
 
-fn remove_with_suffix(dir: &Path, base: i64, suffix: &str) -> Result<(), LogError> {
+fn remove_with_suffix(
+    storage: &dyn Storage,
+    dir: &Path,
+    base: i64,
+    suffix: &str,
+) -> Result<(), LogError> {
     for ext in EXTENSIONS {
         let p = file_with_suffix(dir, base, ext, suffix);
-        match std::fs::remove_file(&p) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(LogError::io(&p, e)),
-        }
+        storage::remove_if_exists(storage, &p).map_err(|e| LogError::io(&p, e))?;
     }
     Ok(())
 }
@@ -547,6 +577,11 @@ impl CompactionTask {
         self
     }
 
+    /// Removes the `.cleaned` files of the segment based at `base`, if any.
+    fn remove_cleaned(&self, base: i64) -> Result<(), LogError> {
+        remove_with_suffix(&*self.storage, &self.dir, base, naming::CLEANED_FILE_SUFFIX)
+    }
+
     /// Builds the offset map and writes the cleaned segments (`.cleaned` files). Touches nothing
     /// the log uses, so it can run on another thread while the log keeps serving.
     pub fn run(self) -> Result<CompactionResult, LogError> {
@@ -605,8 +640,9 @@ impl CompactionTask {
         let mut cleaned = Vec::new();
         let mut next_horizon: Option<i64> = None;
         for src in &self.sources {
-            remove_with_suffix(&self.dir, src.base_offset, naming::CLEANED_FILE_SUFFIX)?;
+            self.remove_cleaned(src.base_offset)?;
             let mut out = LogSegment::open_with_suffix(
+                self.storage.clone(),
                 &self.dir,
                 src.base_offset,
                 &self.config,
@@ -665,7 +701,7 @@ impl CompactionTask {
             }
             if !changed {
                 drop(out);
-                remove_with_suffix(&self.dir, src.base_offset, naming::CLEANED_FILE_SUFFIX)?;
+                self.remove_cleaned(src.base_offset)?;
                 continue;
             }
             for t in &old_kept {
@@ -678,7 +714,7 @@ impl CompactionTask {
             cleaned.push((src.base_offset, src.size));
         }
         if !cleaned.is_empty() {
-            crate::checkpoint::sync_dir(&self.dir)?;
+            crate::checkpoint::sync_dir_in(&*self.storage, &self.dir)?;
         }
         Ok(CompactionResult {
             cleaned,

@@ -12,8 +12,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::checkpoint::write_file_atomically;
+use crate::checkpoint::write_file_atomically_in;
 use crate::error::LogError;
+use crate::storage::{self, Storage};
+use std::sync::Arc;
 
 /// Name of the checkpoint file in the partition directory.
 pub const LEADER_EPOCH_CHECKPOINT_FILE: &str = "leader-epoch-checkpoint";
@@ -55,6 +57,7 @@ pub struct EpochEntry {
 #[derive(Debug)]
 pub struct LeaderEpochFileCache {
     path: PathBuf,
+    storage: Arc<dyn Storage>,
     /// Keyed by epoch; start offsets increase with the epoch (kept so by `assign`).
     epochs: BTreeMap<i32, i64>,
 }
@@ -64,23 +67,38 @@ impl LeaderEpochFileCache {
     /// malformed one is an error the caller may treat as empty, since recovery re-assigns epochs
     /// from the batches it scans).
     pub fn open(dir: &Path) -> Result<Self, LogError> {
+        Self::open_in(storage::file_system(), dir)
+    }
+
+    /// [`LeaderEpochFileCache::open`] on any [`Storage`].
+    pub fn open_in(storage: Arc<dyn Storage>, dir: &Path) -> Result<Self, LogError> {
         let path = dir.join(LEADER_EPOCH_CHECKPOINT_FILE);
-        let epochs = match std::fs::read_to_string(&path) {
-            Ok(text) => parse_leader_epoch_checkpoint(&text)?
+        let epochs = match storage.read(&path) {
+            Ok(bytes) => parse_leader_epoch_checkpoint(&String::from_utf8_lossy(&bytes))?
                 .into_iter()
                 .map(|e| (e.epoch, e.start_offset))
                 .collect(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
             Err(e) => return Err(LogError::io(&path, e)),
         };
-        Ok(LeaderEpochFileCache { path, epochs })
+        Ok(LeaderEpochFileCache {
+            path,
+            storage,
+            epochs,
+        })
     }
 
     /// An empty cache writing to `dir/leader-epoch-checkpoint` (replacing whatever is there on the
     /// first change).
     pub fn empty(dir: &Path) -> Self {
+        Self::empty_in(storage::file_system(), dir)
+    }
+
+    /// [`LeaderEpochFileCache::empty`] on any [`Storage`].
+    pub fn empty_in(storage: Arc<dyn Storage>, dir: &Path) -> Self {
         LeaderEpochFileCache {
             path: dir.join(LEADER_EPOCH_CHECKPOINT_FILE),
+            storage,
             epochs: BTreeMap::new(),
         }
     }
@@ -232,7 +250,8 @@ impl LeaderEpochFileCache {
 
     /// Writes the checkpoint file atomically.
     pub fn flush(&self) -> Result<(), LogError> {
-        write_file_atomically(
+        write_file_atomically_in(
+            &*self.storage,
             &self.path,
             format_leader_epoch_checkpoint(&self.entries()).as_bytes(),
         )

@@ -42,6 +42,7 @@ pub mod naming;
 pub mod producer_state;
 mod records;
 pub mod segment;
+pub mod storage;
 pub mod testing;
 
 pub use crate::config::{CleanupPolicy, LogConfig, TimestampType};

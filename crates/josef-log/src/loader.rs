@@ -3,14 +3,16 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use crate::checkpoint::{self, read_offset_checkpoint, write_file_atomically};
+use crate::checkpoint::{read_offset_checkpoint_in, sync_dir_in, write_file_atomically_in};
 use crate::config::LogConfig;
 use crate::error::LogError;
 use crate::leader_epoch::{LeaderEpochFileCache, LEADER_EPOCH_CHECKPOINT_FILE};
 use crate::log::{delete_segment, LoadReport, Log, PartitionState};
 use crate::naming::{self, offset_from_file_name};
 use crate::segment::LogSegment;
+use crate::storage::{self, FileStorage, Storage};
 
 /// Contents of the clean-shutdown marker (Kafka's `CleanShutdownFileHandler` format; a standalone
 /// log has no broker epoch, hence -1).
@@ -18,28 +20,32 @@ pub const CLEAN_SHUTDOWN_CONTENT: &str = "{\"version\":0,\"brokerEpoch\":-1}";
 
 /// Writes the `.kafka_cleanshutdown` marker in `dir`, fsynced.
 pub fn write_clean_shutdown_marker(dir: &Path) -> Result<(), LogError> {
-    write_file_atomically(
+    write_clean_shutdown_marker_in(&FileStorage, dir)
+}
+
+/// [`write_clean_shutdown_marker`] on any [`Storage`].
+pub fn write_clean_shutdown_marker_in(storage: &dyn Storage, dir: &Path) -> Result<(), LogError> {
+    write_file_atomically_in(
+        storage,
         &dir.join(naming::CLEAN_SHUTDOWN_FILE),
         CLEAN_SHUTDOWN_CONTENT.as_bytes(),
     )
 }
 
-fn remove_if_exists(p: &Path) -> Result<(), LogError> {
-    match std::fs::remove_file(p) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(LogError::io(p, e)),
-    }
+fn remove_if_exists(storage: &dyn Storage, p: &Path) -> Result<(), LogError> {
+    storage::remove_if_exists(storage, p).map_err(|e| LogError::io(p, e))
 }
 
 pub(crate) fn load(
+    storage: Arc<dyn Storage>,
     dir: &Path,
     config: LogConfig,
     now_ms: i64,
     state: PartitionState,
 ) -> Result<Log, LogError> {
     config.validate()?;
-    std::fs::create_dir_all(dir).map_err(|e| LogError::io(dir, e))?;
+    let st: &dyn Storage = &*storage;
+    st.create_dir_all(dir).map_err(|e| LogError::io(dir, e))?;
     let dir_name = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -56,9 +62,9 @@ pub(crate) fn load(
         } => (*clean_shutdown, *recovery_point, *log_start_offset),
         PartitionState::Standalone => {
             let marker = dir.join(naming::CLEAN_SHUTDOWN_FILE);
-            let clean = marker.exists();
+            let clean = st.exists(&marker);
             let pick = |file: &str| -> Result<i64, LogError> {
-                let entries = read_offset_checkpoint(&dir.join(file))?;
+                let entries = read_offset_checkpoint_in(st, &dir.join(file))?;
                 Ok(entries
                     .iter()
                     .find(|e| e.topic == topic && e.partition == partition)
@@ -70,8 +76,8 @@ pub(crate) fn load(
             let lso = pick(naming::LOG_START_OFFSET_CHECKPOINT_FILE).unwrap_or(0);
             // The marker is consumed by this open: a crash from now on must trigger recovery.
             if clean {
-                remove_if_exists(&marker)?;
-                checkpoint::sync_dir(dir)?;
+                remove_if_exists(st, &marker)?;
+                sync_dir_in(st, dir)?;
             }
             (clean, rp, lso)
         }
@@ -86,16 +92,14 @@ pub(crate) fn load(
     let mut swap_bases = Vec::new();
     let mut index_files: Vec<(i64, PathBuf)> = Vec::new();
     let mut snapshots = BTreeMap::new();
-    let entries = std::fs::read_dir(dir).map_err(|e| LogError::io(dir, e))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| LogError::io(dir, e))?;
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
+    let names = st.read_dir(dir).map_err(|e| LogError::io(dir, e))?;
+    for name in names {
+        let path = dir.join(&name);
         if name.ends_with(naming::TMP_FILE_SUFFIX)
             || name.ends_with(naming::CLEANED_FILE_SUFFIX)
             || name.ends_with(naming::DELETED_FILE_SUFFIX)
         {
-            remove_if_exists(&path)?;
+            remove_if_exists(st, &path)?;
             continue;
         }
         let Some(base) = offset_from_file_name(&name) else {
@@ -128,13 +132,19 @@ pub(crate) fn load(
     // 3. Complete interrupted swaps of cleaned segments: the `.swap` log is authoritative; the
     //    segments it replaces (offsets within its range) are deleted, then it is renamed in place.
     for &base in &swap_bases {
-        let mut swap =
-            LogSegment::open_with_suffix(dir, base, &config, now_ms, naming::SWAP_FILE_SUFFIX)?;
+        let mut swap = LogSegment::open_with_suffix(
+            storage.clone(),
+            dir,
+            base,
+            &config,
+            now_ms,
+            naming::SWAP_FILE_SUFFIX,
+        )?;
         let r = swap.recover()?;
         let end = r.next_offset.max(base + 1);
         drop(swap);
         for &old in log_bases.iter().filter(|&&b| b >= base && b < end) {
-            let seg = LogSegment::open(dir, old, &config, now_ms)?;
+            let seg = LogSegment::open_in(storage.clone(), dir, old, &config, now_ms)?;
             delete_segment(seg)?;
         }
         log_bases.retain(|&b| !(b >= base && b < end));
@@ -148,8 +158,8 @@ pub(crate) fn load(
             let mut swap_path = final_path.clone().into_os_string();
             swap_path.push(naming::SWAP_FILE_SUFFIX);
             let swap_path = PathBuf::from(swap_path);
-            if swap_path.exists() {
-                std::fs::rename(&swap_path, &final_path)
+            if st.exists(&swap_path) {
+                st.rename(&swap_path, &final_path)
                     .map_err(|e| LogError::io(&swap_path, e))?;
             }
         }
@@ -158,13 +168,13 @@ pub(crate) fn load(
         report.recovered_segments.push(base);
     }
     if !swap_bases.is_empty() {
-        checkpoint::sync_dir(dir)?;
+        sync_dir_in(st, dir)?;
     }
 
     // Index files without a `.log` belong to nothing.
     for (base, path) in &index_files {
         if log_bases.binary_search(base).is_err() {
-            remove_if_exists(path)?;
+            remove_if_exists(st, path)?;
         }
     }
 
@@ -174,7 +184,7 @@ pub(crate) fn load(
     // The first segment whose tail was cut: everything after it is beyond the valid prefix.
     let mut first_cut: Option<i64> = None;
     for &base in &log_bases {
-        let mut seg = LogSegment::open(dir, base, &config, now_ms)?;
+        let mut seg = LogSegment::open_in(storage.clone(), dir, base, &config, now_ms)?;
         let indexes_exist = !seg.index_file_was_missing();
         // A segment with data always has a time index entry (its max timestamp is appended on
         // roll, close and recovery), so an empty time index means a lost file.
@@ -255,7 +265,7 @@ pub(crate) fn load(
         log_end_offset = log_start_offset;
         segments.insert(
             log_start_offset,
-            LogSegment::open(dir, log_start_offset, &config, now_ms)?,
+            LogSegment::open_in(storage.clone(), dir, log_start_offset, &config, now_ms)?,
         );
     }
     if let Some(active) = segments.values_mut().next_back() {
@@ -269,7 +279,7 @@ pub(crate) fn load(
                 seg.flush()?;
             }
         }
-        checkpoint::sync_dir(dir)?;
+        sync_dir_in(st, dir)?;
     }
 
     // Snapshots past the end describe data that is gone.
@@ -279,19 +289,20 @@ pub(crate) fn load(
         .collect();
     for o in stale {
         if let Some(p) = snapshots.remove(&o) {
-            remove_if_exists(&p)?;
+            remove_if_exists(st, &p)?;
         }
     }
 
     // 8. The leader epoch cache: entries past the LEO or before the log start are stale; segments
     //    that recovery scanned re-assign their batches' epochs (Kafka's `LogSegment.recover`), and
     //    a directory without the file (written before it existed) is rebuilt from every batch.
-    let epoch_file_exists = dir.join(LEADER_EPOCH_CHECKPOINT_FILE).exists();
+    let epoch_file_exists = st.exists(&dir.join(LEADER_EPOCH_CHECKPOINT_FILE));
     // A malformed file is rebuilt like a missing one.
-    let (mut leader_epoch_cache, rebuild_all) = match LeaderEpochFileCache::open(dir) {
-        Ok(c) => (c, !epoch_file_exists && log_end_offset > log_start_offset),
-        Err(_) => (LeaderEpochFileCache::empty(dir), true),
-    };
+    let (mut leader_epoch_cache, rebuild_all) =
+        match LeaderEpochFileCache::open_in(storage.clone(), dir) {
+            Ok(c) => (c, !epoch_file_exists && log_end_offset > log_start_offset),
+            Err(_) => (LeaderEpochFileCache::empty_in(storage.clone(), dir), true),
+        };
     leader_epoch_cache.truncate_from_end(log_end_offset)?;
     let rescan: Vec<i64> = if rebuild_all {
         segments.keys().copied().collect()
@@ -320,7 +331,7 @@ pub(crate) fn load(
     // 9. Where the last compaction ended (standalone logs keep it in their directory).
     let cleaner_checkpoint = match &state {
         PartitionState::Standalone => {
-            read_offset_checkpoint(&dir.join(naming::CLEANER_OFFSET_CHECKPOINT_FILE))
+            read_offset_checkpoint_in(st, &dir.join(naming::CLEANER_OFFSET_CHECKPOINT_FILE))
                 .ok()
                 .and_then(|e| {
                     e.iter()
@@ -335,6 +346,7 @@ pub(crate) fn load(
 
     let log = Log {
         dir: dir.to_path_buf(),
+        storage,
         config,
         segments,
         log_start_offset,

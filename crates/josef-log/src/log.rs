@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 
@@ -19,6 +20,7 @@ use crate::leader_epoch::LeaderEpochFileCache;
 use crate::loader;
 use crate::naming;
 use crate::segment::{BatchPosition, LogSegment, RollParams};
+use crate::storage::{self, Storage};
 
 /// Where a log's recovery point, log start offset and clean-shutdown flag live.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -109,6 +111,8 @@ impl FetchDataInfo {
 #[derive(Debug)]
 pub struct Log {
     pub(crate) dir: PathBuf,
+    /// Where the files are (the file system unless opened with [`Log::open_in`]).
+    pub(crate) storage: Arc<dyn Storage>,
     pub(crate) config: LogConfig,
     pub(crate) segments: BTreeMap<i64, LogSegment>,
     pub(crate) log_start_offset: i64,
@@ -164,12 +168,29 @@ impl Log {
         now_ms: i64,
         state: PartitionState,
     ) -> Result<Log, LogError> {
-        loader::load(dir.as_ref(), config, now_ms, state)
+        Self::open_in(storage::file_system(), dir, config, now_ms, state)
+    }
+
+    /// [`Log::open_with`] on any [`Storage`] (e.g. [`crate::storage::MemoryStorage`]): every file
+    /// of the log goes through it, and everything else behaves as on disk.
+    pub fn open_in(
+        storage: Arc<dyn Storage>,
+        dir: impl AsRef<Path>,
+        config: LogConfig,
+        now_ms: i64,
+        state: PartitionState,
+    ) -> Result<Log, LogError> {
+        loader::load(storage, dir.as_ref(), config, now_ms, state)
     }
 
     /// The partition directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The storage holding the log's files.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
     }
 
     /// The configuration.
@@ -668,12 +689,18 @@ impl Log {
             naming::time_index_file(&self.dir, new_base),
             naming::txn_index_file(&self.dir, new_base),
         ] {
-            let _ = std::fs::remove_file(p);
+            let _ = self.storage.remove_file(&p);
         }
-        let mut seg = LogSegment::open(&self.dir, new_base, &self.config, now_ms)?;
+        let mut seg = LogSegment::open_in(
+            self.storage.clone(),
+            &self.dir,
+            new_base,
+            &self.config,
+            now_ms,
+        )?;
         seg.on_become_active()?;
         self.segments.insert(new_base, seg);
-        checkpoint::sync_dir(&self.dir)?;
+        checkpoint::sync_dir_in(&*self.storage, &self.dir)?;
         if self.log_end_offset < new_base {
             self.log_end_offset = new_base;
         }
@@ -722,11 +749,13 @@ impl Log {
                 offset,
             }]
         };
-        checkpoint::write_offset_checkpoint(
+        checkpoint::write_offset_checkpoint_in(
+            &*self.storage,
             &self.dir.join(naming::RECOVERY_POINT_CHECKPOINT_FILE),
             &entry(self.recovery_point),
         )?;
-        checkpoint::write_offset_checkpoint(
+        checkpoint::write_offset_checkpoint_in(
+            &*self.storage,
             &self.dir.join(naming::LOG_START_OFFSET_CHECKPOINT_FILE),
             &entry(self.log_start_offset),
         )
@@ -1089,7 +1118,7 @@ impl Log {
             })
             .into_iter()
             .collect();
-        checkpoint::write_offset_checkpoint(&path, &entries)
+        checkpoint::write_offset_checkpoint_in(&*self.storage, &path, &entries)
     }
 
     /// Removes every offset `>= offset` (whole batches; for a follower diverging from its leader).
@@ -1160,7 +1189,13 @@ impl Log {
             }
         }
         self.cleaner_checkpoint = None;
-        let mut seg = LogSegment::open(&self.dir, offset, &self.config, now_ms)?;
+        let mut seg = LogSegment::open_in(
+            self.storage.clone(),
+            &self.dir,
+            offset,
+            &self.config,
+            now_ms,
+        )?;
         seg.on_become_active()?;
         self.segments.insert(offset, seg);
         self.log_start_offset = offset;
@@ -1181,7 +1216,7 @@ impl Log {
     /// `<offset>.snapshot`, atomically.
     pub fn write_producer_snapshot(&mut self, offset: i64, bytes: &[u8]) -> Result<(), LogError> {
         let path = naming::producer_snapshot_file(&self.dir, offset);
-        checkpoint::write_file_atomically(&path, bytes)?;
+        checkpoint::write_file_atomically_in(&*self.storage, &path, bytes)?;
         self.snapshots.insert(offset, path);
         Ok(())
     }
@@ -1191,7 +1226,7 @@ impl Log {
         let Some((&offset, path)) = self.snapshots.range(..=self.log_end_offset).next_back() else {
             return Ok(None);
         };
-        let bytes = std::fs::read(path).map_err(|e| LogError::io(path, e))?;
+        let bytes = self.storage.read(path).map_err(|e| LogError::io(path, e))?;
         Ok(Some((offset, Bytes::from(bytes))))
     }
 
@@ -1224,11 +1259,7 @@ impl Log {
     fn remove_snapshots(&mut self, offsets: &[i64]) -> Result<(), LogError> {
         for o in offsets {
             if let Some(p) = self.snapshots.remove(o) {
-                match std::fs::remove_file(&p) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(LogError::io(&p, e)),
-                }
+                storage::remove_if_exists(&*self.storage, &p).map_err(|e| LogError::io(&p, e))?;
             }
         }
         Ok(())
@@ -1255,7 +1286,7 @@ impl Log {
             seg.delete()?;
         }
         if standalone {
-            crate::loader::write_clean_shutdown_marker(&dir)?;
+            crate::loader::write_clean_shutdown_marker_in(&*self.storage, &dir)?;
         }
         Ok(())
     }

@@ -1,11 +1,10 @@
 //! One segment: a `.log` file of batches plus its offset, time and transaction indexes (Kafka's
 //! `LogSegment`).
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 use crate::batch::{crc_is_valid, next_batch, BatchHeader, Next, BATCH_HEADER_LEN};
 use crate::config::LogConfig;
@@ -15,6 +14,7 @@ use crate::index::{
     TxnIndexSearchResult, NO_TIMESTAMP,
 };
 use crate::naming;
+use crate::storage::{self, Storage, StorageFile};
 
 /// Where a batch lives in a segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +39,8 @@ pub struct SegmentRecovery {
 pub struct LogSegment {
     base_offset: i64,
     log_path: PathBuf,
-    file: File,
+    storage: Arc<dyn Storage>,
+    file: Box<dyn StorageFile>,
     size: u32,
     offset_index: OffsetIndex,
     time_index: TimeIndex,
@@ -62,11 +63,23 @@ impl LogSegment {
         config: &LogConfig,
         now_ms: i64,
     ) -> Result<Self, LogError> {
-        Self::open_with_suffix(dir, base_offset, config, now_ms, "")
+        Self::open_in(storage::file_system(), dir, base_offset, config, now_ms)
+    }
+
+    /// [`LogSegment::open`] on any [`Storage`].
+    pub fn open_in(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+        now_ms: i64,
+    ) -> Result<Self, LogError> {
+        Self::open_with_suffix(storage, dir, base_offset, config, now_ms, "")
     }
 
     /// Opens segment files that carry an extra suffix (`.cleaned`, `.swap`).
     pub(crate) fn open_with_suffix(
+        storage: Arc<dyn Storage>,
         dir: &Path,
         base_offset: i64,
         config: &LogConfig,
@@ -79,17 +92,10 @@ impl LogSegment {
             PathBuf::from(s)
         };
         let log_path = with(naming::log_file(dir, base_offset));
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&log_path)
+        let file = storage
+            .open_file(&log_path, true)
             .map_err(|e| LogError::io(&log_path, e))?;
-        let len = file
-            .metadata()
-            .map_err(|e| LogError::io(&log_path, e))?
-            .len();
+        let len = file.len().map_err(|e| LogError::io(&log_path, e))?;
         let size = u32::try_from(len).map_err(|_| {
             LogError::InvalidRecords(format!(
                 "segment {} is larger than 4 GiB",
@@ -97,22 +103,28 @@ impl LogSegment {
             ))
         })?;
         let max_index = config.segment_index_bytes as usize;
-        let offset_index = OffsetIndex::open(
+        let offset_index = OffsetIndex::open_in(
+            &*storage,
             &with(naming::offset_index_file(dir, base_offset)),
             base_offset,
             max_index,
         )?;
-        let time_index = TimeIndex::open(
+        let time_index = TimeIndex::open_in(
+            &*storage,
             &with(naming::time_index_file(dir, base_offset)),
             base_offset,
             max_index,
         )?;
-        let txn_index =
-            TransactionIndex::open(&with(naming::txn_index_file(dir, base_offset)), base_offset)?;
+        let txn_index = TransactionIndex::open_in(
+            storage.clone(),
+            &with(naming::txn_index_file(dir, base_offset)),
+            base_offset,
+        )?;
         let max_timestamp_so_far = time_index.last_entry();
         Ok(LogSegment {
             base_offset,
             log_path,
+            storage,
             file,
             size,
             offset_index,
@@ -217,11 +229,9 @@ impl LogSegment {
         if position == 0 {
             self.rolling_based_timestamp = Some(largest_timestamp);
         }
-        let written = match parts {
-            [one] => self.file.write_all_at(one, u64::from(position)),
-            _ => write_all_vectored_at(&self.file, parts, u64::from(position)),
-        };
-        written.map_err(|e| LogError::io(&self.log_path, e))?;
+        self.file
+            .write_all_at(parts, u64::from(position))
+            .map_err(|e| LogError::io(&self.log_path, e))?;
         self.size = new_size;
         if largest_timestamp > self.max_timestamp_so_far.timestamp {
             self.max_timestamp_so_far = TimestampOffset {
@@ -252,10 +262,9 @@ impl LogSegment {
     pub fn read_bytes(&self, position: u32, len: usize) -> Result<Bytes, LogError> {
         let end = (u64::from(position) + len as u64).min(u64::from(self.size));
         let len = end.saturating_sub(u64::from(position)) as usize;
-        let mut buf = BytesMut::with_capacity(len);
-        read_exact_at_uninit(&self.file, &mut buf, len, u64::from(position))
-            .map_err(|e| LogError::io(&self.log_path, e))?;
-        Ok(buf.freeze())
+        self.file
+            .read_bytes_at(len, u64::from(position))
+            .map_err(|e| LogError::io(&self.log_path, e))
     }
 
     /// The header of the batch at `position`, or `None` past the end. A header that cannot be
@@ -630,12 +639,7 @@ impl LogSegment {
 
     /// The `.log` file's modification time in ms.
     pub fn last_modified_ms(&self) -> i64 {
-        self.file
-            .metadata()
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_millis() as i64)
+        self.file.modified_ms().unwrap_or(0)
     }
 
     /// All files of the segment (the `.txnindex` may not exist).
@@ -660,12 +664,14 @@ impl LogSegment {
             PathBuf::from(format!("{stem}{new_suffix}"))
         };
         let to = swap(&self.log_path);
-        std::fs::rename(&self.log_path, &to).map_err(|e| LogError::io(&self.log_path, e))?;
+        self.storage
+            .rename(&self.log_path, &to)
+            .map_err(|e| LogError::io(&self.log_path, e))?;
         self.log_path = to;
         let to = swap(self.offset_index.path());
-        self.offset_index.rename(&to)?;
+        self.offset_index.rename(&*self.storage, &to)?;
         let to = swap(self.time_index.path());
-        self.time_index.rename(&to)?;
+        self.time_index.rename(&*self.storage, &to)?;
         let to = swap(self.txn_index.path());
         self.txn_index.rename(&to)?;
         Ok(())
@@ -674,13 +680,10 @@ impl LogSegment {
     /// Deletes the segment's files.
     pub fn delete(self) -> Result<(), LogError> {
         let paths = self.file_paths();
+        let storage = self.storage.clone();
         drop(self);
         for p in paths {
-            match std::fs::remove_file(&p) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(LogError::io(&p, e)),
-            }
+            storage::remove_if_exists(&*storage, &p).map_err(|e| LogError::io(&p, e))?;
         }
         Ok(())
     }
@@ -747,96 +750,6 @@ impl Iterator for BatchIter<'_> {
                 // Stop after an error so a broken file does not loop.
                 self.position = u32::MAX;
                 Some(Err(e))
-            }
-        }
-    }
-}
-
-/// Writes all of `parts`, in order, at `offset` with `pwritev`, resuming after short writes.
-fn write_all_vectored_at(file: &File, parts: &[&[u8]], mut offset: u64) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    // Where the next write starts: part index and byte within it.
-    let (mut part, mut within) = (0usize, 0usize);
-    while part < parts.len() {
-        let iov: Vec<libc::iovec> = parts[part..]
-            .iter()
-            .take(1024) // IOV_MAX on Linux
-            .enumerate()
-            .map(|(i, p)| {
-                let p = if i == 0 { &p[within..] } else { p };
-                libc::iovec {
-                    iov_base: p.as_ptr() as *mut libc::c_void,
-                    iov_len: p.len(),
-                }
-            })
-            .collect();
-        let at = libc::off_t::try_from(offset)
-            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
-        // SAFETY: every iovec describes a live slice of `parts`, which pwritev only reads.
-        let n =
-            unsafe { libc::pwritev(file.as_raw_fd(), iov.as_ptr(), iov.len() as libc::c_int, at) };
-        let Some(mut n) = transferred(n, std::io::ErrorKind::WriteZero)? else {
-            continue;
-        };
-        offset += n as u64;
-        while part < parts.len() && n >= parts[part].len() - within {
-            n -= parts[part].len() - within;
-            part += 1;
-            within = 0;
-        }
-        within += n;
-    }
-    Ok(())
-}
-
-/// `pread`s exactly `len` bytes at `offset` into `buf`'s spare capacity, without zeroing it
-/// first: fetch reads are megabytes, and the memset was as costly as the read's copy.
-fn read_exact_at_uninit(
-    file: &File,
-    buf: &mut BytesMut,
-    len: usize,
-    offset: u64,
-) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    buf.reserve(len);
-    let start = buf.len();
-    while buf.len() - start < len {
-        let done = buf.len() - start;
-        let spare = buf.spare_capacity_mut();
-        let want = len - done;
-        let at = libc::off_t::try_from(offset + done as u64)
-            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
-        // SAFETY: the pointer and `want` (<= spare.len(), reserved above) describe writable
-        // memory owned by `buf`; pread only writes into it and reports how much it wrote.
-        let n = unsafe {
-            libc::pread(
-                file.as_raw_fd(),
-                spare.as_mut_ptr().cast::<libc::c_void>(),
-                want,
-                at,
-            )
-        };
-        let Some(n) = transferred(n, std::io::ErrorKind::UnexpectedEof)? else {
-            continue;
-        };
-        // SAFETY: pread initialised the first `n` (<= want) spare bytes.
-        unsafe { buf.set_len(buf.len() + n) };
-    }
-    Ok(())
-}
-
-/// The byte count a `pread`/`pwritev` returned: `None` when a signal interrupted it (retry), the
-/// OS error when it failed, `on_zero` when it moved nothing (end of file, or a full device).
-fn transferred(n: isize, on_zero: std::io::ErrorKind) -> std::io::Result<Option<usize>> {
-    match n {
-        n if n > 0 => Ok(Some(n as usize)),
-        0 => Err(on_zero.into()),
-        _ => {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                Ok(None)
-            } else {
-                Err(e)
             }
         }
     }

@@ -97,3 +97,36 @@ pub fn batch(base_offset: i64, timestamp: i64, records: &[KeyValue<'_>]) -> Byte
     }
     t.build()
 }
+
+/// A transactional batch of one record (`value`, no key) from producer `producer_id`.
+///
+/// ```
+/// let b = josef_log::testing::txn_batch(7, 0, 0, 10, b"v");
+/// assert!(josef_log::BatchHeader::parse(&b).unwrap().is_transactional());
+/// ```
+pub fn txn_batch(
+    producer_id: i64,
+    epoch: i16,
+    base_sequence: i32,
+    timestamp: i64,
+    value: &[u8],
+) -> BytesMut {
+    TestBatch::new(0)
+        .producer(producer_id, epoch, base_sequence)
+        .transactional()
+        .record(timestamp, None, Some(value))
+        .build()
+}
+
+/// The COMMIT (`commit`) or ABORT marker batch ending producer `producer_id`'s transaction.
+///
+/// ```
+/// let m = josef_log::testing::end_txn_marker(7, 0, 10, false);
+/// assert!(josef_log::BatchHeader::parse(&m).unwrap().is_control());
+/// ```
+pub fn end_txn_marker(producer_id: i64, epoch: i16, timestamp: i64, commit: bool) -> BytesMut {
+    TestBatch::new(0)
+        .producer(producer_id, epoch, -1)
+        .control_marker(timestamp, commit)
+        .build()
+}

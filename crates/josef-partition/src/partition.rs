@@ -406,16 +406,36 @@ impl Partition {
         producer_config: ProducerStateConfig,
         now_ms: i64,
     ) -> Result<Partition, LogError> {
-        let p = Self::open_replica(
-            dir,
-            topic,
-            index,
-            topic_id,
-            config,
-            producer_config,
-            0,
-            now_ms,
-        )?;
+        let log = Log::open(dir, config, now_ms)?;
+        Self::single_replica_from_log(log, topic, index, topic_id, producer_config, now_ms)
+    }
+
+    /// [`Partition::open`] over a log the caller opened, on whatever storage it chose
+    /// ([`Log::open_in`] with [`josef_log::storage::MemoryStorage`], for example).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use josef_log::storage::{MemoryStorage, Storage};
+    /// use josef_log::{Log, LogConfig, PartitionState};
+    /// use josef_partition::Partition;
+    /// use josef_protocol::Uuid;
+    /// use josef_sequencer::ProducerStateConfig;
+    /// let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    /// let log = Log::open_in(storage, "/mem/orders-0", LogConfig::default(), 0,
+    ///     PartitionState::Standalone).unwrap();
+    /// let p = Partition::single_replica_from_log(log, "orders", 0, Uuid::from_bytes([1; 16]),
+    ///     ProducerStateConfig::default(), 0).unwrap();
+    /// assert_eq!(p.data.lock().log.log_end_offset(), 0);
+    /// ```
+    pub fn single_replica_from_log(
+        log: Log,
+        topic: &str,
+        index: i32,
+        topic_id: Uuid,
+        producer_config: ProducerStateConfig,
+        now_ms: i64,
+    ) -> Result<Partition, LogError> {
+        let p = Self::replica_from_log(log, topic, index, topic_id, producer_config, 0, now_ms)?;
         {
             let mut d = p.data.lock();
             let leo = d.log.log_end_offset();
@@ -444,7 +464,28 @@ impl Partition {
         local_id: ReplicaId,
         now_ms: i64,
     ) -> Result<Partition, LogError> {
-        let mut log = Log::open(dir, config, now_ms)?;
+        let log = Log::open(dir, config, now_ms)?;
+        Self::replica_from_log(
+            log,
+            topic,
+            index,
+            topic_id,
+            producer_config,
+            local_id,
+            now_ms,
+        )
+    }
+
+    /// [`Partition::open_replica`] over a log the caller opened, on whatever storage it chose.
+    pub fn replica_from_log(
+        mut log: Log,
+        topic: &str,
+        index: i32,
+        topic_id: Uuid,
+        producer_config: ProducerStateConfig,
+        local_id: ReplicaId,
+        now_ms: i64,
+    ) -> Result<Partition, LogError> {
         let mut producers = ProducerStateTable::new(producer_config);
         let report = rebuild_producers(&mut log, &mut producers, now_ms)?;
         let hw = log.high_watermark();

@@ -1,28 +1,30 @@
-//! The memory-mapped, preallocated file under the offset and time indexes (Kafka's `AbstractIndex`).
+//! The preallocated array of fixed-size entries under the offset and time indexes (Kafka's
+//! `AbstractIndex`), memory-mapped on the file system (see [`crate::storage::IndexFile`]).
 //!
-//! A new index file is preallocated to `segment.index.bytes` rounded down to the entry size and
-//! mapped; the number of valid entries is tracked in memory (Kafka's mmap position). An existing
-//! file is taken to be full of valid entries (it was trimmed when its segment rolled or closed); the
-//! active segment's index is grown back to the preallocated size when the log opens, and trimmed to
-//! its entries on roll and close.
+//! A new index file is preallocated to `segment.index.bytes` rounded down to the entry size; the
+//! number of valid entries is tracked in memory (Kafka's mmap position). An existing file is
+//! taken to be full of valid entries (it was trimmed when its segment rolled or closed); the
+//! active segment's index is grown back to the preallocated size when the log opens, and trimmed
+//! to its entries on roll and close.
 
-use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 
-use memmap2::MmapMut;
-
 use crate::error::LogError;
+use crate::storage::{IndexFile, Storage};
 
 /// Size of the "warm" tail of an index that lookups search first: the last pages written are the
 /// ones in-sync followers and consumers touch, so searching them first keeps the page cache warm.
 const WARM_SECTION_BYTES: usize = 8192;
 
-/// A preallocated, memory-mapped array of fixed-size index entries.
+/// The largest entry size (the time index's 12 bytes).
+pub(crate) const MAX_ENTRY_SIZE: usize = 12;
+
+/// A preallocated array of fixed-size index entries.
 #[derive(Debug)]
 pub(crate) struct MmapIndex {
     path: PathBuf,
-    mmap: Option<MmapMut>,
-    /// Mapped length in bytes (the file length).
+    file: Box<dyn IndexFile>,
+    /// Length in bytes (the file length).
     len: usize,
     entries: usize,
     entry_size: usize,
@@ -34,45 +36,29 @@ pub(crate) struct MmapIndex {
 impl MmapIndex {
     /// Opens (creating and preallocating if missing) an index file.
     pub(crate) fn open(
+        storage: &dyn Storage,
         path: &Path,
         entry_size: usize,
         max_index_size: usize,
     ) -> Result<MmapIndex, LogError> {
+        debug_assert!(entry_size <= MAX_ENTRY_SIZE);
         let max_index_size = round_down(max_index_size, entry_size);
+        let (mut file, newly_created) = storage
+            .open_index(path)
+            .map_err(|e| LogError::io(path, e))?;
+        let file_len = file.len();
         // Only a file created here is preallocated (Kafka's `newlyCreated`): an existing empty
-        // file is a trimmed index without entries and stays small. Opening first and creating
-        // only on NotFound spares a stat per index when a log with many segments opens.
-        let open_existing = OpenOptions::new().read(true).write(true).open(path);
-        let (file, newly_created) = match open_existing {
-            Ok(f) => (f, false),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let f = OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .create(true)
-                    .truncate(false)
-                    .open(path)
-                    .map_err(|e| LogError::io(path, e))?;
-                (f, true)
-            }
-            Err(e) => return Err(LogError::io(path, e)),
-        };
-        let file_len = file.metadata().map_err(|e| LogError::io(path, e))?.len();
+        // file is a trimmed index without entries and stays small.
         let (len, entries) = if newly_created && file_len == 0 {
-            file.set_len(max_index_size as u64)
+            file.set_len(max_index_size)
                 .map_err(|e| LogError::io(path, e))?;
             (max_index_size, 0)
         } else {
-            let len = usize::try_from(file_len).map_err(|_| LogError::CorruptIndex {
-                path: path.to_path_buf(),
-                reason: "index file too large".into(),
-            })?;
-            (len, round_down(len, entry_size) / entry_size)
+            (file_len, round_down(file_len, entry_size) / entry_size)
         };
-        let mmap = map(&file, path, len)?;
         Ok(MmapIndex {
             path: path.to_path_buf(),
-            mmap,
+            file,
             len,
             entries,
             entry_size,
@@ -103,13 +89,12 @@ impl MmapIndex {
         self.len
     }
 
-    /// The bytes of entry `n` (`n < entries`).
-    pub(crate) fn entry(&self, n: usize) -> &[u8] {
-        let start = n * self.entry_size;
-        match &self.mmap {
-            Some(m) => &m[start..start + self.entry_size],
-            None => &[],
-        }
+    /// The bytes of entry `n` (`n < entries`), in the first `entry_size` bytes.
+    pub(crate) fn entry(&self, n: usize) -> [u8; MAX_ENTRY_SIZE] {
+        let mut b = [0u8; MAX_ENTRY_SIZE];
+        self.file
+            .read_at(n * self.entry_size, &mut b[..self.entry_size]);
+        b
     }
 
     /// Appends one entry, growing the file if it has no room (only after a trim).
@@ -119,12 +104,10 @@ impl MmapIndex {
         if end > self.len {
             self.resize(end.max(self.max_index_size))?;
         }
-        let start = self.entries * self.entry_size;
-        let m = self
-            .mmap
-            .as_mut()
-            .ok_or_else(|| LogError::IndexFull(self.path.clone()))?;
-        m[start..start + self.entry_size].copy_from_slice(bytes);
+        if end > self.len {
+            return Err(LogError::IndexFull(self.path.clone()));
+        }
+        self.file.write_at(self.entries * self.entry_size, bytes);
         self.entries += 1;
         Ok(())
     }
@@ -134,9 +117,8 @@ impl MmapIndex {
         if n >= self.entries {
             return;
         }
-        if let Some(m) = self.mmap.as_mut() {
-            m[n * self.entry_size..self.entries * self.entry_size].fill(0);
-        }
+        let zeros = vec![0u8; (self.entries - n) * self.entry_size];
+        self.file.write_at(n * self.entry_size, &zeros);
         self.entries = n;
     }
 
@@ -146,23 +128,15 @@ impl MmapIndex {
         self.resize(self.max_index_size)
     }
 
-    /// Changes the file length (and the mapping); entries past the new length are dropped.
+    /// Changes the file length; entries past the new length are dropped.
     pub(crate) fn resize(&mut self, new_len: usize) -> Result<(), LogError> {
         let new_len = round_down(new_len, self.entry_size);
         if new_len == self.len {
             return Ok(());
         }
-        if let Some(m) = self.mmap.take() {
-            m.flush().map_err(|e| LogError::io(&self.path, e))?;
-        }
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&self.path)
+        self.file
+            .set_len(new_len)
             .map_err(|e| LogError::io(&self.path, e))?;
-        file.set_len(new_len as u64)
-            .map_err(|e| LogError::io(&self.path, e))?;
-        self.mmap = map(&file, &self.path, new_len)?;
         self.len = new_len;
         self.entries = self.entries.min(new_len / self.entry_size);
         Ok(())
@@ -183,15 +157,15 @@ impl MmapIndex {
 
     /// Writes dirty pages to disk.
     pub(crate) fn flush(&self) -> Result<(), LogError> {
-        if let Some(m) = &self.mmap {
-            m.flush().map_err(|e| LogError::io(&self.path, e))?;
-        }
-        Ok(())
+        self.file.flush().map_err(|e| LogError::io(&self.path, e))
     }
 
     /// Renames the file (used when swapping cleaned segments in).
-    pub(crate) fn rename(&mut self, to: &Path) -> Result<(), LogError> {
-        std::fs::rename(&self.path, to).map_err(|e| LogError::io(&self.path, e))?;
+    pub(crate) fn rename(&mut self, storage: &dyn Storage, to: &Path) -> Result<(), LogError> {
+        storage
+            .rename(&self.path, to)
+            .map_err(|e| LogError::io(&self.path, e))?;
+        self.file.moved_to(to);
         self.path = to.to_path_buf();
         Ok(())
     }
@@ -231,17 +205,6 @@ fn binary_search(mut lo: usize, mut hi: usize, target: i64, key: &impl Fn(usize)
     lo
 }
 
-fn map(file: &File, path: &Path, len: usize) -> Result<Option<MmapMut>, LogError> {
-    if len == 0 {
-        return Ok(None);
-    }
-    // SAFETY: the index file is private to this log (one process owns a partition directory, as in
-    // Kafka, which locks its log dirs); it is only resized through `MmapIndex::resize`, which drops
-    // the mapping first, so no mapping ever outlives the file bytes it covers.
-    let m = unsafe { MmapMut::map_mut(file) }.map_err(|e| LogError::io(path, e))?;
-    Ok(Some(m))
-}
-
 pub(crate) fn round_down(n: usize, factor: usize) -> usize {
     n - n % factor
 }
@@ -264,7 +227,7 @@ mod tests {
     fn new_index_is_preallocated_rounded_down_to_entry_size() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("x.index");
-        let idx = MmapIndex::open(&p, 12, 100).unwrap();
+        let idx = MmapIndex::open(&crate::storage::FileStorage, &p, 12, 100).unwrap();
         assert_eq!(idx.file_len(), 96);
         assert_eq!(std::fs::metadata(&p).unwrap().len(), 96);
         assert_eq!(idx.entries(), 0);

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use crate::error::LogError;
 use crate::index::mmap::MmapIndex;
+use crate::storage::{FileStorage, Storage};
 
 /// Bytes per offset index entry.
 pub const OFFSET_INDEX_ENTRY_SIZE: usize = 8;
@@ -33,8 +34,18 @@ impl OffsetIndex {
     /// Opens or creates the index of the segment based at `base_offset`; a new file is preallocated
     /// to `max_index_size` rounded down to 8 bytes.
     pub fn open(path: &Path, base_offset: i64, max_index_size: usize) -> Result<Self, LogError> {
+        Self::open_in(&FileStorage, path, base_offset, max_index_size)
+    }
+
+    /// [`OffsetIndex::open`] on any [`Storage`].
+    pub fn open_in(
+        storage: &dyn Storage,
+        path: &Path,
+        base_offset: i64,
+        max_index_size: usize,
+    ) -> Result<Self, LogError> {
         Ok(OffsetIndex {
-            inner: MmapIndex::open(path, OFFSET_INDEX_ENTRY_SIZE, max_index_size)?,
+            inner: MmapIndex::open(storage, path, OFFSET_INDEX_ENTRY_SIZE, max_index_size)?,
             base_offset,
         })
     }
@@ -213,8 +224,8 @@ impl OffsetIndex {
         self.inner.newly_created()
     }
 
-    pub(crate) fn rename(&mut self, to: &Path) -> Result<(), LogError> {
-        self.inner.rename(to)
+    pub(crate) fn rename(&mut self, storage: &dyn Storage, to: &Path) -> Result<(), LogError> {
+        self.inner.rename(storage, to)
     }
 }
 

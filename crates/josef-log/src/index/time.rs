@@ -9,6 +9,7 @@ use std::path::Path;
 
 use crate::error::LogError;
 use crate::index::mmap::MmapIndex;
+use crate::storage::{FileStorage, Storage};
 
 /// Bytes per time index entry.
 pub const TIME_INDEX_ENTRY_SIZE: usize = 12;
@@ -35,8 +36,18 @@ pub struct TimeIndex {
 impl TimeIndex {
     /// Opens or creates the time index of the segment based at `base_offset`.
     pub fn open(path: &Path, base_offset: i64, max_index_size: usize) -> Result<Self, LogError> {
+        Self::open_in(&FileStorage, path, base_offset, max_index_size)
+    }
+
+    /// [`TimeIndex::open`] on any [`Storage`].
+    pub fn open_in(
+        storage: &dyn Storage,
+        path: &Path,
+        base_offset: i64,
+        max_index_size: usize,
+    ) -> Result<Self, LogError> {
         Ok(TimeIndex {
-            inner: MmapIndex::open(path, TIME_INDEX_ENTRY_SIZE, max_index_size)?,
+            inner: MmapIndex::open(storage, path, TIME_INDEX_ENTRY_SIZE, max_index_size)?,
             base_offset,
         })
     }
@@ -214,8 +225,8 @@ impl TimeIndex {
         self.inner.newly_created()
     }
 
-    pub(crate) fn rename(&mut self, to: &Path) -> Result<(), LogError> {
-        self.inner.rename(to)
+    pub(crate) fn rename(&mut self, storage: &dyn Storage, to: &Path) -> Result<(), LogError> {
+        self.inner.rename(storage, to)
     }
 }
 

@@ -6,12 +6,11 @@
 //! small and few, so they are kept in memory and the file is only appended to; it is created on the
 //! first entry (like Kafka, most segments have no `.txnindex`).
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::error::LogError;
+use crate::storage::{self, Storage, StorageFile};
 
 /// Bytes per aborted-transaction entry.
 pub const ABORTED_TXN_ENTRY_SIZE: usize = 34;
@@ -80,7 +79,8 @@ pub struct TransactionIndex {
     path: PathBuf,
     base_offset: i64,
     entries: Vec<AbortedTxn>,
-    file: Option<File>,
+    storage: Arc<dyn Storage>,
+    file: Option<Box<dyn StorageFile>>,
 }
 
 impl TransactionIndex {
@@ -88,13 +88,23 @@ impl TransactionIndex {
     /// out-of-order one (`last_offset` below the base offset or not strictly increasing); the file
     /// is cut there so later appends land after valid entries.
     pub fn open(path: &Path, base_offset: i64) -> Result<Self, LogError> {
+        Self::open_in(storage::file_system(), path, base_offset)
+    }
+
+    /// [`TransactionIndex::open`] on any [`Storage`].
+    pub fn open_in(
+        storage: Arc<dyn Storage>,
+        path: &Path,
+        base_offset: i64,
+    ) -> Result<Self, LogError> {
         let mut idx = TransactionIndex {
             path: path.to_path_buf(),
             base_offset,
             entries: Vec::new(),
+            storage,
             file: None,
         };
-        let bytes = match std::fs::read(path) {
+        let bytes = match idx.storage.read(path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(idx),
             Err(e) => return Err(LogError::io(path, e)),
@@ -107,9 +117,9 @@ impl TransactionIndex {
         }
         let valid = (idx.entries.len() * ABORTED_TXN_ENTRY_SIZE) as u64;
         if valid != bytes.len() as u64 {
-            let f = OpenOptions::new()
-                .write(true)
-                .open(path)
+            let f = idx
+                .storage
+                .open_file(path, false)
                 .map_err(|e| LogError::io(path, e))?;
             f.set_len(valid).map_err(|e| LogError::io(path, e))?;
         }
@@ -146,24 +156,22 @@ impl TransactionIndex {
         }
         let pos = (self.entries.len() * ABORTED_TXN_ENTRY_SIZE) as u64;
         let f = self.file()?;
-        f.write_all_at(&t.encode(), pos)
+        f.write_all_at(&[&t.encode()], pos)
             .map_err(|e| LogError::io(&self.path, e))?;
         self.entries.push(t);
         Ok(())
     }
 
-    fn file(&mut self) -> Result<&mut File, LogError> {
+    fn file(&mut self) -> Result<&dyn StorageFile, LogError> {
         if self.file.is_none() {
-            let f = OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(&self.path)
+            let f = self
+                .storage
+                .open_file(&self.path, true)
                 .map_err(|e| LogError::io(&self.path, e))?;
             self.file = Some(f);
         }
         self.file
-            .as_mut()
+            .as_deref()
             .ok_or_else(|| LogError::io(&self.path, std::io::Error::other("txn index not open")))
     }
 
@@ -203,7 +211,7 @@ impl TransactionIndex {
 
     fn set_file_len(&mut self) -> Result<(), LogError> {
         let len = (self.entries.len() * ABORTED_TXN_ENTRY_SIZE) as u64;
-        match OpenOptions::new().write(true).open(&self.path) {
+        match self.storage.open_file(&self.path, false) {
             Ok(f) => f.set_len(len).map_err(|e| LogError::io(&self.path, e)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(LogError::io(&self.path, e)),
@@ -212,8 +220,7 @@ impl TransactionIndex {
 
     /// Fsyncs the file if it exists.
     pub fn flush(&mut self) -> Result<(), LogError> {
-        if let Some(f) = self.file.as_mut() {
-            f.flush().map_err(|e| LogError::io(&self.path, e))?;
+        if let Some(f) = self.file.as_ref() {
             f.sync_data().map_err(|e| LogError::io(&self.path, e))?;
         }
         Ok(())
@@ -226,7 +233,7 @@ impl TransactionIndex {
 
     pub(crate) fn rename(&mut self, to: &Path) -> Result<(), LogError> {
         self.file = None;
-        match std::fs::rename(&self.path, to) {
+        match self.storage.rename(&self.path, to) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(LogError::io(&self.path, e)),

@@ -1,0 +1,253 @@
+//! The log on [`MemoryStorage`]: the same behaviour as on the file system (a differential
+//! property test runs random operations on both and compares everything observable), and
+//! nothing written to disk.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use josef_log::storage::{FileStorage, MemoryStorage, Storage};
+use josef_log::testing::{end_txn_marker, txn_batch, TestBatch};
+use josef_log::{AbortedTxn, CleanupPolicy, Log, LogConfig, PartitionState, TimestampType};
+use proptest::prelude::*;
+
+fn config() -> LogConfig {
+    LogConfig {
+        segment_bytes: 700,
+        index_interval_bytes: 100,
+        segment_index_bytes: 1024,
+        file_delete_delay_ms: 0,
+        ..LogConfig::default()
+    }
+}
+
+fn open(storage: &Arc<dyn Storage>, dir: &Path, config: LogConfig) -> Log {
+    Log::open_in(storage.clone(), dir, config, 0, PartitionState::Standalone).unwrap()
+}
+
+fn put(log: &mut Log, ts: i64, key: &str, value: Option<&str>) -> i64 {
+    let b = TestBatch::new(0)
+        .record(ts, Some(key.as_bytes()), value.map(str::as_bytes))
+        .build();
+    log.append_as_leader(b, 0, ts, TimestampType::CreateTime)
+        .unwrap()
+        .first_offset
+}
+
+/// Every batch of the log as (base offset, bytes).
+fn contents(log: &Log) -> Vec<(i64, Vec<u8>)> {
+    log.iter_batches_from(log.log_start_offset())
+        .map(|b| {
+            let (_, pos, bytes) = b.unwrap();
+            (pos.header.base_offset, bytes.to_vec())
+        })
+        .collect()
+}
+
+/// A directory no test creates on disk: the memory log must never make it appear.
+fn memory_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("josef-memory-never-on-disk-{}", std::process::id()))
+}
+
+#[test]
+fn a_memory_log_rolls_reopens_and_recovers_without_touching_the_disk() {
+    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    let dir = memory_dir().join("t-0");
+    let mut log = open(&storage, &dir, config());
+    for i in 0..30 {
+        put(&mut log, i, &format!("k{i}"), Some("some value bytes"));
+    }
+    assert!(log.segment_count() > 2);
+    let before = contents(&log);
+    let bases = log.segment_base_offsets();
+    log.close().unwrap();
+    assert!(!memory_dir().exists());
+
+    // A clean reopen trusts the indexes.
+    let log = open(&storage, &dir, config());
+    assert!(log.load_report().clean_shutdown);
+    assert!(log.load_report().recovered_segments.is_empty());
+    assert_eq!(contents(&log), before);
+    assert_eq!(log.segment_base_offsets(), bases);
+    assert_eq!(
+        log.fetch_offset_by_timestamp(12).unwrap().unwrap().offset,
+        12
+    );
+
+    // A drop without close is a crash: recovery scans and cuts a torn tail.
+    drop(log);
+    let active = dir.join(format!("{:020}.log", bases.last().unwrap()));
+    let f = storage.open_file(&active, false).unwrap();
+    let len = f.len().unwrap();
+    f.write_all_at(&[b"torn tail"], len).unwrap();
+    let log = open(&storage, &dir, config());
+    assert!(!log.load_report().clean_shutdown);
+    assert_eq!(log.load_report().truncated_bytes, 9);
+    assert_eq!(contents(&log), before);
+    assert!(!memory_dir().exists());
+}
+
+#[test]
+fn retention_compaction_aborted_txns_and_snapshots_work_on_memory() {
+    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    let dir = Path::new("/josef/c-0");
+    let compacted = LogConfig {
+        cleanup_policy: CleanupPolicy::Compact,
+        delete_retention_ms: 1000,
+        ..config()
+    };
+    let mut log = open(&storage, dir, compacted.clone());
+    // Ten rounds over four keys: most records are superseded.
+    for i in 0..40 {
+        let (round, key) = (i / 4, format!("k{}", i % 4));
+        put(&mut log, 100 + round, &key, Some(&format!("v{round}")));
+    }
+    log.update_high_watermark(log.log_end_offset());
+    let stats = log.compact(10_000).unwrap().unwrap();
+    assert!(stats.swapped);
+    let kept: Vec<i64> = contents(&log).iter().map(|(b, _)| *b).collect();
+    assert!(
+        kept.len() < 40,
+        "compaction removed superseded records: {kept:?}"
+    );
+    assert_eq!(log.cleaner_checkpoint(), Some(stats.end_offset));
+
+    // The aborted-transaction index and producer snapshots persist across a reopen.
+    let data = txn_batch(9, 0, 0, 200, b"a");
+    let first = log
+        .append_as_leader(data, 0, 200, TimestampType::CreateTime)
+        .unwrap()
+        .first_offset;
+    let marker = end_txn_marker(9, 0, 201, false);
+    let m = log
+        .append_as_leader(marker, 0, 201, TimestampType::CreateTime)
+        .unwrap();
+    let txn = AbortedTxn {
+        producer_id: 9,
+        first_offset: first,
+        last_offset: m.last_offset,
+        last_stable_offset: first,
+    };
+    log.append_aborted_txn(txn).unwrap();
+    log.write_producer_snapshot(m.last_offset + 1, b"state")
+        .unwrap();
+    let leo = log.log_end_offset();
+    log.close().unwrap();
+    let mut log = open(&storage, dir, compacted);
+    assert_eq!(log.collect_aborted_transactions(0, leo), vec![txn]);
+    assert_eq!(
+        log.latest_producer_snapshot()
+            .unwrap()
+            .map(|(o, b)| (o, b.to_vec())),
+        Some((leo, b"state".to_vec()))
+    );
+
+    // Retention by DeleteRecords: segments below the new start go, and their bytes with them.
+    log.update_high_watermark(leo);
+    let held = |s: &Arc<dyn Storage>| s.read_dir(dir).unwrap().len();
+    let files_before = held(&storage);
+    log.delete_records_before(first).unwrap();
+    log.delete_old_segments(20_000).unwrap();
+    assert_eq!(log.log_start_offset(), first);
+    assert!(held(&storage) < files_before);
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Append { records: u8, ts: i64 },
+    Roll,
+    Reopen,
+    Crash,
+    DeleteRecords(u8),
+    Truncate(u8),
+    Retention(i64),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (1u8..5, 0i64..10_000).prop_map(|(records, ts)| Op::Append { records, ts }),
+        1 => Just(Op::Roll),
+        1 => Just(Op::Reopen),
+        1 => Just(Op::Crash),
+        1 => any::<u8>().prop_map(Op::DeleteRecords),
+        1 => any::<u8>().prop_map(Op::Truncate),
+        1 => (0i64..20_000).prop_map(Op::Retention),
+    ]
+}
+
+/// Applies one operation; the observable result (`Err` text aside) must not depend on the storage.
+fn apply(log: &mut Option<Log>, storage: &Arc<dyn Storage>, dir: &Path, op: &Op) -> String {
+    let cfg = LogConfig {
+        retention_ms: 5_000,
+        ..config()
+    };
+    let l = log.as_mut().unwrap();
+    let out = match op {
+        Op::Append { records, ts } => {
+            let mut b = TestBatch::new(0);
+            for r in 0..*records {
+                b = b.record(*ts + i64::from(r), Some(b"key"), Some(b"value value"));
+            }
+            let r = l.append_as_leader(b.build(), 0, *ts, TimestampType::CreateTime);
+            let leo = l.log_end_offset();
+            l.update_high_watermark(leo);
+            format!("{:?}", r.map(|i| (i.first_offset, i.last_offset)).ok())
+        }
+        Op::Roll => format!("{:?}", l.roll(0, 0).ok()),
+        Op::Reopen | Op::Crash => {
+            let old = log.take().unwrap();
+            if matches!(op, Op::Reopen) {
+                old.close().unwrap();
+            } else {
+                drop(old);
+            }
+            *log = Some(open(storage, dir, cfg));
+            let l = log.as_ref().unwrap();
+            format!("{:?}", l.load_report())
+        }
+        Op::DeleteRecords(n) => {
+            let to = l.log_start_offset() + i64::from(*n) % 8;
+            format!("{:?}", l.delete_records_before(to).ok())
+        }
+        Op::Truncate(n) => {
+            let to = l.log_end_offset() - i64::from(*n) % 4;
+            let r = l.truncate_to(to.max(l.log_start_offset()), 0);
+            format!("{:?}", r.ok())
+        }
+        Op::Retention(now) => format!("{:?}", l.delete_old_segments(*now).ok()),
+    };
+    let l = log.as_ref().unwrap();
+    format!(
+        "{out} start={} end={} hw={} bases={:?} batches={:?}",
+        l.log_start_offset(),
+        l.log_end_offset(),
+        l.high_watermark(),
+        l.segment_base_offsets(),
+        contents(l)
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+    #[test]
+    fn memory_and_file_storage_behave_the_same(ops in proptest::collection::vec(op(), 1..40)) {
+        let d = tempfile::tempdir().unwrap();
+        let file: Arc<dyn Storage> = Arc::new(FileStorage);
+        let memory: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+        let (fdir, mdir) = (d.path().join("t-0"), Path::new("/mem/t-0").to_path_buf());
+        let cfg = LogConfig { retention_ms: 5_000, ..config() };
+        let mut on_file = Some(open(&file, &fdir, cfg.clone()));
+        let mut on_memory = Some(open(&memory, &mdir, cfg));
+        for op in &ops {
+            let a = apply(&mut on_file, &file, &fdir, op);
+            let b = apply(&mut on_memory, &memory, &mdir, op);
+            prop_assert_eq!(a, b, "after {:?}", op);
+        }
+        let names = |s: &Arc<dyn Storage>, dir: &Path| {
+            let mut n = s.read_dir(dir).unwrap();
+            n.sort();
+            n
+        };
+        prop_assert_eq!(names(&file, &fdir), names(&memory, &mdir));
+    }
+}
