@@ -27,4 +27,5 @@ echo "== cluster tests (3 nodes per test: control plane, replication, crashes, p
 # and groups across coordinator failover, the soak) is run by hand, see docs/reliability.md.
 .venv/bin/python -m pytest tests/e2e/test_cluster_basic.py tests/e2e/test_cluster_faults.py tests/e2e/test_cluster_min_isr.py \
   tests/e2e/test_cluster_rebalance.py tests/e2e/test_cluster_configs.py \
+  "tests/e2e/test_cluster_txn.py::test_a_transaction_across_leaders_commits_aborts_and_survives_kill9_of_its_coordinator" \
   -v --timeout 600 -p no:cacheprovider -m cluster
