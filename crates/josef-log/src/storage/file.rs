@@ -197,9 +197,11 @@ impl IndexFile for MappedIndex {
         if new_len == self.len {
             return Ok(());
         }
-        if let Some(m) = self.mmap.take() {
-            m.flush()?;
-        }
+        // No msync before remapping (Kafka's `AbstractIndex.resize` does none either): dirty pages
+        // stay in the page cache when the mapping goes, and durability comes from the `flush`
+        // that follows every trim on roll and close. An msync here cost a journal commit per
+        // index per partition on recovery.
+        self.mmap = None;
         let file = OpenOptions::new().read(true).write(true).open(&self.path)?;
         file.set_len(new_len as u64)?;
         self.mmap = map(&file, new_len)?;
