@@ -112,6 +112,9 @@ impl Broker {
             })
         };
         let fetch_reaper = josef_timer::tokio_driver::spawn_reaper(state.fetch_purgatory.clone());
+        if let Some(node) = &cluster {
+            crate::quotas::spawn_image_watch(state.quotas.clone(), node.log.subscribe_image());
+        }
         let server = Server::start(bound, state.clone(), limits);
         if let Some(node) = &cluster {
             if node.config.is_broker() {

@@ -391,6 +391,8 @@ pub struct BrokerConfig {
     pub group_max_session_timeout_ms: i64,
     /// `group.max.size` (Int.MAX).
     pub group_max_size: i32,
+    /// Client quota sample windows (`quota.window.*`, `controller.quota.window.*`).
+    pub quota: crate::quotas::QuotaSettings,
     /// `listener.security.protocol.map` entries (name → protocol).
     pub listener_security_protocol_map: BTreeMap<String, String>,
     /// Cluster settings (`process.roles` and the rest); `None` for the single-node broker.
@@ -852,6 +854,7 @@ impl BrokerConfig {
             group_min_session_timeout_ms: p.num("group.min.session.timeout.ms", 6000, 0)?,
             group_max_session_timeout_ms: p.num("group.max.session.timeout.ms", 1_800_000, 0)?,
             group_max_size: p.num("group.max.size", i32::MAX, 1)?,
+            quota: crate::quotas::QuotaSettings::from_props(&mut p)?,
             listener_security_protocol_map: protocol_map,
             cluster,
         };

@@ -24,6 +24,7 @@ pub mod groups;
 pub mod local_metadata;
 pub mod meta;
 pub mod partition;
+pub mod quotas;
 pub mod server;
 pub mod state;
 pub mod topic_config;

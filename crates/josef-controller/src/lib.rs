@@ -17,6 +17,7 @@
 //! `shared/reference/kafka-cluster-semantics.md` (C3–C8, C11, C12) for Kafka's rules.
 #![deny(missing_docs)]
 
+mod client_quota_control;
 mod cluster_control;
 mod config;
 mod configuration_control;

@@ -38,6 +38,7 @@ pub const CONTROLLER_APIS: &[ApiKey] = &[
     ApiKey::AlterConfigs,
     ApiKey::DescribeQuorum,
     ApiKey::UpdateFeatures,
+    ApiKey::AlterClientQuotas,
 ];
 
 /// The frame handler of the CONTROLLER listener.

@@ -250,6 +250,10 @@ impl ControllerDriver {
                 .write(false, |c, ctx| c.alter_configs(ctx, &r))
                 .await
                 .map(Into::into),
+            RequestBody::AlterClientQuotas(r) => self
+                .write(false, |c, ctx| c.alter_client_quotas(ctx, &r))
+                .await
+                .map(Into::into),
             _ => Err(NotController),
         };
         r.unwrap_or(fallback)

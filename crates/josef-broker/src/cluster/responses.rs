@@ -144,6 +144,7 @@ pub fn error_response(body: &RequestBody, code: ErrorCode) -> ResponseBody {
             ..Default::default()
         }
         .into(),
+        RequestBody::AlterClientQuotas(r) => crate::quotas::alter_error_response(r, code).into(),
         other => {
             // Not a controller API: the caller answers it elsewhere; an empty ApiVersions-like
             // answer is never sent for it.

@@ -8,6 +8,7 @@ use crate::dispatch::{reply, Reply};
 use crate::state::BrokerState;
 
 mod admin;
+mod client_quotas;
 pub mod cluster;
 mod cluster_coordinator;
 mod configs;
@@ -42,7 +43,9 @@ pub fn extra_served_versions(key: ApiKey) -> Option<(i16, i16)> {
         | ApiKey::DescribeTransactions
         | ApiKey::ListTransactions
         | ApiKey::ConsumerGroupHeartbeat
-        | ApiKey::ConsumerGroupDescribe => Some(key.valid_versions()),
+        | ApiKey::ConsumerGroupDescribe
+        | ApiKey::AlterClientQuotas
+        | ApiKey::DescribeClientQuotas => Some(key.valid_versions()),
         // v5 is transaction version 2, which this broker does not advertise.
         ApiKey::EndTxn => Some((0, 4)),
         _ => None,
@@ -91,7 +94,8 @@ pub async fn handle(
             | RequestBody::AlterPartitionReassignments(_)
             | RequestBody::ListPartitionReassignments(_)
             | RequestBody::DescribeQuorum(_)
-            | RequestBody::UpdateFeatures(_)) => {
+            | RequestBody::UpdateFeatures(_)
+            | RequestBody::AlterClientQuotas(_)) => {
                 return Reply::Body(cluster::forward(&node, b, v).await)
             }
             RequestBody::FindCoordinator(r) => {
@@ -157,6 +161,8 @@ async fn handle_local(
             reply(consumer_group::heartbeat(state, conn, header, r))
         }
         RequestBody::ConsumerGroupDescribe(r) => reply(consumer_group::describe(state, r)),
+        RequestBody::AlterClientQuotas(r) => reply(client_quotas::alter(state, r)),
+        RequestBody::DescribeClientQuotas(r) => reply(client_quotas::describe(state, r)),
         other => Reply::Close(format!("{:?} is not served", other.api_key())),
     }
 }
