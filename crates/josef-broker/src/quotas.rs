@@ -41,7 +41,11 @@ impl QuotaSettings {
     pub(crate) fn from_props(p: &mut Props) -> Result<Self, ConfigError> {
         let window = |p: &mut Props, num: &str, size: &str| -> Result<QuotaWindow, ConfigError> {
             let n: u32 = p.num(num, josef_quota::config::DEFAULT_QUOTA_WINDOW_NUM, 1)?;
-            let s: u32 = p.num(size, josef_quota::config::DEFAULT_QUOTA_WINDOW_SIZE_SECONDS, 1)?;
+            let s: u32 = p.num(
+                size,
+                josef_quota::config::DEFAULT_QUOTA_WINDOW_SIZE_SECONDS,
+                1,
+            )?;
             QuotaWindow::new(n, s).map_err(|e| Props::invalid(num, &n.to_string(), e.to_string()))
         };
         Ok(QuotaSettings {
@@ -127,11 +131,7 @@ impl BrokerQuotas {
         // Inter-broker and controller traffic is exempt (Kafka: cluster actions).
         josef_quota::client_throttles_since(api)?;
         let user = conn.principal.name.clone();
-        let client_id = header
-            .client_id
-            .as_deref()
-            .unwrap_or_default()
-            .to_string();
+        let client_id = header.client_id.as_deref().unwrap_or_default().to_string();
         let now = now_ms();
         let mut produce_throttle = 0;
         let mut consumer_fetch = false;
@@ -372,19 +372,68 @@ macro_rules! throttle_field {
 /// Sets the top-level `throttle_time_ms` of a response that has one.
 pub fn set_throttle_time_ms(body: &mut ResponseBody, ms: i32) {
     throttle_field!(
-        body, ms, AddOffsetsToTxn, AddPartitionsToTxn, AlterClientQuotas, AlterConfigs,
-        AlterPartitionReassignments, AlterReplicaLogDirs, AlterUserScramCredentials, ApiVersions,
-        ConsumerGroupDescribe, ConsumerGroupHeartbeat, CreateAcls, CreateDelegationToken,
-        CreatePartitions, CreateTopics, DeleteAcls, DeleteGroups, DeleteRecords, DeleteTopics,
-        DescribeAcls, DescribeClientQuotas, DescribeCluster, DescribeConfigs,
-        DescribeDelegationToken, DescribeGroups, DescribeLogDirs, DescribeProducers,
-        DescribeTopicPartitions, DescribeTransactions, DescribeUserScramCredentials, ElectLeaders,
-        EndTxn, ExpireDelegationToken, Fetch, FindCoordinator, GetTelemetrySubscriptions,
-        Heartbeat, IncrementalAlterConfigs, InitProducerId, JoinGroup, LeaveGroup,
-        ListClientMetricsResources, ListGroups, ListOffsets, ListPartitionReassignments,
-        ListTransactions, Metadata, OffsetCommit, OffsetDelete, OffsetFetch, OffsetForLeaderEpoch,
-        Produce, PushTelemetry, RenewDelegationToken, ShareAcknowledge, ShareFetch,
-        ShareGroupDescribe, ShareGroupHeartbeat, SyncGroup, TxnOffsetCommit, UpdateFeatures,
+        body,
+        ms,
+        AddOffsetsToTxn,
+        AddPartitionsToTxn,
+        AlterClientQuotas,
+        AlterConfigs,
+        AlterPartitionReassignments,
+        AlterReplicaLogDirs,
+        AlterUserScramCredentials,
+        ApiVersions,
+        ConsumerGroupDescribe,
+        ConsumerGroupHeartbeat,
+        CreateAcls,
+        CreateDelegationToken,
+        CreatePartitions,
+        CreateTopics,
+        DeleteAcls,
+        DeleteGroups,
+        DeleteRecords,
+        DeleteTopics,
+        DescribeAcls,
+        DescribeClientQuotas,
+        DescribeCluster,
+        DescribeConfigs,
+        DescribeDelegationToken,
+        DescribeGroups,
+        DescribeLogDirs,
+        DescribeProducers,
+        DescribeTopicPartitions,
+        DescribeTransactions,
+        DescribeUserScramCredentials,
+        ElectLeaders,
+        EndTxn,
+        ExpireDelegationToken,
+        Fetch,
+        FindCoordinator,
+        GetTelemetrySubscriptions,
+        Heartbeat,
+        IncrementalAlterConfigs,
+        InitProducerId,
+        JoinGroup,
+        LeaveGroup,
+        ListClientMetricsResources,
+        ListGroups,
+        ListOffsets,
+        ListPartitionReassignments,
+        ListTransactions,
+        Metadata,
+        OffsetCommit,
+        OffsetDelete,
+        OffsetFetch,
+        OffsetForLeaderEpoch,
+        Produce,
+        PushTelemetry,
+        RenewDelegationToken,
+        ShareAcknowledge,
+        ShareFetch,
+        ShareGroupDescribe,
+        ShareGroupHeartbeat,
+        SyncGroup,
+        TxnOffsetCommit,
+        UpdateFeatures,
     );
 }
 
@@ -398,7 +447,8 @@ mod tests {
     fn image_with(changes: &[QuotaChange], offset: u64) -> MetadataImage {
         let mut d = MetadataDelta::new(&MetadataImage::empty());
         for c in changes {
-            d.replay(&MetadataRecord::ClientQuota(c.to_record())).unwrap();
+            d.replay(&MetadataRecord::ClientQuota(c.to_record()))
+                .unwrap();
         }
         d.apply(MetadataProvenance {
             last_offset: offset,
@@ -418,7 +468,10 @@ mod tests {
         let image = image_with(std::slice::from_ref(&change), 1);
         q.refresh(&image);
         assert!(q.enabled.load(Ordering::Acquire));
-        assert_eq!(q.store().get(&change.entity, "producer_byte_rate"), Some(1024.0));
+        assert_eq!(
+            q.store().get(&change.entity, "producer_byte_rate"),
+            Some(1024.0)
+        );
         assert_eq!(store_of(&image), q.store());
     }
 
