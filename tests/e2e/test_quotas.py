@@ -182,9 +182,9 @@ def run_consumer(bootstrap, topic, client_id, result, total_bytes):
     stats = ThrottleStats()
     c = Consumer({"bootstrap.servers": bootstrap, "client.id": client_id, "group.id": client_id,
                   "enable.auto.commit": False, "statistics.interval.ms": 1000, "stats_cb": stats,
-                  # Fetches of 64 KiB (not 1 MiB, a whole window's quota): a throttled fetch is
+                  # Fetches of 20 KiB (not 1 MiB, a whole window's quota): a throttled fetch is
                   # answered empty, so its size is what a throttle costs.
-                  "max.partition.fetch.bytes": 65536})
+                  "max.partition.fetch.bytes": 20480})
     c.assign([TopicPartition(topic, 0, 0)])
     consumed = 0
     measured = 0
@@ -210,8 +210,8 @@ def test_consumer_byte_rate_holds_a_consumer_to_its_quota(broker_factory):
     cfk_create_topic(broker.bootstrap, topic, partitions=1)
     # Enough for the throttled consumer's whole run at the quota and more.
     count = int((WARMUP_S + MEASURE_S + 8) * QUOTA / len(VALUE))
-    # Batches of at most 64 KiB: a fetch returns at least one whole batch.
-    p = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all", "linger.ms": 5, "batch.size": 65536})
+    # Batches of at most 20 KiB: a fetch returns at least one whole batch.
+    p = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all", "linger.ms": 5, "batch.size": 20480})
     for _ in range(count):
         while True:
             try:
