@@ -20,10 +20,11 @@ import struct
 import threading
 import time
 
+import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from clients import cfk_create_topic
-from conftest import unique
+from conftest import unique, wait_until
 
 QUOTA = 1048576  # bytes per second
 WARMUP_S = 2.0
@@ -239,3 +240,37 @@ def test_consumer_byte_rate_holds_a_consumer_to_its_quota(broker_factory):
     assert free["consumed"] == total, free
     assert free["throttle_max"] == 0, free
     assert total / free["elapsed"] > 3 * QUOTA, free
+
+
+@pytest.mark.cluster
+def test_a_quota_set_through_one_node_is_enforced_by_the_leader_on_another(cluster_factory):
+    """On a cluster AlterClientQuotas is forwarded to the active controller; the ClientQuotaRecord
+    reaches every broker's image, so every node describes it and the partition leader enforces it."""
+    c = cluster_factory(3)
+    topic = unique("quota-cluster")
+    c.create_topic(topic, 1, rf=3)
+    c.wait_topic_ready(topic, 1, rf=3)
+    leader = c.leader_of(topic)
+    other = next(n for i, n in c.nodes.items() if i != leader)
+    assert alter_client_quota(other.bootstrap, {"client-id": "cluster-slow"}, "producer_byte_rate", 100_000) == 0
+    for node in c.nodes.values():
+        wait_until(lambda: describe_client_quotas(node.bootstrap, "client-id", "cluster-slow")
+                   == {"producer_byte_rate": 100_000.0}, timeout=15, what=f"the quota on node {node}")
+    stats = ThrottleStats()
+    p = Producer({"bootstrap.servers": c.bootstrap, "client.id": "cluster-slow", "acks": "all",
+                  "batch.size": 65536, "statistics.interval.ms": 500, "stats_cb": stats})
+    # 2 MB: twice the credit of ten windows at 100 kB/s.
+    for _ in range(200):
+        while True:
+            try:
+                p.produce(topic, VALUE)
+                break
+            except BufferError:
+                p.poll(0.05)
+        p.poll(0)
+    def throttled():
+        p.poll(0.2)  # serves the statistics callback
+        return stats.max_ms > 0
+
+    wait_until(throttled, timeout=30, what="a throttle in the stats")
+    assert p.flush(60) == 0

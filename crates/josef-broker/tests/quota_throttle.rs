@@ -118,10 +118,12 @@ fn entity(parts: &[(&str, Option<&str>)]) -> Vec<EntityData> {
         .collect()
 }
 
-fn alter(
-    entries: &[(&[(&str, Option<&str>)], &[(&str, Option<f64>)])],
-    validate_only: bool,
-) -> AlterClientQuotasRequest {
+/// An entity's (type, name) components.
+type Entity<'a> = &'a [(&'a str, Option<&'a str>)];
+/// Operations: (key, value), `None` removing the key.
+type Ops<'a> = &'a [(&'a str, Option<f64>)];
+
+fn alter(entries: &[(Entity<'_>, Ops<'_>)], validate_only: bool) -> AlterClientQuotasRequest {
     AlterClientQuotasRequest {
         entries: entries
             .iter()
