@@ -511,3 +511,59 @@ async fn a_fetch_over_its_quota_is_answered_empty_and_loses_nothing() {
     assert!(t0.elapsed() >= Duration::from_secs(3), "{:?}", t0.elapsed());
     broker.shutdown().await;
 }
+
+#[tokio::test]
+async fn request_percentage_throttles_a_metadata_flood_by_at_most_one_window_and_user_quotas_apply()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path()).await;
+    let mut admin = Conn::open(&broker, "admin").await;
+    create_topic(&mut admin, "t").await;
+    // A user quota: the principal of a PLAINTEXT connection is User:ANONYMOUS. The user level
+    // (3) beats the client-id level (7), so the generous client-id quota does not help.
+    let codes = alter_codes(
+        &mut admin,
+        1,
+        alter(
+            &[
+                (
+                    &[("user", Some("ANONYMOUS"))],
+                    &[("request_percentage", Some(0.01))],
+                ),
+                (
+                    &[("client-id", Some("flood"))],
+                    &[("request_percentage", Some(1000.0))],
+                ),
+            ],
+            false,
+        ),
+    )
+    .await;
+    assert_eq!(codes, vec![0, 0]);
+    let mut flood = Conn::open(&broker, "flood").await;
+    let mut throttles = Vec::new();
+    for _ in 0..200 {
+        let ResponseBody::Metadata(r) = flood
+            .call(
+                12,
+                MetadataRequest {
+                    topics: None,
+                    ..Default::default()
+                },
+            )
+            .await
+        else {
+            panic!("not a metadata response")
+        };
+        throttles.push(r.throttle_time_ms);
+        if r.throttle_time_ms > 0 {
+            break;
+        }
+    }
+    let throttle = *throttles.last().unwrap();
+    // 0.01 % of a thread is 100 µs per second: a few Metadata requests exceed it.
+    assert!(throttle > 0, "{throttles:?}");
+    // A request throttle is capped at one window.
+    assert!(throttle <= 1_000, "{throttle}");
+    broker.shutdown().await;
+}
