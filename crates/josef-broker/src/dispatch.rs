@@ -160,7 +160,7 @@ impl FrameHandler for BrokerState {
             correlation_id = header.correlation_id,
             "request"
         );
-        if let Some(quota) = self.quotas.begin(conn, &header, &mut body, size) {
+        if let Some(quota) = self.quotas.begin(self, conn, &header, &mut body, size) {
             let mut busy = std::time::Duration::ZERO;
             let reply =
                 crate::quotas::timed(handlers::handle(self, conn, &header, body), &mut busy).await;

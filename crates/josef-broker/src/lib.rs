@@ -24,6 +24,7 @@ pub mod groups;
 pub mod local_metadata;
 pub mod meta;
 pub mod partition;
+pub mod quota_mutation;
 pub mod quotas;
 pub mod server;
 pub mod state;

@@ -9,6 +9,8 @@
 //!   empty with its bytes un-recorded (the consumer fetches them again later);
 //! - every request but the inter-broker ones: the time spent polling its handler counts against
 //!   `request_percentage` (Kafka counts I/O and network thread time; here the handler's time).
+//! - CreateTopics, DeleteTopics, CreatePartitions: partitions against `controller_mutation_rate`
+//!   (see [`crate::quota_mutation`]).
 //!
 //! The response carries the larger throttle; then the connection reads nothing from the client
 //! until the throttle has passed (see [`Outcome::Throttled`](crate::connection::Outcome)).
@@ -105,8 +107,10 @@ impl BrokerQuotas {
         let changes = inner.managers.sync_to(&target);
         tracing::info!(changes = changes.len(), "client quotas updated");
         let m = &inner.managers;
-        let on =
-            m.produce.quotas_enabled() || m.fetch.quotas_enabled() || m.request.quotas_enabled();
+        let on = m.produce.quotas_enabled()
+            || m.fetch.quotas_enabled()
+            || m.request.quotas_enabled()
+            || m.controller_mutation.quotas_enabled();
         self.enabled.store(on, Ordering::Release);
     }
 
@@ -119,6 +123,7 @@ impl BrokerQuotas {
     /// `max_bytes` at what its quota window holds. `size` is the request's size in bytes.
     pub fn begin(
         &self,
+        state: &crate::state::BrokerState,
         conn: &ConnectionInfo,
         header: &RequestHeader,
         body: &mut RequestBody,
@@ -166,7 +171,21 @@ impl BrokerQuotas {
             }
             _ => {}
         }
+        let mutation = if inner.managers.controller_mutation.quotas_enabled() {
+            crate::quota_mutation::charge(
+                state,
+                &mut inner.managers.controller_mutation,
+                &user,
+                &client_id,
+                header.request_api_version,
+                body,
+                now,
+            )
+        } else {
+            None
+        };
         Some(RequestQuota {
+            mutation,
             user,
             client_id,
             api,
@@ -180,7 +199,12 @@ impl BrokerQuotas {
     /// Finishes measuring a request whose handler took `busy`: records the fetched bytes and the
     /// handler time, empties a throttled fetch, and sets the response's `throttle_time_ms`.
     /// Returns the throttle.
-    pub fn finish(&self, q: &RequestQuota, busy: Duration, resp: Option<&mut ResponseBody>) -> u64 {
+    pub fn finish(
+        &self,
+        q: &RequestQuota,
+        busy: Duration,
+        mut resp: Option<&mut ResponseBody>,
+    ) -> u64 {
         let now = now_ms();
         let mut inner = self.inner.lock();
         let m = &mut inner.managers;
@@ -204,6 +228,12 @@ impl BrokerQuotas {
             }
         }
         drop(inner);
+        if let Some(m) = &q.mutation {
+            throttle = throttle.max(m.throttle_ms);
+            if let Some(resp) = resp.as_deref_mut() {
+                crate::quota_mutation::answer_throttled(m, resp);
+            }
+        }
         if throttle == 0 {
             return 0;
         }
@@ -265,6 +295,7 @@ pub struct RequestQuota {
     produce_throttle: u64,
     consumer_fetch: bool,
     time_request: bool,
+    mutation: Option<crate::quota_mutation::MutationCharge>,
 }
 
 impl RequestQuota {

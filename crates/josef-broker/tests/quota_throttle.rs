@@ -567,3 +567,60 @@ async fn request_percentage_throttles_a_metadata_flood_by_at_most_one_window_and
     assert!(throttle <= 1_000, "{throttle}");
     broker.shutdown().await;
 }
+
+fn creatable(names: &[&str], partitions: i32) -> CreateTopicsRequest {
+    CreateTopicsRequest {
+        topics: names
+            .iter()
+            .map(|n| create_topics_request::CreatableTopic {
+                name: (*n).into(),
+                num_partitions: partitions,
+                replication_factor: 1,
+                ..Default::default()
+            })
+            .collect(),
+        timeout_ms: 5000,
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn controller_mutation_rate_refuses_topics_past_the_burst_from_create_topics_v6() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path()).await;
+    let mut admin = Conn::open(&broker, "admin").await;
+    for client in ["mutator", "old-mutator"] {
+        set_client_quota(&mut admin, client, "controller_mutation_rate", 1.0).await;
+    }
+    // 1 partition/s with controller.quota.window.num 11: a burst of 11 partitions. The first topic
+    // takes 6, the second drives the bucket below zero, the rest are refused.
+    let mut c = Conn::open(&broker, "mutator").await;
+    let ResponseBody::CreateTopics(r) = c.call(6, creatable(&["m1", "m2", "m3", "m4"], 6)).await
+    else {
+        panic!("not a CreateTopics response")
+    };
+    let codes: Vec<(String, i16)> = r
+        .topics
+        .iter()
+        .map(|t| (t.name.to_string(), t.error_code))
+        .collect();
+    let throttled = ErrorCode::ThrottlingQuotaExceeded as i16;
+    assert_eq!(
+        codes,
+        vec![
+            ("m1".into(), 0),
+            ("m2".into(), 0),
+            ("m3".into(), throttled),
+            ("m4".into(), throttled)
+        ]
+    );
+    assert!(r.throttle_time_ms > 0);
+    // CreateTopics v5 is permissive: everything is created, and the client is throttled.
+    let mut old = Conn::open(&broker, "old-mutator").await;
+    let ResponseBody::CreateTopics(r) = old.call(5, creatable(&["o1", "o2", "o3"], 6)).await else {
+        panic!("not a CreateTopics response")
+    };
+    assert!(r.topics.iter().all(|t| t.error_code == 0), "{r:?}");
+    assert!(r.throttle_time_ms > 0);
+    broker.shutdown().await;
+}
