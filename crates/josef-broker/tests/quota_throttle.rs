@@ -216,22 +216,7 @@ async fn describe(
 }
 
 async fn create_topic(c: &mut Conn, name: &str) {
-    let r = c
-        .call(
-            7,
-            CreateTopicsRequest {
-                topics: vec![create_topics_request::CreatableTopic {
-                    name: name.into(),
-                    num_partitions: 1,
-                    replication_factor: 1,
-                    ..Default::default()
-                }],
-                timeout_ms: 5000,
-                ..Default::default()
-            },
-        )
-        .await;
-    let ResponseBody::CreateTopics(r) = r else {
+    let ResponseBody::CreateTopics(r) = c.call(7, creatable(&[name], 1)).await else {
         panic!("not a CreateTopics response")
     };
     assert_eq!(r.topics[0].error_code, 0);
