@@ -115,6 +115,9 @@ impl Broker {
             })
         };
         let fetch_reaper = josef_timer::tokio_driver::spawn_reaper(state.fetch_purgatory.clone());
+        if let Some(node) = &cluster {
+            crate::quotas::spawn_image_watch(state.quotas.clone(), node.log.subscribe_image());
+        }
         let security = {
             let state = state.clone();
             crate::server::listener_security(&config, Arc::new(move || state.metadata_image()))

@@ -395,6 +395,8 @@ pub struct BrokerConfig {
     pub group_max_session_timeout_ms: i64,
     /// `group.max.size` (Int.MAX).
     pub group_max_size: i32,
+    /// Client quota sample windows (`quota.window.*`, `controller.quota.window.*`).
+    pub quota: crate::quotas::QuotaSettings,
     /// `listener.security.protocol.map` entries (name → protocol), Kafka's default map when
     /// not set.
     pub listener_security_protocol_map: BTreeMap<String, String>,
@@ -857,6 +859,7 @@ impl BrokerConfig {
                 .map(|(k, v)| (k.clone(), v.name().to_string()))
                 .collect(),
             security,
+            quota: crate::quotas::QuotaSettings::from_props(&mut p)?,
             cluster,
         };
         let not_used: BTreeMap<&str, &'static str> = NOT_USED.iter().copied().collect();

@@ -62,6 +62,17 @@ pub enum Outcome {
     NoResponse,
     /// Close the connection without answering (malformed input, unknown API, acks=0 failure).
     Close(String),
+    /// A client over its quota (KIP-219): nothing more is read from the connection for
+    /// `throttle`. With `client_backs_off` the response (if any) goes out at once; else it is
+    /// held for the throttle (clients older than KIP-219 do not back off themselves).
+    Throttled {
+        /// The response; `None` for Produce with acks=0.
+        response: Option<FrameChunks>,
+        /// How long the connection stays muted.
+        throttle: Duration,
+        /// Whether the response is sent before the mute (else after).
+        client_backs_off: bool,
+    },
 }
 
 /// Turns one request frame (without its length prefix) into an [`Outcome`].
@@ -286,6 +297,31 @@ async fn run<S: Transport, H: FrameHandler>(
                     }
                 }
                 Outcome::NoResponse => {}
+                Outcome::Throttled {
+                    mut response,
+                    throttle,
+                    client_backs_off,
+                } => {
+                    if client_backs_off {
+                        if let Some(frame) = response.take() {
+                            pending.push(frame);
+                        }
+                    }
+                    if let Err(e) = pending.flush(stream).await {
+                        tracing::debug!(peer = %info.peer, error = %e, "response write failed");
+                        return Stop::Quiet;
+                    }
+                    // Muted: the next request (even one already buffered) waits.
+                    tokio::select! {
+                        biased;
+                        _ = &mut cancelled => return Stop::Quiet,
+                        _ = tokio::time::sleep(throttle) => {}
+                    }
+                    if let Some(frame) = response {
+                        pending.push(frame);
+                    }
+                    last_activity = Instant::now();
+                }
                 Outcome::Close(reason) => {
                     let _ = pending.flush(stream).await;
                     return Stop::Close(reason, Duration::ZERO);

@@ -129,7 +129,8 @@ impl FrameHandler for BrokerState {
                 }
             }
         }
-        let (header, body) = match decode_request_frame(frame) {
+        let size = frame.len();
+        let (header, mut body) = match decode_request_frame(frame) {
             Ok(x) => x,
             Err(FrameError::MalformedBody {
                 api_key: ApiKey::ApiVersions,
@@ -159,6 +160,14 @@ impl FrameHandler for BrokerState {
             correlation_id = header.correlation_id,
             "request"
         );
+        if let Some(quota) = self.quotas.begin(self, conn, &header, &mut body, size) {
+            let mut busy = std::time::Duration::ZERO;
+            let reply =
+                crate::quotas::timed(handlers::handle(self, conn, &header, body), &mut busy).await;
+            return self
+                .quotas
+                .outcome(&quota, busy, reply, |resp| encode(&header, key, resp));
+        }
         match handlers::handle(self, conn, &header, body).await {
             Reply::Body(resp) => encode(&header, key, &resp),
             Reply::None => Outcome::NoResponse,

@@ -27,6 +27,8 @@ pub mod meta;
 pub mod partition;
 pub mod sasl_session;
 pub mod security_config;
+pub mod quota_mutation;
+pub mod quotas;
 pub mod server;
 pub mod state;
 pub mod tls;

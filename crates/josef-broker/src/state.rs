@@ -98,6 +98,8 @@ pub struct BrokerState {
     /// The single-node broker's metadata records (ACLs, SCRAM credentials, client quotas);
     /// `None` on a cluster node, whose records live in the metadata log.
     pub local_metadata: Option<crate::local_metadata::LocalMetadataStore>,
+    /// Client quotas (producer/consumer byte rates, request percentage), from the image.
+    pub quotas: Arc<crate::quotas::BrokerQuotas>,
 }
 
 impl BrokerState {
@@ -128,7 +130,12 @@ impl BrokerState {
                     .map_err(|e| format!("local metadata: {e}"))?,
             ),
         };
+        let quotas = Arc::new(crate::quotas::BrokerQuotas::new(config.quota));
+        if let Some(store) = &local_metadata {
+            quotas.refresh(&store.image());
+        }
         Ok(BrokerState {
+            quotas,
             local_metadata,
             groups: crate::groups::GroupService::new(&config),
             txns: crate::txns::TxnService::new(&config),

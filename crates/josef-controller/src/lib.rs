@@ -19,6 +19,7 @@
 //! `BrokerHeartbeatManager`, `ProducerIdControlManager`, `FeatureControlManager`).
 #![deny(missing_docs)]
 
+mod client_quota_control;
 mod cluster_control;
 mod config;
 mod configuration_control;

@@ -116,6 +116,7 @@ pub struct Controller {
     pub(crate) replication: ReplicationControlManager,
     pub(crate) configs: ConfigurationControlManager,
     pub(crate) producer_ids: ProducerIdControlManager,
+    pub(crate) client_quotas: crate::client_quota_control::ClientQuotaControlManager,
     pub(crate) features: BTreeMap<String, i16>,
     pub(crate) cluster_id: Option<String>,
     next_rebalance_ms: Option<i64>,
@@ -137,6 +138,7 @@ impl Controller {
             replication: ReplicationControlManager::default(),
             configs: ConfigurationControlManager::default(),
             producer_ids: ProducerIdControlManager::default(),
+            client_quotas: Default::default(),
             features: BTreeMap::new(),
             cluster_id: None,
             next_rebalance_ms: None,
@@ -365,6 +367,14 @@ impl Controller {
             {
                 Err(ReplayError::UnknownTopic(r.topic_id))
             }
+            MetadataRecord::ClientQuota(r) => josef_quota::entity_from_components(
+                r.entity
+                    .iter()
+                    .map(|e| (e.entity_type.as_str(), e.entity_name.as_deref())),
+                false,
+            )
+            .map(|_| ())
+            .map_err(|e| ReplayError::Invalid(format!("ClientQuotaRecord: {e}"))),
             _ => Ok(()),
         }
     }
@@ -408,6 +418,10 @@ impl Controller {
                 }
             }
             MetadataRecord::ClusterId(r) => self.cluster_id = Some(r.cluster_id.clone()),
+            MetadataRecord::ClientQuota(r) => {
+                // check_replay accepted the entity, so the store takes the record.
+                let _ = self.client_quotas.store.replay(r);
+            }
             _ => {}
         }
         self.last_offset = Some(offset);

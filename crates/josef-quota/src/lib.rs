@@ -15,6 +15,7 @@
 //! * [`QuotaStore`]: quotas from ClientQuotaRecords; AlterClientQuotas and DescribeClientQuotas
 //!   answered as Kafka does. [`QuotaManagers`] keeps the store and the managers in step.
 //! * [`ThrottledChannels`]: channels muted until their throttle ends (KIP-219).
+//! * [`client_throttles`]: which responses the client backs off on by itself (KIP-219).
 //! * [`ReplicationQuotaManager`], [`ThrottledReplicas`]: replication throttling (KIP-73).
 //!
 //! ```
@@ -36,6 +37,7 @@ pub mod config;
 mod connection;
 mod entity;
 mod error;
+mod kip219;
 mod managers;
 mod mutation;
 mod precedence;
@@ -57,6 +59,7 @@ pub use error::{
     AlterQuotaError, DescribeQuotaError, EntityError, QuotaConfigError, QuotaRecordError,
     ThrottledReplicasError, ThrottlingQuotaExceeded,
 };
+pub use kip219::{client_throttles, client_throttles_since};
 pub use managers::{QuotaManagers, QuotaManagersConfig};
 pub use mutation::{
     is_strict, strict_since_version, ControllerMutationQuota, ControllerMutationQuotaManager,

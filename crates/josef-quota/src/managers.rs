@@ -66,6 +66,17 @@ impl QuotaManagers {
         self.apply_to_managers(change);
     }
 
+    /// Brings the store and the managers to `target` (the quotas of a newer metadata image),
+    /// applying only what differs so that the sensors of unchanged quotas keep their samples.
+    /// Returns the changes applied.
+    pub fn sync_to(&mut self, target: &QuotaStore) -> Vec<QuotaChange> {
+        let changes = self.store.changes_to(target);
+        for change in &changes {
+            self.apply(change);
+        }
+        changes
+    }
+
     fn apply_to_managers(&mut self, change: &QuotaChange) {
         // Keys this crate does not know, and keys on an entity that cannot take them, are kept
         // in the store but enforce nothing (Kafka logs and ignores them).

@@ -92,6 +92,11 @@ impl ControllerMutationQuotaManager {
         self.overrides.quota(user, client_id)
     }
 
+    /// True once a `controller_mutation_rate` was configured.
+    pub fn quotas_enabled(&self) -> bool {
+        self.enabled
+    }
+
     /// The quota of a request by `user` / `client_id`: strict when [`is_strict`] says so for the
     /// request's API and version, unbounded while no mutation quota was ever configured.
     pub fn new_quota_for(

@@ -17,7 +17,6 @@ pub enum RateKind {
 #[derive(Debug, Clone, Copy)]
 struct Sample {
     start_ms: u64,
-    last_event_ms: u64,
     value: f64,
 }
 
@@ -25,18 +24,18 @@ impl Sample {
     fn new(now_ms: u64) -> Self {
         Sample {
             start_ms: now_ms,
-            last_event_ms: now_ms,
             value: 0.0,
         }
     }
 }
 
-/// The sum of recorded values over at most `num + 1` samples of one window each, divided by the
+/// The sum of recorded values over at most `num` samples of one window each, divided by the
 /// elapsed time of [`RateKind`].
 ///
 /// A sample starts at the first value recorded after the previous one completed (samples are not
-/// aligned to a grid) and is reset once no value reached it for `num × size`: Kafka keeps one
-/// sample more than `num` so that the oldest still overlaps the measured span.
+/// aligned to a grid); the `num` samples are reused in turn, and a sample that started `num ×
+/// size` ago or earlier is reset (Kafka's `SampledStat.purgeObsoleteSamples`, which compares the
+/// sample's window start, not its last record).
 #[derive(Debug, Clone)]
 pub struct SampledRate {
     window: QuotaWindow,
@@ -70,13 +69,11 @@ impl SampledRate {
         if now_ms.saturating_sub(self.samples[self.current].start_ms) >= size_ms {
             self.advance(now_ms);
         }
-        let sample = &mut self.samples[self.current];
-        sample.value += value;
-        sample.last_event_ms = now_ms;
+        self.samples[self.current].value += value;
     }
 
     fn advance(&mut self, now_ms: u64) {
-        let slots = self.window.num() as usize + 1;
+        let slots = self.window.num() as usize;
         self.current = (self.current + 1) % slots;
         if self.current >= self.samples.len() {
             self.samples.push(Sample::new(now_ms));
@@ -85,11 +82,11 @@ impl SampledRate {
         }
     }
 
-    /// Resets the samples no value reached for `num × size` (they are restarted at `now_ms`).
+    /// Resets the samples that started `num × size` ago or earlier (they restart at `now_ms`).
     pub fn purge_obsolete_samples(&mut self, now_ms: u64) {
         let expire_age = self.window.span_ms();
         for sample in &mut self.samples {
-            if now_ms.saturating_sub(sample.last_event_ms) >= expire_age {
+            if now_ms.saturating_sub(sample.start_ms) >= expire_age {
                 *sample = Sample::new(now_ms);
             }
         }
@@ -157,13 +154,13 @@ mod tests {
         for s in 0..12u64 {
             r.record(100.0, s * 1_000);
         }
-        // Twelve samples (num + 1) started at 0..=11 s. At 11 s the sample of 0 s is 11 s idle:
-        // purged, so the oldest kept starts at 1 s.
+        // Eleven samples (num) are reused in turn: the record at 11 s took the slot of the sample
+        // of 0 s, so the oldest kept starts at 1 s.
         assert_eq!(r.total(11_000), 1_100.0);
         assert_eq!(r.window_size_ms(11_000), 10_000);
         assert_eq!(r.total(11_500), 1_100.0);
         assert_eq!(r.window_size_ms(11_500), 10_500);
-        // A record at 12 s reuses the purged slot; the sample of 1 s is now 11 s idle too.
+        // A record at 12 s takes the slot of the sample of 1 s.
         r.record(100.0, 12_000);
         assert_eq!(r.total(12_000), 1_100.0);
         assert_eq!(r.window_size_ms(12_000), 10_000);
@@ -176,6 +173,15 @@ mod tests {
         assert_eq!(r.total(10_999), 1_000.0);
         assert_eq!(r.total(11_000), 0.0);
         assert_eq!(r.window_size_ms(11_000), 10_000);
+    }
+
+    #[test]
+    fn a_sample_expires_by_its_start_not_its_last_record() {
+        let mut r = rate();
+        r.record(1.0, 0);
+        r.record(1.0, 900);
+        assert_eq!(r.total(10_999), 2.0);
+        assert_eq!(r.total(11_000), 0.0);
     }
 
     #[test]

@@ -284,6 +284,54 @@ impl QuotaStore {
         }
     }
 
+    /// Sets `key` of the entity with wire (type, name) `components` to `value`, as a
+    /// ClientQuotaRecord would (e.g. to build a store from a metadata image).
+    pub fn insert_components<'a>(
+        &mut self,
+        components: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+        key: &str,
+        value: f64,
+    ) -> Result<(), QuotaRecordError> {
+        let entity = entity_from_components(components, false)?;
+        self.apply(&QuotaChange {
+            entity,
+            key: key.to_owned(),
+            value: Some(value),
+        });
+        Ok(())
+    }
+
+    /// The changes that turn this store into `target`: every key set in `target` with another
+    /// value (or absent here), then every key here that `target` does not have, as a removal.
+    pub fn changes_to(&self, target: &QuotaStore) -> Vec<QuotaChange> {
+        let mut changes = Vec::new();
+        for (entity, quotas) in &target.entities {
+            let mine = self.entities.get(entity);
+            for (key, value) in quotas {
+                if mine.and_then(|m| m.get(key)) != Some(value) {
+                    changes.push(QuotaChange {
+                        entity: entity.clone(),
+                        key: key.clone(),
+                        value: Some(*value),
+                    });
+                }
+            }
+        }
+        for (entity, quotas) in &self.entities {
+            let theirs = target.entities.get(entity);
+            for key in quotas.keys() {
+                if !theirs.is_some_and(|t| t.contains_key(key)) {
+                    changes.push(QuotaChange {
+                        entity: entity.clone(),
+                        key: key.clone(),
+                        value: None,
+                    });
+                }
+            }
+        }
+        changes
+    }
+
     /// The value of `key` for `entity`.
     pub fn get(&self, entity: &QuotaEntity, key: &str) -> Option<f64> {
         self.entities.get(entity)?.get(key).copied()

@@ -19,6 +19,20 @@ fn mutations(rate: f64) -> ControllerMutationQuotaManager {
 }
 
 #[test]
+fn mutation_quotas_are_enabled_by_the_first_quota_and_stay_on() {
+    let mut m = ControllerMutationQuotaManager::new(QuotaWindow::default());
+    assert!(!m.quotas_enabled());
+    let alice = QuotaEntity::User(EntityName::from("alice"));
+    assert!(!m.update_quota(&QuotaEntity::Ip(EntityName::Default), Some(1.0)));
+    assert!(!m.quotas_enabled());
+    m.update_quota(&alice, Some(1.0));
+    assert!(m.quotas_enabled());
+    m.update_quota(&alice, None);
+    assert!(m.quotas_enabled());
+    assert!(mutations(1.0).quotas_enabled());
+}
+
+#[test]
 fn strict_versions() {
     assert_eq!(strict_since_version(ApiKey::CreateTopics), Some(6));
     assert_eq!(strict_since_version(ApiKey::DeleteTopics), Some(5));

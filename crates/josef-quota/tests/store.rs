@@ -439,3 +439,70 @@ fn unknown_keys_in_records_are_kept_but_enforce_nothing() {
     );
     assert!(!m.produce.quotas_enabled());
 }
+
+#[test]
+fn sync_to_a_newer_image_applies_only_the_differences_and_keeps_sensors() {
+    let mut m = QuotaManagers::new(QuotaManagersConfig::default());
+    let mut image = QuotaStore::new();
+    image
+        .insert_components([("user", Some("alice"))], "producer_byte_rate", 1_000.0)
+        .unwrap();
+    image
+        .insert_components([("client-id", None)], "consumer_byte_rate", 500.0)
+        .unwrap();
+    assert_eq!(m.sync_to(&image).len(), 2);
+    assert_eq!(m.produce.quota("alice", "app"), Some(1_000.0));
+    assert_eq!(m.fetch.quota("bob", "app"), Some(500.0));
+    // alice's sensor fills up.
+    assert_eq!(
+        m.produce
+            .record_and_get_throttle_time_ms("alice", "app", 15_000.0, 0),
+        5_000
+    );
+    // The next image changes the default client quota and drops nothing else: alice keeps her
+    // sensor and its samples.
+    let mut next = image.clone();
+    next.insert_components([("client-id", None)], "consumer_byte_rate", 700.0)
+        .unwrap();
+    let changes = m.sync_to(&next);
+    assert_eq!(changes.len(), 1);
+    assert_eq!(m.fetch.quota("bob", "app"), Some(700.0));
+    assert!(m.produce.measure("alice", "app", 0) > 1_000.0);
+    // An image without alice's quota removes it: she is unlimited again.
+    let mut last = QuotaStore::new();
+    last.insert_components([("client-id", None)], "consumer_byte_rate", 700.0)
+        .unwrap();
+    let changes = m.sync_to(&last);
+    assert_eq!(changes.len(), 1);
+    assert_eq!(changes[0].value, None);
+    assert_eq!(m.produce.quota("alice", "app"), None);
+    assert_eq!(
+        m.produce
+            .record_and_get_throttle_time_ms("alice", "app", 15_000.0, 0),
+        0
+    );
+    assert_eq!(m.store, last);
+    assert!(m.sync_to(&last).is_empty());
+}
+
+#[test]
+fn insert_components_refuses_what_no_record_can_name() {
+    let mut s = QuotaStore::new();
+    assert!(s
+        .insert_components([("ip", Some("1.2.3.4")), ("user", None)], "x", 1.0)
+        .is_err());
+    assert!(s.insert_components([], "x", 1.0).is_err());
+    s.insert_components(
+        [("user", Some("alice")), ("client-id", None)],
+        "request_percentage",
+        50.0,
+    )
+    .unwrap();
+    assert_eq!(
+        s.get(
+            &QuotaEntity::UserClientId(EntityName::from("alice"), EntityName::Default),
+            "request_percentage"
+        ),
+        Some(50.0)
+    );
+}

@@ -77,6 +77,9 @@ pub fn is_not_controller(body: &ResponseBody) -> bool {
         ResponseBody::IncrementalAlterConfigs(r) => {
             !r.responses.is_empty() && r.responses.iter().all(|t| t.error_code == nc)
         }
+        ResponseBody::AlterClientQuotas(r) => {
+            !r.entries.is_empty() && r.entries.iter().all(|e| e.error_code == nc)
+        }
         ResponseBody::AlterConfigs(r) => {
             !r.responses.is_empty() && r.responses.iter().all(|t| t.error_code == nc)
         }

@@ -39,6 +39,7 @@ pub const CONTROLLER_APIS: &[ApiKey] = &[
     ApiKey::DescribeQuorum,
     ApiKey::UpdateFeatures,
     ApiKey::AlterUserScramCredentials,
+    ApiKey::AlterClientQuotas,
 ];
 
 /// The frame handler of the CONTROLLER listener.

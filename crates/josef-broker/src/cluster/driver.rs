@@ -254,6 +254,10 @@ impl ControllerDriver {
                 .write(false, |c, ctx| c.alter_user_scram_credentials(ctx, &r))
                 .await
                 .map(Into::into),
+            RequestBody::AlterClientQuotas(r) => self
+                .write(false, |c, ctx| c.alter_client_quotas(ctx, &r))
+                .await
+                .map(Into::into),
             _ => Err(NotController),
         };
         r.unwrap_or(fallback)

@@ -147,6 +147,7 @@ pub fn error_response(body: &RequestBody, code: ErrorCode) -> ResponseBody {
         RequestBody::AlterUserScramCredentials(r) => {
             crate::handlers::scram_credentials::alter_error(r, code)
         }
+        RequestBody::AlterClientQuotas(r) => crate::quotas::alter_error_response(r, code).into(),
         other => {
             // Not a controller API: the caller answers it elsewhere; an empty ApiVersions-like
             // answer is never sent for it.

@@ -8,6 +8,7 @@ use crate::dispatch::{reply, Reply};
 use crate::state::BrokerState;
 
 mod admin;
+mod client_quotas;
 pub mod cluster;
 mod cluster_coordinator;
 mod configs;
@@ -50,7 +51,9 @@ pub fn extra_served_versions(key: ApiKey) -> Option<(i16, i16)> {
         | ApiKey::SaslAuthenticate
         | ApiKey::DescribeUserScramCredentials
         | ApiKey::AlterUserScramCredentials
-        | ApiKey::WriteTxnMarkers => Some(key.valid_versions()),
+        | ApiKey::WriteTxnMarkers
+        | ApiKey::AlterClientQuotas
+        | ApiKey::DescribeClientQuotas => Some(key.valid_versions()),
         // v5 is transaction version 2, which this broker does not advertise.
         ApiKey::EndTxn => Some((0, 4)),
         _ => None,
@@ -100,7 +103,8 @@ pub async fn handle(
             | RequestBody::ListPartitionReassignments(_)
             | RequestBody::DescribeQuorum(_)
             | RequestBody::UpdateFeatures(_)
-            | RequestBody::AlterUserScramCredentials(_)) => {
+            | RequestBody::AlterUserScramCredentials(_)
+            | RequestBody::AlterClientQuotas(_)) => {
                 return Reply::Body(cluster::forward(&node, b, v).await)
             }
             RequestBody::FindCoordinator(r) => {
@@ -175,6 +179,8 @@ async fn handle_local(
         RequestBody::AlterUserScramCredentials(r) => {
             Reply::Body(scram_credentials::alter_local(state, &r))
         }
+        RequestBody::AlterClientQuotas(r) => reply(client_quotas::alter(state, r)),
+        RequestBody::DescribeClientQuotas(r) => reply(client_quotas::describe(state, r)),
         other => Reply::Close(format!("{:?} is not served", other.api_key())),
     }
 }
