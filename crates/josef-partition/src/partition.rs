@@ -20,8 +20,8 @@ use parking_lot::Mutex;
 use crate::error::PartitionError;
 use crate::replication::{
     leader_diverging_epoch, truncation_offset, AlterPartitionOutcome, AlterPartitionProposal,
-    CommittedPartitionState, EpochEndOffset, LeadershipChange, ReplicaId, ReplicationState,
-    TruncationDecision, NO_EPOCH,
+    CommittedPartitionState, EpochEndOffset, IsrState, LeadershipChange, ReplicaId,
+    ReplicationState, TruncationDecision, NO_EPOCH,
 };
 
 /// A client's batch to append: one the caller built or rewrote (up-converted, recompressed, its
@@ -267,6 +267,8 @@ pub struct Partition {
     on_event: OnceLock<AppendListener>,
     /// What the producer-state rebuild at open did.
     rebuild: ProducerStateRebuild,
+    /// Its counters (no-ops without a metrics recorder).
+    metrics: crate::metrics::PartitionMetrics,
 }
 
 /// The COMMIT/ABORT type of a control batch, read from its first record's key
@@ -461,6 +463,7 @@ impl Partition {
             }),
             on_event: OnceLock::new(),
             rebuild: report,
+            metrics: crate::metrics::PartitionMetrics::new(topic),
         })
     }
 
@@ -535,6 +538,8 @@ impl Partition {
                 None
             };
             let append = Self::append_locked(&mut d, records, now_ms)?;
+            self.metrics
+                .record_append(append.valid_bytes, header.record_count);
             if let Some(plan) = plan {
                 d.producers.commit(plan.with_offsets(
                     append.first_offset,
@@ -694,7 +699,9 @@ impl Partition {
     /// TxnCommitted the aborted transactions overlapping them.
     pub fn read(&self, params: &ReadParams) -> Result<ReadResult, ErrorCode> {
         let d = self.data.lock();
-        Self::read_locked(&d, params)
+        let r = Self::read_locked(&d, params)?;
+        self.metrics.record_read(r.size);
+        Ok(r)
     }
 
     fn read_locked(d: &PartitionData, params: &ReadParams) -> Result<ReadResult, ErrorCode> {
@@ -948,10 +955,14 @@ impl Partition {
         let outcome = {
             let mut d = self.data.lock();
             let leo = d.log.log_end_offset();
+            let shrink = matches!(d.replication.isr_state(), IsrState::PendingShrink { .. });
             let outcome = d
                 .replication
                 .on_alter_partition_response(sent, result, leo, now_ms);
             d.apply_high_watermark();
+            if matches!(outcome, AlterPartitionOutcome::Committed { .. }) {
+                self.metrics.record_isr_change(shrink);
+            }
             outcome
         };
         if let AlterPartitionOutcome::Committed {
