@@ -34,6 +34,8 @@ pub struct Broker {
     ticker: tokio::task::JoinHandle<()>,
     /// Expires delayed fetches at their max wait.
     fetch_reaper: josef_timer::tokio_driver::TokioDriver,
+    /// `/metrics`, when `prometheus.listener` is set.
+    metrics: Option<crate::metrics::http::MetricsServer>,
 }
 
 impl Broker {
@@ -48,6 +50,11 @@ impl Broker {
             }
             None => None,
         };
+        // Before the partitions open: they look their counters up then.
+        let metrics_handle = config
+            .prometheus_listener
+            .is_some()
+            .then(crate::metrics::install);
         let metas = crate::meta::ensure_meta_with(
             &config.log_dirs,
             config.node_id,
@@ -65,6 +72,14 @@ impl Broker {
                 .map_err(StartError::Storage)?
         };
         let bound = bind(&config).await.map_err(StartError::Bind)?;
+        let metrics_listener = match (&config.prometheus_listener, metrics_handle) {
+            (Some((host, port)), Some(_)) => Some(
+                crate::metrics::http::bind(host, *port)
+                    .await
+                    .map_err(StartError::Bind)?,
+            ),
+            _ => None,
+        };
         let limits = ConnectionLimits {
             max_request_bytes: config.socket_request_max_bytes,
             idle_timeout: (config.connections_max_idle_ms >= 0)
@@ -113,6 +128,13 @@ impl Broker {
         };
         let fetch_reaper = josef_timer::tokio_driver::spawn_reaper(state.fetch_purgatory.clone());
         let server = Server::start(bound, state.clone(), limits);
+        let metrics = match (metrics_listener, metrics_handle) {
+            (Some(l), Some(h)) => Some(
+                crate::metrics::http::MetricsServer::start(l, h, state.clone())
+                    .map_err(StartError::Bind)?,
+            ),
+            _ => None,
+        };
         if let Some(node) = &cluster {
             if node.config.is_broker() {
                 let listeners = server
@@ -144,6 +166,7 @@ impl Broker {
             }
         }
         Ok(Broker {
+            metrics,
             ticker,
             fetch_reaper,
             server,
@@ -159,6 +182,11 @@ impl Broker {
             Some(c) if self.server.listeners().is_empty() => &c.controller_listeners,
             _ => self.server.listeners(),
         }
+    }
+
+    /// The address `/metrics` is served on (`prometheus.listener`, its port resolved), if set.
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        self.metrics.as_ref().map(|m| m.addr())
     }
 
     /// The cluster side of the node, if it is part of a cluster.
@@ -179,6 +207,9 @@ impl Broker {
             c.shutdown().await;
         }
         self.server.stop().await;
+        if let Some(m) = self.metrics {
+            m.stop().await;
+        }
         self.background.abort();
         self.ticker.abort();
         self.fetch_reaper.shutdown().await;

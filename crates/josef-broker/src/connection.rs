@@ -132,6 +132,8 @@ fn reserve_for_next(buf: &mut BytesMut) {
 /// Responses waiting to be written.
 struct Pending {
     buf: FrameChunks,
+    /// The timings of the requests whose responses are in `buf` (recorded once written).
+    timers: Vec<crate::metrics::requests::RequestTimer>,
 }
 
 impl Pending {
@@ -142,10 +144,15 @@ impl Pending {
     }
 
     async fn flush(&mut self, stream: &mut TcpStream) -> std::io::Result<()> {
+        if !self.timers.is_empty() {
+            let at = std::time::Instant::now();
+            self.timers.iter_mut().for_each(|t| t.sending(at));
+        }
         if !self.buf.is_empty() {
             // Vectored (`writev`) writes of the pieces, as many per call as tokio passes.
             stream.write_all_buf(&mut self.buf).await?;
         }
+        self.timers.clear();
         self.buf.clear(PENDING_KEEP);
         Ok(())
     }
@@ -161,6 +168,7 @@ pub async fn serve_connection<H: FrameHandler>(
     shutdown: CancellationToken,
 ) {
     let _ = stream.set_nodelay(true);
+    let _open = crate::metrics::ConnectionGauge::open(&info.listener);
     match run(&mut stream, &info, &handler, limits, &shutdown).await {
         Stop::Quiet => {}
         Stop::Close(reason) => {
@@ -180,6 +188,7 @@ async fn run<H: FrameHandler>(
     let mut input = BytesMut::with_capacity(READ_CHUNK);
     let mut pending = Pending {
         buf: FrameChunks::new(),
+        timers: Vec::new(),
     };
     let mut cancelled = pin!(shutdown.cancelled());
     // Without an idle timeout the timer is never polled (so never registered).
@@ -201,12 +210,15 @@ async fn run<H: FrameHandler>(
                     return Stop::Quiet;
                 }
             };
+            let mut timer =
+                crate::metrics::requests::RequestTimer::start(&frame, last_activity.into_std());
             let mut fut = pin!(handler.handle(info, frame));
             // Poll once: most requests complete at once and their responses are coalesced; one
             // that has to wait must not hold back the responses before it.
             let outcome = match futures::poll!(fut.as_mut()) {
                 Poll::Ready(o) => o,
                 Poll::Pending => {
+                    timer.parked();
                     if let Err(e) = pending.flush(stream).await {
                         tracing::debug!(peer = %info.peer, error = %e, "response write failed");
                         return Stop::Quiet;
@@ -214,8 +226,12 @@ async fn run<H: FrameHandler>(
                     fut.await
                 }
             };
+            timer.ready();
             match outcome {
                 Outcome::Respond(frame) => {
+                    if timer.is_active() {
+                        pending.timers.push(timer);
+                    }
                     if pending.push(frame) {
                         if let Err(e) = pending.flush(stream).await {
                             tracing::debug!(peer = %info.peer, error = %e, "response write failed");
