@@ -109,8 +109,8 @@ async fn get(addr: SocketAddr, path: &str) -> Scrape {
 
 fn records(n: usize) -> bytes::Bytes {
     let values: Vec<Vec<u8>> = (0..n).map(|i| format!("value-{i}").into_bytes()).collect();
-    let recs: Vec<(Option<&[u8]>, Option<&[u8]>)> =
-        values.iter().map(|v| (None, Some(v.as_slice()))).collect();
+    type Record<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
+    let recs: Vec<Record<'_>> = values.iter().map(|v| (None, Some(v.as_slice()))).collect();
     josef_log::testing::batch(0, 1_700_000_000_000, &recs).freeze()
 }
 
@@ -305,5 +305,51 @@ async fn the_endpoint_serves_kafka_named_series_that_grow_with_the_traffic() {
     assert!(s3.value("kafka_network_requestmetrics_remotetimems_sum", &fetch_api) > 0.0);
     drop(waiter);
     drop(c);
+    documented_names_are_served(&s3);
     b.shutdown().await;
+}
+
+/// The base name of a sample (`_bucket`, `_sum`, `_count` of a histogram dropped).
+fn base(name: &str) -> &str {
+    ["_bucket", "_sum", "_count"]
+        .iter()
+        .find_map(|suffix| name.strip_suffix(suffix))
+        .unwrap_or(name)
+}
+
+/// Every series docs/operations.md lists is in the scrape (ThrottleTimeMs only once a quota
+/// throttles), and every series the Grafana dashboard queries is a listed one.
+fn documented_names_are_served(s: &Scrape) {
+    let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+    let ops = std::fs::read_to_string(docs.join("operations.md")).unwrap();
+    let listed: Vec<&str> = ops
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split('`').next())
+        .filter(|n| n.starts_with("kafka_") || n.starts_with("josef_"))
+        .collect();
+    assert!(listed.len() >= 25, "{listed:?}");
+    let served: std::collections::BTreeSet<&str> = s
+        .samples
+        .keys()
+        .map(|k| k.split('{').next().unwrap())
+        .flat_map(|n| [n, base(n)])
+        .collect();
+    for name in &listed {
+        if *name != "kafka_network_requestmetrics_throttletimems" {
+            assert!(served.contains(name), "{name} is documented but not served");
+        }
+    }
+    let dashboard = std::fs::read_to_string(docs.join("grafana/josef.json")).unwrap();
+    let mut queried = 0;
+    for word in dashboard.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+        if word.starts_with("kafka_") || word.starts_with("josef_") {
+            assert!(
+                listed.contains(&word) || listed.contains(&base(word)),
+                "the dashboard queries {word}, not documented"
+            );
+            queried += 1;
+        }
+    }
+    assert!(queried >= 14, "{queried}");
 }

@@ -1,0 +1,133 @@
+"""A real Prometheus server (Debian's `prometheus` package, installed by scripts/e2e.sh) scrapes the
+broker's `/metrics` every second while a producer and a consumer load it; the series are read back
+through Prometheus's HTTP API (/api/v1/query), with bounded waits."""
+import json
+import shutil
+import subprocess
+import urllib.parse
+import urllib.request
+
+import pytest
+
+from clients import cfk_consume, cfk_create_topic, cfk_produce
+from conftest import free_port, unique, wait_until
+
+
+def http_get(url, timeout=5):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.status, r.read().decode()
+
+
+class Prometheus:
+    """A prometheus server process with its own data dir and port, stopped by PID."""
+
+    def __init__(self, binary, workdir, target):
+        self.port = free_port()
+        self.workdir = workdir
+        config = workdir / "prometheus.yml"
+        config.write_text(
+            "global:\n"
+            "  scrape_interval: 1s\n"
+            "  scrape_timeout: 1s\n"
+            "scrape_configs:\n"
+            "  - job_name: josef\n"
+            "    static_configs:\n"
+            f"      - targets: ['{target}']\n"
+        )
+        self.log_path = workdir / "prometheus.log"
+        self.proc = subprocess.Popen(
+            [binary, f"--config.file={config}", f"--storage.tsdb.path={workdir / 'data'}",
+             f"--web.listen-address=127.0.0.1:{self.port}"],
+            stdout=open(self.log_path, "ab"), stderr=subprocess.STDOUT)
+
+    def url(self, path):
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def ready(self):
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"prometheus exited with {self.proc.returncode}:\n{self.log()}")
+        return http_get(self.url("/-/ready"))[0] == 200
+
+    def query(self, expr):
+        """The instant vector of `expr`: [(labels, value)]."""
+        status, body = http_get(self.url("/api/v1/query?" + urllib.parse.urlencode({"query": expr})))
+        r = json.loads(body)
+        assert status == 200 and r["status"] == "success", body
+        return [(s["metric"], float(s["value"][1])) for s in r["data"]["result"]]
+
+    def value(self, expr):
+        """The one sample of `expr`, or None when there is none yet."""
+        result = self.query(expr)
+        return result[0][1] if len(result) == 1 else None
+
+    def log(self):
+        return self.log_path.read_text(errors="replace")[-5000:]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture
+def prometheus_binary():
+    binary = shutil.which("prometheus")
+    if binary is None:
+        pytest.skip("Debian's prometheus package is not installed (scripts/e2e.sh installs it where apt-get works)")
+    return binary
+
+
+def test_prometheus_scrapes_the_broker_during_a_load(broker_factory, prometheus_binary, tmp_path):
+    metrics_port = free_port()
+    b = broker_factory({"prometheus.listener": f"127.0.0.1:{metrics_port}"})
+    status, text = http_get(f"http://127.0.0.1:{metrics_port}/metrics")
+    assert status == 200 and "kafka_server_replicamanager_partitioncount" in text, text[:2000]
+
+    prom = Prometheus(prometheus_binary, tmp_path, f"127.0.0.1:{metrics_port}")
+    try:
+        wait_until(prom.ready, timeout=60, what="prometheus ready")
+        wait_until(lambda: prom.value('up{job="josef"}') == 1.0, timeout=30, what="the broker scraped and up")
+
+        topic = unique("prom")
+        cfk_create_topic(b.bootstrap, topic, partitions=2)
+        series = f'kafka_server_brokertopicmetrics_bytesin_total{{job="josef",topic="{topic}"}}'
+        messages_in = f'kafka_server_brokertopicmetrics_messagesin_total{{topic="{topic}"}}'
+        produced = 0
+        seen = []
+        # A load in rounds: Prometheus must see the counter grow from round to round.
+        for round_ in range(3):
+            batch = [{"key": f"k{i}".encode(), "value": b"x" * 500} for i in range(300)]
+            cfk_produce(b.bootstrap, topic, batch, {"acks": "all"})
+            produced += len(batch)
+            want = produced
+            seen.append(wait_until(
+                lambda: (v := prom.value(series)) is not None and (prom.value(messages_in) or 0) >= want and v,
+                timeout=30, what=f"round {round_}: {want} messages in Prometheus"))
+        assert seen[0] >= 300 * 500 and seen[0] < seen[1] < seen[2], seen
+        # What Prometheus stored is what the broker counts (no load since the last scrape).
+        _, text = http_get(f"http://127.0.0.1:{metrics_port}/metrics")
+        direct = [l for l in text.splitlines()
+                  if l.startswith(f'kafka_server_brokertopicmetrics_bytesin_total{{topic="{topic}"}}')]
+        assert direct and float(direct[0].rsplit(" ", 1)[1]) == seen[2], (direct, seen)
+
+        got = cfk_consume(b.bootstrap, topic, produced, timeout=60)
+        assert len(got) == produced
+        bytes_out = f'kafka_server_brokertopicmetrics_bytesout_total{{topic="{topic}"}}'
+        wait_until(lambda: (prom.value(bytes_out) or 0) >= produced * 500, timeout=30, what="bytes out scraped")
+        # Requests per API and version, latency histograms per API, the log size per partition.
+        produce_requests = prom.query('sum by (version) (kafka_network_requestmetrics_requests_total{request="Produce"})')
+        assert produce_requests and sum(v for _, v in produce_requests) >= 3, produce_requests
+        p99 = prom.value('histogram_quantile(0.99, sum by (le) '
+                         '(kafka_network_requestmetrics_totaltimems_bucket{request="Produce"}))')
+        assert p99 is not None and p99 > 0, p99
+        sizes = prom.query(f'kafka_log_log_size{{topic="{topic}"}}')
+        assert sorted(m["partition"] for m, _ in sizes) == ["0", "1"], sizes
+        assert sum(v for _, v in sizes) >= produced * 500, sizes
+        assert prom.value("kafka_controller_kafkacontroller_activecontrollercount") == 1.0
+        assert prom.value('kafka_server_socketservermetrics_connection_count{listener="PLAINTEXT"}') is not None
+    finally:
+        prom.stop()
