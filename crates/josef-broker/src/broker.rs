@@ -41,6 +41,11 @@ pub struct Broker {
 impl Broker {
     /// Checks the log dirs, opens (and recovers) the logs, binds the listeners and serves.
     pub async fn start(config: BrokerConfig) -> Result<Broker, StartError> {
+        // Before the partitions open: they look their counters up then.
+        let metrics_handle = config
+            .prometheus_listener
+            .is_some()
+            .then(crate::metrics::install);
         let cluster = match &config.cluster {
             Some(cl) => {
                 let node = crate::cluster::ClusterNode::start(&config).await?;
@@ -50,11 +55,6 @@ impl Broker {
             }
             None => None,
         };
-        // Before the partitions open: they look their counters up then.
-        let metrics_handle = config
-            .prometheus_listener
-            .is_some()
-            .then(crate::metrics::install);
         let metas = crate::meta::ensure_meta_with(
             &config.log_dirs,
             config.node_id,

@@ -182,6 +182,29 @@ async fn serve(
 #[cfg(test)]
 mod tests {
     use super::{route, Route};
+    use proptest::prelude::*;
+
+    proptest! {
+        // The request line parser takes any bytes from the network: it never panics, and only
+        // a GET of /metrics is served.
+        #[test]
+        fn any_head_is_routed_without_panicking(head in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let r = route(&head);
+            if r == Route::Metrics {
+                let first = head
+                    .split(|&b| b == b' ' || b == b'\r' || b == b'\n')
+                    .find(|t| !t.is_empty());
+                prop_assert_eq!(first, Some(&b"GET"[..]));
+            }
+        }
+
+        #[test]
+        fn a_get_line_with_any_target_is_routed_by_its_path(target in "/[a-z?=/]{0,20}") {
+            let line = format!("GET {target} HTTP/1.1\r\n");
+            let want = if target.split('?').next() == Some("/metrics") { Route::Metrics } else { Route::NotFound };
+            prop_assert_eq!(route(line.as_bytes()), want);
+        }
+    }
 
     #[test]
     fn only_get_of_the_metrics_path_is_served() {
