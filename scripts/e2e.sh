@@ -35,5 +35,5 @@ echo "== cluster tests (3 nodes per test: control plane, replication, crashes, p
 # The deterministic CI selection of the cluster suite; the rest of it (disk faults, transactions
 # and groups across coordinator failover, the soak) is run by hand, see docs/reliability.md.
 .venv/bin/python -m pytest tests/e2e/test_cluster_basic.py tests/e2e/test_cluster_faults.py tests/e2e/test_cluster_min_isr.py \
-  tests/e2e/test_cluster_rebalance.py tests/e2e/test_cluster_configs.py \
+  tests/e2e/test_cluster_rebalance.py tests/e2e/test_cluster_configs.py tests/e2e/test_metrics.py \
   -v --timeout 600 -p no:cacheprovider -m cluster

@@ -133,3 +133,68 @@ def test_prometheus_scrapes_the_broker_during_a_load(broker_factory, prometheus_
         assert prom.value('kafka_server_socketservermetrics_connection_count{listener="PLAINTEXT"}') is not None
     finally:
         prom.stop()
+
+
+def scrape(port):
+    """{(name, frozenset(labels)): value} of one broker's /metrics."""
+    _, text = http_get(f"http://127.0.0.1:{port}/metrics")
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        series, value = line.rsplit(" ", 1)
+        name, _, labels = series.partition("{")
+        pairs = frozenset(tuple(p.split("=", 1)) for p in labels.rstrip("}").replace('"', "").split(",") if p)
+        out[(name, pairs)] = float(value)
+    return out
+
+
+def gauge(port, name):
+    return scrape(port).get((name, frozenset()))
+
+
+@pytest.mark.cluster
+def test_cluster_nodes_report_one_active_controller_and_isr_changes(cluster_factory):
+    """3 combined nodes, each with its endpoint: exactly one reports ActiveControllerCount 1 (the
+    active controller); a follower killed shows as UnderReplicatedPartitions and an ISR shrink on
+    the leader, and its return as an ISR expansion."""
+    ports = {i: free_port() for i in (1, 2, 3)}
+    # The leader drops a stopped follower from the ISR itself (counted as a shrink, as in Kafka)
+    # long before the controller would fence it (a fenced broker leaves the ISR by the
+    # controller's hand, which Kafka's leader does not count).
+    timeouts = {"broker.session.timeout.ms": "15000", "broker.heartbeat.interval.ms": "500",
+                "replica.lag.time.max.ms": "1000", "controller.quorum.election.timeout.ms": "1000"}
+    c = cluster_factory(3, timeouts=timeouts,
+                        node_props={i: {"prometheus.listener": f"127.0.0.1:{p}"} for i, p in ports.items()})
+    active = "kafka_controller_kafkacontroller_activecontrollercount"
+
+    def one_active():
+        counts = {i: gauge(p, active) for i, p in ports.items()}
+        return [i for i, v in counts.items() if v == 1.0] if sum(counts.values()) == 1 else None
+
+    [controller] = wait_until(one_active, timeout=60, what="exactly one active controller")
+    assert controller == c.active_controller()
+    assert gauge(ports[controller], "kafka_controller_kafkacontroller_offlinepartitionscount") == 0.0
+
+    topic = unique("prom-isr")
+    c.create_topic(topic, partitions=1, rf=3)
+    c.wait_topic_ready(topic, 1, rf=3)
+    leader = c.leader_of(topic)
+    follower = next(i for i in ports if i not in (leader, controller))
+    under = "kafka_server_replicamanager_underreplicatedpartitions"
+    shrinks = ("kafka_server_replicamanager_isrshrinks_total", frozenset())
+    expands = ("kafka_server_replicamanager_isrexpands_total", frozenset())
+    assert wait_until(lambda: gauge(ports[leader], under) == 0.0, timeout=30, what="fully replicated")
+    before = scrape(ports[leader])
+    c.nodes[follower].pause()
+    try:
+        # An idle follower at the log end stays caught up (Kafka's rule): records make it lag.
+        cfk_produce(c.nodes[leader].bootstrap, topic, [{"value": b"v" * 100, "partition": 0}] * 20, {"acks": "1"})
+        wait_until(lambda: (gauge(ports[leader], under) or 0) >= 1.0, timeout=30,
+                   what=f"the leader {leader} reports the partition under-replicated")
+        wait_until(lambda: scrape(ports[leader])[shrinks] > before.get(shrinks, 0.0), timeout=10,
+                   what="the ISR shrink counted")
+    finally:
+        c.nodes[follower].resume()
+    wait_until(lambda: gauge(ports[leader], under) == 0.0, timeout=60, what="the follower back in the ISR")
+    assert scrape(ports[leader])[expands] > before.get(expands, 0.0)

@@ -271,6 +271,18 @@ pub struct Partition {
     metrics: crate::metrics::PartitionMetrics,
 }
 
+/// Whether a committed `isr` under `leader_epoch` is the ISR change this leader has in flight:
+/// `Some(true)` for its shrink, `Some(false)` for its expansion.
+fn proposed_isr_change(r: &ReplicationState, leader_epoch: i32, isr: &[ReplicaId]) -> Option<bool> {
+    if !r.is_leader() || r.leader_epoch() != leader_epoch {
+        return None;
+    }
+    let proposal = r.isr_state().pending_proposal()?;
+    let same =
+        |a: &[ReplicaId], b: &[ReplicaId]| a.len() == b.len() && a.iter().all(|x| b.contains(x));
+    same(&proposal.new_isr, isr).then(|| matches!(r.isr_state(), IsrState::PendingShrink { .. }))
+}
+
 /// The COMMIT/ABORT type of a control batch, read from its first record's key
 /// (version i16, type i16). Control batches are never compressed; bad bytes give `None`.
 pub fn control_type_of(batch: &[u8]) -> Option<ControlType> {
@@ -801,6 +813,9 @@ impl Partition {
             let mut d = self.data.lock();
             let leo = d.log.log_end_offset();
             d.replication.set_min_insync_replicas(min_insync_replicas);
+            // This leader's own ISR change may come back in the metadata before (or instead of)
+            // the AlterPartition answer: it counts either way, once.
+            let proposed = proposed_isr_change(&d.replication, leader_epoch, isr);
             let change = d.replication.make_leader(
                 leader_epoch,
                 partition_epoch,
@@ -813,6 +828,9 @@ impl Partition {
                 d.log.assign_epoch_start_offset(leader_epoch)?;
             }
             d.apply_high_watermark();
+            if let Some(shrink) = proposed.filter(|_| change.changed) {
+                self.metrics.record_isr_change(shrink);
+            }
             change
         };
         if change.changed {

@@ -1,6 +1,7 @@
 //! The partition's counters, read back from a debugging recorder: bytes and messages in for a
 //! client append (not for the broker's own records), bytes out for a consumer read (not for a
-//! follower's), ISR expansions and shrinks once the controller commits them.
+//! follower's), ISR expansions and shrinks once the controller commits them (by its answer or
+//! by the metadata, whichever comes first).
 
 use josef_log::testing::batch;
 use josef_log::{BatchHeader, LogConfig};
@@ -142,7 +143,14 @@ fn committed_isr_changes_count_as_expands_and_shrinks() {
         isr,
         partition_epoch: epoch,
     };
+    // The commit comes back in the metadata first (the controller's record), then the answer:
+    // one expansion.
+    p.make_leader(0, 1, &[1, 2], &[1, 2], 1, 2).unwrap();
+    assert_eq!(totals.get(ISR_EXPANDS, None), 1);
     p.on_alter_partition_response(&expand, Ok(commit(vec![1, 2], 1)), 2);
+    assert_eq!(totals.get(ISR_EXPANDS, None), 1);
+    // Metadata that merely repeats the ISR is no change.
+    p.make_leader(0, 1, &[1, 2], &[1, 2], 1, 2).unwrap();
     assert_eq!(totals.get(ISR_EXPANDS, None), 1);
     assert_eq!(totals.get(ISR_SHRINKS, None), 0);
     // Follower 2 stops fetching while the log grows: past replica.lag.time.max.ms the leader
