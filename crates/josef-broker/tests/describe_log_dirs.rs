@@ -6,7 +6,7 @@ use josef_protocol::messages::{DescribeLogDirsRequest, DescribeLogDirsResponse};
 use josef_protocol::ResponseBody;
 
 mod common;
-use common::{create_topic, produce_records, start_with, Client};
+use common::{broker_with_topic, produce_records, Client};
 
 async fn describe(
     c: &mut Client,
@@ -32,10 +32,7 @@ fn partitions(r: &DescribeLogDirsResponse, topic: &str) -> Vec<(i32, i64, i64)> 
 
 #[tokio::test]
 async fn sizes_lag_and_filesystem_space_are_real() {
-    let dir = tempfile::tempdir().unwrap();
-    let b = start_with(dir.path(), &[]).await;
-    let mut c = Client::connect(&b).await;
-    create_topic(&mut c, "sized", 2).await;
+    let (dir, b, mut c) = broker_with_topic("sized", 2).await;
     let all = DescribeLogDirsRequest {
         topics: None,
         ..Default::default()
