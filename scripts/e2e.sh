@@ -7,9 +7,18 @@ ROOT=$(pwd)
 echo "== end-to-end setup"
 SUDO=""
 if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then SUDO=sudo; fi
-if ! command -v kcat >/dev/null 2>&1; then
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq kcat >/dev/null
+# Debian packages: kcat, and prometheus (a real server scrapes the broker in test_metrics.py; without
+# apt-get that test skips, saying why).
+APT_NEED=()
+command -v kcat >/dev/null 2>&1 || APT_NEED+=(kcat)
+command -v prometheus >/dev/null 2>&1 || APT_NEED+=(prometheus)
+if [ ${#APT_NEED[@]} -gt 0 ]; then
+  if command -v apt-get >/dev/null 2>&1; then
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${APT_NEED[@]}" >/dev/null
+  else
+    echo "apt-get is not available: ${APT_NEED[*]} not installed"
+  fi
 fi
 if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 .venv/bin/pip install -q --disable-pip-version-check -r tests/e2e/requirements.txt
@@ -26,6 +35,6 @@ echo "== cluster tests (3 nodes per test: control plane, replication, crashes, p
 # The deterministic CI selection of the cluster suite; the rest of it (disk faults, transactions
 # and groups across coordinator failover, the soak) is run by hand, see docs/reliability.md.
 .venv/bin/python -m pytest tests/e2e/test_cluster_basic.py tests/e2e/test_cluster_faults.py tests/e2e/test_cluster_min_isr.py \
-  tests/e2e/test_cluster_rebalance.py tests/e2e/test_cluster_configs.py \
+  tests/e2e/test_cluster_rebalance.py tests/e2e/test_cluster_configs.py tests/e2e/test_metrics.py \
   "tests/e2e/test_cluster_txn.py::test_a_transaction_across_leaders_commits_aborts_and_survives_kill9_of_its_coordinator" \
   -v --timeout 600 -p no:cacheprovider -m cluster

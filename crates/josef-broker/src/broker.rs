@@ -37,11 +37,18 @@ pub struct Broker {
     ticker: tokio::task::JoinHandle<()>,
     /// Expires delayed fetches at their max wait.
     fetch_reaper: josef_timer::tokio_driver::TokioDriver,
+    /// `/metrics`, when `prometheus.listener` is set.
+    metrics: Option<crate::metrics::http::MetricsServer>,
 }
 
 impl Broker {
     /// Checks the log dirs, opens (and recovers) the logs, binds the listeners and serves.
     pub async fn start(config: BrokerConfig) -> Result<Broker, StartError> {
+        // Before the partitions open: they look their counters up then.
+        let metrics_handle = config
+            .prometheus_listener
+            .is_some()
+            .then(crate::metrics::install);
         let cluster = match &config.cluster {
             Some(cl) => {
                 let node = crate::cluster::ClusterNode::start(&config).await?;
@@ -68,6 +75,14 @@ impl Broker {
                 .map_err(StartError::Storage)?
         };
         let bound = bind(&config).await.map_err(StartError::Bind)?;
+        let metrics_listener = match (&config.prometheus_listener, metrics_handle) {
+            (Some((host, port)), Some(_)) => Some(
+                crate::metrics::http::bind(host, *port)
+                    .await
+                    .map_err(StartError::Bind)?,
+            ),
+            _ => None,
+        };
         let limits = ConnectionLimits {
             max_request_bytes: config.socket_request_max_bytes,
             idle_timeout: (config.connections_max_idle_ms >= 0)
@@ -124,6 +139,13 @@ impl Broker {
                 .map_err(StartError::Security)?
         };
         let server = Server::start_secure(bound, state.clone(), limits, security);
+        let metrics = match (metrics_listener, metrics_handle) {
+            (Some(l), Some(h)) => Some(
+                crate::metrics::http::MetricsServer::start(l, h, state.clone())
+                    .map_err(StartError::Bind)?,
+            ),
+            _ => None,
+        };
         if let Some(node) = &cluster {
             if node.config.is_broker() {
                 let listeners = server
@@ -155,6 +177,7 @@ impl Broker {
             }
         }
         Ok(Broker {
+            metrics,
             ticker,
             fetch_reaper,
             server,
@@ -170,6 +193,11 @@ impl Broker {
             Some(c) if self.server.listeners().is_empty() => &c.controller_listeners,
             _ => self.server.listeners(),
         }
+    }
+
+    /// The address `/metrics` is served on (`prometheus.listener`, its port resolved), if set.
+    pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
+        self.metrics.as_ref().map(|m| m.addr())
     }
 
     /// The cluster side of the node, if it is part of a cluster.
@@ -190,6 +218,9 @@ impl Broker {
             c.shutdown().await;
         }
         self.server.stop().await;
+        if let Some(m) = self.metrics {
+            m.stop().await;
+        }
         self.background.abort();
         self.ticker.abort();
         self.fetch_reaper.shutdown().await;

@@ -231,6 +231,28 @@ pub const OLD_SPELLINGS: &[(&str, &str)] = &[
     ("max.transaction.timeout.ms", "transaction.max.timeout.ms"),
 ];
 
+/// Josef's own settings: not Kafka names (Kafka has no such setting), applied like the Kafka
+/// ones and suggested for a near miss.
+pub const JOSEF_SETTINGS: &[&str] = &["prometheus.listener"];
+
+/// `HOST:PORT` (IPv6 hosts in brackets), or `None` when `key` is not set.
+fn host_port(p: &mut Props, key: &str) -> Result<Option<(String, u16)>, ConfigError> {
+    let Some(v) = p.take(key) else {
+        return Ok(None);
+    };
+    let (host, port) = v
+        .rsplit_once(':')
+        .ok_or_else(|| Props::invalid(key, &v, "expected HOST:PORT"))?;
+    let port: u16 = port
+        .parse()
+        .map_err(|_| Props::invalid(key, &v, "port is not 0..65535"))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() {
+        return Err(Props::invalid(key, &v, "expected HOST:PORT"));
+    }
+    Ok(Some((host.to_string(), port)))
+}
+
 /// The reason reported for a Kafka setting not in [`NOT_USED`].
 const OTHER_KAFKA_SETTING: &str = "a Kafka setting Josef does not implement";
 /// The reason reported for a listener-prefixed setting.
@@ -404,6 +426,9 @@ pub struct BrokerConfig {
     pub security: crate::security_config::SecurityConfig,
     /// Cluster settings (`process.roles` and the rest); `None` for the single-node broker.
     pub cluster: Option<crate::cluster_config::ClusterConfig>,
+    /// `prometheus.listener` (Josef's own, [`JOSEF_SETTINGS`]): `HOST:PORT` of the Prometheus
+    /// `/metrics` endpoint (port 0: any free port); unset (the default): no endpoint, no metrics.
+    pub prometheus_listener: Option<(String, u16)>,
 }
 
 /// `group.consumer.*` (see [`BrokerConfig::group_consumer`]).
@@ -861,6 +886,7 @@ impl BrokerConfig {
             security,
             quota: crate::quotas::QuotaSettings::from_props(&mut p)?,
             cluster,
+            prometheus_listener: host_port(&mut p, "prometheus.listener")?,
         };
         let not_used: BTreeMap<&str, &'static str> = NOT_USED.iter().copied().collect();
         let mut unknown = Vec::new();
@@ -892,7 +918,9 @@ impl BrokerConfig {
                     reason: OTHER_KAFKA_SETTING,
                 });
             } else {
-                let suggestion = kafka_names::suggest(&key);
+                let suggestion = kafka_names::closest(&key, JOSEF_SETTINGS.iter().copied())
+                    .map(str::to_string)
+                    .or_else(|| kafka_names::suggest(&key));
                 unknown.push(UnknownSetting { key, suggestion });
             }
         }
@@ -1162,6 +1190,37 @@ mod tests {
         assert!(
             matches!(&w[..], [ConfigWarning::Shadowed { by, .. }] if *by == "transactional.id.expiration.ms")
         );
+    }
+
+    #[test]
+    fn prometheus_listener_is_josef_s_own_setting() {
+        assert_eq!(BrokerConfig::default().prometheus_listener, None);
+        let (c, w) = BrokerConfig::from_properties_with_warnings(props(&[(
+            "prometheus.listener",
+            "0.0.0.0:9404",
+        )]))
+        .unwrap();
+        assert_eq!(c.prometheus_listener, Some(("0.0.0.0".to_string(), 9404)));
+        assert!(w.is_empty(), "{w:?}");
+        let (c, _) = BrokerConfig::from_properties_with_warnings(props(&[(
+            "prometheus.listener",
+            "[::1]:0",
+        )]))
+        .unwrap();
+        assert_eq!(c.prometheus_listener, Some(("::1".to_string(), 0)));
+        for bad in ["9404", "host:", ":9404", "host:99999"] {
+            assert!(
+                BrokerConfig::from_properties(props(&[("prometheus.listener", bad)])).is_err(),
+                "{bad}"
+            );
+        }
+        assert!(!kafka_names::is_kafka_broker_setting("prometheus.listener"));
+        match BrokerConfig::from_properties(props(&[("prometheus.listner", "x:1")])) {
+            Err(ConfigError::Unknown(u)) => {
+                assert_eq!(u[0].suggestion.as_deref(), Some("prometheus.listener"))
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -157,6 +157,8 @@ fn reserve_for_next(buf: &mut BytesMut) {
 /// Responses waiting to be written.
 struct Pending {
     buf: FrameChunks,
+    /// The timings of the requests whose responses are in `buf` (recorded once written).
+    timers: Vec<crate::metrics::requests::RequestTimer>,
 }
 
 impl Pending {
@@ -167,10 +169,15 @@ impl Pending {
     }
 
     async fn flush<S: Transport>(&mut self, stream: &mut S) -> std::io::Result<()> {
+        if !self.timers.is_empty() {
+            let at = std::time::Instant::now();
+            self.timers.iter_mut().for_each(|t| t.sending(at));
+        }
         if !self.buf.is_empty() {
             // Vectored (`writev`) writes of the pieces, as many per call as tokio passes.
             stream.write_all_buf(&mut self.buf).await?;
         }
+        self.timers.clear();
         self.buf.clear(PENDING_KEEP);
         Ok(())
     }
@@ -201,6 +208,7 @@ pub async fn serve_authenticated<S: Transport, H: FrameHandler>(
     shutdown: CancellationToken,
     mut sasl: Option<crate::sasl_session::SaslConnection>,
 ) {
+    let _open = crate::metrics::ConnectionGauge::open(&info.listener);
     match run(
         &mut stream,
         &mut info,
@@ -237,6 +245,7 @@ async fn run<S: Transport, H: FrameHandler>(
     let mut input = BytesMut::with_capacity(READ_CHUNK);
     let mut pending = Pending {
         buf: FrameChunks::new(),
+        timers: Vec::new(),
     };
     let mut cancelled = pin!(shutdown.cancelled());
     // Without an idle timeout the timer is never polled (so never registered).
@@ -265,6 +274,8 @@ async fn run<S: Transport, H: FrameHandler>(
                     return Stop::Quiet;
                 }
             };
+            let mut timer =
+                crate::metrics::requests::RequestTimer::start(&frame, last_activity.into_std());
             let gate = match sasl.as_mut() {
                 Some(a) => a.on_frame(info, &frame),
                 None => crate::sasl_session::Gate::Handle,
@@ -278,6 +289,7 @@ async fn run<S: Transport, H: FrameHandler>(
                     match futures::poll!(fut.as_mut()) {
                         Poll::Ready(o) => o,
                         Poll::Pending => {
+                            timer.parked();
                             if let Err(e) = pending.flush(stream).await {
                                 tracing::debug!(peer = %peer, error = %e, "response write failed");
                                 return Stop::Quiet;
@@ -287,8 +299,12 @@ async fn run<S: Transport, H: FrameHandler>(
                     }
                 }
             };
+            timer.ready();
             match outcome {
                 Outcome::Respond(frame) => {
+                    if timer.is_active() {
+                        pending.timers.push(timer);
+                    }
                     if pending.push(frame) {
                         if let Err(e) = pending.flush(stream).await {
                             tracing::debug!(peer = %peer, error = %e, "response write failed");

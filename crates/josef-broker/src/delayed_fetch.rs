@@ -91,6 +91,8 @@ pub struct DelayedProduce {
     timeout_ms: u64,
     decided: Mutex<Vec<Option<ErrorCode>>>,
     done: Mutex<Option<oneshot::Sender<Vec<ErrorCode>>>>,
+    /// Counted in PurgatorySize{delayedOperation="Produce"} until completed.
+    waiting: Mutex<Option<crate::metrics::InPurgatory>>,
 }
 
 impl DelayedProduce {
@@ -106,6 +108,7 @@ impl DelayedProduce {
             timeout_ms,
             decided: Mutex::new(vec![None; n]),
             done: Mutex::new(Some(tx)),
+            waiting: Mutex::new(Some(crate::metrics::InPurgatory::produce())),
         };
         (op, rx)
     }
@@ -139,6 +142,7 @@ impl DelayedProduce {
             .iter()
             .map(|s| s.unwrap_or(ErrorCode::RequestTimedOut))
             .collect();
+        self.waiting.lock().take();
         if let Some(tx) = self.done.lock().take() {
             let _ = tx.send(statuses);
         }
@@ -187,6 +191,8 @@ pub struct DelayedFetch {
     isolation: FetchIsolation,
     max_wait_ms: u64,
     done: Mutex<Option<oneshot::Sender<()>>>,
+    /// Counted in PurgatorySize{delayedOperation="Fetch"} until completed.
+    waiting: Mutex<Option<crate::metrics::InPurgatory>>,
 }
 
 impl DelayedFetch {
@@ -204,6 +210,7 @@ impl DelayedFetch {
             isolation,
             max_wait_ms,
             done: Mutex::new(Some(tx)),
+            waiting: Mutex::new(Some(crate::metrics::InPurgatory::fetch())),
         };
         (op, rx)
     }
@@ -249,6 +256,7 @@ impl DelayedFetch {
     }
 
     fn on_complete(&self) {
+        self.waiting.lock().take();
         if let Some(tx) = self.done.lock().take() {
             let _ = tx.send(());
         }

@@ -440,6 +440,19 @@ impl GroupService {
             .collect()
     }
 
+    /// Groups (classic and consumer) in the shards loaded here, without loading any (Kafka's
+    /// NumGroups).
+    pub fn num_groups(&self) -> usize {
+        let shards: Vec<_> = self.shards.lock().values().cloned().collect();
+        let all = josef_group::api::ListGroupsRequest::default();
+        shards
+            .iter()
+            .map(|s| s.lock())
+            .filter(|s| s.current())
+            .map(|s| s.coord.list_groups(&all).groups.len())
+            .sum()
+    }
+
     /// Unloads shards whose partition is no longer led here in their epoch, then fires due
     /// timers of the others (called by the broker's ticker).
     pub fn tick(&self) {

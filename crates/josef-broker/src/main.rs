@@ -109,6 +109,9 @@ fn main() -> ExitCode {
         for l in broker.listeners() {
             println!("listening on {}", l.addr);
         }
+        if let Some(addr) = broker.metrics_addr() {
+            println!("metrics on http://{addr}/metrics");
+        }
         wait_for_signal().await;
         broker.shutdown().await;
         tracing::info!("shutdown complete");

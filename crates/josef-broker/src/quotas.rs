@@ -277,6 +277,10 @@ impl BrokerQuotas {
         if throttle == 0 {
             return response.map_or(Outcome::NoResponse, Outcome::Respond);
         }
+        crate::metrics::requests::record_throttle_time(
+            q.api,
+            i32::try_from(throttle).unwrap_or(i32::MAX),
+        );
         Outcome::Throttled {
             response,
             throttle: Duration::from_millis(throttle),

@@ -411,6 +411,17 @@ impl TxnService {
         self.process(env, &mut coord, work);
     }
 
+    /// Transactional ids in the partitions of `__transaction_state` loaded here.
+    pub fn num_transactional_ids(&self) -> usize {
+        let coord = self.lock_coord();
+        coord
+            .partitions()
+            .into_iter()
+            .filter_map(|p| coord.shard(p))
+            .map(|s| s.transactions().len())
+            .sum()
+    }
+
     /// Read-only access (Describe/ListTransactions).
     pub fn read<T>(
         &self,

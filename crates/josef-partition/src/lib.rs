@@ -23,6 +23,7 @@
 #![deny(missing_docs)]
 
 pub mod error;
+pub mod metrics;
 pub mod partition;
 pub mod replication;
 

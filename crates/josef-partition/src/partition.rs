@@ -20,8 +20,8 @@ use parking_lot::Mutex;
 use crate::error::PartitionError;
 use crate::replication::{
     leader_diverging_epoch, truncation_offset, AlterPartitionOutcome, AlterPartitionProposal,
-    CommittedPartitionState, EpochEndOffset, LeadershipChange, ReplicaId, ReplicationState,
-    TruncationDecision, NO_EPOCH,
+    CommittedPartitionState, EpochEndOffset, IsrState, LeadershipChange, ReplicaId,
+    ReplicationState, TruncationDecision, NO_EPOCH,
 };
 
 /// A client's batch to append: one the caller built or rewrote (up-converted, recompressed, its
@@ -267,6 +267,20 @@ pub struct Partition {
     on_event: OnceLock<AppendListener>,
     /// What the producer-state rebuild at open did.
     rebuild: ProducerStateRebuild,
+    /// Its counters (no-ops without a metrics recorder).
+    metrics: crate::metrics::PartitionMetrics,
+}
+
+/// Whether a committed `isr` under `leader_epoch` is the ISR change this leader has in flight:
+/// `Some(true)` for its shrink, `Some(false)` for its expansion.
+fn proposed_isr_change(r: &ReplicationState, leader_epoch: i32, isr: &[ReplicaId]) -> Option<bool> {
+    if !r.is_leader() || r.leader_epoch() != leader_epoch {
+        return None;
+    }
+    let proposal = r.isr_state().pending_proposal()?;
+    let same =
+        |a: &[ReplicaId], b: &[ReplicaId]| a.len() == b.len() && a.iter().all(|x| b.contains(x));
+    same(&proposal.new_isr, isr).then(|| matches!(r.isr_state(), IsrState::PendingShrink { .. }))
 }
 
 /// The COMMIT/ABORT type of a control batch, read from its first record's key
@@ -502,6 +516,7 @@ impl Partition {
             }),
             on_event: OnceLock::new(),
             rebuild: report,
+            metrics: crate::metrics::PartitionMetrics::new(topic),
         })
     }
 
@@ -576,6 +591,8 @@ impl Partition {
                 None
             };
             let append = Self::append_locked(&mut d, records, now_ms)?;
+            self.metrics
+                .record_append(append.valid_bytes, header.record_count);
             if let Some(plan) = plan {
                 d.producers.commit(plan.with_offsets(
                     append.first_offset,
@@ -736,7 +753,9 @@ impl Partition {
     /// TxnCommitted the aborted transactions overlapping them.
     pub fn read(&self, params: &ReadParams) -> Result<ReadResult, ErrorCode> {
         let d = self.data.lock();
-        Self::read_locked(&d, params)
+        let r = Self::read_locked(&d, params)?;
+        self.metrics.record_read(r.size);
+        Ok(r)
     }
 
     fn read_locked(d: &PartitionData, params: &ReadParams) -> Result<ReadResult, ErrorCode> {
@@ -836,6 +855,9 @@ impl Partition {
             let mut d = self.data.lock();
             let leo = d.log.log_end_offset();
             d.replication.set_min_insync_replicas(min_insync_replicas);
+            // This leader's own ISR change may come back in the metadata before (or instead of)
+            // the AlterPartition answer: it counts either way, once.
+            let proposed = proposed_isr_change(&d.replication, leader_epoch, isr);
             let change = d.replication.make_leader(
                 leader_epoch,
                 partition_epoch,
@@ -848,6 +870,9 @@ impl Partition {
                 d.log.assign_epoch_start_offset(leader_epoch)?;
             }
             d.apply_high_watermark();
+            if let Some(shrink) = proposed.filter(|_| change.changed) {
+                self.metrics.record_isr_change(shrink);
+            }
             change
         };
         if change.changed {
@@ -990,10 +1015,14 @@ impl Partition {
         let outcome = {
             let mut d = self.data.lock();
             let leo = d.log.log_end_offset();
+            let shrink = matches!(d.replication.isr_state(), IsrState::PendingShrink { .. });
             let outcome = d
                 .replication
                 .on_alter_partition_response(sent, result, leo, now_ms);
             d.apply_high_watermark();
+            if matches!(outcome, AlterPartitionOutcome::Committed { .. }) {
+                self.metrics.record_isr_change(shrink);
+            }
             outcome
         };
         if let AlterPartitionOutcome::Committed {

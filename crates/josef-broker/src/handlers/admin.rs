@@ -408,7 +408,9 @@ pub fn describe_log_dirs(
                 parts.push(DescribeLogDirsPartition {
                     partition_index: p.index,
                     partition_size: d.log.size_in_bytes() as i64,
-                    offset_lag: 0,
+                    // Kafka's getLogEndOffsetLag of a current (not future) log: how far its LEO
+                    // is behind the HW (0 on a leader; Josef has no future logs).
+                    offset_lag: (d.log.high_watermark() - d.log.log_end_offset()).max(0),
                     is_future_key: false,
                     ..Default::default()
                 });
@@ -421,12 +423,23 @@ pub fn describe_log_dirs(
                 });
             }
         }
+        let (error_code, total_bytes, usable_bytes) = match crate::log_dir_space::space(dir) {
+            Ok(s) => (
+                0,
+                i64::try_from(s.total_bytes).unwrap_or(i64::MAX),
+                i64::try_from(s.usable_bytes).unwrap_or(i64::MAX),
+            ),
+            Err(e) => {
+                tracing::warn!(dir = %dir.display(), error = %e, "log dir unreadable");
+                (ErrorCode::KafkaStorageError.code(), -1, -1)
+            }
+        };
         results.push(DescribeLogDirsResult {
-            error_code: 0,
+            error_code,
             log_dir: StrBytes::from(dir.display().to_string()),
             topics,
-            total_bytes: -1,
-            usable_bytes: -1,
+            total_bytes,
+            usable_bytes,
             ..Default::default()
         });
     }

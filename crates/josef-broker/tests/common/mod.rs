@@ -33,6 +33,19 @@ pub async fn start_with(dir: &std::path::Path, extra: &[(&str, &str)]) -> Broker
         .unwrap()
 }
 
+/// A broker on a fresh temp dir, a client connected to it, and `topic` created with
+/// `partitions` partitions (keep the dir alive as long as the broker).
+pub async fn broker_with_topic(
+    topic: &str,
+    partitions: i32,
+) -> (tempfile::TempDir, Broker, Client) {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start_with(dir.path(), &[]).await;
+    let mut c = Client::connect(&b).await;
+    create_topic(&mut c, topic, partitions).await;
+    (dir, b, c)
+}
+
 /// A raw client: one connection, correlation ids counted up from 1.
 pub struct Client {
     /// The connection, for tests that write raw bytes.
