@@ -120,6 +120,16 @@ pub fn listener(
             None => {}
         }
     }
+    if !settings
+        .enabled_mechanisms
+        .iter()
+        .any(|m| SaslMechanism::from_name(m).is_some())
+    {
+        tracing::warn!(
+            mechanisms = ?settings.enabled_mechanisms,
+            "no enabled SASL mechanism is one Josef implements (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER): every login on this listener fails; set sasl.enabled.mechanisms"
+        );
+    }
     let mut config = AuthenticatorConfig::new(settings.enabled_mechanisms.iter().cloned());
     config.connections_max_reauth_ms = settings.connections_max_reauth_ms;
     for (m, v) in &settings.connections_max_reauth_ms_by_mechanism {

@@ -5,7 +5,7 @@
 use josef_protocol::messages::{
     AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
 };
-use josef_sasl::scram::admin::{alter_user_scram_credentials, ScramRecord};
+use josef_sasl::scram::admin::{alter_error_response, alter_user_scram_credentials, ScramRecord};
 
 use crate::records::MetadataRecord;
 use crate::{Controller, ControllerResult, WriteContext};
@@ -21,25 +21,7 @@ impl Controller {
         req: &AlterUserScramCredentialsRequest,
     ) -> ControllerResult<AlterUserScramCredentialsResponse> {
         if let Err(e) = self.check_active() {
-            let mut resp = AlterUserScramCredentialsResponse::default();
-            let mut users: Vec<_> = req
-                .deletions
-                .iter()
-                .map(|d| d.name.clone())
-                .chain(req.upsertions.iter().map(|u| u.name.clone()))
-                .collect();
-            users.dedup();
-            for user in users {
-                resp.results.push(
-                    josef_protocol::messages::alter_user_scram_credentials_response::AlterUserScramCredentialsResult {
-                        user,
-                        error_code: e.code(),
-                        error_message: Some(e.message.clone().into()),
-                        ..Default::default()
-                    },
-                );
-            }
-            return ControllerResult::response(resp);
+            return ControllerResult::response(alter_error_response(req, e.code, Some(&e.message)));
         }
         let image = self.image();
         let (resp, records) = alter_user_scram_credentials(req, image.scram_credentials());

@@ -3,10 +3,9 @@
 //! store and appends the records; a cluster node forwards Alter to the active controller, which
 //! runs the same code. Describe reads the metadata image either way.
 
-use josef_protocol::messages::alter_user_scram_credentials_response::AlterUserScramCredentialsResult;
 use josef_protocol::messages::{
-    AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
-    DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse,
+    AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
 };
 use josef_protocol::{ErrorCode, ResponseBody};
 use josef_sasl::scram::admin::{self, ScramRecord};
@@ -15,25 +14,7 @@ use crate::state::BrokerState;
 
 /// The response with `code` for every user of `req`.
 pub fn alter_error(req: &AlterUserScramCredentialsRequest, code: ErrorCode) -> ResponseBody {
-    let mut users: Vec<_> = req
-        .deletions
-        .iter()
-        .map(|d| d.name.clone())
-        .chain(req.upsertions.iter().map(|u| u.name.clone()))
-        .collect();
-    users.dedup();
-    AlterUserScramCredentialsResponse {
-        results: users
-            .into_iter()
-            .map(|user| AlterUserScramCredentialsResult {
-                user,
-                error_code: code.code(),
-                ..Default::default()
-            })
-            .collect(),
-        ..Default::default()
-    }
-    .into()
+    admin::alter_error_response(req, code, None).into()
 }
 
 /// DescribeUserScramCredentials from the metadata image.

@@ -196,6 +196,33 @@ pub fn alter_user_scram_credentials(
     (resp, out)
 }
 
+/// The AlterUserScramCredentials response with `code` for every user of `req` (NOT_CONTROLLER
+/// from a standby, a forwarding timeout), each user once, in first-appearance order.
+pub fn alter_error_response(
+    req: &AlterUserScramCredentialsRequest,
+    code: ErrorCode,
+    message: Option<&str>,
+) -> AlterUserScramCredentialsResponse {
+    let mut users: Vec<&str> = Vec::new();
+    for name in req
+        .deletions
+        .iter()
+        .map(|d| d.name.as_str())
+        .chain(req.upsertions.iter().map(|u| u.name.as_str()))
+    {
+        if !users.contains(&name) {
+            users.push(name);
+        }
+    }
+    AlterUserScramCredentialsResponse {
+        results: users
+            .into_iter()
+            .map(|u| result(u, code, message.map(str::to_string)))
+            .collect(),
+        ..Default::default()
+    }
+}
+
 /// Answers DescribeUserScramCredentials from `stored`: every user with credentials when `users`
 /// is null or empty, else each named user (RESOURCE_NOT_FOUND without credentials,
 /// DUPLICATE_RESOURCE when named twice). Never the keys: (mechanism, iterations) only.
