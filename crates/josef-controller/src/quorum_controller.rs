@@ -116,6 +116,7 @@ pub struct Controller {
     pub(crate) replication: ReplicationControlManager,
     pub(crate) configs: ConfigurationControlManager,
     pub(crate) producer_ids: ProducerIdControlManager,
+    pub(crate) acls: crate::acl_control::AclControlManager,
     pub(crate) features: BTreeMap<String, i16>,
     pub(crate) cluster_id: Option<String>,
     next_rebalance_ms: Option<i64>,
@@ -137,6 +138,7 @@ impl Controller {
             replication: ReplicationControlManager::default(),
             configs: ConfigurationControlManager::default(),
             producer_ids: ProducerIdControlManager::default(),
+            acls: crate::acl_control::AclControlManager::new(),
             features: BTreeMap::new(),
             cluster_id: None,
             next_rebalance_ms: None,
@@ -365,6 +367,7 @@ impl Controller {
             {
                 Err(ReplayError::UnknownTopic(r.topic_id))
             }
+            MetadataRecord::AccessControlEntry(r) => self.acls.check_add(r),
             _ => Ok(()),
         }
     }
@@ -408,6 +411,8 @@ impl Controller {
                 }
             }
             MetadataRecord::ClusterId(r) => self.cluster_id = Some(r.cluster_id.clone()),
+            MetadataRecord::AccessControlEntry(r) => self.acls.replay_add(r),
+            MetadataRecord::RemoveAccessControlEntry(r) => self.acls.replay_remove(r),
             _ => {}
         }
         self.last_offset = Some(offset);
