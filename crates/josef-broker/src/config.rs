@@ -395,6 +395,9 @@ pub struct BrokerConfig {
     pub listener_security_protocol_map: BTreeMap<String, String>,
     /// Cluster settings (`process.roles` and the rest); `None` for the single-node broker.
     pub cluster: Option<crate::cluster_config::ClusterConfig>,
+    /// `authorizer.class.name` with `super.users` and `allow.everyone.if.no.acl.found`; `None`
+    /// (the default, an empty class name): no authorizer, every operation is allowed.
+    pub authorizer: Option<josef_authorizer::AuthorizerConfig>,
 }
 
 /// `group.consumer.*` (see [`BrokerConfig::group_consumer`]).
@@ -854,6 +857,7 @@ impl BrokerConfig {
             group_max_size: p.num("group.max.size", i32::MAX, 1)?,
             listener_security_protocol_map: protocol_map,
             cluster,
+            authorizer: crate::authorization::config::parse(&mut p, &mut warnings)?,
         };
         let not_used: BTreeMap<&str, &'static str> = NOT_USED.iter().copied().collect();
         let mut unknown = Vec::new();

@@ -98,6 +98,8 @@ pub struct BrokerState {
     /// The single-node broker's metadata records (ACLs, SCRAM credentials, client quotas);
     /// `None` on a cluster node, whose records live in the metadata log.
     pub local_metadata: Option<crate::local_metadata::LocalMetadataStore>,
+    /// The authorizer (`authorizer.class.name`), following the image's ACLs.
+    pub authorizer: crate::authorization::BrokerAuthorizer,
 }
 
 impl BrokerState {
@@ -129,6 +131,7 @@ impl BrokerState {
             ),
         };
         Ok(BrokerState {
+            authorizer: crate::authorization::BrokerAuthorizer::new(config.authorizer.clone()),
             local_metadata,
             groups: crate::groups::GroupService::new(&config),
             txns: crate::txns::TxnService::new(&config),

@@ -38,6 +38,8 @@ pub const CONTROLLER_APIS: &[ApiKey] = &[
     ApiKey::AlterConfigs,
     ApiKey::DescribeQuorum,
     ApiKey::UpdateFeatures,
+    ApiKey::CreateAcls,
+    ApiKey::DeleteAcls,
 ];
 
 /// The frame handler of the CONTROLLER listener.
