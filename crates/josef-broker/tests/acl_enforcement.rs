@@ -945,7 +945,10 @@ async fn new_acls_apply_to_the_next_request() {
     let mut c = Client::connect(&b).await;
     assert_eq!(produce_error(&mut c, "t").await, DENIED_TOPIC);
     let write = allow_me(ResourceType::Topic, "t", AclOperation::Write);
-    assert_eq!(create_acls(&mut c, &[write.clone()]).await, vec![0]);
+    assert_eq!(
+        create_acls(&mut c, std::slice::from_ref(&write)).await,
+        vec![0]
+    );
     assert_eq!(produce_error(&mut c, "t").await, 0);
     let ResponseBody::DeleteAcls(r) = c
         .call(

@@ -42,7 +42,7 @@ fn created_acls_are_records_and_duplicates_write_nothing() {
     assert_eq!(batch.len(), 1);
     assert!(matches!(batch[0], MetadataRecord::AccessControlEntry(_)));
     let before = h.log.len();
-    assert_eq!(create(&mut h, &[a.clone()]), vec![0]);
+    assert_eq!(create(&mut h, std::slice::from_ref(&a)), vec![0]);
     assert_eq!(h.log.len(), before, "a duplicate writes no record");
     assert_eq!(h.c.acls().count(), 1);
     assert_eq!(h.replayed().acls().count(), 1);

@@ -575,7 +575,8 @@ fn fetch_partition_error(partition: i32, error: ErrorCode) -> fetch_response::Pa
         last_stable_offset: -1,
         log_start_offset: -1,
         preferred_read_replica: -1,
-        records: None,
+        // Empty, not null: clients read a null record set as a parse failure.
+        records: Some(bytes::Bytes::new()),
         ..Default::default()
     }
 }
