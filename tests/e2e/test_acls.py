@@ -114,7 +114,8 @@ def test_a_super_user_passes_every_deny_and_acls_survive_a_restart(broker_factor
     create_acls(a, [topic_acl(t, AclOperation.ALL, AclPermissionType.DENY)])
     assert consume_outcome(b.bootstrap, t)[0] == "message"
     b.restart()
-    assert len(admin(b.bootstrap).describe_acls(everything_of(t)).result(timeout=30)) == 1
+    after = admin(b.bootstrap)  # kept alive until the future resolves
+    assert len(after.describe_acls(everything_of(t)).result(timeout=30)) == 1
 
 
 def test_without_acls_for_us_everything_is_refused(broker_factory):
@@ -205,11 +206,13 @@ def test_an_acl_created_through_one_broker_applies_on_every_broker(cluster_facto
     for node in c.nodes.values():
         wait_until(lambda: t not in raw_metadata_topics(node.client_port), timeout=15,
                    what=f"{t} hidden by node {node}")
-        described = c.admin(node=node.id).describe_acls(everything_of(t)).result(timeout=30)
+        node_admin = c.admin(node=node.id)  # kept alive until the future resolves
+        described = node_admin.describe_acls(everything_of(t)).result(timeout=30)
         assert [(x.operation, x.permission_type) for x in described] == [(AclOperation.ALL,
                                                                            AclPermissionType.DENY)]
     # Deleted through another broker: visible again everywhere.
-    deleted = c.admin(node=3).delete_acls([everything_of(t)])
+    third = c.admin(node=3)
+    deleted = third.delete_acls([everything_of(t)])
     assert sum(len(f.result(timeout=30)) for f in deleted.values()) == 1
     for node in c.nodes.values():
         wait_until(lambda: t in raw_metadata_topics(node.client_port), timeout=15,
