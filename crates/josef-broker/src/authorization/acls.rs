@@ -9,7 +9,7 @@ use josef_authorizer::convert::{
     describe_acls_response, filter_from_describe_request, filters_from_delete_request,
     remove_record,
 };
-use josef_authorizer::{AclOperation, AclWithId};
+use josef_authorizer::{AclCreateOutcome, AclOperation, StandardAuthorizer};
 use josef_metadata::MetadataRecord;
 use josef_protocol::messages::create_acls_response::AclCreationResult;
 use josef_protocol::messages::delete_acls_response::DeleteAclsFilterResult;
@@ -22,24 +22,40 @@ use josef_protocol::{ErrorCode, RequestBody, ResponseBody, StrBytes, Uuid};
 use super::RequestAuth;
 use crate::state::BrokerState;
 
-const SECURITY_DISABLED: &str = "No Authorizer is configured.";
-
-/// Why the request is refused as a whole, if it is.
-fn refusal(auth: &RequestAuth, op: AclOperation) -> Option<(ErrorCode, &'static str)> {
-    if auth.authorizer.is_none() {
-        Some((ErrorCode::SecurityDisabled, SECURITY_DISABLED))
+/// Why the request is refused as a whole, if it is: (code, message).
+fn refusal(auth: &RequestAuth, op: AclOperation) -> Option<(i16, Option<StrBytes>)> {
+    let (code, m) = if auth.authorizer.is_none() {
+        (ErrorCode::SecurityDisabled, "No Authorizer is configured.")
     } else if !auth.cluster(op) {
-        Some((
+        (
             ErrorCode::ClusterAuthorizationFailed,
             "Cluster authorization failed.",
-        ))
+        )
     } else {
-        None
-    }
+        return None;
+    };
+    Some((code.code(), Some(StrBytes::from(m))))
 }
 
-fn message(m: &str) -> Option<StrBytes> {
-    Some(StrBytes::from(m))
+/// On a single node, under the ACL write lock: `plan` with the current ACLs, then the records it
+/// returns appended to the local store. The answer, and whether the records were stored.
+fn write_local<T>(
+    state: &BrokerState,
+    plan: impl FnOnce(&StandardAuthorizer) -> (T, Vec<MetadataRecord>),
+) -> Option<(T, bool)> {
+    let _serial = state.authorizer.write_lock.lock();
+    let store = state.local_metadata.as_ref()?;
+    let authorizer = state.authorizer.get(&state.metadata_image())?;
+    let (answer, records) = plan(&authorizer);
+    let written = records.is_empty() || store.append(&records).is_ok();
+    Some((answer, written))
+}
+
+fn not_stored(what: &str) -> (i16, Option<StrBytes>) {
+    (
+        ErrorCode::UnknownServerError.code(),
+        Some(StrBytes::from(format!("The {what} could not be stored."))),
+    )
 }
 
 /// CreateAcls.
@@ -49,67 +65,60 @@ pub async fn create(
     req: CreateAclsRequest,
     version: i16,
 ) -> ResponseBody {
-    if let Some((code, m)) = refusal(auth, AclOperation::Alter) {
+    let result = |(error_code, error_message)| AclCreationResult {
+        error_code,
+        error_message,
+        ..Default::default()
+    };
+    if let Some(refused) = refusal(auth, AclOperation::Alter) {
+        let results = req
+            .creations
+            .iter()
+            .map(|_| result(refused.clone()))
+            .collect();
         return CreateAclsResponse {
-            results: req
-                .creations
-                .iter()
-                .map(|_| AclCreationResult {
-                    error_code: code.code(),
-                    error_message: message(m),
-                    ..Default::default()
-                })
-                .collect(),
+            results,
             ..Default::default()
         }
         .into();
     }
     if let Some(node) = &state.cluster {
-        return crate::handlers::cluster::forward(node, RequestBody::CreateAcls(req), version)
-            .await;
+        let body = RequestBody::CreateAcls(req);
+        return crate::handlers::cluster::forward(node, body, version).await;
     }
-    create_local(state, &req).into()
-}
-
-fn create_local(state: &BrokerState, req: &CreateAclsRequest) -> CreateAclsResponse {
-    let bindings = bindings_from_create_request(req);
-    let _serial = state.authorizer.write_lock.lock();
-    let (Some(store), Some(authorizer)) = (
-        &state.local_metadata,
-        state.authorizer.get(&state.metadata_image()),
-    ) else {
-        return CreateAclsResponse::default();
-    };
-    let plan = authorizer.plan_create(&bindings, || Uuid::from_u128(rand::random()));
-    let records: Vec<MetadataRecord> = plan
-        .new_acls
-        .iter()
-        .map(|a| MetadataRecord::AccessControlEntry(a.to_record()))
-        .collect();
-    let written = records.is_empty() || store.append(&records).is_ok();
-    CreateAclsResponse {
-        results: plan
-            .results
+    let bindings = bindings_from_create_request(&req);
+    let written = write_local(state, |authorizer| {
+        let plan = authorizer.plan_create(&bindings, || Uuid::from_u128(rand::random()));
+        let records = plan
+            .new_acls
             .iter()
-            .map(|r| match (r, written) {
-                (Ok(josef_authorizer::AclCreateOutcome::Created(_)), false) => AclCreationResult {
-                    error_code: ErrorCode::UnknownServerError.code(),
-                    error_message: message("The ACL could not be stored."),
-                    ..Default::default()
-                },
-                _ => acl_creation_result(r),
-            })
-            .collect(),
+            .map(|a| MetadataRecord::AccessControlEntry(a.to_record()))
+            .collect();
+        (plan.results, records)
+    });
+    let Some((results, written)) = written else {
+        return CreateAclsResponse::default().into();
+    };
+    let results = results
+        .iter()
+        .map(|r| match r {
+            Ok(AclCreateOutcome::Created(_)) if !written => result(not_stored("ACL")),
+            _ => acl_creation_result(r),
+        })
+        .collect();
+    CreateAclsResponse {
+        results,
         ..Default::default()
     }
+    .into()
 }
 
 /// DescribeAcls: answered from this broker's image on every kind of node.
 pub fn describe(auth: &RequestAuth, req: DescribeAclsRequest) -> DescribeAclsResponse {
-    if let Some((code, m)) = refusal(auth, AclOperation::Describe) {
+    if let Some((error_code, error_message)) = refusal(auth, AclOperation::Describe) {
         return DescribeAclsResponse {
-            error_code: code.code(),
-            error_message: message(m),
+            error_code,
+            error_message,
             ..Default::default()
         };
     }
@@ -126,58 +135,53 @@ pub async fn delete(
     req: DeleteAclsRequest,
     version: i16,
 ) -> ResponseBody {
-    if let Some((code, m)) = refusal(auth, AclOperation::Alter) {
+    let result = |(error_code, error_message)| DeleteAclsFilterResult {
+        error_code,
+        error_message,
+        ..Default::default()
+    };
+    if let Some(refused) = refusal(auth, AclOperation::Alter) {
+        let filter_results = req
+            .filters
+            .iter()
+            .map(|_| result(refused.clone()))
+            .collect();
         return DeleteAclsResponse {
-            filter_results: req
-                .filters
-                .iter()
-                .map(|_| DeleteAclsFilterResult {
-                    error_code: code.code(),
-                    error_message: message(m),
-                    ..Default::default()
-                })
-                .collect(),
+            filter_results,
             ..Default::default()
         }
         .into();
     }
     if let Some(node) = &state.cluster {
-        return crate::handlers::cluster::forward(node, RequestBody::DeleteAcls(req), version)
-            .await;
+        let body = RequestBody::DeleteAcls(req);
+        return crate::handlers::cluster::forward(node, body, version).await;
     }
-    delete_local(state, &req).into()
-}
-
-fn delete_local(state: &BrokerState, req: &DeleteAclsRequest) -> DeleteAclsResponse {
-    let filters = filters_from_delete_request(req);
-    let _serial = state.authorizer.write_lock.lock();
-    let (Some(store), Some(authorizer)) = (
-        &state.local_metadata,
-        state.authorizer.get(&state.metadata_image()),
-    ) else {
-        return DeleteAclsResponse::default();
+    let filters = filters_from_delete_request(&req);
+    let written = write_local(state, |authorizer| {
+        let results = authorizer.plan_delete(&filters);
+        // An ACL two filters match is listed under both but removed once.
+        let mut ids: Vec<Uuid> = results.iter().flatten().flatten().map(|a| a.id).collect();
+        ids.sort();
+        ids.dedup();
+        let records = ids
+            .into_iter()
+            .map(|id| MetadataRecord::RemoveAccessControlEntry(remove_record(id)))
+            .collect();
+        (results, records)
+    });
+    let Some((results, written)) = written else {
+        return DeleteAclsResponse::default().into();
     };
-    let results: Vec<Result<Vec<AclWithId>, _>> = authorizer.plan_delete(&filters);
-    let mut ids: Vec<Uuid> = results.iter().flatten().flatten().map(|a| a.id).collect();
-    ids.sort();
-    ids.dedup();
-    let records: Vec<MetadataRecord> = ids
-        .into_iter()
-        .map(|id| MetadataRecord::RemoveAccessControlEntry(remove_record(id)))
+    let filter_results = results
+        .iter()
+        .map(|r| match r {
+            Ok(_) if !written => result(not_stored("ACL removals")),
+            _ => delete_acls_filter_result(r),
+        })
         .collect();
-    let written = records.is_empty() || store.append(&records).is_ok();
     DeleteAclsResponse {
-        filter_results: results
-            .iter()
-            .map(|r| match (r, written) {
-                (Ok(_), false) => DeleteAclsFilterResult {
-                    error_code: ErrorCode::UnknownServerError.code(),
-                    error_message: message("The ACL removals could not be stored."),
-                    ..Default::default()
-                },
-                _ => delete_acls_filter_result(r),
-            })
-            .collect(),
+        filter_results,
         ..Default::default()
     }
+    .into()
 }

@@ -127,6 +127,28 @@ fn answer(body: impl Into<ResponseBody>) -> Before {
     Before::Answer(Reply::Body(body.into()))
 }
 
+/// Takes the config resources `op` is refused on out of `$r.resources` and answers each with a
+/// `$result` carrying the refusal (the three config APIs share request and response shapes).
+macro_rules! refuse_configs {
+    ($auth:expr, $r:expr, $op:expr, $result:path) => {{
+        let (keep, refused) = split(std::mem::take(&mut $r.resources), |x| {
+            config_refusal($auth, x.resource_type, &x.resource_name, $op).is_none()
+        });
+        $r.resources = keep;
+        type Result = $result;
+        refused
+            .into_iter()
+            .map(|x| Result {
+                error_code: config_refusal($auth, x.resource_type, &x.resource_name, $op)
+                    .map_or(0, code),
+                resource_type: x.resource_type,
+                resource_name: x.resource_name,
+                ..Default::default()
+            })
+            .collect::<Vec<_>>()
+    }};
+}
+
 /// The checks of `body` before its handler runs.
 pub(crate) fn before(
     state: &BrokerState,
@@ -400,75 +422,33 @@ pub(crate) fn before(
             Before::Run(RequestBody::DeleteRecords(r), After::DeleteRecords(refused))
         }
         RequestBody::DescribeConfigs(mut r) => {
-            let (keep, refused) = split(r.resources, |x| {
-                config_refusal(auth, x.resource_type, &x.resource_name, Op::DescribeConfigs)
-                    .is_none()
-            });
-            r.resources = keep;
-            let refused = refused
-                .into_iter()
-                .map(|x| describe_configs_response::DescribeConfigsResult {
-                    error_code: config_refusal(
-                        auth,
-                        x.resource_type,
-                        &x.resource_name,
-                        Op::DescribeConfigs,
-                    )
-                    .map_or(0, code),
-                    resource_type: x.resource_type,
-                    resource_name: x.resource_name,
-                    ..Default::default()
-                })
-                .collect();
+            let refused = refuse_configs!(
+                auth,
+                r,
+                Op::DescribeConfigs,
+                describe_configs_response::DescribeConfigsResult
+            );
             Before::Run(
                 RequestBody::DescribeConfigs(r),
                 After::DescribeConfigs(refused),
             )
         }
         RequestBody::AlterConfigs(mut r) => {
-            let (keep, refused) = split(r.resources, |x| {
-                config_refusal(auth, x.resource_type, &x.resource_name, Op::AlterConfigs).is_none()
-            });
-            r.resources = keep;
-            let refused = refused
-                .into_iter()
-                .map(|x| alter_configs_response::AlterConfigsResourceResponse {
-                    error_code: config_refusal(
-                        auth,
-                        x.resource_type,
-                        &x.resource_name,
-                        Op::AlterConfigs,
-                    )
-                    .map_or(0, code),
-                    resource_type: x.resource_type,
-                    resource_name: x.resource_name,
-                    ..Default::default()
-                })
-                .collect();
+            let refused = refuse_configs!(
+                auth,
+                r,
+                Op::AlterConfigs,
+                alter_configs_response::AlterConfigsResourceResponse
+            );
             Before::Run(RequestBody::AlterConfigs(r), After::AlterConfigs(refused))
         }
         RequestBody::IncrementalAlterConfigs(mut r) => {
-            let (keep, refused) = split(r.resources, |x| {
-                config_refusal(auth, x.resource_type, &x.resource_name, Op::AlterConfigs).is_none()
-            });
-            r.resources = keep;
-            let refused = refused
-                .into_iter()
-                .map(
-                    |x| incremental_alter_configs_response::AlterConfigsResourceResponse {
-                        error_code: config_refusal(
-                            auth,
-                            x.resource_type,
-                            &x.resource_name,
-                            Op::AlterConfigs,
-                        )
-                        .map_or(0, code),
-                        resource_type: x.resource_type,
-                        resource_name: x.resource_name,
-                        ..Default::default()
-                    },
-                )
-                .collect();
+            let refused = refuse_configs!(
+                auth,
+                r,
+                Op::AlterConfigs,
+                incremental_alter_configs_response::AlterConfigsResourceResponse
+            );
             Before::Run(
                 RequestBody::IncrementalAlterConfigs(r),
                 After::IncrementalAlterConfigs(refused),
@@ -921,6 +901,26 @@ fn delete_topics(state: &BrokerState, auth: &RequestAuth, mut r: DeleteTopicsReq
     Before::Run(RequestBody::DeleteTopics(r), After::DeleteTopics(refused))
 }
 
+/// In a DescribeGroups or ConsumerGroupDescribe answer: the groups the principal may not describe
+/// become GROUP_AUTHORIZATION_FAILED entries; the others get their authorized operations if asked.
+macro_rules! described_groups {
+    ($auth:expr, $r:expr, $ops:expr, $group:path) => {{
+        type Group = $group;
+        for g in &mut $r.groups {
+            if !$auth.group(Op::Describe, &g.group_id) {
+                *g = Group {
+                    error_code: code(GROUP_DENIED),
+                    group_id: std::mem::take(&mut g.group_id),
+                    authorized_operations: josef_authorizer::AUTHORIZED_OPERATIONS_OMITTED,
+                    ..Default::default()
+                };
+            } else if $ops {
+                g.authorized_operations = $auth.operations(ResourceType::Group, &g.group_id);
+            }
+        }
+    }};
+}
+
 /// Applies `after` to the handler's reply.
 pub(crate) fn after(state: &BrokerState, auth: &RequestAuth, after: After, reply: Reply) -> Reply {
     match (after, reply) {
@@ -982,33 +982,16 @@ fn after_body(
             offset_fetch_after(auth, a, r).into()
         }
         (After::DescribeGroups(ops), ResponseBody::DescribeGroups(mut r)) => {
-            for g in &mut r.groups {
-                if !auth.group(Op::Describe, &g.group_id) {
-                    *g = describe_groups_response::DescribedGroup {
-                        error_code: code(GROUP_DENIED),
-                        group_id: std::mem::take(&mut g.group_id),
-                        authorized_operations: josef_authorizer::AUTHORIZED_OPERATIONS_OMITTED,
-                        ..Default::default()
-                    };
-                } else if ops {
-                    g.authorized_operations = auth.operations(ResourceType::Group, &g.group_id);
-                }
-            }
+            described_groups!(auth, r, ops, describe_groups_response::DescribedGroup);
             r.into()
         }
         (After::ConsumerGroupDescribe(ops), ResponseBody::ConsumerGroupDescribe(mut r)) => {
-            for g in &mut r.groups {
-                if !auth.group(Op::Describe, &g.group_id) {
-                    *g = consumer_group_describe_response::DescribedGroup {
-                        error_code: code(GROUP_DENIED),
-                        group_id: std::mem::take(&mut g.group_id),
-                        authorized_operations: josef_authorizer::AUTHORIZED_OPERATIONS_OMITTED,
-                        ..Default::default()
-                    };
-                } else if ops {
-                    g.authorized_operations = auth.operations(ResourceType::Group, &g.group_id);
-                }
-            }
+            described_groups!(
+                auth,
+                r,
+                ops,
+                consumer_group_describe_response::DescribedGroup
+            );
             r.into()
         }
         (After::ListGroups, ResponseBody::ListGroups(mut r)) => {
