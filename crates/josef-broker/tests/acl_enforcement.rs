@@ -437,6 +437,33 @@ async fn produce_fetch_and_list_offsets_need_write_read_and_describe() {
     // WRITE implies DESCRIBE.
     assert_eq!(err("w"), 0);
     assert_eq!(err("none"), DENIED_TOPIC);
+    let producers = |t: &str| describe_producers_request::TopicRequest {
+        name: t.into(),
+        partition_indexes: josef_protocol::smallvec![0],
+        ..Default::default()
+    };
+    let ResponseBody::DescribeProducers(r) = c
+        .call(
+            0,
+            DescribeProducersRequest {
+                topics: vec![producers("r"), producers("w")],
+                ..Default::default()
+            },
+        )
+        .await
+    else {
+        panic!()
+    };
+    let err = |name: &str| {
+        r.topics
+            .iter()
+            .find(|t| t.name.as_str() == name)
+            .unwrap()
+            .partitions[0]
+            .error_code
+    };
+    assert_eq!(err("r"), 0);
+    assert_eq!(err("w"), DENIED_TOPIC, "DescribeProducers needs READ");
     b.shutdown().await;
 }
 

@@ -63,6 +63,12 @@ pub(crate) enum After {
     FindCoordinator(Vec<find_coordinator_response::Coordinator>),
     /// DescribeCluster: the cluster's authorized operations, when asked.
     DescribeCluster(bool),
+    /// DescribeProducers: topics without READ are refused.
+    DescribeProducers,
+    /// DescribeTransactions: transactional ids without DESCRIBE are refused.
+    DescribeTransactions,
+    /// ListTransactions: only the transactional ids the principal may describe.
+    ListTransactions,
 }
 
 /// OffsetFetch's part of [`After`].
@@ -476,6 +482,9 @@ pub(crate) fn before(
                 CLUSTER_DENIED,
             ))
         }
+        b @ RequestBody::DescribeProducers(_) => Before::Run(b, After::DescribeProducers),
+        b @ RequestBody::DescribeTransactions(_) => Before::Run(b, After::DescribeTransactions),
+        b @ RequestBody::ListTransactions(_) => Before::Run(b, After::ListTransactions),
         RequestBody::DescribeLogDirs(_) if !auth.cluster(Op::Describe) => {
             answer(DescribeLogDirsResponse {
                 error_code: code(CLUSTER_DENIED),
@@ -1042,6 +1051,37 @@ fn after_body(
             } else {
                 0
             };
+            r.into()
+        }
+        (After::DescribeProducers, ResponseBody::DescribeProducers(mut r)) => {
+            for t in r
+                .topics
+                .iter_mut()
+                .filter(|t| !auth.topic(Op::Read, &t.name))
+            {
+                for p in &mut t.partitions {
+                    p.error_code = code(TOPIC_DENIED);
+                    p.error_message = None;
+                    p.active_producers.clear();
+                }
+            }
+            r.into()
+        }
+        (After::DescribeTransactions, ResponseBody::DescribeTransactions(mut r)) => {
+            for t in &mut r.transaction_states {
+                if !auth.transactional_id(Op::Describe, &t.transactional_id) {
+                    *t = describe_transactions_response::TransactionState {
+                        error_code: code(TXN_DENIED),
+                        transactional_id: std::mem::take(&mut t.transactional_id),
+                        ..Default::default()
+                    };
+                }
+            }
+            r.into()
+        }
+        (After::ListTransactions, ResponseBody::ListTransactions(mut r)) => {
+            r.transaction_states
+                .retain(|t| auth.transactional_id(Op::Describe, &t.transactional_id));
             r.into()
         }
         (_, body) => body,
