@@ -63,6 +63,8 @@ pub(crate) enum After {
     FindCoordinator(Vec<find_coordinator_response::Coordinator>),
     /// DescribeCluster: the cluster's authorized operations, when asked.
     DescribeCluster(bool),
+    /// OffsetDelete: topics refused.
+    OffsetDelete(Vec<offset_delete_response::OffsetDeleteResponseTopic>),
     /// DescribeProducers: topics without READ are refused.
     DescribeProducers,
     /// DescribeTransactions: transactional ids without DESCRIBE are refused.
@@ -482,6 +484,7 @@ pub(crate) fn before(
                 CLUSTER_DENIED,
             ))
         }
+        RequestBody::OffsetDelete(r) => offset_delete(auth, r),
         b @ RequestBody::DescribeProducers(_) => Before::Run(b, After::DescribeProducers),
         b @ RequestBody::DescribeTransactions(_) => Before::Run(b, After::DescribeTransactions),
         b @ RequestBody::ListTransactions(_) => Before::Run(b, After::ListTransactions),
@@ -699,6 +702,36 @@ fn offset_commit(auth: &RequestAuth, mut r: OffsetCommitRequest) -> Before {
     }
     r.topics = keep;
     Before::Run(RequestBody::OffsetCommit(r), After::OffsetCommit(refused))
+}
+
+fn offset_delete(auth: &RequestAuth, mut r: OffsetDeleteRequest) -> Before {
+    if !auth.group(Op::Delete, &r.group_id) {
+        return answer(OffsetDeleteResponse {
+            error_code: code(GROUP_DENIED),
+            ..Default::default()
+        });
+    }
+    let (keep, refused) = split(std::mem::take(&mut r.topics), |t| {
+        auth.topic(Op::Read, &t.name)
+    });
+    r.topics = keep;
+    let refused = refused
+        .into_iter()
+        .map(|t| offset_delete_response::OffsetDeleteResponseTopic {
+            name: t.name,
+            partitions: t
+                .partitions
+                .iter()
+                .map(|p| offset_delete_response::OffsetDeleteResponsePartition {
+                    partition_index: p.partition_index,
+                    error_code: code(TOPIC_DENIED),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        })
+        .collect();
+    Before::Run(RequestBody::OffsetDelete(r), After::OffsetDelete(refused))
 }
 
 fn txn_offset_commit(auth: &RequestAuth, mut r: TxnOffsetCommitRequest) -> Before {
@@ -1051,6 +1084,10 @@ fn after_body(
             } else {
                 0
             };
+            r.into()
+        }
+        (After::OffsetDelete(refused), ResponseBody::OffsetDelete(mut r)) => {
+            r.topics.extend(refused);
             r.into()
         }
         (After::DescribeProducers, ResponseBody::DescribeProducers(mut r)) => {
