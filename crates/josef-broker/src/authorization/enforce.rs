@@ -725,10 +725,8 @@ fn offset_delete(auth: &RequestAuth, mut r: OffsetDeleteRequest) -> Before {
                 .map(|p| offset_delete_response::OffsetDeleteResponsePartition {
                     partition_index: p.partition_index,
                     error_code: code(TOPIC_DENIED),
-                    ..Default::default()
                 })
                 .collect(),
-            ..Default::default()
         })
         .collect();
     Before::Run(RequestBody::OffsetDelete(r), After::OffsetDelete(refused))
