@@ -174,6 +174,14 @@ impl Harness {
                 let r = c.unregister_broker(ctx, r);
                 self.commit(r);
             }
+            RequestBody::CreateAcls(r) => {
+                let r = c.create_acls(ctx, r);
+                self.commit(r);
+            }
+            RequestBody::DeleteAcls(r) => {
+                let r = c.delete_acls(ctx, r);
+                self.commit(r);
+            }
             _ => {}
         }
     }

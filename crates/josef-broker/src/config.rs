@@ -429,6 +429,9 @@ pub struct BrokerConfig {
     /// `prometheus.listener` (Josef's own, [`JOSEF_SETTINGS`]): `HOST:PORT` of the Prometheus
     /// `/metrics` endpoint (port 0: any free port); unset (the default): no endpoint, no metrics.
     pub prometheus_listener: Option<(String, u16)>,
+    /// `authorizer.class.name` with `super.users` and `allow.everyone.if.no.acl.found`; `None`
+    /// (the default, an empty class name): no authorizer, every operation is allowed.
+    pub authorizer: Option<josef_authorizer::AuthorizerConfig>,
 }
 
 /// `group.consumer.*` (see [`BrokerConfig::group_consumer`]).
@@ -887,6 +890,7 @@ impl BrokerConfig {
             quota: crate::quotas::QuotaSettings::from_props(&mut p)?,
             cluster,
             prometheus_listener: host_port(&mut p, "prometheus.listener")?,
+            authorizer: crate::authorization::config::parse(&mut p, &mut warnings)?,
         };
         let not_used: BTreeMap<&str, &'static str> = NOT_USED.iter().copied().collect();
         let mut unknown = Vec::new();

@@ -14,6 +14,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod authorization;
 pub mod cluster;
 pub mod cluster_config;
 pub mod config;

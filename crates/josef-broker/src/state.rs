@@ -100,6 +100,8 @@ pub struct BrokerState {
     pub local_metadata: Option<crate::local_metadata::LocalMetadataStore>,
     /// Client quotas (producer/consumer byte rates, request percentage), from the image.
     pub quotas: Arc<crate::quotas::BrokerQuotas>,
+    /// The authorizer (`authorizer.class.name`), following the image's ACLs.
+    pub authorizer: crate::authorization::BrokerAuthorizer,
 }
 
 impl BrokerState {
@@ -136,6 +138,7 @@ impl BrokerState {
         }
         Ok(BrokerState {
             quotas,
+            authorizer: crate::authorization::BrokerAuthorizer::new(config.authorizer.clone()),
             local_metadata,
             groups: crate::groups::GroupService::new(&config),
             txns: crate::txns::TxnService::new(&config),

@@ -5,7 +5,8 @@
 //! [`BrokerHeartbeatManager`] and the state machine [`calculate_next_broker_state`]),
 //! `ReplicationControlManager` (topics, partitions, AlterPartition, elections, reassignments,
 //! with [`PartitionChangeBuilder`] and [`StripedReplicaPlacer`]), `ProducerIdControlManager`,
-//! `ConfigurationControlManager` and `FeatureControlManager`.
+//! `ConfigurationControlManager`, `FeatureControlManager` and `AclControlManager` (CreateAcls /
+//! DeleteAcls, planned by josef-authorizer).
 //!
 //! Requests (josef-protocol's generated types) and a [`WriteContext`] (time, next metadata offset)
 //! go in; a [`ControllerResult`] (records to commit, response to send after the commit) comes out.
@@ -20,6 +21,7 @@
 #![deny(missing_docs)]
 
 mod client_quota_control;
+mod acl_control;
 mod cluster_control;
 mod config;
 mod configuration_control;

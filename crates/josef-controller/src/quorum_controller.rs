@@ -117,6 +117,7 @@ pub struct Controller {
     pub(crate) configs: ConfigurationControlManager,
     pub(crate) producer_ids: ProducerIdControlManager,
     pub(crate) client_quotas: crate::client_quota_control::ClientQuotaControlManager,
+    pub(crate) acls: crate::acl_control::AclControlManager,
     pub(crate) features: BTreeMap<String, i16>,
     pub(crate) cluster_id: Option<String>,
     next_rebalance_ms: Option<i64>,
@@ -139,6 +140,7 @@ impl Controller {
             configs: ConfigurationControlManager::default(),
             producer_ids: ProducerIdControlManager::default(),
             client_quotas: Default::default(),
+            acls: crate::acl_control::AclControlManager::new(),
             features: BTreeMap::new(),
             cluster_id: None,
             next_rebalance_ms: None,
@@ -375,6 +377,7 @@ impl Controller {
             )
             .map(|_| ())
             .map_err(|e| ReplayError::Invalid(format!("ClientQuotaRecord: {e}"))),
+            MetadataRecord::AccessControlEntry(r) => self.acls.check_add(r),
             _ => Ok(()),
         }
     }
@@ -422,6 +425,8 @@ impl Controller {
                 // check_replay accepted the entity, so the store takes the record.
                 let _ = self.client_quotas.store.replay(r);
             }
+            MetadataRecord::AccessControlEntry(r) => self.acls.replay_add(r),
+            MetadataRecord::RemoveAccessControlEntry(r) => self.acls.replay_remove(r),
             _ => {}
         }
         self.last_offset = Some(offset);

@@ -83,6 +83,12 @@ pub fn is_not_controller(body: &ResponseBody) -> bool {
         ResponseBody::AlterConfigs(r) => {
             !r.responses.is_empty() && r.responses.iter().all(|t| t.error_code == nc)
         }
+        ResponseBody::CreateAcls(r) => {
+            !r.results.is_empty() && r.results.iter().all(|t| t.error_code == nc)
+        }
+        ResponseBody::DeleteAcls(r) => {
+            !r.filter_results.is_empty() && r.filter_results.iter().all(|t| t.error_code == nc)
+        }
         _ => false,
     }
 }

@@ -40,6 +40,8 @@ pub const CONTROLLER_APIS: &[ApiKey] = &[
     ApiKey::UpdateFeatures,
     ApiKey::AlterUserScramCredentials,
     ApiKey::AlterClientQuotas,
+    ApiKey::CreateAcls,
+    ApiKey::DeleteAcls,
 ];
 
 /// The frame handler of the CONTROLLER listener.

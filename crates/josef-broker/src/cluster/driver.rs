@@ -258,6 +258,14 @@ impl ControllerDriver {
                 .write(false, |c, ctx| c.alter_client_quotas(ctx, &r))
                 .await
                 .map(Into::into),
+            RequestBody::CreateAcls(r) => self
+                .write(false, |c, ctx| c.create_acls(ctx, &r))
+                .await
+                .map(Into::into),
+            RequestBody::DeleteAcls(r) => self
+                .write(false, |c, ctx| c.delete_acls(ctx, &r))
+                .await
+                .map(Into::into),
             _ => Err(NotController),
         };
         r.unwrap_or(fallback)

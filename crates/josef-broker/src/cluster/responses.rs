@@ -1,11 +1,12 @@
 //! Error answers to controller APIs, shaped like each API's response.
 
 use josef_protocol::messages::{
-    alter_configs_response, create_partitions_response, create_topics_response,
-    delete_topics_response, incremental_alter_configs_response, AllocateProducerIdsResponse,
-    AlterConfigsResponse, AlterPartitionReassignmentsResponse, AlterPartitionResponse,
-    BrokerHeartbeatResponse, BrokerRegistrationResponse, ControlledShutdownResponse,
-    CreatePartitionsResponse, CreateTopicsResponse, DeleteTopicsResponse, ElectLeadersResponse,
+    alter_configs_response, create_acls_response, create_partitions_response,
+    create_topics_response, delete_acls_response, delete_topics_response,
+    incremental_alter_configs_response, AllocateProducerIdsResponse, AlterConfigsResponse,
+    AlterPartitionReassignmentsResponse, AlterPartitionResponse, BrokerHeartbeatResponse,
+    BrokerRegistrationResponse, ControlledShutdownResponse, CreatePartitionsResponse,
+    CreateTopicsResponse, DeleteTopicsResponse, ElectLeadersResponse,
     IncrementalAlterConfigsResponse, ListPartitionReassignmentsResponse, UnregisterBrokerResponse,
 };
 use josef_protocol::{ErrorCode, RequestBody, ResponseBody};
@@ -148,6 +149,30 @@ pub fn error_response(body: &RequestBody, code: ErrorCode) -> ResponseBody {
             crate::handlers::scram_credentials::alter_error(r, code)
         }
         RequestBody::AlterClientQuotas(r) => crate::quotas::alter_error_response(r, code).into(),
+        RequestBody::CreateAcls(r) => josef_protocol::messages::CreateAclsResponse {
+            results: r
+                .creations
+                .iter()
+                .map(|_| create_acls_response::AclCreationResult {
+                    error_code: c,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }
+        .into(),
+        RequestBody::DeleteAcls(r) => josef_protocol::messages::DeleteAclsResponse {
+            filter_results: r
+                .filters
+                .iter()
+                .map(|_| delete_acls_response::DeleteAclsFilterResult {
+                    error_code: c,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }
+        .into(),
         other => {
             // Not a controller API: the caller answers it elsewhere; an empty ApiVersions-like
             // answer is never sent for it.

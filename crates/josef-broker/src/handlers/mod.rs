@@ -53,7 +53,10 @@ pub fn extra_served_versions(key: ApiKey) -> Option<(i16, i16)> {
         | ApiKey::AlterUserScramCredentials
         | ApiKey::WriteTxnMarkers
         | ApiKey::AlterClientQuotas
-        | ApiKey::DescribeClientQuotas => Some(key.valid_versions()),
+        | ApiKey::DescribeClientQuotas
+        | ApiKey::CreateAcls
+        | ApiKey::DescribeAcls
+        | ApiKey::DeleteAcls => Some(key.valid_versions()),
         // v5 is transaction version 2, which this broker does not advertise.
         ApiKey::EndTxn => Some((0, 4)),
         _ => None,
@@ -72,8 +75,33 @@ pub fn cluster_served_versions(key: ApiKey) -> Option<(i16, i16)> {
     }
 }
 
-/// Routes one decoded request.
+/// Handles one decoded request: the ACL APIs, or the ACL checks around the API's handler.
 pub async fn handle(
+    state: &BrokerState,
+    conn: &ConnectionInfo,
+    header: &RequestHeader,
+    body: RequestBody,
+) -> Reply {
+    use crate::authorization::{acls, enforce, RequestAuth};
+    let auth = RequestAuth::of(state, conn);
+    let v = header.request_api_version;
+    let body = match body {
+        RequestBody::CreateAcls(r) => return Reply::Body(acls::create(state, &auth, r, v).await),
+        RequestBody::DescribeAcls(r) => return reply(acls::describe(&auth, r)),
+        RequestBody::DeleteAcls(r) => return Reply::Body(acls::delete(state, &auth, r, v).await),
+        other => other,
+    };
+    match enforce::before(state, &auth, header, body) {
+        enforce::Before::Answer(r) => r,
+        enforce::Before::Run(body, after) => {
+            let r = route(state, conn, header, body).await;
+            enforce::after(state, &auth, after, r)
+        }
+    }
+}
+
+/// Routes one decoded request to its handler.
+async fn route(
     state: &BrokerState,
     conn: &ConnectionInfo,
     header: &RequestHeader,
