@@ -1094,7 +1094,9 @@ mod tests {
                 reason: VALIDATED_ONLY
             }]
         );
-        assert!(BrokerConfig::from_properties(props(&[("offsets.commit.timeout.ms", "x")])).is_err());
+        assert!(
+            BrokerConfig::from_properties(props(&[("offsets.commit.timeout.ms", "x")])).is_err()
+        );
     }
 
     #[test]
@@ -1107,7 +1109,9 @@ mod tests {
         .unwrap();
         assert_eq!(c.offsets_retention_check_interval_ms, 1000);
         assert_eq!(
-            crate::groups::GroupService::new(&c).config().offsets_retention_check_interval_ms,
+            crate::groups::GroupService::new(&c)
+                .config()
+                .offsets_retention_check_interval_ms,
             1000
         );
     }

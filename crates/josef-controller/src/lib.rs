@@ -20,8 +20,8 @@
 //! `BrokerHeartbeatManager`, `ProducerIdControlManager`, `FeatureControlManager`).
 #![deny(missing_docs)]
 
-mod client_quota_control;
 mod acl_control;
+mod client_quota_control;
 mod cluster_control;
 mod config;
 mod configuration_control;
