@@ -993,3 +993,77 @@ async fn new_acls_apply_to_the_next_request() {
     assert_eq!(produce_error(&mut c, "t").await, DENIED_TOPIC);
     b.shutdown().await;
 }
+
+#[tokio::test]
+async fn quota_and_scram_apis_need_cluster_operations() {
+    let dir = tempfile::tempdir().unwrap();
+    let acls = [allow_me(
+        ResourceType::Cluster,
+        "kafka-cluster",
+        AclOperation::DescribeConfigs,
+    )];
+    let b = broker_with(dir.path(), &[], &acls, &[]).await;
+    let mut c = Client::connect(&b).await;
+    let denied = ErrorCode::ClusterAuthorizationFailed.code();
+    // DESCRIBE_CONFIGS on the cluster: quotas may be described, not altered.
+    let ResponseBody::DescribeClientQuotas(r) =
+        c.call(1, DescribeClientQuotasRequest::default()).await
+    else {
+        panic!()
+    };
+    assert_eq!(r.error_code, 0);
+    let entry = alter_client_quotas_request::EntryData {
+        entity: vec![alter_client_quotas_request::EntityData {
+            entity_type: "client-id".into(),
+            entity_name: Some("app".into()),
+            ..Default::default()
+        }],
+        ops: vec![alter_client_quotas_request::OpData {
+            key: "producer_byte_rate".into(),
+            value: 1024.0,
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let ResponseBody::AlterClientQuotas(r) = c
+        .call(
+            1,
+            AlterClientQuotasRequest {
+                entries: vec![entry],
+                ..Default::default()
+            },
+        )
+        .await
+    else {
+        panic!()
+    };
+    assert_eq!(r.entries[0].error_code, denied);
+    // Nothing on the cluster for DESCRIBE or ALTER: SCRAM credentials stay hidden and fixed.
+    let ResponseBody::DescribeUserScramCredentials(r) = c
+        .call(0, DescribeUserScramCredentialsRequest::default())
+        .await
+    else {
+        panic!()
+    };
+    assert_eq!(r.error_code, denied);
+    let ResponseBody::AlterUserScramCredentials(r) = c
+        .call(
+            0,
+            AlterUserScramCredentialsRequest {
+                deletions: vec![
+                    alter_user_scram_credentials_request::ScramCredentialDeletion {
+                        name: "alice".into(),
+                        mechanism: 1,
+                        ..Default::default()
+                    },
+                ],
+                ..Default::default()
+            },
+        )
+        .await
+    else {
+        panic!()
+    };
+    assert!(r.results.iter().all(|x| x.error_code == denied), "{r:?}");
+    assert!(!r.results.is_empty());
+}

@@ -488,6 +488,26 @@ pub(crate) fn before(
         b @ RequestBody::DescribeProducers(_) => Before::Run(b, After::DescribeProducers),
         b @ RequestBody::DescribeTransactions(_) => Before::Run(b, After::DescribeTransactions),
         b @ RequestBody::ListTransactions(_) => Before::Run(b, After::ListTransactions),
+        // Client quotas and SCRAM credentials are cluster resources (Kafka's AuthHelper):
+        // altering needs ALTER_CONFIGS / ALTER, describing DESCRIBE_CONFIGS / DESCRIBE.
+        b @ RequestBody::AlterClientQuotas(_) if !auth.cluster(Op::AlterConfigs) => answer(
+            crate::cluster::responses::error_response(&b, CLUSTER_DENIED),
+        ),
+        b @ RequestBody::AlterUserScramCredentials(_) if !auth.cluster(Op::Alter) => answer(
+            crate::cluster::responses::error_response(&b, CLUSTER_DENIED),
+        ),
+        RequestBody::DescribeClientQuotas(_) if !auth.cluster(Op::DescribeConfigs) => {
+            answer(DescribeClientQuotasResponse {
+                error_code: code(CLUSTER_DENIED),
+                ..Default::default()
+            })
+        }
+        RequestBody::DescribeUserScramCredentials(_) if !auth.cluster(Op::Describe) => {
+            answer(DescribeUserScramCredentialsResponse {
+                error_code: code(CLUSTER_DENIED),
+                ..Default::default()
+            })
+        }
         RequestBody::DescribeLogDirs(_) if !auth.cluster(Op::Describe) => {
             answer(DescribeLogDirsResponse {
                 error_code: code(CLUSTER_DENIED),
