@@ -12,138 +12,9 @@
 pub use josef_config::{kafka_names, properties};
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 use std::path::{Path, PathBuf};
 
-/// A configuration problem that stops the broker from starting.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// The properties file could not be read.
-    #[error("cannot read config file {path}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The cause.
-        source: std::io::Error,
-    },
-    /// The properties file is malformed (a bad `\uXXXX` escape: nothing else is).
-    #[error("{path}:{line}: malformed \\uxxxx escape")]
-    Syntax {
-        /// The file.
-        path: PathBuf,
-        /// 1-based line number.
-        line: usize,
-    },
-    /// Names that are not Kafka broker settings.
-    #[error("{}", UnknownList(.0))]
-    Unknown(Vec<UnknownSetting>),
-    /// A value that does not parse or is out of range.
-    #[error("invalid value `{value}` for `{key}`: {reason}")]
-    Invalid {
-        /// The key.
-        key: String,
-        /// The value as given.
-        value: String,
-        /// Why it is rejected.
-        reason: String,
-    },
-}
-
-/// A setting name that Kafka does not have.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownSetting {
-    /// The name as given.
-    pub key: String,
-    /// The closest Kafka name, when one is close enough to be the intended one.
-    pub suggestion: Option<String>,
-}
-
-impl fmt::Display for UnknownSetting {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "unknown setting `{}` (not a Kafka broker setting)",
-            self.key
-        )?;
-        if let Some(s) = &self.suggestion {
-            write!(f, "; did you mean `{s}`?")?;
-        }
-        Ok(())
-    }
-}
-
-struct UnknownList<'a>(&'a [UnknownSetting]);
-
-impl fmt::Display for UnknownList<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, u) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str("; ")?;
-            }
-            write!(f, "{u}")?;
-        }
-        Ok(())
-    }
-}
-
-/// Something about the configuration worth one line at start, but not worth refusing to start.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ConfigWarning {
-    /// A Kafka broker setting that has no effect in Josef.
-    NotUsed {
-        /// The setting as given.
-        key: String,
-        /// Why it has no effect.
-        reason: &'static str,
-    },
-    /// A spelling Kafka does not have, found in guides; its value is applied as `real`.
-    OldSpelling {
-        /// The spelling given.
-        key: String,
-        /// Kafka's name, under which the value is applied.
-        real: &'static str,
-    },
-    /// A synonym that loses to another one also given (`log.dir` to `log.dirs`).
-    Shadowed {
-        /// The setting that is ignored.
-        key: String,
-        /// The setting that wins.
-        by: &'static str,
-    },
-}
-
-impl ConfigWarning {
-    /// The setting the warning is about.
-    pub fn key(&self) -> &str {
-        match self {
-            ConfigWarning::NotUsed { key, .. }
-            | ConfigWarning::OldSpelling { key, .. }
-            | ConfigWarning::Shadowed { key, .. } => key,
-        }
-    }
-}
-
-impl fmt::Display for ConfigWarning {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ConfigWarning::NotUsed { key, reason } => {
-                write!(
-                    f,
-                    "setting `{key}` is not used by Josef ({reason}); it has no effect"
-                )
-            }
-            ConfigWarning::OldSpelling { key, real } => {
-                write!(
-                    f,
-                    "setting `{key}` is not Kafka's name; applied as `{real}`"
-                )
-            }
-            ConfigWarning::Shadowed { key, by } => {
-                write!(f, "setting `{key}` is ignored: `{by}` is also set and wins")
-            }
-        }
-    }
-}
+pub use josef_config::settings::{ConfigError, ConfigWarning, Props, UnknownSetting};
 
 const TOKIO: &str = "requests and connections run on tokio's thread pool";
 const NOT_IMPLEMENTED: &str = "not implemented";
@@ -480,101 +351,6 @@ pub fn parse_properties(text: &str) -> Result<BTreeMap<String, String>, usize> {
     properties::parse(text).map_err(|e| e.line)
 }
 
-/// Consumes keys from a property map, recording the first error.
-pub(crate) struct Props {
-    map: BTreeMap<String, String>,
-}
-
-impl Props {
-    /// Kafka's `ConfigDef` trims every value before parsing it.
-    fn new(map: BTreeMap<String, String>) -> Self {
-        Props {
-            map: map
-                .into_iter()
-                .map(|(k, v)| (k, v.trim().to_string()))
-                .collect(),
-        }
-    }
-
-    pub(crate) fn take(&mut self, key: &str) -> Option<String> {
-        self.map.remove(key)
-    }
-
-    pub(crate) fn invalid(key: &str, value: &str, reason: impl Into<String>) -> ConfigError {
-        ConfigError::Invalid {
-            key: key.to_string(),
-            value: value.to_string(),
-            reason: reason.into(),
-        }
-    }
-
-    pub(crate) fn num<T: std::str::FromStr + PartialOrd + Copy + std::fmt::Display>(
-        &mut self,
-        key: &str,
-        default: T,
-        min: T,
-    ) -> Result<T, ConfigError> {
-        match self.take(key) {
-            None => Ok(default),
-            Some(v) => {
-                let n: T = v
-                    .parse()
-                    .map_err(|_| Self::invalid(key, &v, "not a number"))?;
-                if n < min {
-                    return Err(Self::invalid(key, &v, format!("must be at least {min}")));
-                }
-                Ok(n)
-            }
-        }
-    }
-
-    pub(crate) fn opt_num<T: std::str::FromStr>(
-        &mut self,
-        key: &str,
-    ) -> Result<Option<T>, ConfigError> {
-        match self.take(key) {
-            None => Ok(None),
-            Some(v) => v
-                .parse()
-                .map(Some)
-                .map_err(|_| Self::invalid(key, &v, "not a number")),
-        }
-    }
-
-    pub(crate) fn boolean(&mut self, key: &str, default: bool) -> Result<bool, ConfigError> {
-        match self.take(key) {
-            None => Ok(default),
-            Some(v) => match v.to_ascii_lowercase().as_str() {
-                "true" => Ok(true),
-                "false" => Ok(false),
-                _ => Err(Self::invalid(key, &v, "expected true or false")),
-            },
-        }
-    }
-
-    pub(crate) fn choice(
-        &mut self,
-        key: &str,
-        default: &str,
-        allowed: &[&str],
-    ) -> Result<String, ConfigError> {
-        match self.take(key) {
-            None => Ok(default.to_string()),
-            Some(v) => {
-                if allowed.iter().any(|a| a.eq_ignore_ascii_case(&v)) {
-                    Ok(v)
-                } else {
-                    Err(Self::invalid(
-                        key,
-                        &v,
-                        format!("expected one of {allowed:?}"),
-                    ))
-                }
-            }
-        }
-    }
-}
-
 const MS_PER_HOUR: i64 = 3_600_000;
 
 impl BrokerConfig {
@@ -644,8 +420,7 @@ impl BrokerConfig {
             .unwrap_or_else(|| "PLAINTEXT://127.0.0.1:9092".to_string());
         let mut listeners = Listener::parse_list("listeners", &listeners_raw)?;
         let controller_names: Vec<String> = p
-            .map
-            .get("controller.listener.names")
+            .peek("controller.listener.names")
             .map(|v| {
                 v.split(',')
                     .map(|s| s.trim().to_ascii_uppercase())
@@ -896,7 +671,7 @@ impl BrokerConfig {
         let mut unknown = Vec::new();
         for key in &given {
             if let Some(reason) = not_used.get(key.as_str()) {
-                p.map.remove(key);
+                p.take(key);
                 warnings.push(ConfigWarning::NotUsed {
                     key: key.clone(),
                     reason,
@@ -910,7 +685,7 @@ impl BrokerConfig {
                 });
             }
         }
-        for key in std::mem::take(&mut p.map).into_keys() {
+        for key in p.into_remaining_keys() {
             if kafka_names::listener_prefixed(&key).is_some() {
                 warnings.push(ConfigWarning::NotUsed {
                     key,

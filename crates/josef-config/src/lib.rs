@@ -14,6 +14,7 @@
 
 pub mod kafka_names;
 pub mod properties;
+pub mod settings;
 
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
