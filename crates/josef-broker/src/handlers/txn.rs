@@ -132,6 +132,26 @@ pub async fn end_txn(state: &BrokerState, version: i16, r: EndTxnRequest) -> End
         Some(TxnReply::EndTxn(x)) => x,
         _ => t::EndTxnResponse::error(TxnError::UnknownServerError),
     };
+    if resp.error == Some(TxnError::InvalidTxnState) {
+        // Kafka logs the refused transition too: the state it met tells a client bug from ours.
+        let d = state
+            .txns
+            .read(&env(state), state.cluster.as_deref(), Some(&id), |c| {
+                c.describe(&id)
+            });
+        tracing::warn!(
+            transactional_id = %id,
+            producer_id = req.producer_id,
+            producer_epoch = req.producer_epoch,
+            committed = req.committed,
+            state = ?d.state,
+            current_producer_id = d.producer_id,
+            current_producer_epoch = d.producer_epoch,
+            partitions = d.partitions.len(),
+            txn_start_ms = d.transaction_start_time_ms,
+            "EndTxn refused: INVALID_TXN_STATE"
+        );
+    }
     wire::end_txn_response(&resp, version)
 }
 
