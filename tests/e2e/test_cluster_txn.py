@@ -34,7 +34,9 @@ def test_transactions_groups_and_ctp_survive_kill9_of_their_coordinators(cluster
     feed = IdempotentProducer(bs, src, h, name="feed", rate=200)
     txp = TransactionalProducer(bs, txt, h, name="txp", seed=18)
     grp = GroupConsumer(bs, txt, unique("grp"), h, conf={"isolation.level": "read_committed"})
-    ctp = ConsumeTransformProduce(bs, src, dst, unique("ctp-group"), h)
+    # A transaction per 10 inputs (~3/s on a loaded 2-core machine) is slower than the feed's 200/s: the
+    # backlog then outlives any bounded catch-up wait. 200 inputs per transaction keep ahead of the feed.
+    ctp = ConsumeTransformProduce(bs, src, dst, unique("ctp-group"), h, batch=200)
     ws = [feed, txp, grp, ctp]
     for w in ws:
         w.start()
@@ -63,10 +65,37 @@ def test_transactions_groups_and_ctp_survive_kill9_of_their_coordinators(cluster
         done = {s.value.rsplit(b"|", 1)[0] for s in h.sends if s.topic == dst and h.txns.get(s.txn) == COMMITTED}
         return all(s.value in done for s in h.sends if s.topic == src and s.ack)
 
+    def ctp_missing():  # acked inputs in no committed ctp transaction, per partition: (count, lowest, highest offset)
+        done = {s.value.rsplit(b"|", 1)[0] for s in h.sends if s.topic == dst and h.txns.get(s.txn) == COMMITTED}
+        by_p = {}
+        for s in h.sends:
+            if s.topic == src and s.ack and s.value not in done:
+                by_p.setdefault(s.ack[0], []).append(s.ack[1])
+        return {p: (len(o), min(o), max(o)) for p, o in sorted(by_p.items())}
+
+    def src_offsets():  # per input partition: (HW, LSO, ctp group's committed offset), to tell a stuck LSO from a stuck consumer
+        from confluent_kafka import Consumer, TopicPartition
+        out = {}
+        for iso in ("read_uncommitted", "read_committed"):
+            q = Consumer({"bootstrap.servers": bs, "group.id": ctp.group, "isolation.level": iso})
+            try:
+                for p in range(3):
+                    try:
+                        out.setdefault(p, []).append(q.get_watermark_offsets(TopicPartition(src, p), timeout=10)[1])
+                    except Exception as e:  # noqa: BLE001 - a diagnostic only
+                        out.setdefault(p, []).append(repr(e))
+                if iso == "read_committed":
+                    for tp in q.committed([TopicPartition(src, p) for p in range(3)], timeout=10):
+                        out[tp.partition].append(tp.offset)
+            finally:
+                q.close()
+        return out
+
     try:
         wait_until(ctp_caught_up, timeout=90, interval=0.2, what="consume-transform-produce caught up with its input")
     except AssertionError as e:
-        raise AssertionError(f"{e}; txp {txp.txns}, ctp {ctp.txns} transactions; errors: "
+        raise AssertionError(f"{e}; missing per input partition {ctp_missing()}; (HW, LSO, committed) {src_offsets()}; "
+                             f"txp {txp.txns}, ctp {ctp.txns} transactions in {ctp.sessions} sessions, ctp consume errors {list(ctp.consume_errors)}; errors: "
                              + "; ".join(f"{w.name}: {w.errors[-3:]}" for w in ws if w.errors)) from None
     for w in ws:
         w.stop(120)

@@ -10,6 +10,7 @@ Every workload is a thread with a stop event; every loop and wait is bounded.
 """
 from __future__ import annotations
 
+import collections
 import random
 import threading
 import time
@@ -194,6 +195,8 @@ class ConsumeTransformProduce(Workload):
         self.bootstrap, self.src, self.dst, self.group, self.h, self.batch = bootstrap, src, dst, group, history, batch
         self.attempt = 0
         self.txns = 0
+        self.consume_errors = collections.deque(maxlen=5)  # the last errors consume() returned (they are retried)
+        self.sessions = 0
 
     MAX_SESSIONS = 20
 
@@ -205,6 +208,7 @@ class ConsumeTransformProduce(Workload):
         for _session in range(self.MAX_SESSIONS):
             if self.stop_event.is_set():
                 return
+            self.sessions += 1
             c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group, "enable.auto.commit": False,
                           "auto.offset.reset": "earliest", "isolation.level": "read_committed",
                           "session.timeout.ms": 6000})
@@ -214,7 +218,9 @@ class ConsumeTransformProduce(Workload):
                 p.init_transactions(30)
                 c.subscribe([self.src])
                 while not self.stop_event.is_set():
-                    msgs = [m for m in c.consume(self.batch, 0.5) if not m.error()]
+                    got = c.consume(self.batch, 0.5)
+                    self.consume_errors.extend(f"{time.strftime('%H:%M:%S')} {m.error()}" for m in got if m.error())
+                    msgs = [m for m in got if not m.error()]
                     if not msgs:
                         continue
                     txn = f"{self.name}:{n}"
