@@ -1,8 +1,6 @@
 //! AlterClientQuotas answers for failures outside validation: no controller, records not written.
 
-use josef_protocol::messages::alter_client_quotas_response::{
-    self, AlterClientQuotasResponse,
-};
+use josef_protocol::messages::alter_client_quotas_response::{self, AlterClientQuotasResponse};
 use josef_protocol::messages::AlterClientQuotasRequest;
 use josef_protocol::ErrorCode;
 
@@ -55,7 +53,10 @@ mod tests {
     fn request() -> AlterClientQuotasRequest {
         AlterClientQuotasRequest {
             entries: vec![
-                alter_entry(&[("user", Some("alice"))], &[("producer_byte_rate", Some(1.0))]),
+                alter_entry(
+                    &[("user", Some("alice"))],
+                    &[("producer_byte_rate", Some(1.0))],
+                ),
                 alter_entry(&[("user", None)], &[("producer_byte_rate", Some(1.5))]),
             ],
             ..Default::default()
@@ -81,7 +82,10 @@ mod tests {
         assert_eq!(r.entries[1].error_code, ErrorCode::InvalidRequest.code());
         let refused = r.entries[1].error_message.clone();
         fail_accepted_entries(&mut r, ErrorCode::UnknownServerError, "disk full");
-        assert_eq!(r.entries[0].error_code, ErrorCode::UnknownServerError.code());
+        assert_eq!(
+            r.entries[0].error_code,
+            ErrorCode::UnknownServerError.code()
+        );
         assert_eq!(r.entries[0].error_message.as_deref(), Some("disk full"));
         assert_eq!(r.entries[1].error_code, ErrorCode::InvalidRequest.code());
         assert_eq!(r.entries[1].error_message, refused);

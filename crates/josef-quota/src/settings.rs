@@ -28,11 +28,7 @@ impl QuotaManagersConfig {
     /// ```
     pub fn from_props(p: &mut Props) -> Result<Self, ConfigError> {
         Ok(QuotaManagersConfig {
-            client: window(
-                p,
-                QUOTA_WINDOW_NUM_CONFIG,
-                QUOTA_WINDOW_SIZE_SECONDS_CONFIG,
-            )?,
+            client: window(p, QUOTA_WINDOW_NUM_CONFIG, QUOTA_WINDOW_SIZE_SECONDS_CONFIG)?,
             controller: window(
                 p,
                 CONTROLLER_QUOTA_WINDOW_NUM_CONFIG,
@@ -85,6 +81,8 @@ mod tests {
             matches!(&e, Err(ConfigError::Invalid { key, .. }) if key == "controller.quota.window.num"),
             "{e:?}"
         );
-        assert!(QuotaSettings::from_props(&mut props(&[("quota.window.size.seconds", "x")])).is_err());
+        assert!(
+            QuotaSettings::from_props(&mut props(&[("quota.window.size.seconds", "x")])).is_err()
+        );
     }
 }
