@@ -159,6 +159,20 @@ def run_producer(bootstrap, topic, client_id, result):
     result[client_id] = {"rate": acked[0] / (measuring_until - measure_start), "throttle_max": stats.max_ms}
 
 
+def side_by_side(run, bootstrap, topic, kind, *extra):
+    """Runs `run` at once for the clients throttled-<kind> and free-<kind>; returns their results."""
+    result = {}
+    threads = [threading.Thread(target=run, args=(bootstrap, topic, cid, result, *extra))
+               for cid in (f"throttled-{kind}", f"free-{kind}")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    throttled, free = result[f"throttled-{kind}"], result[f"free-{kind}"]
+    print(f"throttled {throttled}, free {free}")
+    return throttled, free
+
+
 def test_producer_byte_rate_holds_a_producer_to_its_quota(broker_factory):
     broker = broker_factory(BROKER)
     topic = unique("quota-produce")
@@ -166,15 +180,7 @@ def test_producer_byte_rate_holds_a_producer_to_its_quota(broker_factory):
     assert alter_client_quota(broker.bootstrap, {"client-id": "throttled-producer"}, "producer_byte_rate", QUOTA) == 0
     assert describe_client_quotas(broker.bootstrap, "client-id", "throttled-producer") == {
         "producer_byte_rate": float(QUOTA)}
-    result = {}
-    threads = [threading.Thread(target=run_producer, args=(broker.bootstrap, topic, cid, result))
-               for cid in ("throttled-producer", "free-producer")]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    throttled, free = result["throttled-producer"], result["free-producer"]
-    print(f"throttled {throttled}, free {free}")
+    throttled, free = side_by_side(run_producer, broker.bootstrap, topic, "producer")
     assert abs(throttled["rate"] - QUOTA) <= 0.1 * QUOTA, throttled
     assert throttled["throttle_max"] > 0, throttled
     assert free["throttle_max"] == 0, free
@@ -227,15 +233,7 @@ def test_consumer_byte_rate_holds_a_consumer_to_its_quota(broker_factory):
     del p
     total = count * len(VALUE)
     assert alter_client_quota(broker.bootstrap, {"client-id": "throttled-consumer"}, "consumer_byte_rate", QUOTA) == 0
-    result = {}
-    threads = [threading.Thread(target=run_consumer, args=(broker.bootstrap, topic, cid, result, total))
-               for cid in ("throttled-consumer", "free-consumer")]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    throttled, free = result["throttled-consumer"], result["free-consumer"]
-    print(f"throttled {throttled}, free {free}")
+    throttled, free = side_by_side(run_consumer, broker.bootstrap, topic, "consumer", total)
     assert abs(throttled["rate"] - QUOTA) <= 0.1 * QUOTA, throttled
     assert throttled["throttle_max"] > 0, throttled
     # The unthrottled consumer reads everything, far faster than the quota allows.

@@ -28,7 +28,6 @@ pub mod log_storage;
 pub mod meta;
 pub mod metrics;
 pub mod partition;
-pub mod quota_mutation;
 pub mod quotas;
 pub mod sasl_session;
 pub mod security_config;

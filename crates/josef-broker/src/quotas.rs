@@ -1,80 +1,28 @@
-//! Client quotas on the broker (Kafka's `QuotaManagers` in `KafkaApis`): the quotas come from the
-//! metadata image (ClientQuotaRecords), josef-quota's managers measure each client, and a request
-//! over its quota gets `throttle_time_ms` and a muted channel (KIP-219).
+//! Client quotas on the broker: josef-quota's [`RequestQuotas`] decide, this module feeds them
+//! the clock, the metadata image and the topics, and turns a throttle into the connection's
+//! [`Outcome::Throttled`] (KIP-219).
 //!
-//! Per request, with no quota configured, the cost is one atomic load. With quotas:
-//! - Produce: the request's size counts against `producer_byte_rate` of (user, client-id);
-//! - a consumer Fetch (not a follower's): `max_bytes` is capped at what the quota window holds,
-//!   the records returned count against `consumer_byte_rate`, and a throttled fetch is answered
-//!   empty with its bytes un-recorded (the consumer fetches them again later);
-//! - every request but the inter-broker ones: the time spent polling its handler counts against
-//!   `request_percentage` (Kafka counts I/O and network thread time; here the handler's time).
-//! - CreateTopics, DeleteTopics, CreatePartitions: partitions against `controller_mutation_rate`
-//!   (see [`crate::quota_mutation`]).
-//!
-//! The response carries the larger throttle; then the connection reads nothing from the client
-//! until the throttle has passed (see [`Outcome::Throttled`](crate::connection::Outcome)).
+//! Per request, with no quota configured, the cost is one atomic load.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use josef_metadata::{MetadataImage, MetadataProvenance};
-use josef_protocol::messages::alter_client_quotas_response::{self, AlterClientQuotasResponse};
-use josef_protocol::messages::{AlterClientQuotasRequest, FetchResponse};
-use josef_protocol::{ApiKey, ErrorCode, RequestBody, RequestHeader, ResponseBody};
-use josef_quota::{QuotaManagers, QuotaManagersConfig, QuotaStore, QuotaWindow};
+use josef_metadata::MetadataImage;
+use josef_protocol::{RequestBody, RequestHeader, ResponseBody, Uuid};
+use josef_quota::{QuotaClient, QuotaStore, RequestQuota, RequestQuotas, TopicPartitionCounts};
 use parking_lot::Mutex;
 
-use crate::config::{ConfigError, Props};
 use crate::connection::{ConnectionInfo, Outcome};
 use crate::dispatch::Reply;
+use crate::state::BrokerState;
 
-/// The broker's quota settings (Kafka's `QuotaConfig`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct QuotaSettings {
-    /// `quota.window.num` (11) and `quota.window.size.seconds` (1).
-    pub client: QuotaWindow,
-    /// `controller.quota.window.num` (11) and `controller.quota.window.size.seconds` (1).
-    pub controller: QuotaWindow,
-}
-
-impl QuotaSettings {
-    /// Takes the settings from the broker properties.
-    pub(crate) fn from_props(p: &mut Props) -> Result<Self, ConfigError> {
-        let window = |p: &mut Props, num: &str, size: &str| -> Result<QuotaWindow, ConfigError> {
-            let n: u32 = p.num(num, josef_quota::config::DEFAULT_QUOTA_WINDOW_NUM, 1)?;
-            let s: u32 = p.num(
-                size,
-                josef_quota::config::DEFAULT_QUOTA_WINDOW_SIZE_SECONDS,
-                1,
-            )?;
-            QuotaWindow::new(n, s).map_err(|e| Props::invalid(num, &n.to_string(), e.to_string()))
-        };
-        Ok(QuotaSettings {
-            client: window(
-                p,
-                josef_quota::config::QUOTA_WINDOW_NUM_CONFIG,
-                josef_quota::config::QUOTA_WINDOW_SIZE_SECONDS_CONFIG,
-            )?,
-            controller: window(
-                p,
-                josef_quota::config::CONTROLLER_QUOTA_WINDOW_NUM_CONFIG,
-                josef_quota::config::CONTROLLER_QUOTA_WINDOW_SIZE_SECONDS_CONFIG,
-            )?,
-        })
-    }
-}
-
-struct Inner {
-    managers: QuotaManagers,
-    /// The image the managers were last brought to.
-    seen: Option<MetadataProvenance>,
-}
+/// Kept here so that callers of the broker's earlier paths still compile.
+pub use josef_quota::{alter_error_response, QuotaSettings};
 
 /// The broker's client quota managers, kept in step with the metadata image.
 pub struct BrokerQuotas {
-    inner: Mutex<Inner>,
-    /// Some produce, fetch or request quota was configured once (Kafka's `quotasEnabled`).
+    inner: Mutex<RequestQuotas>,
+    /// Mirrors [`RequestQuotas::enabled`], read without the lock.
     enabled: AtomicBool,
 }
 
@@ -82,13 +30,7 @@ impl BrokerQuotas {
     /// No quotas yet.
     pub fn new(settings: QuotaSettings) -> Self {
         BrokerQuotas {
-            inner: Mutex::new(Inner {
-                managers: QuotaManagers::new(QuotaManagersConfig {
-                    client: settings.client,
-                    controller: settings.controller,
-                }),
-                seen: None,
-            }),
+            inner: Mutex::new(RequestQuotas::new(settings)),
             enabled: AtomicBool::new(false),
         }
     }
@@ -96,34 +38,29 @@ impl BrokerQuotas {
     /// Brings the quotas to `image`'s (a no-op for an image already seen).
     pub fn refresh(&self, image: &MetadataImage) {
         let mut inner = self.inner.lock();
-        if inner.seen == Some(image.provenance()) {
+        let Some(update) = inner.follow_image(image) else {
+            return;
+        };
+        for e in &update.ignored {
+            tracing::warn!(error = %e, "client quota ignored");
+        }
+        if update.changes.is_empty() {
             return;
         }
-        inner.seen = Some(image.provenance());
-        let target = store_of(image);
-        if target == inner.managers.store {
-            return;
-        }
-        let changes = inner.managers.sync_to(&target);
-        tracing::info!(changes = changes.len(), "client quotas updated");
-        let m = &inner.managers;
-        let on = m.produce.quotas_enabled()
-            || m.fetch.quotas_enabled()
-            || m.request.quotas_enabled()
-            || m.controller_mutation.quotas_enabled();
-        self.enabled.store(on, Ordering::Release);
+        tracing::info!(changes = update.changes.len(), "client quotas updated");
+        self.enabled.store(inner.enabled(), Ordering::Release);
     }
 
     /// The configured quotas (for DescribeClientQuotas and validating AlterClientQuotas).
     pub fn store(&self) -> QuotaStore {
-        self.inner.lock().managers.store.clone()
+        self.inner.lock().store().clone()
     }
 
-    /// Starts measuring a request; `None` when no quota applies to it. Caps a consumer fetch's
-    /// `max_bytes` at what its quota window holds. `size` is the request's size in bytes.
+    /// Starts measuring a request; `None` when no quota applies to it. `size` is the request's
+    /// size in bytes.
     pub fn begin(
         &self,
-        state: &crate::state::BrokerState,
+        state: &BrokerState,
         conn: &ConnectionInfo,
         header: &RequestHeader,
         body: &mut RequestBody,
@@ -132,128 +69,22 @@ impl BrokerQuotas {
         if !self.enabled.load(Ordering::Acquire) {
             return None;
         }
-        let api = body.api_key();
-        // Inter-broker and controller traffic is exempt (Kafka: cluster actions).
-        josef_quota::client_throttles_since(api)?;
-        let user = conn.principal.name.clone();
-        let client_id = header.client_id.as_deref().unwrap_or_default().to_string();
-        let now = now_ms();
-        let mut produce_throttle = 0;
-        let mut consumer_fetch = false;
-        let inner = &mut *self.inner.lock();
-        match body {
-            RequestBody::Produce(_) => {
-                produce_throttle = inner.managers.produce.record_and_get_throttle_time_ms(
-                    &user,
-                    &client_id,
-                    size as f64,
-                    now,
-                );
-            }
-            RequestBody::Fetch(r) => {
-                let replica_id = if header.request_api_version >= 15 {
-                    r.replica_state.replica_id
-                } else {
-                    r.replica_id
-                };
-                if replica_id >= 0 {
-                    // Replication is exempt from client quotas.
-                    return None;
-                }
-                consumer_fetch = true;
-                let cap = inner
-                    .managers
-                    .fetch
-                    .max_value_in_quota_window(&user, &client_id);
-                if cap < f64::from(r.max_bytes) {
-                    r.max_bytes = cap.max(1.0) as i32;
-                }
-            }
-            _ => {}
-        }
-        let mutation = if inner.managers.controller_mutation.quotas_enabled() {
-            crate::quota_mutation::charge(
-                state,
-                &mut inner.managers.controller_mutation,
-                &user,
-                &client_id,
-                header.request_api_version,
-                body,
-                now,
-            )
-        } else {
-            None
+        let client = QuotaClient {
+            user: &conn.principal.name,
+            client_id: header.client_id.as_deref().unwrap_or_default(),
         };
-        Some(RequestQuota {
-            mutation,
-            user,
-            client_id,
-            api,
-            version: header.request_api_version,
-            produce_throttle,
-            consumer_fetch,
-            time_request: inner.managers.request.quotas_enabled(),
-        })
+        self.inner.lock().begin(
+            client,
+            header.request_api_version,
+            body,
+            size,
+            now_ms(),
+            &BrokerTopics(state),
+        )
     }
 
-    /// Finishes measuring a request whose handler took `busy`: records the fetched bytes and the
-    /// handler time, empties a throttled fetch, and sets the response's `throttle_time_ms`.
-    /// Returns the throttle.
-    pub fn finish(
-        &self,
-        q: &RequestQuota,
-        busy: Duration,
-        mut resp: Option<&mut ResponseBody>,
-    ) -> u64 {
-        let now = now_ms();
-        let mut inner = self.inner.lock();
-        let m = &mut inner.managers;
-        let request_throttle = if q.time_request {
-            let percent = josef_quota::nanos_to_percentage(busy.as_nanos() as u64);
-            m.request
-                .record_and_get_throttle_time_ms(&q.user, &q.client_id, percent, now)
-        } else {
-            0
-        };
-        let mut throttle = request_throttle.max(q.produce_throttle);
-        if let (true, Some(ResponseBody::Fetch(f))) = (q.consumer_fetch, resp.as_deref()) {
-            let bytes = fetched_bytes(f) as f64;
-            let fetch_throttle =
-                m.fetch
-                    .record_and_get_throttle_time_ms(&q.user, &q.client_id, bytes, now);
-            throttle = throttle.max(fetch_throttle);
-            if throttle > 0 {
-                // The consumer gets nothing now, so the bytes do not count.
-                m.fetch.unrecord(&q.user, &q.client_id, bytes, now);
-            }
-        }
-        drop(inner);
-        if let Some(m) = &q.mutation {
-            throttle = throttle.max(m.throttle_ms);
-            if let Some(resp) = resp.as_deref_mut() {
-                crate::quota_mutation::answer_throttled(m, resp);
-            }
-        }
-        if throttle == 0 {
-            return 0;
-        }
-        let ms = i32::try_from(throttle).unwrap_or(i32::MAX);
-        if let Some(resp) = resp {
-            if let ResponseBody::Fetch(f) = resp {
-                *f = FetchResponse {
-                    session_id: f.session_id,
-                    ..Default::default()
-                };
-            }
-            set_throttle_time_ms(resp, ms);
-        }
-        throttle
-    }
-}
-
-impl BrokerQuotas {
-    /// The connection's next step for a measured request: as without quotas, or
-    /// [`Outcome::Throttled`] when over a quota.
+    /// The connection's next step for a measured request whose handler was busy for `busy`: as
+    /// without quotas, or [`Outcome::Throttled`] when over a quota.
     pub fn outcome(
         &self,
         q: &RequestQuota,
@@ -261,12 +92,14 @@ impl BrokerQuotas {
         reply: Reply,
         encode: impl FnOnce(&ResponseBody) -> Outcome,
     ) -> Outcome {
+        let finish =
+            |resp: Option<&mut ResponseBody>| self.inner.lock().finish(q, busy, resp, now_ms());
         let (throttle, response) = match reply {
             Reply::Body(mut resp) => {
-                let t = self.finish(q, busy, Some(&mut resp));
+                let t = finish(Some(&mut resp));
                 (t, Some(encode(&resp)))
             }
-            Reply::None => (self.finish(q, busy, None), None),
+            Reply::None => (finish(None), None),
             Reply::Close(reason) => return Outcome::Close(reason),
         };
         let response = match response {
@@ -278,7 +111,7 @@ impl BrokerQuotas {
             return response.map_or(Outcome::NoResponse, Outcome::Respond);
         }
         crate::metrics::requests::record_throttle_time(
-            q.api,
+            q.api(),
             i32::try_from(throttle).unwrap_or(i32::MAX),
         );
         Outcome::Throttled {
@@ -289,24 +122,30 @@ impl BrokerQuotas {
     }
 }
 
-/// What [`BrokerQuotas::begin`] learnt of a request.
-#[derive(Debug)]
-pub struct RequestQuota {
-    user: String,
-    client_id: String,
-    api: ApiKey,
-    version: i16,
-    produce_throttle: u64,
-    consumer_fetch: bool,
-    time_request: bool,
-    mutation: Option<crate::quota_mutation::MutationCharge>,
-}
+/// The topics a mutation quota charges for: the metadata image's on a cluster node, the topic
+/// manager's on a single node.
+struct BrokerTopics<'a>(&'a BrokerState);
 
-impl RequestQuota {
-    /// True when the client of this request backs off by itself (KIP-219): answer at once, then
-    /// mute; else the answer waits for the throttle.
-    pub fn client_backs_off(&self) -> bool {
-        josef_quota::client_throttles(self.api, self.version)
+impl TopicPartitionCounts for BrokerTopics<'_> {
+    fn partition_count(&self, name: Option<&str>, id: Uuid) -> usize {
+        let state = self.0;
+        if state.cluster.is_some() {
+            let image = state.metadata_image();
+            let topic = match name {
+                Some(n) => image.topic_by_name(n),
+                None => image.topic_by_id(id),
+            };
+            return topic.map_or(0, |t| t.partitions.len());
+        }
+        let topic = match name {
+            Some(n) => state.topics.get(n),
+            None => state.topics.get_by_id(&id),
+        };
+        topic.map_or(0, |t| t.partitions.len())
+    }
+
+    fn default_num_partitions(&self) -> usize {
+        usize::try_from(self.0.config.num_partitions.max(1)).unwrap_or(1)
     }
 }
 
@@ -345,162 +184,38 @@ pub async fn timed<F: std::future::Future>(fut: F, busy: &mut Duration) -> F::Ou
     .await
 }
 
-fn fetched_bytes(f: &FetchResponse) -> usize {
-    f.responses
-        .iter()
-        .flat_map(|t| &t.partitions)
-        .map(|p| p.records.as_ref().map_or(0, |r| r.len()))
-        .sum()
-}
-
-/// The client quotas of `image` as a store.
+/// The client quotas of `image` as a store (entries no quota entity can hold are logged and
+/// skipped).
 pub fn store_of(image: &MetadataImage) -> QuotaStore {
-    let mut store = QuotaStore::new();
-    for (entity, quotas) in image.client_quotas() {
-        for (key, value) in quotas {
-            let components = entity.iter().map(|(t, n)| (t.as_str(), n.as_deref()));
-            if let Err(e) = store.insert_components(components, key, *value) {
-                tracing::warn!(error = %e, "client quota ignored");
-            }
-        }
+    let (store, ignored) = QuotaStore::from_image(image);
+    for e in &ignored {
+        tracing::warn!(error = %e, "client quota ignored");
     }
     store
-}
-
-/// The AlterClientQuotas answer with `code` on every entry (the controller could not be reached,
-/// the records could not be written).
-pub fn alter_error_response(
-    req: &AlterClientQuotasRequest,
-    code: ErrorCode,
-) -> AlterClientQuotasResponse {
-    AlterClientQuotasResponse {
-        entries: req
-            .entries
-            .iter()
-            .map(|e| alter_client_quotas_response::EntryData {
-                error_code: code.code(),
-                entity: e
-                    .entity
-                    .iter()
-                    .map(|c| alter_client_quotas_response::EntityData {
-                        entity_type: c.entity_type.clone(),
-                        entity_name: c.entity_name.clone(),
-                        ..Default::default()
-                    })
-                    .collect(),
-                ..Default::default()
-            })
-            .collect(),
-        ..Default::default()
-    }
-}
-
-macro_rules! throttle_field {
-    ($body:expr, $ms:expr, $($api:ident),* $(,)?) => {
-        match $body {
-            $(ResponseBody::$api(r) => r.throttle_time_ms = $ms,)*
-            _ => {}
-        }
-    };
-}
-
-/// Sets the top-level `throttle_time_ms` of a response that has one.
-pub fn set_throttle_time_ms(body: &mut ResponseBody, ms: i32) {
-    throttle_field!(
-        body,
-        ms,
-        AddOffsetsToTxn,
-        AddPartitionsToTxn,
-        AlterClientQuotas,
-        AlterConfigs,
-        AlterPartitionReassignments,
-        AlterReplicaLogDirs,
-        AlterUserScramCredentials,
-        ApiVersions,
-        ConsumerGroupDescribe,
-        ConsumerGroupHeartbeat,
-        CreateAcls,
-        CreateDelegationToken,
-        CreatePartitions,
-        CreateTopics,
-        DeleteAcls,
-        DeleteGroups,
-        DeleteRecords,
-        DeleteTopics,
-        DescribeAcls,
-        DescribeClientQuotas,
-        DescribeCluster,
-        DescribeConfigs,
-        DescribeDelegationToken,
-        DescribeGroups,
-        DescribeLogDirs,
-        DescribeProducers,
-        DescribeTopicPartitions,
-        DescribeTransactions,
-        DescribeUserScramCredentials,
-        ElectLeaders,
-        EndTxn,
-        ExpireDelegationToken,
-        Fetch,
-        FindCoordinator,
-        GetTelemetrySubscriptions,
-        Heartbeat,
-        IncrementalAlterConfigs,
-        InitProducerId,
-        JoinGroup,
-        LeaveGroup,
-        ListClientMetricsResources,
-        ListGroups,
-        ListOffsets,
-        ListPartitionReassignments,
-        ListTransactions,
-        Metadata,
-        OffsetCommit,
-        OffsetDelete,
-        OffsetFetch,
-        OffsetForLeaderEpoch,
-        Produce,
-        PushTelemetry,
-        RenewDelegationToken,
-        ShareAcknowledge,
-        ShareFetch,
-        ShareGroupDescribe,
-        ShareGroupHeartbeat,
-        SyncGroup,
-        TxnOffsetCommit,
-        UpdateFeatures,
-    );
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use josef_metadata::{MetadataDelta, MetadataRecord};
-    use josef_protocol::messages::ProduceResponse;
-    use josef_quota::QuotaChange;
-
-    fn image_with(changes: &[QuotaChange], offset: u64) -> MetadataImage {
-        let mut d = MetadataDelta::new(&MetadataImage::empty());
-        for c in changes {
-            d.replay(&MetadataRecord::ClientQuota(c.to_record()))
-                .unwrap();
-        }
-        d.apply(MetadataProvenance {
-            last_offset: offset,
-            last_epoch: 0,
-        })
-    }
+    use josef_metadata::{MetadataDelta, MetadataProvenance, MetadataRecord};
+    use josef_quota::{EntityName, QuotaChange, QuotaEntity};
 
     #[test]
-    fn refresh_turns_quotas_on_and_store_of_reads_the_image() {
+    fn refresh_turns_the_lock_free_switch_on() {
         let q = BrokerQuotas::new(QuotaSettings::default());
         assert!(!q.enabled.load(Ordering::Acquire));
         let change = QuotaChange {
-            entity: josef_quota::QuotaEntity::ClientId(josef_quota::EntityName::from("slow")),
+            entity: QuotaEntity::ClientId(EntityName::from("slow")),
             key: "producer_byte_rate".into(),
             value: Some(1024.0),
         };
-        let image = image_with(std::slice::from_ref(&change), 1);
+        let mut d = MetadataDelta::new(&MetadataImage::empty());
+        d.replay(&MetadataRecord::ClientQuota(change.to_record()))
+            .unwrap();
+        let image = d.apply(MetadataProvenance {
+            last_offset: 1,
+            last_epoch: 0,
+        });
         q.refresh(&image);
         assert!(q.enabled.load(Ordering::Acquire));
         assert_eq!(
@@ -508,15 +223,5 @@ mod tests {
             Some(1024.0)
         );
         assert_eq!(store_of(&image), q.store());
-    }
-
-    #[test]
-    fn throttle_time_is_set_on_responses_that_carry_it() {
-        let mut r = ResponseBody::Produce(ProduceResponse::default());
-        set_throttle_time_ms(&mut r, 42);
-        let ResponseBody::Produce(p) = r else {
-            unreachable!()
-        };
-        assert_eq!(p.throttle_time_ms, 42);
     }
 }

@@ -8,12 +8,7 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use josef_broker::Broker;
-use josef_protocol::messages::alter_client_quotas_request::{
-    AlterClientQuotasRequest, EntityData, EntryData, OpData,
-};
-use josef_protocol::messages::describe_client_quotas_request::{
-    ComponentData, DescribeClientQuotasRequest,
-};
+use josef_protocol::messages::alter_client_quotas_request::AlterClientQuotasRequest;
 use josef_protocol::messages::fetch_request::FetchTopic;
 use josef_protocol::messages::*;
 use josef_protocol::{
@@ -107,17 +102,6 @@ impl Conn {
     }
 }
 
-fn entity(parts: &[(&str, Option<&str>)]) -> Vec<EntityData> {
-    parts
-        .iter()
-        .map(|(t, n)| EntityData {
-            entity_type: (*t).into(),
-            entity_name: n.map(Into::into),
-            ..Default::default()
-        })
-        .collect()
-}
-
 /// An entity's (type, name) components.
 type Entity<'a> = &'a [(&'a str, Option<&'a str>)];
 /// Operations: (key, value), `None` removing the key.
@@ -127,19 +111,7 @@ fn alter(entries: &[(Entity<'_>, Ops<'_>)], validate_only: bool) -> AlterClientQ
     AlterClientQuotasRequest {
         entries: entries
             .iter()
-            .map(|(e, ops)| EntryData {
-                entity: entity(e),
-                ops: ops
-                    .iter()
-                    .map(|(k, v)| OpData {
-                        key: (*k).into(),
-                        value: v.unwrap_or(0.0),
-                        remove: v.is_none(),
-                        ..Default::default()
-                    })
-                    .collect(),
-                ..Default::default()
-            })
+            .map(|(e, ops)| josef_quota::alter_entry(e, ops))
             .collect(),
         validate_only,
         ..Default::default()
@@ -173,19 +145,7 @@ async fn describe(
     components: &[(&str, i8, Option<&str>)],
     strict: bool,
 ) -> Result<Vec<(Vec<(String, Option<String>)>, Vec<(String, f64)>)>, i16> {
-    let req = DescribeClientQuotasRequest {
-        components: components
-            .iter()
-            .map(|(t, m, n)| ComponentData {
-                entity_type: (*t).into(),
-                match_type: *m,
-                match_: n.map(Into::into),
-                ..Default::default()
-            })
-            .collect(),
-        strict,
-        ..Default::default()
-    };
+    let req = josef_quota::describe_request(components, strict);
     let ResponseBody::DescribeClientQuotas(r) = c.call(version, req).await else {
         panic!("not a DescribeClientQuotas response")
     };

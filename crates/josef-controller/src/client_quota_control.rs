@@ -44,29 +44,12 @@ impl Controller {
 mod tests {
     use super::*;
     use crate::ControllerConfig;
-    use josef_protocol::messages::alter_client_quotas_request::{EntityData, EntryData, OpData};
     use josef_protocol::ErrorCode;
-    use josef_quota::{EntityName, QuotaEntity};
+    use josef_quota::{alter_entry, EntityName, QuotaEntity};
 
     fn request(entity: &[(&str, Option<&str>)], key: &str, value: f64) -> AlterClientQuotasRequest {
         AlterClientQuotasRequest {
-            entries: vec![EntryData {
-                entity: entity
-                    .iter()
-                    .map(|(t, n)| EntityData {
-                        entity_type: (*t).into(),
-                        entity_name: n.map(Into::into),
-                        ..Default::default()
-                    })
-                    .collect(),
-                ops: vec![OpData {
-                    key: key.into(),
-                    value,
-                    remove: false,
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }],
+            entries: vec![alter_entry(entity, &[(key, Some(value))])],
             ..Default::default()
         }
     }

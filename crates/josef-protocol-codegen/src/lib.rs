@@ -118,9 +118,13 @@ pub fn generate_files(specs_dir: &Path) -> Result<BTreeMap<PathBuf, String>, Str
     files.insert(PathBuf::from("api_key.rs"), emit::emit_api_key(&apis));
     files.insert(PathBuf::from("bodies.rs"), emit::emit_bodies(&apis));
     files.insert(
+        PathBuf::from("throttle_time.rs"),
+        emit::emit_throttle_time(&apis),
+    );
+    files.insert(
         PathBuf::from("mod.rs"),
         "//! Code generated from Kafka's message specs by josef-protocol-codegen. Do not edit.\n\n\
-         mod api_key;\nmod bodies;\npub mod coordinator_records;\npub mod messages;\npub mod metadata_records;\n\n\
+         mod api_key;\nmod bodies;\npub mod coordinator_records;\npub mod messages;\npub mod metadata_records;\nmod throttle_time;\n\n\
          pub use api_key::ApiKey;\npub use bodies::{RequestBody, RequestBodyView, ResponseBody, ResponseBodyView};\n"
             .to_string(),
     );

@@ -17,6 +17,12 @@
 //! * [`ThrottledChannels`]: channels muted until their throttle ends (KIP-219).
 //! * [`client_throttles`]: which responses the client backs off on by itself (KIP-219).
 //! * [`ReplicationQuotaManager`], [`ThrottledReplicas`]: replication throttling (KIP-73).
+//! * [`RequestQuotas`]: which request counts against which quota, a throttled fetch emptied,
+//!   `throttle_time_ms` written into the response, THROTTLING_QUOTA_EXCEEDED for the topics a
+//!   strict mutation quota refuses ([`charge_mutation`]); the quotas follow a metadata image.
+//! * [`QuotaSettings::from_props`]: the quota windows of a Kafka configuration.
+//! * [`alter_error_response`], [`fail_accepted_entries`], [`alter_entry`], [`describe_request`]:
+//!   AlterClientQuotas / DescribeClientQuotas answers and requests outside the store.
 //!
 //! ```
 //! use josef_quota::{ClientQuotaManager, ClientQuotaType, QuotaEntity, QuotaWindow};
@@ -31,23 +37,31 @@
 //! ```
 #![deny(missing_docs)]
 
+mod alter_response;
+mod builders;
 mod channels;
 mod client;
 pub mod config;
 mod connection;
 mod entity;
 mod error;
+mod image;
 mod kip219;
 mod managers;
 mod mutation;
+mod mutation_request;
 mod precedence;
 mod rate;
 mod replication;
+mod request_quotas;
 mod sensors;
+mod settings;
 mod store;
 mod throttle;
 mod token_bucket;
 
+pub use alter_response::{alter_error_response, fail_accepted_entries};
+pub use builders::{alter_entry, describe_request};
 pub use channels::ThrottledChannels;
 pub use client::{nanos_to_percentage, ClientQuotaManager, ClientQuotaType};
 pub use config::QuotaWindow;
@@ -64,6 +78,9 @@ pub use managers::{QuotaManagers, QuotaManagersConfig};
 pub use mutation::{
     is_strict, strict_since_version, ControllerMutationQuota, ControllerMutationQuotaManager,
 };
+pub use mutation_request::{
+    answer_throttled_topics, charge_mutation, MutationCharge, TopicPartitionCounts,
+};
 pub use precedence::{QuotaLevel, QuotaOverrides, SensorKey};
 pub use rate::{RateKind, SampledRate};
 pub use replication::{
@@ -71,6 +88,8 @@ pub use replication::{
     FOLLOWER_REPLICATION_THROTTLED_REPLICAS_CONFIG, LEADER_REPLICATION_THROTTLED_RATE_CONFIG,
     LEADER_REPLICATION_THROTTLED_REPLICAS_CONFIG,
 };
+pub use request_quotas::{ImageQuotaUpdate, QuotaClient, RequestQuota, RequestQuotas};
+pub use settings::QuotaSettings;
 pub use store::{
     entity_from_components, validate_quota_value, AlterOutcome, AlterResult, QuotaChange,
     QuotaFilter, QuotaOp, QuotaStore, MATCH_TYPE_DEFAULT, MATCH_TYPE_EXACT, MATCH_TYPE_SPECIFIED,

@@ -1,39 +1,11 @@
 //! AlterClientQuotas, DescribeClientQuotas and ClientQuotaRecord replay as Kafka answers them.
 
-use josef_protocol::messages::alter_client_quotas_request::{
-    AlterClientQuotasRequest, EntityData, EntryData, OpData,
-};
-use josef_protocol::messages::describe_client_quotas_request::{
-    ComponentData, DescribeClientQuotasRequest,
-};
+use josef_protocol::messages::alter_client_quotas_request::{AlterClientQuotasRequest, EntryData};
 use josef_protocol::ErrorCode;
 use josef_quota::{
-    EntityName, QuotaEntity, QuotaManagers, QuotaManagersConfig, QuotaStore, MATCH_TYPE_DEFAULT,
-    MATCH_TYPE_EXACT, MATCH_TYPE_SPECIFIED,
+    alter_entry as entry, describe_request, EntityName, QuotaEntity, QuotaManagers,
+    QuotaManagersConfig, QuotaStore, MATCH_TYPE_DEFAULT, MATCH_TYPE_EXACT, MATCH_TYPE_SPECIFIED,
 };
-
-fn entry(entity: &[(&str, Option<&str>)], ops: &[(&str, Option<f64>)]) -> EntryData {
-    EntryData {
-        entity: entity
-            .iter()
-            .map(|(t, n)| EntityData {
-                entity_type: (*t).into(),
-                entity_name: n.map(Into::into),
-                ..Default::default()
-            })
-            .collect(),
-        ops: ops
-            .iter()
-            .map(|(k, v)| OpData {
-                key: (*k).into(),
-                value: v.unwrap_or(0.0),
-                remove: v.is_none(),
-                ..Default::default()
-            })
-            .collect(),
-        ..Default::default()
-    }
-}
 
 /// An entry setting one key.
 fn set(entity: &[(&str, Option<&str>)], key: &str, value: f64) -> EntryData {
@@ -290,25 +262,6 @@ fn filled_store() -> QuotaStore {
         ),
     );
     m.store
-}
-
-fn describe_request(
-    components: &[(&str, i8, Option<&str>)],
-    strict: bool,
-) -> DescribeClientQuotasRequest {
-    DescribeClientQuotasRequest {
-        components: components
-            .iter()
-            .map(|(t, m, n)| ComponentData {
-                entity_type: (*t).into(),
-                match_type: *m,
-                match_: n.map(Into::into),
-                ..Default::default()
-            })
-            .collect(),
-        strict,
-        ..Default::default()
-    }
 }
 
 fn describe(

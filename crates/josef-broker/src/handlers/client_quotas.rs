@@ -3,14 +3,14 @@
 //! same rules the controller runs, and appends the ClientQuotaRecords to its local metadata.
 //! Describe reads the metadata image on either kind of node.
 
-use josef_metadata::MetadataRecord;
 use josef_protocol::messages::{
     AlterClientQuotasRequest, AlterClientQuotasResponse, DescribeClientQuotasRequest,
     DescribeClientQuotasResponse,
 };
 use josef_protocol::ErrorCode;
+use josef_quota::{alter_error_response, fail_accepted_entries};
 
-use crate::quotas::{alter_error_response, store_of};
+use crate::quotas::store_of;
 use crate::state::BrokerState;
 
 /// AlterClientQuotas on a single node.
@@ -19,23 +19,16 @@ pub fn alter(state: &BrokerState, req: AlterClientQuotasRequest) -> AlterClientQ
         return alter_error_response(&req, ErrorCode::UnknownServerError);
     };
     let outcome = store_of(&local.image()).alter_client_quotas(&req);
+    let records = outcome.metadata_records();
     let mut response = outcome.response;
-    if outcome.records.is_empty() {
+    if records.is_empty() {
         return response;
     }
-    let records: Vec<MetadataRecord> = outcome
-        .records
-        .into_iter()
-        .map(MetadataRecord::ClientQuota)
-        .collect();
     match local.append(&records) {
         Ok(image) => state.quotas.refresh(&image),
         Err(e) => {
             tracing::error!(error = %e, "client quotas not written");
-            for entry in response.entries.iter_mut().filter(|e| e.error_code == 0) {
-                entry.error_code = ErrorCode::UnknownServerError.code();
-                entry.error_message = Some(e.to_string().into());
-            }
+            fail_accepted_entries(&mut response, ErrorCode::UnknownServerError, &e.to_string());
         }
     }
     response

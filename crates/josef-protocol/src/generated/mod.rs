@@ -5,6 +5,7 @@ mod bodies;
 pub mod coordinator_records;
 pub mod messages;
 pub mod metadata_records;
+mod throttle_time;
 
 pub use api_key::ApiKey;
 pub use bodies::{RequestBody, RequestBodyView, ResponseBody, ResponseBodyView};

@@ -1,24 +1,33 @@
-//! `controller_mutation_rate` (KIP-599) on CreateTopics, DeleteTopics and CreatePartitions: each
-//! topic is charged its partitions (created, deleted or added) before the request is handled or
-//! forwarded. From CreateTopics v6, DeleteTopics v5 and CreatePartitions v3 the quota is strict: a
-//! topic met while the client's bucket is below zero is taken out of the request and answered
-//! THROTTLING_QUOTA_EXCEEDED; older versions are handled whole and only throttled.
+//! `controller_mutation_rate` (KIP-599) applied to CreateTopics, DeleteTopics and
+//! CreatePartitions: each topic is charged its partitions (created, deleted or added) before the
+//! request is handled or forwarded. From CreateTopics v6, DeleteTopics v5 and CreatePartitions v3
+//! the quota is strict: a topic met while the client's bucket is below zero is taken out of the
+//! request and answered THROTTLING_QUOTA_EXCEEDED; older versions are handled whole and only
+//! throttled.
 //!
-//! Kafka charges in the controller, after a topic passed validation; here the broker charges before
-//! (the controller does not learn the principal of a forwarded request), so a topic refused for
-//! another reason is charged too.
+//! Kafka charges in the controller, after a topic passed validation; a broker that forwards to a
+//! controller which does not learn the principal charges before, so a topic refused for another
+//! reason is charged too.
 
 use josef_protocol::messages::{
     create_partitions_response, create_topics_response, delete_topics_response,
 };
 use josef_protocol::{ErrorCode, RequestBody, ResponseBody, StrBytes, Uuid};
-use josef_quota::{is_strict, ControllerMutationQuotaManager};
 
-use crate::state::BrokerState;
+use crate::mutation::{is_strict, ControllerMutationQuotaManager};
+
+/// What the mutation quota needs to know of the cluster's topics.
+pub trait TopicPartitionCounts {
+    /// The partitions of the topic `name`, or of the topic with `id` when there is no name; 0 for
+    /// a topic that does not exist.
+    fn partition_count(&self, name: Option<&str>, id: Uuid) -> usize;
+    /// `num.partitions`: what a CreateTopics topic with neither a count nor assignments gets.
+    fn default_num_partitions(&self) -> usize;
+}
 
 /// A topic taken out of a request by a strict quota.
 #[derive(Debug, Clone)]
-pub struct ThrottledTopic {
+struct ThrottledTopic {
     name: Option<StrBytes>,
     id: Uuid,
 }
@@ -32,25 +41,18 @@ pub struct MutationCharge {
     pub throttle_ms: u64,
 }
 
-fn partitions_of(state: &BrokerState, name: Option<&str>, id: Uuid) -> usize {
-    if state.cluster.is_some() {
-        let image = state.metadata_image();
-        let topic = match name {
-            Some(n) => image.topic_by_name(n),
-            None => image.topic_by_id(id),
-        };
-        return topic.map_or(0, |t| t.partitions.len());
+impl MutationCharge {
+    /// The topics taken out of the request (answered THROTTLING_QUOTA_EXCEEDED).
+    pub fn throttled_topics(&self) -> usize {
+        self.throttled.len()
     }
-    let topic = match name {
-        Some(n) => state.topics.get(n),
-        None => state.topics.get_by_id(&id),
-    };
-    topic.map_or(0, |t| t.partitions.len())
 }
 
-/// Charges the topics of a mutation request to `manager`; `None` for other requests.
-pub fn charge(
-    state: &BrokerState,
+/// Charges the topics of a mutation request of `user` / `client_id` at `version` to `manager`,
+/// taking out of `body` the topics a strict quota refuses; `None` for other requests and for
+/// `validate_only` creations.
+pub fn charge_mutation(
+    topics: &dyn TopicPartitionCounts,
     manager: &mut ControllerMutationQuotaManager,
     user: &str,
     client_id: &str,
@@ -69,7 +71,7 @@ pub fn charge(
     };
     match body {
         RequestBody::CreateTopics(r) if !r.validate_only => {
-            let default = state.config.num_partitions.max(1) as usize;
+            let default = topics.default_num_partitions().max(1);
             r.topics.retain(|t| {
                 let permits = match (t.num_partitions, t.assignments.len()) {
                     (_, n) if n > 0 => n,
@@ -81,18 +83,18 @@ pub fn charge(
         }
         RequestBody::CreatePartitions(r) if !r.validate_only => {
             r.topics.retain(|t| {
-                let now = partitions_of(state, Some(t.name.as_str()), Uuid::default());
+                let now = topics.partition_count(Some(t.name.as_str()), Uuid::default());
                 let permits = usize::try_from(t.count).unwrap_or(0).saturating_sub(now);
                 take(permits, Some(t.name.clone()), Uuid::default())
             });
         }
         RequestBody::DeleteTopics(r) => {
             r.topic_names.retain(|n| {
-                let permits = partitions_of(state, Some(n.as_str()), Uuid::default());
+                let permits = topics.partition_count(Some(n.as_str()), Uuid::default());
                 take(permits, Some(n.clone()), Uuid::default())
             });
             r.topics.retain(|t| {
-                let permits = partitions_of(state, t.name.as_deref(), t.topic_id);
+                let permits = topics.partition_count(t.name.as_deref(), t.topic_id);
                 take(permits, t.name.clone(), t.topic_id)
             });
         }
@@ -105,7 +107,7 @@ pub fn charge(
 const MESSAGE: &str = "The throttling quota has been exceeded.";
 
 /// Adds THROTTLING_QUOTA_EXCEEDED results for the topics the quota took out of the request.
-pub fn answer_throttled(charge: &MutationCharge, resp: &mut ResponseBody) {
+pub fn answer_throttled_topics(charge: &MutationCharge, resp: &mut ResponseBody) {
     let code = ErrorCode::ThrottlingQuotaExceeded.code();
     for t in &charge.throttled {
         match resp {
