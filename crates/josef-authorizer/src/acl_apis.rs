@@ -92,7 +92,10 @@ fn filter_result((error_code, error_message): (i16, Option<StrBytes>)) -> Delete
 
 /// The CreateAcls answer when the request is refused as a whole (no authorizer, or no Cluster
 /// ALTER): one refused result per creation.
-pub fn refuse_create_acls(auth: &RequestAuth, req: &CreateAclsRequest) -> Option<CreateAclsResponse> {
+pub fn refuse_create_acls(
+    auth: &RequestAuth,
+    req: &CreateAclsRequest,
+) -> Option<CreateAclsResponse> {
     let refused = refusal(auth, AclOperation::Alter)?;
     Some(CreateAclsResponse {
         results: vec![creation_result(refused); req.creations.len()],
@@ -162,7 +165,10 @@ pub fn describe_acls(auth: &RequestAuth, req: &DescribeAclsRequest) -> DescribeA
 
 /// The DeleteAcls answer when the request is refused as a whole (no authorizer, or no Cluster
 /// ALTER): one refused result per filter.
-pub fn refuse_delete_acls(auth: &RequestAuth, req: &DeleteAclsRequest) -> Option<DeleteAclsResponse> {
+pub fn refuse_delete_acls(
+    auth: &RequestAuth,
+    req: &DeleteAclsRequest,
+) -> Option<DeleteAclsResponse> {
     let refused = refusal(auth, AclOperation::Alter)?;
     Some(DeleteAclsResponse {
         filter_results: vec![filter_result(refused); req.filters.len()],
@@ -198,7 +204,10 @@ impl DeleteAclsPlan {
 }
 
 /// Plans `req` against `authorizer`'s ACLs.
-pub fn plan_delete_acls(authorizer: &StandardAuthorizer, req: &DeleteAclsRequest) -> DeleteAclsPlan {
+pub fn plan_delete_acls(
+    authorizer: &StandardAuthorizer,
+    req: &DeleteAclsRequest,
+) -> DeleteAclsPlan {
     let results = authorizer.plan_delete(&filters_from_delete_request(req));
     // An ACL two filters match is listed under both but removed once.
     let mut ids: Vec<Uuid> = results.iter().flatten().flatten().map(|a| a.id).collect();
@@ -209,4 +218,105 @@ pub fn plan_delete_acls(authorizer: &StandardAuthorizer, req: &DeleteAclsRequest
         .map(|id| MetadataRecord::RemoveAccessControlEntry(remove_record(id)))
         .collect();
     DeleteAclsPlan { results, records }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::convert::{creation_from_binding, delete_filter_from_filter};
+    use crate::{
+        AccessControlEntry, AclBinding, AclBindingFilter, AuthorizableRequestContext,
+        AuthorizerConfig, KafkaPrincipal, ResourcePattern, ResourceType,
+    };
+
+    fn auth(authorizer: Option<&StandardAuthorizer>, user: &str) -> RequestAuth {
+        let context =
+            AuthorizableRequestContext::new(KafkaPrincipal::user(user), "10.0.0.1", "PLAINTEXT");
+        RequestAuth::new(authorizer.cloned().map(Arc::new), context)
+    }
+
+    fn read(topic: &str) -> AclBinding {
+        AclBinding::new(
+            ResourcePattern::literal(ResourceType::Topic, topic),
+            AccessControlEntry::allow("User:alice", "*", AclOperation::Read),
+        )
+    }
+
+    fn create_request(bindings: &[AclBinding]) -> CreateAclsRequest {
+        CreateAclsRequest {
+            creations: bindings.iter().map(creation_from_binding).collect(),
+            ..Default::default()
+        }
+    }
+
+    fn admin_authorizer() -> StandardAuthorizer {
+        StandardAuthorizer::new(AuthorizerConfig::default().with_super_user("User:admin"))
+    }
+
+    #[test]
+    fn refusals_answer_every_entry_with_the_reason() {
+        let req = create_request(&[read("a"), read("b")]);
+        let disabled = refuse_create_acls(&auth(None, "admin"), &req).unwrap();
+        let codes: Vec<_> = disabled.results.iter().map(|r| r.error_code).collect();
+        assert_eq!(codes, [ErrorCode::SecurityDisabled.code(); 2]);
+        let authorizer = admin_authorizer();
+        let denied = refuse_create_acls(&auth(Some(&authorizer), "bob"), &req).unwrap();
+        let codes: Vec<_> = denied.results.iter().map(|r| r.error_code).collect();
+        assert_eq!(codes, [ErrorCode::ClusterAuthorizationFailed.code(); 2]);
+        let delete = DeleteAclsRequest {
+            filters: vec![delete_filter_from_filter(&AclBindingFilter::ANY)],
+            ..Default::default()
+        };
+        let denied = refuse_delete_acls(&auth(Some(&authorizer), "bob"), &delete).unwrap();
+        assert_eq!(
+            denied.filter_results[0].error_code,
+            ErrorCode::ClusterAuthorizationFailed.code()
+        );
+        assert!(refuse_delete_acls(&auth(Some(&authorizer), "admin"), &delete).is_none());
+        let describe = describe_acls(&auth(None, "admin"), &DescribeAclsRequest::default());
+        assert_eq!(describe.error_code, ErrorCode::SecurityDisabled.code());
+    }
+
+    #[test]
+    fn unstored_records_turn_successes_into_unknown_server_errors() {
+        let authorizer = admin_authorizer();
+        let plan = plan_create_acls(&authorizer, &create_request(&[read("a")]), || {
+            Uuid::from_u128(7)
+        });
+        assert_eq!(plan.records.len(), 1);
+        assert_eq!(plan.response(true).results[0].error_code, 0);
+        assert_eq!(
+            plan.response(false).results[0].error_code,
+            ErrorCode::UnknownServerError.code()
+        );
+    }
+
+    #[test]
+    fn an_acl_two_filters_match_is_removed_once() {
+        let mut authorizer = admin_authorizer();
+        let mut next = 0u128;
+        authorizer.create_acls(&[read("a"), read("b")], || {
+            next += 1;
+            Uuid::from_u128(next)
+        });
+        let req = DeleteAclsRequest {
+            filters: vec![
+                delete_filter_from_filter(&AclBindingFilter::ANY),
+                delete_filter_from_filter(&read("a").to_filter()),
+            ],
+            ..Default::default()
+        };
+        let plan = plan_delete_acls(&authorizer, &req);
+        assert_eq!(plan.records.len(), 2);
+        let r = plan.response(true);
+        assert_eq!(r.filter_results[0].matching_acls.len(), 2);
+        assert_eq!(r.filter_results[1].matching_acls.len(), 1);
+        let unstored = plan.response(false);
+        assert!(unstored
+            .filter_results
+            .iter()
+            .all(|f| f.error_code == ErrorCode::UnknownServerError.code()));
+    }
 }

@@ -23,15 +23,14 @@
 
 use crate::messages::{
     alter_client_quotas_response, alter_configs_response, alter_user_scram_credentials_response,
-    create_acls_response, create_partitions_response, create_topics_response,
-    delete_acls_response, delete_topics_response, incremental_alter_configs_response,
-    AllocateProducerIdsResponse, AlterClientQuotasResponse, AlterConfigsResponse,
-    AlterPartitionReassignmentsResponse, AlterPartitionResponse,
-    AlterUserScramCredentialsResponse, BrokerHeartbeatResponse, BrokerRegistrationResponse,
-    ControlledShutdownResponse, CreateAclsResponse, CreatePartitionsResponse,
-    CreateTopicsResponse, DeleteAclsResponse, DeleteTopicsResponse, DescribeQuorumResponse,
-    ElectLeadersResponse, IncrementalAlterConfigsResponse, ListPartitionReassignmentsResponse,
-    UnregisterBrokerResponse, UpdateFeaturesResponse,
+    create_acls_response, create_partitions_response, create_topics_response, delete_acls_response,
+    delete_topics_response, incremental_alter_configs_response, AllocateProducerIdsResponse,
+    AlterClientQuotasResponse, AlterConfigsResponse, AlterPartitionReassignmentsResponse,
+    AlterPartitionResponse, AlterUserScramCredentialsResponse, BrokerHeartbeatResponse,
+    BrokerRegistrationResponse, ControlledShutdownResponse, CreateAclsResponse,
+    CreatePartitionsResponse, CreateTopicsResponse, DeleteAclsResponse, DeleteTopicsResponse,
+    DescribeQuorumResponse, ElectLeadersResponse, IncrementalAlterConfigsResponse,
+    ListPartitionReassignmentsResponse, UnregisterBrokerResponse, UpdateFeaturesResponse,
 };
 use crate::{ErrorCode, RequestBody, ResponseBody, StrBytes};
 
@@ -86,12 +85,14 @@ pub fn error_response(body: &RequestBody, code: ErrorCode) -> Option<ResponseBod
         }
         .into(),
         RequestBody::CreateTopics(r) => CreateTopicsResponse {
-            topics: each(&r.topics, |t| create_topics_response::CreatableTopicResult {
-                name: t.name.clone(),
-                error_code: c,
-                num_partitions: -1,
-                replication_factor: -1,
-                ..Default::default()
+            topics: each(&r.topics, |t| {
+                create_topics_response::CreatableTopicResult {
+                    name: t.name.clone(),
+                    error_code: c,
+                    num_partitions: -1,
+                    replication_factor: -1,
+                    ..Default::default()
+                }
             }),
             ..Default::default()
         }
@@ -292,7 +293,9 @@ mod tests {
 
     #[test]
     fn scram_users_are_answered_once_in_first_appearance_order() {
-        use alter_user_scram_credentials_request::{ScramCredentialDeletion, ScramCredentialUpsertion};
+        use alter_user_scram_credentials_request::{
+            ScramCredentialDeletion, ScramCredentialUpsertion,
+        };
         let req = AlterUserScramCredentialsRequest {
             deletions: vec![ScramCredentialDeletion {
                 name: "bob".into(),
@@ -337,8 +340,7 @@ mod tests {
             }],
             ..Default::default()
         };
-        let ResponseBody::AlterClientQuotas(r) = answer(RequestBody::AlterClientQuotas(req))
-        else {
+        let ResponseBody::AlterClientQuotas(r) = answer(RequestBody::AlterClientQuotas(req)) else {
             panic!("wrong response type");
         };
         assert_eq!(r.entries.len(), 1);

@@ -75,12 +75,13 @@ macro_rules! run_then_reinsert {
     };
 }
 
-/// Takes the config resources `op` is refused on out of `$r.resources` and answers each with a
-/// `$result` carrying the refusal (the three config APIs share request and response shapes).
-macro_rules! refuse_configs {
-    ($auth:expr, $r:expr, $op:expr, $result:path) => {{
+/// Takes the config resources `op` is refused on out of `$r.resources`, runs `RequestBody::$api`
+/// on the rest and adds a `$result` carrying each refusal to the response's `$field` (the three
+/// config APIs share request and response shapes).
+macro_rules! run_configs {
+    ($api:ident, $auth:expr, $r:expr, $op:expr, $result:path, $field:ident) => {{
         type Result = $result;
-        take_refused(
+        let refused = take_refused(
             &mut $r.resources,
             |x| config_refusal($auth, x.resource_type, &x.resource_name, $op).is_none(),
             |x| Result {
@@ -90,7 +91,8 @@ macro_rules! refuse_configs {
                 resource_name: x.resource_name,
                 ..Default::default()
             },
-        )
+        );
+        run_then_reinsert!($api, $r, refused, $field)
     }};
 }
 
@@ -110,7 +112,9 @@ pub(super) fn before(
                 topic_ops: r.include_topic_authorized_operations,
                 cluster_ops: r.include_cluster_authorized_operations,
             }),
-            RequestBody::DescribeGroups(r) => Check::DescribeGroups(r.include_authorized_operations),
+            RequestBody::DescribeGroups(r) => {
+                Check::DescribeGroups(r.include_authorized_operations)
+            }
             RequestBody::ConsumerGroupDescribe(r) => {
                 Check::ConsumerGroupDescribe(r.include_authorized_operations)
             }
@@ -340,31 +344,34 @@ pub(super) fn before(
             run_then_reinsert!(DeleteRecords, r, refused, topics)
         }
         RequestBody::DescribeConfigs(mut r) => {
-            let refused = refuse_configs!(
+            run_configs!(
+                DescribeConfigs,
                 auth,
                 r,
                 Op::DescribeConfigs,
-                describe_configs_response::DescribeConfigsResult
-            );
-            run_then_reinsert!(DescribeConfigs, r, refused, results)
+                describe_configs_response::DescribeConfigsResult,
+                results
+            )
         }
         RequestBody::AlterConfigs(mut r) => {
-            let refused = refuse_configs!(
+            run_configs!(
+                AlterConfigs,
                 auth,
                 r,
                 Op::AlterConfigs,
-                alter_configs_response::AlterConfigsResourceResponse
-            );
-            run_then_reinsert!(AlterConfigs, r, refused, responses)
+                alter_configs_response::AlterConfigsResourceResponse,
+                responses
+            )
         }
         RequestBody::IncrementalAlterConfigs(mut r) => {
-            let refused = refuse_configs!(
+            run_configs!(
+                IncrementalAlterConfigs,
                 auth,
                 r,
                 Op::AlterConfigs,
-                incremental_alter_configs_response::AlterConfigsResourceResponse
-            );
-            run_then_reinsert!(IncrementalAlterConfigs, r, refused, responses)
+                incremental_alter_configs_response::AlterConfigsResourceResponse,
+                responses
+            )
         }
         RequestBody::DescribeCluster(r) => {
             let ops = r.include_cluster_authorized_operations;
@@ -791,7 +798,11 @@ fn add_partitions_to_txn(auth: &RequestAuth, r: AddPartitionsToTxnRequest, v: i1
     })
 }
 
-fn delete_topics(broker: &dyn BrokerView, auth: &RequestAuth, mut r: DeleteTopicsRequest) -> Before {
+fn delete_topics(
+    broker: &dyn BrokerView,
+    auth: &RequestAuth,
+    mut r: DeleteTopicsRequest,
+) -> Before {
     let allowed = |name: &str| auth.topic(Op::Delete, name);
     let mut refused = take_refused(
         &mut r.topic_names,

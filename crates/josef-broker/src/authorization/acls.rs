@@ -48,11 +48,7 @@ pub async fn create(
         return crate::handlers::cluster::forward(node, body, version).await;
     }
     let new_id = || Uuid::from_u128(rand::random());
-    match write_local(
-        state,
-        |a| plan_create_acls(a, &req, new_id),
-        |p| &p.records,
-    ) {
+    match write_local(state, |a| plan_create_acls(a, &req, new_id), |p| &p.records) {
         Some((plan, written)) => plan.response(written).into(),
         None => CreateAclsResponse::default().into(),
     }

@@ -96,18 +96,25 @@ impl BrokerView for BrokerState {
     }
 }
 
-/// The checks of `body` before its handler runs: `Ok` to run the handler on what is left,
-/// `Err` to answer at once.
+/// What [`before`] decided.
+pub(crate) enum Checked {
+    /// Run the handler on what is left, then [`after`].
+    Run(RequestBody, After),
+    /// Reply at once.
+    Reply(Reply),
+}
+
+/// The checks of `body` before its handler runs.
 pub(crate) fn before(
     state: &BrokerState,
     auth: &RequestAuth,
     header: &RequestHeader,
     body: RequestBody,
-) -> Result<(RequestBody, After), Reply> {
+) -> Checked {
     match request::before(state, auth, header, body) {
-        Before::Run(body, after) => Ok((body, after)),
-        Before::Answer(body) => Err(Reply::Body(body)),
-        Before::Close(reason) => Err(Reply::Close(reason.into())),
+        Before::Run(body, after) => Checked::Run(body, after),
+        Before::Answer(body) => Checked::Reply(Reply::Body(body)),
+        Before::Close(reason) => Checked::Reply(Reply::Close(reason.into())),
     }
 }
 

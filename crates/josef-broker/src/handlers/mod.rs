@@ -82,7 +82,7 @@ pub async fn handle(
     header: &RequestHeader,
     body: RequestBody,
 ) -> Reply {
-    use crate::authorization::{acls, after, before, request_auth};
+    use crate::authorization::{acls, after, before, request_auth, Checked};
     let auth = request_auth(state, conn);
     let v = header.request_api_version;
     let body = match body {
@@ -92,8 +92,8 @@ pub async fn handle(
         other => other,
     };
     match before(state, &auth, header, body) {
-        Err(r) => r,
-        Ok((body, then)) => {
+        Checked::Reply(r) => r,
+        Checked::Run(body, then) => {
             let r = route(state, conn, header, body).await;
             after(state, &auth, then, r)
         }
