@@ -12,6 +12,10 @@
 //! - [`api_acls`]: per Kafka API, which ACLs the broker must check and the error when they fail.
 //! - [`convert`]: CreateAcls / DescribeAcls / DeleteAcls messages and the metadata log's
 //!   AccessControlEntryRecord / RemoveAccessControlEntryRecord.
+//! - For a broker: [`request`] applies the ACLs each API needs around its handler (refused
+//!   entries taken out before, answered after, KIP-430 authorized operations); [`acl_apis`]
+//!   answers CreateAcls / DescribeAcls / DeleteAcls; [`AclFollower`] keeps an authorizer in step
+//!   with a metadata image's ACLs; [`settings`] reads `authorizer.class.name` and its settings.
 //!
 //! No sockets, threads or clocks: ACLs come in as records, questions come in with a request
 //! context.
@@ -57,6 +61,7 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+pub mod acl_apis;
 pub mod api_acls;
 mod authorizer;
 mod binding;
@@ -64,8 +69,11 @@ mod config;
 mod context;
 pub mod convert;
 mod error;
+mod follow;
 mod index;
 mod operations;
+pub mod request;
+pub mod settings;
 pub mod types;
 
 pub use authorizer::{implied_by_allow, AclCreateOutcome, CreatePlan, StandardAuthorizer};
@@ -82,5 +90,6 @@ pub use context::{
     ParsePrincipalError,
 };
 pub use error::{AclError, ParseNameError};
+pub use follow::{AclFollower, AclNotApplied};
 pub use operations::{authorized_operations, AuthorizedOperations, AUTHORIZED_OPERATIONS_OMITTED};
 pub use types::{AclOperation, AclPermissionType, PatternType, ResourceType};

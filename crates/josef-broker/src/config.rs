@@ -665,7 +665,7 @@ impl BrokerConfig {
             quota: crate::quotas::QuotaSettings::from_props(&mut p)?,
             cluster,
             prometheus_listener: host_port(&mut p, "prometheus.listener")?,
-            authorizer: crate::authorization::config::parse(&mut p, &mut warnings)?,
+            authorizer: josef_authorizer::settings::authorizer_from_props(&mut p, &mut warnings)?,
         };
         let not_used: BTreeMap<&str, &'static str> = NOT_USED.iter().copied().collect();
         let mut unknown = Vec::new();

@@ -10,8 +10,8 @@ use josef_authorizer::convert::{
     creation_from_binding, delete_filter_from_filter, describe_request_from_filter,
 };
 use josef_authorizer::{
-    AccessControlEntry, AccessControlEntryFilter, AclBinding, AclBindingFilter, AclOperation,
-    PatternType, ResourcePattern, ResourcePatternFilter, ResourceType,
+    AccessControlEntry, AccessControlEntryFilter, AclBinding, AclBindingFilter, AclOperation as Op,
+    PatternType as Pat, ResourcePattern, ResourcePatternFilter, ResourceType as Rt,
 };
 use josef_broker::Broker;
 use josef_protocol::messages::fetch_request::FetchTopic;
@@ -31,14 +31,32 @@ const AUTHORIZER: (&str, &str) = (
     "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
 );
 const ME: &str = "User:ANONYMOUS";
+const ALLOW: bool = true;
+const DENY: bool = false;
+
+/// Sends `$req` at version `$v` on client `$c` and returns the response, which must be `$api`'s.
+macro_rules! call {
+    ($c:expr, $v:expr, $api:ident, $req:expr) => {{
+        let ResponseBody::$api(r) = $c.call($v, $req).await else {
+            panic!(concat!("not ", stringify!($api)))
+        };
+        r
+    }};
+}
+
+/// The entry of `items` whose `key` is `name`.
+fn find<'a, T>(items: &'a [T], name: &str, key: impl Fn(&T) -> &str) -> &'a T {
+    let found = items.iter().find(|x| key(x) == name);
+    found.unwrap_or_else(|| panic!("no entry {name}"))
+}
 
 fn acl(
-    rt: ResourceType,
+    rt: Rt,
     name: &str,
-    pattern: PatternType,
+    pattern: Pat,
     principal: &str,
     host: &str,
-    op: AclOperation,
+    op: Op,
     allow: bool,
 ) -> AclBinding {
     let entry = if allow {
@@ -49,8 +67,8 @@ fn acl(
     AclBinding::new(ResourcePattern::new(rt, name, pattern), entry)
 }
 
-fn allow_me(rt: ResourceType, name: &str, op: AclOperation) -> AclBinding {
-    acl(rt, name, PatternType::Literal, ME, "*", op, true)
+fn allow_me(rt: Rt, name: &str, op: Op) -> AclBinding {
+    acl(rt, name, Pat::Literal, ME, "*", op, ALLOW)
 }
 
 fn batch() -> Bytes {
@@ -58,27 +76,35 @@ fn batch() -> Bytes {
 }
 
 async fn create_acls(c: &mut Client, acls: &[AclBinding]) -> Vec<i16> {
-    let r = c
-        .call(
-            3,
-            CreateAclsRequest {
-                creations: acls.iter().map(creation_from_binding).collect(),
-                ..Default::default()
-            },
-        )
-        .await;
-    let ResponseBody::CreateAcls(r) = r else {
-        panic!("not CreateAcls")
-    };
+    let creations = acls.iter().map(creation_from_binding).collect();
+    let r = call!(
+        c,
+        3,
+        CreateAcls,
+        CreateAclsRequest {
+            creations,
+            ..Default::default()
+        }
+    );
     r.results.iter().map(|r| r.error_code).collect()
 }
 
 async fn describe_acls(c: &mut Client, filter: &AclBindingFilter) -> DescribeAclsResponse {
-    let ResponseBody::DescribeAcls(r) = c.call(3, describe_request_from_filter(filter)).await
-    else {
-        panic!("not DescribeAcls")
-    };
+    let r = call!(c, 3, DescribeAcls, describe_request_from_filter(filter));
     r
+}
+
+async fn delete_acls(c: &mut Client, filters: &[AclBindingFilter]) -> DeleteAclsResponse {
+    let filters = filters.iter().map(delete_filter_from_filter).collect();
+    call!(
+        c,
+        3,
+        DeleteAcls,
+        DeleteAclsRequest {
+            filters,
+            ..Default::default()
+        }
+    )
 }
 
 fn count(r: &DescribeAclsResponse) -> usize {
@@ -107,9 +133,7 @@ async fn broker_with(
 }
 
 async fn produce_error(c: &mut Client, topic: &str) -> i16 {
-    let ResponseBody::Produce(r) = c.call(9, produce_request(topic, batch())).await else {
-        panic!("not Produce")
-    };
+    let r = call!(c, 9, Produce, produce_request(topic, batch()));
     r.responses[0].partition_responses[0].error_code
 }
 
@@ -149,9 +173,7 @@ async fn metadata(c: &mut Client, topics: Option<&[&str]>, auto_create: bool) ->
         include_cluster_authorized_operations: true,
         ..Default::default()
     };
-    let ResponseBody::Metadata(r) = c.call(9, req).await else {
-        panic!("not Metadata")
-    };
+    let r = call!(c, 9, Metadata, req);
     r
 }
 
@@ -174,32 +196,25 @@ async fn without_an_authorizer_acl_apis_are_disabled_and_every_operation_is_repo
     let b = start_with(dir.path(), &[]).await;
     let mut c = Client::connect(&b).await;
     create_topic(&mut c, "t", 1).await;
-    let codes = create_acls(
-        &mut c,
-        &[allow_me(ResourceType::Topic, "t", AclOperation::Read)],
-    )
-    .await;
+    let codes = create_acls(&mut c, &[allow_me(Rt::Topic, "t", Op::Read)]).await;
     assert_eq!(codes, vec![ErrorCode::SecurityDisabled as i16]);
     let d = describe_acls(&mut c, &AclBindingFilter::ANY).await;
     assert_eq!(d.error_code, ErrorCode::SecurityDisabled as i16);
-    let m = metadata(&mut c, Some(&["t"]), false).await;
-    let topic_ops = josef_authorizer::AuthorizedOperations::all_supported(ResourceType::Topic);
+    let m = metadata(&mut c, Some(&["t"]), DENY).await;
+    let topic_ops = josef_authorizer::AuthorizedOperations::all_supported(Rt::Topic);
     assert_eq!(m.topics[0].topic_authorized_operations, topic_ops.bits());
-    let cluster_ops = josef_authorizer::AuthorizedOperations::all_supported(ResourceType::Cluster);
+    let cluster_ops = josef_authorizer::AuthorizedOperations::all_supported(Rt::Cluster);
     assert_eq!(m.cluster_authorized_operations, cluster_ops.bits());
-    let ResponseBody::DescribeCluster(dc) = c
-        .call(
-            0,
-            DescribeClusterRequest {
-                include_cluster_authorized_operations: true,
-                endpoint_type: 1,
-                ..Default::default()
-            },
-        )
-        .await
-    else {
-        panic!()
-    };
+    let dc = call!(
+        c,
+        0,
+        DescribeCluster,
+        DescribeClusterRequest {
+            include_cluster_authorized_operations: true,
+            endpoint_type: 1,
+            ..Default::default()
+        }
+    );
     assert_eq!(dc.cluster_authorized_operations, cluster_ops.bits());
     assert_eq!(produce_error(&mut c, "t").await, 0);
     b.shutdown().await;
@@ -210,59 +225,14 @@ async fn acls_are_created_described_deleted_and_survive_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let b = start_with(dir.path(), &[AUTHORIZER, ("super.users", ME)]).await;
     let mut c = Client::connect(&b).await;
-    let lit = acl(
-        ResourceType::Topic,
-        "orders-eu",
-        PatternType::Literal,
-        "User:a",
-        "*",
-        AclOperation::Read,
-        true,
-    );
-    let pre = acl(
-        ResourceType::Topic,
-        "orders-",
-        PatternType::Prefixed,
-        "User:b",
-        "*",
-        AclOperation::Write,
-        true,
-    );
-    let star = acl(
-        ResourceType::Topic,
-        "*",
-        PatternType::Literal,
-        "User:c",
-        "*",
-        AclOperation::Describe,
-        false,
-    );
-    let group = acl(
-        ResourceType::Group,
-        "g",
-        PatternType::Literal,
-        "User:a",
-        "*",
-        AclOperation::Read,
-        true,
-    );
-    let bad = acl(
-        ResourceType::Topic,
-        "x",
-        PatternType::Match,
-        "User:a",
-        "*",
-        AclOperation::Read,
-        true,
-    );
-    let bad_cluster = acl(
-        ResourceType::Cluster,
-        "other",
-        PatternType::Literal,
-        "User:a",
-        "*",
-        AclOperation::Alter,
-        true,
+    #[rustfmt::skip]
+    let (lit, pre, star, group, bad, bad_cluster) = (
+        acl(Rt::Topic, "orders-eu", Pat::Literal, "User:a", "*", Op::Read, ALLOW),
+        acl(Rt::Topic, "orders-", Pat::Prefixed, "User:b", "*", Op::Write, ALLOW),
+        acl(Rt::Topic, "*", Pat::Literal, "User:c", "*", Op::Describe, DENY),
+        acl(Rt::Group, "g", Pat::Literal, "User:a", "*", Op::Read, ALLOW),
+        acl(Rt::Topic, "x", Pat::Match, "User:a", "*", Op::Read, ALLOW),
+        acl(Rt::Cluster, "other", Pat::Literal, "User:a", "*", Op::Alter, ALLOW),
     );
     let codes = create_acls(
         &mut c,
@@ -278,18 +248,18 @@ async fn acls_are_created_described_deleted_and_survive_a_restart() {
     // MATCH: the literal name, the `*` and the covering prefix.
     let matching = AclBindingFilter::new(
         ResourcePatternFilter {
-            resource_type: ResourceType::Topic,
+            resource_type: Rt::Topic,
             name: Some("orders-eu".into()),
-            pattern_type: PatternType::Match,
+            pattern_type: Pat::Match,
         },
         AccessControlEntryFilter::ANY,
     );
     assert_eq!(count(&describe_acls(&mut c, &matching).await), 3);
     let prefixed_only = AclBindingFilter::new(
         ResourcePatternFilter {
-            resource_type: ResourceType::Any,
+            resource_type: Rt::Any,
             name: None,
-            pattern_type: PatternType::Prefixed,
+            pattern_type: Pat::Prefixed,
         },
         AccessControlEntryFilter::ANY,
     );
@@ -306,7 +276,7 @@ async fn acls_are_created_described_deleted_and_survive_a_restart() {
     assert_eq!(count(&describe_acls(&mut c, &by_principal).await), 2);
     let unknown = AclBindingFilter::new(
         ResourcePatternFilter {
-            resource_type: ResourceType::Unknown,
+            resource_type: Rt::Unknown,
             ..ResourcePatternFilter::ANY
         },
         AccessControlEntryFilter::ANY,
@@ -321,21 +291,7 @@ async fn acls_are_created_described_deleted_and_survive_a_restart() {
         count(&describe_acls(&mut c, &AclBindingFilter::ANY).await),
         4
     );
-    let ResponseBody::DeleteAcls(r) = c
-        .call(
-            3,
-            DeleteAclsRequest {
-                filters: vec![
-                    delete_filter_from_filter(&matching),
-                    delete_filter_from_filter(&by_principal),
-                ],
-                ..Default::default()
-            },
-        )
-        .await
-    else {
-        panic!()
-    };
+    let r = delete_acls(&mut c, &[matching, by_principal]).await;
     assert_eq!(r.filter_results[0].matching_acls.len(), 3);
     assert_eq!(r.filter_results[1].matching_acls.len(), 2);
     let d = describe_acls(&mut c, &AclBindingFilter::ANY).await;
@@ -346,11 +302,7 @@ async fn acls_are_created_described_deleted_and_survive_a_restart() {
 #[tokio::test]
 async fn acl_apis_need_cluster_alter_and_describe() {
     let dir = tempfile::tempdir().unwrap();
-    let read_only = [allow_me(
-        ResourceType::Cluster,
-        "kafka-cluster",
-        AclOperation::Describe,
-    )];
+    let read_only = [allow_me(Rt::Cluster, "kafka-cluster", Op::Describe)];
     let b = broker_with(dir.path(), &[], &read_only, &[]).await;
     let mut c = Client::connect(&b).await;
     assert_eq!(
@@ -359,28 +311,13 @@ async fn acl_apis_need_cluster_alter_and_describe() {
             .error_code,
         0
     );
-    let codes = create_acls(
-        &mut c,
-        &[allow_me(ResourceType::Topic, "t", AclOperation::Read)],
-    )
-    .await;
+    let codes = create_acls(&mut c, &[allow_me(Rt::Topic, "t", Op::Read)]).await;
     assert_eq!(codes, vec![DENIED_CLUSTER]);
     b.shutdown().await;
     let b = broker_with(dir.path(), &[], &[], &[("super.users", "User:admin")]).await;
     let mut c = Client::connect(&b).await;
     // The ACL for DESCRIBE is still there: DescribeAcls passes, DeleteAcls does not.
-    let ResponseBody::DeleteAcls(r) = c
-        .call(
-            3,
-            DeleteAclsRequest {
-                filters: vec![delete_filter_from_filter(&AclBindingFilter::ANY)],
-                ..Default::default()
-            },
-        )
-        .await
-    else {
-        panic!()
-    };
+    let r = delete_acls(&mut c, &[AclBindingFilter::ANY]).await;
     assert_eq!(r.filter_results[0].error_code, DENIED_CLUSTER);
     b.shutdown().await;
 }
@@ -389,9 +326,9 @@ async fn acl_apis_need_cluster_alter_and_describe() {
 async fn produce_fetch_and_list_offsets_need_write_read_and_describe() {
     let dir = tempfile::tempdir().unwrap();
     let acls = [
-        allow_me(ResourceType::Topic, "w", AclOperation::Write),
-        allow_me(ResourceType::Topic, "r", AclOperation::Read),
-        allow_me(ResourceType::Topic, "r", AclOperation::Write),
+        allow_me(Rt::Topic, "w", Op::Write),
+        allow_me(Rt::Topic, "r", Op::Read),
+        allow_me(Rt::Topic, "r", Op::Write),
     ];
     let b = broker_with(dir.path(), &["w", "r", "none"], &acls, &[]).await;
     let mut c = Client::connect(&b).await;
@@ -413,27 +350,17 @@ async fn produce_fetch_and_list_offsets_need_write_read_and_describe() {
         }],
         ..Default::default()
     };
-    let ResponseBody::ListOffsets(r) = c
-        .call(
-            7,
-            ListOffsetsRequest {
-                replica_id: -1,
-                topics: vec![list("none"), list("w")],
-                ..Default::default()
-            },
-        )
-        .await
-    else {
-        panic!()
-    };
-    let err = |name: &str| {
-        r.topics
-            .iter()
-            .find(|t| t.name.as_str() == name)
-            .unwrap()
-            .partitions[0]
-            .error_code
-    };
+    let r = call!(
+        c,
+        7,
+        ListOffsets,
+        ListOffsetsRequest {
+            replica_id: -1,
+            topics: vec![list("none"), list("w")],
+            ..Default::default()
+        }
+    );
+    let err = |n: &str| find(&r.topics, n, |t| t.name.as_str()).partitions[0].error_code;
     // WRITE implies DESCRIBE.
     assert_eq!(err("w"), 0);
     assert_eq!(err("none"), DENIED_TOPIC);
@@ -442,26 +369,16 @@ async fn produce_fetch_and_list_offsets_need_write_read_and_describe() {
         partition_indexes: josef_protocol::smallvec![0],
         ..Default::default()
     };
-    let ResponseBody::DescribeProducers(r) = c
-        .call(
-            0,
-            DescribeProducersRequest {
-                topics: vec![producers("r"), producers("w")],
-                ..Default::default()
-            },
-        )
-        .await
-    else {
-        panic!()
-    };
-    let err = |name: &str| {
-        r.topics
-            .iter()
-            .find(|t| t.name.as_str() == name)
-            .unwrap()
-            .partitions[0]
-            .error_code
-    };
+    let r = call!(
+        c,
+        0,
+        DescribeProducers,
+        DescribeProducersRequest {
+            topics: vec![producers("r"), producers("w")],
+            ..Default::default()
+        }
+    );
+    let err = |n: &str| find(&r.topics, n, |t| t.name.as_str()).partitions[0].error_code;
     assert_eq!(err("r"), 0);
     assert_eq!(err("w"), DENIED_TOPIC, "DescribeProducers needs READ");
     b.shutdown().await;
@@ -471,31 +388,17 @@ async fn produce_fetch_and_list_offsets_need_write_read_and_describe() {
 async fn metadata_hides_undescribable_topics_and_guards_auto_creation() {
     let dir = tempfile::tempdir().unwrap();
     let acls = [
-        allow_me(ResourceType::Topic, "visible", AclOperation::Read),
-        acl(
-            ResourceType::Topic,
-            "auto-",
-            PatternType::Prefixed,
-            ME,
-            "*",
-            AclOperation::All,
-            true,
-        ),
+        allow_me(Rt::Topic, "visible", Op::Read),
+        acl(Rt::Topic, "auto-", Pat::Prefixed, ME, "*", Op::All, ALLOW),
     ];
     let b = broker_with(dir.path(), &["visible", "hidden"], &acls, &[]).await;
     let mut c = Client::connect(&b).await;
-    let all = metadata(&mut c, None, false).await;
+    let all = metadata(&mut c, None, DENY).await;
     assert_eq!(names(&all), vec!["visible".to_string()]);
     // No cluster ACL: the cluster's operations are none.
     assert_eq!(all.cluster_authorized_operations, 0);
-    let named = metadata(&mut c, Some(&["visible", "hidden", "nope"]), true).await;
-    let find = |n: &str| {
-        named
-            .topics
-            .iter()
-            .find(|t| t.name.as_deref() == Some(n))
-            .unwrap()
-    };
+    let named = metadata(&mut c, Some(&["visible", "hidden", "nope"]), ALLOW).await;
+    let find = |n: &str| find(&named.topics, n, |t| t.name.as_deref().unwrap_or_default());
     assert_eq!(find("visible").error_code, 0);
     // READ and the DESCRIBE it implies.
     assert_eq!(
@@ -506,7 +409,7 @@ async fn metadata_hides_undescribable_topics_and_guards_auto_creation() {
     assert_eq!(find("hidden").topic_id, josef_protocol::Uuid::ZERO);
     assert_eq!(find("nope").error_code, DENIED_TOPIC);
     // auto-* may be described and created: auto-created.
-    let auto = metadata(&mut c, Some(&["auto-1"]), true).await;
+    let auto = metadata(&mut c, Some(&["auto-1"]), ALLOW).await;
     assert_eq!(auto.topics[0].error_code, 0, "{auto:?}");
     assert!(!auto.topics[0].partitions.is_empty());
     b.shutdown().await;
@@ -515,61 +418,14 @@ async fn metadata_hides_undescribable_topics_and_guards_auto_creation() {
 #[tokio::test]
 async fn deny_wins_prefixes_and_wildcards_cover_and_hosts_must_match() {
     let dir = tempfile::tempdir().unwrap();
+    #[rustfmt::skip]
     let acls = [
-        acl(
-            ResourceType::Topic,
-            "orders-",
-            PatternType::Prefixed,
-            "User:*",
-            "*",
-            AclOperation::Read,
-            true,
-        ),
-        acl(
-            ResourceType::Topic,
-            "orders-secret",
-            PatternType::Literal,
-            ME,
-            "*",
-            AclOperation::Read,
-            false,
-        ),
-        acl(
-            ResourceType::Topic,
-            "*",
-            PatternType::Literal,
-            ME,
-            "*",
-            AclOperation::Write,
-            true,
-        ),
-        acl(
-            ResourceType::Topic,
-            "elsewhere",
-            PatternType::Literal,
-            ME,
-            "10.0.0.1",
-            AclOperation::Read,
-            true,
-        ),
-        acl(
-            ResourceType::Topic,
-            "here",
-            PatternType::Literal,
-            ME,
-            "127.0.0.1",
-            AclOperation::Read,
-            true,
-        ),
-        acl(
-            ResourceType::Topic,
-            "someone-else",
-            PatternType::Literal,
-            "User:alice",
-            "*",
-            AclOperation::Read,
-            true,
-        ),
+        acl(Rt::Topic, "orders-", Pat::Prefixed, "User:*", "*", Op::Read, ALLOW),
+        acl(Rt::Topic, "orders-secret", Pat::Literal, ME, "*", Op::Read, DENY),
+        acl(Rt::Topic, "*", Pat::Literal, ME, "*", Op::Write, ALLOW),
+        acl(Rt::Topic, "elsewhere", Pat::Literal, ME, "10.0.0.1", Op::Read, ALLOW),
+        acl(Rt::Topic, "here", Pat::Literal, ME, "127.0.0.1", Op::Read, ALLOW),
+        acl(Rt::Topic, "someone-else", Pat::Literal, "User:alice", "*", Op::Read, ALLOW),
     ];
     let topics = [
         "orders-eu",
@@ -597,15 +453,8 @@ async fn deny_wins_prefixes_and_wildcards_cover_and_hosts_must_match() {
 #[tokio::test]
 async fn super_users_pass_every_deny() {
     let dir = tempfile::tempdir().unwrap();
-    let acls = [acl(
-        ResourceType::Topic,
-        "t",
-        PatternType::Literal,
-        ME,
-        "*",
-        AclOperation::All,
-        false,
-    )];
+    #[rustfmt::skip]
+    let acls = [acl(Rt::Topic, "t", Pat::Literal, ME, "*", Op::All, DENY)];
     let b = broker_with(
         dir.path(),
         &["t"],
@@ -622,15 +471,8 @@ async fn super_users_pass_every_deny() {
 #[tokio::test]
 async fn allow_everyone_if_no_acl_found_only_helps_resources_without_acls() {
     let dir = tempfile::tempdir().unwrap();
-    let acls = [acl(
-        ResourceType::Topic,
-        "guarded",
-        PatternType::Literal,
-        "User:alice",
-        "*",
-        AclOperation::Write,
-        true,
-    )];
+    #[rustfmt::skip]
+    let acls = [acl(Rt::Topic, "guarded", Pat::Literal, "User:alice", "*", Op::Write, ALLOW)];
     let everyone = [("allow.everyone.if.no.acl.found", "true")];
     let b = broker_with(dir.path(), &["open", "guarded"], &acls, &everyone).await;
     let mut c = Client::connect(&b).await;
@@ -666,8 +508,8 @@ fn join(group: &str) -> JoinGroupRequest {
 async fn group_apis_need_group_read_describe_and_delete() {
     let dir = tempfile::tempdir().unwrap();
     let acls = [
-        allow_me(ResourceType::Group, "mine", AclOperation::Read),
-        allow_me(ResourceType::Topic, "t", AclOperation::Read),
+        allow_me(Rt::Group, "mine", Op::Read),
+        allow_me(Rt::Topic, "t", Op::Read),
     ];
     let commit = |topic: &str| OffsetCommitRequestTopic {
         name: topic.into(),
@@ -687,131 +529,90 @@ async fn group_apis_need_group_read_describe_and_delete() {
     let setup = start_with(dir.path(), &[AUTHORIZER, ("super.users", ME), config[0]]).await;
     let mut c = Client::connect(&setup).await;
     create_topic(&mut c, "other", 1).await;
-    let ResponseBody::OffsetCommit(oc) = c
-        .call(
-            8,
-            OffsetCommitRequest {
-                group_id: "theirs".into(),
-                generation_id_or_member_epoch: -1,
-                topics: vec![commit("other")],
-                ..Default::default()
-            },
-        )
-        .await
-    else {
-        panic!()
-    };
+    let oc = call!(
+        c,
+        8,
+        OffsetCommit,
+        OffsetCommitRequest {
+            group_id: "theirs".into(),
+            generation_id_or_member_epoch: -1,
+            topics: vec![commit("other")],
+            ..Default::default()
+        }
+    );
     assert_eq!(oc.topics[0].partitions[0].error_code, 0);
     drop(c);
     setup.shutdown().await;
     let b = broker_with(dir.path(), &["t"], &acls, &config).await;
     let mut c = Client::connect(&b).await;
-    let ResponseBody::FindCoordinator(f) = c
-        .call(
-            4,
-            FindCoordinatorRequest {
-                key_type: 0,
-                coordinator_keys: vec!["mine".into(), "theirs".into()],
-                ..Default::default()
-            },
-        )
-        .await
-    else {
-        panic!()
-    };
-    let fc = |k: &str| {
-        f.coordinators
-            .iter()
-            .find(|x| x.key.as_str() == k)
-            .unwrap()
-            .error_code
-    };
+    let f = call!(
+        c,
+        4,
+        FindCoordinator,
+        FindCoordinatorRequest {
+            key_type: 0,
+            coordinator_keys: vec!["mine".into(), "theirs".into()],
+            ..Default::default()
+        }
+    );
+    let fc = |k: &str| find(&f.coordinators, k, |x| x.key.as_str()).error_code;
     assert_eq!(fc("theirs"), DENIED_GROUP);
-    let ResponseBody::JoinGroup(j) = c.call(5, join("theirs")).await else {
-        panic!()
-    };
+    let j = call!(c, 5, JoinGroup, join("theirs"));
     assert_eq!(j.error_code, DENIED_GROUP);
     // Group READ passes; the commit is then checked per topic.
-    let ResponseBody::OffsetCommit(oc) = c
-        .call(
-            8,
-            OffsetCommitRequest {
-                group_id: "mine".into(),
-                generation_id_or_member_epoch: -1,
-                topics: vec![commit("t"), commit("other")],
-                ..Default::default()
-            },
-        )
-        .await
-    else {
-        panic!()
-    };
-    let err = |n: &str| {
-        oc.topics
-            .iter()
-            .find(|t| t.name.as_str() == n)
-            .unwrap()
-            .partitions[0]
-            .error_code
-    };
+    let oc = call!(
+        c,
+        8,
+        OffsetCommit,
+        OffsetCommitRequest {
+            group_id: "mine".into(),
+            generation_id_or_member_epoch: -1,
+            topics: vec![commit("t"), commit("other")],
+            ..Default::default()
+        }
+    );
+    let err = |n: &str| find(&oc.topics, n, |t| t.name.as_str()).partitions[0].error_code;
     assert_eq!(err("t"), 0, "{oc:?}");
     assert_eq!(err("other"), DENIED_TOPIC);
-    let ResponseBody::OffsetCommit(oc) = c
-        .call(
-            8,
-            OffsetCommitRequest {
-                group_id: "theirs".into(),
-                generation_id_or_member_epoch: -1,
-                topics: vec![commit("t")],
-                ..Default::default()
-            },
-        )
-        .await
-    else {
-        panic!()
-    };
+    let oc = call!(
+        c,
+        8,
+        OffsetCommit,
+        OffsetCommitRequest {
+            group_id: "theirs".into(),
+            generation_id_or_member_epoch: -1,
+            topics: vec![commit("t")],
+            ..Default::default()
+        }
+    );
     assert_eq!(oc.topics[0].partitions[0].error_code, DENIED_GROUP);
     // ListGroups without Cluster DESCRIBE lists only describable groups.
-    let ResponseBody::ListGroups(l) = c.call(4, ListGroupsRequest::default()).await else {
-        panic!()
-    };
+    let l = call!(c, 4, ListGroups, ListGroupsRequest::default());
     let listed: Vec<_> = l.groups.iter().map(|g| g.group_id.to_string()).collect();
     assert_eq!(listed, vec!["mine".to_string()]);
-    let ResponseBody::DescribeGroups(d) = c
-        .call(
-            5,
-            DescribeGroupsRequest {
-                groups: vec!["mine".into(), "theirs".into()],
-                include_authorized_operations: true,
-                ..Default::default()
-            },
-        )
-        .await
-    else {
-        panic!()
-    };
-    let dg = |n: &str| {
-        d.groups
-            .iter()
-            .find(|g| g.group_id.as_str() == n)
-            .unwrap()
-            .clone()
-    };
+    let d = call!(
+        c,
+        5,
+        DescribeGroups,
+        DescribeGroupsRequest {
+            groups: vec!["mine".into(), "theirs".into()],
+            include_authorized_operations: true,
+            ..Default::default()
+        }
+    );
+    let dg = |n: &str| find(&d.groups, n, |g| g.group_id.as_str()).clone();
     assert_eq!(dg("mine").error_code, 0);
     assert_eq!(dg("mine").authorized_operations, (1 << 3) | (1 << 8));
     assert_eq!(dg("theirs").error_code, DENIED_GROUP);
-    let ResponseBody::DeleteGroups(dr) = c
-        .call(
-            2,
-            DeleteGroupsRequest {
-                groups_names: vec!["mine".into()],
-                ..Default::default()
-            },
-        )
-        .await
-    else {
-        panic!()
-    };
+    let dr = call!(
+        c,
+        2,
+        DeleteGroups,
+        DeleteGroupsRequest {
+            groups_names: vec!["mine".into()],
+            ..Default::default()
+        }
+    );
     assert_eq!(
         dr.results[0].error_code, DENIED_GROUP,
         "READ does not give DELETE"
@@ -820,21 +621,18 @@ async fn group_apis_need_group_read_describe_and_delete() {
 }
 
 async fn init_producer_id(c: &mut Client, txn: Option<&str>) -> i16 {
-    let ResponseBody::InitProducerId(r) = c
-        .call(
-            4,
-            InitProducerIdRequest {
-                transactional_id: txn.map(Into::into),
-                transaction_timeout_ms: 60_000,
-                producer_id: -1,
-                producer_epoch: -1,
-                ..Default::default()
-            },
-        )
-        .await
-    else {
-        panic!()
-    };
+    let r = call!(
+        c,
+        4,
+        InitProducerId,
+        InitProducerIdRequest {
+            transactional_id: txn.map(Into::into),
+            transaction_timeout_ms: 60_000,
+            producer_id: -1,
+            producer_epoch: -1,
+            ..Default::default()
+        }
+    );
     r.error_code
 }
 
@@ -845,25 +643,22 @@ async fn producer_ids_need_a_transactional_id_write_or_idempotent_write() {
     let mut c = Client::connect(&b).await;
     assert_eq!(init_producer_id(&mut c, None).await, DENIED_CLUSTER);
     assert_eq!(init_producer_id(&mut c, Some("tx")).await, DENIED_TXN);
-    let ResponseBody::EndTxn(e) = c
-        .call(
-            3,
-            EndTxnRequest {
-                transactional_id: "tx".into(),
-                producer_id: 1,
-                producer_epoch: 0,
-                committed: true,
-                ..Default::default()
-            },
-        )
-        .await
-    else {
-        panic!()
-    };
+    let e = call!(
+        c,
+        3,
+        EndTxn,
+        EndTxnRequest {
+            transactional_id: "tx".into(),
+            producer_id: 1,
+            producer_epoch: 0,
+            committed: true,
+            ..Default::default()
+        }
+    );
     assert_eq!(e.error_code, DENIED_TXN);
     b.shutdown().await;
     // WRITE on some topic is enough for an idempotent producer (Kafka 3+).
-    let acls = [allow_me(ResourceType::Topic, "t", AclOperation::Write)];
+    let acls = [allow_me(Rt::Topic, "t", Op::Write)];
     let b = broker_with(dir.path(), &[], &acls, &[]).await;
     let mut c = Client::connect(&b).await;
     assert_eq!(init_producer_id(&mut c, None).await, 0);
@@ -873,17 +668,10 @@ async fn producer_ids_need_a_transactional_id_write_or_idempotent_write() {
 #[tokio::test]
 async fn admin_apis_need_create_delete_and_config_operations() {
     let dir = tempfile::tempdir().unwrap();
+    #[rustfmt::skip]
     let acls = [
-        acl(
-            ResourceType::Topic,
-            "mine-",
-            PatternType::Prefixed,
-            ME,
-            "*",
-            AclOperation::Create,
-            true,
-        ),
-        allow_me(ResourceType::Topic, "t", AclOperation::DescribeConfigs),
+        acl(Rt::Topic, "mine-", Pat::Prefixed, ME, "*", Op::Create, ALLOW),
+        allow_me(Rt::Topic, "t", Op::DescribeConfigs),
     ];
     let b = broker_with(dir.path(), &["t"], &acls, &[]).await;
     let mut c = Client::connect(&b).await;
@@ -893,41 +681,29 @@ async fn admin_apis_need_create_delete_and_config_operations() {
         replication_factor: 1,
         ..Default::default()
     };
-    let ResponseBody::CreateTopics(r) = c
-        .call(
-            7,
-            CreateTopicsRequest {
-                topics: vec![topic("mine-1"), topic("yours-1")],
-                timeout_ms: 5000,
-                ..Default::default()
-            },
-        )
-        .await
-    else {
-        panic!()
-    };
-    let err = |n: &str| {
-        r.topics
-            .iter()
-            .find(|t| t.name.as_str() == n)
-            .unwrap()
-            .error_code
-    };
+    let r = call!(
+        c,
+        7,
+        CreateTopics,
+        CreateTopicsRequest {
+            topics: vec![topic("mine-1"), topic("yours-1")],
+            timeout_ms: 5000,
+            ..Default::default()
+        }
+    );
+    let err = |n: &str| find(&r.topics, n, |t| t.name.as_str()).error_code;
     assert_eq!(err("mine-1"), 0);
     assert_eq!(err("yours-1"), DENIED_TOPIC);
-    let ResponseBody::DeleteTopics(r) = c
-        .call(
-            5,
-            DeleteTopicsRequest {
-                topic_names: vec!["t".into()],
-                timeout_ms: 5000,
-                ..Default::default()
-            },
-        )
-        .await
-    else {
-        panic!()
-    };
+    let r = call!(
+        c,
+        5,
+        DeleteTopics,
+        DeleteTopicsRequest {
+            topic_names: vec!["t".into()],
+            timeout_ms: 5000,
+            ..Default::default()
+        }
+    );
     assert_eq!(r.responses[0].error_code, DENIED_TOPIC);
     let resource = |rt: i8, n: &str| describe_configs_request::DescribeConfigsResource {
         resource_type: rt,
@@ -935,18 +711,15 @@ async fn admin_apis_need_create_delete_and_config_operations() {
         configuration_keys: None,
         ..Default::default()
     };
-    let ResponseBody::DescribeConfigs(r) = c
-        .call(
-            4,
-            DescribeConfigsRequest {
-                resources: vec![resource(2, "t"), resource(2, "mine-1"), resource(4, "1")],
-                ..Default::default()
-            },
-        )
-        .await
-    else {
-        panic!()
-    };
+    let r = call!(
+        c,
+        4,
+        DescribeConfigs,
+        DescribeConfigsRequest {
+            resources: vec![resource(2, "t"), resource(2, "mine-1"), resource(4, "1")],
+            ..Default::default()
+        }
+    );
     let err = |rt: i8, n: &str| {
         r.results
             .iter()
@@ -963,32 +736,17 @@ async fn admin_apis_need_create_delete_and_config_operations() {
 #[tokio::test]
 async fn new_acls_apply_to_the_next_request() {
     let dir = tempfile::tempdir().unwrap();
-    let admin = [allow_me(
-        ResourceType::Cluster,
-        "kafka-cluster",
-        AclOperation::Alter,
-    )];
+    let admin = [allow_me(Rt::Cluster, "kafka-cluster", Op::Alter)];
     let b = broker_with(dir.path(), &["t"], &admin, &[]).await;
     let mut c = Client::connect(&b).await;
     assert_eq!(produce_error(&mut c, "t").await, DENIED_TOPIC);
-    let write = allow_me(ResourceType::Topic, "t", AclOperation::Write);
+    let write = allow_me(Rt::Topic, "t", Op::Write);
     assert_eq!(
         create_acls(&mut c, std::slice::from_ref(&write)).await,
         vec![0]
     );
     assert_eq!(produce_error(&mut c, "t").await, 0);
-    let ResponseBody::DeleteAcls(r) = c
-        .call(
-            3,
-            DeleteAclsRequest {
-                filters: vec![delete_filter_from_filter(&write.to_filter())],
-                ..Default::default()
-            },
-        )
-        .await
-    else {
-        panic!()
-    };
+    let r = delete_acls(&mut c, &[write.to_filter()]).await;
     assert_eq!(r.filter_results[0].matching_acls.len(), 1);
     assert_eq!(produce_error(&mut c, "t").await, DENIED_TOPIC);
     b.shutdown().await;
@@ -997,20 +755,17 @@ async fn new_acls_apply_to_the_next_request() {
 #[tokio::test]
 async fn quota_and_scram_apis_need_cluster_operations() {
     let dir = tempfile::tempdir().unwrap();
-    let acls = [allow_me(
-        ResourceType::Cluster,
-        "kafka-cluster",
-        AclOperation::DescribeConfigs,
-    )];
+    let acls = [allow_me(Rt::Cluster, "kafka-cluster", Op::DescribeConfigs)];
     let b = broker_with(dir.path(), &[], &acls, &[]).await;
     let mut c = Client::connect(&b).await;
     let denied = ErrorCode::ClusterAuthorizationFailed.code();
     // DESCRIBE_CONFIGS on the cluster: quotas may be described, not altered.
-    let ResponseBody::DescribeClientQuotas(r) =
-        c.call(1, DescribeClientQuotasRequest::default()).await
-    else {
-        panic!()
-    };
+    let r = call!(
+        c,
+        1,
+        DescribeClientQuotas,
+        DescribeClientQuotasRequest::default()
+    );
     assert_eq!(r.error_code, 0);
     let entry = alter_client_quotas_request::EntryData {
         entity: vec![alter_client_quotas_request::EntityData {
@@ -1025,45 +780,39 @@ async fn quota_and_scram_apis_need_cluster_operations() {
         }],
         ..Default::default()
     };
-    let ResponseBody::AlterClientQuotas(r) = c
-        .call(
-            1,
-            AlterClientQuotasRequest {
-                entries: vec![entry],
-                ..Default::default()
-            },
-        )
-        .await
-    else {
-        panic!()
-    };
+    let r = call!(
+        c,
+        1,
+        AlterClientQuotas,
+        AlterClientQuotasRequest {
+            entries: vec![entry],
+            ..Default::default()
+        }
+    );
     assert_eq!(r.entries[0].error_code, denied);
     // Nothing on the cluster for DESCRIBE or ALTER: SCRAM credentials stay hidden and fixed.
-    let ResponseBody::DescribeUserScramCredentials(r) = c
-        .call(0, DescribeUserScramCredentialsRequest::default())
-        .await
-    else {
-        panic!()
-    };
+    let r = call!(
+        c,
+        0,
+        DescribeUserScramCredentials,
+        DescribeUserScramCredentialsRequest::default()
+    );
     assert_eq!(r.error_code, denied);
-    let ResponseBody::AlterUserScramCredentials(r) = c
-        .call(
-            0,
-            AlterUserScramCredentialsRequest {
-                deletions: vec![
-                    alter_user_scram_credentials_request::ScramCredentialDeletion {
-                        name: "alice".into(),
-                        mechanism: 1,
-                        ..Default::default()
-                    },
-                ],
-                ..Default::default()
-            },
-        )
-        .await
-    else {
-        panic!()
-    };
+    let r = call!(
+        c,
+        0,
+        AlterUserScramCredentials,
+        AlterUserScramCredentialsRequest {
+            deletions: vec![
+                alter_user_scram_credentials_request::ScramCredentialDeletion {
+                    name: "alice".into(),
+                    mechanism: 1,
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        }
+    );
     assert!(r.results.iter().all(|x| x.error_code == denied), "{r:?}");
     assert!(!r.results.is_empty());
 }

@@ -8,7 +8,8 @@
 //!   each with its record type as `API_KEY`.
 //! * [`ApiKey`], [`RequestBody`], [`ResponseBody`]: dispatch over all APIs.
 //! * [`frame`]: request and response frames (length prefix, header, body), [`api_versions_response`].
-//! * [`ErrorCode`]: every Kafka error code.
+//! * [`ErrorCode`]: every Kafka error code; [`error_response`]: a request's response with one error
+//!   code everywhere.
 //! * [`wire`]: the primitive encodings.
 //! * [`view`]: borrowed views (`ProduceRequestView<'a>`, [`RequestBodyView`], ...) that decode from a
 //!   `&[u8]` with the same checks as the owned decoders but without allocating.
@@ -53,6 +54,7 @@
 mod encode_buf;
 mod error;
 mod error_code;
+pub mod error_response;
 pub mod frame;
 mod generated;
 mod str_bytes;

@@ -82,8 +82,8 @@ pub async fn handle(
     header: &RequestHeader,
     body: RequestBody,
 ) -> Reply {
-    use crate::authorization::{acls, enforce, RequestAuth};
-    let auth = RequestAuth::of(state, conn);
+    use crate::authorization::{acls, after, before, request_auth, Checked};
+    let auth = request_auth(state, conn);
     let v = header.request_api_version;
     let body = match body {
         RequestBody::CreateAcls(r) => return Reply::Body(acls::create(state, &auth, r, v).await),
@@ -91,11 +91,11 @@ pub async fn handle(
         RequestBody::DeleteAcls(r) => return Reply::Body(acls::delete(state, &auth, r, v).await),
         other => other,
     };
-    match enforce::before(state, &auth, header, body) {
-        enforce::Before::Answer(r) => r,
-        enforce::Before::Run(body, after) => {
+    match before(state, &auth, header, body) {
+        Checked::Reply(r) => r,
+        Checked::Run(body, then) => {
             let r = route(state, conn, header, body).await;
-            enforce::after(state, &auth, after, r)
+            after(state, &auth, then, r)
         }
     }
 }

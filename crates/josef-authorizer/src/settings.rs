@@ -1,15 +1,29 @@
-//! `authorizer.class.name`, `super.users` and `allow.everyone.if.no.acl.found`.
+//! `authorizer.class.name`, `super.users` and `allow.everyone.if.no.acl.found` read from a broker
+//! configuration.
+//!
+//! ```
+//! use std::collections::BTreeMap;
+//! use josef_authorizer::settings::{authorizer_from_props, STANDARD_AUTHORIZER};
+//! use josef_config::settings::Props;
+//!
+//! let mut p = Props::new(BTreeMap::from([
+//!     ("authorizer.class.name".to_string(), STANDARD_AUTHORIZER.to_string()),
+//!     ("super.users".to_string(), "User:admin".to_string()),
+//! ]));
+//! let mut warnings = Vec::new();
+//! let config = authorizer_from_props(&mut p, &mut warnings).unwrap().unwrap();
+//! assert!(config.super_users.contains("User:admin"));
+//! assert!(warnings.is_empty());
+//! ```
 
-use josef_authorizer::{
-    AuthorizerConfig, ALLOW_EVERYONE_IF_NO_ACL_FOUND_CONFIG, SUPER_USERS_CONFIG,
-};
+use josef_config::settings::{ConfigError, ConfigWarning, Props};
 
-use crate::config::{ConfigError, ConfigWarning, Props};
+use crate::{AuthorizerConfig, ALLOW_EVERYONE_IF_NO_ACL_FOUND_CONFIG, SUPER_USERS_CONFIG};
 
 /// The setting naming the authorizer.
 pub const AUTHORIZER_CLASS_NAME_CONFIG: &str = "authorizer.class.name";
 
-/// Kafka's KRaft authorizer, the one Josef implements.
+/// Kafka's KRaft authorizer, the one this crate implements.
 pub const STANDARD_AUTHORIZER: &str = "org.apache.kafka.metadata.authorizer.StandardAuthorizer";
 
 /// Kafka's ZooKeeper-mode authorizer (removed in Kafka 4.0).
@@ -17,10 +31,11 @@ const ZOOKEEPER_AUTHORIZER: &str = "kafka.security.authorizer.AclAuthorizer";
 
 const NO_AUTHORIZER: &str = "authorizer.class.name is not set, so every operation is allowed";
 
-/// Reads the three settings: `None` when `authorizer.class.name` is empty (Kafka's default: no
-/// authorizer, every operation allowed), the StandardAuthorizer's configuration when it names
-/// Kafka's StandardAuthorizer; any other class fails the start.
-pub(crate) fn parse(
+/// Takes the three settings out of `p`: `None` when `authorizer.class.name` is empty (Kafka's
+/// default: no authorizer, every operation allowed; `super.users` or the flag given anyway is a
+/// warning), the StandardAuthorizer's configuration when it names Kafka's StandardAuthorizer;
+/// any other class is [`ConfigError::Invalid`].
+pub fn authorizer_from_props(
     p: &mut Props,
     warnings: &mut Vec<ConfigWarning>,
 ) -> Result<Option<AuthorizerConfig>, ConfigError> {
@@ -66,42 +81,49 @@ pub(crate) fn parse(
 mod tests {
     use std::collections::BTreeMap;
 
-    use crate::config::{BrokerConfig, ConfigError, ConfigWarning};
+    use super::*;
 
-    fn parse(pairs: &[(&str, &str)]) -> Result<(BrokerConfig, Vec<ConfigWarning>), ConfigError> {
+    type Parsed = (Option<AuthorizerConfig>, Vec<ConfigWarning>, Props);
+
+    fn parse(pairs: &[(&str, &str)]) -> Result<Parsed, ConfigError> {
         let map: BTreeMap<String, String> = pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        BrokerConfig::from_properties_with_warnings(map)
+        let mut p = Props::new(map);
+        let mut w = Vec::new();
+        let c = authorizer_from_props(&mut p, &mut w)?;
+        Ok((c, w, p))
     }
 
     #[test]
     fn no_class_means_no_authorizer() {
-        let (c, w) = parse(&[]).unwrap();
-        assert!(c.authorizer.is_none());
+        let (c, w, _) = parse(&[]).unwrap();
+        assert!(c.is_none());
         assert!(w.is_empty());
-        let (c, w) = parse(&[("authorizer.class.name", ""), ("super.users", "User:a")]).unwrap();
-        assert!(c.authorizer.is_none());
+        let (c, w, p) = parse(&[("authorizer.class.name", ""), ("super.users", "User:a")]).unwrap();
+        assert!(c.is_none());
         assert_eq!(w.len(), 1);
         assert_eq!(w[0].key(), "super.users");
+        // The settings are consumed: the broker does not report them as unknown.
+        assert_eq!(p.into_remaining_keys().count(), 0);
     }
 
     #[test]
     fn standard_authorizer_reads_its_settings() {
-        let (c, w) = parse(&[
-            ("authorizer.class.name", super::STANDARD_AUTHORIZER),
+        let (c, w, _) = parse(&[
+            ("authorizer.class.name", STANDARD_AUTHORIZER),
             ("super.users", "User:admin; User:ops"),
             ("allow.everyone.if.no.acl.found", "true"),
         ])
         .unwrap();
         assert!(w.is_empty(), "{w:?}");
-        let a = c.authorizer.unwrap();
+        let a = c.unwrap();
         assert_eq!(a.super_users.len(), 2);
         assert!(a.super_users.contains("User:ops"));
         assert!(a.allow_everyone_if_no_acl_found);
-        let (c, _) = parse(&[("authorizer.class.name", super::STANDARD_AUTHORIZER)]).unwrap();
-        let a = c.authorizer.unwrap();
+        let (c, _, _) = parse(&[("authorizer.class.name", STANDARD_AUTHORIZER)]).unwrap();
+        let a = c.unwrap();
         assert!(a.super_users.is_empty());
         assert!(!a.allow_everyone_if_no_acl_found);
     }
@@ -112,7 +134,9 @@ mod tests {
             "kafka.security.authorizer.AclAuthorizer",
             "com.example.Mine",
         ] {
-            let e = parse(&[("authorizer.class.name", class)]).unwrap_err();
+            let Err(e) = parse(&[("authorizer.class.name", class)]) else {
+                panic!("{class} accepted");
+            };
             assert!(
                 matches!(&e, ConfigError::Invalid { key, .. } if key == "authorizer.class.name"),
                 "{e}"
