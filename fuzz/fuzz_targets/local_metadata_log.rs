@@ -64,7 +64,11 @@ fuzz_target!(|input: &[u8]| {
         assert_eq!(r.position as usize, again.len(), "positions out of step");
         encode_local_frame(&r.body, &mut again).expect("a decoded body re-encodes");
     }
-    assert_eq!(&again[..], &bytes[..valid], "kept bytes that do not re-encode");
+    assert_eq!(
+        &again[..],
+        &bytes[..valid],
+        "kept bytes that do not re-encode"
+    );
     let tail = &bytes[valid..];
     if tail.len() >= 8 {
         let len = u32::from_be_bytes(tail[..4].try_into().unwrap()) as usize;

@@ -116,7 +116,13 @@ async fn ask_coordinator(
             return match state
                 .txns
                 .verification_connections()
-                .call(node, leader, body, VERIFY_ADD_PARTITIONS_TO_TXN_VERSION, VERIFY_TIMEOUT)
+                .call(
+                    node,
+                    leader,
+                    body,
+                    VERIFY_ADD_PARTITIONS_TO_TXN_VERSION,
+                    VERIFY_TIMEOUT,
+                )
                 .await
             {
                 Some(ResponseBody::AddPartitionsToTxn(r)) => {

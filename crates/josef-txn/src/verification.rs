@@ -240,18 +240,21 @@ mod tests {
 
     #[test]
     fn two_producers_are_refused_without_asking() {
-        let plan = plan_verification(
-            "tx",
-            [append("a", 5, 0, FRESH), append("b", 5, 1, FRESH)],
-        );
+        let plan = plan_verification("tx", [append("a", 5, 0, FRESH), append("b", 5, 1, FRESH)]);
         let Verification::Refused(errors) = plan else {
             panic!("expected a refusal, got {plan:?}");
         };
         assert_eq!(
             errors.into_iter().collect::<Vec<_>>(),
             vec![
-                (TopicPartition::new("a", 0), ErrorCode::InvalidProducerIdMapping),
-                (TopicPartition::new("b", 0), ErrorCode::InvalidProducerIdMapping),
+                (
+                    TopicPartition::new("a", 0),
+                    ErrorCode::InvalidProducerIdMapping
+                ),
+                (
+                    TopicPartition::new("b", 0),
+                    ErrorCode::InvalidProducerIdMapping
+                ),
             ]
         );
     }
@@ -294,14 +297,13 @@ mod tests {
             transactional_id: "tx".into(),
             partitions: vec![
                 (TopicPartition::new("a", 0), None),
-                (
-                    TopicPartition::new("b", 0),
-                    Some(TxnError::ProducerFenced),
-                ),
+                (TopicPartition::new("b", 0), Some(TxnError::ProducerFenced)),
             ],
         };
         assert_eq!(
-            verification_errors(&result, 9).into_iter().collect::<Vec<_>>(),
+            verification_errors(&result, 9)
+                .into_iter()
+                .collect::<Vec<_>>(),
             vec![(TopicPartition::new("b", 0), ErrorCode::InvalidProducerEpoch)]
         );
     }

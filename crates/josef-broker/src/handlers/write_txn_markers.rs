@@ -30,7 +30,12 @@ pub fn end_txn_marker(m: &TxnMarkerRequest) -> EndTxnMarker {
         TransactionResult::Commit => ControlType::Commit,
         TransactionResult::Abort => ControlType::Abort,
     };
-    EndTxnMarker::new(m.producer_id, m.producer_epoch, control, m.coordinator_epoch)
+    EndTxnMarker::new(
+        m.producer_id,
+        m.producer_epoch,
+        control,
+        m.coordinator_epoch,
+    )
 }
 
 /// Writes every marker of `markers` on the partitions led here and waits (at most
