@@ -38,7 +38,7 @@ use crate::cluster::txn_marker_sender::TxnMarkerSender;
 use crate::cluster::ClusterNode;
 use crate::config::BrokerConfig;
 use crate::groups::{coordinator_epoch, local_leader_epoch, GroupService};
-use crate::handlers::write_txn_markers::append_marker;
+use crate::handlers::write_txn_markers::end_txn_marker;
 use crate::partition::{control_type_of, Partition};
 use crate::state::FileBlockStore;
 use crate::topics::{now_ms, TopicManager, GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC};
@@ -524,7 +524,8 @@ fn write_markers(env: &Env<'_>, m: &TxnMarkerRequest) {
             tracing::warn!(topic = %tp.topic, partition = tp.partition, "marker for an unknown partition skipped");
             continue;
         };
-        if let Err(e) = append_marker(&p, m, now) {
+        // acks = 1: one node, no ISR to wait for.
+        if let Err(e) = p.append_txn_marker(&end_txn_marker(m), 1, 1, now) {
             tracing::warn!(topic = %tp.topic, partition = tp.partition, code = ?e.code, msg = ?e.message, "marker write failed");
         }
         if tp.topic == GROUP_METADATA_TOPIC {

@@ -58,6 +58,39 @@ pub struct MetadataDelta {
     removed_topics: BTreeSet<Uuid>,
 }
 
+impl MetadataImage {
+    /// This image with `records` replayed on top, at `provenance`: how a node without a quorum
+    /// (josef-quorum's `LocalMetadataLog`) rebuilds its image at start and checks a batch before
+    /// it writes it. All or nothing: the first record that does not apply is the error, and no
+    /// image holds any of the batch.
+    ///
+    /// ```
+    /// use josef_metadata::{MetadataError, MetadataImage, MetadataProvenance, MetadataRecord};
+    /// use josef_protocol::metadata_records::FenceBrokerRecord;
+    ///
+    /// let at = MetadataProvenance { last_offset: 1, last_epoch: 0 };
+    /// // Fencing a broker that never registered does not apply.
+    /// let fence = MetadataRecord::FenceBroker(FenceBrokerRecord { id: 7, epoch: 1, ..Default::default() });
+    /// assert!(matches!(
+    ///     MetadataImage::empty().with_records([&fence], at),
+    ///     Err(MetadataError::UnknownBroker { broker_id: 7, .. })
+    /// ));
+    /// let same = MetadataImage::empty().with_records([], at).unwrap();
+    /// assert_eq!(same.provenance(), at);
+    /// ```
+    pub fn with_records<'a>(
+        &self,
+        records: impl IntoIterator<Item = &'a MetadataRecord>,
+        provenance: MetadataProvenance,
+    ) -> Result<MetadataImage, MetadataError> {
+        let mut delta = MetadataDelta::new(self);
+        for r in records {
+            delta.replay(r)?;
+        }
+        Ok(delta.apply(provenance))
+    }
+}
+
 impl MetadataDelta {
     /// A delta on top of `image`, with nothing replayed yet.
     pub fn new(image: &MetadataImage) -> Self {

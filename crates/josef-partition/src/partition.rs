@@ -319,6 +319,24 @@ fn read_varint(buf: &[u8], pos: &mut usize) -> Option<i64> {
     Some(((value >> 1) as i64) ^ -((value & 1) as i64))
 }
 
+/// The COMMIT/ABORT control batch of `marker` as a leader at `leader_epoch` appends it.
+fn control_batch(marker: &EndTxnMarker, leader_epoch: i32, now_ms: i64) -> BytesMut {
+    josef_records::build_control_batch(
+        marker.producer_id,
+        marker.producer_epoch,
+        josef_records::EndTxnMarker {
+            control_type: match marker.control_type {
+                ControlType::Commit => josef_records::ControlRecordType::Commit,
+                ControlType::Abort => josef_records::ControlRecordType::Abort,
+            },
+            coordinator_epoch: marker.coordinator_epoch,
+        },
+        0,
+        leader_epoch,
+        now_ms,
+    )
+}
+
 /// The sequencer's view of a batch header.
 pub fn batch_info(h: &BatchHeader) -> BatchInfo {
     let mut b = if h.is_transactional() {
@@ -694,31 +712,71 @@ impl Partition {
     ) -> Result<i64, PartitionError> {
         let (hw, offset) = {
             let mut d = self.data.lock();
-            let plan = d
-                .producers
-                .validate_marker(&marker)
-                .map_err(|e| PartitionError::from(&e))?;
-            let info = Self::append_locked(&mut d, ClientBatch::Owned(batch), now_ms)?;
-            let completed = d
-                .producers
-                .commit_marker(plan.with_offset(info.first_offset, info.max_timestamp));
-            if let Some(c) = completed.filter(|c| c.is_aborted) {
-                d.log.append_aborted_txn(AbortedTxn {
-                    producer_id: c.producer_id,
-                    first_offset: c.first_offset,
-                    last_offset: c.last_offset,
-                    last_stable_offset: c.last_stable_offset,
-                })?;
-            }
-            (Self::advance_leader_hw(&mut d, now_ms), info.first_offset)
+            Self::append_marker_locked(&mut d, batch, &marker, now_ms)?
         };
+        self.notify_appended(hw);
+        Ok(offset)
+    }
+
+    /// The leader's side of WriteTxnMarkers for this partition (Kafka's
+    /// `ReplicaManager.appendRecords` of a marker, origin coordinator): under one lock, the
+    /// pre-append check at `required_acks` (the coordinator writes markers with acks = −1, so
+    /// NOT_LEADER_OR_FOLLOWER, or NOT_ENOUGH_REPLICAS with an ISR below `min_insync_replicas`),
+    /// the control batch of `marker` built at the current leader epoch, the producer state's
+    /// fencing (TRANSACTION_COORDINATOR_FENCED for a coordinator epoch below the last marker's,
+    /// INVALID_PRODUCER_EPOCH for an old producer epoch), then the append as
+    /// [`Partition::append_marker`]. Returns the marker's offset: the caller answers once the HW
+    /// passes it.
+    pub fn append_txn_marker(
+        &self,
+        marker: &EndTxnMarker,
+        required_acks: i16,
+        min_insync_replicas: i32,
+        now_ms: i64,
+    ) -> Result<i64, PartitionError> {
+        let (hw, offset) = {
+            let mut d = self.data.lock();
+            d.replication
+                .check_append(required_acks, min_insync_replicas)?;
+            let batch = control_batch(marker, d.replication.leader_epoch(), now_ms);
+            Self::append_marker_locked(&mut d, batch, marker, now_ms)?
+        };
+        self.notify_appended(hw);
+        Ok(offset)
+    }
+
+    fn append_marker_locked(
+        d: &mut PartitionData,
+        batch: BytesMut,
+        marker: &EndTxnMarker,
+        now_ms: i64,
+    ) -> Result<(Option<i64>, i64), PartitionError> {
+        let plan = d
+            .producers
+            .validate_marker(marker)
+            .map_err(|e| PartitionError::from(&e))?;
+        let info = Self::append_locked(d, ClientBatch::Owned(batch), now_ms)?;
+        let completed = d
+            .producers
+            .commit_marker(plan.with_offset(info.first_offset, info.max_timestamp));
+        if let Some(c) = completed.filter(|c| c.is_aborted) {
+            d.log.append_aborted_txn(AbortedTxn {
+                producer_id: c.producer_id,
+                first_offset: c.first_offset,
+                last_offset: c.last_offset,
+                last_stable_offset: c.last_stable_offset,
+            })?;
+        }
+        Ok((Self::advance_leader_hw(d, now_ms), info.first_offset))
+    }
+
+    fn notify_appended(&self, hw: Option<i64>) {
         self.notify(PartitionEvent {
             appended: true,
             high_watermark: hw,
             leadership_changed: false,
             isr_change_proposed: false,
         });
-        Ok(offset)
     }
 
     /// The offsets of a read and its bound, after the epoch, role and range checks (the part of

@@ -326,3 +326,71 @@ fn delete_records_moves_the_log_start_on_the_leader_only() {
         Err(ErrorCode::NotLeaderOrFollower)
     );
 }
+
+#[test]
+fn a_txn_marker_is_checked_fenced_and_appended_as_leader() {
+    let dir = tempfile::tempdir().unwrap();
+    let (l, f) = (open(&dir, 1), open(&dir, 2));
+    let commit =
+        |coordinator_epoch| EndTxnMarker::new(7, 0, ControlType::Commit, coordinator_epoch);
+    // A follower refuses: the coordinator looks the leader up again.
+    f.make_follower(1, 3, 0);
+    assert_eq!(
+        f.append_txn_marker(&commit(0), -1, 1, 1)
+            .map_err(|e| e.code),
+        Err(ErrorCode::NotLeaderOrFollower)
+    );
+    l.make_leader(3, 0, &[1], &[1, 2], 1, 0).unwrap();
+    let txn = TestBatch::new(0)
+        .producer(7, 0, 0)
+        .transactional()
+        .record(1, None, Some(b"t"))
+        .build();
+    // min.insync.replicas 1: the helper's 2 would freeze the HW with one replica in the ISR.
+    let h = BatchHeader::parse(&txn).unwrap();
+    l.append_from_client(ClientBatch::Owned(txn), &h, 1, 1, 1)
+        .unwrap();
+    // acks = -1 under min.insync.replicas: nothing written.
+    assert_eq!(
+        l.append_txn_marker(&commit(5), -1, 2, 2)
+            .map_err(|e| e.code),
+        Err(ErrorCode::NotEnoughReplicas)
+    );
+    assert_eq!(l.data.lock().log.log_end_offset(), 1);
+    assert_eq!(
+        l.append_txn_marker(&commit(5), -1, 1, 2)
+            .map_err(|e| e.code),
+        Ok(1)
+    );
+    {
+        let d = l.data.lock();
+        assert_eq!(d.log.log_end_offset(), 2);
+        assert_eq!(d.last_stable_offset(), 2);
+        let bytes = d.log.read(1, 1 << 20, 2, true).unwrap().records;
+        let h = BatchHeader::parse(&bytes).unwrap();
+        assert!(h.is_control() && h.is_transactional());
+        assert_eq!((h.producer_id, h.producer_epoch), (7, 0));
+        assert_eq!(h.partition_leader_epoch, 3);
+    }
+    // A deposed coordinator (a lower coordinator epoch than the last marker's) is fenced.
+    assert_eq!(
+        l.append_txn_marker(&commit(4), -1, 1, 3)
+            .map_err(|e| e.code),
+        Err(ErrorCode::TransactionCoordinatorFenced)
+    );
+    // So is an older producer epoch than the one the partition knows.
+    let bumped = TestBatch::new(0)
+        .producer(7, 1, 0)
+        .transactional()
+        .record(1, None, Some(b"u"))
+        .build();
+    let h = BatchHeader::parse(&bumped).unwrap();
+    l.append_from_client(ClientBatch::Owned(bumped), &h, 1, 1, 4)
+        .unwrap();
+    assert_eq!(
+        l.append_txn_marker(&commit(5), -1, 1, 5)
+            .map_err(|e| e.code),
+        Err(ErrorCode::InvalidProducerEpoch)
+    );
+    assert_eq!(l.data.lock().log.log_end_offset(), 3);
+}

@@ -23,6 +23,9 @@
 //!   [`MetadataQuorum::serve_observer_connection`]; without a broker,
 //!   [`MetadataQuorum::bind_and_serve`] runs a listener of its own.
 //!
+//! A node without a quorum (a single-node broker) keeps its metadata records in a
+//! [`LocalMetadataLog`] instead: one file of CRC-framed records, fsynced on append.
+//!
 //! # Files under [`QuorumConfig::dir`]
 //!
 //! | file | content |
@@ -97,6 +100,7 @@ mod files;
 #[doc(hidden)]
 pub mod fuzzing;
 mod inspect;
+mod local_log;
 mod log_store;
 mod network;
 mod observer;
@@ -125,6 +129,10 @@ use tokio::sync::watch;
 pub use config::{parse_voters, QuorumConfig, VotersError};
 pub use error::QuorumError;
 pub use inspect::{read_log_dir, StoredEntry, StoredPayload};
+pub use local_log::{
+    decode_local_frames, encode_local_frame, CorruptFrame, FrameError, LocalFrames, LocalLogError,
+    LocalMetadataLog, LocalRecord, MAX_LOCAL_RECORD_BYTES,
+};
 pub use network::MAX_FRAME_BYTES;
 pub use observer::{MetadataObserver, ObserverConfig};
 

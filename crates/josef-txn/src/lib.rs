@@ -14,6 +14,9 @@
 //! [`TxnMarkerChannel`] is the coordinator's marker bookkeeping across brokers (what to send to
 //! which partition leader, what to retry, when every marker is written).
 //!
+//! [`plan_verification`] is a partition leader's side of KIP-890 part 1: which transactional
+//! appends the coordinator must confirm first, and how its answers map to Produce errors.
+//!
 //! See `docs/transactions.md` for the state diagram and the request flow.
 #![deny(missing_docs)]
 
@@ -30,6 +33,7 @@ mod serde;
 mod shard;
 mod state;
 mod types;
+mod verification;
 pub mod wire;
 
 pub use api::{
@@ -58,6 +62,10 @@ pub use serde::{TxnRecordSerde, TRANSACTION_LOG_KEY_TYPE};
 pub use shard::{TxnResult, TxnShard};
 pub use state::TxnState;
 pub use types::{TopicPartition, TransactionVersion};
+pub use verification::{
+    plan_verification, produce_error, verification_errors, PartitionTxnState, TransactionalAppend,
+    Verification, VERIFY_ADD_PARTITIONS_TO_TXN_VERSION,
+};
 
 /// The README's example, run as a doc test.
 #[cfg(doctest)]

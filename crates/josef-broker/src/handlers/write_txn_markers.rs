@@ -1,67 +1,41 @@
 //! WriteTxnMarkers (api 27), served by partition leaders (Kafka's
-//! `KafkaApis.handleWriteTxnMarkersRequest`): per partition a COMMIT/ABORT control batch carrying
-//! the coordinator epoch, appended as leader with acks = −1 and answered once the ISR holds it.
-//! The partition's producer state fences markers from a deposed coordinator (a lower coordinator
-//! epoch than the last marker's: TRANSACTION_COORDINATOR_FENCED) and from an old producer epoch
-//! (INVALID_PRODUCER_EPOCH). Unknown partitions answer UNKNOWN_TOPIC_OR_PARTITION, partitions
-//! not led here NOT_LEADER_OR_FOLLOWER, so the coordinator looks the leader up again and
-//! retries. A `__consumer_offsets` marker also ends the producer's pending TxnOffsetCommits in
-//! the group coordinator.
+//! `KafkaApis.handleWriteTxnMarkersRequest`). The per-partition rules are josef-partition's
+//! `Partition::append_txn_marker`: the COMMIT/ABORT control batch carrying the coordinator epoch,
+//! appended as leader with acks = −1 (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS), fenced by the
+//! producer state (TRANSACTION_COORDINATOR_FENCED for a deposed coordinator,
+//! INVALID_PRODUCER_EPOCH for an old producer epoch). This handler adds what needs the broker:
+//! UNKNOWN_TOPIC_OR_PARTITION for partitions it does not have, the wait for the ISR (the produce
+//! purgatory), and for a `__consumer_offsets` marker the end of the producer's pending
+//! TxnOffsetCommits in the group coordinator.
 //!
 //! The coordinator's marker sender (`cluster::txn_marker_sender`) calls [`write_markers`]
 //! directly for the partitions this broker leads.
 
-use bytes::BytesMut;
 use josef_protocol::messages::{WriteTxnMarkersRequest, WriteTxnMarkersResponse};
 use josef_protocol::ErrorCode;
-use josef_records::{build_control_batch, ControlRecordType};
 use josef_sequencer::{ControlType, EndTxnMarker};
 use josef_txn::wire::{self, MarkerResult};
 use josef_txn::{TransactionResult, TxnMarkerRequest};
 
 use crate::delayed_fetch::{DelayedOp, DelayedProduce, ProducingPartition};
-use crate::partition::{Partition, PartitionError};
 use crate::state::BrokerState;
 use crate::topics::{now_ms, GROUP_METADATA_TOPIC};
 
 /// How long a marker waits for the ISR (Kafka uses `request.timeout.ms`, default 30 s).
 pub const MARKER_WRITE_TIMEOUT_MS: u64 = 30_000;
 
-/// The control batch of `m` for partition `p`, as the leader appends it.
-fn control_batch(p: &Partition, m: &TxnMarkerRequest, now: i64) -> (BytesMut, EndTxnMarker) {
-    let commit = m.result == TransactionResult::Commit;
-    let batch = build_control_batch(
+/// The marker of `m` as each of its partitions checks and appends it.
+pub fn end_txn_marker(m: &TxnMarkerRequest) -> EndTxnMarker {
+    let control = match m.result {
+        TransactionResult::Commit => ControlType::Commit,
+        TransactionResult::Abort => ControlType::Abort,
+    };
+    EndTxnMarker::new(
         m.producer_id,
         m.producer_epoch,
-        josef_records::EndTxnMarker {
-            control_type: if commit {
-                ControlRecordType::Commit
-            } else {
-                ControlRecordType::Abort
-            },
-            coordinator_epoch: m.coordinator_epoch,
-        },
-        0,
-        p.leader_epoch(),
-        now,
-    );
-    let marker = EndTxnMarker::new(
-        m.producer_id,
-        m.producer_epoch,
-        if commit {
-            ControlType::Commit
-        } else {
-            ControlType::Abort
-        },
+        control,
         m.coordinator_epoch,
-    );
-    (batch, marker)
-}
-
-/// Appends the marker of `m` to `p` as its leader; returns the marker's offset.
-pub fn append_marker(p: &Partition, m: &TxnMarkerRequest, now: i64) -> Result<i64, PartitionError> {
-    let (batch, marker) = control_batch(p, m, now);
-    p.append_marker(batch, marker, now)
+    )
 }
 
 /// Writes every marker of `markers` on the partitions led here and waits (at most
@@ -90,10 +64,9 @@ pub async fn write_markers(state: &BrokerState, markers: &[TxnMarkerRequest]) ->
                 continue;
             };
             let min_isr = super::produce::min_insync_replicas(&topic, &state.config);
-            let checked = partition.data.lock().replication.check_append(-1, min_isr);
-            let appended = checked
-                .map_err(PartitionError::new)
-                .and_then(|()| append_marker(&partition, m, now));
+            // The partition's own rules (josef-partition): leader, ISR, coordinator and
+            // producer epoch fencing.
+            let appended = partition.append_txn_marker(&end_txn_marker(m), -1, min_isr, now);
             match appended {
                 Ok(offset) => {
                     waiting_at.push((

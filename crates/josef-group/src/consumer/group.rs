@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use josef_protocol::Uuid;
 
 use super::member::ConsumerMember;
-use super::types::{Assignment, ConsumerGroupState, MemberState, SubscribedTopic, TopicImage};
-use crate::record::{ConsumerRecord, CurrentMemberAssignment};
+use super::types::{Assignment, ConsumerGroupState, SubscribedTopic, TopicImage};
+use crate::record::ConsumerRecord;
 
 /// A consumer group.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -158,14 +158,7 @@ impl ConsumerGroup {
                         .entry(member_id.clone())
                         .or_insert_with(|| ConsumerMember::new(member_id));
                     let old_instance = m.instance_id.clone();
-                    m.instance_id = v.instance_id.clone();
-                    m.rack_id = v.rack_id.clone();
-                    m.client_id = v.client_id.clone();
-                    m.client_host = v.client_host.clone();
-                    m.subscribed_topic_names = v.subscribed_topic_names.clone();
-                    m.subscribed_topic_regex = v.subscribed_topic_regex.clone();
-                    m.rebalance_timeout_ms = v.rebalance_timeout_ms;
-                    m.server_assignor = v.server_assignor.clone();
+                    m.set_metadata(v);
                     if let Some(old) = old_instance {
                         if self.static_members.get(&old) == Some(member_id) {
                             self.static_members.remove(&old);
@@ -207,20 +200,9 @@ impl ConsumerGroup {
                 let updated = {
                     let m = self.members.get_mut(member_id).expect("present");
                     match value {
-                        Some(v) => {
-                            m.member_epoch = v.member_epoch;
-                            m.previous_member_epoch = v.previous_member_epoch;
-                            m.state = v.state;
-                            m.assigned = v.assigned.clone();
-                            m.pending_revocation = v.pending_revocation.clone();
-                        }
-                        None => {
-                            m.member_epoch = 0;
-                            m.previous_member_epoch = 0;
-                            m.state = MemberState::Stable;
-                            m.assigned.clear();
-                            m.pending_revocation.clear();
-                        }
+                        Some(v) => m.set_assignment(v),
+                        // A tombstone: back to a member that has just joined.
+                        None => m.set_assignment(&ConsumerMember::new(member_id).assignment()),
                     }
                     m.clone()
                 };
@@ -260,13 +242,7 @@ impl ConsumerGroup {
     pub fn current_assignment_record(m: &ConsumerMember) -> ConsumerRecord {
         ConsumerRecord::CurrentMemberAssignment {
             member_id: m.member_id.clone(),
-            value: Some(CurrentMemberAssignment {
-                member_epoch: m.member_epoch,
-                previous_member_epoch: m.previous_member_epoch,
-                state: m.state,
-                assigned: m.assigned.clone(),
-                pending_revocation: m.pending_revocation.clone(),
-            }),
+            value: Some(m.assignment()),
         }
     }
 
@@ -274,16 +250,7 @@ impl ConsumerGroup {
     pub fn member_metadata_record(m: &ConsumerMember) -> ConsumerRecord {
         ConsumerRecord::MemberMetadata {
             member_id: m.member_id.clone(),
-            value: Some(crate::record::ConsumerMemberMetadata {
-                instance_id: m.instance_id.clone(),
-                rack_id: m.rack_id.clone(),
-                client_id: m.client_id.clone(),
-                client_host: m.client_host.clone(),
-                subscribed_topic_names: m.subscribed_topic_names.clone(),
-                subscribed_topic_regex: m.subscribed_topic_regex.clone(),
-                rebalance_timeout_ms: m.rebalance_timeout_ms,
-                server_assignor: m.server_assignor.clone(),
-            }),
+            value: Some(m.metadata()),
         }
     }
 

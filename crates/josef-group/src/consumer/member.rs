@@ -1,6 +1,7 @@
 //! A member of a consumer group (`ConsumerGroupMember`).
 
 use super::types::{Assignment, MemberState};
+use crate::record::{ConsumerMemberMetadata, CurrentMemberAssignment};
 
 /// Member epoch sent by a member leaving the group.
 pub const LEAVE_GROUP_MEMBER_EPOCH: i32 = -1;
@@ -66,24 +67,69 @@ impl ConsumerMember {
         self.state == MemberState::Stable && self.member_epoch == target_epoch
     }
 
+    /// The subscription part (what record 5 holds).
+    pub fn metadata(&self) -> ConsumerMemberMetadata {
+        ConsumerMemberMetadata {
+            instance_id: self.instance_id.clone(),
+            rack_id: self.rack_id.clone(),
+            client_id: self.client_id.clone(),
+            client_host: self.client_host.clone(),
+            subscribed_topic_names: self.subscribed_topic_names.clone(),
+            subscribed_topic_regex: self.subscribed_topic_regex.clone(),
+            rebalance_timeout_ms: self.rebalance_timeout_ms,
+            server_assignor: self.server_assignor.clone(),
+        }
+    }
+
+    /// Takes the subscription part from record 5.
+    pub fn set_metadata(&mut self, v: &ConsumerMemberMetadata) {
+        let ConsumerMemberMetadata {
+            instance_id,
+            rack_id,
+            client_id,
+            client_host,
+            subscribed_topic_names,
+            subscribed_topic_regex,
+            rebalance_timeout_ms,
+            server_assignor,
+        } = v.clone();
+        self.instance_id = instance_id;
+        self.rack_id = rack_id;
+        self.client_id = client_id;
+        self.client_host = client_host;
+        self.subscribed_topic_names = subscribed_topic_names;
+        self.subscribed_topic_regex = subscribed_topic_regex;
+        self.rebalance_timeout_ms = rebalance_timeout_ms;
+        self.server_assignor = server_assignor;
+    }
+
+    /// The assignment part (what record 8 holds).
+    pub fn assignment(&self) -> CurrentMemberAssignment {
+        CurrentMemberAssignment {
+            member_epoch: self.member_epoch,
+            previous_member_epoch: self.previous_member_epoch,
+            state: self.state,
+            assigned: self.assigned.clone(),
+            pending_revocation: self.pending_revocation.clone(),
+        }
+    }
+
+    /// Takes the assignment part from record 8.
+    pub fn set_assignment(&mut self, v: &CurrentMemberAssignment) {
+        self.member_epoch = v.member_epoch;
+        self.previous_member_epoch = v.previous_member_epoch;
+        self.state = v.state;
+        self.assigned = v.assigned.clone();
+        self.pending_revocation = v.pending_revocation.clone();
+    }
+
     /// The subscription part equals `other`'s (what record 5 holds).
     pub fn same_metadata(&self, other: &ConsumerMember) -> bool {
-        self.instance_id == other.instance_id
-            && self.rack_id == other.rack_id
-            && self.client_id == other.client_id
-            && self.client_host == other.client_host
-            && self.subscribed_topic_names == other.subscribed_topic_names
-            && self.subscribed_topic_regex == other.subscribed_topic_regex
-            && self.rebalance_timeout_ms == other.rebalance_timeout_ms
-            && self.server_assignor == other.server_assignor
+        self.metadata() == other.metadata()
     }
 
     /// The assignment part equals `other`'s (what record 8 holds).
     pub fn same_assignment(&self, other: &ConsumerMember) -> bool {
-        self.member_epoch == other.member_epoch
-            && self.previous_member_epoch == other.previous_member_epoch
-            && self.state == other.state
-            && self.assigned == other.assigned
-            && self.pending_revocation == other.pending_revocation
+        self.assignment() == other.assignment()
     }
 }
