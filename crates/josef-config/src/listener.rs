@@ -267,29 +267,16 @@ mod tests {
 
     #[test]
     fn setting_numbers_and_lists() {
-        let s = Setting {
-            value: "-1".into(),
+        let s = |v: &str| Setting {
+            value: v.into(),
             key: "k".into(),
         };
-        assert!(s
-            .num::<i64>(0)
-            .unwrap_err()
-            .to_string()
-            .contains("at least 0"));
-        assert_eq!(s.num::<i64>(-1).unwrap(), -1);
-        let s = Setting {
-            value: "x".into(),
-            key: "k".into(),
-        };
-        assert!(s
-            .num::<i32>(0)
-            .unwrap_err()
-            .to_string()
-            .contains("not a number"));
-        let s = Setting {
-            value: " a, ,b ".into(),
-            key: "k".into(),
-        };
-        assert_eq!(s.list(), ["a", "b"]);
+        let err = |r: Result<i64, ConfigError>| r.unwrap_err().to_string();
+        assert!(err(s("-1").num::<i64>(0)).contains("at least 0"));
+        assert_eq!(s("-1").num::<i64>(-1).unwrap(), -1);
+        assert!(err(s("x").num::<i64>(0)).contains("not a number"));
+        let e = s("x").num::<i32>(0).unwrap_err().to_string();
+        assert!(e.contains("not a number"), "{e}");
+        assert_eq!(s(" a, ,b ").list(), ["a", "b"]);
     }
 }
