@@ -46,7 +46,6 @@ fn handshake(version: i16, mechanism: &'static str) -> Bytes {
         1,
         RequestBody::SaslHandshake(SaslHandshakeRequest {
             mechanism: StrBytes::from_static_str(mechanism),
-            ..Default::default()
         }),
     )
 }
