@@ -33,7 +33,6 @@ pub mod sasl_session;
 pub mod security_config;
 pub mod server;
 pub mod state;
-pub mod tls;
 pub mod topic_config;
 pub mod topics;
 pub mod txn_verification;

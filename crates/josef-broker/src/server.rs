@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use crate::config::BrokerConfig;
 use crate::connection::{serve_authenticated, ConnectionInfo, ConnectionLimits, FrameHandler};
 use crate::sasl_session::SaslConnection;
-use crate::tls::TlsListener;
+use josef_tls::TlsListener;
 
 /// What a listener's connections go through before their requests: a TLS handshake, a SASL
 /// exchange, both or neither (PLAINTEXT).
@@ -71,7 +71,7 @@ async fn serve_accepted<H: FrameHandler>(
                 Ok((stream, principal)) => {
                     // On SASL_SSL the SASL identity is the principal, not the certificate's.
                     if sasl.is_none() {
-                        info.principal = principal;
+                        info.principal = crate::sasl_session::authorizer_principal(&principal);
                     }
                     serve_authenticated(stream, info, handler, limits, shutdown, sasl).await
                 }

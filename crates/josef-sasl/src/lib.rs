@@ -10,6 +10,10 @@
 //!   JWS validation, or any [`oauthbearer::OAuthBearerValidator`]).
 //! - [`ServerAuthenticator`]: which requests a connection may send in which state, the
 //!   SaslHandshake answer, KIP-368 session lifetimes and re-authentication, and when to close.
+//! - [`gate`]: the same over request frames: a connection hands it every frame with the time and
+//!   gets back encoded answers (or a close) or "pass to the handler", as the session's principal.
+//! - [`settings`]: a listener's `sasl.*` settings (listener- and mechanism-prefixed, as Kafka
+//!   reads them) from a [`josef_config::settings::Props`], and the [`SaslListener`] they build.
 //! - [`ssl_principal`]: `ssl.principal.mapping.rules`, the principal of a TLS client certificate.
 //! - [`client`]: the client side of each mechanism, for tests and tools.
 //!
@@ -49,6 +53,7 @@ mod authenticator;
 pub mod client;
 mod error;
 mod factory;
+pub mod gate;
 pub mod jaas;
 mod mechanism;
 mod nonce;
@@ -56,6 +61,7 @@ pub mod oauthbearer;
 pub mod plain;
 mod principal;
 pub mod scram;
+pub mod settings;
 pub mod ssl_principal;
 
 pub use authenticator::{

@@ -23,6 +23,12 @@ impl KafkaPrincipal {
             name: name.into(),
         }
     }
+
+    /// Kafka's `KafkaPrincipal.ANONYMOUS`, `User:ANONYMOUS`: a connection nothing authenticated
+    /// (PLAINTEXT, or TLS without a client certificate).
+    pub fn anonymous() -> Self {
+        Self::user("ANONYMOUS")
+    }
 }
 
 impl fmt::Display for KafkaPrincipal {

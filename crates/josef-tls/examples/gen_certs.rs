@@ -2,7 +2,7 @@
 //! `localhost` / `127.0.0.1` (key and chain in one PEM file, as `ssl.keystore.location` takes it)
 //! and a client certificate `CN=alice,O=josef` for mTLS. Pure Rust (rcgen), no openssl CLI.
 //!
-//! `cargo run -p josef-broker --example gen_certs -- ./josef-certs`
+//! `cargo run -p josef-tls --example gen_certs -- ./josef-certs`
 
 use std::path::PathBuf;
 

@@ -1,0 +1,50 @@
+//! Kafka's SSL and SASL_SSL listeners with rustls (ring provider; no OpenSSL), for any broker built
+//! from the Josef crates:
+//!
+//! - [`settings`]: a listener's `ssl.*` settings as Kafka names them (PEM keystore and truststore,
+//!   inline or as files, `ssl.client.auth`, `ssl.enabled.protocols`,
+//!   `ssl.principal.mapping.rules`), listener-prefixed first, read from a
+//!   [`josef_config::settings::Props`];
+//! - [`TlsListener`]: the rustls server configuration they build, and the handshake over any
+//!   `AsyncRead + AsyncWrite` stream under a timeout, giving the TLS stream and the client
+//!   certificate's principal;
+//! - [`subject_dn`]: a certificate's subject as Java's RFC 2253 text, what the mapping rules match.
+//!
+//! Certificates are read once when the listener is built; changing them needs a new listener.
+//!
+//! ```
+//! use std::collections::BTreeMap;
+//! use josef_config::listener::SecurityProtocol;
+//! use josef_config::settings::Props;
+//! use josef_tls::{ClientAuth, SslSettings, TlsListener};
+//!
+//! let key = rcgen::KeyPair::generate().unwrap();
+//! let cert = rcgen::CertificateParams::new(vec!["localhost".into()]).unwrap().self_signed(&key).unwrap();
+//! let mut p = Props::new(BTreeMap::from([
+//!     ("ssl.keystore.type".to_string(), "PEM".to_string()),
+//!     ("listener.name.client.ssl.keystore.certificate.chain".to_string(), cert.pem()),
+//!     ("listener.name.client.ssl.keystore.key".to_string(), key.serialize_pem()),
+//! ]));
+//! let settings = SslSettings::from_props(&mut p, "CLIENT", SecurityProtocol::Ssl).unwrap();
+//! SslSettings::take_unprefixed(&mut p).unwrap();
+//! assert_eq!(p.into_remaining_keys().count(), 0);
+//! assert_eq!(settings.client_auth, ClientAuth::None);
+//! let listener = TlsListener::new(&settings).unwrap();
+//! // `listener.accept(tcp_stream).await` runs the handshake and names the client.
+//! # drop(listener);
+//! ```
+#![deny(missing_docs)]
+
+mod listener;
+pub mod pem;
+pub mod settings;
+mod subject;
+
+pub use listener::{HandshakeError, TlsConfigError, TlsListener, HANDSHAKE_TIMEOUT};
+pub use settings::{ClientAuth, SslSettings};
+pub use subject::{subject_dn, SubjectError};
+
+/// The README's example, run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
