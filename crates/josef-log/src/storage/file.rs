@@ -345,12 +345,21 @@ mod tests {
     fn read_bytes_past_the_end_is_unexpected_eof_without_allocating() {
         let (_dir, f) = file_of(b"abcdef");
         assert_eq!(f.read_bytes_at(2, 4).unwrap(), Bytes::from_static(b"ef"));
-        for (len, offset) in [(7, 0), (1, 6), (usize::MAX, 0), (1, u64::MAX), (usize::MAX, u64::MAX)] {
+        for (len, offset) in [
+            (7, 0),
+            (1, 6),
+            (usize::MAX, 0),
+            (1, u64::MAX),
+            (usize::MAX, u64::MAX),
+        ] {
             let e = f.read_bytes_at(len, offset).unwrap_err();
             assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof, "{len} at {offset}");
         }
         let mut buf = [0u8; 4];
         let e = f.read_exact_at(&mut buf, u64::MAX - 1).unwrap_err();
-        assert!(matches!(e.kind(), io::ErrorKind::UnexpectedEof | io::ErrorKind::InvalidInput));
+        assert!(matches!(
+            e.kind(),
+            io::ErrorKind::UnexpectedEof | io::ErrorKind::InvalidInput
+        ));
     }
 }
