@@ -35,7 +35,13 @@ def main() -> int:
     reason = sys.argv[3] if len(sys.argv) > 3 else "deselected"
     counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     failures: list[tuple[str, str]] = []
-    for case in ET.parse(xml).getroot().iter("testcase"):
+    try:
+        root = ET.parse(xml).getroot()
+    except (OSError, ET.ParseError) as e:
+        # pytest died before writing its report (or wrote half of it): no result, not a traceback.
+        print(f"no usable junit report at {xml}: {e}")
+        return 1
+    for case in root.iter("testcase"):
         area = area_of(case.get("classname", "?"))
         kinds = {child.tag for child in case}
         if "failure" in kinds or "error" in kinds:

@@ -27,6 +27,7 @@
 pub mod gauges;
 pub mod http;
 pub mod requests;
+pub mod route;
 
 use std::sync::OnceLock;
 use std::time::Duration;

@@ -77,11 +77,27 @@ async fn add(c: &mut Client, pid: i64, epoch: i16, partitions: &[i32]) {
     else {
         panic!()
     };
-    for t in &r.results_by_topic_v3_and_below {
-        for p in &t.results_by_partition {
-            assert_eq!(p.partition_error_code, 0, "{p:?}");
-        }
-    }
+    // Every partition asked for is answered, and with NONE (an empty response is no success).
+    let mut answered: Vec<(String, i32, i16)> = r
+        .results_by_topic_v3_and_below
+        .iter()
+        .flat_map(|t| {
+            t.results_by_partition.iter().map(|p| {
+                (
+                    t.name.to_string(),
+                    p.partition_index,
+                    p.partition_error_code,
+                )
+            })
+        })
+        .collect();
+    answered.sort();
+    let mut want: Vec<(String, i32, i16)> = partitions
+        .iter()
+        .map(|&p| ("t".to_string(), p, 0))
+        .collect();
+    want.sort();
+    assert_eq!(answered, want, "{r:?}");
 }
 
 /// One transactional batch of `tx` on `t-<partition>` at Produce `version`; its error code.

@@ -1,9 +1,70 @@
-//! Behaviour of the log, one test per rule.
+//! Behaviour of the log, one test per rule, each run on the file system and on
+//! [`MemoryStorage`]: a log must not behave differently on either (tests/memory_storage.rs adds
+//! what only the memory storage promises, and a differential property over random operations).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use bytes::BytesMut;
+use josef_log::storage::{FileStorage, MemoryStorage, Storage};
 use josef_log::testing::{batch, TestBatch};
-use josef_log::{AbortedTxn, Log, LogConfig, LogError, TimestampType};
-use std::path::Path;
+use josef_log::{AbortedTxn, Log, LogConfig, LogError, PartitionState, TimestampType};
+
+/// Where a test's log lives: a temporary directory through [`FileStorage`], or names in a
+/// [`MemoryStorage`]. Every look at the files goes through the storage, so one test body checks
+/// both.
+struct Backend {
+    storage: Arc<dyn Storage>,
+    root: PathBuf,
+    _temp: Option<tempfile::TempDir>,
+}
+
+impl Backend {
+    fn file() -> Self {
+        let temp = tempfile::tempdir().unwrap();
+        Backend {
+            storage: Arc::new(FileStorage),
+            root: temp.path().to_path_buf(),
+            _temp: Some(temp),
+        }
+    }
+
+    fn memory() -> Self {
+        Backend {
+            storage: Arc::new(MemoryStorage::new()),
+            root: PathBuf::from("/josef-memory"),
+            _temp: None,
+        }
+    }
+
+    fn dir(&self, partition: &str) -> PathBuf {
+        self.root.join(partition)
+    }
+
+    fn open(&self, dir: &Path, config: LogConfig) -> Log {
+        self.open_with(dir, config, PartitionState::Standalone)
+    }
+
+    fn open_with(&self, dir: &Path, config: LogConfig, state: PartitionState) -> Log {
+        Log::open_in(self.storage.clone(), dir, config, 0, state).unwrap()
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        self.storage.exists(path)
+    }
+
+    fn names(&self, dir: &Path) -> Vec<String> {
+        self.storage.read_dir(dir).unwrap()
+    }
+
+    fn len(&self, path: &Path) -> u64 {
+        self.storage.open_file(path, false).unwrap().len().unwrap()
+    }
+
+    fn read_to_string(&self, path: &Path) -> String {
+        String::from_utf8(self.storage.read(path).unwrap()).unwrap()
+    }
+}
 
 fn small_config() -> LogConfig {
     LogConfig {
@@ -36,14 +97,8 @@ fn offsets_of(records: &[u8]) -> Vec<(i64, i64)> {
     out
 }
 
-fn open(dir: &Path, config: LogConfig) -> Log {
-    Log::open(dir, config, 0).unwrap()
-}
-
-#[test]
-fn append_assigns_offsets_from_the_log_end_offset_and_sets_the_epoch() {
-    let d = tempfile::tempdir().unwrap();
-    let mut log = open(&d.path().join("t-0"), small_config());
+fn append_assigns_offsets_from_the_log_end_offset_and_sets_the_epoch(s: &Backend) {
+    let mut log = s.open(&s.dir("t-0"), small_config());
     let a = append(&mut log, 10, 3, 10);
     assert_eq!((a.first_offset, a.last_offset), (0, 2));
     let b = append(&mut log, 11, 2, 10);
@@ -56,10 +111,8 @@ fn append_assigns_offsets_from_the_log_end_offset_and_sets_the_epoch() {
     assert_eq!(crc32c::crc32c(&b.records[21..]), h.crc);
 }
 
-#[test]
-fn log_append_time_overwrites_max_timestamp_and_recomputes_crc() {
-    let d = tempfile::tempdir().unwrap();
-    let mut log = open(&d.path().join("t-0"), small_config());
+fn log_append_time_overwrites_max_timestamp_and_recomputes_crc(s: &Backend) {
+    let mut log = s.open(&s.dir("t-0"), small_config());
     let info = log
         .append_as_leader(
             batch(0, 5, &[(None, Some(b"v"))]),
@@ -76,11 +129,9 @@ fn log_append_time_overwrites_max_timestamp_and_recomputes_crc() {
     assert_eq!(crc32c::crc32c(&info.records[21..]), h.crc);
 }
 
-#[test]
-fn append_rejects_corrupt_partial_and_oversized_batches() {
-    let d = tempfile::tempdir().unwrap();
-    let mut log = open(
-        &d.path().join("t-0"),
+fn append_rejects_corrupt_partial_and_oversized_batches(s: &Backend) {
+    let mut log = s.open(
+        &s.dir("t-0"),
         LogConfig {
             max_message_bytes: 200,
             ..small_config()
@@ -116,10 +167,8 @@ fn append_rejects_corrupt_partial_and_oversized_batches() {
     assert_eq!(log.log_end_offset(), 0);
 }
 
-#[test]
-fn read_returns_whole_batches_and_the_first_batch_even_if_larger_than_max_bytes() {
-    let d = tempfile::tempdir().unwrap();
-    let mut log = open(&d.path().join("t-0"), LogConfig::default());
+fn read_returns_whole_batches_and_the_first_batch_even_if_larger_than_max_bytes(s: &Backend) {
+    let mut log = s.open(&s.dir("t-0"), LogConfig::default());
     let a = append(&mut log, 1, 1, 500);
     let b = append(&mut log, 2, 1, 500);
     append(&mut log, 3, 1, 500);
@@ -140,10 +189,8 @@ fn read_returns_whole_batches_and_the_first_batch_even_if_larger_than_max_bytes(
     assert_eq!(&r.records[..b.records.len()], &b.records[..]);
 }
 
-#[test]
-fn read_stops_at_the_bound_and_is_empty_at_the_end() {
-    let d = tempfile::tempdir().unwrap();
-    let mut log = open(&d.path().join("t-0"), small_config());
+fn read_stops_at_the_bound_and_is_empty_at_the_end(s: &Backend) {
+    let mut log = s.open(&s.dir("t-0"), small_config());
     for i in 0..5 {
         append(&mut log, i, 2, 100);
     }
@@ -155,10 +202,8 @@ fn read_stops_at_the_bound_and_is_empty_at_the_end() {
     assert!(r.records.is_empty());
 }
 
-#[test]
-fn read_outside_the_log_is_offset_out_of_range() {
-    let d = tempfile::tempdir().unwrap();
-    let mut log = open(&d.path().join("t-0"), small_config());
+fn read_outside_the_log_is_offset_out_of_range(s: &Backend) {
+    let mut log = s.open(&s.dir("t-0"), small_config());
     append(&mut log, 0, 2, 10);
     assert!(matches!(
         log.read(3, 100, 3, true),
@@ -170,10 +215,8 @@ fn read_outside_the_log_is_offset_out_of_range() {
     ));
 }
 
-#[test]
-fn segment_rolls_on_segment_bytes_and_reads_cross_segments() {
-    let d = tempfile::tempdir().unwrap();
-    let mut log = open(&d.path().join("t-0"), small_config());
+fn segment_rolls_on_segment_bytes_and_reads_cross_segments(s: &Backend) {
+    let mut log = s.open(&s.dir("t-0"), small_config());
     for i in 0..40 {
         append(&mut log, i, 1, 300);
     }
@@ -192,11 +235,9 @@ fn segment_rolls_on_segment_bytes_and_reads_cross_segments() {
     assert_eq!(next, 40);
 }
 
-#[test]
-fn offset_index_gets_an_entry_every_index_interval_bytes() {
-    let d = tempfile::tempdir().unwrap();
-    let mut log = open(
-        &d.path().join("t-0"),
+fn offset_index_gets_an_entry_every_index_interval_bytes(s: &Backend) {
+    let mut log = s.open(
+        &s.dir("t-0"),
         LogConfig {
             index_interval_bytes: 1000,
             ..LogConfig::default()
@@ -220,11 +261,9 @@ fn offset_index_gets_an_entry_every_index_interval_bytes() {
     }
 }
 
-#[test]
-fn segment_rolls_when_older_than_segment_ms() {
-    let d = tempfile::tempdir().unwrap();
-    let mut log = open(
-        &d.path().join("t-0"),
+fn segment_rolls_when_older_than_segment_ms(s: &Backend) {
+    let mut log = s.open(
+        &s.dir("t-0"),
         LogConfig {
             segment_ms: 1000,
             ..LogConfig::default()
@@ -238,11 +277,9 @@ fn segment_rolls_when_older_than_segment_ms() {
     assert_eq!(log.segment_base_offsets(), vec![0, 2]);
 }
 
-#[test]
-fn segment_rolls_when_the_offset_index_is_full() {
-    let d = tempfile::tempdir().unwrap();
-    let mut log = open(
-        &d.path().join("t-0"),
+fn segment_rolls_when_the_offset_index_is_full(s: &Backend) {
+    let mut log = s.open(
+        &s.dir("t-0"),
         LogConfig {
             index_interval_bytes: 1,
             segment_index_bytes: 48, // 6 offset entries, 4 time entries (1 reserved)
@@ -258,10 +295,8 @@ fn segment_rolls_when_the_offset_index_is_full() {
     }
 }
 
-#[test]
-fn roll_flushes_and_moves_the_recovery_point() {
-    let d = tempfile::tempdir().unwrap();
-    let mut log = open(&d.path().join("t-0"), small_config());
+fn roll_flushes_and_moves_the_recovery_point(s: &Backend) {
+    let mut log = s.open(&s.dir("t-0"), small_config());
     append(&mut log, 0, 1, 10);
     assert_eq!(log.recovery_point(), 0);
     log.roll(0, 0).unwrap();
@@ -269,11 +304,9 @@ fn roll_flushes_and_moves_the_recovery_point() {
     assert_eq!(log.segment_base_offsets(), vec![0, 1]);
 }
 
-#[test]
-fn flush_messages_policy_fsyncs_every_n_offsets() {
-    let d = tempfile::tempdir().unwrap();
-    let mut log = open(
-        &d.path().join("t-0"),
+fn flush_messages_policy_fsyncs_every_n_offsets(s: &Backend) {
+    let mut log = s.open(
+        &s.dir("t-0"),
         LogConfig {
             flush_messages: 3,
             ..small_config()
@@ -285,11 +318,9 @@ fn flush_messages_policy_fsyncs_every_n_offsets() {
     assert_eq!(log.recovery_point(), 3);
 }
 
-#[test]
-fn flush_ms_policy_fsyncs_after_the_interval() {
-    let d = tempfile::tempdir().unwrap();
-    let mut log = open(
-        &d.path().join("t-0"),
+fn flush_ms_policy_fsyncs_after_the_interval(s: &Backend) {
+    let mut log = s.open(
+        &s.dir("t-0"),
         LogConfig {
             flush_ms: 100,
             ..small_config()
@@ -307,30 +338,32 @@ fn flush_ms_policy_fsyncs_after_the_interval() {
     assert_eq!(log.recovery_point(), 1);
 }
 
-#[test]
-fn clean_close_and_reopen_keeps_everything_without_recovery() {
-    let d = tempfile::tempdir().unwrap();
-    let dir = d.path().join("t-0");
-    let mut log = open(&dir, small_config());
+fn clean_close_and_reopen_keeps_everything_without_recovery(s: &Backend) {
+    let dir = s.dir("t-0");
+    let mut log = s.open(&dir, small_config());
     let mut all = Vec::new();
     for i in 0..30 {
         all.push(append(&mut log, 1000 + i, 2, 200).records);
     }
     let bases = log.segment_base_offsets();
     log.close().unwrap();
-    assert!(dir.join(".kafka_cleanshutdown").exists());
+    assert!(s.exists(&dir.join(".kafka_cleanshutdown")));
     // closed indexes are trimmed to their entries
-    for f in std::fs::read_dir(&dir).unwrap() {
-        let p = f.unwrap().path();
-        if p.extension().is_some_and(|e| e == "index") {
-            assert_eq!(std::fs::metadata(&p).unwrap().len() % 8, 0);
-            assert!(std::fs::metadata(&p).unwrap().len() < 4096);
-        }
+    let indexes: Vec<String> = s
+        .names(&dir)
+        .into_iter()
+        .filter(|n| n.ends_with(".index"))
+        .collect();
+    assert_eq!(indexes.len(), bases.len());
+    for name in indexes {
+        let len = s.len(&dir.join(name));
+        assert_eq!(len % 8, 0);
+        assert!(len < 4096);
     }
-    let log = open(&dir, small_config());
+    let log = s.open(&dir, small_config());
     assert!(log.load_report().clean_shutdown);
     assert!(log.load_report().recovered_segments.is_empty());
-    assert!(!dir.join(".kafka_cleanshutdown").exists());
+    assert!(!s.exists(&dir.join(".kafka_cleanshutdown")));
     assert_eq!(log.segment_base_offsets(), bases);
     assert_eq!(log.log_end_offset(), 60);
     let r = log.read(0, 1 << 20, 60, true).unwrap();
@@ -342,27 +375,23 @@ fn clean_close_and_reopen_keeps_everything_without_recovery() {
     assert!(expected.starts_with(&r.records));
 }
 
-#[test]
-fn reopen_after_unclean_stop_recovers_and_keeps_whole_batches() {
-    let d = tempfile::tempdir().unwrap();
-    let dir = d.path().join("t-0");
-    let mut log = open(&dir, small_config());
+fn reopen_after_unclean_stop_recovers_and_keeps_whole_batches(s: &Backend) {
+    let dir = s.dir("t-0");
+    let mut log = s.open(&dir, small_config());
     for i in 0..30 {
         append(&mut log, i, 2, 200);
     }
     drop(log); // no close: no marker
-    let log = open(&dir, small_config());
+    let log = s.open(&dir, small_config());
     assert!(!log.load_report().clean_shutdown);
     assert!(!log.load_report().recovered_segments.is_empty());
     assert_eq!(log.log_end_offset(), 60);
     assert_eq!(log.load_report().truncated_bytes, 0);
 }
 
-#[test]
-fn appends_continue_after_reopen_in_the_active_segment() {
-    let d = tempfile::tempdir().unwrap();
-    let dir = d.path().join("t-0");
-    let mut log = open(
+fn appends_continue_after_reopen_in_the_active_segment(s: &Backend) {
+    let dir = s.dir("t-0");
+    let mut log = s.open(
         &dir,
         LogConfig {
             index_interval_bytes: 100,
@@ -373,7 +402,7 @@ fn appends_continue_after_reopen_in_the_active_segment() {
         append(&mut log, i, 1, 50);
     }
     log.close().unwrap();
-    let mut log = open(
+    let mut log = s.open(
         &dir,
         LogConfig {
             index_interval_bytes: 100,
@@ -385,7 +414,7 @@ fn appends_continue_after_reopen_in_the_active_segment() {
     }
     assert_eq!(log.log_end_offset(), 6);
     log.close().unwrap();
-    let log = open(
+    let log = s.open(
         &dir,
         LogConfig {
             index_interval_bytes: 100,
@@ -401,10 +430,8 @@ fn appends_continue_after_reopen_in_the_active_segment() {
     }
 }
 
-#[test]
-fn timestamp_lookup_finds_first_batch_at_or_after_target() {
-    let d = tempfile::tempdir().unwrap();
-    let mut log = open(&d.path().join("t-0"), small_config());
+fn timestamp_lookup_finds_first_batch_at_or_after_target(s: &Backend) {
+    let mut log = s.open(&s.dir("t-0"), small_config());
     for i in 0..50 {
         append(&mut log, 1000 + i * 10, 1, 100);
     }
@@ -419,11 +446,9 @@ fn timestamp_lookup_finds_first_batch_at_or_after_target() {
     assert_eq!((m.offset, m.timestamp), (49, 1490));
 }
 
-#[test]
-fn retention_by_time_deletes_old_closed_segments_and_advances_log_start() {
-    let d = tempfile::tempdir().unwrap();
-    let mut log = open(
-        &d.path().join("t-0"),
+fn retention_by_time_deletes_old_closed_segments_and_advances_log_start(s: &Backend) {
+    let mut log = s.open(
+        &s.dir("t-0"),
         LogConfig {
             retention_ms: 1000,
             ..small_config()
@@ -451,11 +476,9 @@ fn retention_by_time_deletes_old_closed_segments_and_advances_log_start() {
     assert_eq!(log.log_end_offset(), 40);
 }
 
-#[test]
-fn retention_never_deletes_past_the_high_watermark() {
-    let d = tempfile::tempdir().unwrap();
-    let mut log = open(
-        &d.path().join("t-0"),
+fn retention_never_deletes_past_the_high_watermark(s: &Backend) {
+    let mut log = s.open(
+        &s.dir("t-0"),
         LogConfig {
             retention_ms: 1,
             ..small_config()
@@ -468,11 +491,11 @@ fn retention_never_deletes_past_the_high_watermark() {
     assert_eq!(log.delete_old_segments(1_000_000).unwrap(), 0);
 }
 
-#[test]
-fn retention_by_size_deletes_oldest_segments_while_the_log_stays_above_retention_bytes() {
-    let d = tempfile::tempdir().unwrap();
-    let mut log = open(
-        &d.path().join("t-0"),
+fn retention_by_size_deletes_oldest_segments_while_the_log_stays_above_retention_bytes(
+    s: &Backend,
+) {
+    let mut log = s.open(
+        &s.dir("t-0"),
         LogConfig {
             retention_bytes: 10_000,
             retention_ms: -1,
@@ -491,11 +514,9 @@ fn retention_by_size_deletes_oldest_segments_while_the_log_stays_above_retention
     assert!(log.size_in_bytes() - oldest < 10_000);
 }
 
-#[test]
-fn delete_records_moves_log_start_and_deletes_segments_below_it() {
-    let d = tempfile::tempdir().unwrap();
-    let dir = d.path().join("t-0");
-    let mut log = open(&dir, small_config());
+fn delete_records_moves_log_start_and_deletes_segments_below_it(s: &Backend) {
+    let dir = s.dir("t-0");
+    let mut log = s.open(&dir, small_config());
     for i in 0..40 {
         append(&mut log, i, 1, 300);
     }
@@ -511,15 +532,13 @@ fn delete_records_moves_log_start_and_deletes_segments_below_it() {
     let r = log.read(25, 10, 40, true).unwrap();
     assert_eq!(offsets_of(&r.records), vec![(25, 25)]);
     log.close().unwrap();
-    let log = open(&dir, small_config());
+    let log = s.open(&dir, small_config());
     assert_eq!(log.log_start_offset(), 25);
 }
 
-#[test]
-fn truncate_to_removes_later_batches_and_segments() {
-    let d = tempfile::tempdir().unwrap();
-    let dir = d.path().join("t-0");
-    let mut log = open(&dir, small_config());
+fn truncate_to_removes_later_batches_and_segments(s: &Backend) {
+    let dir = s.dir("t-0");
+    let mut log = s.open(&dir, small_config());
     for i in 0..40 {
         append(&mut log, i, 1, 300);
     }
@@ -531,15 +550,13 @@ fn truncate_to_removes_later_batches_and_segments() {
     let info = append(&mut log, 99, 1, 10);
     assert_eq!(info.first_offset, 17);
     log.close().unwrap();
-    let log = open(&dir, small_config());
+    let log = s.open(&dir, small_config());
     assert_eq!(log.log_end_offset(), 18);
 }
 
-#[test]
-fn aborted_transactions_are_indexed_with_their_marker_and_collected() {
-    let d = tempfile::tempdir().unwrap();
-    let dir = d.path().join("t-0");
-    let mut log = open(&dir, small_config());
+fn aborted_transactions_are_indexed_with_their_marker_and_collected(s: &Backend) {
+    let dir = s.dir("t-0");
+    let mut log = s.open(&dir, small_config());
     let data = TestBatch::new(0)
         .producer(9, 0, 0)
         .transactional()
@@ -575,35 +592,31 @@ fn aborted_transactions_are_indexed_with_their_marker_and_collected() {
     );
     assert_eq!(log.collect_aborted_transactions(0, first), vec![]);
     log.close().unwrap();
-    let log = open(&dir, small_config());
+    let log = s.open(&dir, small_config());
     assert_eq!(log.collect_aborted_transactions(5, 100), vec![txn]);
 }
 
-#[test]
-fn producer_snapshots_are_opaque_bytes_stored_by_offset() {
-    let d = tempfile::tempdir().unwrap();
-    let dir = d.path().join("t-0");
-    let mut log = open(&dir, small_config());
+fn producer_snapshots_are_opaque_bytes_stored_by_offset(s: &Backend) {
+    let dir = s.dir("t-0");
+    let mut log = s.open(&dir, small_config());
     assert_eq!(log.latest_producer_snapshot().unwrap(), None);
     for i in 0..40 {
         append(&mut log, i, 1, 300);
     }
     log.write_producer_snapshot(10, b"ten").unwrap();
     log.write_producer_snapshot(30, b"thirty").unwrap();
-    assert!(dir.join("00000000000000000030.snapshot").exists());
+    assert!(s.exists(&dir.join("00000000000000000030.snapshot")));
     let (o, b) = log.latest_producer_snapshot().unwrap().unwrap();
     assert_eq!((o, &b[..]), (30, &b"thirty"[..]));
     log.truncate_to(20, 0).unwrap();
     assert_eq!(log.producer_snapshot_offsets(), vec![10]);
     log.close().unwrap();
-    let log = open(&dir, small_config());
+    let log = s.open(&dir, small_config());
     assert_eq!(log.latest_producer_snapshot().unwrap().unwrap().0, 10);
 }
 
-#[test]
-fn batches_from_replays_every_batch_for_producer_state() {
-    let d = tempfile::tempdir().unwrap();
-    let mut log = open(&d.path().join("t-0"), small_config());
+fn batches_from_replays_every_batch_for_producer_state(s: &Backend) {
+    let mut log = s.open(&s.dir("t-0"), small_config());
     for i in 0..40 {
         append(&mut log, i, 2, 100);
     }
@@ -619,39 +632,33 @@ fn batches_from_replays_every_batch_for_producer_state() {
     assert_eq!(log.batches_from(0).unwrap().len(), 40);
 }
 
-#[test]
-fn checkpoint_files_use_kafka_format() {
-    let d = tempfile::tempdir().unwrap();
-    let dir = d.path().join("topic-a-7");
-    let mut log = open(&dir, small_config());
+fn checkpoint_files_use_kafka_format(s: &Backend) {
+    let dir = s.dir("topic-a-7");
+    let mut log = s.open(&dir, small_config());
     append(&mut log, 0, 5, 10);
     log.close().unwrap();
-    let text = std::fs::read_to_string(dir.join("recovery-point-offset-checkpoint")).unwrap();
+    let text = s.read_to_string(&dir.join("recovery-point-offset-checkpoint"));
     assert_eq!(text, "0\n1\ntopic-a 7 5\n");
-    let text = std::fs::read_to_string(dir.join(".kafka_cleanshutdown")).unwrap();
+    let text = s.read_to_string(&dir.join(".kafka_cleanshutdown"));
     assert_eq!(text, josef_log::CLEAN_SHUTDOWN_CONTENT);
 }
 
-#[test]
-fn managed_state_writes_no_partition_files() {
-    let d = tempfile::tempdir().unwrap();
-    let dir = d.path().join("t-0");
+fn managed_state_writes_no_partition_files(s: &Backend) {
+    let dir = s.dir("t-0");
     let state = josef_log::PartitionState::Managed {
         recovery_point: 0,
         log_start_offset: 0,
         clean_shutdown: false,
     };
-    let mut log = Log::open_with(&dir, small_config(), 0, state).unwrap();
+    let mut log = s.open_with(&dir, small_config(), state);
     append(&mut log, 0, 5, 10);
     log.close().unwrap();
-    assert!(!dir.join(".kafka_cleanshutdown").exists());
-    assert!(!dir.join("recovery-point-offset-checkpoint").exists());
+    assert!(!s.exists(&dir.join(".kafka_cleanshutdown")));
+    assert!(!s.exists(&dir.join("recovery-point-offset-checkpoint")));
 }
 
-#[test]
-fn timestamp_lookup_finds_the_first_record_inside_a_batch() {
-    let d = tempfile::tempdir().unwrap();
-    let mut log = open(&d.path().join("t-0"), small_config());
+fn timestamp_lookup_finds_the_first_record_inside_a_batch(s: &Backend) {
+    let mut log = s.open(&s.dir("t-0"), small_config());
     let b = TestBatch::new(0)
         .record(100, None, Some(b"a"))
         .record(300, None, Some(b"b"))
@@ -668,10 +675,8 @@ fn timestamp_lookup_finds_the_first_record_inside_a_batch() {
     assert_eq!((m.offset, m.timestamp), (3, 400));
 }
 
-#[test]
-fn timestamp_lookup_reads_compressed_batches() {
-    let d = tempfile::tempdir().unwrap();
-    let mut log = open(&d.path().join("t-0"), small_config());
+fn timestamp_lookup_reads_compressed_batches(s: &Backend) {
+    let mut log = s.open(&s.dir("t-0"), small_config());
     let b = josef_records::RecordBatchBuilder::new()
         .compression(josef_records::Compression::Zstd)
         .record(10, None, Some(b"a"))
@@ -684,10 +689,8 @@ fn timestamp_lookup_reads_compressed_batches() {
     assert_eq!((r.offset, r.timestamp), (1, 20));
 }
 
-#[test]
-fn follower_appends_keep_their_offsets_and_must_not_go_backwards() {
-    let d = tempfile::tempdir().unwrap();
-    let mut log = open(&d.path().join("t-0"), small_config());
+fn follower_appends_keep_their_offsets_and_must_not_go_backwards(s: &Backend) {
+    let mut log = s.open(&s.dir("t-0"), small_config());
     let b = batch(0, 1, &[(None, Some(b"a")), (None, Some(b"b"))]).freeze();
     let info = log.append_as_follower(b.clone(), 0).unwrap();
     assert_eq!((info.first_offset, info.last_offset), (0, 1));
@@ -705,11 +708,9 @@ fn follower_appends_keep_their_offsets_and_must_not_go_backwards() {
     assert_eq!(offsets_of(&r.records), vec![(10, 10)]);
 }
 
-#[test]
-fn deleted_segments_are_renamed_deleted_and_removed_after_file_delete_delay_ms() {
-    let d = tempfile::tempdir().unwrap();
-    let dir = d.path().join("t-0");
-    let mut log = open(
+fn deleted_segments_are_renamed_deleted_and_removed_after_file_delete_delay_ms(s: &Backend) {
+    let dir = s.dir("t-0");
+    let mut log = s.open(
         &dir,
         LogConfig {
             retention_ms: 1000,
@@ -727,28 +728,26 @@ fn deleted_segments_are_renamed_deleted_and_removed_after_file_delete_delay_ms()
     let n = log.delete_old_segments(3000).unwrap();
     assert!(n > 0);
     let name = |suffix: &str| dir.join(format!("{first:020}.log{suffix}"));
-    assert!(!name("").exists());
-    assert!(name(".deleted").exists(), "renamed, not yet removed");
+    assert!(!s.exists(&name("")));
+    assert!(s.exists(&name(".deleted")), "renamed, not yet removed");
     assert_eq!(log.pending_deletions(), n);
     assert_eq!(offsets_of(&held.records)[0].0, 0);
     // Not yet due...
     assert_eq!(log.delete_expired_files(3000 + 59_999).unwrap(), 0);
-    assert!(name(".deleted").exists());
+    assert!(s.exists(&name(".deleted")));
     // ...then gone.
     assert_eq!(log.delete_expired_files(3000 + 60_000).unwrap(), n);
-    assert!(!name(".deleted").exists());
+    assert!(!s.exists(&name(".deleted")));
     assert_eq!(log.pending_deletions(), 0);
 }
 
-#[test]
-fn a_crash_before_file_delete_delay_ms_leaves_deleted_files_that_open_removes() {
-    let d = tempfile::tempdir().unwrap();
-    let dir = d.path().join("t-0");
+fn a_crash_before_file_delete_delay_ms_leaves_deleted_files_that_open_removes(s: &Backend) {
+    let dir = s.dir("t-0");
     let config = LogConfig {
         retention_ms: 1000,
         ..small_config()
     };
-    let mut log = open(&dir, config.clone());
+    let mut log = s.open(&dir, config.clone());
     for i in 0..40 {
         append(&mut log, i * 100, 1, 300);
     }
@@ -757,28 +756,20 @@ fn a_crash_before_file_delete_delay_ms_leaves_deleted_files_that_open_removes() 
     let start = log.log_start_offset();
     drop(log); // crash: the .deleted files are still there
     let deleted = || {
-        std::fs::read_dir(&dir)
-            .unwrap()
-            .filter(|e| {
-                e.as_ref()
-                    .unwrap()
-                    .file_name()
-                    .to_string_lossy()
-                    .ends_with(".deleted")
-            })
+        s.names(&dir)
+            .iter()
+            .filter(|n| n.ends_with(".deleted"))
             .count()
     };
     assert!(deleted() > 0);
-    let log = open(&dir, config);
+    let log = s.open(&dir, config);
     assert_eq!(deleted(), 0);
     assert_eq!(log.log_start_offset(), start);
 }
 
-#[test]
-fn file_delete_delay_ms_zero_removes_files_at_once() {
-    let d = tempfile::tempdir().unwrap();
-    let dir = d.path().join("t-0");
-    let mut log = open(
+fn file_delete_delay_ms_zero_removes_files_at_once(s: &Backend) {
+    let dir = s.dir("t-0");
+    let mut log = s.open(
         &dir,
         LogConfig {
             retention_ms: 1000,
@@ -792,17 +783,11 @@ fn file_delete_delay_ms_zero_removes_files_at_once() {
     log.update_high_watermark(log.log_end_offset());
     assert!(log.delete_old_segments(3000).unwrap() > 0);
     assert_eq!(log.pending_deletions(), 0);
-    assert!(!std::fs::read_dir(&dir).unwrap().any(|e| e
-        .unwrap()
-        .file_name()
-        .to_string_lossy()
-        .ends_with(".deleted")));
+    assert!(!s.names(&dir).iter().any(|n| n.ends_with(".deleted")));
 }
 
-#[test]
-fn crc_checked_append_skips_only_the_crc_and_assigns_offsets_like_append_as_leader() {
-    let d = tempfile::tempdir().unwrap();
-    let mut log = open(&d.path().join("t-0"), small_config());
+fn crc_checked_append_skips_only_the_crc_and_assigns_offsets_like_append_as_leader(s: &Backend) {
+    let mut log = s.open(&s.dir("t-0"), small_config());
     let good = batch(0, 5, &[(None, Some(b"a")), (None, Some(b"b"))]);
     let a = log
         .append_as_leader_crc_checked(good, 7, 5, TimestampType::CreateTime)
@@ -828,4 +813,79 @@ fn crc_checked_append_skips_only_the_crc_and_assigns_offsets_like_append_as_lead
         Err(LogError::InvalidRecords(_))
     ));
     assert_eq!(log.log_end_offset(), 3);
+}
+
+fn a_torn_tail_is_cut_on_reopen_and_the_whole_batches_kept(s: &Backend) {
+    let dir = s.dir("t-0");
+    let mut log = s.open(&dir, small_config());
+    for i in 0..30 {
+        append(&mut log, i, 2, 200);
+    }
+    let before = log.read(0, 1 << 20, 60, true).unwrap().records;
+    let active = *log.segment_base_offsets().last().unwrap();
+    drop(log); // a crash, then half a batch lands after the last whole one
+    let path = dir.join(format!("{active:020}.log"));
+    let f = s.storage.open_file(&path, false).unwrap();
+    f.write_all_at(&[b"torn tail"], f.len().unwrap()).unwrap();
+    let log = s.open(&dir, small_config());
+    assert!(!log.load_report().clean_shutdown);
+    assert_eq!(log.load_report().truncated_bytes, 9);
+    assert_eq!(log.log_end_offset(), 60);
+    assert_eq!(log.read(0, 1 << 20, 60, true).unwrap().records, before);
+}
+
+/// One `#[test]` per behaviour and storage: `on_file::x` and `on_memory::x` run the body `x`.
+macro_rules! on_both_storages {
+    ($($name:ident,)*) => {
+        mod on_file {
+            $(#[test]
+            fn $name() {
+                super::$name(&super::Backend::file());
+            })*
+        }
+        mod on_memory {
+            $(#[test]
+            fn $name() {
+                super::$name(&super::Backend::memory());
+            })*
+        }
+    };
+}
+
+on_both_storages! {
+    append_assigns_offsets_from_the_log_end_offset_and_sets_the_epoch,
+    log_append_time_overwrites_max_timestamp_and_recomputes_crc,
+    append_rejects_corrupt_partial_and_oversized_batches,
+    read_returns_whole_batches_and_the_first_batch_even_if_larger_than_max_bytes,
+    read_stops_at_the_bound_and_is_empty_at_the_end,
+    read_outside_the_log_is_offset_out_of_range,
+    segment_rolls_on_segment_bytes_and_reads_cross_segments,
+    offset_index_gets_an_entry_every_index_interval_bytes,
+    segment_rolls_when_older_than_segment_ms,
+    segment_rolls_when_the_offset_index_is_full,
+    roll_flushes_and_moves_the_recovery_point,
+    flush_messages_policy_fsyncs_every_n_offsets,
+    flush_ms_policy_fsyncs_after_the_interval,
+    clean_close_and_reopen_keeps_everything_without_recovery,
+    reopen_after_unclean_stop_recovers_and_keeps_whole_batches,
+    appends_continue_after_reopen_in_the_active_segment,
+    timestamp_lookup_finds_first_batch_at_or_after_target,
+    retention_by_time_deletes_old_closed_segments_and_advances_log_start,
+    retention_never_deletes_past_the_high_watermark,
+    retention_by_size_deletes_oldest_segments_while_the_log_stays_above_retention_bytes,
+    delete_records_moves_log_start_and_deletes_segments_below_it,
+    truncate_to_removes_later_batches_and_segments,
+    aborted_transactions_are_indexed_with_their_marker_and_collected,
+    producer_snapshots_are_opaque_bytes_stored_by_offset,
+    batches_from_replays_every_batch_for_producer_state,
+    checkpoint_files_use_kafka_format,
+    managed_state_writes_no_partition_files,
+    timestamp_lookup_finds_the_first_record_inside_a_batch,
+    timestamp_lookup_reads_compressed_batches,
+    follower_appends_keep_their_offsets_and_must_not_go_backwards,
+    deleted_segments_are_renamed_deleted_and_removed_after_file_delete_delay_ms,
+    a_crash_before_file_delete_delay_ms_leaves_deleted_files_that_open_removes,
+    file_delete_delay_ms_zero_removes_files_at_once,
+    crc_checked_append_skips_only_the_crc_and_assigns_offsets_like_append_as_leader,
+    a_torn_tail_is_cut_on_reopen_and_the_whole_batches_kept,
 }

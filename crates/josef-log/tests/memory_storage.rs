@@ -1,13 +1,13 @@
-//! The log on [`MemoryStorage`]: the same behaviour as on the file system (a differential
-//! property test runs random operations on both and compares everything observable), and
-//! nothing written to disk.
+//! The log on [`MemoryStorage`]: nothing written to disk, and the same behaviour as on the file
+//! system (a differential property test runs random operations on both and compares everything
+//! observable; tests/log_behaviour.rs runs every rule on both).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use josef_log::storage::{FileStorage, MemoryStorage, Storage};
-use josef_log::testing::{end_txn_marker, txn_batch, TestBatch};
-use josef_log::{AbortedTxn, CleanupPolicy, Log, LogConfig, PartitionState, TimestampType};
+use josef_log::testing::TestBatch;
+use josef_log::{CleanupPolicy, Log, LogConfig, PartitionState, TimestampType};
 use proptest::prelude::*;
 
 fn config() -> LogConfig {
@@ -48,46 +48,46 @@ fn memory_dir() -> PathBuf {
     std::env::temp_dir().join(format!("josef-memory-never-on-disk-{}", std::process::id()))
 }
 
+// The log's rules on memory are tests/log_behaviour.rs (`on_memory::*`); here only what the
+// memory storage adds: nothing of a log's life reaches the file system.
 #[test]
-fn a_memory_log_rolls_reopens_and_recovers_without_touching_the_disk() {
-    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+fn a_memory_log_rolls_reopens_recovers_and_deletes_without_touching_the_disk() {
+    let memory = Arc::new(MemoryStorage::new());
+    let storage: Arc<dyn Storage> = memory.clone();
     let dir = memory_dir().join("t-0");
-    let mut log = open(&storage, &dir, config());
+    let cfg = LogConfig {
+        retention_ms: 1_000,
+        ..config()
+    };
+    let mut log = open(&storage, &dir, cfg.clone());
     for i in 0..30 {
-        put(&mut log, i, &format!("k{i}"), Some("some value bytes"));
+        put(
+            &mut log,
+            i * 100,
+            &format!("k{i}"),
+            Some("some value bytes"),
+        );
     }
     assert!(log.segment_count() > 2);
     let before = contents(&log);
-    let bases = log.segment_base_offsets();
     log.close().unwrap();
-    assert!(!memory_dir().exists());
-
-    // A clean reopen trusts the indexes.
-    let log = open(&storage, &dir, config());
-    assert!(log.load_report().clean_shutdown);
-    assert!(log.load_report().recovered_segments.is_empty());
+    let log = open(&storage, &dir, cfg.clone());
     assert_eq!(contents(&log), before);
-    assert_eq!(log.segment_base_offsets(), bases);
-    assert_eq!(
-        log.fetch_offset_by_timestamp(12).unwrap().unwrap().offset,
-        12
-    );
-
-    // A drop without close is a crash: recovery scans and cuts a torn tail.
-    drop(log);
-    let active = dir.join(format!("{:020}.log", bases.last().unwrap()));
-    let f = storage.open_file(&active, false).unwrap();
-    let len = f.len().unwrap();
-    f.write_all_at(&[b"torn tail"], len).unwrap();
-    let log = open(&storage, &dir, config());
+    drop(log); // a crash
+    let mut log = open(&storage, &dir, cfg);
     assert!(!log.load_report().clean_shutdown);
-    assert_eq!(log.load_report().truncated_bytes, 9);
     assert_eq!(contents(&log), before);
+    log.update_high_watermark(log.log_end_offset());
+    assert!(log.delete_old_segments(10_000).unwrap() > 0);
+    log.write_producer_snapshot(log.log_end_offset(), b"state")
+        .unwrap();
+    log.close().unwrap();
+    assert!(memory.bytes_held() > 0, "the log is held in memory");
     assert!(!memory_dir().exists());
 }
 
 #[test]
-fn retention_compaction_aborted_txns_and_snapshots_work_on_memory() {
+fn compaction_works_on_memory() {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
     let dir = Path::new("/josef/c-0");
     let compacted = LogConfig {
@@ -104,51 +104,16 @@ fn retention_compaction_aborted_txns_and_snapshots_work_on_memory() {
     log.update_high_watermark(log.log_end_offset());
     let stats = log.compact(10_000).unwrap().unwrap();
     assert!(stats.swapped);
-    let kept: Vec<i64> = contents(&log).iter().map(|(b, _)| *b).collect();
+    let kept = contents(&log);
     assert!(
         kept.len() < 40,
-        "compaction removed superseded records: {kept:?}"
+        "compaction removed superseded records: {:?}",
+        kept.iter().map(|(b, _)| b).collect::<Vec<_>>()
     );
     assert_eq!(log.cleaner_checkpoint(), Some(stats.end_offset));
-
-    // The aborted-transaction index and producer snapshots persist across a reopen.
-    let data = txn_batch(9, 0, 0, 200, b"a");
-    let first = log
-        .append_as_leader(data, 0, 200, TimestampType::CreateTime)
-        .unwrap()
-        .first_offset;
-    let marker = end_txn_marker(9, 0, 201, false);
-    let m = log
-        .append_as_leader(marker, 0, 201, TimestampType::CreateTime)
-        .unwrap();
-    let txn = AbortedTxn {
-        producer_id: 9,
-        first_offset: first,
-        last_offset: m.last_offset,
-        last_stable_offset: first,
-    };
-    log.append_aborted_txn(txn).unwrap();
-    log.write_producer_snapshot(m.last_offset + 1, b"state")
-        .unwrap();
-    let leo = log.log_end_offset();
     log.close().unwrap();
-    let mut log = open(&storage, dir, compacted);
-    assert_eq!(log.collect_aborted_transactions(0, leo), vec![txn]);
-    assert_eq!(
-        log.latest_producer_snapshot()
-            .unwrap()
-            .map(|(o, b)| (o, b.to_vec())),
-        Some((leo, b"state".to_vec()))
-    );
-
-    // Retention by DeleteRecords: segments below the new start go, and their bytes with them.
-    log.update_high_watermark(leo);
-    let held = |s: &Arc<dyn Storage>| s.read_dir(dir).unwrap().len();
-    let files_before = held(&storage);
-    log.delete_records_before(first).unwrap();
-    log.delete_old_segments(20_000).unwrap();
-    assert_eq!(log.log_start_offset(), first);
-    assert!(held(&storage) < files_before);
+    let log = open(&storage, dir, compacted);
+    assert_eq!(contents(&log), kept, "the compacted log survives a reopen");
 }
 
 #[derive(Debug, Clone)]

@@ -271,6 +271,7 @@ fn expand<'a>(replacement: &str, groups: usize, group: impl Fn(usize) -> &'a str
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prop_assert_eq;
 
     #[test]
     fn default_is_the_dn() {
@@ -340,8 +341,25 @@ mod tests {
         #[test]
         fn never_panics(text in ".{0,64}", dn in ".{0,32}") {
             if let Ok(m) = SslPrincipalMapper::parse(&text) {
-                let _ = m.name(&dn);
+                // What parses prints as given and parses again to the same mapping of `dn`.
+                let again = SslPrincipalMapper::parse(&m.to_string()).unwrap();
+                prop_assert_eq!(again.name(&dn), m.name(&dn));
+                match m.name(&dn) {
+                    Ok(_) => {}
+                    Err(e) => {
+                        prop_assert_eq!(&e.dn, &dn);
+                        prop_assert_eq!(e.rules, m.to_string());
+                    }
+                }
             }
+        }
+
+        #[test]
+        fn the_first_rule_that_matches_wins_else_default(key in "(CN|OU|O)", value in "[A-Za-z]{1,8}") {
+            let dn = format!("{key}={value}");
+            let m = SslPrincipalMapper::parse("RULE:^CN=(.*)$/$1/L,DEFAULT").unwrap();
+            let want = if key == "CN" { value.to_lowercase() } else { dn.clone() };
+            prop_assert_eq!(m.name(&dn).unwrap(), want);
         }
     }
 }

@@ -237,6 +237,7 @@ fn a_deposed_coordinators_markers_are_fenced_by_the_partition() {
     assert_eq!(h.state("t"), TxnState::CompleteCommit);
 
     // The stale markers arrive: every partition refuses them, the old channel gives up.
+    assert!(!late.is_empty());
     for b in &late {
         let r = cluster.deliver(b);
         assert!(
@@ -272,6 +273,8 @@ fn resigning_drops_pending_markers_and_a_reload_replaces_them() {
     let mut ch = TxnMarkerChannel::new();
     ch.add(0, marker.clone());
     let first = ch.drain(|t| cluster.lookup(t));
+    // Sent, so that the acks below are answers to real sends (an empty drain made them vacuous).
+    assert!(!first.is_empty());
     // Re-added under a new coordinator epoch (reload): answers to the first sends are ignored.
     let reloaded = TxnMarkerRequest {
         coordinator_epoch: 6,
@@ -291,6 +294,8 @@ fn resigning_drops_pending_markers_and_a_reload_replaces_them() {
         "acks of replaced markers count for nothing"
     );
     let second = ch.drain(|t| cluster.lookup(t));
+    // The reloaded marker is sent again, under the new epoch only (`all` of nothing would pass).
+    assert!(!second.is_empty());
     assert!(second.iter().all(|b| b.markers[0].coordinator_epoch == 6));
     // The coordinator resigns its partition: nothing pending, late answers ignored.
     assert_eq!(ch.remove_txn_partition(0), 1);

@@ -11,6 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
+use super::route::{route, Route};
 use crate::state::BrokerState;
 
 /// The largest request head read.
@@ -91,40 +92,6 @@ impl MetricsServer {
     }
 }
 
-/// What a request head asks for.
-#[derive(Debug, PartialEq, Eq)]
-enum Route {
-    Metrics,
-    NotFound,
-    MethodNotAllowed,
-    Bad,
-}
-
-/// Reads the request line of `head` (the bytes before the blank line).
-fn route(head: &[u8]) -> Route {
-    let line = head
-        .split(|&b| b == b'\r' || b == b'\n')
-        .next()
-        .unwrap_or(&[]);
-    let mut parts = line.split(|&b| b == b' ').filter(|p| !p.is_empty());
-    let (Some(method), Some(target), Some(version)) = (parts.next(), parts.next(), parts.next())
-    else {
-        return Route::Bad;
-    };
-    if !version.starts_with(b"HTTP/1.") {
-        return Route::Bad;
-    }
-    if method != b"GET" {
-        return Route::MethodNotAllowed;
-    }
-    let path = target.split(|&b| b == b'?').next().unwrap_or(&[]);
-    if path == b"/metrics" {
-        Route::Metrics
-    } else {
-        Route::NotFound
-    }
-}
-
 async fn read_head(stream: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> {
     let mut head = Vec::with_capacity(512);
     let mut chunk = [0u8; 1024];
@@ -177,46 +144,4 @@ async fn serve(
     stream.write_all(response.as_bytes()).await?;
     stream.write_all(body.as_bytes()).await?;
     stream.shutdown().await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{route, Route};
-    use proptest::prelude::*;
-
-    proptest! {
-        // The request line parser takes any bytes from the network: it never panics, and only
-        // a GET of /metrics is served.
-        #[test]
-        fn any_head_is_routed_without_panicking(head in proptest::collection::vec(any::<u8>(), 0..256)) {
-            let r = route(&head);
-            if r == Route::Metrics {
-                let first = head
-                    .split(|&b| b == b' ' || b == b'\r' || b == b'\n')
-                    .find(|t| !t.is_empty());
-                prop_assert_eq!(first, Some(&b"GET"[..]));
-            }
-        }
-
-        #[test]
-        fn a_get_line_with_any_target_is_routed_by_its_path(target in "/[a-z?=/]{0,20}") {
-            let line = format!("GET {target} HTTP/1.1\r\n");
-            let want = if target.split('?').next() == Some("/metrics") { Route::Metrics } else { Route::NotFound };
-            prop_assert_eq!(route(line.as_bytes()), want);
-        }
-    }
-
-    #[test]
-    fn only_get_of_the_metrics_path_is_served() {
-        assert_eq!(
-            route(b"GET /metrics HTTP/1.1\r\nHost: x\r\n"),
-            Route::Metrics
-        );
-        assert_eq!(route(b"GET /metrics?x=1 HTTP/1.0"), Route::Metrics);
-        assert_eq!(route(b"GET / HTTP/1.1"), Route::NotFound);
-        assert_eq!(route(b"POST /metrics HTTP/1.1"), Route::MethodNotAllowed);
-        assert_eq!(route(b"GET /metrics SPDY/3"), Route::Bad);
-        assert_eq!(route(b"\x00\xff"), Route::Bad);
-        assert_eq!(route(b""), Route::Bad);
-    }
 }

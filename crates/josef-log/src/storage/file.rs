@@ -132,6 +132,14 @@ impl StorageFile for DiskFile {
     }
 
     fn read_bytes_at(&self, len: usize, offset: u64) -> io::Result<Bytes> {
+        // The buffer is sized by the caller's length: past the end of the file it is refused
+        // before allocating (a corrupt length must not become a huge allocation or a capacity
+        // overflow panic).
+        let size = self.0.metadata()?.len();
+        let end = u64::try_from(len).ok().and_then(|l| offset.checked_add(l));
+        if !matches!(end, Some(end) if end <= size) {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
         let mut buf = BytesMut::with_capacity(len);
         read_exact_at_uninit(&self.0, &mut buf, len, offset)?;
         Ok(buf.freeze())
@@ -319,5 +327,39 @@ fn transferred(n: isize, on_zero: io::ErrorKind) -> io::Result<Option<usize>> {
                 Err(e)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file_of(bytes: &[u8]) -> (tempfile::TempDir, Box<dyn StorageFile>) {
+        let dir = tempfile::tempdir().unwrap();
+        let f = FileStorage.open_file(&dir.path().join("f"), true).unwrap();
+        f.write_all_at(&[bytes], 0).unwrap();
+        (dir, f)
+    }
+
+    #[test]
+    fn read_bytes_past_the_end_is_unexpected_eof_without_allocating() {
+        let (_dir, f) = file_of(b"abcdef");
+        assert_eq!(f.read_bytes_at(2, 4).unwrap(), Bytes::from_static(b"ef"));
+        for (len, offset) in [
+            (7, 0),
+            (1, 6),
+            (usize::MAX, 0),
+            (1, u64::MAX),
+            (usize::MAX, u64::MAX),
+        ] {
+            let e = f.read_bytes_at(len, offset).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof, "{len} at {offset}");
+        }
+        let mut buf = [0u8; 4];
+        let e = f.read_exact_at(&mut buf, u64::MAX - 1).unwrap_err();
+        assert!(matches!(
+            e.kind(),
+            io::ErrorKind::UnexpectedEof | io::ErrorKind::InvalidInput
+        ));
     }
 }
