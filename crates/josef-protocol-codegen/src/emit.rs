@@ -1276,7 +1276,10 @@ pub fn emit_throttle_time(apis: &[Api<'_>]) -> String {
             );
         }
     }
-    let _ = writeln!(out, "            _ => return false,\n        }}\n        true\n    }}\n}}");
+    let _ = writeln!(
+        out,
+        "            _ => return false,\n        }}\n        true\n    }}\n}}"
+    );
     out
 }
 
