@@ -140,10 +140,9 @@ impl Broker {
         };
         let server = Server::start_secure(bound, state.clone(), limits, security);
         let metrics = match (metrics_listener, metrics_handle) {
-            (Some(l), Some(h)) => Some(
-                crate::metrics::serve(l, h, state.clone())
-                    .map_err(StartError::Bind)?,
-            ),
+            (Some(l), Some(h)) => {
+                Some(crate::metrics::serve(l, h, state.clone()).map_err(StartError::Bind)?)
+            }
             _ => None,
         };
         if let Some(node) = &cluster {

@@ -35,20 +35,17 @@ pub fn install() -> &'static Recorder {
     recorder
 }
 
-/// The text `/metrics` answers: the recorder's series, then the state gauges of `state`.
-pub fn render(recorder: &Recorder, state: &BrokerState) -> String {
-    let mut out = recorder.render();
-    gauges::render(state, &mut out);
-    out
-}
-
 /// Serves `/metrics` on `listener` from `recorder` and `state`.
 pub fn serve(
     listener: TcpListener,
     recorder: &'static Recorder,
     state: Arc<BrokerState>,
 ) -> std::io::Result<MetricsServer> {
-    MetricsServer::start(listener, recorder, move || render(recorder, &state))
+    MetricsServer::start(
+        listener,
+        recorder,
+        gauges::BrokerMetrics { recorder, state },
+    )
 }
 
 /// `# HELP` lines naming the Kafka MBean of each josef-partition series.

@@ -26,8 +26,8 @@
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use metrics::{Counter, Histogram};
 use josef_protocol::ApiKey;
+use metrics::{Counter, Histogram};
 
 /// The prefix of every RequestMetrics series (the histograms' buckets are set by it).
 pub const PREFIX: &str = "kafka_network_requestmetrics_";

@@ -10,15 +10,15 @@
 //! write_gauge(&mut out, "kafka_server_replicamanager_leadercount", "LeaderCount", 2);
 //! write_header(&mut out, "kafka_log_log_size", "Size");
 //! out.push_str(&format!("kafka_log_log_size{{topic=\"{}\"}} 7\n", escape_label_value("a\"b")));
-//! assert_eq!(
-//!     out,
-//!     "# HELP kafka_server_replicamanager_leadercount LeaderCount\n\
-//!      # TYPE kafka_server_replicamanager_leadercount gauge\n\
-//!      kafka_server_replicamanager_leadercount 2\n\
-//!      # HELP kafka_log_log_size Size\n\
-//!      # TYPE kafka_log_log_size gauge\n\
-//!      kafka_log_log_size{topic=\"a\\\"b\"} 7\n"
-//! );
+//! let want = [
+//!     "# HELP kafka_server_replicamanager_leadercount LeaderCount",
+//!     "# TYPE kafka_server_replicamanager_leadercount gauge",
+//!     "kafka_server_replicamanager_leadercount 2",
+//!     "# HELP kafka_log_log_size Size",
+//!     "# TYPE kafka_log_log_size gauge",
+//!     "kafka_log_log_size{topic=\"a\\\"b\"} 7",
+//! ];
+//! assert_eq!(out.lines().collect::<Vec<_>>(), want);
 //! ```
 
 use std::borrow::Cow;

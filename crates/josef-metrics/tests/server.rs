@@ -43,15 +43,28 @@ async fn a_closure_source_is_served_on_get_metrics_only() {
     assert!(ok.ends_with("\r\n\r\nscrapes 2\n"), "{ok}");
 
     let not_found = exchange(addr, b"GET / HTTP/1.1\r\n\r\n").await;
-    assert!(not_found.starts_with("HTTP/1.1 404 Not Found\r\n"), "{not_found}");
+    assert!(
+        not_found.starts_with("HTTP/1.1 404 Not Found\r\n"),
+        "{not_found}"
+    );
     let post = exchange(addr, b"POST /metrics HTTP/1.1\r\n\r\n").await;
-    assert!(post.starts_with("HTTP/1.1 405 Method Not Allowed\r\n"), "{post}");
+    assert!(
+        post.starts_with("HTTP/1.1 405 Method Not Allowed\r\n"),
+        "{post}"
+    );
     let bad = exchange(addr, b"hello\r\n\r\n").await;
     assert!(bad.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{bad}");
     let huge = exchange(addr, &vec![b'a'; 20 * 1024]).await;
     assert_eq!(huge, "", "an oversized head is closed unanswered");
-    assert_eq!(scrapes.load(Ordering::SeqCst), 2, "only the GETs of /metrics render");
+    assert_eq!(
+        scrapes.load(Ordering::SeqCst),
+        2,
+        "only the GETs of /metrics render"
+    );
 
     server.stop().await;
-    assert!(TcpStream::connect(addr).await.is_err(), "stopped: not accepting");
+    assert!(
+        TcpStream::connect(addr).await.is_err(),
+        "stopped: not accepting"
+    );
 }

@@ -2,10 +2,30 @@
 //! in Prometheus's text format after the recorder's series.
 
 use std::fmt::Write;
+use std::sync::Arc;
 
-use josef_metrics::text::{escape_label_value as escape, write_gauge as gauge, write_header as header};
+use josef_metrics::text::{
+    escape_label_value as escape, write_gauge as gauge, write_header as header,
+};
+use josef_metrics::{MetricsSource, Recorder};
 
 use crate::state::BrokerState;
+
+/// What the broker's `/metrics` answers: the recorder's series, then the state gauges.
+pub struct BrokerMetrics {
+    /// The process's recorder.
+    pub recorder: &'static Recorder,
+    /// The broker whose state the gauges read.
+    pub state: Arc<BrokerState>,
+}
+
+impl MetricsSource for BrokerMetrics {
+    fn render(&self) -> String {
+        let mut out = self.recorder.render();
+        render(&self.state, &mut out);
+        out
+    }
+}
 
 /// `kafka.server:type=ReplicaManager,name=PartitionCount`: replicas hosted here.
 pub const PARTITION_COUNT: &str = "kafka_server_replicamanager_partitioncount";
