@@ -16,7 +16,7 @@
 //!   waiting in a purgatory, held for as long as the thing they count lives.
 //! - [`text`]: writing gauges computed at scrape time (a broker's state: partition counts, log
 //!   sizes) in the text format, after the recorder's series.
-//! - [`MetricsServer`] (with [`route`]): just enough HTTP/1.x for a scraper, serving what a
+//! - [`MetricsServer`] (with [`route()`]): just enough HTTP/1.x for a scraper, serving what a
 //!   [`MetricsSource`] renders.
 //!
 //! The recorder is global to the process: one per process, shared by every broker started in it
