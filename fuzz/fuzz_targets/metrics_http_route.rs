@@ -1,16 +1,11 @@
-//! The request line of the broker's `/metrics` endpoint from arbitrary bytes (josef-broker's
-//! `metrics::route`, what a scraper or anyone on the network sends): it never panics, only a
+//! The request line of the `/metrics` endpoint from arbitrary bytes (`josef_metrics::route`,
+//! what a scraper or anyone on the network sends): it never panics, only a
 //! GET of `/metrics` over HTTP/1.x is served, and whatever is not an HTTP/1.x request line is Bad.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
-// Included by path: the parser is std-only, so the fuzz build does not compile the whole broker.
-#[path = "../../crates/josef-broker/src/metrics/route.rs"]
-#[allow(dead_code)]
-mod route;
-
-use route::{route, Route};
+use josef_metrics::{route, Route};
 
 fuzz_target!(|head: &[u8]| {
     let r = route(head);

@@ -38,7 +38,7 @@ pub struct Broker {
     /// Expires delayed fetches at their max wait.
     fetch_reaper: josef_timer::tokio_driver::TokioDriver,
     /// `/metrics`, when `prometheus.listener` is set.
-    metrics: Option<crate::metrics::http::MetricsServer>,
+    metrics: Option<crate::metrics::MetricsServer>,
 }
 
 impl Broker {
@@ -77,7 +77,7 @@ impl Broker {
         let bound = bind(&config).await.map_err(StartError::Bind)?;
         let metrics_listener = match (&config.prometheus_listener, metrics_handle) {
             (Some((host, port)), Some(_)) => Some(
-                crate::metrics::http::bind(host, *port)
+                josef_metrics::bind(host, *port)
                     .await
                     .map_err(StartError::Bind)?,
             ),
@@ -140,10 +140,9 @@ impl Broker {
         };
         let server = Server::start_secure(bound, state.clone(), limits, security);
         let metrics = match (metrics_listener, metrics_handle) {
-            (Some(l), Some(h)) => Some(
-                crate::metrics::http::MetricsServer::start(l, h, state.clone())
-                    .map_err(StartError::Bind)?,
-            ),
+            (Some(l), Some(h)) => {
+                Some(crate::metrics::serve(l, h, state.clone()).map_err(StartError::Bind)?)
+            }
             _ => None,
         };
         if let Some(node) = &cluster {

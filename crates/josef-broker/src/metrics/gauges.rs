@@ -2,8 +2,30 @@
 //! in Prometheus's text format after the recorder's series.
 
 use std::fmt::Write;
+use std::sync::Arc;
+
+use josef_metrics::text::{
+    escape_label_value as escape, write_gauge as gauge, write_header as header,
+};
+use josef_metrics::{MetricsSource, Recorder};
 
 use crate::state::BrokerState;
+
+/// What the broker's `/metrics` answers: the recorder's series, then the state gauges.
+pub struct BrokerMetrics {
+    /// The process's recorder.
+    pub recorder: &'static Recorder,
+    /// The broker whose state the gauges read.
+    pub state: Arc<BrokerState>,
+}
+
+impl MetricsSource for BrokerMetrics {
+    fn render(&self) -> String {
+        let mut out = self.recorder.render();
+        render(&self.state, &mut out);
+        out
+    }
+}
 
 /// `kafka.server:type=ReplicaManager,name=PartitionCount`: replicas hosted here.
 pub const PARTITION_COUNT: &str = "kafka_server_replicamanager_partitioncount";
@@ -38,27 +60,6 @@ struct PartitionSample {
     size: u64,
     log_start: i64,
     log_end: i64,
-}
-
-fn header(out: &mut String, name: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}");
-    let _ = writeln!(out, "# TYPE {name} gauge");
-}
-
-fn gauge(out: &mut String, name: &str, help: &str, value: impl std::fmt::Display) {
-    header(out, name, help);
-    let _ = writeln!(out, "{name} {value}");
-}
-
-/// A label value in the text format: backslash, quote and newline escaped.
-fn escape(v: &str) -> std::borrow::Cow<'_, str> {
-    if !v.contains(['\\', '"', '\n']) {
-        return v.into();
-    }
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-        .into()
 }
 
 /// Appends every state gauge of `state` to `out`.
@@ -171,16 +172,5 @@ fn controller(state: &BrokerState) -> (u8, usize) {
             (1, offline)
         }
         _ => (0, 0),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::escape;
-
-    #[test]
-    fn label_values_are_escaped_for_the_text_format() {
-        assert_eq!(escape("orders.v1"), "orders.v1");
-        assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
 }

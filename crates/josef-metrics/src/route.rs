@@ -1,5 +1,5 @@
-//! The request line of a `/metrics` HTTP request: what the endpoint serves. Std-only and free of
-//! the broker's types, so that fuzz/fuzz_targets/metrics_http_route.rs includes it by path.
+//! The request line of a `/metrics` HTTP request: what the endpoint serves. Std-only; it reads
+//! bytes from the network, so fuzz/fuzz_targets/metrics_http_route.rs fuzzes it.
 
 /// What a request head asks for.
 #[derive(Debug, PartialEq, Eq)]

@@ -6,18 +6,31 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
-use super::route::{route, Route};
-use crate::state::BrokerState;
+use crate::route::{route, Route};
+use crate::Recorder;
 
 /// The largest request head read.
 const MAX_HEAD: usize = 8 * 1024;
 /// How long a client has to send its request head.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What `/metrics` answers: the whole text of one scrape, typically [`Recorder::render`]
+/// followed by gauges computed from the broker's state (see [`crate::text`]). It runs on a
+/// blocking thread, so it may take locks.
+pub trait MetricsSource: Send + Sync + 'static {
+    /// The text format body of one scrape.
+    fn render(&self) -> String;
+}
+
+impl<F: Fn() -> String + Send + Sync + 'static> MetricsSource for F {
+    fn render(&self) -> String {
+        self()
+    }
+}
 
 /// The running endpoint.
 pub struct MetricsServer {
@@ -39,12 +52,14 @@ pub async fn bind(host: &str, port: u16) -> std::io::Result<TcpListener> {
 }
 
 impl MetricsServer {
-    /// Serves `/metrics` on `listener` from `handle` and `state`.
+    /// Serves `/metrics` on `listener` from `source`, and meanwhile drains `recorder`'s
+    /// histograms every few seconds ([`Recorder::spawn_upkeep`]). Call it inside a tokio runtime.
     pub fn start(
         listener: TcpListener,
-        handle: &'static PrometheusHandle,
-        state: Arc<BrokerState>,
+        recorder: &'static Recorder,
+        source: impl MetricsSource,
     ) -> std::io::Result<MetricsServer> {
+        let source: Arc<dyn MetricsSource> = Arc::new(source);
         let addr = listener.local_addr()?;
         let shutdown = CancellationToken::new();
         let stop = shutdown.clone();
@@ -56,9 +71,9 @@ impl MetricsServer {
                 };
                 match accepted {
                     Ok((stream, _)) => {
-                        let state = state.clone();
+                        let source = source.clone();
                         tokio::spawn(async move {
-                            if let Err(e) = serve(stream, handle, state).await {
+                            if let Err(e) = serve(stream, source).await {
                                 tracing::debug!(error = %e, "metrics request failed");
                             }
                         });
@@ -75,7 +90,7 @@ impl MetricsServer {
             addr,
             shutdown,
             accept,
-            upkeep: super::spawn_upkeep(handle),
+            upkeep: recorder.spawn_upkeep(),
         })
     }
 
@@ -110,11 +125,7 @@ async fn read_head(stream: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> {
     }
 }
 
-async fn serve(
-    mut stream: TcpStream,
-    handle: &'static PrometheusHandle,
-    state: Arc<BrokerState>,
-) -> std::io::Result<()> {
+async fn serve(mut stream: TcpStream, source: Arc<dyn MetricsSource>) -> std::io::Result<()> {
     let head = match tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut stream)).await {
         Ok(Ok(Some(h))) => h,
         Ok(Err(e)) => return Err(e),
@@ -122,8 +133,8 @@ async fn serve(
     };
     let (status, content_type, body) = match route(&head) {
         Route::Metrics => {
-            // Walking the partitions takes their locks: off the async workers.
-            let body = tokio::task::spawn_blocking(move || super::render(handle, &state))
+            // A broker's source walks its partitions under their locks: off the async workers.
+            let body = tokio::task::spawn_blocking(move || source.render())
                 .await
                 .map_err(std::io::Error::other)?;
             ("200 OK", "text/plain; version=0.0.4; charset=utf-8", body)

@@ -3,7 +3,7 @@
 //!
 //! What each time is here, next to Kafka's (which has network threads, a request queue, handler
 //! threads and a response queue; Josef has one task per connection, handling one request at a
-//! time, see `connection.rs`):
+//! time):
 //! - `TotalTimeMs`: from the read that completed the request to its response written (or to
 //!   the decision that it has none).
 //! - `RequestQueueTimeMs`: from that read to the handler starting: the time the request waited
@@ -26,8 +26,8 @@
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use ::metrics::{Counter, Histogram};
 use josef_protocol::ApiKey;
+use metrics::{Counter, Histogram};
 
 /// The prefix of every RequestMetrics series (the histograms' buckets are set by it).
 pub const PREFIX: &str = "kafka_network_requestmetrics_";
@@ -84,7 +84,7 @@ impl ApiSlot {
 
     fn times(&self) -> &Times {
         self.times.get_or_init(|| {
-            let h = |n: &'static str| ::metrics::histogram!(n, "request" => self.name());
+            let h = |n: &'static str| metrics::histogram!(n, "request" => self.name());
             Times {
                 total: h(TOTAL_TIME),
                 queue: h(REQUEST_QUEUE_TIME),
@@ -105,7 +105,7 @@ impl ApiSlot {
             return;
         };
         cell.get_or_init(|| {
-            ::metrics::counter!(REQUESTS, "request" => self.name(), "version" => version.to_string())
+            metrics::counter!(REQUESTS, "request" => self.name(), "version" => version.to_string())
         })
         .increment(1);
     }
@@ -132,7 +132,7 @@ fn slots() -> &'static [Option<ApiSlot>] {
 }
 
 fn slot(api_key: i16) -> Option<&'static ApiSlot> {
-    if !super::enabled() {
+    if !crate::enabled() {
         return None;
     }
     slots().get(usize::try_from(api_key).ok()?)?.as_ref()
