@@ -96,11 +96,20 @@ pub fn refuse_create_acls(
     auth: &RequestAuth,
     req: &CreateAclsRequest,
 ) -> Option<CreateAclsResponse> {
-    let refused = refusal(auth, AclOperation::Alter)?;
-    Some(CreateAclsResponse {
-        results: vec![creation_result(refused); req.creations.len()],
+    let (code, message) = refusal(auth, AclOperation::Alter)?;
+    Some(create_acls_error(req, code, message))
+}
+
+/// The CreateAcls answer with one error on every creation (refused, or not the controller).
+pub fn create_acls_error(
+    req: &CreateAclsRequest,
+    error_code: i16,
+    error_message: Option<StrBytes>,
+) -> CreateAclsResponse {
+    CreateAclsResponse {
+        results: vec![creation_result((error_code, error_message)); req.creations.len()],
         ..Default::default()
-    })
+    }
 }
 
 /// A CreateAcls request planned against the current ACLs.
@@ -169,11 +178,20 @@ pub fn refuse_delete_acls(
     auth: &RequestAuth,
     req: &DeleteAclsRequest,
 ) -> Option<DeleteAclsResponse> {
-    let refused = refusal(auth, AclOperation::Alter)?;
-    Some(DeleteAclsResponse {
-        filter_results: vec![filter_result(refused); req.filters.len()],
+    let (code, message) = refusal(auth, AclOperation::Alter)?;
+    Some(delete_acls_error(req, code, message))
+}
+
+/// The DeleteAcls answer with one error on every filter (refused, or not the controller).
+pub fn delete_acls_error(
+    req: &DeleteAclsRequest,
+    error_code: i16,
+    error_message: Option<StrBytes>,
+) -> DeleteAclsResponse {
+    DeleteAclsResponse {
+        filter_results: vec![filter_result((error_code, error_message)); req.filters.len()],
         ..Default::default()
-    })
+    }
 }
 
 /// A DeleteAcls request planned against the current ACLs.

@@ -195,6 +195,20 @@ const fn txn_id(op: AclOperation) -> AclRequirement {
         WholeRequest,
     )
 }
+/// Transactional id DESCRIBE, failing (or filtering out) only the ids concerned.
+const fn txn_ids_describe(scope: FailureScope) -> AclRequirement {
+    req(
+        R::TransactionalId,
+        Op::Describe,
+        Target::TransactionalIds,
+        scope,
+    )
+}
+/// Cluster CREATE or Topic CREATE on each topic.
+const CLUSTER_OR_TOPIC_CREATE: &[AclRequirement] = &[
+    req(R::Cluster, Op::Create, Target::Cluster, PerResource),
+    topics(Op::Create),
+];
 
 const CLUSTER_ACTION: &[ApiCheck] = &[check(C::Always, &[cluster(Op::ClusterAction)])];
 const CLUSTER_ALTER: &[ApiCheck] = &[check(C::Always, &[cluster(Op::Alter)])];
@@ -209,34 +223,31 @@ const GROUP_READ_TOPICS_READ: &[ApiCheck] = &[
 const fn per_config(rt: ResourceType, op: AclOperation) -> AclRequirement {
     req(rt, op, Target::ConfigResources, PerResource)
 }
-const DESCRIBE_CONFIGS: &[ApiCheck] = &[
-    check(
-        C::TopicConfigResource,
-        &[per_config(R::Topic, Op::DescribeConfigs)],
-    ),
-    check(
-        C::GroupConfigResource,
-        &[per_config(R::Group, Op::DescribeConfigs)],
-    ),
-    check(
-        C::ClusterConfigResource,
-        &[per_config(R::Cluster, Op::DescribeConfigs)],
-    ),
-];
-const ALTER_CONFIGS: &[ApiCheck] = &[
-    check(
-        C::TopicConfigResource,
-        &[per_config(R::Topic, Op::AlterConfigs)],
-    ),
-    check(
-        C::GroupConfigResource,
-        &[per_config(R::Group, Op::AlterConfigs)],
-    ),
-    check(
-        C::ClusterConfigResource,
-        &[per_config(R::Cluster, Op::AlterConfigs)],
-    ),
-];
+/// The checks of a config API: `op` on each config resource, by the resource type that guards it
+/// (see [`config_resource_acl_type`]).
+macro_rules! config_checks {
+    ($op:expr) => {
+        &[
+            check(C::TopicConfigResource, &[per_config(R::Topic, $op)]),
+            check(C::GroupConfigResource, &[per_config(R::Group, $op)]),
+            check(C::ClusterConfigResource, &[per_config(R::Cluster, $op)]),
+        ]
+    };
+}
+const DESCRIBE_CONFIGS: &[ApiCheck] = config_checks!(Op::DescribeConfigs);
+const ALTER_CONFIGS: &[ApiCheck] = config_checks!(Op::AlterConfigs);
+
+/// The ACL resource type that guards a config resource, by Kafka's `ConfigResource.Type` code:
+/// TOPIC (2) a topic, GROUP (32) a group, BROKER (4), BROKER_LOGGER (8) and CLIENT_METRICS (16)
+/// the cluster; `None` for other codes (no ACL is checked).
+pub const fn config_resource_acl_type(config_resource_type: i8) -> Option<ResourceType> {
+    match config_resource_type {
+        2 => Some(R::Topic),
+        32 => Some(R::Group),
+        4 | 8 | 16 => Some(R::Cluster),
+        _ => None,
+    }
+}
 
 /// A `'static` list of checks: a const item, so the nested requirement slices are promoted.
 macro_rules! checks {
@@ -279,13 +290,7 @@ pub fn api_acls(api_key: ApiKey) -> ApiAcls {
         K::Metadata => e(
             checks![
                 check(C::Always, &[topics(Op::Describe)]),
-                check(
-                    C::AutoCreateTopics,
-                    &[
-                        req(R::Cluster, Op::Create, Target::Cluster, PerResource),
-                        topics(Op::Create),
-                    ],
-                ),
+                check(C::AutoCreateTopics, CLUSTER_OR_TOPIC_CREATE),
             ],
             "An all-topics request leaves undescribable topics out; a named one answers TOPIC_AUTHORIZATION_FAILED with a zero id and no existence check.",
         ),
@@ -334,12 +339,7 @@ pub fn api_acls(api_key: ApiKey) -> ApiAcls {
                 check(C::GroupCoordinatorKey, &[groups_each(Op::Describe)]),
                 check(
                     C::TransactionCoordinatorKey,
-                    &[req(
-                        R::TransactionalId,
-                        Op::Describe,
-                        Target::TransactionalIds,
-                        PerResource,
-                    )],
+                    &[txn_ids_describe(PerResource)],
                 ),
             ],
             "",
@@ -392,13 +392,7 @@ pub fn api_acls(api_key: ApiKey) -> ApiAcls {
         ),
         K::CreateTopics => e(
             checks![
-                check(
-                    C::Always,
-                    &[
-                        req(R::Cluster, Op::Create, Target::Cluster, PerResource),
-                        topics(Op::Create),
-                    ],
-                ),
+                check(C::Always, CLUSTER_OR_TOPIC_CREATE),
                 check(
                     C::ConfigsInReply,
                     &[req(R::Topic, Op::DescribeConfigs, Target::Topics, PerResource)],
@@ -509,27 +503,11 @@ pub fn api_acls(api_key: ApiKey) -> ApiAcls {
         ),
         K::DescribeProducers => e(checks![check(C::Always, &[topics(Op::Read)])], ""),
         K::DescribeTransactions => e(
-            checks![check(
-                C::Always,
-                &[req(
-                    R::TransactionalId,
-                    Op::Describe,
-                    Target::TransactionalIds,
-                    PerResource,
-                )],
-            )],
+            checks![check(C::Always, &[txn_ids_describe(PerResource)])],
             "",
         ),
         K::ListTransactions => e(
-            checks![check(
-                C::Always,
-                &[req(
-                    R::TransactionalId,
-                    Op::Describe,
-                    Target::TransactionalIds,
-                    Filtered,
-                )],
-            )],
+            checks![check(C::Always, &[txn_ids_describe(Filtered)])],
             "",
         ),
         K::ShareFetch | K::ShareAcknowledge => e(GROUP_READ_TOPICS_READ, ""),
@@ -620,6 +598,28 @@ mod tests {
         assert_eq!(
             txn.any_of[0].error,
             ErrorCode::TransactionalIdAuthorizationFailed
+        );
+    }
+
+    #[test]
+    fn config_resources_are_guarded_by_topic_group_or_cluster() {
+        let guards: Vec<_> = [2, 32, 4, 8, 16, 0, 1, 64]
+            .into_iter()
+            .map(config_resource_acl_type)
+            .collect();
+        use ResourceType::{Cluster, Group, Topic};
+        assert_eq!(
+            guards,
+            [
+                Some(Topic),
+                Some(Group),
+                Some(Cluster),
+                Some(Cluster),
+                Some(Cluster),
+                None,
+                None,
+                None
+            ]
         );
     }
 

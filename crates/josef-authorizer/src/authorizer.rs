@@ -113,11 +113,13 @@ impl StandardAuthorizer {
         actions
             .iter()
             .map(|a| {
-                if superuser {
-                    AuthorizationResult::Allowed
-                } else {
-                    self.find_acl_rule(context, a.operation, a.resource_type, &a.resource_name)
-                }
+                self.decide(
+                    superuser,
+                    context,
+                    a.operation,
+                    a.resource_type,
+                    &a.resource_name,
+                )
             })
             .collect()
     }
@@ -130,10 +132,8 @@ impl StandardAuthorizer {
         resource_type: ResourceType,
         resource_name: &str,
     ) -> AuthorizationResult {
-        if self.is_super_user(&context.principal) {
-            return AuthorizationResult::Allowed;
-        }
-        self.find_acl_rule(context, operation, resource_type, resource_name)
+        let superuser = self.is_super_user(&context.principal);
+        self.decide(superuser, context, operation, resource_type, resource_name)
     }
 
     /// True if the action is allowed.
@@ -148,13 +148,18 @@ impl StandardAuthorizer {
             .is_allowed()
     }
 
-    fn find_acl_rule(
+    /// A super user is allowed everything; anyone else as the ACLs say.
+    fn decide(
         &self,
+        superuser: bool,
         context: &AuthorizableRequestContext,
         operation: AclOperation,
         resource_type: ResourceType,
         resource_name: &str,
     ) -> AuthorizationResult {
+        if superuser {
+            return AuthorizationResult::Allowed;
+        }
         let mut has_resource_acls = false;
         let mut allowed = false;
         let mut denied = false;

@@ -314,6 +314,23 @@ impl AclBindingFilter {
         }
     }
 
+    /// A filter on resource patterns only: every entry of the patterns of `resource_type`,
+    /// `name` (`None`: any) and `pattern_type` (see [`ResourcePatternFilter`]).
+    pub fn of_patterns(
+        resource_type: ResourceType,
+        name: Option<&str>,
+        pattern_type: PatternType,
+    ) -> Self {
+        Self::new(
+            ResourcePatternFilter {
+                resource_type,
+                name: name.map(str::to_string),
+                pattern_type,
+            },
+            AccessControlEntryFilter::ANY,
+        )
+    }
+
     /// True if any field is `Unknown`.
     pub fn is_unknown(&self) -> bool {
         self.pattern_filter.is_unknown() || self.entry_filter.is_unknown()
@@ -347,20 +364,11 @@ mod tests {
         )
     }
 
-    fn filter(rt: ResourceType, name: Option<&str>, pt: PatternType) -> AclBindingFilter {
-        AclBindingFilter::new(
-            ResourcePatternFilter {
-                resource_type: rt,
-                name: name.map(str::to_string),
-                pattern_type: pt,
-            },
-            AccessControlEntryFilter::ANY,
-        )
-    }
+    use AclBindingFilter as F;
 
     #[test]
     fn match_filter_selects_literal_wildcard_and_covering_prefixes() {
-        let f = filter(ResourceType::Topic, Some("orders-eu"), PatternType::Match);
+        let f = F::of_patterns(ResourceType::Topic, Some("orders-eu"), PatternType::Match);
         assert!(f.matches(&topic_read(ResourcePattern::literal(
             ResourceType::Topic,
             "orders-eu"
@@ -393,7 +401,7 @@ mod tests {
 
     #[test]
     fn any_filter_compares_names_exactly_across_pattern_types() {
-        let f = filter(ResourceType::Any, Some("orders-"), PatternType::Any);
+        let f = F::of_patterns(ResourceType::Any, Some("orders-"), PatternType::Any);
         assert!(f.matches(&topic_read(ResourcePattern::prefixed(
             ResourceType::Topic,
             "orders-"
@@ -406,7 +414,7 @@ mod tests {
             ResourceType::Topic,
             "*"
         ))));
-        let all = filter(ResourceType::Topic, None, PatternType::Any);
+        let all = F::of_patterns(ResourceType::Topic, None, PatternType::Any);
         assert!(all.matches(&topic_read(ResourcePattern::literal(
             ResourceType::Topic,
             "*"
@@ -415,7 +423,7 @@ mod tests {
 
     #[test]
     fn concrete_pattern_type_filter_is_exact() {
-        let f = filter(ResourceType::Topic, Some("*"), PatternType::Literal);
+        let f = F::of_patterns(ResourceType::Topic, Some("*"), PatternType::Literal);
         assert!(f.matches(&topic_read(ResourcePattern::literal(
             ResourceType::Topic,
             "*"
@@ -424,7 +432,7 @@ mod tests {
             ResourceType::Topic,
             "*"
         ))));
-        let f = filter(ResourceType::Topic, None, PatternType::Prefixed);
+        let f = F::of_patterns(ResourceType::Topic, None, PatternType::Prefixed);
         assert!(f.matches(&topic_read(ResourcePattern::prefixed(
             ResourceType::Topic,
             "a"

@@ -87,55 +87,72 @@ pub fn acl_creation_result(result: &Result<AclCreateOutcome, AclError>) -> AclCr
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn filter_from_fields(
-    resource_type: i8,
-    name: Option<&str>,
-    pattern_type: i8,
-    principal: Option<&str>,
-    host: Option<&str>,
-    operation: i8,
-    permission_type: i8,
-) -> AclBindingFilter {
-    AclBindingFilter::new(
-        ResourcePatternFilter {
-            resource_type: ResourceType::from_code(resource_type),
-            name: name.map(str::to_string),
-            pattern_type: PatternType::from_code(pattern_type),
-        },
-        AccessControlEntryFilter {
-            principal: principal.map(str::to_string),
-            host: host.map(str::to_string),
-            operation: AclOperation::from_code(operation),
-            permission_type: AclPermissionType::from_code(permission_type),
-        },
-    )
+/// The filter in a DescribeAclsRequest or DeleteAclsFilter (both name its fields alike).
+macro_rules! filter_from_wire {
+    ($r:expr) => {{
+        let r = $r;
+        AclBindingFilter::new(
+            ResourcePatternFilter {
+                resource_type: ResourceType::from_code(r.resource_type_filter),
+                name: r.resource_name_filter.as_deref().map(str::to_string),
+                pattern_type: PatternType::from_code(r.pattern_type_filter),
+            },
+            AccessControlEntryFilter {
+                principal: r.principal_filter.as_deref().map(str::to_string),
+                host: r.host_filter.as_deref().map(str::to_string),
+                operation: AclOperation::from_code(r.operation),
+                permission_type: AclPermissionType::from_code(r.permission_type),
+            },
+        )
+    }};
+}
+
+/// A DescribeAclsRequest or DeleteAclsFilter (`$ty`) carrying `$f`.
+macro_rules! filter_to_wire {
+    ($ty:ident, $f:expr) => {{
+        let f: &AclBindingFilter = $f;
+        let (p, e) = (&f.pattern_filter, &f.entry_filter);
+        $ty {
+            resource_type_filter: p.resource_type.code(),
+            resource_name_filter: p.name.as_deref().map(StrBytes::from),
+            pattern_type_filter: p.pattern_type.code(),
+            principal_filter: e.principal.as_deref().map(StrBytes::from),
+            host_filter: e.host.as_deref().map(StrBytes::from),
+            operation: e.operation.code(),
+            permission_type: e.permission_type.code(),
+            ..Default::default()
+        }
+    }};
+}
+
+/// A `$ty` (AccessControlEntryRecord, DeleteAclsMatchingAcl: both name the binding's fields
+/// alike) carrying binding `$b` and the `$extra` fields.
+macro_rules! binding_to_wire {
+    ($ty:ident { $($field:ident: $value:expr),* } from $b:expr) => {{
+        let b: &AclBinding = $b;
+        let (p, e) = (&b.pattern, &b.entry);
+        $ty {
+            $($field: $value,)*
+            resource_type: p.resource_type.code(),
+            resource_name: StrBytes::from(p.name.as_str()),
+            pattern_type: p.pattern_type.code(),
+            principal: StrBytes::from(e.principal.as_str()),
+            host: StrBytes::from(e.host.as_str()),
+            operation: e.operation.code(),
+            permission_type: e.permission_type.code(),
+            ..Default::default()
+        }
+    }};
 }
 
 /// The filter of a DescribeAcls request (`DescribeAclsRequest.filter`).
 pub fn filter_from_describe_request(r: &DescribeAclsRequest) -> AclBindingFilter {
-    filter_from_fields(
-        r.resource_type_filter,
-        r.resource_name_filter.as_deref(),
-        r.pattern_type_filter,
-        r.principal_filter.as_deref(),
-        r.host_filter.as_deref(),
-        r.operation,
-        r.permission_type,
-    )
+    filter_from_wire!(r)
 }
 
 /// One DeleteAcls filter.
 pub fn filter_from_delete_filter(f: &DeleteAclsFilter) -> AclBindingFilter {
-    filter_from_fields(
-        f.resource_type_filter,
-        f.resource_name_filter.as_deref(),
-        f.pattern_type_filter,
-        f.principal_filter.as_deref(),
-        f.host_filter.as_deref(),
-        f.operation,
-        f.permission_type,
-    )
+    filter_from_wire!(f)
 }
 
 /// Every filter of a DeleteAcls request, in order.
@@ -145,30 +162,12 @@ pub fn filters_from_delete_request(r: &DeleteAclsRequest) -> Vec<AclBindingFilte
 
 /// A DescribeAcls request for a filter (what a client sends).
 pub fn describe_request_from_filter(f: &AclBindingFilter) -> DescribeAclsRequest {
-    DescribeAclsRequest {
-        resource_type_filter: f.pattern_filter.resource_type.code(),
-        resource_name_filter: f.pattern_filter.name.as_deref().map(StrBytes::from),
-        pattern_type_filter: f.pattern_filter.pattern_type.code(),
-        principal_filter: f.entry_filter.principal.as_deref().map(StrBytes::from),
-        host_filter: f.entry_filter.host.as_deref().map(StrBytes::from),
-        operation: f.entry_filter.operation.code(),
-        permission_type: f.entry_filter.permission_type.code(),
-        ..Default::default()
-    }
+    filter_to_wire!(DescribeAclsRequest, f)
 }
 
 /// A DeleteAcls filter for a filter (what a client sends).
 pub fn delete_filter_from_filter(f: &AclBindingFilter) -> DeleteAclsFilter {
-    DeleteAclsFilter {
-        resource_type_filter: f.pattern_filter.resource_type.code(),
-        resource_name_filter: f.pattern_filter.name.as_deref().map(StrBytes::from),
-        pattern_type_filter: f.pattern_filter.pattern_type.code(),
-        principal_filter: f.entry_filter.principal.as_deref().map(StrBytes::from),
-        host_filter: f.entry_filter.host.as_deref().map(StrBytes::from),
-        operation: f.entry_filter.operation.code(),
-        permission_type: f.entry_filter.permission_type.code(),
-        ..Default::default()
-    }
+    filter_to_wire!(DeleteAclsFilter, f)
 }
 
 /// DescribeAcls resources: the bindings grouped by resource pattern
@@ -219,19 +218,10 @@ pub fn delete_acls_filter_result(
         Ok(acls) => acls
             .iter()
             .map(|a| {
-                let (p, e) = (&a.binding.pattern, &a.binding.entry);
-                DeleteAclsMatchingAcl {
+                binding_to_wire!(DeleteAclsMatchingAcl {
                     error_code: ErrorCode::None.code(),
-                    error_message: None,
-                    resource_type: p.resource_type.code(),
-                    resource_name: StrBytes::from(p.name.as_str()),
-                    pattern_type: p.pattern_type.code(),
-                    principal: StrBytes::from(e.principal.as_str()),
-                    host: StrBytes::from(e.host.as_str()),
-                    operation: e.operation.code(),
-                    permission_type: e.permission_type.code(),
-                    ..Default::default()
-                }
+                    error_message: None
+                } from &a.binding)
             })
             .collect(),
         Err(_) => Vec::new(),
@@ -268,18 +258,7 @@ impl AclWithId {
 
     /// The AccessControlEntryRecord (type 18, version 0) that creates this ACL.
     pub fn to_record(&self) -> AccessControlEntryRecord {
-        let (p, e) = (&self.binding.pattern, &self.binding.entry);
-        AccessControlEntryRecord {
-            id: self.id,
-            resource_type: p.resource_type.code(),
-            resource_name: StrBytes::from(p.name.as_str()),
-            pattern_type: p.pattern_type.code(),
-            principal: StrBytes::from(e.principal.as_str()),
-            host: StrBytes::from(e.host.as_str()),
-            operation: e.operation.code(),
-            permission_type: e.permission_type.code(),
-            ..Default::default()
-        }
+        binding_to_wire!(AccessControlEntryRecord { id: self.id } from &self.binding)
     }
 
     /// The RemoveAccessControlEntryRecord (type 19) that deletes this ACL.

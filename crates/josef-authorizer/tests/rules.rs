@@ -1,8 +1,8 @@
 //! One test per StandardAuthorizer rule, and DescribeAcls / DeleteAcls / CreateAcls behaviour.
 
 use josef_authorizer::convert::{
-    acl_creation_result, bindings_from_create_request, delete_acls_filter_result,
-    describe_request_from_filter, filter_from_describe_request,
+    acl_creation_result, bindings_from_create_request, creation_from_binding,
+    delete_acls_filter_result, describe_request_from_filter, filter_from_describe_request,
 };
 use josef_authorizer::*;
 use josef_protocol::messages::CreateAclsRequest;
@@ -363,14 +363,7 @@ fn authorized_operations_bits() {
 }
 
 fn filter(rt: ResourceType, name: Option<&str>, pt: PatternType) -> AclBindingFilter {
-    AclBindingFilter::new(
-        ResourcePatternFilter {
-            resource_type: rt,
-            name: name.map(str::to_string),
-            pattern_type: pt,
-        },
-        AccessControlEntryFilter::ANY,
-    )
+    AclBindingFilter::of_patterns(rt, name, pt)
 }
 
 fn match_fixture() -> Fixture {
@@ -599,29 +592,21 @@ fn create_validates_dedups_and_assigns_fresh_ids() {
 
 #[test]
 fn create_request_validation_errors() {
+    let refused = [
+        AclBinding::new(lit(ResourceType::Any, "t"), allow("User:a", Read)),
+        AclBinding::new(lit(Topic, ""), allow("User:a", Read)),
+        AclBinding::new(lit(Topic, "t"), allow("User:a", Any)),
+        AclBinding::new(
+            lit(Topic, "t"),
+            AccessControlEntry::new("User:a", "*", Read, AclPermissionType::Any),
+        ),
+        AclBinding::new(
+            ResourcePattern::new(Topic, "t", PatternType::Any),
+            allow("User:a", Read),
+        ),
+    ];
     let req = CreateAclsRequest {
-        creations: vec![
-            josef_authorizer::convert::creation_from_binding(&AclBinding::new(
-                lit(ResourceType::Any, "t"),
-                allow("User:a", Read),
-            )),
-            josef_authorizer::convert::creation_from_binding(&AclBinding::new(
-                lit(Topic, ""),
-                allow("User:a", Read),
-            )),
-            josef_authorizer::convert::creation_from_binding(&AclBinding::new(
-                lit(Topic, "t"),
-                allow("User:a", Any),
-            )),
-            josef_authorizer::convert::creation_from_binding(&AclBinding::new(
-                lit(Topic, "t"),
-                AccessControlEntry::new("User:a", "*", Read, AclPermissionType::Any),
-            )),
-            josef_authorizer::convert::creation_from_binding(&AclBinding::new(
-                ResourcePattern::new(Topic, "t", PatternType::Any),
-                allow("User:a", Read),
-            )),
-        ],
+        creations: refused.iter().map(creation_from_binding).collect(),
         ..Default::default()
     };
     let bindings = bindings_from_create_request(&req);

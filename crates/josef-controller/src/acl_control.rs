@@ -5,20 +5,16 @@
 //! The requester's Cluster ALTER is checked by the broker that forwarded the request, as Kafka's
 //! `ControllerApis` does with the Envelope's principal.
 
-use josef_authorizer::convert::{
-    acl_creation_result, bindings_from_create_request, delete_acls_filter_result,
-    filters_from_delete_request, remove_record,
+use josef_authorizer::acl_apis::{
+    create_acls_error, delete_acls_error, plan_create_acls, plan_delete_acls,
 };
-use josef_authorizer::{AclError, AclWithId, AuthorizerConfig, StandardAuthorizer};
-use josef_protocol::messages::create_acls_response::AclCreationResult;
-use josef_protocol::messages::delete_acls_response::DeleteAclsFilterResult;
+use josef_authorizer::{AclWithId, AuthorizerConfig, StandardAuthorizer};
 use josef_protocol::messages::{
     CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse,
 };
 use josef_protocol::metadata_records::{AccessControlEntryRecord, RemoveAccessControlEntryRecord};
-use josef_protocol::{StrBytes, Uuid};
+use josef_protocol::StrBytes;
 
-use crate::records::MetadataRecord;
 use crate::{ApiError, Controller, ControllerResult, ReplayError, WriteContext};
 
 /// The committed ACLs, indexed as the authorizer indexes them (its rules are not used here).
@@ -77,34 +73,17 @@ impl Controller {
         req: &CreateAclsRequest,
     ) -> ControllerResult<CreateAclsResponse> {
         if let Err(e) = self.check_active() {
-            return ControllerResult::response(CreateAclsResponse {
-                results: req
-                    .creations
-                    .iter()
-                    .map(|_| AclCreationResult {
-                        error_code: e.code(),
-                        error_message: not_controller_message(&e),
-                        ..Default::default()
-                    })
-                    .collect(),
-                ..Default::default()
-            });
+            return ControllerResult::response(create_acls_error(
+                req,
+                e.code(),
+                not_controller_message(&e),
+            ));
         }
-        let bindings = bindings_from_create_request(req);
         let rng = &mut self.rng;
-        let plan = self.acls.acls.plan_create(&bindings, || rng.topic_id());
-        let records = plan
-            .new_acls
-            .iter()
-            .map(|a| MetadataRecord::AccessControlEntry(a.to_record()))
-            .collect();
-        ControllerResult::of(
-            records,
-            CreateAclsResponse {
-                results: plan.results.iter().map(acl_creation_result).collect(),
-                ..Default::default()
-            },
-        )
+        let plan = plan_create_acls(&self.acls.acls, req, || rng.topic_id());
+        // The response is sent once the records are committed, so it answers them as stored.
+        let response = plan.response(true);
+        ControllerResult::of(plan.records, response)
     }
 
     /// DeleteAcls (API 31; Kafka's `AclControlManager.deleteAcls`): per filter, the ACLs it
@@ -116,34 +95,14 @@ impl Controller {
         req: &DeleteAclsRequest,
     ) -> ControllerResult<DeleteAclsResponse> {
         if let Err(e) = self.check_active() {
-            return ControllerResult::response(DeleteAclsResponse {
-                filter_results: req
-                    .filters
-                    .iter()
-                    .map(|_| DeleteAclsFilterResult {
-                        error_code: e.code(),
-                        error_message: not_controller_message(&e),
-                        ..Default::default()
-                    })
-                    .collect(),
-                ..Default::default()
-            });
+            return ControllerResult::response(delete_acls_error(
+                req,
+                e.code(),
+                not_controller_message(&e),
+            ));
         }
-        let filters = filters_from_delete_request(req);
-        let results: Vec<Result<Vec<AclWithId>, AclError>> = self.acls.acls.plan_delete(&filters);
-        let mut removed: Vec<Uuid> = results.iter().flatten().flatten().map(|a| a.id).collect();
-        removed.sort();
-        removed.dedup();
-        let records = removed
-            .into_iter()
-            .map(|id| MetadataRecord::RemoveAccessControlEntry(remove_record(id)))
-            .collect();
-        ControllerResult::of(
-            records,
-            DeleteAclsResponse {
-                filter_results: results.iter().map(delete_acls_filter_result).collect(),
-                ..Default::default()
-            },
-        )
+        let plan = plan_delete_acls(&self.acls.acls, req);
+        let response = plan.response(true);
+        ControllerResult::of(plan.records, response)
     }
 }

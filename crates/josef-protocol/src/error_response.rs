@@ -63,6 +63,22 @@ fn each<T, R>(items: &[T], entry: impl FnMut(&T) -> R) -> Vec<R> {
     items.iter().map(entry).collect()
 }
 
+/// A `$resp` whose `$field` holds one `$entry` per item of `$items`, with the given fields (the
+/// rest default).
+macro_rules! each_entry {
+    (
+        $resp:ident . $field:ident,
+        for $x:pat_param in $items:expr => $entry:path { $($f:ident: $v:expr),* $(,)? }
+    ) => {{
+        type Entry = $entry;
+        $resp {
+            $field: each($items, |$x| Entry { $($f: $v,)* ..Default::default() }),
+            ..Default::default()
+        }
+        .into()
+    }};
+}
+
 /// `body`'s response with `code` at the top level or on every entry; `None` for an API this
 /// module does not cover (the controller-bound APIs, the ACL, SCRAM and client-quota APIs are
 /// covered).
@@ -84,19 +100,15 @@ pub fn error_response(body: &RequestBody, code: ErrorCode) -> Option<ResponseBod
             ..Default::default()
         }
         .into(),
-        RequestBody::CreateTopics(r) => CreateTopicsResponse {
-            topics: each(&r.topics, |t| {
-                create_topics_response::CreatableTopicResult {
-                    name: t.name.clone(),
-                    error_code: c,
-                    num_partitions: -1,
-                    replication_factor: -1,
-                    ..Default::default()
-                }
-            }),
-            ..Default::default()
-        }
-        .into(),
+        RequestBody::CreateTopics(r) => each_entry!(
+            CreateTopicsResponse.topics,
+            for t in &r.topics => create_topics_response::CreatableTopicResult {
+                name: t.name.clone(),
+                error_code: c,
+                num_partitions: -1,
+                replication_factor: -1,
+            }
+        ),
         RequestBody::DeleteTopics(r) => {
             let mut responses = each(&r.topic_names, |n| {
                 delete_topics_response::DeletableTopicResult {
@@ -119,41 +131,29 @@ pub fn error_response(body: &RequestBody, code: ErrorCode) -> Option<ResponseBod
             }
             .into()
         }
-        RequestBody::CreatePartitions(r) => CreatePartitionsResponse {
-            results: each(&r.topics, |t| {
-                create_partitions_response::CreatePartitionsTopicResult {
-                    name: t.name.clone(),
-                    error_code: c,
-                    ..Default::default()
-                }
-            }),
-            ..Default::default()
-        }
-        .into(),
-        RequestBody::IncrementalAlterConfigs(r) => IncrementalAlterConfigsResponse {
-            responses: each(&r.resources, |x| {
-                incremental_alter_configs_response::AlterConfigsResourceResponse {
-                    error_code: c,
-                    resource_type: x.resource_type,
-                    resource_name: x.resource_name.clone(),
-                    ..Default::default()
-                }
-            }),
-            ..Default::default()
-        }
-        .into(),
-        RequestBody::AlterConfigs(r) => AlterConfigsResponse {
-            responses: each(&r.resources, |x| {
-                alter_configs_response::AlterConfigsResourceResponse {
-                    error_code: c,
-                    resource_type: x.resource_type,
-                    resource_name: x.resource_name.clone(),
-                    ..Default::default()
-                }
-            }),
-            ..Default::default()
-        }
-        .into(),
+        RequestBody::CreatePartitions(r) => each_entry!(
+            CreatePartitionsResponse.results,
+            for t in &r.topics => create_partitions_response::CreatePartitionsTopicResult {
+                name: t.name.clone(),
+                error_code: c,
+            }
+        ),
+        RequestBody::IncrementalAlterConfigs(r) => each_entry!(
+            IncrementalAlterConfigsResponse.responses,
+            for x in &r.resources => incremental_alter_configs_response::AlterConfigsResourceResponse {
+                error_code: c,
+                resource_type: x.resource_type,
+                resource_name: x.resource_name.clone(),
+            }
+        ),
+        RequestBody::AlterConfigs(r) => each_entry!(
+            AlterConfigsResponse.responses,
+            for x in &r.resources => alter_configs_response::AlterConfigsResourceResponse {
+                error_code: c,
+                resource_type: x.resource_type,
+                resource_name: x.resource_name.clone(),
+            }
+        ),
         RequestBody::AlterUserScramCredentials(r) => {
             // One result per user, in the order users first appear (deletions, then upsertions).
             let mut users: Vec<&StrBytes> = Vec::new();
@@ -167,18 +167,14 @@ pub fn error_response(body: &RequestBody, code: ErrorCode) -> Option<ResponseBod
                     users.push(name);
                 }
             }
-            AlterUserScramCredentialsResponse {
-                results: each(&users, |u| {
-                    alter_user_scram_credentials_response::AlterUserScramCredentialsResult {
-                        user: (*u).clone(),
-                        error_code: c,
-                        error_message: None,
-                        ..Default::default()
-                    }
-                }),
-                ..Default::default()
-            }
-            .into()
+            each_entry!(
+                AlterUserScramCredentialsResponse.results,
+                for u in &users => alter_user_scram_credentials_response::AlterUserScramCredentialsResult {
+                    user: (*u).clone(),
+                    error_code: c,
+                    error_message: None,
+                }
+            )
         }
         RequestBody::AlterClientQuotas(r) => AlterClientQuotasResponse {
             entries: each(&r.entries, |e| alter_client_quotas_response::EntryData {
@@ -193,24 +189,18 @@ pub fn error_response(body: &RequestBody, code: ErrorCode) -> Option<ResponseBod
             ..Default::default()
         }
         .into(),
-        RequestBody::CreateAcls(r) => CreateAclsResponse {
-            results: each(&r.creations, |_| create_acls_response::AclCreationResult {
+        RequestBody::CreateAcls(r) => each_entry!(
+            CreateAclsResponse.results,
+            for _ in &r.creations => create_acls_response::AclCreationResult {
                 error_code: c,
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
-        .into(),
-        RequestBody::DeleteAcls(r) => DeleteAclsResponse {
-            filter_results: each(&r.filters, |_| {
-                delete_acls_response::DeleteAclsFilterResult {
-                    error_code: c,
-                    ..Default::default()
-                }
-            }),
-            ..Default::default()
-        }
-        .into(),
+            }
+        ),
+        RequestBody::DeleteAcls(r) => each_entry!(
+            DeleteAclsResponse.filter_results,
+            for _ in &r.filters => delete_acls_response::DeleteAclsFilterResult {
+                error_code: c,
+            }
+        ),
         _ => return None,
     };
     Some(response)
@@ -396,6 +386,48 @@ mod tests {
         };
         assert_eq!(r.filter_results.len(), 2);
         assert!(r.filter_results.iter().all(|f| f.error_code == C.code()));
+    }
+
+    #[test]
+    fn alter_configs_create_partitions_and_create_acls_answer_every_entry() {
+        let req = AlterConfigsRequest {
+            resources: vec![alter_configs_request::AlterConfigsResource {
+                resource_type: 4,
+                resource_name: "1".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let ResponseBody::AlterConfigs(r) = answer(RequestBody::AlterConfigs(req)) else {
+            panic!("wrong response type");
+        };
+        let got: Vec<_> = r
+            .responses
+            .iter()
+            .map(|x| (x.error_code, x.resource_type, x.resource_name.as_str()))
+            .collect();
+        assert_eq!(got, [(C.code(), 4, "1")]);
+        let req = CreatePartitionsRequest {
+            topics: vec![create_partitions_request::CreatePartitionsTopic {
+                name: "t".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let ResponseBody::CreatePartitions(r) = answer(RequestBody::CreatePartitions(req)) else {
+            panic!("wrong response type");
+        };
+        assert_eq!(r.results[0].name, "t");
+        assert_eq!(r.results[0].error_code, C.code());
+        let req = CreateAclsRequest {
+            creations: vec![Default::default(); 3],
+            ..Default::default()
+        };
+        let ResponseBody::CreateAcls(r) = answer(RequestBody::CreateAcls(req)) else {
+            panic!("wrong response type");
+        };
+        assert_eq!(r.results.len(), 3);
+        assert!(r.results.iter().all(|x| x.error_code == C.code()));
     }
 
     #[test]

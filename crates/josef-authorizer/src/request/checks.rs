@@ -10,7 +10,8 @@ use super::{
     code, empty, After, Before, BrokerView, RequestAuth, CLUSTER_DENIED, GROUP_DENIED,
     TOPIC_DENIED, TXN_DENIED,
 };
-use crate::{AclOperation as Op, ResourceType, AUTHORIZED_OPERATIONS_OMITTED};
+use crate::api_acls::{authorization_error, config_resource_acl_type};
+use crate::{AclOperation as Op, ResourceType, AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_NAME};
 
 /// Takes the items `keep` refuses out of `items`, each answered with `refuse`.
 fn take_refused<T, R>(
@@ -430,12 +431,13 @@ fn config_refusal(
     name: &str,
     op: crate::AclOperation,
 ) -> Option<ErrorCode> {
-    match resource_type {
-        2 => (!auth.topic(op, name)).then_some(TOPIC_DENIED),
-        32 => (!auth.group(op, name)).then_some(GROUP_DENIED),
-        4 | 8 | 16 => (!auth.cluster(op)).then_some(CLUSTER_DENIED),
-        _ => None,
-    }
+    let acl_type = config_resource_acl_type(resource_type)?;
+    let name = if acl_type == ResourceType::Cluster {
+        CLUSTER_NAME
+    } else {
+        name
+    };
+    (!auth.allowed(op, acl_type, name)).then_some(authorization_error(acl_type))
 }
 
 fn produce(auth: &RequestAuth, mut r: ProduceRequest) -> Before {

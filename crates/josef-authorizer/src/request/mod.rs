@@ -64,6 +64,9 @@
 
 use josef_protocol::{ErrorCode, RequestBody, RequestHeader, ResponseBody, StrBytes, Uuid};
 
+use crate::api_acls::authorization_error;
+use crate::ResourceType;
+
 mod auth;
 mod checks;
 mod responses;
@@ -155,10 +158,10 @@ fn code(e: ErrorCode) -> i16 {
     e.code()
 }
 
-const TOPIC_DENIED: ErrorCode = ErrorCode::TopicAuthorizationFailed;
-const GROUP_DENIED: ErrorCode = ErrorCode::GroupAuthorizationFailed;
-const CLUSTER_DENIED: ErrorCode = ErrorCode::ClusterAuthorizationFailed;
-const TXN_DENIED: ErrorCode = ErrorCode::TransactionalIdAuthorizationFailed;
+const TOPIC_DENIED: ErrorCode = authorization_error(ResourceType::Topic);
+const GROUP_DENIED: ErrorCode = authorization_error(ResourceType::Group);
+const CLUSTER_DENIED: ErrorCode = authorization_error(ResourceType::Cluster);
+const TXN_DENIED: ErrorCode = authorization_error(ResourceType::TransactionalId);
 
 fn empty() -> StrBytes {
     StrBytes::from("")
