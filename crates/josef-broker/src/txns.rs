@@ -28,10 +28,10 @@ use josef_records::{DecompressLimits, RecordBatch, RecordBatchBuilder};
 use josef_sequencer::ControlType;
 use josef_txn::{
     PartitionStatus, ProducerIdGenerator, Released, TransactionVersion, TxnConfig, TxnCoordinator,
-    TxnError, TxnLogRecord, TxnMarkerRequest, TxnRecordSerde, TxnReply,
+    TxnError, TxnLogRecord, TxnMarkerRequest, TxnRecordSerde, TxnReply, TxnState,
 };
 use parking_lot::{Mutex, MutexGuard};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, Notify};
 
 use crate::cluster::broker_connections::BrokerConnections;
 use crate::cluster::txn_marker_sender::TxnMarkerSender;
@@ -108,6 +108,8 @@ pub struct TxnService {
     /// Verify-only AddPartitionsToTxn to other brokers' coordinators (KIP-890, the partition
     /// leader's side), apart from the markers so neither waits behind the other.
     verification: BrokerConnections,
+    /// Woken whenever the marker sender reports a transaction's markers written.
+    markers_done: Notify,
 }
 
 /// What a handler needs from the rest of the broker.
@@ -150,6 +152,7 @@ impl TxnService {
             cluster: c.cluster.is_some(),
             marker_sender: OnceLock::new(),
             verification: BrokerConnections::new(format!("josef-txn-verification-{}", c.node_id)),
+            markers_done: Notify::new(),
         }
     }
 
@@ -184,6 +187,44 @@ impl TxnService {
         }
         work.extend(self.release_all(env, &mut coord, p));
         self.process(env, &mut coord, work);
+        drop(coord);
+        self.markers_done.notify_waiters();
+    }
+
+    /// Waits, at most `bound`, while `transactional_id` is in PrepareCommit / PrepareAbort, i.e.
+    /// until its markers are written. The EndTxn handler answers after this: Kafka answers as soon
+    /// as Prepare* is in the log, but then a client's next transaction meets the markers still in
+    /// flight (AddPartitionsToTxn gets CONCURRENT_TRANSACTIONS, and an abort right away gets
+    /// INVALID_TXN_STATE, which librdkafka treats as fatal). Across brokers the markers take a
+    /// replication round trip per leader, so the window is real; waiting closes it. The bound
+    /// keeps an EndTxn whose markers wait for a leader election within a client's request
+    /// timeout; it is answered then anyway, as Kafka would.
+    pub async fn wait_markers_written(
+        &self,
+        env: &Env<'_>,
+        cluster: Option<&ClusterNode>,
+        transactional_id: &str,
+        bound: std::time::Duration,
+    ) {
+        let deadline = tokio::time::Instant::now() + bound;
+        loop {
+            // Registered before the state is read, so a completion in between is not missed.
+            let notified = self.markers_done.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let state = self.read(env, cluster, Some(transactional_id), |c| {
+                c.describe(transactional_id).state
+            });
+            if !matches!(
+                state,
+                Some(TxnState::PrepareCommit | TxnState::PrepareAbort)
+            ) {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return;
+            }
+        }
     }
 
     /// The coordinator lock. Its holder may wait for a network round trip (a producer-id block

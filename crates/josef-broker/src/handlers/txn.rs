@@ -115,6 +115,10 @@ pub async fn add_offsets(
     wire::add_offsets_to_txn_response(error, version)
 }
 
+/// How long an accepted EndTxn waits for its markers before it is answered (see
+/// `TxnService::wait_markers_written`); well under clients' request timeouts.
+const END_TXN_MARKER_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// EndTxn (v0–4: transaction version 0/1).
 pub async fn end_txn(state: &BrokerState, version: i16, r: EndTxnRequest) -> EndTxnResponse {
     let req = wire::end_txn_request(&r, version);
@@ -132,6 +136,12 @@ pub async fn end_txn(state: &BrokerState, version: i16, r: EndTxnRequest) -> End
         Some(TxnReply::EndTxn(x)) => x,
         _ => t::EndTxnResponse::error(TxnError::UnknownServerError),
     };
+    if resp.error.is_none() {
+        state
+            .txns
+            .wait_markers_written(&env(state), state.cluster.as_deref(), &id, END_TXN_MARKER_WAIT)
+            .await;
+    }
     if resp.error == Some(TxnError::InvalidTxnState) {
         // Kafka logs the refused transition too: the state it met tells a client bug from ours.
         let d = state
