@@ -139,7 +139,12 @@ pub async fn end_txn(state: &BrokerState, version: i16, r: EndTxnRequest) -> End
     if resp.error.is_none() {
         state
             .txns
-            .wait_markers_written(&env(state), state.cluster.as_deref(), &id, END_TXN_MARKER_WAIT)
+            .wait_markers_written(
+                &env(state),
+                state.cluster.as_deref(),
+                &id,
+                END_TXN_MARKER_WAIT,
+            )
             .await;
     }
     if resp.error == Some(TxnError::InvalidTxnState) {
