@@ -116,6 +116,9 @@ fn unsupported_api_versions(correlation_id: i32) -> Outcome {
 
 impl FrameHandler for BrokerState {
     async fn handle(&self, conn: &ConnectionInfo, frame: Bytes) -> Outcome {
+        if let Some(node) = &self.cluster {
+            node.initial_catch_up().await;
+        }
         // ApiVersions accepts every version: an unknown one is answered at v0 with
         // UNSUPPORTED_VERSION, before the rest of the (maybe unparsable) header is read.
         if frame.len() >= 8 {

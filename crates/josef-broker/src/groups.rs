@@ -3,8 +3,14 @@
 //! partition (Kafka's key/value format) and replayed; completions of parked JoinGroup/SyncGroup
 //! requests are delivered through oneshot channels; a ticker fires due timers.
 //!
-//! On one node the HW reaches the LEO inside the append, so responses are released right after
-//! the write (what `CoordinatorDriver::on_high_watermark` would do).
+//! A write is answered once the partition's HW passes it (Kafka's coordinator runtime completes
+//! a write at the HW, appending with acks=-1): only then are the records on every ISR replica, so
+//! an acknowledged offset commit or group generation survives a failover to any of them. The
+//! wait is a [`DelayedProduce`] in the broker's purgatory, bounded by `offsets.commit.timeout.ms`;
+//! a write that times out or loses leadership unloads the shard (its state is rebuilt from the
+//! log by the next request) and is answered COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR, as Kafka
+//! maps REQUEST_TIMED_OUT and NOT_LEADER_OR_FOLLOWER. On one node the HW reaches the LEO inside
+//! the append, so nothing waits.
 //!
 //! **Exclusivity** (Kafka's `CoordinatorRuntime` load/unload on election/resignation, C12): a
 //! shard is served only while this broker leads its partition, and belongs to the leader epoch it
@@ -18,7 +24,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use josef_coordinator::RecordSerde;
 use josef_group::api::{Completion, GroupResponse, RequestId};
@@ -34,8 +40,10 @@ use tokio::sync::oneshot;
 
 use crate::cluster::ClusterNode;
 use crate::config::BrokerConfig;
+use crate::delayed_fetch::{DelayedOp, DelayedProduce, FetchPurgatory, ProducingPartition};
 use crate::partition::{control_type_of, Partition};
 use crate::topics::{now_ms, Topic, TopicManager, GROUP_METADATA_TOPIC};
+use josef_protocol::ErrorCode;
 
 /// The coordinator type the broker runs.
 pub type Coordinator = GroupCoordinator<NoopTimer, RandomMemberIds>;
@@ -95,12 +103,86 @@ pub fn coordinator_epoch(p: &Partition, cluster: Option<&ClusterNode>) -> Option
     Some(epoch)
 }
 
+/// Parked JoinGroup/SyncGroup requests by id.
+type Pending = Mutex<HashMap<RequestId, oneshot::Sender<GroupResponse>>>;
+
+/// A write not yet below the HW: the records end at `required_offset - 1`.
+struct Uncommitted {
+    partition: Arc<Partition>,
+    required_offset: i64,
+    leader_epoch: i32,
+}
+
+/// What a handler's result leaves to do once its records are written.
+struct Written<T> {
+    response: T,
+    completions: Vec<Completion>,
+    uncommitted: Option<Uncommitted>,
+}
+
+/// Waits until `u`'s records are below the HW, at most `timeout_ms`.
+async fn wait_committed(
+    purgatory: Option<Arc<FetchPurgatory>>,
+    u: Uncommitted,
+    timeout_ms: u64,
+) -> Result<(), ShardError> {
+    let Some(purgatory) = purgatory else {
+        return Ok(());
+    };
+    let (op, done) = DelayedProduce::new(
+        vec![ProducingPartition {
+            partition: u.partition,
+            required_offset: u.required_offset,
+            // The HW is what makes a coordinator record durable; the topic's min ISR is checked
+            // by produces, and Kafka's coordinator appends are not refused for it either.
+            min_insync_replicas: 1,
+            leader_epoch: u.leader_epoch,
+        }],
+        timeout_ms,
+    );
+    let op = DelayedOp::Produce(op);
+    let keys = op.keys();
+    purgatory.try_complete_else_watch(op, keys);
+    match done.await.ok().and_then(|codes| codes.first().copied()) {
+        Some(ErrorCode::None) => Ok(()),
+        Some(ErrorCode::NotLeaderOrFollower) | Some(ErrorCode::KafkaStorageError) => {
+            Err(ShardError::NotCoordinator)
+        }
+        _ => Err(ShardError::NotAvailable),
+    }
+}
+
+/// Answers parked requests.
+fn deliver_to(pending: &Pending, completions: Vec<Completion>) {
+    if completions.is_empty() {
+        return;
+    }
+    let mut pending = pending.lock();
+    for c in completions {
+        if let Some(tx) = pending.remove(&c.request) {
+            let _ = tx.send(c.response);
+        }
+    }
+}
+
+/// Forgets parked requests: their waiters get NOT_COORDINATOR.
+fn drop_from(pending: &Pending, completions: &[Completion]) {
+    let mut pending = pending.lock();
+    for c in completions {
+        pending.remove(&c.request);
+    }
+}
+
 /// All group coordinator shards of the node.
 pub struct GroupService {
     config: GroupConfig,
     shards: Mutex<HashMap<i32, Arc<Mutex<Shard>>>>,
-    pending: Mutex<HashMap<RequestId, oneshot::Sender<GroupResponse>>>,
+    pending: Arc<Pending>,
     next_request: AtomicU64,
+    /// Where writes wait for the HW (the broker's purgatory; unset in unit tests of one node).
+    purgatory: OnceLock<Arc<FetchPurgatory>>,
+    /// `offsets.commit.timeout.ms`: how long a write waits for the HW.
+    commit_timeout_ms: u64,
     serde: GroupRecordSerde,
     /// A cluster node: the internal topic comes from the controller, never created here.
     cluster: bool,
@@ -135,11 +217,18 @@ impl GroupService {
                 ..GroupConfig::default()
             },
             shards: Mutex::new(HashMap::new()),
-            pending: Mutex::new(HashMap::new()),
+            pending: Arc::new(Mutex::new(HashMap::new())),
             next_request: AtomicU64::new(1),
+            purgatory: OnceLock::new(),
+            commit_timeout_ms: u64::try_from(c.offsets_commit_timeout_ms).unwrap_or(5000),
             serde: GroupRecordSerde::default(),
             cluster: c.cluster.is_some(),
         }
+    }
+
+    /// Writes wait for the HW in `purgatory` from now on (set once, by the broker state).
+    pub fn set_purgatory(&self, purgatory: Arc<FetchPurgatory>) {
+        let _ = self.purgatory.set(purgatory);
     }
 
     /// `__consumer_offsets`: created on demand on one node; on a cluster node only if the
@@ -293,39 +382,86 @@ impl GroupService {
         }
     }
 
-    /// Appends and replays a result's records, then delivers its completions. A failed append
-    /// unloads the shard (the state machine already counted the records) and fails the request:
-    /// its completions are dropped (their waiters get NOT_COORDINATOR) and the next request
-    /// reloads the shard from the log.
-    fn finish<T>(&self, shard: &mut Shard, result: GroupResult<T>) -> Result<T, ShardError> {
+    /// Appends and replays a result's records. A failed append unloads the shard (the state
+    /// machine already counted the records) and fails the request: its completions are dropped
+    /// (their waiters get NOT_COORDINATOR) and the next request reloads the shard from the log.
+    /// Else the caller delivers the completions and the response once the records are below the
+    /// HW ([`GroupService::settle`]).
+    fn finish<T>(
+        &self,
+        shard: &mut Shard,
+        result: GroupResult<T>,
+    ) -> Result<Written<T>, ShardError> {
         let GroupResult {
             records,
             response,
             completions,
             transaction,
         } = result;
+        let mut uncommitted = None;
         if !records.is_empty() {
-            if let Err(e) = self.write(shard, &records, transaction) {
-                {
-                    let mut pending = self.pending.lock();
-                    for c in &completions {
-                        pending.remove(&c.request);
-                    }
+            match self.write(shard, &records, transaction) {
+                Ok(u) => uncommitted = u,
+                Err(e) => {
+                    drop_from(&self.pending, &completions);
+                    self.close(shard);
+                    return Err(e);
                 }
-                self.close(shard);
+            }
+        }
+        Ok(Written {
+            response,
+            completions,
+            uncommitted,
+        })
+    }
+
+    /// Waits for `w`'s records to be below the HW, then delivers its completions. A write that
+    /// is not committed within `offsets.commit.timeout.ms` (or loses leadership) unloads `shard`.
+    async fn settle<T>(&self, shard: &Arc<Mutex<Shard>>, w: Written<T>) -> Result<T, ShardError> {
+        if let Some(u) = w.uncommitted {
+            let purgatory = self.purgatory.get().cloned();
+            if let Err(e) = wait_committed(purgatory, u, self.commit_timeout_ms).await {
+                drop_from(&self.pending, &w.completions);
+                let index = shard.lock().partition.index;
+                self.unload_if_same(index, shard);
                 return Err(e);
             }
         }
-        self.deliver(completions);
-        Ok(response)
+        self.deliver(w.completions);
+        Ok(w.response)
     }
 
+    /// [`GroupService::settle`] off the caller's task (the ticker's results): completions are
+    /// delivered, or dropped, when the HW decides.
+    fn settle_later(&self, w: Written<()>) {
+        let Some(u) = w.uncommitted else {
+            self.deliver(w.completions);
+            return;
+        };
+        let (pending, purgatory, timeout) = (
+            self.pending.clone(),
+            self.purgatory.get().cloned(),
+            self.commit_timeout_ms,
+        );
+        tokio::spawn(async move {
+            match wait_committed(purgatory, u, timeout).await {
+                Ok(()) => deliver_to(&pending, w.completions),
+                Err(e) => {
+                    tracing::warn!(error = ?e, "group coordinator write not committed; its answers dropped");
+                    drop_from(&pending, &w.completions);
+                }
+            }
+        });
+    }
+
+    /// Appends `records`; what is not below the HW yet comes back as [`Uncommitted`].
     fn write(
         &self,
         shard: &mut Shard,
         records: &[GroupRecord],
         transaction: Option<(i64, i16)>,
-    ) -> Result<(), ShardError> {
+    ) -> Result<Option<Uncommitted>, ShardError> {
         // Never write to a partition this shard's epoch no longer leads (Kafka appends with the
         // coordinator's leader epoch and gets NOT_LEADER_OR_FOLLOWER -> NOT_COORDINATOR).
         if !shard.current() {
@@ -354,7 +490,13 @@ impl GroupService {
                         .coord
                         .replay(info.first_offset + i as i64, pid, epoch, r);
                 }
-                Ok(())
+                let required_offset = info.last_offset + 1;
+                let hw = shard.partition.data.lock().log.high_watermark();
+                Ok((hw < required_offset).then(|| Uncommitted {
+                    partition: shard.partition.clone(),
+                    required_offset,
+                    leader_epoch: shard.epoch,
+                }))
             }
             Err(e) => {
                 tracing::error!(error = %e, "cannot append group records; unloading the shard");
@@ -368,30 +510,26 @@ impl GroupService {
     }
 
     fn deliver(&self, completions: Vec<Completion>) {
-        if completions.is_empty() {
-            return;
-        }
-        let mut pending = self.pending.lock();
-        for c in completions {
-            if let Some(tx) = pending.remove(&c.request) {
-                let _ = tx.send(c.response);
-            }
-        }
+        deliver_to(&self.pending, completions);
     }
 
-    /// Runs a handler that answers at once; NOT_COORDINATOR if the shard's leadership is gone.
-    pub fn run<T>(
+    /// Runs a handler and answers once its records are committed; NOT_COORDINATOR if the
+    /// shard's leadership is gone.
+    pub async fn run<T>(
         &self,
         shard: &Arc<Mutex<Shard>>,
         f: impl FnOnce(&mut Coordinator, i64) -> GroupResult<T>,
     ) -> Result<T, ShardError> {
-        let mut s = shard.lock();
-        if !s.current() {
-            self.close(&mut s);
-            return Err(ShardError::NotCoordinator);
-        }
-        let result = f(&mut s.coord, now_ms());
-        self.finish(&mut s, result)
+        let written = {
+            let mut s = shard.lock();
+            if !s.current() {
+                self.close(&mut s);
+                return Err(ShardError::NotCoordinator);
+            }
+            let result = f(&mut s.coord, now_ms());
+            self.finish(&mut s, result)?
+        };
+        self.settle(shard, written).await
     }
 
     /// Runs a handler whose answer may come later as a completion (JoinGroup, SyncGroup). A
@@ -404,7 +542,7 @@ impl GroupService {
         let id = self.next_request.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.pending.lock().insert(id, tx);
-        if let Err(e) = self.run(shard, |c, now| f(c, now, id)) {
+        if let Err(e) = self.run(shard, |c, now| f(c, now, id)).await {
             self.pending.lock().remove(&id);
             return Err(e);
         }
@@ -477,13 +615,15 @@ impl GroupService {
             let mut s = shard.lock();
             if let Some(image) = image {
                 let result = s.coord.on_topics_changed(now, image.clone());
-                if self.finish(&mut s, result).is_err() {
-                    continue;
+                match self.finish(&mut s, result) {
+                    Ok(w) => self.settle_later(w),
+                    Err(_) => continue,
                 }
             }
             while let Some(result) = s.coord.fire_next_due(now) {
-                if self.finish(&mut s, result).is_err() {
-                    break;
+                match self.finish(&mut s, result) {
+                    Ok(w) => self.settle_later(w),
+                    Err(_) => break,
                 }
             }
         }
@@ -629,16 +769,16 @@ mod tests {
         let me = p.data.lock().replication.local_id();
         p.make_leader(0, 0, &[me], &[me], 1, now_ms()).unwrap();
         let old = svc.shard(&topics, None, "g").unwrap();
-        let answer = svc.run(&old, |c, now| {
-            c.commit_offsets(now, &ctx(), commit("g", 42))
-        });
-        assert_eq!(answer.unwrap().topics[0].partitions[0].error, Errors::None);
-        assert_eq!(fetched(&svc, &old, "g"), Ok(42));
-
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
+        let answer = rt.block_on(svc.run(&old, |c, now| {
+            c.commit_offsets(now, &ctx(), commit("g", 42))
+        }));
+        assert_eq!(answer.unwrap().topics[0].partitions[0].error, Errors::None);
+        assert_eq!(fetched(&svc, &old, "g"), Ok(42));
+
         rt.block_on(async {
             let (s, shard) = (svc.clone(), old.clone());
             let parked = tokio::spawn(async move {
@@ -658,6 +798,7 @@ mod tests {
                     &ctx(),
                     commit("g", 43)
                 ))
+                .await
                 .err(),
                 Some(ShardError::NotCoordinator)
             );
@@ -682,19 +823,101 @@ mod tests {
         assert_eq!(new.lock().epoch, 2);
         assert_eq!(fetched(&svc, &new, "g"), Ok(42));
         assert_eq!(
-            svc.run(&old, |c, now| c.commit_offsets(
+            rt.block_on(svc.run(&old, |c, now| c.commit_offsets(
                 now,
                 &ctx(),
                 commit("g", 44)
-            ))
+            )))
             .err(),
             Some(ShardError::NotCoordinator)
         );
-        let answer = svc.run(&new, |c, now| {
+        let answer = rt.block_on(svc.run(&new, |c, now| {
             c.commit_offsets(now, &ctx(), commit("g", 45))
-        });
+        }));
         assert_eq!(answer.unwrap().topics[0].partitions[0].error, Errors::None);
         assert_eq!(fetched(&svc, &new, "g"), Ok(45));
         assert_eq!(svc.loaded_shards(&topics, None).len(), 1);
+    }
+
+    /// A write is answered only once the HW passes it (every ISR replica has it, so a failover
+    /// keeps it): an offset commit waits for the follower's fetch; one the follower never
+    /// fetches is answered COORDINATOR_NOT_AVAILABLE at `offsets.commit.timeout.ms` and the
+    /// shard is unloaded (the next request rebuilds it from the log).
+    #[test]
+    fn a_write_is_answered_once_the_high_watermark_passes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = cluster_config(dir.path());
+        config.offsets_commit_timeout_ms = 200;
+        let config = Arc::new(config);
+        let purgatory = crate::delayed_fetch::new_purgatory();
+        let listener = crate::delayed_fetch::append_listener(&purgatory);
+        let topics = TopicManager::load(config.clone(), Some(listener)).unwrap();
+        let svc = Arc::new(GroupService::new(&config));
+        svc.set_purgatory(purgatory.clone());
+        topics
+            .create_with_id(
+                GROUP_METADATA_TOPIC,
+                josef_protocol::Uuid::from_u128(7),
+                1,
+                BTreeMap::new(),
+            )
+            .unwrap();
+        let p = topics.partition(GROUP_METADATA_TOPIC, 0).unwrap();
+        let me = p.data.lock().replication.local_id();
+        let other = me + 1;
+        p.make_leader(0, 0, &[me, other], &[me, other], 1, now_ms())
+            .unwrap();
+        let follower_fetch = |offset: i64| {
+            let fetch = josef_partition::FollowerFetch {
+                replica_id: other,
+                broker_epoch: -1,
+                fetch_offset: offset,
+                log_start_offset: 0,
+                current_leader_epoch: 0,
+                last_fetched_epoch: -1,
+                max_bytes: 1 << 20,
+                min_one_message: true,
+            };
+            p.fetch_from_follower(&fetch, now_ms()).unwrap();
+        };
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        // What expires waits at their timeout (the broker spawns it at start).
+        let _reaper = rt.block_on(async { josef_timer::tokio_driver::spawn_reaper(purgatory) });
+        let shard = svc.shard(&topics, None, "g").unwrap();
+        let (s, sh) = (svc.clone(), shard.clone());
+        let waiting = rt.spawn(async move {
+            s.run(&sh, |c, now| c.commit_offsets(now, &ctx(), commit("g", 42)))
+                .await
+        });
+        // Appended (on the runtime's worker), not committed: the answer waits.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while p.data.lock().log.log_end_offset() < 1 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let leo = p.data.lock().log.log_end_offset();
+        assert_eq!(leo, 1);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(
+            !waiting.is_finished(),
+            "answered before the HW passed the write"
+        );
+        follower_fetch(leo);
+        assert_eq!(p.data.lock().log.high_watermark(), 1);
+        let answer = rt.block_on(waiting).unwrap().unwrap();
+        assert_eq!(answer.topics[0].partitions[0].error, Errors::None);
+
+        // The follower stops fetching: the commit times out and the shard is unloaded.
+        let answer = rt.block_on(svc.run(&shard, |c, now| {
+            c.commit_offsets(now, &ctx(), commit("g", 43))
+        }));
+        assert_eq!(answer.err(), Some(ShardError::NotAvailable));
+        let reloaded = svc.shard(&topics, None, "g").unwrap();
+        assert!(!Arc::ptr_eq(&shard, &reloaded));
+        // Reloaded from the log to its LEO, as Kafka's loader does.
+        assert_eq!(fetched(&svc, &reloaded, "g"), Ok(43));
     }
 }

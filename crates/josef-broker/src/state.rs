@@ -140,7 +140,11 @@ impl BrokerState {
             quotas,
             authorizer: crate::authorization::BrokerAuthorizer::new(config.authorizer.clone()),
             local_metadata,
-            groups: crate::groups::GroupService::new(&config),
+            groups: {
+                let groups = crate::groups::GroupService::new(&config);
+                groups.set_purgatory(fetch_purgatory.clone());
+                groups
+            },
             txns: crate::txns::TxnService::new(&config),
             fetch_purgatory,
             fetch_sessions: Mutex::new(FetchSessionCache::new(FetchSessionCacheConfig {

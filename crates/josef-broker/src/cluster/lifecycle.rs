@@ -55,6 +55,8 @@ pub struct BrokerLifecycle {
     state_tx: watch::Sender<LifecycleState>,
     epoch: parking_lot::Mutex<i64>,
     want_shutdown: watch::Sender<bool>,
+    /// Set (once, for good) by the first heartbeat answer with `is_caught_up`.
+    caught_up: Arc<watch::Sender<bool>>,
 }
 
 /// PLAINTEXT in Kafka's SecurityProtocol ids.
@@ -71,6 +73,7 @@ impl BrokerLifecycle {
         info: RegistrationInfo,
         channel: Arc<ControllerChannel>,
         log: Arc<MetadataLog>,
+        caught_up: Arc<watch::Sender<bool>>,
     ) -> Arc<BrokerLifecycle> {
         let (state_tx, _) = watch::channel(LifecycleState::Starting);
         let (want_shutdown, _) = watch::channel(false);
@@ -78,6 +81,7 @@ impl BrokerLifecycle {
             state_tx,
             epoch: parking_lot::Mutex::new(-1),
             want_shutdown,
+            caught_up,
         });
         let m = me.clone();
         tokio::spawn(async move { m.run(info, channel, log).await });
@@ -187,6 +191,13 @@ impl BrokerLifecycle {
                     .await;
                 match resp {
                     Ok(ResponseBody::BrokerHeartbeat(r)) if r.error_code == 0 => {
+                        if r.is_caught_up && !*self.caught_up.borrow() {
+                            tracing::info!(
+                                metadata_offset = log.applied(),
+                                "caught up with the metadata log; serving clients"
+                            );
+                            self.caught_up.send_replace(true);
+                        }
                         let next = if r.should_shut_down {
                             LifecycleState::ShuttingDown
                         } else if want_shut_down {

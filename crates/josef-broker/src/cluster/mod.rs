@@ -167,6 +167,8 @@ pub struct ClusterNode {
     pub fetchers: OnceLock<Arc<replica_fetcher::ReplicaFetcherManager>>,
     pub(crate) shutdown: CancellationToken,
     tracker: TaskTracker,
+    /// Set once a heartbeat answer says this broker caught up with the metadata log.
+    caught_up: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 fn controller_config(
@@ -312,6 +314,7 @@ impl ClusterNode {
             fetchers: OnceLock::new(),
             shutdown,
             tracker,
+            caught_up: Arc::new(tokio::sync::watch::channel(false).0),
         }))
     }
 
@@ -348,8 +351,12 @@ impl ClusterNode {
             .txns
             .set_marker_sender(txn_marker_sender::TxnMarkerSender::spawn(state, self));
         publisher::spawn(state.clone(), self.clone());
-        let lifecycle =
-            BrokerLifecycle::spawn(info, self.heartbeat_channel.clone(), self.log.clone());
+        let lifecycle = BrokerLifecycle::spawn(
+            info,
+            self.heartbeat_channel.clone(),
+            self.log.clone(),
+            self.caught_up.clone(),
+        );
         let epoch = {
             let l = lifecycle.clone();
             Arc::new(move || l.broker_epoch()) as Arc<dyn Fn() -> i64 + Send + Sync>
@@ -386,6 +393,18 @@ impl ClusterNode {
                 }
             }
         });
+    }
+
+    /// Waits until this broker has once caught up with the metadata log (Kafka's
+    /// `initialCatchUpFuture`, which `BrokerServer` waits for before it enables request
+    /// processing): until then its image may be older than what it restarted into, e.g. an ISR
+    /// that still names it, and answering clients from it would mislead them.
+    pub async fn initial_catch_up(&self) {
+        if *self.caught_up.borrow() {
+            return;
+        }
+        let mut rx = self.caught_up.subscribe();
+        let _ = rx.wait_for(|c| *c).await;
     }
 
     /// The broker lifecycle, once started.

@@ -74,7 +74,7 @@ fn shard_error(e: ShardError) -> Errors {
 }
 
 /// ConsumerGroupHeartbeat (68).
-pub fn heartbeat(
+pub async fn heartbeat(
     state: &BrokerState,
     conn: &ConnectionInfo,
     header: &RequestHeader,
@@ -83,16 +83,22 @@ pub fn heartbeat(
     let req = wire::heartbeat_request(&r);
     let ctx = super::groups::ctx(header, conn);
     let image = topic_image(state);
-    let answer = state
+    let shard = state
         .groups
-        .shard(&state.topics, state.cluster.as_deref(), &req.group_id)
-        .and_then(|shard| {
-            state.groups.run(&shard, |coord, now| {
-                with_image(coord, now, image, |coord, now| {
-                    coord.consumer_group_heartbeat(now, &ctx, req)
+        .shard(&state.topics, state.cluster.as_deref(), &req.group_id);
+    let answer = match shard {
+        Ok(shard) => {
+            state
+                .groups
+                .run(&shard, |coord, now| {
+                    with_image(coord, now, image, |coord, now| {
+                        coord.consumer_group_heartbeat(now, &ctx, req)
+                    })
                 })
-            })
-        });
+                .await
+        }
+        Err(e) => Err(e),
+    };
     wire::heartbeat_response(
         &answer.unwrap_or_else(|e| c::ConsumerGroupHeartbeatResponse::error(shard_error(e), None)),
     )

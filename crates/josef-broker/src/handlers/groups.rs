@@ -43,6 +43,16 @@ fn shard(state: &BrokerState, group_id: &str) -> Result<Arc<Mutex<Shard>>, Error
         .map_err(shard_error)
 }
 
+/// Runs `f` on the shard of `group_id` and answers once its records are committed.
+async fn run_on<T>(
+    state: &BrokerState,
+    group_id: &str,
+    f: impl FnOnce(&mut crate::groups::Coordinator, i64) -> josef_group::GroupResult<T>,
+) -> Result<T, Errors> {
+    let shard = shard(state, group_id)?;
+    service(state).run(&shard, f).await.map_err(shard_error)
+}
+
 /// JoinGroup (11).
 pub async fn join(
     state: &BrokerState,
@@ -94,24 +104,18 @@ pub async fn sync(
 }
 
 /// Heartbeat (12).
-pub fn heartbeat(state: &BrokerState, r: HeartbeatRequest) -> HeartbeatResponse {
+pub async fn heartbeat(state: &BrokerState, r: HeartbeatRequest) -> HeartbeatResponse {
     let req = wire::heartbeat_request(&r);
-    let answer = shard(state, &req.group_id).and_then(|shard| {
-        service(state)
-            .run(&shard, |c, now| c.heartbeat(now, req))
-            .map_err(shard_error)
-    });
+    let group_id = req.group_id.clone();
+    let answer = run_on(state, &group_id, |c, now| c.heartbeat(now, req)).await;
     wire::heartbeat_response(&answer.unwrap_or_else(|error| g::HeartbeatResponse { error }))
 }
 
 /// LeaveGroup (13).
-pub fn leave(state: &BrokerState, version: i16, r: LeaveGroupRequest) -> LeaveGroupResponse {
+pub async fn leave(state: &BrokerState, version: i16, r: LeaveGroupRequest) -> LeaveGroupResponse {
     let req = wire::leave_group_request(&r, version);
-    let answer = shard(state, &req.group_id).and_then(|shard| {
-        service(state)
-            .run(&shard, |c, now| c.leave_group(now, req))
-            .map_err(shard_error)
-    });
+    let group_id = req.group_id.clone();
+    let answer = run_on(state, &group_id, |c, now| c.leave_group(now, req)).await;
     match answer {
         Ok(a) => wire::leave_group_response(&a, version),
         Err(e) => LeaveGroupResponse {
@@ -122,7 +126,7 @@ pub fn leave(state: &BrokerState, version: i16, r: LeaveGroupRequest) -> LeaveGr
 }
 
 /// OffsetCommit (8).
-pub fn offset_commit(
+pub async fn offset_commit(
     state: &BrokerState,
     conn: &ConnectionInfo,
     header: &RequestHeader,
@@ -132,37 +136,29 @@ pub fn offset_commit(
     let topics = req.topics.clone();
     let ctx = ctx(header, conn);
     let image = super::consumer_group::topic_image(state);
-    let answer = shard(state, &req.group_id).and_then(|shard| {
-        service(state)
-            .run(&shard, |c, now| {
-                super::consumer_group::with_image(c, now, image, |c, now| {
-                    c.commit_offsets(now, &ctx, req)
-                })
-            })
-            .map_err(shard_error)
-    });
+    let group_id = req.group_id.clone();
+    let answer = run_on(state, &group_id, |c, now| {
+        super::consumer_group::with_image(c, now, image, |c, now| c.commit_offsets(now, &ctx, req))
+    })
+    .await;
     wire::offset_commit_response(
         &answer.unwrap_or_else(|e| g::OffsetCommitResponse::all(&topics, e)),
     )
 }
 
 /// TxnOffsetCommit (28).
-pub fn txn_offset_commit(
+pub async fn txn_offset_commit(
     state: &BrokerState,
     r: TxnOffsetCommitRequest,
 ) -> TxnOffsetCommitResponse {
     let req = wire::txn_offset_commit_request(&r);
     let topics = req.topics.clone();
     let image = super::consumer_group::topic_image(state);
-    let answer = shard(state, &req.group_id).and_then(|shard| {
-        service(state)
-            .run(&shard, |c, now| {
-                super::consumer_group::with_image(c, now, image, |c, now| {
-                    c.commit_txn_offsets(now, req)
-                })
-            })
-            .map_err(shard_error)
-    });
+    let group_id = req.group_id.clone();
+    let answer = run_on(state, &group_id, |c, now| {
+        super::consumer_group::with_image(c, now, image, |c, now| c.commit_txn_offsets(now, req))
+    })
+    .await;
     wire::txn_offset_commit_response(
         &answer.unwrap_or_else(|e| g::OffsetCommitResponse::all(&topics, e)),
     )
@@ -250,17 +246,14 @@ pub fn describe(
 }
 
 /// DeleteGroups (42).
-pub fn delete(state: &BrokerState, r: DeleteGroupsRequest) -> DeleteGroupsResponse {
+pub async fn delete(state: &BrokerState, r: DeleteGroupsRequest) -> DeleteGroupsResponse {
     let mut results = Vec::new();
     for id in &r.groups_names {
         let id = id.to_string();
-        let answer = shard(state, &id).and_then(|shard| {
-            service(state)
-                .run(&shard, |c, now| {
-                    c.delete_groups(now, std::slice::from_ref(&id))
-                })
-                .map_err(shard_error)
-        });
+        let answer = run_on(state, &id, |c, now| {
+            c.delete_groups(now, std::slice::from_ref(&id))
+        })
+        .await;
         match answer {
             Ok(d) => results.extend(d),
             Err(error) => results.push(g::DeletedGroup {
@@ -273,13 +266,10 @@ pub fn delete(state: &BrokerState, r: DeleteGroupsRequest) -> DeleteGroupsRespon
 }
 
 /// OffsetDelete (47).
-pub fn offset_delete(state: &BrokerState, r: OffsetDeleteRequest) -> OffsetDeleteResponse {
+pub async fn offset_delete(state: &BrokerState, r: OffsetDeleteRequest) -> OffsetDeleteResponse {
     let req = wire::offset_delete_request(&r);
-    let answer = shard(state, &req.group_id).and_then(|shard| {
-        service(state)
-            .run(&shard, |c, now| c.delete_offsets(now, req))
-            .map_err(shard_error)
-    });
+    let group_id = req.group_id.clone();
+    let answer = run_on(state, &group_id, |c, now| c.delete_offsets(now, req)).await;
     match answer {
         Ok(a) => wire::offset_delete_response(&a),
         Err(e) => OffsetDeleteResponse {

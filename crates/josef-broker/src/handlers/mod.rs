@@ -186,17 +186,17 @@ async fn handle_local(
         RequestBody::OffsetForLeaderEpoch(r) => reply(offset_for_leader_epoch::handle(state, r)),
         RequestBody::JoinGroup(r) => reply(groups::join(state, conn, header, r).await),
         RequestBody::SyncGroup(r) => reply(groups::sync(state, header, r).await),
-        RequestBody::Heartbeat(r) => reply(groups::heartbeat(state, r)),
-        RequestBody::LeaveGroup(r) => reply(groups::leave(state, v, r)),
-        RequestBody::OffsetCommit(r) => reply(groups::offset_commit(state, conn, header, r)),
-        RequestBody::TxnOffsetCommit(r) => reply(groups::txn_offset_commit(state, r)),
+        RequestBody::Heartbeat(r) => reply(groups::heartbeat(state, r).await),
+        RequestBody::LeaveGroup(r) => reply(groups::leave(state, v, r).await),
+        RequestBody::OffsetCommit(r) => reply(groups::offset_commit(state, conn, header, r).await),
+        RequestBody::TxnOffsetCommit(r) => reply(groups::txn_offset_commit(state, r).await),
         RequestBody::OffsetFetch(r) => reply(groups::offset_fetch(state, v, r)),
         RequestBody::ListGroups(r) => reply(groups::list(state, v, r)),
         RequestBody::DescribeGroups(r) => reply(groups::describe(state, v, r)),
-        RequestBody::DeleteGroups(r) => reply(groups::delete(state, r)),
-        RequestBody::OffsetDelete(r) => reply(groups::offset_delete(state, r)),
+        RequestBody::DeleteGroups(r) => reply(groups::delete(state, r).await),
+        RequestBody::OffsetDelete(r) => reply(groups::offset_delete(state, r).await),
         RequestBody::ConsumerGroupHeartbeat(r) => {
-            reply(consumer_group::heartbeat(state, conn, header, r))
+            reply(consumer_group::heartbeat(state, conn, header, r).await)
         }
         RequestBody::ConsumerGroupDescribe(r) => reply(consumer_group::describe(state, r)),
         RequestBody::SaslHandshake(r) => reply(sasl::handshake(r)),
