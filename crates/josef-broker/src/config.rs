@@ -81,7 +81,6 @@ pub const NOT_USED: &[(&str, &str)] = &[
         "Josef has no ZooKeeper mode",
     ),
     // Parsed and kept, but no code reads them yet.
-    ("offsets.commit.timeout.ms", VALIDATED_ONLY),
     ("controlled.shutdown.retry.backoff.ms", VALIDATED_ONLY),
     ("leader.imbalance.per.broker.percentage", VALIDATED_ONLY),
     ("metadata.max.idle.interval.ms", VALIDATED_ONLY),
@@ -861,17 +860,19 @@ mod tests {
 
     #[test]
     fn parsed_but_unused_settings_are_checked_and_reported() {
-        let w = warnings(&[("offsets.commit.timeout.ms", "1000")]);
+        let w = warnings(&[("replica.socket.timeout.ms", "1000")]);
         assert_eq!(
             w,
             [ConfigWarning::NotUsed {
-                key: "offsets.commit.timeout.ms".into(),
+                key: "replica.socket.timeout.ms".into(),
                 reason: VALIDATED_ONLY
             }]
         );
         assert!(
             BrokerConfig::from_properties(props(&[("offsets.commit.timeout.ms", "x")])).is_err()
         );
+        // Used: how long a group coordinator write waits for the HW (groups.rs).
+        assert!(warnings(&[("offsets.commit.timeout.ms", "1000")]).is_empty());
     }
 
     #[test]
