@@ -695,6 +695,22 @@ mod tests {
         }
     }
 
+    /// Creates `__consumer_offsets` with one partition (as the controller would): the
+    /// partition and this broker's id.
+    fn offsets_partition(topics: &TopicManager) -> (Arc<Partition>, i32) {
+        topics
+            .create_with_id(
+                GROUP_METADATA_TOPIC,
+                josef_protocol::Uuid::from_u128(7),
+                1,
+                BTreeMap::new(),
+            )
+            .unwrap();
+        let p = topics.partition(GROUP_METADATA_TOPIC, 0).unwrap();
+        let me = p.data.lock().replication.local_id();
+        (p, me)
+    }
+
     fn fetched(
         svc: &GroupService,
         shard: &Arc<Mutex<Shard>>,
@@ -757,16 +773,7 @@ mod tests {
             Some(ShardError::NotCoordinator)
         );
         assert!(topics.get(GROUP_METADATA_TOPIC).is_none());
-        topics
-            .create_with_id(
-                GROUP_METADATA_TOPIC,
-                josef_protocol::Uuid::from_u128(7),
-                1,
-                BTreeMap::new(),
-            )
-            .unwrap();
-        let p = topics.partition(GROUP_METADATA_TOPIC, 0).unwrap();
-        let me = p.data.lock().replication.local_id();
+        let (p, me) = offsets_partition(&topics);
         p.make_leader(0, 0, &[me], &[me], 1, now_ms()).unwrap();
         let old = svc.shard(&topics, None, "g").unwrap();
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -854,16 +861,7 @@ mod tests {
         let topics = TopicManager::load(config.clone(), Some(listener)).unwrap();
         let svc = Arc::new(GroupService::new(&config));
         svc.set_purgatory(purgatory.clone());
-        topics
-            .create_with_id(
-                GROUP_METADATA_TOPIC,
-                josef_protocol::Uuid::from_u128(7),
-                1,
-                BTreeMap::new(),
-            )
-            .unwrap();
-        let p = topics.partition(GROUP_METADATA_TOPIC, 0).unwrap();
-        let me = p.data.lock().replication.local_id();
+        let (p, me) = offsets_partition(&topics);
         let other = me + 1;
         p.make_leader(0, 0, &[me, other], &[me, other], 1, now_ms())
             .unwrap();
