@@ -7,11 +7,30 @@ use josef_fetch::{
     FetchSessionCache, FetchSessionCacheConfig, TopicIdPartition, DEFAULT_EVICTION_MS,
 };
 use josef_sequencer::{ProducerIdBlockStore, ProducerIdManager, DEFAULT_PRODUCER_ID_BLOCK_SIZE};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
 use crate::config::BrokerConfig;
 use crate::meta::write_atomically;
 use crate::topics::TopicManager;
+
+/// Locks `m` without holding a runtime worker while it waits. For locks whose holder may wait
+/// for a network round trip (a producer-id block from the controller,
+/// `cluster::allocate_producer_ids`, runs in `block_in_place` under the producer-id manager's and
+/// the transaction coordinator's locks): request tasks parked on such a lock would otherwise
+/// take every worker, and with them the I/O and timer drivers that round trip needs, so the whole
+/// node froze (seen in the soak: a leader cut off from the controller while idempotent producers
+/// retried InitProducerId). Off a multi-threaded runtime (unit tests) it just locks.
+pub fn lock_without_holding_a_worker<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    if let Some(g) = m.try_lock() {
+        return g;
+    }
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(|| m.lock())
+        }
+        _ => m.lock(),
+    }
+}
 
 /// Producer-id blocks persisted in `josef-producer-ids` (one number: the next block start), written
 /// atomically and fsynced, so a restart never hands out an id twice.

@@ -84,8 +84,7 @@ struct Pids<'a>(&'a Mutex<josef_sequencer::ProducerIdManager<FileBlockStore>>);
 
 impl ProducerIdGenerator for Pids<'_> {
     fn generate_producer_id(&mut self) -> Result<i64, TxnError> {
-        self.0
-            .lock()
+        crate::state::lock_without_holding_a_worker(self.0)
             .next_id()
             .map_err(|_| TxnError::CoordinatorLoadInProgress)
     }
@@ -233,15 +232,7 @@ impl TxnService {
     /// lock would leave no worker to drive that round trip (the node hangs, its heartbeats and
     /// quorum answers stop). Off a multi-threaded runtime (unit tests) it just locks.
     fn lock_coord(&self) -> MutexGuard<'_, TxnCoordinator<LogWriter, Ctx>> {
-        if let Some(g) = self.coord.try_lock() {
-            return g;
-        }
-        match tokio::runtime::Handle::try_current() {
-            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(|| self.coord.lock())
-            }
-            _ => self.coord.lock(),
-        }
+        crate::state::lock_without_holding_a_worker(&self.coord)
     }
 
     /// Partition `p` of `__transaction_state` here: created on demand on one node; on a cluster

@@ -186,30 +186,40 @@ enum CallError {
 }
 
 impl PeerClient {
+    /// One request and its response. The connection is taken out of `self` for the exchange and
+    /// put back only once the response is read whole: openraft drops an RPC future at its own
+    /// timeout (the heartbeat interval for AppendEntries), and a connection kept after a request
+    /// whose response was never read would hand that late response to the next request. Raft then
+    /// took a conflict or a match for another request's log id (openraft's debug asserts on
+    /// "follower log reversion" and on `has_log_id` below the committed index, in the soak).
     async fn exchange(&mut self, req: &WireRequest) -> Result<WireResponse, CallError> {
-        if self.conn.is_none() {
-            let stream = TcpStream::connect(&self.addr)
-                .await
-                .map_err(CallError::Unreachable)?;
-            let _ = stream.set_nodelay(true);
-            let (r, w) = stream.into_split();
-            let mut w = BufWriter::new(w);
-            w.write_all(&RAFT_PREAMBLE)
-                .await
-                .map_err(CallError::Unreachable)?;
-            self.conn = Some((BufReader::new(r), w));
-        }
-        let Some((r, w)) = self.conn.as_mut() else {
-            return Err(CallError::Network(io::Error::other("no connection")));
+        let (mut r, mut w) = match self.conn.take() {
+            Some(c) => c,
+            None => {
+                let stream = TcpStream::connect(&self.addr)
+                    .await
+                    .map_err(CallError::Unreachable)?;
+                let _ = stream.set_nodelay(true);
+                let (r, w) = stream.into_split();
+                let mut w = BufWriter::new(w);
+                w.write_all(&RAFT_PREAMBLE)
+                    .await
+                    .map_err(CallError::Unreachable)?;
+                (BufReader::new(r), w)
+            }
         };
         let body = serde_json::to_vec(req).map_err(|e| CallError::Network(io::Error::other(e)))?;
-        write_frame(w, &body).await.map_err(CallError::Network)?;
-        let frame = read_frame(r)
+        write_frame(&mut w, &body)
+            .await
+            .map_err(CallError::Network)?;
+        let frame = read_frame(&mut r)
             .await
             .map_err(CallError::Network)?
             .ok_or_else(|| CallError::Network(io::ErrorKind::UnexpectedEof.into()))?;
-        serde_json::from_slice(&frame)
-            .map_err(|e| CallError::Network(io::Error::new(io::ErrorKind::InvalidData, e)))
+        let resp = serde_json::from_slice(&frame)
+            .map_err(|e| CallError::Network(io::Error::new(io::ErrorKind::InvalidData, e)))?;
+        self.conn = Some((r, w));
+        Ok(resp)
     }
 
     async fn call(&mut self, rpc: Rpc, timeout: Duration) -> Result<WireResponse, CallError> {
@@ -456,6 +466,72 @@ pub(crate) async fn serve(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn vote_request(term: u64) -> Rpc {
+        Rpc::Vote(VoteRequest::new(openraft::Vote::new(term, 1), None))
+    }
+
+    /// A request whose future is dropped before its response arrives (openraft's own timeout)
+    /// must not leave that response for the next request to read.
+    #[tokio::test]
+    async fn a_dropped_call_does_not_hand_its_late_response_to_the_next_one() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        // Answers each request with a vote response carrying the request's term; the first
+        // request on every connection is answered late.
+        tokio::spawn(async move {
+            loop {
+                let (stream, _) = listener.accept().await.unwrap();
+                tokio::spawn(async move {
+                    let (r, w) = stream.into_split();
+                    let (mut r, mut w) = (BufReader::new(r), BufWriter::new(w));
+                    let mut preamble = [0u8; RAFT_PREAMBLE.len()];
+                    r.read_exact(&mut preamble).await.unwrap();
+                    let mut first = true;
+                    while let Ok(Some(frame)) = read_frame(&mut r).await {
+                        let req: WireRequest = serde_json::from_slice(&frame).unwrap();
+                        let Rpc::Vote(v) = req.rpc else {
+                            panic!("not a vote")
+                        };
+                        if first {
+                            tokio::time::sleep(Duration::from_millis(300)).await;
+                            first = false;
+                        }
+                        let resp = WireResponse::Vote(Ok(VoteResponse::new(v.vote, None, true)));
+                        let body = serde_json::to_vec(&resp).unwrap();
+                        if write_frame(&mut w, &body).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        let mut client = PeerClient {
+            from: 1,
+            target: 2,
+            addr,
+            conn: None,
+            request_timeout: Duration::from_secs(5),
+            backoff: Duration::from_millis(10),
+            contacts: Contacts::default(),
+            progress: Arc::new(Progress::default()),
+        };
+        let dropped = tokio::time::timeout(
+            Duration::from_millis(50),
+            client.call(vote_request(7), Duration::from_secs(5)),
+        )
+        .await;
+        assert!(dropped.is_err(), "the first call should still be waiting");
+        let answer = client
+            .call(vote_request(8), Duration::from_secs(5))
+            .await
+            .ok()
+            .expect("the second call is answered");
+        match answer {
+            WireResponse::Vote(Ok(v)) => assert_eq!(v.vote.leader_id().term, 8),
+            other => panic!("unexpected answer {other:?}"),
+        }
+    }
 
     #[tokio::test]
     async fn frames_round_trip_and_bounds() {

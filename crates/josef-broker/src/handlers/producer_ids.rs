@@ -21,7 +21,7 @@ pub fn init_producer_id(state: &BrokerState, req: InitProducerIdRequest) -> Init
         r.error_code = ErrorCode::CoordinatorNotAvailable.code();
         return r;
     }
-    match state.producer_ids.lock().next_id() {
+    match crate::state::lock_without_holding_a_worker(&state.producer_ids).next_id() {
         Ok(id) => {
             r.producer_id = id;
             r.producer_epoch = 0;
