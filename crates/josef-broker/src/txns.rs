@@ -191,20 +191,20 @@ impl TxnService {
     }
 
     /// Waits, at most `bound`, while `transactional_id` is in PrepareCommit / PrepareAbort, i.e.
-    /// until its markers are written. The EndTxn handler answers after this: Kafka answers as soon
-    /// as Prepare* is in the log, but then a client's next transaction meets the markers still in
-    /// flight (AddPartitionsToTxn gets CONCURRENT_TRANSACTIONS, and an abort right away gets
-    /// INVALID_TXN_STATE, which librdkafka treats as fatal). Across brokers the markers take a
-    /// replication round trip per leader, so the window is real; waiting closes it. The bound
-    /// keeps an EndTxn whose markers wait for a leader election within a client's request
-    /// timeout; it is answered then anyway, as Kafka would.
+    /// until its markers are written; `false` when they are still being written at `bound`. The
+    /// EndTxn handler answers after this: Kafka answers as soon as Prepare* is in the log, but
+    /// then a client's next transaction meets the markers still in flight (AddPartitionsToTxn gets
+    /// CONCURRENT_TRANSACTIONS, and an abort right away gets INVALID_TXN_STATE, which librdkafka
+    /// treats as fatal). Across brokers the markers take a replication round trip per leader, so
+    /// the window is real; waiting closes it. The bound keeps the answer within a client's
+    /// request timeout.
     pub async fn wait_markers_written(
         &self,
         env: &Env<'_>,
         cluster: Option<&ClusterNode>,
         transactional_id: &str,
         bound: std::time::Duration,
-    ) {
+    ) -> bool {
         let deadline = tokio::time::Instant::now() + bound;
         loop {
             // Registered before the state is read, so a completion in between is not missed.
@@ -218,10 +218,10 @@ impl TxnService {
                 state,
                 Some(TxnState::PrepareCommit | TxnState::PrepareAbort)
             ) {
-                return;
+                return true;
             }
             if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                return;
+                return false;
             }
         }
     }

@@ -115,8 +115,8 @@ pub async fn add_offsets(
     wire::add_offsets_to_txn_response(error, version)
 }
 
-/// How long an accepted EndTxn waits for its markers before it is answered (see
-/// `TxnService::wait_markers_written`); well under clients' request timeouts.
+/// How long an accepted EndTxn waits for its markers before it is answered CONCURRENT_TRANSACTIONS
+/// (see `TxnService::wait_markers_written`); well under clients' request timeouts.
 const END_TXN_MARKER_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// EndTxn (v0–4: transaction version 0/1).
@@ -132,12 +132,12 @@ pub async fn end_txn(state: &BrokerState, version: i16, r: EndTxnRequest) -> End
             |c, pids, ctx| c.end_txn(&req, now_ms(), pids, ctx),
         )
         .await;
-    let resp = match reply {
+    let mut resp = match reply {
         Some(TxnReply::EndTxn(x)) => x,
         _ => t::EndTxnResponse::error(TxnError::UnknownServerError),
     };
-    if resp.error.is_none() {
-        state
+    if resp.error.is_none()
+        && !state
             .txns
             .wait_markers_written(
                 &env(state),
@@ -145,7 +145,14 @@ pub async fn end_txn(state: &BrokerState, version: i16, r: EndTxnRequest) -> End
                 &id,
                 END_TXN_MARKER_WAIT,
             )
-            .await;
+            .await
+    {
+        // Still writing markers (a leader is being elected): the client retries EndTxn, and a
+        // retry is answered CONCURRENT_TRANSACTIONS until the markers are written, then NONE
+        // (Kafka's answers to a retried EndTxn), so it never starts the next transaction while
+        // this one is in Prepare*.
+        tracing::info!(transactional_id = %id, "EndTxn: markers still being written; answered CONCURRENT_TRANSACTIONS");
+        resp.error = Some(TxnError::ConcurrentTransactions);
     }
     if resp.error == Some(TxnError::InvalidTxnState) {
         // Kafka logs the refused transition too: the state it met tells a client bug from ours.
