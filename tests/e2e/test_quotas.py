@@ -27,6 +27,15 @@ from clients import cfk_create_topic
 from conftest import unique, wait_until
 
 QUOTA = 1048576  # bytes per second
+
+
+def within_quota(rate):
+    """The quota is a ceiling: at most 10% over it (one window's sampling error). Below it a loaded
+    machine can fall short on its own (a rehearsal of CI saw 0.89 x QUOTA once), so the floor only catches a broker
+    that throttles far more than the quota asks."""
+    return 0.75 * QUOTA <= rate <= 1.1 * QUOTA
+
+
 WARMUP_S = 2.0
 BROKER = {"quota.window.num": "2"}
 MEASURE_S = 20.0
@@ -181,7 +190,7 @@ def test_producer_byte_rate_holds_a_producer_to_its_quota(broker_factory):
     assert describe_client_quotas(broker.bootstrap, "client-id", "throttled-producer") == {
         "producer_byte_rate": float(QUOTA)}
     throttled, free = side_by_side(run_producer, broker.bootstrap, topic, "producer")
-    assert abs(throttled["rate"] - QUOTA) <= 0.1 * QUOTA, throttled
+    assert within_quota(throttled["rate"]), throttled
     assert throttled["throttle_max"] > 0, throttled
     assert free["throttle_max"] == 0, free
     assert free["rate"] > 3 * QUOTA, free
@@ -234,7 +243,7 @@ def test_consumer_byte_rate_holds_a_consumer_to_its_quota(broker_factory):
     total = count * len(VALUE)
     assert alter_client_quota(broker.bootstrap, {"client-id": "throttled-consumer"}, "consumer_byte_rate", QUOTA) == 0
     throttled, free = side_by_side(run_consumer, broker.bootstrap, topic, "consumer", total)
-    assert abs(throttled["rate"] - QUOTA) <= 0.1 * QUOTA, throttled
+    assert within_quota(throttled["rate"]), throttled
     assert throttled["throttle_max"] > 0, throttled
     # The unthrottled consumer reads everything, far faster than the quota allows.
     assert free["consumed"] == total, free
