@@ -21,7 +21,7 @@ bash scripts/e2e.sh
 
 echo "== conformance kit (scripts/conformance.sh): josef-broker, and examples/memory_broker on in-memory storage"
 # Reuses scripts/e2e.sh's build and .venv; the memory broker gets the non-durability core of the suite.
-cargo build -p josef-broker --example memory_broker
+cargo build -p josef --example memory_broker
 # (e2e.sh already ran the whole suite against josef-broker; one file shows the kit's table for it.)
 bash scripts/conformance.sh --broker-cmd "$ROOT/target/debug/josef-broker --config {config}" \
   tests/e2e/test_idempotence.py

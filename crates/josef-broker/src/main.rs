@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use josef_broker::config::{read_properties_file, BrokerConfig};
+use josef_server::config::{read_properties_file, BrokerConfig};
 
 /// A single-node Kafka-compatible broker.
 #[derive(Parser, Debug)]
@@ -99,7 +99,7 @@ fn main() -> ExitCode {
         }
     };
     let code = runtime.block_on(async move {
-        let broker = match josef_broker::Broker::start(config).await {
+        let broker = match josef_server::Broker::start(config).await {
             Ok(b) => b,
             Err(e) => {
                 eprintln!("josef-broker: cannot start: {e}");

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use josef_broker::config::{read_properties_file, BrokerConfig, ConfigError, ConfigWarning};
+use josef_server::config::{read_properties_file, BrokerConfig, ConfigError, ConfigWarning};
 
 fn stock(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

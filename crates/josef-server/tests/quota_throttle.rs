@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use josef_broker::Broker;
+use josef_server::Broker;
 use josef_protocol::messages::alter_client_quotas_request::AlterClientQuotasRequest;
 use josef_protocol::messages::fetch_request::FetchTopic;
 use josef_protocol::messages::*;

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use josef_broker::Broker;
+use josef_server::Broker;
 use josef_protocol::messages::fetch_request::FetchTopic;
 use josef_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use josef_protocol::messages::metadata_request::MetadataRequestTopic;

@@ -2,7 +2,7 @@
 //! a broker of your own. Run it like josef-broker:
 //!
 //! ```text
-//! cargo run --release -p josef-broker --example memory_broker -- --listeners PLAINTEXT://127.0.0.1:9092
+//! cargo run --release --example memory_broker -- --listeners PLAINTEXT://127.0.0.1:9092
 //! ```
 //!
 //! Everything Kafka clients see — produce, fetch, consumer groups, idempotent and transactional
@@ -13,9 +13,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use clap::Parser;
-use josef_broker::config::{read_properties_file, BrokerConfig};
-use josef_broker::log_storage::LogStorage;
 use josef_log::storage::MemoryStorage;
+use josef_server::config::{read_properties_file, BrokerConfig};
+use josef_server::log_storage::LogStorage;
 
 /// Flags like josef-broker's (a subset).
 #[derive(Parser)]
@@ -60,12 +60,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     //    (`log.storage=memory` in a properties file) is the same as this line.
     config.log_storage = LogStorage::Custom(Arc::new(MemoryStorage::new()));
 
-    // 3. Run until SIGTERM/SIGINT. The rest (listeners, request handling, coordinators) is
-    //    josef-broker's; a builder replacing it composes the library crates the same way
-    //    `josef_broker::Broker::start` does.
+    // 3. Run until SIGTERM/SIGINT. The rest (listeners, request handling, coordinators, the
+    //    cluster node when `process.roles` is set) is josef-server's, the same code josef-broker
+    //    runs; only this file depends on nothing but the library crates.
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async move {
-        let broker = josef_broker::Broker::start(config).await?;
+        let broker = josef_server::Broker::start(config).await?;
         for l in broker.listeners() {
             println!("listening on {}", l.addr);
         }

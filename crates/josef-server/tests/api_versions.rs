@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use josef_broker::Broker;
+use josef_server::Broker;
 use josef_protocol::messages::ApiVersionsRequest;
 use josef_protocol::{
     decode_response_frame, encode_request_frame, ApiKey, RequestBody, RequestHeader, ResponseBody,
@@ -167,7 +167,7 @@ async fn produce_fetch_metadata_and_list_offsets_work_with_content_at_every_adve
         ApiKey::ListOffsets,
     ]
     .into_iter()
-    .filter_map(|k| josef_broker::dispatch::served_versions(k).map(|r| (k, r)))
+    .filter_map(|k| josef_server::dispatch::served_versions(k).map(|r| (k, r)))
     {
         for v in min..=max {
             let body: RequestBody = match key {

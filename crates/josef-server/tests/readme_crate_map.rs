@@ -97,21 +97,28 @@ fn readme_arrows_match_the_manifests() {
         let Ok(manifest) = std::fs::read_to_string(e.path().join("Cargo.toml")) else {
             continue;
         };
-        if name != "josef-broker" && name != "josef-protocol-codegen" {
+        if name != "josef-broker" && name != "josef-server" && name != "josef-protocol-codegen" {
             libraries.insert(name.clone());
         }
         for dep in manifest_deps(&manifest) {
             actual.insert((name.clone(), dep));
         }
     }
-    // The broker composes every library crate but those the README names as not composed yet.
+    // josef-server composes every library crate but those the README names as not composed yet;
+    // josef-broker is the binary over josef-server alone.
     for lib in libraries.difference(&not_composed_yet(&readme)) {
         assert!(
-            actual.contains(&("josef-broker".to_string(), lib.clone())),
-            "the README says the broker depends on every library crate; it lacks {lib}"
+            actual.contains(&("josef-server".to_string(), lib.clone())),
+            "the README says josef-server depends on every library crate; it lacks {lib}"
         );
     }
-    actual.retain(|(from, _)| from != "josef-broker");
+    let broker: Vec<_> = actual.iter().filter(|(from, _)| from == "josef-broker").collect();
+    assert_eq!(
+        broker,
+        [&("josef-broker".to_string(), "josef-server".to_string())],
+        "josef-broker is to be the binary over josef-server alone"
+    );
+    actual.retain(|(from, _)| from != "josef-broker" && from != "josef-server");
     let missing: Vec<_> = actual.difference(&claimed).collect();
     let wrong: Vec<_> = claimed.difference(&actual).collect();
     assert!(

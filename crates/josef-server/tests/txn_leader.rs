@@ -20,7 +20,7 @@ use common::{create_topic, start_with, Client};
 
 /// A single node with `transaction.partition.verification.enable` = `verification` and a topic
 /// `t` of four partitions.
-async fn start(dir: &std::path::Path, verification: &str) -> (josef_broker::Broker, Client) {
+async fn start(dir: &std::path::Path, verification: &str) -> (josef_server::Broker, Client) {
     let broker = start_with(
         dir,
         &[

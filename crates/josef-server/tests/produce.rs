@@ -2,7 +2,7 @@
 //! error codes, per-record errors, and what ends up in the log.
 
 use bytes::{Bytes, BytesMut};
-use josef_broker::Broker;
+use josef_server::Broker;
 use josef_protocol::messages::fetch_request::FetchTopic;
 use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use josef_protocol::messages::produce_response::PartitionProduceResponse;

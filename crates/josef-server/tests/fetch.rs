@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use josef_broker::Broker;
+use josef_server::Broker;
 use josef_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
 use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use josef_protocol::messages::*;

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use josef_broker::config::BrokerConfig;
-use josef_broker::Broker;
+use josef_server::config::BrokerConfig;
+use josef_server::Broker;
 use josef_protocol::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion;
 use josef_protocol::messages::{
     AlterUserScramCredentialsRequest, ApiVersionsRequest, DescribeUserScramCredentialsRequest,
@@ -542,7 +542,7 @@ fn the_example_security_configs_parse() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/security");
     let mut n = 0;
     for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let props = josef_broker::config::read_properties_file(&e.path()).unwrap();
+        let props = josef_server::config::read_properties_file(&e.path()).unwrap();
         let (c, warnings) = BrokerConfig::from_properties_with_warnings(props)
             .unwrap_or_else(|err| panic!("{}: {err}", e.path().display()));
         assert!(warnings.is_empty(), "{}: {warnings:?}", e.path().display());
@@ -550,7 +550,7 @@ fn the_example_security_configs_parse() {
             .security
             .listeners
             .values()
-            .any(|l| l.protocol != josef_broker::security_config::SecurityProtocol::Plaintext));
+            .any(|l| l.protocol != josef_server::security_config::SecurityProtocol::Plaintext));
         n += 1;
     }
     assert!(n >= 3);

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use josef_broker::config::BrokerConfig;
-use josef_broker::Broker;
+use josef_server::config::BrokerConfig;
+use josef_server::Broker;
 use josef_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use josef_protocol::messages::fetch_request::FetchPartition;
 use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};

@@ -13,7 +13,7 @@ use josef_authorizer::{
     AccessControlEntry, AccessControlEntryFilter, AclBinding, AclBindingFilter, AclOperation as Op,
     PatternType as Pat, ResourcePattern, ResourcePatternFilter, ResourceType as Rt,
 };
-use josef_broker::Broker;
+use josef_server::Broker;
 use josef_protocol::messages::fetch_request::FetchTopic;
 use josef_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use josef_protocol::messages::metadata_request::MetadataRequestTopic;
