@@ -13,7 +13,6 @@ use josef_authorizer::{
     AccessControlEntry, AccessControlEntryFilter, AclBinding, AclBindingFilter, AclOperation as Op,
     PatternType as Pat, ResourcePattern, ResourcePatternFilter, ResourceType as Rt,
 };
-use josef_server::Broker;
 use josef_protocol::messages::fetch_request::FetchTopic;
 use josef_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use josef_protocol::messages::metadata_request::MetadataRequestTopic;
@@ -22,6 +21,7 @@ use josef_protocol::messages::offset_commit_request::{
 };
 use josef_protocol::messages::*;
 use josef_protocol::{ErrorCode, ResponseBody};
+use josef_server::Broker;
 
 mod common;
 use common::{create_topic, fetch_partition, produce_request, start_with, Client};

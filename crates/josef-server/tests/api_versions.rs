@@ -6,11 +6,11 @@
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use josef_server::Broker;
 use josef_protocol::messages::ApiVersionsRequest;
 use josef_protocol::{
     decode_response_frame, encode_request_frame, ApiKey, RequestBody, RequestHeader, ResponseBody,
 };
+use josef_server::Broker;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

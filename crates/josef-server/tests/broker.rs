@@ -3,13 +3,13 @@
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use josef_server::Broker;
 use josef_protocol::messages::fetch_request::FetchTopic;
 use josef_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use josef_protocol::messages::metadata_request::MetadataRequestTopic;
 use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use josef_protocol::messages::*;
 use josef_protocol::{ApiKey, ResponseBody};
+use josef_server::Broker;
 use tokio::io::AsyncWriteExt;
 
 mod common;

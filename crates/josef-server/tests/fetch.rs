@@ -3,11 +3,11 @@
 
 use std::time::{Duration, Instant};
 
-use josef_server::Broker;
 use josef_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
 use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use josef_protocol::messages::*;
 use josef_protocol::{ApiKey, ErrorCode, ResponseBody};
+use josef_server::Broker;
 
 mod common;
 use common::{create_topic, fetch_partition, start_with, Client};

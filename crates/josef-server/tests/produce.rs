@@ -2,13 +2,13 @@
 //! error codes, per-record errors, and what ends up in the log.
 
 use bytes::{Bytes, BytesMut};
-use josef_server::Broker;
 use josef_protocol::messages::fetch_request::FetchTopic;
 use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use josef_protocol::messages::produce_response::PartitionProduceResponse;
 use josef_protocol::messages::*;
 use josef_protocol::ResponseBody;
 use josef_records::{BatchHeader, Compression, RecordBatchBuilder, TimestampType};
+use josef_server::Broker;
 
 mod common;
 use common::{create_topic_with, start_with, Client};

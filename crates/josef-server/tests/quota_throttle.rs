@@ -7,7 +7,6 @@
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use josef_server::Broker;
 use josef_protocol::messages::alter_client_quotas_request::AlterClientQuotasRequest;
 use josef_protocol::messages::fetch_request::FetchTopic;
 use josef_protocol::messages::*;
@@ -15,6 +14,7 @@ use josef_protocol::{
     decode_response_frame, encode_request_frame, ApiKey, ErrorCode, RequestBody, ResponseBody,
 };
 use josef_records::RecordBatchBuilder;
+use josef_server::Broker;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 

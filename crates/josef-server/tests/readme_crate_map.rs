@@ -112,7 +112,10 @@ fn readme_arrows_match_the_manifests() {
             "the README says josef-server depends on every library crate; it lacks {lib}"
         );
     }
-    let broker: Vec<_> = actual.iter().filter(|(from, _)| from == "josef-broker").collect();
+    let broker: Vec<_> = actual
+        .iter()
+        .filter(|(from, _)| from == "josef-broker")
+        .collect();
     assert_eq!(
         broker,
         [&("josef-broker".to_string(), "josef-server".to_string())],

@@ -5,8 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use josef_server::config::BrokerConfig;
-use josef_server::Broker;
 use josef_protocol::messages::alter_user_scram_credentials_request::ScramCredentialUpsertion;
 use josef_protocol::messages::{
     AlterUserScramCredentialsRequest, ApiVersionsRequest, DescribeUserScramCredentialsRequest,
@@ -17,6 +15,8 @@ use josef_protocol::{
 };
 use josef_sasl::client::{plain_message, ScramClient};
 use josef_sasl::scram::{hi, ScramMechanism};
+use josef_server::config::BrokerConfig;
+use josef_server::Broker;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 

@@ -5,8 +5,6 @@
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use josef_server::config::BrokerConfig;
-use josef_server::Broker;
 use josef_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use josef_protocol::messages::fetch_request::FetchPartition;
 use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
@@ -17,7 +15,9 @@ use josef_protocol::messages::{
 use josef_protocol::{
     decode_response_frame, encode_request_frame, ApiKey, RequestBody, ResponseBody, Uuid,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use josef_server::config::BrokerConfig;
+use josef_server::Broker;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// Starts a broker on 127.0.0.1:0 with its data in `dir` and `extra` properties on top.
@@ -46,18 +46,31 @@ pub async fn broker_with_topic(
     (dir, b, c)
 }
 
-/// A raw client: one connection, correlation ids counted up from 1.
-pub struct Client {
+/// A raw client: one connection (TCP unless built [`Client::over`] another stream), correlation
+/// ids counted up from 1.
+pub struct Client<S = TcpStream> {
     /// The connection, for tests that write raw bytes.
-    pub stream: TcpStream,
+    pub stream: S,
     correlation: i32,
 }
+
+/// What a [`Client`] can talk over.
+pub trait Stream: AsyncRead + AsyncWrite + Unpin {}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Stream for S {}
 
 impl Client {
     /// Connects to the broker's first listener.
     pub async fn connect(b: &Broker) -> Client {
+        Client::over(TcpStream::connect(b.listeners()[0].addr).await.unwrap())
+    }
+}
+
+impl<S: Stream> Client<S> {
+    /// A client over any connected stream (an in-memory pipe, say).
+    pub fn over(stream: S) -> Client<S> {
         Client {
-            stream: TcpStream::connect(b.listeners()[0].addr).await.unwrap(),
+            stream,
             correlation: 0,
         }
     }
@@ -118,8 +131,8 @@ impl Client {
 }
 
 /// Creates a topic with `configs` through CreateTopics v7 and asserts it worked; returns its id.
-pub async fn create_topic_with(
-    c: &mut Client,
+pub async fn create_topic_with<S: Stream>(
+    c: &mut Client<S>,
     name: &str,
     partitions: i32,
     configs: &[(&str, &str)],
@@ -155,7 +168,7 @@ pub async fn create_topic_with(
 }
 
 /// Creates a topic with default configs; returns its id.
-pub async fn create_topic(c: &mut Client, name: &str, partitions: i32) -> Uuid {
+pub async fn create_topic<S: Stream>(c: &mut Client<S>, name: &str, partitions: i32) -> Uuid {
     create_topic_with(c, name, partitions, &[]).await
 }
 
@@ -179,8 +192,8 @@ pub fn produce_request(topic: &str, records: Bytes) -> ProduceRequest {
 
 /// Produces `records` to partition 0 of `topic` with acks=all at Produce `version`; returns that
 /// partition's response.
-pub async fn produce_records(
-    c: &mut Client,
+pub async fn produce_records<S: Stream>(
+    c: &mut Client<S>,
     version: i16,
     topic: &str,
     records: Bytes,
@@ -206,8 +219,8 @@ pub fn fetch_partition(partition: i32, fetch_offset: i64) -> FetchPartition {
 
 /// InitProducerId for `transactional_id` at `version` (60 s transaction timeout, no producer
 /// named).
-pub async fn init_producer_id(
-    c: &mut Client,
+pub async fn init_producer_id<S: Stream>(
+    c: &mut Client<S>,
     version: i16,
     transactional_id: &str,
 ) -> josef_protocol::messages::InitProducerIdResponse {
