@@ -364,6 +364,15 @@ impl ReplicationState {
         self.leader_epoch_start_offset
     }
 
+    /// Whether this leader's `high_watermark` is still below the start of its epoch: elected
+    /// moments ago, it has not yet learnt from its followers what the previous leader had
+    /// committed, so its HW and LSO are older than what clients were already shown. Kafka
+    /// answers consumers' offset lookups OFFSET_NOT_AVAILABLE then (`Partition.fetchOffsetForTimestamp`).
+    pub fn high_watermark_lags_epoch_start(&self, high_watermark: i64) -> bool {
+        self.leader_epoch_start_offset
+            .is_some_and(|start| start > high_watermark)
+    }
+
     /// What the leader knows of follower `id`.
     pub fn follower(&self, id: ReplicaId) -> Option<&FollowerState> {
         self.followers.get(&id)

@@ -117,6 +117,16 @@ fn expansion_waits_for_the_leader_epoch_start_offset() {
 }
 
 #[test]
+fn a_new_leaders_high_watermark_lags_until_it_reaches_the_epoch_start() {
+    let mut r = ReplicationState::new(1, 0);
+    r.make_leader(1, 1, &[1, 2], &[1, 2], 10, 0);
+    assert!(r.high_watermark_lags_epoch_start(7));
+    assert!(!r.high_watermark_lags_epoch_start(10));
+    r.make_follower(2, 2, 2);
+    assert!(!r.high_watermark_lags_epoch_start(7), "only a leader lags");
+}
+
+#[test]
 fn ineligible_replicas_do_not_join() {
     let mut r = ReplicationState::new(1, 0);
     r.make_leader(1, 1, &[1], &[1, 2], 0, 0);

@@ -57,6 +57,10 @@ pub struct Shard {
     epoch: i32,
     /// Unloaded: whoever still holds it gets NOT_COORDINATOR.
     closed: bool,
+    /// The end of what the state machine has replayed: the log end at load (a new leader can
+    /// hold records above the HW) and then past each append. Reads wait for the HW to reach
+    /// it, so they never show state a failover could still take back.
+    replayed_up_to: i64,
 }
 
 impl Shard {
@@ -64,7 +68,21 @@ impl Shard {
     fn current(&self) -> bool {
         !self.closed && local_leader_epoch(&self.partition) == Some(self.epoch)
     }
+
+    /// What a read must wait for: the replayed records not yet below the HW.
+    fn uncommitted(&self) -> Option<Uncommitted> {
+        let hw = self.partition.data.lock().log.high_watermark();
+        (hw < self.replayed_up_to).then(|| Uncommitted {
+            partition: self.partition.clone(),
+            required_offset: self.replayed_up_to,
+            leader_epoch: self.epoch,
+        })
+    }
 }
+
+/// How many times a read waits for the HW to catch up with writes that keep coming before it
+/// reads anyway (a shard busy with other groups' commits must not starve it).
+const READ_WAITS: usize = 3;
 
 /// Why a group request cannot reach its coordinator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -329,11 +347,13 @@ impl GroupService {
 
     fn load(&self, partition: Arc<Partition>, epoch: i32) -> Shard {
         let mut coord = Coordinator::new(self.config.clone(), NoopTimer, RandomMemberIds);
-        let batches = {
+        let (batches, log_end) = {
             let d = partition.data.lock();
-            d.log
+            let batches = d
+                .log
                 .batches_from(d.log.log_start_offset())
-                .unwrap_or_default()
+                .unwrap_or_default();
+            (batches, d.log.log_end_offset())
         };
         let mut count = 0usize;
         for (_, bytes) in batches {
@@ -379,6 +399,7 @@ impl GroupService {
             partition,
             epoch,
             closed: false,
+            replayed_up_to: log_end,
         }
     }
 
@@ -491,6 +512,7 @@ impl GroupService {
                         .replay(info.first_offset + i as i64, pid, epoch, r);
                 }
                 let required_offset = info.last_offset + 1;
+                shard.replayed_up_to = shard.replayed_up_to.max(required_offset);
                 let hw = shard.partition.data.lock().log.high_watermark();
                 Ok((hw < required_offset).then(|| Uncommitted {
                     partition: shard.partition.clone(),
@@ -549,7 +571,40 @@ impl GroupService {
         rx.await.map_err(|_| ShardError::NotCoordinator)
     }
 
-    /// Reads without writing; NOT_COORDINATOR if the shard's leadership is gone.
+    /// Reads once what the shard has replayed is below the HW (Kafka reads at the last
+    /// committed offset): an offset or a generation is never shown before it is committed, so
+    /// a failover cannot take back what a reader saw. Waits at most `offsets.commit.timeout.ms`
+    /// per round and [`READ_WAITS`] rounds while new writes keep coming; a wait that fails
+    /// unloads the shard as a failed write does.
+    pub async fn read_committed<T>(
+        &self,
+        shard: &Arc<Mutex<Shard>>,
+        f: impl FnOnce(&Coordinator) -> T,
+    ) -> Result<T, ShardError> {
+        for _ in 0..READ_WAITS {
+            let pending = {
+                let mut s = shard.lock();
+                if !s.current() {
+                    self.close(&mut s);
+                    return Err(ShardError::NotCoordinator);
+                }
+                match s.uncommitted() {
+                    None => return Ok(f(&s.coord)),
+                    Some(u) => u,
+                }
+            };
+            let purgatory = self.purgatory.get().cloned();
+            if let Err(e) = wait_committed(purgatory, pending, self.commit_timeout_ms).await {
+                let index = shard.lock().partition.index;
+                self.unload_if_same(index, shard);
+                return Err(e);
+            }
+        }
+        self.read(shard, f)
+    }
+
+    /// Reads without waiting for the HW (what the state machine holds now, committed or not);
+    /// NOT_COORDINATOR if the shard's leadership is gone.
     pub fn read<T>(
         &self,
         shard: &Arc<Mutex<Shard>>,
@@ -917,5 +972,35 @@ mod tests {
         assert!(!Arc::ptr_eq(&shard, &reloaded));
         // Reloaded from the log to its LEO, as Kafka's loader does.
         assert_eq!(fetched(&svc, &reloaded, "g"), Ok(43));
+        // But a committed read shows 43 only once it is below the HW: until the follower
+        // fetches, the read waits (and here times out, unloading the shard).
+        let read = |shard: &Arc<Mutex<Shard>>| {
+            let req = OffsetFetchRequest {
+                groups: vec![OffsetFetchGroup {
+                    group_id: "g".into(),
+                    topics: None,
+                }],
+                require_stable: false,
+            };
+            let (s, sh) = (svc.clone(), shard.clone());
+            rt.spawn(async move {
+                s.read_committed(&sh, move |c| {
+                    c.fetch_offsets(&req).groups[0].topics[0].partitions[0].committed_offset
+                })
+                .await
+            })
+        };
+        let timed_out = rt.block_on(read(&reloaded)).unwrap();
+        assert_eq!(timed_out, Err(ShardError::NotAvailable));
+        let reloaded = svc.shard(&topics, None, "g").unwrap();
+        let waiting = read(&reloaded);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(
+            !waiting.is_finished(),
+            "read before the HW passed the write"
+        );
+        follower_fetch(2);
+        assert_eq!(p.data.lock().log.high_watermark(), 2);
+        assert_eq!(rt.block_on(waiting).unwrap(), Ok(43));
     }
 }

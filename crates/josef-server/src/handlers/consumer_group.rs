@@ -104,22 +104,28 @@ pub async fn heartbeat(
     )
 }
 
-/// ConsumerGroupDescribe (69): each group from its own shard.
-pub fn describe(
+/// ConsumerGroupDescribe (69): each group from its own shard, once its writes are committed.
+pub async fn describe(
     state: &BrokerState,
     r: ConsumerGroupDescribeRequest,
 ) -> ConsumerGroupDescribeResponse {
     let mut groups = Vec::with_capacity(r.group_ids.len());
     for id in &r.group_ids {
         let id = id.to_string();
-        let answer = state
+        let answer = match state
             .groups
             .shard(&state.topics, state.cluster.as_deref(), &id)
-            .and_then(|shard| {
-                state.groups.read(&shard, |coord| {
-                    coord.consumer_group_describe(std::slice::from_ref(&id))
-                })
-            });
+        {
+            Ok(shard) => {
+                state
+                    .groups
+                    .read_committed(&shard, |coord| {
+                        coord.consumer_group_describe(std::slice::from_ref(&id))
+                    })
+                    .await
+            }
+            Err(e) => Err(e),
+        };
         match answer {
             Ok(d) => groups.extend(d),
             Err(e) => groups.push(c::DescribedConsumerGroup::error(&id, shard_error(e), None)),

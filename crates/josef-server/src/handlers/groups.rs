@@ -164,8 +164,8 @@ pub async fn txn_offset_commit(
     )
 }
 
-/// OffsetFetch (9): each group is read from its own shard.
-pub fn offset_fetch(
+/// OffsetFetch (9): each group is read from its own shard, once its writes are committed.
+pub async fn offset_fetch(
     state: &BrokerState,
     version: i16,
     r: OffsetFetchRequest,
@@ -177,11 +177,13 @@ pub fn offset_fetch(
             groups: vec![group.clone()],
             require_stable: req.require_stable,
         };
-        let answer = shard(state, &group.group_id).and_then(|shard| {
-            service(state)
-                .read(&shard, |c| c.fetch_offsets(&one))
-                .map_err(shard_error)
-        });
+        let answer = match shard(state, &group.group_id) {
+            Ok(shard) => service(state)
+                .read_committed(&shard, |c| c.fetch_offsets(&one))
+                .await
+                .map_err(shard_error),
+            Err(e) => Err(e),
+        };
         let failed = |error| g::OffsetFetchGroupResponse {
             group_id: group.group_id.clone(),
             topics: vec![],
@@ -198,8 +200,8 @@ pub fn offset_fetch(
     wire::offset_fetch_response(&g::OffsetFetchResponse { groups }, version)
 }
 
-/// ListGroups (16): every shard of the node.
-pub fn list(state: &BrokerState, version: i16, r: ListGroupsRequest) -> ListGroupsResponse {
+/// ListGroups (16): every shard of the node, each once its writes are committed.
+pub async fn list(state: &BrokerState, version: i16, r: ListGroupsRequest) -> ListGroupsResponse {
     let req = wire::list_groups_request(&r, version);
     let mut all = g::ListGroupsResponse {
         error: Errors::None,
@@ -207,15 +209,18 @@ pub fn list(state: &BrokerState, version: i16, r: ListGroupsRequest) -> ListGrou
     };
     for shard in service(state).loaded_shards(&state.topics, state.cluster.as_deref()) {
         // A shard unloaded meanwhile is another broker's to list.
-        if let Ok(listed) = service(state).read(&shard, |c| c.list_groups(&req)) {
+        if let Ok(listed) = service(state)
+            .read_committed(&shard, |c| c.list_groups(&req))
+            .await
+        {
             all.groups.extend(listed.groups);
         }
     }
     wire::list_groups_response(&all, version)
 }
 
-/// DescribeGroups (15).
-pub fn describe(
+/// DescribeGroups (15), once the group's writes are committed.
+pub async fn describe(
     state: &BrokerState,
     version: i16,
     r: DescribeGroupsRequest,
@@ -223,13 +228,15 @@ pub fn describe(
     let mut described = Vec::new();
     for id in &r.groups {
         let id = id.to_string();
-        let answer = shard(state, &id).and_then(|shard| {
-            service(state)
-                .read(&shard, |c| {
+        let answer = match shard(state, &id) {
+            Ok(shard) => service(state)
+                .read_committed(&shard, |c| {
                     c.describe_groups(version, std::slice::from_ref(&id))
                 })
-                .map_err(shard_error)
-        });
+                .await
+                .map_err(shard_error),
+            Err(e) => Err(e),
+        };
         match answer {
             Ok(d) => described.extend(d),
             Err(error) => described.push(g::DescribedGroup {

@@ -36,6 +36,7 @@ pub fn handle(state: &BrokerState, req: ListOffsetsRequest, version: i16) -> Lis
         return handle_v0(state, &req);
     }
     let read_committed = version >= 2 && req.isolation_level == 1;
+    let from_consumer = req.replica_id == CONSUMER_REPLICA_ID;
     let mut seen = HashSet::new();
     let mut topics = Vec::with_capacity(req.topics.len());
     for t in &req.topics {
@@ -53,7 +54,10 @@ pub fn handle(state: &BrokerState, req: ListOffsetsRequest, version: i16) -> Lis
                 &t.name,
                 rp,
                 version,
-                read_committed,
+                Isolation {
+                    read_committed,
+                    from_consumer,
+                },
                 &mut seen,
                 &mut out,
             );
@@ -72,12 +76,20 @@ pub fn handle(state: &BrokerState, req: ListOffsetsRequest, version: i16) -> Lis
     }
 }
 
+/// Whose view of the partition a request asks for.
+struct Isolation {
+    /// isolation_level 1: the bound is the LSO, else the HW.
+    read_committed: bool,
+    /// A consumer's request (replica id -1), not a replica's or a debugging tool's.
+    from_consumer: bool,
+}
+
 fn answer(
     state: &BrokerState,
     topic: &str,
     rp: &josef_protocol::messages::list_offsets_request::ListOffsetsPartition,
     version: i16,
-    read_committed: bool,
+    isolation: Isolation,
     seen: &mut HashSet<(String, i32)>,
     out: &mut ListOffsetsPartitionResponse,
 ) -> ErrorCode {
@@ -102,12 +114,21 @@ fn answer(
         _ => return ErrorCode::UnsupportedVersion,
     }
     let d = p.data.lock();
-    let bound = if read_committed {
+    let bound = if isolation.read_committed {
         d.last_stable_offset()
     } else {
         d.log.high_watermark()
     };
+    // A leader elected moments ago has a HW that only moves once its followers fetch in its
+    // epoch; until it reaches the epoch's start, its HW (and LSO) is older than what the previous
+    // leader already served. Kafka (`Partition.fetchOffsetForTimestamp`) answers a consumer
+    // OFFSET_NOT_AVAILABLE then, for the end offset and for a timestamp found beyond the bound,
+    // and the client retries.
+    let lagging = isolation.from_consumer
+        && d.replication
+            .high_watermark_lags_epoch_start(d.log.high_watermark());
     let found = match rp.timestamp {
+        LATEST if lagging => return ErrorCode::OffsetNotAvailable,
         LATEST => {
             out.offset = bound;
             if version >= 4 {
@@ -135,6 +156,7 @@ fn answer(
             }
             ErrorCode::None
         }
+        Ok(Some(_)) if lagging => ErrorCode::OffsetNotAvailable,
         Ok(_) => ErrorCode::None,
         Err(e) => log_error_code(&e),
     }

@@ -190,15 +190,15 @@ async fn handle_local(
         RequestBody::LeaveGroup(r) => reply(groups::leave(state, v, r).await),
         RequestBody::OffsetCommit(r) => reply(groups::offset_commit(state, conn, header, r).await),
         RequestBody::TxnOffsetCommit(r) => reply(groups::txn_offset_commit(state, r).await),
-        RequestBody::OffsetFetch(r) => reply(groups::offset_fetch(state, v, r)),
-        RequestBody::ListGroups(r) => reply(groups::list(state, v, r)),
-        RequestBody::DescribeGroups(r) => reply(groups::describe(state, v, r)),
+        RequestBody::OffsetFetch(r) => reply(groups::offset_fetch(state, v, r).await),
+        RequestBody::ListGroups(r) => reply(groups::list(state, v, r).await),
+        RequestBody::DescribeGroups(r) => reply(groups::describe(state, v, r).await),
         RequestBody::DeleteGroups(r) => reply(groups::delete(state, r).await),
         RequestBody::OffsetDelete(r) => reply(groups::offset_delete(state, r).await),
         RequestBody::ConsumerGroupHeartbeat(r) => {
             reply(consumer_group::heartbeat(state, conn, header, r).await)
         }
-        RequestBody::ConsumerGroupDescribe(r) => reply(consumer_group::describe(state, r)),
+        RequestBody::ConsumerGroupDescribe(r) => reply(consumer_group::describe(state, r).await),
         RequestBody::SaslHandshake(r) => reply(sasl::handshake(r)),
         RequestBody::SaslAuthenticate(r) => reply(sasl::authenticate(r)),
         RequestBody::DescribeUserScramCredentials(r) => {
