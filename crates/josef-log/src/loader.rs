@@ -324,7 +324,10 @@ pub(crate) fn load(
         }
     }
     leader_epoch_cache.truncate_from_start(log_start_offset)?;
-    if !epoch_file_exists {
+    // The file marks the epochs as known for the batches there are (a log from before epochs
+    // has none and is rescanned whole); an empty log has nothing to mark until its first
+    // epoch is assigned, which writes the file.
+    if !epoch_file_exists && log_end_offset > log_start_offset {
         leader_epoch_cache.flush()?;
     }
 
@@ -365,7 +368,12 @@ pub(crate) fn load(
         pending_deletes: Vec::new(),
         last_now_ms: now_ms,
     };
-    if log.state == PartitionState::Standalone {
+    // What the checkpoints already say is not written again: a new partition (nothing on disk,
+    // a missing checkpoint reads as 0) and a clean restart (recovery point at the log end) cost
+    // no file writes, which is most of what creating or reopening thousands of partitions costs.
+    let checkpoints_current = checkpoint_recovery_point == log.recovery_point
+        && checkpoint_log_start == log.log_start_offset;
+    if log.state == PartitionState::Standalone && !checkpoints_current {
         log.write_standalone_checkpoints()?;
     }
     Ok(log)

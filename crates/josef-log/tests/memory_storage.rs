@@ -216,3 +216,37 @@ proptest! {
         prop_assert_eq!(names(&file, &fdir), names(&memory, &mdir));
     }
 }
+
+/// Creating thousands of partitions or reopening them after a clean shutdown is dominated by
+/// file writes: a new log and a clean reopen write no checkpoint (what is there already says it).
+#[test]
+fn a_new_log_and_a_clean_reopen_rewrite_no_checkpoint() {
+    use josef_log::storage::CountingStorage;
+    let counting = Arc::new(CountingStorage::new(Arc::new(MemoryStorage::new())));
+    let storage: Arc<dyn Storage> = counting.clone();
+    let dir = Path::new("/josef/new-0");
+    let mut log = open(&storage, dir, config());
+    assert_eq!(
+        counting.calls().atomic_writes,
+        0,
+        "a new log writes no checkpoint"
+    );
+    put(&mut log, 100, "k", Some("v"));
+    log.close().unwrap();
+    let after_close = counting.calls().atomic_writes;
+    assert!(
+        after_close > 0,
+        "the clean shutdown checkpoints the log end"
+    );
+    let log = open(&storage, dir, config());
+    assert_eq!(log.log_end_offset(), 1);
+    assert_eq!(
+        counting.calls().atomic_writes,
+        after_close,
+        "a clean reopen rewrites nothing"
+    );
+    // A crash (no clean-shutdown marker, recovery point behind the log end) does rewrite them.
+    drop(log);
+    let log = open(&storage, dir, config());
+    assert_eq!(log.log_end_offset(), 1);
+}

@@ -121,6 +121,11 @@ pub struct TopicManager {
     /// Set by [`TopicManager::shutdown`]: no partition is opened after it (a second `Log` on a
     /// directory being closed would map index files the close truncates).
     closed: std::sync::atomic::AtomicBool,
+    /// Partition directories per log dir (in `log.dirs` order), counted once and then kept as
+    /// partitions are placed (Kafka's `LogManager.nextLogDirs` counts its in-memory logs): a
+    /// count per new partition would make creating N partitions cost N² directory lookups.
+    /// `None` until needed (only with several log dirs) and after a delete.
+    dir_counts: Mutex<Option<Vec<usize>>>,
 }
 
 fn partition_dir_name(topic: &str, index: i32) -> String {
@@ -155,6 +160,7 @@ impl TopicManager {
             inner: RwLock::new(Inner::default()),
             admin: Mutex::new(()),
             closed: std::sync::atomic::AtomicBool::new(false),
+            dir_counts: Mutex::new(None),
         };
         let path = mgr.config.log_dirs[0].join(TOPICS_FILE);
         let text = match mgr.storage.read(&path) {
@@ -278,24 +284,32 @@ impl TopicManager {
                 return p;
             }
         }
-        let count = |d: &Path| {
-            self.storage
-                .read_dir(d)
-                .map(|names| {
-                    names
-                        .iter()
-                        .filter(|n| self.storage.is_dir(&d.join(n)))
-                        .count()
+        if self.config.log_dirs.len() == 1 {
+            return self.config.log_dirs[0].join(name);
+        }
+        let mut counts = self.dir_counts.lock();
+        let counts = counts.get_or_insert_with(|| {
+            self.config
+                .log_dirs
+                .iter()
+                .map(|d| {
+                    self.storage
+                        .read_dir(d)
+                        .map(|names| {
+                            names
+                                .iter()
+                                .filter(|n| self.storage.is_dir(&d.join(n)))
+                                .count()
+                        })
+                        .unwrap_or(usize::MAX)
                 })
-                .unwrap_or(usize::MAX)
-        };
-        let best = self
-            .config
-            .log_dirs
-            .iter()
-            .min_by_key(|d| count(d))
+                .collect()
+        });
+        let best = (0..counts.len())
+            .min_by_key(|&i| counts[i])
             .expect("at least one log dir");
-        best.join(name)
+        counts[best] = counts[best].saturating_add(1);
+        self.config.log_dirs[best].join(name)
     }
 
     fn persist(&self, inner: &Inner) -> Result<(), TopicError> {
@@ -497,6 +511,7 @@ impl TopicManager {
             self.persist(&inner)?;
             t
         };
+        *self.dir_counts.lock() = None;
         for p in &topic.partitions {
             let dir = p.data.lock().log.dir().to_path_buf();
             if let Err(e) = self.storage.remove_dir_all(&dir) {
@@ -683,5 +698,58 @@ impl TopicManager {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log_storage::LogStorage;
+    use josef_log::storage::{CountingStorage, MemoryStorage};
+
+    /// Creating partitions costs a bounded number of file operations each, whatever the number of
+    /// partitions already there (issue #22: one count of every log dir per new partition made
+    /// creating N partitions cost N² lookups).
+    #[test]
+    fn each_new_partition_costs_the_same_file_operations_however_many_there_are() {
+        let counting = Arc::new(CountingStorage::new(Arc::new(MemoryStorage::new())));
+        let config = Arc::new(BrokerConfig {
+            log_dirs: vec!["/josef/a".into(), "/josef/b".into()],
+            log_storage: LogStorage::Custom(counting.clone()),
+            ..BrokerConfig::default()
+        });
+        let topics = TopicManager::load(config, None).unwrap();
+        let mut costs = Vec::new();
+        for t in 0..4 {
+            let before = counting.calls();
+            topics
+                .create(&format!("t{t}"), 50, BTreeMap::new())
+                .unwrap();
+            let after = counting.calls();
+            costs.push((
+                after.lookups - before.lookups,
+                after.dir_listings - before.dir_listings,
+                after.atomic_writes - before.atomic_writes,
+            ));
+        }
+        // The first topic counts the (empty) log dirs once; after that each topic of 50
+        // partitions costs the same, not more as partitions pile up.
+        assert_eq!(costs[1], costs[3], "cost per topic grows: {costs:?}");
+        let (lookups, _, writes) = costs[3];
+        assert!(lookups <= 50 * 20, "{lookups} lookups for 50 partitions");
+        // partition.metadata and the leader-epoch checkpoint per partition, the topics file once.
+        assert!(
+            writes <= 50 * 2 + 1,
+            "{writes} atomic writes for 50 partitions"
+        );
+        // Still spread over both log dirs.
+        let in_a = (0..50)
+            .filter(|&i| {
+                let p = topics.partition("t3", i).unwrap();
+                let d = p.data.lock();
+                d.log.dir().starts_with("/josef/a")
+            })
+            .count();
+        assert!((20..=30).contains(&in_a), "{in_a} of 50 in the first dir");
     }
 }

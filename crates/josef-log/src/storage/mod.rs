@@ -47,6 +47,7 @@
 //!   `write_atomically` all-or-nothing for readers.
 //! - **Never panic on any path or length;** return an error.
 
+mod counting;
 mod file;
 mod memory;
 
@@ -57,6 +58,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+pub use counting::{CountingStorage, StorageCalls};
 pub use file::FileStorage;
 pub use memory::MemoryStorage;
 
