@@ -159,16 +159,17 @@ def js(cmd, timeout=120):
     return res
 
 
-def kjs_produce(bootstrap, topic, messages, compression="none", idempotent=False):
+def kjs_produce(bootstrap, topic, messages, compression="none", idempotent=False, security=None):
+    """`security`: {"ssl": {"ca", "cert", "key"} (PEM paths), "sasl": {"mechanism", "username", "password"}}."""
     msgs = [{"key": _b64(m.get("key")), "value": _b64(m.get("value")), "partition": m.get("partition"),
              "headers": [(k, _b64(v)) for k, v in (m.get("headers") or [])]} for m in messages]
     return js({"op": "produce", "bootstrap": bootstrap, "topic": topic, "messages": msgs,
-               "compression": compression, "idempotent": idempotent})
+               "compression": compression, "idempotent": idempotent, **(security or {})})
 
 
-def kjs_consume(bootstrap, topic, count, group, timeout_s=60):
+def kjs_consume(bootstrap, topic, count, group, timeout_s=60, security=None):
     res = js({"op": "consume", "bootstrap": bootstrap, "topic": topic, "count": count, "group": group,
-              "timeout_s": timeout_s}, timeout=timeout_s + 30)
+              "timeout_s": timeout_s, **(security or {})}, timeout=timeout_s + 30)
     out = []
     for m in res["messages"]:
         out.append({"partition": m["partition"], "offset": m["offset"], "key": _unb64(m["key"]),

@@ -1,6 +1,6 @@
 """TLS and SASL listeners with real clients: produce and consume over SSL, SASL_SSL with SCRAM-SHA-512
 (credentials created through the AdminClient), SASL_PLAINTEXT with PLAIN, mTLS with a client-certificate
-principal; a wrong password fails with an authentication error while others are served; bad TLS handshakes
+principal, with librdkafka, kafka-python, kcat and kafkajs; a wrong password fails with an authentication error while others are served; bad TLS handshakes
 (garbage, a client hello cut short, a slowloris handshake) do not stall other connections.
 
 Certificates are made at test time with Python's `cryptography` package (no openssl CLI)."""
@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from clients import cfk_consume, cfk_create_topic, cfk_produce
+from clients import cfk_consume, cfk_create_topic, cfk_produce, kcat, kjs_consume, kjs_produce
 from conftest import free_port, unique
 
 PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
@@ -227,3 +227,52 @@ def test_bad_tls_handshakes_do_not_stall_other_connections(secure_broker, pki):
         pass
     for s in (garbage, cut, slow):
         s.close()
+
+
+def _scram_user(b, name, password):
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    futs = admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+        name, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), password.encode())])
+    for f in futs.values():
+        f.result(timeout=30)
+
+
+def test_kcat_over_mtls_and_over_sasl_ssl_scram(secure_broker, pki):
+    b = secure_broker
+    topic = unique("kcat-sec")
+    cfk_create_topic(b.bootstrap, topic)
+    mtls = ["-b", f"127.0.0.1:{b.ports['SSL']}", "-X", "security.protocol=SSL", "-X", f"ssl.ca.location={pki['ca']}",
+            "-X", f"ssl.certificate.location={pki['client_cert']}", "-X", f"ssl.key.location={pki['client_key']}"]
+    kcat([*mtls, "-P", "-t", topic, "-p", "0"], input_bytes=b"m1\nm2\nm3\n")
+    _scram_user(b, "dave", "dave-secret")
+    scram = ["-b", f"127.0.0.1:{b.ports['SASL_SSL']}", "-X", "security.protocol=SASL_SSL",
+             "-X", f"ssl.ca.location={pki['ca']}", "-X", "sasl.mechanisms=SCRAM-SHA-512",
+             "-X", "sasl.username=dave", "-X", "sasl.password=dave-secret"]
+    kcat([*scram, "-P", "-t", topic, "-p", "0"], input_bytes=b"s1\ns2\n")
+    # Each listener reads what the other wrote: one log behind every listener.
+    for conf in (mtls, scram):
+        out = kcat([*conf, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-c", "5", "-e", "-q"])
+        assert out.split() == [b"m1", b"m2", b"m3", b"s1", b"s2"]
+    # A wrong password is refused (kcat exits non-zero), the listener keeps serving.
+    bad = [a if a != "sasl.password=dave-secret" else "sasl.password=wrong" for a in scram]
+    import subprocess
+    proc = subprocess.run(["kcat", *bad, "-L", "-m", "5"], capture_output=True, timeout=60)
+    assert proc.returncode != 0, proc.stdout
+    assert b"Authentication failed" in proc.stderr or b"Invalid username or password" in proc.stderr, proc.stderr
+    assert kcat([*scram, "-L", "-t", topic]).count(b"partition 0") == 1
+
+
+def test_kafkajs_over_sasl_plaintext_plain_and_sasl_ssl_scram(secure_broker, pki):
+    b = secure_broker
+    topic = unique("kjs-sec")
+    cfk_create_topic(b.bootstrap, topic)
+    plain = {"sasl": {"mechanism": "plain", "username": "alice", "password": "alice-secret"}}
+    msgs = [{"key": f"k{i}".encode(), "value": f"plain{i}".encode(), "partition": 0} for i in range(5)]
+    kjs_produce(f"127.0.0.1:{b.ports['SASL_PLAINTEXT']}", topic, msgs, security=plain)
+    _scram_user(b, "erin", "erin-secret")
+    scram = {"ssl": {"ca": pki["ca"]},
+             "sasl": {"mechanism": "scram-sha-512", "username": "erin", "password": "erin-secret"}}
+    more = [{"key": f"k{i}".encode(), "value": f"scram{i}".encode(), "partition": 0} for i in range(5)]
+    kjs_produce(f"127.0.0.1:{b.ports['SASL_SSL']}", topic, more, security=scram)
+    got = kjs_consume(f"127.0.0.1:{b.ports['SASL_SSL']}", topic, 10, unique("kjs-sec-g"), security=scram)
+    assert [m["value"] for m in got] == [m["value"] for m in msgs + more]

@@ -260,3 +260,29 @@ fn alter_user_scram_credentials_derivation_logs_in() {
     assert!(exchange(&mut s, &mut c).is_ok());
     assert!(ScramCredential::from_salted_password(m, &salted, b"fresh-salt", 4095).is_err());
 }
+
+/// librdkafka before 2.2 (Debian's kcat 1.7.1 links 2.0.2) repeats its own nonce in front of the
+/// combined nonce in client-final; Kafka accepted that, so that one form passes the nonce check
+/// (and still has to prove the password), while any other prefix is refused.
+#[test]
+fn the_client_nonce_repeated_in_front_is_accepted_and_nothing_else() {
+    let m = ScramMechanism::Sha256;
+    let run = |fin: &[u8]| {
+        let mut s = server(m, sha256_store(4096));
+        challenge(s.evaluate_response(b"n,,n=bob,r=abc", 0));
+        s.evaluate_response(fin, 0)
+    };
+    let proof = base64::engine::general_purpose::STANDARD.encode([0u8; 32]);
+    assert_eq!(
+        run(format!("c=biws,r=abcabcsrv0,p={proof}").as_bytes()),
+        Err(AuthFailure::ScramInvalidProof.into()),
+        "the nonce is accepted; the (zero) proof is what fails"
+    );
+    for other in ["xyzabcsrv0", "ababcsrv0", "abcabcabcsrv0", "bcsrv0"] {
+        assert_eq!(
+            run(format!("c=biws,r={other},p={proof}").as_bytes()),
+            Err(AuthFailure::ScramInvalidNonce.into()),
+            "{other}"
+        );
+    }
+}

@@ -14,9 +14,18 @@ const codec = {
 
 async function main() {
   const cmd = JSON.parse(process.argv[2]);
+  // Security, when asked: cmd.ssl = {ca, cert, key} (PEM file paths), cmd.sasl = {mechanism,
+  // username, password} (kafkajs's names: plain, scram-sha-256, scram-sha-512).
+  const fs = require('fs');
+  const ssl = cmd.ssl ? {
+    ca: [fs.readFileSync(cmd.ssl.ca, 'utf8')],
+    ...(cmd.ssl.cert ? { cert: fs.readFileSync(cmd.ssl.cert, 'utf8'), key: fs.readFileSync(cmd.ssl.key, 'utf8') } : {}),
+  } : undefined;
   const kafka = new Kafka({
     clientId: 'josef-e2e-kafkajs', brokers: [cmd.bootstrap], logLevel: logLevel.ERROR,
     retry: { retries: 8, initialRetryTime: 100 },
+    ...(ssl ? { ssl } : {}),
+    ...(cmd.sasl ? { sasl: cmd.sasl } : {}),
   });
   if (cmd.op === 'produce') {
     const producer = kafka.producer({ allowAutoTopicCreation: true, idempotent: !!cmd.idempotent });

@@ -31,6 +31,8 @@ struct Pending {
     extensions: std::collections::BTreeMap<String, String>,
     gs2_header: String,
     combined_nonce: String,
+    /// The client's own nonce, the start of `combined_nonce`.
+    client_nonce: String,
     /// `client-first-bare "," server-first`: the AuthMessage without its last part.
     auth_prefix: String,
 }
@@ -120,6 +122,7 @@ impl ScramSaslServer {
             credential_expiry_ms,
             extensions: first.extensions.clone(),
             gs2_header: first.gs2_header.to_string(),
+            client_nonce: first.nonce.to_string(),
             combined_nonce,
         };
         Ok((server_first.into_bytes(), Box::new(pending)))
@@ -128,7 +131,7 @@ impl ScramSaslServer {
     fn client_final(&self, p: &Pending, response: &[u8]) -> Result<Authenticated, AuthFailure> {
         let fin = ClientFinalMessage::parse(response)
             .map_err(|_| AuthFailure::ScramInvalidClientFinal)?;
-        if fin.nonce != p.combined_nonce {
+        if !nonce_echoed(&fin.nonce, p) {
             return Err(AuthFailure::ScramInvalidNonce);
         }
         if fin.channel_binding != p.gs2_header.as_bytes() {
@@ -156,6 +159,17 @@ impl ScramSaslServer {
             extensions: p.extensions.clone(),
         })
     }
+}
+
+/// Whether client-final echoes the combined nonce. librdkafka before 2.2 (kcat 1.7.1 in Debian
+/// links 2.0.2) sends its own nonce in front of it a second time, which Kafka's `endsWith` check
+/// let through for years; that one form is accepted too. The proof still covers the message as
+/// sent, and nothing else may precede the combined nonce.
+fn nonce_echoed(nonce: &str, p: &Pending) -> bool {
+    nonce == p.combined_nonce
+        || nonce
+            .strip_prefix(p.client_nonce.as_str())
+            .is_some_and(|rest| rest == p.combined_nonce)
 }
 
 impl SaslServer for ScramSaslServer {
