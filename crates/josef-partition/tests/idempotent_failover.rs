@@ -4,29 +4,16 @@
 //! the snapshot taken at close), catching up by replication after the restart, and a truncation
 //! of a diverged tail (state rebuilt from an older snapshot and a replay of the log).
 
+mod support;
+
 use bytes::BytesMut;
 use josef_log::testing::TestBatch;
-use josef_log::{BatchHeader, LogConfig};
-use josef_partition::{ClientBatch, EpochEndOffset, FollowerFetch, Partition};
-use josef_protocol::{ErrorCode, Uuid};
-use josef_sequencer::ProducerStateConfig;
+use josef_partition::{EpochEndOffset, Partition};
+use josef_protocol::ErrorCode;
+use support::{open, replicate};
 
 const PID: i64 = 2000;
 const EPOCH: i16 = 1;
-
-fn open(dir: &tempfile::TempDir, id: i32) -> Partition {
-    Partition::open_replica(
-        &dir.path().join(format!("r{id}/t-3")),
-        "t",
-        3,
-        Uuid::ZERO,
-        LogConfig::default(),
-        ProducerStateConfig::default(),
-        id,
-        0,
-    )
-    .unwrap()
-}
 
 /// A batch of `n` records from the idempotent producer, starting at sequence `seq`.
 fn idem(seq: i32, n: i32) -> BytesMut {
@@ -41,46 +28,23 @@ fn idem(seq: i32, n: i32) -> BytesMut {
     b.build()
 }
 
+/// acks=1: duplicate detection does not depend on acks, and a lone new leader may take it.
 fn produce(p: &Partition, b: BytesMut) -> Result<(i64, i64), ErrorCode> {
-    let h = BatchHeader::parse(&b).unwrap();
-    p.append_from_client(ClientBatch::Owned(b), &h, -1, 1, 10)
-        .map(|r| (r.base_offset, r.last_offset))
-        .map_err(|e| e.code)
+    support::produce(p, b, 1, 10)
 }
 
 fn leo(p: &Partition) -> i64 {
     p.data.lock().log.log_end_offset()
 }
 
-/// Follower fetch rounds until the follower is at the leader's LEO (truncating on divergence).
+/// Follower fetch rounds until the follower holds the leader's log; the divergence it
+/// truncated by, if any.
 fn catch_up(leader: &Partition, follower: &Partition, id: i32) -> Option<EpochEndOffset> {
     let mut diverged = None;
     for _ in 0..8 {
-        let (fetch_offset, last_fetched_epoch) = follower.follower_fetch_position();
-        let r = leader
-            .fetch_from_follower(
-                &FollowerFetch {
-                    replica_id: id,
-                    broker_epoch: -1,
-                    fetch_offset,
-                    log_start_offset: 0,
-                    current_leader_epoch: leader.leader_epoch(),
-                    last_fetched_epoch,
-                    max_bytes: 1 << 20,
-                    min_one_message: true,
-                },
-                20,
-            )
-            .unwrap();
-        if let Some(d) = r.diverging_epoch {
-            follower.truncate_on_divergence(d, 20).unwrap();
+        if let Some(d) = replicate(leader, follower, id, 20) {
             diverged = Some(d);
-            continue;
-        }
-        follower
-            .append_as_follower(fetch_offset, r.read.records, r.read.high_watermark, 20)
-            .unwrap();
-        if leo(follower) == leo(leader) && r.read.high_watermark == leo(leader) {
+        } else if leo(follower) == leo(leader) {
             break;
         }
     }
@@ -88,12 +52,18 @@ fn catch_up(leader: &Partition, follower: &Partition, id: i32) -> Option<EpochEn
     diverged
 }
 
+/// Replica 1 leading epoch 94 with replica 2 following (both in the ISR).
+fn leader_and_follower(dir: &tempfile::TempDir) -> (Partition, Partition) {
+    let (l, f) = (open(dir, 1), open(dir, 2));
+    l.make_leader(94, 1, &[1, 2], &[1, 2], 1, 0).unwrap();
+    f.make_follower(1, 94, 1);
+    (l, f)
+}
+
 #[test]
 fn a_follower_restarted_then_caught_up_and_promoted_answers_each_of_the_last_five_retries() {
     let dir = tempfile::tempdir().unwrap();
-    let (l, f) = (open(&dir, 1), open(&dir, 2));
-    l.make_leader(94, 1, &[1, 2], &[1, 2], 1, 0).unwrap();
-    f.make_follower(1, 94, 1);
+    let (l, f) = leader_and_follower(&dir);
     let mut seq = 0;
     for n in [3, 1, 2] {
         produce(&l, idem(seq, n)).unwrap();
@@ -125,9 +95,7 @@ fn a_follower_restarted_then_caught_up_and_promoted_answers_each_of_the_last_fiv
 #[test]
 fn a_cleanly_restarted_replica_promoted_to_leader_answers_the_retry_of_the_last_batch() {
     let dir = tempfile::tempdir().unwrap();
-    let (l, f) = (open(&dir, 1), open(&dir, 2));
-    l.make_leader(94, 1, &[1, 2], &[1, 2], 1, 0).unwrap();
-    f.make_follower(1, 94, 1);
+    let (l, f) = leader_and_follower(&dir);
     produce(&l, idem(0, 4)).unwrap();
     let last = produce(&l, idem(4, 9)).unwrap();
     catch_up(&l, &f, 2);
@@ -153,9 +121,7 @@ fn a_cleanly_restarted_replica_promoted_to_leader_answers_the_retry_of_the_last_
 #[test]
 fn a_replica_that_truncated_a_diverged_tail_dedups_the_retry_once_it_leads() {
     let dir = tempfile::tempdir().unwrap();
-    let (a, b) = (open(&dir, 1), open(&dir, 2));
-    a.make_leader(94, 1, &[1, 2], &[1, 2], 1, 0).unwrap();
-    b.make_follower(1, 94, 1);
+    let (a, b) = leader_and_follower(&dir);
     produce(&a, idem(0, 2)).unwrap();
     produce(&a, idem(2, 3)).unwrap();
     catch_up(&a, &b, 2);
