@@ -65,6 +65,16 @@ def test_acked_at_another_offset():
     assert "moved" in kinds(check(h))
 
 
+def test_ack_without_an_offset_matches_any_offset_of_its_partition():
+    """librdkafka acknowledges a batch whose own answer was lost, once a later batch succeeded, with no
+    offset (the soak-13 "moved" record): that is not a move, unless it is read in another partition."""
+    h = clean_history()
+    h.ack(b"v0", 0, None)
+    assert check(h).ok, check(h).summary()
+    h.ack(b"v0", 1, None)
+    assert "moved" in kinds(check(h))
+
+
 def test_reordering_within_a_partition():
     h = clean_history()
     recs = h.reads[READ_UNCOMMITTED][(T, 0)]  # v0@0, v2@1, v4@2 -> v2@0, v0@1, v4@2

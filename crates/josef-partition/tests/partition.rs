@@ -1,69 +1,14 @@
 //! A leader and a follower `Partition` on real logs: replication byte for byte, HW, diverging
 //! epoch and truncation, producer state and the transaction index on the follower.
 
-use bytes::BytesMut;
+mod support;
+
 use josef_log::testing::{batch, TestBatch};
 use josef_log::{BatchHeader, LogConfig};
-use josef_partition::{
-    ClientBatch, EpochEndOffset, FetchIsolation, FollowerFetch, Partition, ReadParams,
-};
+use josef_partition::{ClientBatch, EpochEndOffset, FetchIsolation, Partition, ReadParams};
 use josef_protocol::{ErrorCode, Uuid};
 use josef_sequencer::{ControlType, EndTxnMarker, ProducerStateConfig};
-
-fn open(dir: &tempfile::TempDir, id: i32) -> Partition {
-    Partition::open_replica(
-        &dir.path().join(format!("r{id}/t-0")),
-        "t",
-        0,
-        Uuid::ZERO,
-        LogConfig::default(),
-        ProducerStateConfig::default(),
-        id,
-        0,
-    )
-    .unwrap()
-}
-
-fn produce(p: &Partition, b: BytesMut, acks: i16, now: i64) -> Result<(i64, i64), ErrorCode> {
-    let h = BatchHeader::parse(&b).unwrap();
-    p.append_from_client(ClientBatch::Owned(b), &h, acks, 2, now)
-        .map(|r| (r.base_offset, r.last_offset))
-        .map_err(|e| e.code)
-}
-
-/// One follower fetch round: fetch from the leader at the follower's position, truncate or
-/// append.
-fn replicate(
-    leader: &Partition,
-    follower: &Partition,
-    id: i32,
-    now: i64,
-) -> Option<EpochEndOffset> {
-    let (fetch_offset, last_fetched_epoch) = follower.follower_fetch_position();
-    let r = leader
-        .fetch_from_follower(
-            &FollowerFetch {
-                replica_id: id,
-                broker_epoch: -1,
-                fetch_offset,
-                log_start_offset: 0,
-                current_leader_epoch: leader.leader_epoch(),
-                last_fetched_epoch,
-                max_bytes: 1 << 20,
-                min_one_message: true,
-            },
-            now,
-        )
-        .unwrap();
-    if let Some(d) = r.diverging_epoch {
-        follower.truncate_on_divergence(d, now).unwrap();
-        return Some(d);
-    }
-    follower
-        .append_as_follower(fetch_offset, r.read.records, r.read.high_watermark, now)
-        .unwrap();
-    None
-}
+use support::{open, produce, replicate};
 
 fn log_bytes(p: &Partition) -> Vec<u8> {
     let d = p.data.lock();

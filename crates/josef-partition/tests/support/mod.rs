@@ -1,0 +1,65 @@
+//! Helpers shared by the leader/follower tests: a replica on a temporary directory, a client
+//! produce, and one follower fetch round.
+
+use bytes::BytesMut;
+use josef_log::{BatchHeader, LogConfig};
+use josef_partition::{ClientBatch, EpochEndOffset, FollowerFetch, Partition};
+use josef_protocol::{ErrorCode, Uuid};
+use josef_sequencer::ProducerStateConfig;
+
+/// Replica `id` of partition `t-0` under `dir` (reopening the same `id` reopens its log).
+pub fn open(dir: &tempfile::TempDir, id: i32) -> Partition {
+    Partition::open_replica(
+        &dir.path().join(format!("r{id}/t-0")),
+        "t",
+        0,
+        Uuid::ZERO,
+        LogConfig::default(),
+        ProducerStateConfig::default(),
+        id,
+        0,
+    )
+    .unwrap()
+}
+
+/// Appends a client batch; `(base offset, last offset)` or the error code.
+pub fn produce(p: &Partition, b: BytesMut, acks: i16, now: i64) -> Result<(i64, i64), ErrorCode> {
+    let h = BatchHeader::parse(&b).unwrap();
+    p.append_from_client(ClientBatch::Owned(b), &h, acks, 2, now)
+        .map(|r| (r.base_offset, r.last_offset))
+        .map_err(|e| e.code)
+}
+
+/// One follower fetch round: fetch from the leader at the follower's position, truncate or
+/// append.
+pub fn replicate(
+    leader: &Partition,
+    follower: &Partition,
+    id: i32,
+    now: i64,
+) -> Option<EpochEndOffset> {
+    let (fetch_offset, last_fetched_epoch) = follower.follower_fetch_position();
+    let r = leader
+        .fetch_from_follower(
+            &FollowerFetch {
+                replica_id: id,
+                broker_epoch: -1,
+                fetch_offset,
+                log_start_offset: 0,
+                current_leader_epoch: leader.leader_epoch(),
+                last_fetched_epoch,
+                max_bytes: 1 << 20,
+                min_one_message: true,
+            },
+            now,
+        )
+        .unwrap();
+    if let Some(d) = r.diverging_epoch {
+        follower.truncate_on_divergence(d, now).unwrap();
+        return Some(d);
+    }
+    follower
+        .append_as_follower(fetch_offset, r.read.records, r.read.high_watermark, now)
+        .unwrap();
+    None
+}
