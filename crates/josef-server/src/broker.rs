@@ -138,7 +138,12 @@ impl Broker {
             crate::server::listener_security(&config, Arc::new(move || state.metadata_image()))
                 .map_err(StartError::Security)?
         };
-        let server = Server::start_secure(bound, state.clone(), limits, security);
+        let connection_quotas = crate::connection_quotas::ConnectionQuotas::new(
+            config.connection_quotas.clone(),
+            config.quota.client,
+        );
+        let server =
+            Server::start_secure(bound, state.clone(), limits, security, connection_quotas);
         let metrics = match (metrics_listener, metrics_handle) {
             (Some(l), Some(h)) => {
                 Some(crate::metrics::serve(l, h, state.clone()).map_err(StartError::Bind)?)

@@ -38,8 +38,6 @@ pub const NOT_USED: &[(&str, &str)] = &[
         "socket.receive.buffer.bytes",
         "the operating system's socket buffer sizes are kept",
     ),
-    ("max.connections", "connections are not limited"),
-    ("max.connections.per.ip", "connections are not limited"),
     ("log.cleaner.threads", NOT_IMPLEMENTED),
     ("log.cleaner.dedupe.buffer.size", NOT_IMPLEMENTED),
     ("log.cleaner.io.buffer.size", NOT_IMPLEMENTED),
@@ -289,6 +287,9 @@ pub struct BrokerConfig {
     pub group_max_size: i32,
     /// Client quota sample windows (`quota.window.*`, `controller.quota.window.*`).
     pub quota: crate::quotas::QuotaSettings,
+    /// `max.connections`, `max.connections.per.ip` (and overrides), `max.connection.creation.rate`,
+    /// and their per-listener forms.
+    pub connection_quotas: crate::connection_quotas::ConnectionQuotaConfig,
     /// `listener.security.protocol.map` entries (name → protocol), Kafka's default map when
     /// not set.
     pub listener_security_protocol_map: BTreeMap<String, String>,
@@ -514,6 +515,13 @@ impl BrokerConfig {
                 ret_hours * MS_PER_HOUR
             });
 
+        let connection_quotas = crate::connection_quotas::ConnectionQuotaConfig::from_props(
+            &mut p,
+            &listeners.iter().map(|l| l.name.clone()).collect::<Vec<_>>(),
+            cluster
+                .as_ref()
+                .map(|c| c.inter_broker_listener_name.clone()),
+        )?;
         let cfg = BrokerConfig {
             node_id,
             listeners,
@@ -662,6 +670,7 @@ impl BrokerConfig {
                 .collect(),
             security,
             quota: crate::quotas::QuotaSettings::from_props(&mut p)?,
+            connection_quotas,
             cluster,
             prometheus_listener: host_port(&mut p, "prometheus.listener")?,
             authorizer: josef_authorizer::settings::authorizer_from_props(&mut p, &mut warnings)?,

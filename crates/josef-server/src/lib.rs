@@ -35,6 +35,7 @@ pub mod cluster;
 pub mod cluster_config;
 pub mod config;
 pub mod connection;
+pub mod connection_quotas;
 pub mod delayed_fetch;
 pub mod dispatch;
 pub mod groups;

@@ -132,16 +132,23 @@ impl<H: FrameHandler> Server<H> {
         handler: Arc<H>,
         limits: ConnectionLimits,
     ) -> Self {
-        Self::start_secure(bound, handler, limits, BTreeMap::new())
+        Self::start_secure(
+            bound,
+            handler,
+            limits,
+            BTreeMap::new(),
+            crate::connection_quotas::ConnectionQuotas::unlimited(),
+        )
     }
 
     /// Starts accepting on the bound listeners, each with its `security` (PLAINTEXT when the
-    /// map has no entry for it).
+    /// map has no entry for it), within `quotas` (`max.connections` and the rest).
     pub fn start_secure(
         bound: Vec<(BoundListener, TcpListener)>,
         handler: Arc<H>,
         limits: ConnectionLimits,
         security: BTreeMap<String, ListenerSecurity>,
+        quotas: Arc<crate::connection_quotas::ConnectionQuotas>,
     ) -> Self {
         let shutdown = CancellationToken::new();
         let tracker = TaskTracker::new();
@@ -152,14 +159,29 @@ impl<H: FrameHandler> Server<H> {
             let shutdown = shutdown.clone();
             let conns = tracker.clone();
             let sec = security.get(&info.name).cloned().unwrap_or_default();
+            let quotas = quotas.clone();
             tracker.spawn(async move {
                 loop {
+                    // At `max.connections` (the listener's or the broker's) nothing is accepted
+                    // until a connection closes: new ones wait in the kernel's backlog.
+                    tokio::select! {
+                        _ = shutdown.cancelled() => break,
+                        _ = quotas.wait_for_room(&info.name) => {}
+                    }
                     let accepted = tokio::select! {
                         _ = shutdown.cancelled() => break,
                         a = listener.accept() => a,
                     };
                     match accepted {
                         Ok((stream, peer)) => {
+                            let (slot, wait) = match quotas.admit(&info.name, peer.ip(), now_ms()) {
+                                Ok(admitted) => admitted,
+                                Err(e) => {
+                                    tracing::info!(%peer, listener = %info.name, "closing connection: {e}");
+                                    drop(stream);
+                                    continue;
+                                }
+                            };
                             let _ = stream.set_nodelay(true);
                             let ci = ConnectionInfo {
                                 listener: info.name.clone(),
@@ -168,14 +190,26 @@ impl<H: FrameHandler> Server<H> {
                                 principal: josef_authorizer::KafkaPrincipal::anonymous(),
                             };
                             tracing::debug!(%peer, listener = %info.name, "accepted connection");
-                            conns.spawn(serve_accepted(
+                            let serve = serve_accepted(
                                 stream,
                                 ci,
                                 handler.clone(),
                                 limits,
                                 shutdown.clone(),
                                 sec.clone(),
-                            ));
+                            );
+                            conns.spawn(async move {
+                                // The slot is counted as long as the connection is served.
+                                let _slot = slot;
+                                serve.await
+                            });
+                            // Over `max.connection.creation.rate`: the next accept waits.
+                            if !wait.is_zero() {
+                                tokio::select! {
+                                    _ = shutdown.cancelled() => break,
+                                    _ = tokio::time::sleep(wait) => {}
+                                }
+                            }
                         }
                         Err(e) => {
                             // EMFILE and friends: back off instead of spinning.
@@ -216,4 +250,11 @@ impl<H: FrameHandler> Server<H> {
             tracing::warn!("connections still busy after the shutdown grace period");
         }
     }
+}
+
+/// Wall-clock milliseconds, for the connection-rate windows.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }

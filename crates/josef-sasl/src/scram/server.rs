@@ -131,7 +131,7 @@ impl ScramSaslServer {
     fn client_final(&self, p: &Pending, response: &[u8]) -> Result<Authenticated, AuthFailure> {
         let fin = ClientFinalMessage::parse(response)
             .map_err(|_| AuthFailure::ScramInvalidClientFinal)?;
-        if !nonce_echoed(&fin.nonce, p) {
+        if !nonce_echoed(fin.nonce, p) {
             return Err(AuthFailure::ScramInvalidNonce);
         }
         if fin.channel_binding != p.gs2_header.as_bytes() {
