@@ -145,6 +145,16 @@ impl RequestQuotas {
         &self.managers
     }
 
+    /// Counts a connection `ip` opened at `now_ms` against its `connection_creation_rate`
+    /// (KIP-612): keep it, or close it after the throttle time.
+    pub fn record_ip_connection(
+        &mut self,
+        ip: std::net::IpAddr,
+        now_ms: u64,
+    ) -> crate::IpConnectionDecision {
+        self.managers.ip_connections.record_connection(ip, now_ms)
+    }
+
     /// Starts measuring a request of `client` at `version`, `size` bytes on the wire; `None` when
     /// no quota applies to it. Caps a consumer fetch's `max_bytes` at what its quota window holds
     /// and takes out of a strict mutation request the topics its quota refuses.

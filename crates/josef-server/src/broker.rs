@@ -142,6 +142,12 @@ impl Broker {
             config.connection_quotas.clone(),
             config.quota.client,
         );
+        {
+            let quotas = state.quotas.clone();
+            connection_quotas.set_ip_rate_check(Arc::new(move |ip, now_ms| {
+                quotas.ip_connection_throttle(ip, now_ms)
+            }));
+        }
         let server =
             Server::start_secure(bound, state.clone(), limits, security, connection_quotas);
         let metrics = match (metrics_listener, metrics_handle) {

@@ -11,9 +11,12 @@
 //! - over a creation rate, the acceptor waits the throttle time before taking the next connection
 //!   (the broker-wide rate does not apply to the inter-broker listener).
 //!
+//! - a connection from an address over its `connection_creation_rate` client quota (KIP-612) is
+//!   closed after the throttle time (the check is given by the broker:
+//!   [`ConnectionQuotas::set_ip_rate_check`], over josef-quota's `IpConnectionQuotas`).
+//!
 //! Not done: Kafka also closes the least recently used connection of another listener when the
-//! inter-broker listener needs a slot at the broker-wide limit, and throttles addresses over their
-//! `connection_creation_rate` client quota (josef-quota's `IpConnectionQuotas`, not wired yet).
+//! inter-broker listener needs a slot at the broker-wide limit.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
@@ -143,10 +146,14 @@ struct Counts {
     per_ip: HashMap<IpAddr, u32>,
 }
 
+/// The per-address `connection_creation_rate` check: `Some(delay)` closes the connection after
+/// `delay`.
+pub type IpRateCheck = dyn Fn(IpAddr, u64) -> Option<Duration> + Send + Sync;
+
 /// The live counts and rates behind a [`ConnectionQuotaConfig`], shared by every acceptor.
-#[derive(Debug)]
 pub struct ConnectionQuotas {
     config: ConnectionQuotaConfig,
+    ip_rate: Mutex<Option<Arc<IpRateCheck>>>,
     counts: Mutex<Counts>,
     broker_rate: Mutex<ConnectionCreationRate>,
     listener_rates: Mutex<HashMap<String, ConnectionCreationRate>>,
@@ -163,11 +170,24 @@ impl ConnectionQuotas {
                 config.max_connection_creation_rate,
             )),
             listener_rates: Mutex::new(HashMap::new()),
+            ip_rate: Mutex::new(None),
             config,
             counts: Mutex::new(Counts::default()),
             window,
             released: Notify::new(),
         })
+    }
+
+    /// Sets the per-address `connection_creation_rate` check (the broker's client quotas).
+    pub fn set_ip_rate_check(&self, check: Arc<IpRateCheck>) {
+        *self.ip_rate.lock() = Some(check);
+    }
+
+    /// How long to keep a connection `ip` just opened before closing it, when `ip` is over its
+    /// `connection_creation_rate`; `None` to keep it.
+    pub fn ip_rate_throttle(&self, ip: IpAddr, now_ms: u64) -> Option<Duration> {
+        let check = self.ip_rate.lock().clone()?;
+        check(ip, now_ms)
     }
 
     /// No limit at all (Kafka's defaults).
@@ -257,6 +277,15 @@ impl ConnectionQuotas {
             c.per_listener.get(listener).copied().unwrap_or(0),
             c.per_ip.get(&ip).copied().unwrap_or(0),
         )
+    }
+}
+
+impl std::fmt::Debug for ConnectionQuotas {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectionQuotas")
+            .field("config", &self.config)
+            .field("counts", &*self.counts.lock())
+            .finish_non_exhaustive()
     }
 }
 

@@ -51,6 +51,21 @@ impl BrokerQuotas {
         self.enabled.store(inner.enabled(), Ordering::Release);
     }
 
+    /// Counts a connection `ip` opened at `now_ms` against its `connection_creation_rate`:
+    /// `Some(delay)` when it is over the rate and is to be closed after `delay`.
+    pub fn ip_connection_throttle(
+        &self,
+        ip: std::net::IpAddr,
+        now_ms: u64,
+    ) -> Option<std::time::Duration> {
+        match self.inner.lock().record_ip_connection(ip, now_ms) {
+            josef_quota::IpConnectionDecision::Accept => None,
+            josef_quota::IpConnectionDecision::CloseAfter { throttle_time_ms } => {
+                Some(std::time::Duration::from_millis(throttle_time_ms))
+            }
+        }
+    }
+
     /// The configured quotas (for DescribeClientQuotas and validating AlterClientQuotas).
     pub fn store(&self) -> QuotaStore {
         self.inner.lock().store().clone()

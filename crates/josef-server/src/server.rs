@@ -182,6 +182,16 @@ impl<H: FrameHandler> Server<H> {
                                     continue;
                                 }
                             };
+                            // Over the address's connection_creation_rate: accepted, then closed
+                            // after the throttle time (KIP-612), without being served.
+                            if let Some(delay) = quotas.ip_rate_throttle(peer.ip(), now_ms()) {
+                                tracing::info!(%peer, listener = %info.name, ?delay, "connection_creation_rate exceeded; closing the connection after the throttle time");
+                                conns.spawn(async move {
+                                    tokio::time::sleep(delay).await;
+                                    drop((stream, slot));
+                                });
+                                continue;
+                            }
                             let _ = stream.set_nodelay(true);
                             let ci = ConnectionInfo {
                                 listener: info.name.clone(),

@@ -77,3 +77,56 @@ async fn a_listener_at_max_connections_serves_the_next_one_after_a_close() {
     assert!(answered.is_some());
     b.shutdown().await;
 }
+
+/// KIP-612: an address over its `connection_creation_rate` client quota (set through
+/// AlterClientQuotas) gets its new connections closed after the throttle time, unserved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_address_over_its_connection_creation_rate_has_new_connections_closed() {
+    use josef_protocol::messages::alter_client_quotas_request::{EntityData, EntryData, OpData};
+    use josef_protocol::messages::AlterClientQuotasRequest;
+    use josef_protocol::ResponseBody;
+    let dir = tempfile::tempdir().unwrap();
+    let b = start_with(dir.path(), &[]).await;
+    let mut admin = Client::connect(&b).await;
+    let req = AlterClientQuotasRequest {
+        entries: vec![EntryData {
+            entity: vec![EntityData {
+                entity_type: "ip".into(),
+                entity_name: Some("127.0.0.1".into()),
+                ..Default::default()
+            }],
+            ops: vec![OpData {
+                key: "connection_creation_rate".into(),
+                value: 1.0,
+                remove: false,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        validate_only: false,
+        ..Default::default()
+    };
+    let ResponseBody::AlterClientQuotas(r) = admin.call(1, req).await else {
+        panic!("not an AlterClientQuotas response")
+    };
+    assert_eq!(
+        r.entries[0].error_code, 0,
+        "{:?}",
+        r.entries[0].error_message
+    );
+    // Fifty connections at once is far over 1 per second: the later ones are closed unserved.
+    let mut clients = Vec::new();
+    for _ in 0..50 {
+        clients.push(Client::connect(&b).await);
+    }
+    let mut closed = 0;
+    for c in clients.iter_mut().rev().take(5) {
+        if c.closed().await {
+            closed += 1;
+        }
+    }
+    assert_eq!(closed, 5, "the last five of fifty connections are closed");
+    // The connection opened before the quota is still served.
+    assert!(answers(&mut admin, Duration::from_secs(10)).await);
+    b.shutdown().await;
+}
