@@ -468,4 +468,72 @@ fn three_combined_nodes() {
         "each node's Metadata lists 3 brokers: {last:?}\n{}",
         nodes.logs()
     );
+    kip951_a_produce_to_a_follower_names_the_leader(&addrs, &nodes);
+}
+
+/// KIP-951: Produce v10+ refused by a node that does not lead the partition names the leader,
+/// its epoch and its endpoint, so the client moves on without a metadata round trip.
+fn kip951_a_produce_to_a_follower_names_the_leader(addrs: &[SocketAddr], nodes: &Nodes) {
+    use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use josef_protocol::messages::ProduceRequest;
+    let created = wait_until(SETTLE, || {
+        create_topic(addrs[0], "hints", 1, 3).is_some_and(|r| {
+            r.topics
+                .iter()
+                .all(|t| t.error_code == 0 || t.error_code == 36)
+        })
+    });
+    assert!(created, "CreateTopics hints\n{}", nodes.logs());
+    let mut answer = None;
+    let ok = wait_until(SETTLE, || {
+        let Some(m) = metadata(addrs[0]) else {
+            return false;
+        };
+        let Some(p) = m
+            .topics
+            .iter()
+            .find(|t| t.name.as_deref() == Some("hints"))
+            .and_then(|t| t.partitions.first())
+        else {
+            return false;
+        };
+        if p.leader_id < 1 {
+            return false;
+        }
+        let (leader, epoch) = (p.leader_id, p.leader_epoch);
+        let leader_port = addrs[leader as usize - 1].port();
+        let follower = addrs[(leader as usize) % 3];
+        let batch = josef_log::testing::batch(0, 1, &[(None, Some(b"v"))]).freeze();
+        let req = ProduceRequest {
+            acks: 1,
+            timeout_ms: 5000,
+            topic_data: vec![TopicProduceData {
+                name: "hints".into(),
+                partition_data: vec![PartitionProduceData {
+                    index: 0,
+                    records: Some(batch),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let Some(ResponseBody::Produce(r)) = call(follower, 11, req.into()) else {
+            return false;
+        };
+        let part = &r.responses[0].partition_responses[0];
+        answer = Some(format!("{r:?}"));
+        part.error_code == 6 /* NOT_LEADER_OR_FOLLOWER */
+            && part.current_leader.leader_id == leader
+            && part.current_leader.leader_epoch == epoch
+            && r
+                .node_endpoints
+                .iter()
+                .any(|e| e.node_id == leader && e.port == i32::from(leader_port))
+    });
+    assert!(
+        ok,
+        "a follower's NOT_LEADER_OR_FOLLOWER names the leader: {answer:?}\n{}",
+        nodes.logs()
+    );
 }

@@ -16,6 +16,7 @@ pub mod consumer_group;
 mod fetch;
 mod find_coordinator;
 mod groups;
+mod leader_hints;
 mod list_offsets;
 mod metadata;
 mod offset_for_leader_epoch;
@@ -157,8 +158,12 @@ async fn handle_local(
             reply(crate::dispatch::api_versions_body(state.cluster.is_some()))
         }
         RequestBody::Metadata(r) => reply(metadata::handle(state, conn, r, v)),
-        RequestBody::Produce(r) => produce::handle(state, header, r, v).await,
-        RequestBody::Fetch(r) => reply(fetch::handle(state, r, v).await),
+        RequestBody::Produce(r) => produce::handle(state, conn, header, r, v).await,
+        RequestBody::Fetch(r) => {
+            let mut resp = fetch::handle(state, r, v).await;
+            leader_hints::fetch(state, &conn.listener, v, &mut resp);
+            reply(resp)
+        }
         RequestBody::ListOffsets(r) => reply(list_offsets::handle(state, r, v)),
         RequestBody::CreateTopics(r) => reply(admin::create_topics(state, r, v)),
         RequestBody::DeleteTopics(r) => reply(admin::delete_topics(state, r, v)),

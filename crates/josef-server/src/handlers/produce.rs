@@ -263,6 +263,7 @@ fn transactional_without_id(req: &ProduceRequest) -> bool {
 /// every appended batch (at once on a single replica), or `timeout_ms` passes.
 pub async fn handle(
     state: &BrokerState,
+    conn: &crate::connection::ConnectionInfo,
     header: &RequestHeader,
     req: ProduceRequest,
     version: i16,
@@ -377,8 +378,10 @@ pub async fn handle(
             Reply::None
         };
     }
-    reply(ProduceResponse {
+    let mut resp = ProduceResponse {
         responses,
         ..Default::default()
-    })
+    };
+    super::leader_hints::produce(state, &conn.listener, version, &mut resp);
+    reply(resp)
 }
