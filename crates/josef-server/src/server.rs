@@ -185,9 +185,13 @@ impl<H: FrameHandler> Server<H> {
                             // Over the address's connection_creation_rate: accepted, then closed
                             // after the throttle time (KIP-612), without being served.
                             if let Some(delay) = quotas.ip_rate_throttle(peer.ip(), now_ms()) {
-                                tracing::info!(%peer, listener = %info.name, ?delay, "connection_creation_rate exceeded; closing the connection after the throttle time");
+                                tracing::debug!(%peer, listener = %info.name, ?delay, "connection_creation_rate exceeded; closing the connection after the throttle time");
+                                let shutdown = shutdown.clone();
                                 conns.spawn(async move {
-                                    tokio::time::sleep(delay).await;
+                                    tokio::select! {
+                                        _ = shutdown.cancelled() => {}
+                                        _ = tokio::time::sleep(delay) => {}
+                                    }
                                     drop((stream, slot));
                                 });
                                 continue;
