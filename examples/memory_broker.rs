@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use josef_log::storage::MemoryStorage;
-use josef_server::config::{read_properties_file, BrokerConfig};
+use josef_server::config::{apply_overrides, read_properties_file, BrokerConfig};
 use josef_server::log_storage::LogStorage;
 
 /// Flags like josef-broker's (a subset).
@@ -43,10 +43,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         None => BTreeMap::new(),
     };
     props.extend(args.listeners.map(|l| ("listeners".to_string(), l)));
-    for o in &args.overrides {
-        let (k, v) = o.split_once('=').ok_or("--override takes KEY=VALUE")?;
-        props.insert(k.to_string(), v.to_string());
-    }
+    apply_overrides(&mut props, &args.overrides)?;
     // The log dir only holds the broker's identity (meta.properties, the producer-id block, the
     // local metadata store); without one, a temporary dir that goes away at exit.
     let scratch = tempfile::tempdir()?;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use josef_server::config::{read_properties_file, BrokerConfig};
+use josef_server::config::{apply_overrides, read_properties_file, BrokerConfig};
 
 /// A single-node Kafka-compatible broker.
 #[derive(Parser, Debug)]
@@ -53,12 +53,7 @@ fn build_config(args: Args) -> Result<BrokerConfig, String> {
     set("log.dirs", args.log_dirs);
     set("node.id", args.node_id.map(|n| n.to_string()));
     set("num.partitions", args.num_partitions.map(|n| n.to_string()));
-    for o in args.overrides {
-        let (k, v) = o
-            .split_once('=')
-            .ok_or_else(|| format!("--override {o}: expected KEY=VALUE"))?;
-        props.insert(k.trim().to_string(), v.trim().to_string());
-    }
+    apply_overrides(&mut props, &args.overrides).map_err(|e| e.to_string())?;
     BrokerConfig::from_properties(props).map_err(|e| e.to_string())
 }
 

@@ -167,6 +167,30 @@ pub struct FollowerFetch {
     pub min_one_message: bool,
 }
 
+impl FollowerFetch {
+    /// Follower `replica_id` fetching from `fetch_offset` in `current_leader_epoch`: no broker
+    /// epoch, log start 0, no last fetched epoch (an empty follower), 1 MiB, the first batch
+    /// whole. Set the other fields with struct update syntax.
+    ///
+    /// ```
+    /// use josef_partition::FollowerFetch;
+    /// let f = FollowerFetch { last_fetched_epoch: 3, ..FollowerFetch::new(2, 10, 4) };
+    /// assert_eq!((f.replica_id, f.fetch_offset, f.current_leader_epoch), (2, 10, 4));
+    /// ```
+    pub fn new(replica_id: ReplicaId, fetch_offset: i64, current_leader_epoch: i32) -> Self {
+        FollowerFetch {
+            replica_id,
+            broker_epoch: -1,
+            fetch_offset,
+            log_start_offset: 0,
+            current_leader_epoch,
+            last_fetched_epoch: -1,
+            max_bytes: 1 << 20,
+            min_one_message: true,
+        }
+    }
+}
+
 /// The leader's answer to a follower fetch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FollowerFetchResult {

@@ -118,20 +118,8 @@ fn committed_isr_changes_count_as_expands_and_shrinks() {
     p.append_from_client(ClientBatch::Owned(b), &h, 1, 1, 0)
         .unwrap();
     let fetch = |offset, now| {
-        p.fetch_from_follower(
-            &FollowerFetch {
-                replica_id: 2,
-                broker_epoch: -1,
-                fetch_offset: offset,
-                log_start_offset: 0,
-                current_leader_epoch: 0,
-                last_fetched_epoch: -1,
-                max_bytes: 1 << 20,
-                min_one_message: true,
-            },
-            now,
-        )
-        .unwrap()
+        p.fetch_from_follower(&FollowerFetch::new(2, offset, 0), now)
+            .unwrap()
     };
     let expand = fetch(1, 1).alter_partition.expect("expansion proposed");
     // A follower's fetch is replication, not consumer traffic.

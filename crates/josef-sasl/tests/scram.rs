@@ -194,15 +194,22 @@ fn client_first_refusals() {
     );
 }
 
+/// The server's answer to `fin` after bob's client-first (`r=abc`; the server nonce is `srv0`).
+fn client_final_for_bob(fin: &[u8]) -> Result<SaslStep, SaslError> {
+    let mut s = server(ScramMechanism::Sha256, sha256_store(4096));
+    challenge(s.evaluate_response(b"n,,n=bob,r=abc", 0));
+    s.evaluate_response(fin, 0)
+}
+
+/// A SHA-256-sized proof of zeros, base64 (never the right one).
+fn zero_proof() -> String {
+    base64::engine::general_purpose::STANDARD.encode([0u8; 32])
+}
+
 #[test]
 fn client_final_refusals() {
-    let m = ScramMechanism::Sha256;
-    let run = |fin: &[u8]| {
-        let mut s = server(m, sha256_store(4096));
-        challenge(s.evaluate_response(b"n,,n=bob,r=abc", 0));
-        s.evaluate_response(fin, 0)
-    };
-    let proof = base64::engine::general_purpose::STANDARD.encode([0u8; 32]);
+    let run = client_final_for_bob;
+    let proof = zero_proof();
     assert_eq!(
         run(format!("c=biws,r=abcsrvX,p={proof}").as_bytes()),
         Err(AuthFailure::ScramInvalidNonce.into())
@@ -266,13 +273,8 @@ fn alter_user_scram_credentials_derivation_logs_in() {
 /// (and still has to prove the password), while any other prefix is refused.
 #[test]
 fn the_client_nonce_repeated_in_front_is_accepted_and_nothing_else() {
-    let m = ScramMechanism::Sha256;
-    let run = |fin: &[u8]| {
-        let mut s = server(m, sha256_store(4096));
-        challenge(s.evaluate_response(b"n,,n=bob,r=abc", 0));
-        s.evaluate_response(fin, 0)
-    };
-    let proof = base64::engine::general_purpose::STANDARD.encode([0u8; 32]);
+    let run = client_final_for_bob;
+    let proof = zero_proof();
     assert_eq!(
         run(format!("c=biws,r=abcabcsrv0,p={proof}").as_bytes()),
         Err(AuthFailure::ScramInvalidProof.into()),

@@ -40,16 +40,9 @@ pub async fn run() -> Result<usize, Box<dyn std::error::Error>> {
     // The transport: one end for the broker, one for the client.
     let (mut client, server_end) = tokio::io::duplex(64 * 1024);
     let stop = CancellationToken::new();
-    let info = ConnectionInfo {
-        listener: broker.listeners()[0].name.clone(),
-        bound_port: broker.listeners()[0].addr.port(),
-        peer: "127.0.0.1:1".parse()?,
-        principal: josef_authorizer::KafkaPrincipal::anonymous(),
-    };
-    let limits = ConnectionLimits {
-        max_request_bytes: 100 * 1024 * 1024,
-        idle_timeout: None,
-    };
+    let l = &broker.listeners()[0];
+    let info = ConnectionInfo::new(l.name.clone(), l.addr.port(), "127.0.0.1:1".parse()?);
+    let limits = ConnectionLimits::default();
     tokio::spawn(serve_connection(
         server_end,
         info,

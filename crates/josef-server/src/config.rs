@@ -346,6 +346,28 @@ pub fn read_properties_file(path: &Path) -> Result<BTreeMap<String, String>, Con
     })
 }
 
+/// Applies command-line overrides (`KEY=VALUE`, as `kafka-server-start.sh --override` takes
+/// them) over `props`, later ones winning; a malformed one is an error naming it.
+///
+/// ```
+/// let mut props = std::collections::BTreeMap::new();
+/// josef_server::config::apply_overrides(&mut props, &["num.partitions = 3".to_string()]).unwrap();
+/// assert_eq!(props["num.partitions"], "3");
+/// assert!(josef_server::config::apply_overrides(&mut props, &["oops".to_string()]).is_err());
+/// ```
+pub fn apply_overrides(
+    props: &mut BTreeMap<String, String>,
+    overrides: &[String],
+) -> Result<(), ConfigError> {
+    for o in overrides {
+        let (k, v) = o
+            .split_once('=')
+            .ok_or_else(|| Props::invalid("--override", o, "expected KEY=VALUE"))?;
+        props.insert(k.trim().to_string(), v.trim().to_string());
+    }
+    Ok(())
+}
+
 /// Parses properties text ([`properties::parse`]); on error returns the 1-based line number.
 pub fn parse_properties(text: &str) -> Result<BTreeMap<String, String>, usize> {
     properties::parse(text).map_err(|e| e.line)

@@ -43,6 +43,19 @@ pub struct ConnectionInfo {
     pub principal: josef_authorizer::KafkaPrincipal,
 }
 
+impl ConnectionInfo {
+    /// A connection on `listener` (bound to `bound_port`) from `peer`, not authenticated yet
+    /// (`User:ANONYMOUS` until TLS or SASL says otherwise).
+    pub fn new(listener: impl Into<String>, bound_port: u16, peer: SocketAddr) -> Self {
+        ConnectionInfo {
+            listener: listener.into(),
+            bound_port,
+            peer,
+            principal: josef_authorizer::KafkaPrincipal::anonymous(),
+        }
+    }
+}
+
 /// What to do after a request.
 #[derive(Debug)]
 pub enum Outcome {
@@ -93,6 +106,16 @@ pub struct ConnectionLimits {
     pub max_request_bytes: i32,
     /// `connections.max.idle.ms`: no request for this long closes the connection (None = never).
     pub idle_timeout: Option<Duration>,
+}
+
+impl Default for ConnectionLimits {
+    /// Kafka's defaults: `socket.request.max.bytes` 100 MiB, `connections.max.idle.ms` 10 minutes.
+    fn default() -> Self {
+        ConnectionLimits {
+            max_request_bytes: 104_857_600,
+            idle_timeout: Some(Duration::from_millis(600_000)),
+        }
+    }
 }
 
 /// How much the read buffer grows by when no frame size is known yet. Frames up to this size are
@@ -430,12 +453,7 @@ mod tests {
             loop {
                 let (s, peer) = listener.accept().await.unwrap();
                 s.set_nodelay(true).unwrap();
-                let info = ConnectionInfo {
-                    listener: "PLAINTEXT".into(),
-                    bound_port: addr.port(),
-                    peer,
-                    principal: josef_authorizer::KafkaPrincipal::anonymous(),
-                };
+                let info = ConnectionInfo::new("PLAINTEXT", addr.port(), peer);
                 tokio::spawn(serve_connection(s, info, Arc::new(Echo), limits, t.clone()));
             }
         });
@@ -568,12 +586,7 @@ mod tests {
     #[tokio::test]
     async fn a_request_is_served_over_an_in_memory_pipe() {
         let (mut client, server) = tokio::io::duplex(64 * 1024);
-        let info = ConnectionInfo {
-            listener: "PLAINTEXT".into(),
-            bound_port: 0,
-            peer: "127.0.0.1:1".parse().unwrap(),
-            principal: josef_authorizer::KafkaPrincipal::anonymous(),
-        };
+        let info = ConnectionInfo::new("PLAINTEXT", 0, "127.0.0.1:1".parse().unwrap());
         let token = CancellationToken::new();
         let task = tokio::spawn(serve_connection(
             server,

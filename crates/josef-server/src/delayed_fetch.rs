@@ -287,16 +287,7 @@ mod tests {
     }
 
     fn follower_fetch(p: &Partition, offset: i64) {
-        let fetch = FollowerFetch {
-            replica_id: 2,
-            broker_epoch: -1,
-            fetch_offset: offset,
-            log_start_offset: 0,
-            current_leader_epoch: 0,
-            last_fetched_epoch: -1,
-            max_bytes: 1 << 20,
-            min_one_message: true,
-        };
+        let fetch = FollowerFetch::new(2, offset, 0);
         p.fetch_from_follower(&fetch, 1).unwrap();
     }
 

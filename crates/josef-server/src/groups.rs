@@ -921,16 +921,7 @@ mod tests {
         p.make_leader(0, 0, &[me, other], &[me, other], 1, now_ms())
             .unwrap();
         let follower_fetch = |offset: i64| {
-            let fetch = josef_partition::FollowerFetch {
-                replica_id: other,
-                broker_epoch: -1,
-                fetch_offset: offset,
-                log_start_offset: 0,
-                current_leader_epoch: 0,
-                last_fetched_epoch: -1,
-                max_bytes: 1 << 20,
-                min_one_message: true,
-            };
+            let fetch = josef_partition::FollowerFetch::new(other, offset, 0);
             p.fetch_from_follower(&fetch, now_ms()).unwrap();
         };
         let rt = tokio::runtime::Builder::new_multi_thread()

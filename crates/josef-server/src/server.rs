@@ -197,12 +197,7 @@ impl<H: FrameHandler> Server<H> {
                                 continue;
                             }
                             let _ = stream.set_nodelay(true);
-                            let ci = ConnectionInfo {
-                                listener: info.name.clone(),
-                                bound_port: info.addr.port(),
-                                peer,
-                                principal: josef_authorizer::KafkaPrincipal::anonymous(),
-                            };
+                            let ci = ConnectionInfo::new(info.name.clone(), info.addr.port(), peer);
                             tracing::debug!(%peer, listener = %info.name, "accepted connection");
                             let serve = serve_accepted(
                                 stream,

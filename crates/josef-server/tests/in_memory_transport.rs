@@ -23,12 +23,12 @@ fn pipe_to(
     stop: &CancellationToken,
 ) -> Client<DuplexStream> {
     let (client_end, server_end) = tokio::io::duplex(64 * 1024);
-    let info = ConnectionInfo {
-        listener: broker.listeners()[0].name.clone(),
-        bound_port: broker.listeners()[0].addr.port(),
-        peer: "127.0.0.1:1".parse().unwrap(),
-        principal: josef_authorizer::KafkaPrincipal::anonymous(),
-    };
+    let l = &broker.listeners()[0];
+    let info = ConnectionInfo::new(
+        l.name.clone(),
+        l.addr.port(),
+        "127.0.0.1:1".parse().unwrap(),
+    );
     tokio::spawn(serve_connection(
         server_end,
         info,
@@ -39,39 +39,34 @@ fn pipe_to(
     Client::over(client_end)
 }
 
-const LIMITS: ConnectionLimits = ConnectionLimits {
-    max_request_bytes: 100 * 1024 * 1024,
-    idle_timeout: None,
-};
+/// Partition 0 of `topic` from offset 0, without waiting.
+fn from_the_start(topic: &str) -> FetchRequest {
+    FetchRequest {
+        replica_id: -1,
+        max_wait_ms: 0,
+        max_bytes: 1 << 20,
+        topics: vec![FetchTopic {
+            topic: topic.into(),
+            partitions: vec![fetch_partition(0, 0)],
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_topic_is_created_produced_to_and_fetched_over_an_in_memory_pipe() {
     let dir = tempfile::tempdir().unwrap();
     let broker = start_with(dir.path(), &[]).await;
     let stop = CancellationToken::new();
-    let mut c = pipe_to(&broker, LIMITS, &stop);
+    let mut c = pipe_to(&broker, ConnectionLimits::default(), &stop);
 
     create_topic(&mut c, "piped", 1).await;
     let batch = josef_log::testing::batch(0, 1_700_000_000_000, &[(None, Some(b"over a pipe"))]);
     let p = produce_records(&mut c, 9, "piped", batch.freeze()).await;
     assert_eq!((p.error_code, p.base_offset), (0, 0));
 
-    let r = c
-        .fetch(
-            12,
-            FetchRequest {
-                replica_id: -1,
-                max_wait_ms: 0,
-                max_bytes: 1 << 20,
-                topics: vec![FetchTopic {
-                    topic: "piped".into(),
-                    partitions: vec![fetch_partition(0, 0)],
-                    ..Default::default()
-                }],
-                ..Default::default()
-            },
-        )
-        .await;
+    let r = c.fetch(12, from_the_start("piped")).await;
     let part = &r.responses[0].partitions[0];
     assert_eq!((part.error_code, part.high_watermark), (0, 1));
     let records = part.records.as_ref().expect("the produced batch");
@@ -82,21 +77,7 @@ async fn a_topic_is_created_produced_to_and_fetched_over_an_in_memory_pipe() {
 
     // The same partition is seen over TCP: one broker state behind both transports.
     let mut tcp = Client::connect(&broker).await;
-    let r = tcp
-        .fetch(
-            12,
-            FetchRequest {
-                replica_id: -1,
-                max_bytes: 1 << 20,
-                topics: vec![FetchTopic {
-                    topic: "piped".into(),
-                    partitions: vec![fetch_partition(0, 0)],
-                    ..Default::default()
-                }],
-                ..Default::default()
-            },
-        )
-        .await;
+    let r = tcp.fetch(12, from_the_start("piped")).await;
     assert_eq!(r.responses[0].partitions[0].high_watermark, 1);
 
     stop.cancel();

@@ -42,14 +42,8 @@ pub fn replicate(
     let r = leader
         .fetch_from_follower(
             &FollowerFetch {
-                replica_id: id,
-                broker_epoch: -1,
-                fetch_offset,
-                log_start_offset: 0,
-                current_leader_epoch: leader.leader_epoch(),
                 last_fetched_epoch,
-                max_bytes: 1 << 20,
-                min_one_message: true,
+                ..FollowerFetch::new(id, fetch_offset, leader.leader_epoch())
             },
             now,
         )

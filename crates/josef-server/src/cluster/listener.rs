@@ -90,12 +90,7 @@ pub fn spawn_accept_loop<H: FrameHandler, R: RaftAcceptor>(
                         }
                     }
                     Ok(Ok(None)) => {
-                        let ci = ConnectionInfo {
-                            listener: name,
-                            bound_port,
-                            peer,
-                            principal: josef_authorizer::KafkaPrincipal::anonymous(),
-                        };
+                        let ci = ConnectionInfo::new(name, bound_port, peer);
                         serve_connection(stream, ci, handler, limits, shutdown).await;
                     }
                     Ok(Err(e)) => {

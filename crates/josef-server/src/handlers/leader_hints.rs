@@ -12,6 +12,52 @@ use josef_protocol::{ErrorCode, StrBytes, Uuid};
 
 use crate::state::BrokerState;
 
+/// A partition's leader and its epoch, as the image has them.
+#[derive(Debug, Clone, Copy)]
+struct Leader {
+    id: i32,
+    epoch: i32,
+}
+
+/// A leader's endpoint on the client's listener.
+#[derive(Debug, Clone)]
+struct Endpoint {
+    node_id: i32,
+    host: StrBytes,
+    port: i32,
+    rack: Option<StrBytes>,
+}
+
+/// Produce and Fetch have their own (generated) copies of the two KIP-951 structs.
+macro_rules! into_response_types {
+    ($m:ident) => {
+        impl From<Leader> for $m::LeaderIdAndEpoch {
+            fn from(l: Leader) -> Self {
+                $m::LeaderIdAndEpoch {
+                    leader_id: l.id,
+                    leader_epoch: l.epoch,
+                    ..Default::default()
+                }
+            }
+        }
+
+        impl From<Endpoint> for $m::NodeEndpoint {
+            fn from(e: Endpoint) -> Self {
+                $m::NodeEndpoint {
+                    node_id: e.node_id,
+                    host: e.host,
+                    port: e.port,
+                    rack: e.rack,
+                    ..Default::default()
+                }
+            }
+        }
+    };
+}
+
+into_response_types!(produce_response);
+into_response_types!(fetch_response);
+
 /// The leaders named so far and the image they came from.
 pub(super) struct LeaderHints<'a> {
     image: Arc<MetadataImage>,
@@ -32,7 +78,7 @@ impl<'a> LeaderHints<'a> {
 
     /// The partition's leader and leader epoch, when the image knows a live one with an endpoint
     /// on this listener.
-    fn current_leader(&mut self, topic: &str, topic_id: Uuid, index: i32) -> Option<(i32, i32)> {
+    fn current_leader(&mut self, topic: &str, topic_id: Uuid, index: i32) -> Option<Leader> {
         let t = if topic.is_empty() {
             self.image.topic_by_id(topic_id)
         } else {
@@ -44,22 +90,25 @@ impl<'a> LeaderHints<'a> {
             return None;
         }
         self.leaders.insert(p.leader);
-        Some((p.leader, p.leader_epoch))
+        Some(Leader {
+            id: p.leader,
+            epoch: p.leader_epoch,
+        })
     }
 
-    /// (id, host, port, rack) of every leader named.
-    fn endpoints(&self) -> Vec<(i32, StrBytes, i32, Option<StrBytes>)> {
+    /// The endpoint of every leader named.
+    fn endpoints(&self) -> Vec<Endpoint> {
         self.leaders
             .iter()
             .filter_map(|id| {
                 let b = self.image.broker(*id)?;
                 let e = b.listener(self.listener)?;
-                Some((
-                    *id,
-                    StrBytes::from(e.host.as_str()),
-                    i32::from(e.port),
-                    b.rack.as_deref().map(StrBytes::from),
-                ))
+                Some(Endpoint {
+                    node_id: *id,
+                    host: StrBytes::from(e.host.as_str()),
+                    port: i32::from(e.port),
+                    rack: b.rack.as_deref().map(StrBytes::from),
+                })
             })
             .collect()
     }
@@ -79,33 +128,14 @@ pub(super) fn produce(state: &BrokerState, listener: &str, version: i16, r: &mut
     };
     for t in &mut r.responses {
         for p in &mut t.partition_responses {
-            if !not_leader(p.error_code) {
-                continue;
-            }
-            if let Some((leader_id, leader_epoch)) =
-                hints.current_leader(&t.name, Uuid::ZERO, p.index)
-            {
-                p.current_leader = produce_response::LeaderIdAndEpoch {
-                    leader_id,
-                    leader_epoch,
-                    ..Default::default()
-                };
+            if not_leader(p.error_code) {
+                if let Some(l) = hints.current_leader(&t.name, Uuid::ZERO, p.index) {
+                    p.current_leader = l.into();
+                }
             }
         }
     }
-    r.node_endpoints = hints
-        .endpoints()
-        .into_iter()
-        .map(
-            |(node_id, host, port, rack)| produce_response::NodeEndpoint {
-                node_id,
-                host,
-                port,
-                rack,
-                ..Default::default()
-            },
-        )
-        .collect();
+    r.node_endpoints = hints.endpoints().into_iter().map(Into::into).collect();
 }
 
 /// Adds the hints to a Fetch response of `version` (NOT_LEADER_OR_FOLLOWER and
@@ -119,29 +149,12 @@ pub(super) fn fetch(state: &BrokerState, listener: &str, version: i16, r: &mut F
     };
     for t in &mut r.responses {
         for p in &mut t.partitions {
-            if !(not_leader(p.error_code) || p.error_code == ErrorCode::FencedLeaderEpoch.code()) {
-                continue;
-            }
-            if let Some((leader_id, leader_epoch)) =
-                hints.current_leader(&t.topic, t.topic_id, p.partition_index)
-            {
-                p.current_leader = fetch_response::LeaderIdAndEpoch {
-                    leader_id,
-                    leader_epoch,
-                    ..Default::default()
-                };
+            if not_leader(p.error_code) || p.error_code == ErrorCode::FencedLeaderEpoch.code() {
+                if let Some(l) = hints.current_leader(&t.topic, t.topic_id, p.partition_index) {
+                    p.current_leader = l.into();
+                }
             }
         }
     }
-    r.node_endpoints = hints
-        .endpoints()
-        .into_iter()
-        .map(|(node_id, host, port, rack)| fetch_response::NodeEndpoint {
-            node_id,
-            host,
-            port,
-            rack,
-            ..Default::default()
-        })
-        .collect();
+    r.node_endpoints = hints.endpoints().into_iter().map(Into::into).collect();
 }
