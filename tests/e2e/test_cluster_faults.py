@@ -19,8 +19,8 @@ MIN_ISR = {"min.insync.replicas": 2, "offsets.topic.replication.factor": 3,
 
 
 class Scenario:
-    def __init__(self, cluster_factory, partitions=3, faults=False, rate=400):
-        self.c = cluster_factory(3, faults=faults, extra_props=MIN_ISR)
+    def __init__(self, cluster_factory, partitions=3, faults=False, rate=400, extra_props=None):
+        self.c = cluster_factory(3, faults=faults, extra_props={**MIN_ISR, **(extra_props or {})})
         self.topic = unique("fault")
         self.partitions = partitions
         self.c.create_topic(self.topic, partitions, rf=3, config={"min.insync.replicas": "2"})
@@ -114,16 +114,30 @@ def test_kill9_of_the_active_controller_then_a_topic_is_created_within_15s(clust
 
 
 def test_sigterm_of_a_leader_moves_its_leaderships_and_exits_0(cluster_factory):
-    s = Scenario(cluster_factory, partitions=6)
+    # A session timeout far longer than the wait below: leaderships that move within it were moved
+    # by the controlled shutdown, not by the controller fencing a broker that went silent.
+    session_ms = 60000
+    s = Scenario(cluster_factory, partitions=6, extra_props={"broker.session.timeout.ms": session_ms})
     s.start_load()
     victim = s.leader(0)
     led = [p for p, pm in s.c.partitions(s.topic).items() if pm.leader == victim]
+    # Josef's log keeps the clean-shutdown marker in each partition directory.
+    dirs = sorted(s.c.node(victim).data_dir.glob(f"{s.topic}-*"))
+    assert len(dirs) == 6 and not any((d / ".kafka_cleanshutdown").exists() for d in dirs), dirs
+    t0 = time.monotonic()
     code = s.c.node(victim).stop(timeout=60)
     assert code == 0, f"node {victim} exited {code} on SIGTERM; log:\n{s.c.node(victim).log(4000)}"
+    log = s.c.node(victim).log(200000)
+    assert "controlled shutdown did not complete" not in log, f"node {victim}'s log:\n{log[-4000:]}"
+    # The next start needs no log recovery: the clean-shutdown markers are on disk.
+    unclean = [d.name for d in dirs if not (d / ".kafka_cleanshutdown").exists()]
+    assert not unclean, f"node {victim} wrote no .kafka_cleanshutdown in {unclean} on SIGTERM"
     other = next(i for i in s.c.nodes if i != victim)
     moved = wait_until(lambda: all(pm.leader not in (victim, -1) for pm in s.c.partitions(s.topic, node=other).values()),
                        timeout=10, what=f"partitions {led} led elsewhere after node {victim}'s SIGTERM")
     assert moved
+    took = time.monotonic() - t0
+    assert took < session_ms / 1000 / 2, f"leaderships moved only after {took:.1f}s: by fencing, not by controlled shutdown"
     s.progress(300, what=f"after SIGTERM of {victim}")
     s.c.node(victim).start()
     s.finish("SIGTERM of a leader")
