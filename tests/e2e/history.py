@@ -8,6 +8,11 @@ outcome as the client saw it, every offset commit that succeeded, and, at the en
 - lost: an acknowledged record (or a record of a committed transaction) absent from the read-back
 - moved: an acknowledged record found at another (partition, offset) than its ack said
 - duplicate: one value present more than once in a read-back
+- client_epoch_resend: a duplicate whose later copy the same producer id wrote under a higher producer
+  epoch (read from the replicas' batch headers). The broker deduplicates within an epoch only, as
+  Kafka does; librdkafka after a leader move can bump its epoch and renumber a batch the broker had
+  already stored (librdkafka issue #4953, docs/reliability.md bug 14). Reported and counted, but a
+  client's doing, so it does not fail the check; any other duplicate does.
 - reordered: one producer's records to one partition not in send order in the log, or a read-back whose
   offsets do not increase
 - aborted_seen: a record of an aborted transaction seen by read_committed
@@ -33,7 +38,9 @@ from pathlib import Path
 COMMITTED, ABORTED, UNKNOWN, OPEN = "committed", "aborted", "unknown", "open"
 READ_UNCOMMITTED, READ_COMMITTED = "read_uncommitted", "read_committed"
 KINDS = ("lost", "moved", "duplicate", "reordered", "aborted_seen", "undecided_seen", "partial_txn",
-         "offset_regress", "divergent_replicas", "replica_ends")
+         "offset_regress", "divergent_replicas", "replica_ends", "client_epoch_resend")
+# Reported, but not a failure of the broker (see the module docstring).
+CLIENT_KINDS = ("client_epoch_resend",)
 
 
 @dataclass
@@ -162,7 +169,7 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        return not any(self.anomalies.values())
+        return not any(v for k, v in self.anomalies.items() if k not in CLIENT_KINDS)
 
     def summary(self, examples=5) -> str:
         lines = ["counts: " + ", ".join(f"{k}={v}" for k, v in self.counts.items())]
@@ -212,10 +219,12 @@ def check(h: History, replica_dirs: dict | None = None, strict_ends=False, topic
     idx = {lvl: index(lvl) for lvl in (READ_UNCOMMITTED, READ_COMMITTED) if have[lvl]}
 
     # duplicates: an idempotent producer never writes a value twice (values are unique per send)
+    producers = batch_producers(replica_dirs, topics) if replica_dirs else {}
     for lvl, where in idx.items():
         for v, locs in where.items():
             if len(locs) > 1:
-                r.add("duplicate", f"{lvl}: {v!r} at {locs}")
+                kind = "client_epoch_resend" if resent_under_new_epoch(locs, producers) else "duplicate"
+                r.add(kind, f"{lvl}: {v!r} at {locs}")
 
     # lost / moved: what was acknowledged (non-transactional) or committed (transactional) must be read
     acked = [s for s in sends if s.ack is not None]
@@ -279,6 +288,7 @@ def check(h: History, replica_dirs: dict | None = None, strict_ends=False, topic
     r.counts["aborted_seen"] = aborted_seen
     r.counts["undecided_seen"] = undecided_seen
     r.counts["duplicated"] = len(r.anomalies.get("duplicate", []))
+    r.counts["client_epoch_resends"] = len(r.anomalies.get("client_epoch_resend", []))
     r.counts["txns"] = len(h.txns)
 
     # committed offsets never go back
@@ -320,6 +330,41 @@ def read_batches(partition_dir: Path):
             out.append((base, base + last_delta, bytes(data[pos:end])))
             pos = end
     return out, notes
+
+
+def batch_producers(replica_dirs: dict, topics=None) -> dict:
+    """{(topic, partition): [(base_offset, last_offset, producer_id, producer_epoch)]} from the batch
+    headers of the first replica holding each partition (replicas are compared separately)."""
+    out = {}
+    for d in replica_dirs.values():
+        for name, path in partition_dirs(Path(d)).items():
+            t, p = name.rsplit("-", 1)
+            key = (t, int(p))
+            if key in out or (topics is not None and t not in topics):
+                continue
+            batches, _ = read_batches(path)
+            out[key] = [(b, last, *struct.unpack_from(">qh", raw, 43)) for b, last, raw in batches]
+    return out
+
+
+def resent_under_new_epoch(locs, producers: dict) -> bool:
+    """Whether every later copy of a value sits in a batch of the first copy's producer id under a higher
+    producer epoch, in the same partition (librdkafka #4953: the client renumbered a stored batch)."""
+    def header(t, p, o):
+        for base, last, pid, epoch in producers.get((t, p), ()):
+            if base <= o <= last:
+                return pid, epoch
+        return None
+
+    first = sorted(locs, key=lambda x: x[2])
+    h0 = header(*first[0])
+    if h0 is None or h0[0] < 0 or len({(t, p) for t, p, _ in first}) != 1:
+        return False
+    for loc in first[1:]:
+        h = header(*loc)
+        if h is None or h[0] != h0[0] or h[1] <= h0[1]:
+            return False
+    return True
 
 
 def partition_dirs(data_dir: Path) -> dict:

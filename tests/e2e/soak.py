@@ -31,7 +31,7 @@ def leader_and_followers(c: Cluster, topic, partition=0):
     return p.leader, [r for r in p.replicas if r != p.leader]
 
 
-def apply_fault(c: Cluster, kind, rng: random.Random, topic, hold, log):
+def apply_fault(c: Cluster, kind, rng: random.Random, topic, hold, log, bad_exits=None):
     session_s = int(c.timeouts.get("broker.session.timeout.ms", "9000")) / 1000
     pause = threading.Event()  # never set: Event.wait(hold) is the fault's duration, not a wait for a state
     part = rng.randrange(len(c.partitions(topic)))
@@ -76,6 +76,8 @@ def apply_fault(c: Cluster, kind, rng: random.Random, topic, hold, log):
             code = c.node(i).stop()
             if code != 0:
                 log(f"node {i} exited {code} on SIGTERM")
+                if bad_exits is not None:
+                    bad_exits.append((i, code))
             c.node(i).start()
             c.wait_ready(60)
     elif kind == "two_crashes":
@@ -96,6 +98,7 @@ def soak(seed: int, duration: float, nodes: int, base_dir, out=None, log=print) 
     h = History()
     counts = {k: 0 for k in FAULTS}
     workloads = []
+    unrecovered, bad_exits = [], []  # either fails the run, whatever the checker says
     try:
         c.start(timeout=120)
         topic, ttopic = f"soak-{seed}", f"soak-txn-{seed}"
@@ -113,13 +116,14 @@ def soak(seed: int, duration: float, nodes: int, base_dir, out=None, log=print) 
         while time.monotonic() < end:
             kind = rng.choice(FAULTS)
             try:
-                apply_fault(c, kind, rng, topic, rng.uniform(2, 8), log)
+                apply_fault(c, kind, rng, topic, rng.uniform(2, 8), log, bad_exits)
                 counts[kind] += 1
                 c.wait_ready(90)
                 c.wait_topic_ready(topic, 6, nodes, timeout=90)
             except Exception as e:  # noqa: BLE001 - the run goes on; the failure is part of the result
                 log(f"fault {kind}: the cluster did not recover: {e!r}")
                 h.note(f"{kind}: no recovery: {e!r}")
+                unrecovered.append(f"{kind}: {e!r}")
                 c.net.heal()
                 for nd in c.nodes.values():
                     if nd.paused:
@@ -141,7 +145,10 @@ def soak(seed: int, duration: float, nodes: int, base_dir, out=None, log=print) 
         result = {"seed": seed, "duration": duration, "nodes": nodes, "faults": counts, "counts": report.counts,
                   "anomalies": {k: len(v) for k, v in report.anomalies.items() if v},
                   "workload_errors": {w.name: w.errors[:10] for w in workloads if w.errors},
-                  "exit_codes_at_end": exit_codes, "ok": report.ok}
+                  "exit_codes_at_end": exit_codes, "unrecovered_faults": unrecovered,
+                  "nonzero_sigterm_exits": bad_exits,
+                  "ok": report.ok and not unrecovered and not bad_exits
+                  and all(code == 0 for code in exit_codes.values())}
         log(report.summary())
         record_result(f"soak seed {seed}, {duration:.0f}s: " + ", ".join(f"{k} x{v}" for k, v in counts.items() if v),
                       "idempotent + txn + group", report)

@@ -1,6 +1,7 @@
 """Faults against 3 nodes under an idempotent acks=all producer (min.insync.replicas=2), the short
-deterministic selection for CI: kill -9 of a partition leader, kill -9 of the active controller, SIGTERM
-of a leader, SIGSTOP of a leader past the session timeout, one-way and two-way partitions of a leader.
+deterministic selection for CI: kill -9 of a partition leader, of a follower, of the active controller
+(with and without load), SIGTERM of a leader, a rolling restart with SIGTERM, two nodes killed one after
+another, SIGSTOP of a leader past the session timeout, one-way and two-way partitions of a leader.
 Each ends the same way (Scenario.finish): load stopped, full ISRs again, everything read back, SIGTERM
 all, and the checker over the history and the replicas' segment files."""
 import time
@@ -69,6 +70,8 @@ class Scenario:
         record_result(fault, "idempotent acks=all", r, producer_errors=len(self.w.errors))
         assert r.ok, r.summary()
         assert r.counts["acked"] > 0 and r.counts["partitions_compared"] == self.partitions
+        # A clean stop of every node is part of the promise (a crash on SIGTERM, as bug 1's SIGBUS, fails).
+        assert all(code == 0 for code in codes.values()), f"exit codes on SIGTERM at the end: {codes}"
         return r, codes
 
 
@@ -82,6 +85,70 @@ def test_kill9_of_a_partition_leader_during_idempotent_produce(cluster_factory):
     s.progress(300, what=f"after kill -9 of leader {old}")
     s.c.node(old).start(wait=False)
     s.finish("kill -9 partition leader")
+
+
+def test_kill9_of_a_follower_during_idempotent_produce(cluster_factory):
+    # One partition, so the victim leads nothing of the topic: only its follower role is cut.
+    s = Scenario(cluster_factory, partitions=1)
+    s.start_load()
+    leader = s.leader(0)
+    follower = next(i for i in s.c.nodes if i != leader)
+    s.c.node(follower).kill9()
+    s.progress(300, what=f"after kill -9 of follower {follower} (min.insync.replicas=2 of the 2 left)")
+    assert s.leader(0, node=leader) == leader
+    s.c.node(follower).start(wait=False)
+    s.finish("kill -9 of a follower")
+
+
+def test_kill9_of_the_active_controller_during_idempotent_produce(cluster_factory):
+    s = Scenario(cluster_factory)
+    s.start_load()
+    old = s.c.active_controller()
+    s.c.node(old).kill9()
+
+    def claimed():
+        """A live node whose log's last word is that it became the active controller."""
+        for i, nd in s.c.nodes.items():
+            log = nd.current_log() if i != old and nd.running else ""
+            if log.rfind(s.c.ACTIVE) > log.rfind(s.c.NOT_ACTIVE):
+                return i
+        return None
+
+    new = wait_until(claimed, timeout=30, what=f"a new active controller after kill -9 of {old}")
+    assert new != old
+    s.progress(300, what=f"after kill -9 of controller {old}")
+    s.c.node(old).start(wait=False)
+    s.finish("kill -9 of the active controller")
+
+
+def test_rolling_restart_with_sigterm(cluster_factory):
+    s = Scenario(cluster_factory)
+    s.start_load()
+    for i in list(s.c.nodes):
+        code = s.c.node(i).stop(timeout=60)
+        assert code == 0, f"node {i} exited {code} on SIGTERM; log:\n{s.c.node(i).log(4000)}"
+        s.c.node(i).start()
+        s.c.wait_ready(60)
+        s.c.wait_topic_ready(s.topic, s.partitions, rf=3, timeout=60)
+        s.progress(150, what=f"after the restart of node {i}")
+    s.finish("rolling restart (SIGTERM)")
+
+
+def test_two_nodes_crash_one_after_another(cluster_factory):
+    s = Scenario(cluster_factory)
+    s.start_load()
+    a = s.leader(0)
+    s.c.node(a).kill9()
+    b = s.new_leader(a)
+    s.progress(150, what=f"after kill -9 of {a}")
+    # With one replica left, min.insync.replicas=2 refuses acks=all writes: nothing may be acked now
+    # that the survivor alone holds, and nothing acked before may be lost.
+    s.c.node(b).kill9()
+    s.c.node(a).start(wait=False)
+    s.c.node(b).start(wait=False)
+    s.c.wait_ready(90)
+    s.progress(300, timeout=90, what=f"after kill -9 of {a} then {b}, both restarted")
+    s.finish("two nodes kill -9, one after another")
 
 
 def test_kill9_of_the_active_controller_then_a_topic_is_created_within_15s(cluster_factory):

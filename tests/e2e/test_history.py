@@ -175,10 +175,11 @@ def test_dump_and_load_round_trip(tmp_path):
 # ---------------------------------------------------------------- replica logs
 
 
-def batch(base, count, payload=b"", epoch=0):
-    """A record batch with a Kafka v2 header (61 bytes) and a body; CRC is not checked by the comparison."""
+def batch(base, count, payload=b"", epoch=0, producer=(-1, -1, -1)):
+    """A record batch with a Kafka v2 header (61 bytes) and a body; CRC is not checked by the comparison.
+    `producer` is (producer id, producer epoch, base sequence)."""
     body = payload or bytes(8)
-    after_length = struct.pack(">ibIhiqqqhii", epoch, 2, 0, 0, count - 1, 0, 0, -1, -1, -1, count) + body
+    after_length = struct.pack(">ibIhiqqqhii", epoch, 2, 0, 0, count - 1, 0, 0, *producer, count) + body
     return struct.pack(">qi", base, len(after_length)) + after_length
 
 
@@ -226,3 +227,33 @@ def test_check_with_replica_dirs_and_metadata_log_skipped(tmp_path):
     write_log(tmp_path / "n2" / "__cluster_metadata-0", [batch(0, 1, b"m2")])
     r = check(clean_history(), replica_dirs={1: tmp_path / "n1", 2: tmp_path / "n2"})
     assert r.ok, r.summary()
+
+
+def test_a_duplicate_resent_under_a_new_producer_epoch_is_the_clients_and_reported_apart(tmp_path):
+    # librdkafka #4953: offsets 0-1 stored under epoch 0, then the same records again at 2-3 under epoch 1
+    # from sequence 0.
+    for n in (1, 2):
+        write_log(tmp_path / f"n{n}" / "t-0", [batch(0, 2, producer=(7, 0, 0)), batch(2, 2, producer=(7, 1, 0))])
+    h = History()
+    for i, v in enumerate((b"a", b"b")):
+        h.send(T, v, "p0")
+        h.ack(v, 0, i)
+    for o, v in enumerate((b"a", b"b", b"a", b"b")):
+        h.read(READ_UNCOMMITTED, T, 0, o, v)
+    r = check(h, replica_dirs={1: tmp_path / "n1", 2: tmp_path / "n2"})
+    assert r.ok, r.summary()
+    assert kinds(r) == {"client_epoch_resend"} and r.counts["client_epoch_resends"] == 2
+    assert r.counts["duplicated"] == 0
+
+
+def test_a_duplicate_under_the_same_epoch_or_another_producer_is_a_duplicate(tmp_path):
+    write_log(tmp_path / "n1" / "t-0", [batch(0, 1, producer=(7, 0, 0)), batch(1, 1, producer=(7, 0, 0))])
+    write_log(tmp_path / "n1" / "t-1", [batch(0, 1, producer=(7, 0, 0)), batch(1, 1, producer=(8, 1, 0))])
+    h = History()
+    for p, v in ((0, b"a"), (1, b"b")):
+        h.send(T, v, "p0")
+        h.ack(v, p, 0)
+        h.read(READ_UNCOMMITTED, T, p, 0, v)
+        h.read(READ_UNCOMMITTED, T, p, 1, v)
+    r = check(h, replica_dirs={1: tmp_path / "n1"})
+    assert not r.ok and kinds(r) == {"duplicate"} and r.counts["duplicated"] == 2, r.summary()
