@@ -53,6 +53,19 @@ FAST = {
 }
 
 
+LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
+
+
+def skewed_clock(offset: str) -> dict | None:
+    """The environment that runs a node's wall clock `offset` off (libfaketime, e.g. "+1h", "-1h"):
+    CLOCK_REALTIME only, so timers and Instants (CLOCK_MONOTONIC) run as usual. None without libfaketime
+    (Debian's `faketime` package, which scripts/e2e.sh installs)."""
+    if not os.path.exists(LIBFAKETIME):
+        return None
+    return {"LD_PRELOAD": LIBFAKETIME, "FAKETIME": offset, "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+            "FAKETIME_NO_CACHE": "1"}
+
+
 def api_versions_ok(port: int, timeout=2.0) -> bool:
     """Sends ApiVersions v0 on 127.0.0.1:port and returns True if it answers error_code 0."""
     client_id = b"josef-testbed"
@@ -160,6 +173,7 @@ class Node:
             log.write(f"==== testbed: starting node {self.id} at {time.strftime('%H:%M:%S')}\n".encode())
             env = dict(os.environ)
             env.setdefault("RUST_LOG", "info,openraft=warn")  # openraft's info is every vote and append
+            env.update(self.cluster.node_env.get(self.id, {}))
             cmd = [str(self.cluster.binary), "-c", str(self.props_path)]
             if not detach and shutil.which("setpriv"):
                 # SIGKILL when the test process dies without its teardown (killed, timed out): setpriv
@@ -268,9 +282,11 @@ class Node:
 
 class Cluster:
     def __init__(self, n: int, base_dir, extra_props: dict | None = None, faults=False, single=False,
-                 timeouts: dict | None = None, node_props: dict | None = None, binary=None, ids=None):
+                 timeouts: dict | None = None, node_props: dict | None = None, binary=None, ids=None,
+                 node_env: dict | None = None):
         """n nodes with ids 1..n (or `ids`). `extra_props` go into every node's file (and beat the
-        defaults), `node_props` {id: {...}} into one node's. `single` writes the single-node broker's file
+        defaults), `node_props` {id: {...}} into one node's, `node_env` {id: {...}} into one node's
+        environment (e.g. a skewed clock through libfaketime, `skewed_clock`). `single` writes the single-node broker's file
         (no process.roles; n must be 1): the harness checked against today's broker."""
         if single and n != 1:
             raise ValueError("single mode runs one node")
@@ -278,6 +294,7 @@ class Cluster:
         self.base_dir.mkdir(parents=True, exist_ok=True)
         self.extra_props = {k: str(v) for k, v in (extra_props or {}).items()}
         self.node_props = {i: {k: str(v) for k, v in d.items()} for i, d in (node_props or {}).items()}
+        self.node_env = {i: dict(d) for i, d in (node_env or {}).items()}
         self.timeouts = dict(FAST if timeouts is None else timeouts)
         self.single = single
         self.faults = faults

@@ -24,7 +24,14 @@ def coordinator(c, internal_topic):
 
 
 def test_transactions_groups_and_ctp_survive_kill9_of_their_coordinators(cluster_factory):
-    c = cluster_factory(3, extra_props=PROPS)
+    run_txn_groups_and_ctp_through_coordinator_kills(cluster_factory(3, extra_props=PROPS),
+                                                     "kill -9 txn coordinator, then group coordinator")
+
+
+def run_txn_groups_and_ctp_through_coordinator_kills(c, fault):
+    """Transactions, a read_committed group and consume-transform-produce on `c` while the transaction
+    coordinator and then the group coordinator are killed -9; the checker and the ctp exactly-once check
+    over everything read back."""
     txt, src, dst = unique("txn"), unique("ctp-in"), unique("ctp-out")
     for t in (txt, src, dst):
         c.create_topic(t, partitions=3, rf=3, config={"min.insync.replicas": "2"})
@@ -107,7 +114,7 @@ def test_transactions_groups_and_ctp_survive_kill9_of_their_coordinators(cluster
     c.wait_replicas_converge({txt, src, dst})
     c.stop_all()
     r = check(h, replica_dirs=c.data_dirs(), strict_ends=True, topics={txt, src, dst})
-    record_result("kill -9 txn coordinator, then group coordinator", "txn + read_committed + group + ctp", r,
+    record_result(fault, "txn + read_committed + group + ctp", r,
                   workload_errors=sum(len(w.errors) for w in ws))
     assert r.ok, r.summary()
     eo = ctp_exactly_once(h, [s.value for s in h.sends if s.topic == src and s.ack], dst)

@@ -307,7 +307,7 @@ impl TxnService {
             partition: partition.clone(),
             epoch,
         };
-        match coord.complete_loading(p, epoch, writer, entries) {
+        match coord.complete_loading(p, epoch, writer, entries, now_ms()) {
             Ok(released) => {
                 tracing::info!(
                     partition = p,

@@ -104,7 +104,7 @@ enum Slot<W, C> {
 ///     TxnCoordinator::new(TxnConfig::default());
 /// let p = c.partition_for("txn-a");
 /// let stored: Vec<LogEntry<TxnLogRecord>> = Vec::new();
-/// c.complete_loading(p, 0, InMemoryPartitionWriter::new(), stored).unwrap();
+/// c.complete_loading(p, 0, InMemoryPartitionWriter::new(), stored, 0).unwrap();
 /// let mut pids = SequentialProducerIdGenerator::new(0);
 /// let req = InitProducerIdRequest {
 ///     transactional_id: Some("txn-a".into()),
@@ -166,13 +166,15 @@ where
     }
 
     /// Loads `partition` from its stored entries and starts serving it, appending through
-    /// `writer`. Returns the marker writes to restart (transactions left in Prepare*).
+    /// `writer`. Returns the marker writes to restart (transactions left in Prepare*). The loaded
+    /// transactions' timers run from `now_ms` ([`TxnShard::restart_loaded_timers`]).
     pub fn complete_loading<I>(
         &mut self,
         partition: i32,
         coordinator_epoch: i32,
         writer: W,
         entries: I,
+        now_ms: i64,
     ) -> Result<Vec<TxnMarkerRequest>, ReplayError>
     where
         I: IntoIterator,
@@ -183,6 +185,7 @@ where
             writer,
         );
         driver.load(entries)?;
+        driver.shard_mut().restart_loaded_timers(now_ms);
         let markers = driver.shard().pending_markers();
         self.partitions
             .insert(partition, Slot::Active(Box::new(driver)));

@@ -58,6 +58,10 @@ pub struct TxnShard {
     config: TxnConfig,
     coordinator_epoch: i32,
     txns: BTreeMap<String, TransactionMetadata>,
+    /// Timestamps read from the log were written by whichever node led the partition then, on its
+    /// own wall clock: timers of loaded transactions run from the load on this node's clock instead
+    /// (see [`TxnShard::restart_loaded_timers`]). id -> (start, last update) as loaded, and the load time.
+    loaded_timers: BTreeMap<String, (i64, i64, i64)>,
 }
 
 impl CoordinatorShard for TxnShard {
@@ -99,6 +103,41 @@ impl TxnShard {
             config,
             coordinator_epoch,
             txns: BTreeMap::new(),
+            loaded_timers: BTreeMap::new(),
+        }
+    }
+
+    /// Makes the timers of every transactional id loaded so far (transaction timeout, id
+    /// expiration) run from `now_ms` on this coordinator's clock instead of the timestamps in the
+    /// log, which another node wrote on its own clock. Nothing may depend on the nodes' clocks
+    /// agreeing: with the log's timestamps, a transaction moving to a coordinator whose clock is
+    /// ahead would be aborted at once as timed out, and one moving to a clock behind would outlive
+    /// its timeout. A loaded transaction gets at most one timeout more than Kafka would give it.
+    /// Call once a partition is loaded; ids changed here afterwards use this node's timestamps.
+    pub fn restart_loaded_timers(&mut self, now_ms: i64) {
+        self.loaded_timers = self
+            .txns
+            .iter()
+            .map(|(id, m)| {
+                (
+                    id.clone(),
+                    (m.txn_start_timestamp, m.txn_last_update_timestamp, now_ms),
+                )
+            })
+            .collect();
+    }
+
+    /// The start and last update that timers count from: the load time for an id unchanged since
+    /// it was loaded, its own timestamps otherwise.
+    fn timer_bases(&self, id: &str, meta: &TransactionMetadata) -> (i64, i64) {
+        match self.loaded_timers.get(id) {
+            Some(&(start, update, loaded_at))
+                if start == meta.txn_start_timestamp
+                    && update == meta.txn_last_update_timestamp =>
+            {
+                (loaded_at, loaded_at)
+            }
+            _ => (meta.txn_start_timestamp, meta.txn_last_update_timestamp),
         }
     }
 
@@ -694,19 +733,17 @@ impl TxnShard {
     // ----- Time -----------------------------------------------------------------------------
 
     /// Aborts transactions open longer than their timeout (`txnStartTimestamp + txnTimeoutMs <
-    /// now`): each is fenced (epoch bump, so the stale producer gets `PRODUCER_FENCED`) and moved
+    /// now`, the start being the load time for a transaction loaded from the log): each is fenced (epoch bump, so the stale producer gets `PRODUCER_FENCED`) and moved
     /// to PrepareAbort; the markers ride in the reply.
     pub fn abort_timed_out_transactions(&self, now_ms: i64) -> TxnResult<TickOutcome> {
         let mut records = Vec::new();
         let mut markers = Vec::new();
         let mut outcome = TickOutcome::default();
         for (id, meta) in &self.txns {
+            let (start, _) = self.timer_bases(id, meta);
             let timed_out = meta.state == TxnState::Ongoing
                 && meta.pending_state.is_none()
-                && meta
-                    .txn_start_timestamp
-                    .saturating_add(meta.txn_timeout_ms as i64)
-                    < now_ms;
+                && start.saturating_add(meta.txn_timeout_ms as i64) < now_ms;
             if !timed_out {
                 continue;
             }
@@ -734,7 +771,7 @@ impl TxnShard {
         for (id, meta) in &self.txns {
             if meta.state.is_expiration_allowed()
                 && meta.pending_state.is_none()
-                && meta.txn_last_update_timestamp <= horizon
+                && self.timer_bases(id, meta).1 <= horizon
                 && meta.prepare_dead().is_ok()
             {
                 records.push(TxnLogRecord {

@@ -61,7 +61,7 @@ fn request_while_loading_is_coordinator_load_in_progress() {
         r.reply,
         TxnReply::EndTxn(EndTxnResponse::error(TxnError::CoordinatorLoadInProgress))
     );
-    c.complete_loading(p, 3, InMemoryPartitionWriter::new(), empty())
+    c.complete_loading(p, 3, InMemoryPartitionWriter::new(), empty(), 0)
         .unwrap();
     assert!(c.init_producer_id(&init("t"), 0, &mut pids, 3).is_none());
 }
@@ -70,7 +70,7 @@ fn request_while_loading_is_coordinator_load_in_progress() {
 fn append_failure_maps_to_kafka_coordinator_errors() {
     let mut c = C::new(TxnConfig::default());
     let p = c.partition_for("t");
-    c.complete_loading(p, 0, InMemoryPartitionWriter::new(), empty())
+    c.complete_loading(p, 0, InMemoryPartitionWriter::new(), empty(), 0)
         .unwrap();
     let mut pids = SequentialProducerIdGenerator::new(0);
     c.driver_mut(p)
@@ -102,7 +102,7 @@ fn append_failure_maps_to_kafka_coordinator_errors() {
 fn end_txn_answer_and_markers_wait_for_high_watermark() {
     let mut c = C::new(TxnConfig::default());
     let p = c.partition_for("t");
-    c.complete_loading(p, 4, InMemoryPartitionWriter::new(), empty())
+    c.complete_loading(p, 4, InMemoryPartitionWriter::new(), empty(), 0)
         .unwrap();
     let mut pids = SequentialProducerIdGenerator::new(0);
     assert!(c.init_producer_id(&init("t"), 0, &mut pids, 1).is_none());
@@ -150,7 +150,7 @@ fn end_txn_answer_and_markers_wait_for_high_watermark() {
 fn resign_hands_back_held_answers() {
     let mut c = C::new(TxnConfig::default());
     let p = c.partition_for("t");
-    c.complete_loading(p, 0, InMemoryPartitionWriter::new(), empty())
+    c.complete_loading(p, 0, InMemoryPartitionWriter::new(), empty(), 0)
         .unwrap();
     let mut pids = SequentialProducerIdGenerator::new(0);
     assert!(c.init_producer_id(&init("t"), 0, &mut pids, 9).is_none());
@@ -188,7 +188,7 @@ fn null_transactional_id_is_answered_by_any_node() {
 fn reload_after_failover_resends_markers_of_prepared_transactions() {
     let mut c = C::new(TxnConfig::default());
     let p = c.partition_for("t");
-    c.complete_loading(p, 0, InMemoryPartitionWriter::new(), empty())
+    c.complete_loading(p, 0, InMemoryPartitionWriter::new(), empty(), 0)
         .unwrap();
     let mut pids = SequentialProducerIdGenerator::new(0);
     c.init_producer_id(&init("t"), 0, &mut pids, 1);
@@ -213,10 +213,65 @@ fn reload_after_failover_resends_markers_of_prepared_transactions() {
     w.commit_all();
     let entries = w.entries().to_vec();
     c.begin_loading(p, 1);
-    let markers = c.complete_loading(p, 1, w, entries).unwrap();
+    let markers = c.complete_loading(p, 1, w, entries, 2).unwrap();
     assert_eq!(markers.len(), 1);
     assert_eq!(
         (markers[0].result, markers[0].coordinator_epoch),
         (TransactionResult::Abort, 1)
+    );
+}
+
+/// A transaction begun on a node whose clock is `skew_ms` off this one's, then loaded here at
+/// `loaded_at` (this node's clock): `(state after a tick just before its timeout on this clock,
+/// state after a tick just after it)`.
+fn loaded_transaction_timeout(skew_ms: i64, loaded_at: i64) -> (TxnState, TxnState) {
+    let timeout = 60_000;
+    let mut old = C::new(TxnConfig::default());
+    let p = old.partition_for("t");
+    old.complete_loading(p, 0, InMemoryPartitionWriter::new(), empty(), 0)
+        .unwrap();
+    let mut pids = SequentialProducerIdGenerator::new(0);
+    let theirs = loaded_at + skew_ms; // the old coordinator's clock, when the load happens here
+    old.init_producer_id(&init("t"), theirs - 10, &mut pids, 1);
+    let add = AddPartitionsToTxnRequest {
+        transactional_id: "t".into(),
+        producer_id: 0,
+        producer_epoch: 0,
+        partitions: [TopicPartition::new("a", 0)].into(),
+        verify_only: false,
+    };
+    old.add_partitions_to_txn(&add, theirs - 5, TransactionVersion::V0, 2);
+    let (mut w, _) = old.take_writer(p).unwrap();
+    w.commit_all();
+    let entries = w.entries().to_vec();
+
+    let mut c = C::new(TxnConfig::default());
+    c.begin_loading(p, 1);
+    c.complete_loading(p, 1, w, entries, loaded_at).unwrap();
+    let state = |c: &C| c.shard(p).unwrap().get("t").unwrap().state;
+    assert_eq!(state(&c), TxnState::Ongoing);
+    c.on_tick(loaded_at + timeout - 1);
+    let before = state(&c);
+    c.on_tick(loaded_at + timeout + 1);
+    (before, state(&c))
+}
+
+#[test]
+fn a_loaded_transaction_times_out_by_this_nodes_clock_whatever_the_old_coordinators_said() {
+    let hour = 3_600_000;
+    // Written on a clock an hour behind: by its own timestamps it is an hour old already.
+    assert_eq!(
+        loaded_transaction_timeout(-hour, 10 * hour),
+        (TxnState::Ongoing, TxnState::PrepareAbort)
+    );
+    // Written on a clock an hour ahead: by its timestamps it would live an hour past its timeout.
+    assert_eq!(
+        loaded_transaction_timeout(hour, 10 * hour),
+        (TxnState::Ongoing, TxnState::PrepareAbort)
+    );
+    // Clocks that agree: the same.
+    assert_eq!(
+        loaded_transaction_timeout(0, 10 * hour),
+        (TxnState::Ongoing, TxnState::PrepareAbort)
     );
 }

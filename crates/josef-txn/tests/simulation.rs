@@ -175,7 +175,7 @@ impl Sim {
         for p in 0..TXN_STATE_PARTITIONS {
             let stored: Vec<LogEntry<TxnLogRecord>> = Vec::new();
             coord
-                .complete_loading(p, 0, InMemoryPartitionWriter::new(), stored)
+                .complete_loading(p, 0, InMemoryPartitionWriter::new(), stored, 1_000)
                 .unwrap();
             coord_epochs.insert(p, 0);
         }
@@ -669,7 +669,7 @@ impl Sim {
         w.commit_all();
         let entries = w.entries().to_vec();
         let epoch = self.coord_epochs[&p];
-        let markers = self.coord.complete_loading(p, epoch, w, entries).unwrap();
+        let markers = self.coord.complete_loading(p, epoch, w, entries, self.now).unwrap();
         if !markers.is_empty() {
             self.count("markers re-sent after reload".into());
         }
