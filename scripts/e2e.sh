@@ -12,6 +12,7 @@ if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1; then SUDO=sudo; fi
 APT_NEED=()
 command -v kcat >/dev/null 2>&1 || APT_NEED+=(kcat)
 command -v prometheus >/dev/null 2>&1 || APT_NEED+=(prometheus)
+[ -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] || APT_NEED+=(faketime)
 if [ ${#APT_NEED[@]} -gt 0 ]; then
   if command -v apt-get >/dev/null 2>&1; then
     $SUDO apt-get update -qq
@@ -35,6 +36,7 @@ echo "== cluster tests (3 nodes per test: control plane, replication, crashes, p
 # The deterministic CI selection of the cluster suite; the rest of it (disk faults, the soak) is run by hand, see docs/reliability.md.
 .venv/bin/python -m pytest tests/e2e/test_cluster_basic.py tests/e2e/test_cluster_faults.py tests/e2e/test_cluster_min_isr.py \
   tests/e2e/test_cluster_rebalance.py tests/e2e/test_cluster_configs.py tests/e2e/test_metrics.py tests/e2e/test_cluster_coordinators.py \
+  tests/e2e/test_cluster_clock.py \
   "tests/e2e/test_cluster_txn.py::test_a_transaction_across_leaders_commits_aborts_and_survives_kill9_of_its_coordinator" \
   "tests/e2e/test_cluster_txn.py::test_transactions_groups_and_ctp_survive_kill9_of_their_coordinators" \
   "tests/e2e/test_acls.py::test_an_acl_created_through_one_broker_applies_on_every_broker" \
