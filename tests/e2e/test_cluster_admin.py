@@ -66,10 +66,15 @@ def not_active(c) -> int:
     return next(i for i in sorted(c.nodes, reverse=True) if i not in (active, md))
 
 
+def wait_ready_everywhere(c, topic, partitions, rf):
+    """Every broker's Metadata has the topic with leaders (each follows the metadata log at its pace)."""
+    return [c.wait_topic_ready(topic, partitions, rf=rf, node=i) for i in sorted(c.nodes)][0]
+
+
 def rf3_topic(c, name, partitions):
     topic = unique(name)
     c.create_topic(topic, partitions, rf=3)
-    c.wait_topic_ready(topic, partitions, rf=3)
+    wait_ready_everywhere(c, topic, partitions, 3)
     return topic
 
 
@@ -112,13 +117,12 @@ def test_create_partitions_from_3_to_6_on_every_broker(c):
     fs = a.create_partitions([NewPartitions(topic, 6)], operation_timeout=30)
     for f in fs.values():
         f.result(timeout=30)
-    c.wait_topic_ready(topic, 6, rf=3)
+    ps = wait_ready_everywhere(c, topic, 6, 3)
     for i in c.nodes:
-        def six_with_leaders():
-            ps = c.partitions(topic, node=i)
-            return len(ps) == 6 and all(p.leader in IDS and sorted(p.replicas) == [1, 2, 3] for p in ps.values())
-
-        wait_until(six_with_leaders, timeout=15, what=f"node {i}: 6 partitions with leaders and 3 replicas")
+        for n, p in c.partitions(topic, node=i).items():
+            assert p.leader in IDS and sorted(p.replicas) == [1, 2, 3], f"node {i}, partition {n}: {p}"
+    # Kafka's striped placement: the new partitions' leaders go round the brokers.
+    assert {ps[n].leader for n in (3, 4, 5)} == IDS, {n: p.leader for n, p in ps.items()}
     new = [{"value": f"p5-{n}".encode(), "partition": 5} for n in range(10)]
     placed = cfk_produce(c.bootstrap, topic, new, conf={"acks": "all"})
     assert {p for p, _ in placed} == {5} and [o for _, o in placed] == list(range(10)), placed
@@ -162,7 +166,7 @@ def test_elect_preferred_leader_brings_the_first_replica_back(c):
     wait_until(lambda: c.leader_of(topic, node=others[0]) in others, timeout=30, what="a leader other than the preferred")
     c.nodes[preferred].start()
     c.wait_ready()
-    c.wait_topic_ready(topic, 1, rf=3, timeout=60)
+    wait_ready_everywhere(c, topic, 1, 3)
     assert c.leader_of(topic) != preferred, "the preferred replica came back as leader without ElectLeaders"
     tp = TopicPartition(topic, 0)
     a = c.admin(others[1])
@@ -178,24 +182,33 @@ def test_elect_preferred_leader_brings_the_first_replica_back(c):
 def test_reassignment_moves_a_partition_and_its_data(c):
     topic = unique("move")
     c.create_topic(topic, 1, rf=1)
-    c.wait_topic_ready(topic, 1, rf=1)
+    wait_ready_everywhere(c, topic, 1, 1)
     old = c.partitions(topic)[0].replicas
     assert len(old) == 1
     (source,) = old
-    target = min(IDS - {source})
+    active = c.active_controller()
+    # The target is paused while the reassignment starts, so it cannot catch up and List must show it in
+    # progress: not the quorum leader, nor the broker the requests go through.
+    target = min(IDS - {source}, key=lambda i: i == active)
+    via = min(IDS - {target}, key=lambda i: i == active)
     records = [{"value": f"r{n}".encode() * 50, "partition": 0} for n in range(500)]
     cfk_produce(c.bootstrap, topic, records, conf={"acks": "all"})
     tp = KpTopicPartition(topic, 0)
-    via = not_active(c)
     with Through(c, via) as t:
         a = t.admin
-        assert a.alter_partition_reassignments({tp: [target]}) == {tp: None}
-        listed = a.list_partition_reassignments()
-        if tp in listed:  # still in progress: the union, the adding and the removing replicas
-            assert sorted(listed[tp]["replicas"]) == sorted([source, target]), listed
-            assert listed[tp]["adding_replicas"] == [target] and listed[tp]["removing_replicas"] == [source], listed
+        assert a.alter_partition_reassignments({tp: [99]}) == {tp: kp_errors.InvalidReplicationAssignmentError}
+        c.nodes[target].pause()
+        try:
+            assert a.alter_partition_reassignments({tp: [target]}) == {tp: None}
+            listed = a.list_partition_reassignments()
+        finally:
+            c.nodes[target].resume()
+        assert sorted(listed[tp]["replicas"]) == sorted([source, target]), listed
+        assert listed[tp]["adding_replicas"] == [target] and listed[tp]["removing_replicas"] == [source], listed
         wait_until(lambda: tp not in a.list_partition_reassignments(), timeout=60,
                    what="the reassignment to finish (ListPartitionReassignments empty)")
+        assert a.alter_partition_reassignments({tp: None}) == {tp: kp_errors.NoReassignmentInProgressError}
+    c.wait_ready()
     for i in c.nodes:
         wait_until(lambda: c.partitions(topic, node=i)[0].replicas == [target], timeout=15,
                    what=f"node {i}: replicas [{target}]")
