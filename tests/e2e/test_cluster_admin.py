@@ -9,6 +9,8 @@ go through a chosen broker (`Through(c, node)`), e.g. one that is not the active
 
 Auto leader rebalance is off on this cluster so that a leader moved away stays away until ElectLeaders;
 auto topic creation is off so that a deleted topic stays deleted when a producer asks for it."""
+import time
+
 import pytest
 from confluent_kafka import ElectionType, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import NewPartitions
@@ -17,7 +19,9 @@ from kafka import TopicPartition as KpTopicPartition
 from kafka import errors as kp_errors
 from kafka.protocol.admin.cluster import DescribeClusterRequest
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
+from kafka.protocol.producer.produce import ProduceRequest
 from kafka.protocol.producer.transaction import InitProducerIdRequest
+from kafka.record.memory_records import MemoryRecordsBuilder
 
 from cluster import wait_until
 from clients import cfk_consume, cfk_produce
@@ -141,9 +145,26 @@ def produce_errors(bootstrap, topic, partition=0, timeout=20):
     return [e.code() if e is not None else None for e in errs]
 
 
+def produce_to(c, node, topic, partition=0) -> int:
+    """One Produce request (acks=all) sent to `node` whatever the Metadata says; its partition error code."""
+    b = MemoryRecordsBuilder(magic=2, compression_type=0, batch_size=1 << 16)
+    b.append(timestamp=int(time.time() * 1000), key=None, value=b"raw")
+    b.close()
+    Topic = ProduceRequest.TopicProduceData
+    req = ProduceRequest(transactional_id=None, acks=-1, timeout_ms=5000, max_version=9, topic_data=[
+        Topic(name=topic, partition_data=[Topic.PartitionProduceData(index=partition, records=b.buffer())])])
+    with Through(c, node) as t:
+        r = t.send(req)
+    (tr,) = r.responses
+    (pr,) = tr.partition_responses
+    return pr.error_code
+
+
 def test_delete_topics_through_a_non_controller_broker(c):
     topic = rf3_topic(c, "gone", 3)
     cfk_produce(c.bootstrap, topic, [{"value": b"before", "partition": 0}])
+    leader = c.leader_of(topic)
+    assert produce_to(c, leader, topic) == 0
     via = not_active(c)
     with Through(c, via) as t:
         t.admin.delete_topics([topic], timeout_ms=30000)
@@ -152,6 +173,8 @@ def test_delete_topics_through_a_non_controller_broker(c):
                    what=f"topic {topic} gone from node {i}'s Metadata")
         t = c.metadata(i, topic).topics.get(topic)
         assert t is not None and t.error is not None and t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART, t
+    for i in c.nodes:  # the former leader too: its replica is gone
+        assert produce_to(c, i, topic) == kp_errors.UnknownTopicOrPartitionError.errno, f"node {i}"
     codes = produce_errors(c.bootstrap, topic)
     assert codes and codes[0] in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC), codes
     assert topic not in c.metadata().topics, "the produce re-created the deleted topic"
