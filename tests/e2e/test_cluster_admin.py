@@ -17,7 +17,7 @@ from confluent_kafka.admin import NewPartitions
 from kafka import KafkaAdminClient
 from kafka import TopicPartition as KpTopicPartition
 from kafka import errors as kp_errors
-from kafka.protocol.admin.cluster import DescribeClusterRequest
+from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeQuorumRequest
 from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 from kafka.protocol.producer.produce import ProduceRequest
 from kafka.protocol.producer.transaction import InitProducerIdRequest
@@ -103,16 +103,20 @@ def test_describe_quorum_through_every_client_listener_names_the_active_controll
     # Kafka's DescribeQuorum has listeners ["broker", "controller"]: a broker forwards it to the active
     # controller (kafka-metadata-quorum.sh --bootstrap-server).
     active = c.active_controller()
+    Topic = DescribeQuorumRequest.TopicData
+    req = DescribeQuorumRequest(topics=[Topic(topic_name="__cluster_metadata",
+                                              partitions=[Topic.PartitionData(partition_index=0)])])
     for i in c.nodes:
-        with Through(c, i) as t:
-            r = t.admin.describe_metadata_quorum()
-        (t,) = r["topics"]
-        (p,) = t["partitions"]
-        assert t["topic_name"] == "__cluster_metadata" and p["partition_index"] == 0 and p["error"] is None, r
-        assert p["leader_id"] == active, f"through node {i}: leader {p['leader_id']}, active controller {active}"
-        assert p["leader_epoch"] >= 1 and p["high_watermark"] > 0, p
-        assert {v["replica_id"] for v in p["current_voters"]} == IDS, p["current_voters"]
-        assert all(v["log_end_offset"] >= 0 for v in p["current_voters"]), p["current_voters"]
+        with Through(c, i) as t:  # kafka-python's describe_metadata_quorum picks any broker
+            r = t.send(req)
+        assert r.error_code == 0, f"node {i}: {r}"
+        (tr,) = r.topics
+        (p,) = tr.partitions
+        assert tr.topic_name == "__cluster_metadata" and p.partition_index == 0 and p.error_code == 0, r
+        assert p.leader_id == active, f"through node {i}: leader {p.leader_id}, active controller {active}"
+        assert p.leader_epoch >= 1 and p.high_watermark > 0, p
+        assert {v.replica_id for v in p.current_voters} == IDS, p.current_voters
+        assert all(v.log_end_offset >= 0 for v in p.current_voters), p.current_voters
 
 
 def test_create_partitions_from_3_to_6_on_every_broker(c):
