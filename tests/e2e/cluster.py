@@ -476,13 +476,14 @@ class Cluster:
         for f in fs.values():
             f.result(timeout=timeout)
 
-    def wait_topic_ready(self, topic, partitions, rf=None, timeout=30.0, full_isr=True):
-        """Every partition has a leader on a live broker (and an ISR of rf replicas if full_isr)."""
+    def wait_topic_ready(self, topic, partitions, rf=None, timeout=30.0, full_isr=True, node=None):
+        """Every partition has a leader on a live broker (and an ISR of rf replicas if full_isr), in the
+        Metadata of `node` (else of any running broker)."""
 
         seen = {}
 
         def ok():
-            ps = self.partitions(topic)
+            ps = self.partitions(topic, node)
             seen["last"] = {n: (p.leader, list(p.isrs)) for n, p in sorted(ps.items())}
             if len(ps) != partitions:
                 return False

@@ -9,6 +9,7 @@ path of a Kafka server.properties written for the test (listeners, log.dirs and 
 settings), e.g. `my-broker --config {config}` or `my-broker --port {port} --dir {data_dir}`. The
 command must listen on 127.0.0.1:{port} and stop cleanly on SIGTERM. Unset, nothing changes.
 """
+import contextlib
 import os
 import shlex
 import shutil
@@ -194,8 +195,10 @@ def pytest_addoption(parser):
     parser.addoption("--soak-seed", type=int, default=1, help="seed of the long run's fault schedule")
 
 
-@pytest.fixture
-def cluster_factory(request):
+@contextlib.contextmanager
+def _cluster_maker(failed):
+    """A `make(n, start=True, **kw)` of Clusters in a fresh temp dir; on exit every node is killed and
+    every proxy closed, and if `failed()` every node's log is printed and the dir kept."""
     from cluster import Cluster
 
     tmp = Path(tempfile.mkdtemp(prefix="josef-cluster-"))
@@ -206,14 +209,34 @@ def cluster_factory(request):
         made.append(c)
         return c.start() if start else c
 
-    yield make
-    rep = getattr(request.node, "rep_call", None)
-    failed = rep is None or rep.failed
-    for c in made:
-        if failed:
-            print(f"==== cluster logs ({c.base_dir}) ====\n" + c.logs())
-        c.close()
-    if failed or os.environ.get("JOSEF_KEEP_CLUSTER_DIRS"):
-        print(f"==== kept {tmp} for inspection")
-    else:
-        shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        yield make
+    finally:
+        bad = failed()
+        for c in made:
+            if bad:
+                print(f"==== cluster logs ({c.base_dir}) ====\n" + c.logs())
+            c.close()
+        if bad or os.environ.get("JOSEF_KEEP_CLUSTER_DIRS"):
+            print(f"==== kept {tmp} for inspection")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture
+def cluster_factory(request):
+    def failed():
+        rep = getattr(request.node, "rep_call", None)
+        return rep is None or rep.failed
+
+    with _cluster_maker(failed) as make:
+        yield make
+
+
+@pytest.fixture(scope="module")
+def module_cluster_factory(request):
+    """cluster_factory for a cluster shared by a module's tests (they must leave it running and whole);
+    the logs are printed if any test of the session failed meanwhile."""
+    before = request.session.testsfailed
+    with _cluster_maker(lambda: request.session.testsfailed > before) as make:
+        yield make

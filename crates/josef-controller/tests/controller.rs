@@ -1413,11 +1413,29 @@ fn update_features() {
         invalid,
         "unknown type"
     );
+    // metadata.version (bootstrapped at 21): Kafka's safe downgrade crosses no level that
+    // changed the metadata records (18..=21 changed none, 17 did).
+    assert_eq!(update(&mut h, "metadata.version", 20, 2, false), 0);
+    assert_eq!(h.c.feature_level("metadata.version"), Some(20));
     assert_eq!(
-        update(&mut h, "metadata.version", 20, 2, false),
+        update(&mut h, "metadata.version", 21, 2, false),
         invalid,
-        "no MV downgrade"
+        "an upgrade asked as a downgrade"
     );
+    assert_eq!(update(&mut h, "metadata.version", 21, 1, false), 0);
+    assert_eq!(update(&mut h, "metadata.version", 17, 2, false), 0);
+    assert_eq!(
+        update(&mut h, "metadata.version", 16, 2, false),
+        invalid,
+        "across 17, which changed the records"
+    );
+    assert_eq!(
+        update(&mut h, "metadata.version", 16, 3, false),
+        invalid,
+        "no unsafe downgrade"
+    );
+    assert_eq!(h.c.feature_level("metadata.version"), Some(17));
+    assert_eq!(update(&mut h, "metadata.version", 21, 1, false), 0);
     assert_eq!(
         update(&mut h, "metadata.version", 22, 1, false),
         invalid,
