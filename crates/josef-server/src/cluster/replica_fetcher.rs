@@ -35,8 +35,6 @@ use crate::topics::now_ms;
 /// Fetch v12: topic names, `last_fetched_epoch` and `diverging_epoch` (KIP-595/KIP-320 style
 /// truncation without a separate OffsetsForLeaderEpoch round trip).
 const FETCH_VERSION: i16 = 12;
-/// Sessionless fetch (`FINAL_EPOCH`): the leader keeps no fetch session for followers.
-const SESSIONLESS_EPOCH: i32 = -1;
 
 /// One partition a follower fetches.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -218,7 +216,8 @@ async fn run(f: Arc<Fetcher>, state: Weak<BrokerState>, node: Weak<ClusterNode>)
             min_bytes: cl.replica_fetch_min_bytes,
             max_bytes: cl.replica_fetch_response_max_bytes,
             session_id: 0,
-            session_epoch: SESSIONLESS_EPOCH,
+            // Sessionless: the leader keeps no fetch session for followers.
+            session_epoch: josef_fetch::FINAL_EPOCH,
             topics: topics.into_values().collect(),
             ..Default::default()
         };
