@@ -24,7 +24,7 @@ use josef_protocol::messages::create_topics_request::CreatableTopic;
 use josef_protocol::messages::describe_quorum_request::{PartitionData, TopicData};
 use josef_protocol::messages::{
     CreateTopicsRequest, CreateTopicsResponse, DescribeQuorumRequest, MetadataRequest,
-    MetadataResponse, RequestHeader,
+    MetadataResponse, ProduceRequest, RequestHeader,
 };
 use josef_protocol::{decode_response_frame, encode_request_frame, RequestBody, ResponseBody};
 
@@ -475,16 +475,13 @@ fn three_combined_nodes() {
     two_replica_fetchers_per_leader(&addrs, &nodes);
 }
 
-/// Produce v9 of one record to `topic`-`partition` at `addr` with acks=-1; the error code.
-fn produce_acks_all(addr: SocketAddr, topic: &str, partition: i32) -> Option<i16> {
+/// A Produce of one record to `topic`-`partition`.
+fn produce_one(topic: &str, partition: i32, acks: i16, timeout_ms: i32) -> ProduceRequest {
     use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-    use josef_protocol::messages::ProduceRequest;
     let batch = josef_log::testing::batch(0, 1, &[(None, Some(b"v"))]).freeze();
-    let req = ProduceRequest {
-        acks: -1,
-        // Below the call's 10 s read timeout, and well below replica.lag.time.max.ms (30 s), so
-        // only followers that fetch can complete it.
-        timeout_ms: 8000,
+    ProduceRequest {
+        acks,
+        timeout_ms,
         topic_data: vec![TopicProduceData {
             name: topic.into(),
             partition_data: vec![PartitionProduceData {
@@ -495,7 +492,14 @@ fn produce_acks_all(addr: SocketAddr, topic: &str, partition: i32) -> Option<i16
             ..Default::default()
         }],
         ..Default::default()
-    };
+    }
+}
+
+/// Produce v9 of one record to `topic`-`partition` at `addr` with acks=-1; the error code.
+fn produce_acks_all(addr: SocketAddr, topic: &str, partition: i32) -> Option<i16> {
+    // Below the call's 10 s read timeout, and well below replica.lag.time.max.ms (30 s), so
+    // only followers that fetch can complete it.
+    let req = produce_one(topic, partition, -1, 8000);
     match call(addr, 9, req.into())? {
         ResponseBody::Produce(r) => {
             Some(r.responses.first()?.partition_responses.first()?.error_code)
@@ -580,8 +584,6 @@ fn two_replica_fetchers_per_leader(addrs: &[SocketAddr], nodes: &Nodes) {
 /// KIP-951: Produce v10+ refused by a node that does not lead the partition names the leader,
 /// its epoch and its endpoint, so the client moves on without a metadata round trip.
 fn kip951_a_produce_to_a_follower_names_the_leader(addrs: &[SocketAddr], nodes: &Nodes) {
-    use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-    use josef_protocol::messages::ProduceRequest;
     let created = wait_until(SETTLE, || {
         create_topic(addrs[0], "hints", 1, 3).is_some_and(|r| {
             r.topics
@@ -609,21 +611,7 @@ fn kip951_a_produce_to_a_follower_names_the_leader(addrs: &[SocketAddr], nodes: 
         let (leader, epoch) = (p.leader_id, p.leader_epoch);
         let leader_port = addrs[leader as usize - 1].port();
         let follower = addrs[(leader as usize) % 3];
-        let batch = josef_log::testing::batch(0, 1, &[(None, Some(b"v"))]).freeze();
-        let req = ProduceRequest {
-            acks: 1,
-            timeout_ms: 5000,
-            topic_data: vec![TopicProduceData {
-                name: "hints".into(),
-                partition_data: vec![PartitionProduceData {
-                    index: 0,
-                    records: Some(batch),
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }],
-            ..Default::default()
-        };
+        let req = produce_one("hints", 0, 1, 5000);
         let Some(ResponseBody::Produce(r)) = call(follower, 11, req.into()) else {
             return false;
         };

@@ -290,6 +290,15 @@ mod tests {
         Arc::new(p)
     }
 
+    /// A leader of ISR [1, 2] whose events wake the broker's purgatory.
+    fn wired_leader() -> (tempfile::TempDir, Arc<Partition>, Arc<FetchPurgatory>) {
+        let dir = tempfile::tempdir().unwrap();
+        let p = leader(&dir);
+        let purgatory = new_purgatory();
+        p.set_append_listener(append_listener(&purgatory));
+        (dir, p, purgatory)
+    }
+
     fn follower_fetch(p: &Partition, offset: i64) {
         let fetch = FollowerFetch::new(2, offset, 0);
         p.fetch_from_follower(&fetch, 1).unwrap();
@@ -333,10 +342,7 @@ mod tests {
 
     #[test]
     fn an_acks_all_produce_completes_when_the_follower_reaches_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = leader(&dir);
-        let purgatory = new_purgatory();
-        p.set_append_listener(append_listener(&purgatory));
+        let (_dir, p, purgatory) = wired_leader();
         let mut rx = produce_and_park(&p, &purgatory);
         // The follower fetches from 0 (has nothing yet): still waiting.
         follower_fetch(&p, 0);
@@ -348,10 +354,7 @@ mod tests {
 
     #[test]
     fn a_parked_produce_fails_when_leadership_moves() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = leader(&dir);
-        let purgatory = new_purgatory();
-        p.set_append_listener(append_listener(&purgatory));
+        let (_dir, p, purgatory) = wired_leader();
         let mut rx = produce_and_park(&p, &purgatory);
         p.make_follower(2, 1, 1);
         assert_eq!(rx.try_recv().unwrap(), vec![ErrorCode::NotLeaderOrFollower]);
@@ -413,10 +416,7 @@ mod tests {
 
     #[test]
     fn a_produce_past_the_hw_with_the_isr_below_min_insync_replicas_is_not_enough_after_append() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = leader(&dir);
-        let purgatory = new_purgatory();
-        p.set_append_listener(append_listener(&purgatory));
+        let (_dir, p, purgatory) = wired_leader();
         // The acks=-1 batch at offset 0; before the purgatory checks it, follower 2 fetches it
         // (HW 1), then falls behind a later batch and the ISR shrinks to [1].
         let r = append(&p, -1);
@@ -444,10 +444,7 @@ mod tests {
 
     #[test]
     fn a_consumer_fetch_wakes_when_the_hw_moves_without_an_append() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = leader(&dir);
-        let purgatory = new_purgatory();
-        p.set_append_listener(append_listener(&purgatory));
+        let (_dir, p, purgatory) = wired_leader();
         // One record at offset 0, not yet on follower 2: HW 0, nothing a consumer may read.
         append(&p, 1);
         follower_fetch(&p, 0);

@@ -5,6 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use josef_coordinator::placement::{java_string_hash, kafka_abs};
+
 /// One fetcher: a source broker (the leader) and a fetcher id below `num.replica.fetchers`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct FetcherKey {
@@ -14,20 +16,13 @@ pub struct FetcherKey {
     pub fetcher_id: i32,
 }
 
-/// Java's `String.hashCode`: `h = 31 * h + c` over the UTF-16 code units, wrapping.
-fn java_string_hash(s: &str) -> i32 {
-    s.encode_utf16()
-        .fold(0i32, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
-}
-
 /// The fetcher id of `topic`-`partition` with `num_fetchers` fetchers per broker (a value below
-/// 1 counts as 1). Kafka's `Utils.abs` maps `i32::MIN` to 0.
+/// 1 counts as 1), with Java's int arithmetic (wrapping) and Kafka's `Utils.abs`.
 pub fn fetcher_id(topic: &str, partition: i32, num_fetchers: i32) -> i32 {
     let n = java_string_hash(topic)
         .wrapping_mul(31)
         .wrapping_add(partition);
-    let abs = if n == i32::MIN { 0 } else { n.abs() };
-    abs % num_fetchers.max(1)
+    kafka_abs(n) % num_fetchers.max(1)
 }
 
 /// Splits `wanted` (partition key → (leader, value), `topic` naming each value's topic) into one
@@ -54,17 +49,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_hash_is_javas_string_hash_code() {
-        // Values of `"...".hashCode()` on a JVM.
-        assert_eq!(java_string_hash(""), 0);
-        assert_eq!(java_string_hash("test"), 3_556_498);
-        assert_eq!(java_string_hash("topic"), 110_546_223);
-        assert_eq!(java_string_hash("__consumer_offsets"), -970_371_369);
-    }
-
-    #[test]
     fn fetcher_id_follows_kafkas_rule() {
-        // abs(31 * 3556498 + p) % n.
+        // abs(31 * "test".hashCode() + p) % n, "test".hashCode() = 3556498 on a JVM.
         assert_eq!(fetcher_id("test", 0, 1), 0);
         assert_eq!(fetcher_id("test", 0, 2), 0);
         assert_eq!(fetcher_id("test", 1, 2), 1);
