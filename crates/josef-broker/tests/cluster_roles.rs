@@ -5,7 +5,9 @@
 //!   observers of the controllers, both register (each one's Metadata lists the two brokers), and
 //!   a topic with RF=2 created through one broker shows on the other's Metadata with leaders,
 //!   and again after the active controller is killed (-9);
-//! - 3 combined nodes: each prints `listening on`, and each one's Metadata lists 3 brokers.
+//! - 3 combined nodes: each prints `listening on`, and each one's Metadata lists 3 brokers; with
+//!   `num.replica.fetchers=2`, a follower runs two fetchers to one leader (Kafka's fetcher id per
+//!   partition) and acks=-1 produces to partitions of both fetchers complete.
 //!
 //! Every wait is on a condition, bounded; the processes are stopped by PID at the end (and
 //! killed if a check fails).
@@ -22,7 +24,7 @@ use josef_protocol::messages::create_topics_request::CreatableTopic;
 use josef_protocol::messages::describe_quorum_request::{PartitionData, TopicData};
 use josef_protocol::messages::{
     CreateTopicsRequest, CreateTopicsResponse, DescribeQuorumRequest, MetadataRequest,
-    MetadataResponse, RequestHeader,
+    MetadataResponse, ProduceRequest, RequestHeader,
 };
 use josef_protocol::{decode_response_frame, encode_request_frame, RequestBody, ResponseBody};
 
@@ -445,6 +447,7 @@ fn three_combined_nodes() {
                         ("controller.listener.names", "CONTROLLER".into()),
                         ("inter.broker.listener.name", "PLAINTEXT".into()),
                         ("listener.security.protocol.map", PROTOCOLS.into()),
+                        ("num.replica.fetchers", "2".into()),
                     ],
                 )
             })
@@ -469,13 +472,118 @@ fn three_combined_nodes() {
         nodes.logs()
     );
     kip951_a_produce_to_a_follower_names_the_leader(&addrs, &nodes);
+    two_replica_fetchers_per_leader(&addrs, &nodes);
+}
+
+/// A Produce of one record to `topic`-`partition`.
+fn produce_one(topic: &str, partition: i32, acks: i16, timeout_ms: i32) -> ProduceRequest {
+    use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    let batch = josef_log::testing::batch(0, 1, &[(None, Some(b"v"))]).freeze();
+    ProduceRequest {
+        acks,
+        timeout_ms,
+        topic_data: vec![TopicProduceData {
+            name: topic.into(),
+            partition_data: vec![PartitionProduceData {
+                index: partition,
+                records: Some(batch),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+/// Produce v9 of one record to `topic`-`partition` at `addr` with acks=-1; the error code.
+fn produce_acks_all(addr: SocketAddr, topic: &str, partition: i32) -> Option<i16> {
+    // Below the call's 10 s read timeout, and well below replica.lag.time.max.ms (30 s), so
+    // only followers that fetch can complete it.
+    let req = produce_one(topic, partition, -1, 8000);
+    match call(addr, 9, req.into())? {
+        ResponseBody::Produce(r) => {
+            Some(r.responses.first()?.partition_responses.first()?.error_code)
+        }
+        _ => None,
+    }
+}
+
+/// `num.replica.fetchers=2`: a follower of a leader whose partitions fall on both fetcher ids
+/// starts two fetchers to it (each on its own connection), and an acks=-1 produce to every
+/// partition (ISR = all three replicas) completes, so both fetchers catch up.
+fn two_replica_fetchers_per_leader(addrs: &[SocketAddr], nodes: &Nodes) {
+    use josef_server::cluster::fetcher_key::fetcher_id;
+    const TOPIC: &str = "two-fetchers";
+    const PARTITIONS: i32 = 8;
+    let created = wait_until(SETTLE, || {
+        create_topic(addrs[0], TOPIC, PARTITIONS, 3).is_some_and(|r| {
+            r.topics
+                .iter()
+                .all(|t| t.error_code == 0 || t.error_code == 36)
+        })
+    });
+    assert!(created, "CreateTopics {TOPIC}\n{}", nodes.logs());
+    // partition -> (leader, ISR), once every partition has a leader and a full ISR.
+    let mut layout: Vec<(i32, Vec<i32>)> = Vec::new();
+    let mut acked = vec![false; PARTITIONS as usize];
+    let ok = wait_until(SETTLE, || {
+        let Some(m) = metadata(addrs[0]) else {
+            return false;
+        };
+        let Some(t) = m.topics.iter().find(|t| t.name.as_deref() == Some(TOPIC)) else {
+            return false;
+        };
+        let mut parts: Vec<_> = t.partitions.iter().collect();
+        parts.sort_by_key(|p| p.partition_index);
+        if parts.len() != PARTITIONS as usize
+            || parts
+                .iter()
+                .any(|p| p.leader_id < 1 || p.isr_nodes.len() != 3)
+        {
+            return false;
+        }
+        layout = parts
+            .iter()
+            .map(|p| (p.leader_id, p.isr_nodes.to_vec()))
+            .collect();
+        for (i, (leader, _)) in layout.iter().enumerate() {
+            if !acked[i] {
+                acked[i] =
+                    produce_acks_all(addrs[*leader as usize - 1], TOPIC, i as i32) == Some(0);
+            }
+        }
+        acked.iter().all(|a| *a)
+    });
+    assert!(
+        ok,
+        "acks=-1 to every partition of {TOPIC}: {acked:?} {layout:?}\n{}",
+        nodes.logs()
+    );
+    // A leader leading partitions of both fetcher ids, and a follower of it.
+    let both = (1..=3).find(|l| {
+        let ids: std::collections::BTreeSet<i32> = (0..PARTITIONS)
+            .filter(|p| layout[*p as usize].0 == *l)
+            .map(|p| fetcher_id(TOPIC, p, 2))
+            .collect();
+        ids.len() == 2
+    });
+    let leader = both.unwrap_or_else(|| panic!("no leader of both fetcher ids: {layout:?}"));
+    let follower = (1..=3).find(|f| *f != leader).unwrap();
+    let log = std::fs::read_to_string(nodes.0[follower as usize - 1].dir.join("stderr.log"))
+        .unwrap_or_default();
+    for id in 0..2 {
+        let line = format!("replica fetcher started leader={leader} fetcher_id={id}");
+        assert!(
+            log.contains(&line),
+            "node {follower} runs `{line}`\n{}",
+            nodes.logs()
+        );
+    }
 }
 
 /// KIP-951: Produce v10+ refused by a node that does not lead the partition names the leader,
 /// its epoch and its endpoint, so the client moves on without a metadata round trip.
 fn kip951_a_produce_to_a_follower_names_the_leader(addrs: &[SocketAddr], nodes: &Nodes) {
-    use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-    use josef_protocol::messages::ProduceRequest;
     let created = wait_until(SETTLE, || {
         create_topic(addrs[0], "hints", 1, 3).is_some_and(|r| {
             r.topics
@@ -503,21 +611,7 @@ fn kip951_a_produce_to_a_follower_names_the_leader(addrs: &[SocketAddr], nodes: 
         let (leader, epoch) = (p.leader_id, p.leader_epoch);
         let leader_port = addrs[leader as usize - 1].port();
         let follower = addrs[(leader as usize) % 3];
-        let batch = josef_log::testing::batch(0, 1, &[(None, Some(b"v"))]).freeze();
-        let req = ProduceRequest {
-            acks: 1,
-            timeout_ms: 5000,
-            topic_data: vec![TopicProduceData {
-                name: "hints".into(),
-                partition_data: vec![PartitionProduceData {
-                    index: 0,
-                    records: Some(batch),
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }],
-            ..Default::default()
-        };
+        let req = produce_one("hints", 0, 1, 5000);
         let Some(ResponseBody::Produce(r)) = call(follower, 11, req.into()) else {
             return false;
         };

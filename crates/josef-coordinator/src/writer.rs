@@ -3,10 +3,7 @@
 
 use crate::{CoordinatorShard, ReplayError, TransactionResult, WriteError};
 
-/// Kafka's "no producer id" (non-transactional, non-idempotent writes).
-pub const NO_PRODUCER_ID: i64 = -1;
-/// Kafka's "no producer epoch".
-pub const NO_PRODUCER_EPOCH: i16 = -1;
+pub use josef_protocol::constants::{NO_PRODUCER_EPOCH, NO_PRODUCER_ID};
 
 /// Appends coordinator records to the coordinator's partition (`__consumer_offsets` or
 /// `__transaction_state`). The broker implements it over its log; tests use

@@ -26,8 +26,7 @@ use crate::offsets::{CommittedOffset, OffsetStore};
 use crate::record::{GroupMetadata, GroupRecord, MemberMetadata};
 use crate::timer::{CoordinatorTimer, GroupTimerKey};
 
-/// Producer id of non-transactional records.
-pub const NO_PRODUCER_ID: i64 = -1;
+pub use josef_protocol::constants::NO_PRODUCER_ID;
 
 /// What a handler returns.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -23,8 +23,8 @@ pub const LEADER_EPOCH_CHECKPOINT_FILE: &str = "leader-epoch-checkpoint";
 /// Version written in line 1 of the checkpoint.
 pub const LEADER_EPOCH_CHECKPOINT_VERSION: i32 = 0;
 
-/// No epoch (Kafka's `UNDEFINED_EPOCH`).
-pub const UNDEFINED_EPOCH: i32 = -1;
+/// No epoch (Kafka's `UNDEFINED_EPOCH`), the same −1 as a batch's "no partition leader epoch".
+pub use josef_records::NO_PARTITION_LEADER_EPOCH as UNDEFINED_EPOCH;
 
 /// No offset (Kafka's `UNDEFINED_EPOCH_OFFSET`).
 pub const UNDEFINED_EPOCH_OFFSET: i64 = -1;

@@ -39,9 +39,8 @@ pub use replication::{
     LeadershipChange, ReplicaId, ReplicationState, Role, TruncationDecision,
 };
 
-/// Kafka's "no producer id" (−1), one name for the crates that meet here
-/// (josef-records' header constant).
-pub use josef_records::NO_PRODUCER_ID;
+/// Kafka's "no producer id" (−1), defined once in `josef_protocol::constants`.
+pub use josef_protocol::constants::NO_PRODUCER_ID;
 
 /// The README's example, run as a doc test.
 #[cfg(doctest)]

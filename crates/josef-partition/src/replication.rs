@@ -17,7 +17,7 @@ pub type ReplicaId = i32;
 pub const UNKNOWN_OFFSET: i64 = -1;
 
 /// No leader epoch given (the request did not carry one, or an epoch is undefined).
-pub const NO_EPOCH: i32 = -1;
+pub use josef_protocol::constants::NO_PARTITION_LEADER_EPOCH as NO_EPOCH;
 
 /// No broker epoch given (Fetch before v15).
 pub const NO_BROKER_EPOCH: i64 = -1;

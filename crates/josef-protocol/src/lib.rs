@@ -10,7 +10,7 @@
 //! * [`frame`]: request and response frames (length prefix, header, body), [`api_versions_response`].
 //! * [`ErrorCode`]: every Kafka error code; [`error_response`]: a request's response with one error
 //!   code everywhere.
-//! * [`wire`]: the primitive encodings.
+//! * [`wire`]: the primitive encodings; [`constants`]: Kafka's sentinel values (`NO_PRODUCER_ID`, ...).
 //! * [`view`]: borrowed views (`ProduceRequestView<'a>`, [`RequestBodyView`], ...) that decode from a
 //!   `&[u8]` with the same checks as the owned decoders but without allocating.
 //!
@@ -51,6 +51,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod constants;
 mod encode_buf;
 mod error;
 mod error_code;

@@ -42,16 +42,9 @@ pub const LOG_OVERHEAD: usize = 12;
 pub const MIN_BATCH_LENGTH: i32 = (BATCH_HEADER_LEN - LOG_OVERHEAD) as i32;
 /// Magic byte of v2 batches.
 pub const MAGIC_V2: i8 = 2;
-/// `producerId` of a batch from a producer without an id.
-pub const NO_PRODUCER_ID: i64 = -1;
-/// `producerEpoch` of a batch from a producer without an id.
-pub const NO_PRODUCER_EPOCH: i16 = -1;
-/// `baseSequence` of a batch without sequence numbers.
-pub const NO_SEQUENCE: i32 = -1;
-/// `partitionLeaderEpoch` when none is known.
-pub const NO_PARTITION_LEADER_EPOCH: i32 = -1;
-/// A missing timestamp.
-pub const NO_TIMESTAMP: i64 = -1;
+pub use josef_protocol::constants::{
+    NO_PARTITION_LEADER_EPOCH, NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP,
+};
 
 #[inline]
 pub(crate) fn be_i64(b: &[u8], at: usize) -> i64 {

@@ -1,14 +1,7 @@
 //! The plain inputs of the sequencer: a data batch, an end-transaction marker, and the
 //! wrapping sequence arithmetic Kafka uses for them.
 
-/// Producer id of a batch written without idempotence (`RecordBatch.NO_PRODUCER_ID`).
-pub const NO_PRODUCER_ID: i64 = -1;
-/// Producer epoch meaning "no epoch known" (`RecordBatch.NO_PRODUCER_EPOCH`).
-pub const NO_PRODUCER_EPOCH: i16 = -1;
-/// Sequence meaning "no sequence known" (`RecordBatch.NO_SEQUENCE`).
-pub const NO_SEQUENCE: i32 = -1;
-/// Timestamp meaning "no timestamp" (`RecordBatch.NO_TIMESTAMP`).
-pub const NO_TIMESTAMP: i64 = -1;
+pub use josef_protocol::constants::{NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE, NO_TIMESTAMP};
 
 /// Adds `increment` to a producer sequence, wrapping from `i32::MAX` to 0 the way
 /// Kafka's `DefaultRecordBatch.incrementSequence` does.

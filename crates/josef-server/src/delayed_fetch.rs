@@ -267,8 +267,12 @@ impl DelayedFetch {
 mod tests {
     use super::*;
     use josef_log::{BatchHeader, LogConfig};
-    use josef_partition::{ClientBatch, FollowerFetch};
+    use josef_partition::{
+        AlterPartitionOutcome, ClientBatch, CommittedPartitionState, FollowerFetch,
+    };
+    use josef_protocol::constants::NO_PARTITION_LEADER_EPOCH;
     use josef_sequencer::ProducerStateConfig;
+    use josef_timer::ManualClock;
 
     fn leader(dir: &tempfile::TempDir) -> Arc<Partition> {
         let p = Partition::open_replica(
@@ -286,20 +290,41 @@ mod tests {
         Arc::new(p)
     }
 
+    /// A leader of ISR [1, 2] whose events wake the broker's purgatory.
+    fn wired_leader() -> (tempfile::TempDir, Arc<Partition>, Arc<FetchPurgatory>) {
+        let dir = tempfile::tempdir().unwrap();
+        let p = leader(&dir);
+        let purgatory = new_purgatory();
+        p.set_append_listener(append_listener(&purgatory));
+        (dir, p, purgatory)
+    }
+
     fn follower_fetch(p: &Partition, offset: i64) {
         let fetch = FollowerFetch::new(2, offset, 0);
         p.fetch_from_follower(&fetch, 1).unwrap();
+    }
+
+    /// Appends one record as a client with `acks`; the offset after it.
+    fn append(p: &Partition, acks: i16) -> josef_partition::ProduceResult {
+        let b = josef_log::testing::batch(0, 1, &[(None, Some(b"v"))]);
+        let h = BatchHeader::parse(&b).unwrap();
+        p.append_from_client(ClientBatch::Owned(b), &h, acks, 2, 1)
+            .unwrap()
     }
 
     fn produce_and_park(
         p: &Arc<Partition>,
         purgatory: &FetchPurgatory,
     ) -> oneshot::Receiver<Vec<ErrorCode>> {
-        let b = josef_log::testing::batch(0, 1, &[(None, Some(b"v"))]);
-        let h = BatchHeader::parse(&b).unwrap();
-        let r = p
-            .append_from_client(ClientBatch::Owned(b), &h, -1, 2, 1)
-            .unwrap();
+        produce_and_park_for(p, purgatory, 60_000)
+    }
+
+    fn produce_and_park_for(
+        p: &Arc<Partition>,
+        purgatory: &FetchPurgatory,
+        timeout_ms: u64,
+    ) -> oneshot::Receiver<Vec<ErrorCode>> {
+        let r = append(p, -1);
         let (op, rx) = DelayedProduce::new(
             vec![ProducingPartition {
                 partition: p.clone(),
@@ -307,7 +332,7 @@ mod tests {
                 min_insync_replicas: 2,
                 leader_epoch: r.leader_epoch,
             }],
-            60_000,
+            timeout_ms,
         );
         let op = DelayedOp::Produce(op);
         let keys = op.keys();
@@ -317,10 +342,7 @@ mod tests {
 
     #[test]
     fn an_acks_all_produce_completes_when_the_follower_reaches_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = leader(&dir);
-        let purgatory = new_purgatory();
-        p.set_append_listener(append_listener(&purgatory));
+        let (_dir, p, purgatory) = wired_leader();
         let mut rx = produce_and_park(&p, &purgatory);
         // The follower fetches from 0 (has nothing yet): still waiting.
         follower_fetch(&p, 0);
@@ -332,12 +354,118 @@ mod tests {
 
     #[test]
     fn a_parked_produce_fails_when_leadership_moves() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = leader(&dir);
-        let purgatory = new_purgatory();
-        p.set_append_listener(append_listener(&purgatory));
+        let (_dir, p, purgatory) = wired_leader();
         let mut rx = produce_and_park(&p, &purgatory);
         p.make_follower(2, 1, 1);
         assert_eq!(rx.try_recv().unwrap(), vec![ErrorCode::NotLeaderOrFollower]);
+    }
+
+    #[test]
+    fn a_parked_produce_expires_with_request_timed_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = leader(&dir);
+        let clock = Arc::new(ManualClock::new(0));
+        let purgatory: FetchPurgatory = Purgatory::new(clock.clone());
+        p.set_append_listener(Arc::new(|_: &Partition, _: &PartitionEvent| {}));
+        let mut rx = produce_and_park_for(&p, &purgatory, 1_000);
+        // The follower never fetches: nothing decides the partition before the timeout.
+        clock.advance(999);
+        assert_eq!(purgatory.advance_clock(0), 0);
+        assert!(rx.try_recv().is_err());
+        clock.advance(1);
+        assert_eq!(purgatory.advance_clock(0), 1);
+        assert_eq!(rx.try_recv().unwrap(), vec![ErrorCode::RequestTimedOut]);
+    }
+
+    /// Follower 2 lags past replica.lag.time.max.ms (30 s) at `now_ms`: the leader proposes ISR
+    /// [1] and the controller commits it; the outcome.
+    fn shrink_isr_to_leader(p: &Partition, now_ms: i64) -> AlterPartitionOutcome {
+        let shrink = p.maybe_shrink_isr(now_ms).expect("follower 2 lags");
+        assert_eq!(shrink.new_isr, [1]);
+        let committed = CommittedPartitionState {
+            leader_id: 1,
+            leader_epoch: shrink.leader_epoch,
+            isr: vec![1],
+            partition_epoch: shrink.partition_epoch + 1,
+        };
+        p.on_alter_partition_response(&shrink, Ok(committed), now_ms)
+    }
+
+    #[test]
+    fn an_isr_shrink_while_parked_freezes_the_hw_and_the_produce_times_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = leader(&dir);
+        let clock = Arc::new(ManualClock::new(0));
+        let purgatory: Arc<FetchPurgatory> = Arc::new(Purgatory::new(clock.clone()));
+        p.set_append_listener(append_listener(&purgatory));
+        let mut rx = produce_and_park_for(&p, &purgatory, 1_000);
+        // ISR [1] < min.insync.replicas 2: the HW stays at 0 (KAFKA-15583), so the shrink does
+        // not decide the produce...
+        assert_eq!(
+            shrink_isr_to_leader(&p, 40_000),
+            AlterPartitionOutcome::Committed {
+                high_watermark: None
+            }
+        );
+        assert!(rx.try_recv().is_err());
+        // ...and it ends at its timeout.
+        clock.advance(1_000);
+        assert_eq!(purgatory.advance_clock(0), 1);
+        assert_eq!(rx.try_recv().unwrap(), vec![ErrorCode::RequestTimedOut]);
+    }
+
+    #[test]
+    fn a_produce_past_the_hw_with_the_isr_below_min_insync_replicas_is_not_enough_after_append() {
+        let (_dir, p, purgatory) = wired_leader();
+        // The acks=-1 batch at offset 0; before the purgatory checks it, follower 2 fetches it
+        // (HW 1), then falls behind a later batch and the ISR shrinks to [1].
+        let r = append(&p, -1);
+        follower_fetch(&p, 1);
+        append(&p, 1);
+        shrink_isr_to_leader(&p, 40_000);
+        let (op, mut rx) = DelayedProduce::new(
+            vec![ProducingPartition {
+                partition: p.clone(),
+                required_offset: r.last_offset + 1,
+                min_insync_replicas: 2,
+                leader_epoch: r.leader_epoch,
+            }],
+            60_000,
+        );
+        let op = DelayedOp::Produce(op);
+        let keys = op.keys();
+        // The HW passed the batch, but with one replica in the ISR: decided at the first check.
+        assert!(purgatory.try_complete_else_watch(op, keys));
+        assert_eq!(
+            rx.try_recv().unwrap(),
+            vec![ErrorCode::NotEnoughReplicasAfterAppend]
+        );
+    }
+
+    #[test]
+    fn a_consumer_fetch_wakes_when_the_hw_moves_without_an_append() {
+        let (_dir, p, purgatory) = wired_leader();
+        // One record at offset 0, not yet on follower 2: HW 0, nothing a consumer may read.
+        append(&p, 1);
+        follower_fetch(&p, 0);
+        let (op, mut rx) = DelayedFetch::new(
+            vec![WaitingPartition {
+                partition: p.clone(),
+                fetch_offset: 0,
+                current_leader_epoch: NO_PARTITION_LEADER_EPOCH,
+                max_bytes: 1 << 20,
+            }],
+            1,
+            FetchIsolation::HighWatermark,
+            60_000,
+        );
+        let op = DelayedOp::Fetch(op);
+        let keys = op.keys();
+        assert!(!purgatory.try_complete_else_watch(op, keys));
+        assert!(rx.try_recv().is_err());
+        // Follower 2 fetches from 1: no append on the leader, only the HW moves to 1; the parked
+        // consumer fetch completes now, long before its 60 s max wait.
+        follower_fetch(&p, 1);
+        assert!(rx.try_recv().is_ok());
     }
 }

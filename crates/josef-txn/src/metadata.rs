@@ -11,10 +11,7 @@ use thiserror::Error;
 
 use crate::{TopicPartition, TransactionVersion, TxnLogValue, TxnState};
 
-/// Kafka's "no producer id".
-pub const NO_PRODUCER_ID: i64 = -1;
-/// Kafka's "no producer epoch".
-pub const NO_PRODUCER_EPOCH: i16 = -1;
+pub use josef_protocol::constants::{NO_PRODUCER_EPOCH, NO_PRODUCER_ID};
 
 /// Whether `epoch` leaves no room for another bump plus a fence (`>= i16::MAX - 1`).
 pub fn is_epoch_exhausted(epoch: i16) -> bool {

@@ -15,7 +15,7 @@ use crate::storage::{FileStorage, Storage};
 pub const TIME_INDEX_ENTRY_SIZE: usize = 12;
 
 /// Kafka's `RecordBatch.NO_TIMESTAMP`.
-pub const NO_TIMESTAMP: i64 = -1;
+pub use josef_records::NO_TIMESTAMP;
 
 /// A timestamp and an absolute offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

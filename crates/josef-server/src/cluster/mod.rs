@@ -11,6 +11,7 @@ pub mod broker_connections;
 pub mod channel;
 pub mod controller_apis;
 pub mod driver;
+pub mod fetcher_key;
 pub mod lifecycle;
 pub mod listener;
 pub mod metadata_log;

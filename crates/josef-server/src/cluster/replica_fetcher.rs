@@ -1,7 +1,9 @@
 //! Followers fetch from their leaders (Kafka's `ReplicaFetcherManager` / `ReplicaFetcherThread`):
-//! one fetcher task per leader broker, sending Fetch with this broker's replica id from each
-//! partition's log end offset and last fetched epoch, appending what comes back as follower (byte
-//! for byte), taking the HW from the response, and truncating on a diverging epoch.
+//! `num.replica.fetchers` fetcher tasks per leader broker (a partition's fetcher chosen by
+//! [`fetcher_key::fetcher_id`], as Kafka does), each sending Fetch on its own connection with
+//! this broker's replica id from each partition's log end offset and last fetched epoch,
+//! appending what comes back as follower (byte for byte), taking the HW from the response, and
+//! truncating on a diverging epoch.
 //!
 //! The set of partitions each fetcher serves is reconciled from every metadata image
 //! ([`ReplicaFetcherManager::reconcile`]): the publisher passes the partitions this broker follows
@@ -25,6 +27,7 @@ use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
 use super::channel::{exchange, SendError};
+use super::fetcher_key::{self, FetcherKey};
 use super::ClusterNode;
 use crate::state::BrokerState;
 use crate::topics::now_ms;
@@ -32,8 +35,6 @@ use crate::topics::now_ms;
 /// Fetch v12: topic names, `last_fetched_epoch` and `diverging_epoch` (KIP-595/KIP-320 style
 /// truncation without a separate OffsetsForLeaderEpoch round trip).
 const FETCH_VERSION: i16 = 12;
-/// Sessionless fetch (`FINAL_EPOCH`): the leader keeps no fetch session for followers.
-const SESSIONLESS_EPOCH: i32 = -1;
 
 /// One partition a follower fetches.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +49,7 @@ type Key = (Uuid, i32);
 
 struct Fetcher {
     leader: i32,
+    fetcher_id: i32,
     partitions: Mutex<BTreeMap<Key, (FetchTarget, Option<tokio::time::Instant>)>>,
     wake: Notify,
     stopped: std::sync::atomic::AtomicBool,
@@ -55,7 +57,9 @@ struct Fetcher {
 
 /// The fetchers of this broker.
 pub struct ReplicaFetcherManager {
-    fetchers: Mutex<BTreeMap<i32, Arc<Fetcher>>>,
+    fetchers: Mutex<BTreeMap<FetcherKey, Arc<Fetcher>>>,
+    /// `num.replica.fetchers`: fetchers per leader broker.
+    num_fetchers: i32,
     state: Weak<BrokerState>,
     node: Weak<ClusterNode>,
 }
@@ -63,33 +67,42 @@ pub struct ReplicaFetcherManager {
 impl ReplicaFetcherManager {
     /// A manager for `state`'s partitions; fetchers start as partitions are given.
     pub fn new(state: Weak<BrokerState>, node: Weak<ClusterNode>) -> Arc<Self> {
+        let num_fetchers = node
+            .upgrade()
+            .map_or(1, |n| n.config.num_replica_fetchers.max(1));
         Arc::new(ReplicaFetcherManager {
             fetchers: Mutex::new(BTreeMap::new()),
+            num_fetchers,
             state,
             node,
         })
     }
 
-    /// Makes the fetchers serve exactly `wanted` (partition → (leader, target)): new leaders get
-    /// a fetcher, fetchers left without partitions stop.
+    /// Makes the fetchers serve exactly `wanted` (partition → (leader, target)): each partition
+    /// goes to the fetcher of its (leader, fetcher id), new ones start, fetchers left without
+    /// partitions stop.
     pub fn reconcile(&self, wanted: BTreeMap<Key, (i32, FetchTarget)>) {
-        let mut by_leader: BTreeMap<i32, BTreeMap<Key, FetchTarget>> = BTreeMap::new();
-        for (k, (leader, t)) in wanted {
-            by_leader.entry(leader).or_default().insert(k, t);
-        }
+        let by_fetcher =
+            fetcher_key::group_by_fetcher(wanted, self.num_fetchers, |t| &t.topic, |k| k.1);
         let mut fetchers = self.fetchers.lock();
-        fetchers.retain(|leader, f| {
-            let keep = by_leader.contains_key(leader);
+        fetchers.retain(|key, f| {
+            let keep = by_fetcher.contains_key(key);
             if !keep {
                 f.stopped.store(true, std::sync::atomic::Ordering::Relaxed);
                 f.wake.notify_one();
             }
             keep
         });
-        for (leader, parts) in by_leader {
-            let f = fetchers.entry(leader).or_insert_with(|| {
+        for (key, parts) in by_fetcher {
+            let f = fetchers.entry(key).or_insert_with(|| {
+                tracing::info!(
+                    leader = key.leader,
+                    fetcher_id = key.fetcher_id,
+                    "replica fetcher started"
+                );
                 let f = Arc::new(Fetcher {
-                    leader,
+                    leader: key.leader,
+                    fetcher_id: key.fetcher_id,
                     partitions: Mutex::new(BTreeMap::new()),
                     wake: Notify::new(),
                     stopped: std::sync::atomic::AtomicBool::new(false),
@@ -113,6 +126,11 @@ impl ReplicaFetcherManager {
             drop(current);
             f.wake.notify_one();
         }
+    }
+
+    /// The fetchers running now, by (leader, fetcher id).
+    pub fn fetchers(&self) -> Vec<FetcherKey> {
+        self.fetchers.lock().keys().copied().collect()
     }
 
     /// Stops every fetcher.
@@ -198,7 +216,8 @@ async fn run(f: Arc<Fetcher>, state: Weak<BrokerState>, node: Weak<ClusterNode>)
             min_bytes: cl.replica_fetch_min_bytes,
             max_bytes: cl.replica_fetch_response_max_bytes,
             session_id: 0,
-            session_epoch: SESSIONLESS_EPOCH,
+            // Sessionless: the leader keeps no fetch session for followers.
+            session_epoch: josef_fetch::FINAL_EPOCH,
             topics: topics.into_values().collect(),
             ..Default::default()
         };
@@ -208,8 +227,8 @@ async fn run(f: Arc<Fetcher>, state: Weak<BrokerState>, node: Weak<ClusterNode>)
             request_api_version: FETCH_VERSION,
             correlation_id: correlation,
             client_id: Some(StrBytes::from(format!(
-                "josef-replica-fetcher-{}",
-                node.node_id
+                "josef-replica-fetcher-{}-{}",
+                node.node_id, f.fetcher_id
             ))),
             ..Default::default()
         };

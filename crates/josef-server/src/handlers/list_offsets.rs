@@ -4,6 +4,7 @@
 
 use std::collections::HashSet;
 
+use josef_protocol::constants::CONSUMER_REPLICA_ID;
 use josef_protocol::messages::list_offsets_response::{
     ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
 };
@@ -216,5 +217,3 @@ fn handle_v0(state: &BrokerState, req: &ListOffsetsRequest) -> ListOffsetsRespon
         ..Default::default()
     }
 }
-
-const CONSUMER_REPLICA_ID: i32 = -1;
