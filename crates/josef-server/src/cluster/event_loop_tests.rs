@@ -40,7 +40,6 @@ struct Harness {
 impl Harness {
     fn new() -> Self {
         let quorum = Arc::new(FakeQuorum::default());
-        *quorum.leader.lock().unwrap() = Some((ME, 5));
         let (events, queue) = channel();
         let lp = EventLoop::new(
             &queue,
@@ -49,13 +48,15 @@ impl Harness {
             Box::new(|| Controller::new(ControllerConfig::default())),
             || 1_000,
         );
-        Harness {
+        let h = Harness {
             quorum,
             events,
             queue,
             lp,
             log_end: 0,
-        }
+        };
+        h.set_leader(ME, 5);
+        h
     }
 
     /// Handles every queued event, in order.
@@ -69,18 +70,41 @@ impl Harness {
         self.quorum.proposals.lock().unwrap().len()
     }
 
-    /// Commits the oldest proposal: its offset to the proposer, its records to the replay, in the
-    /// order the real log does (the state machine applies before the write returns).
-    fn commit_next(&mut self) {
-        let (batch, done) = self.quorum.proposals.lock().unwrap().pop_front().unwrap();
+    fn set_leader(&self, id: u64, term: u64) {
+        *self.quorum.leader.lock().unwrap() = Some((id, term));
+    }
+
+    fn take_proposal(&self) -> (Vec<Bytes>, ProposeDone) {
+        self.quorum.proposals.lock().unwrap().pop_front().unwrap()
+    }
+
+    /// Appends `batch` to the fake log and hands it to the loop, as the metadata log does.
+    fn replay(&mut self, batch: &[Bytes]) {
         self.log_end += 1;
         let records = batch
             .iter()
             .map(|b| MetadataRecord::decode(b).unwrap())
             .collect();
         self.events.replay(self.log_end, records);
+    }
+
+    /// Commits the oldest proposal: its records to the replay, then its offset to the proposer,
+    /// in the order the real log does (the state machine applies before the write returns).
+    fn commit_next(&mut self) {
+        let (batch, done) = self.take_proposal();
+        self.replay(&batch);
         done(Ok(self.log_end));
         self.run();
+    }
+
+    /// One [`bump`] on an idle loop, committed: what it saw, or why it was not answered.
+    fn bump_committed(&mut self) -> Result<i16, TryRecvError> {
+        let mut rx = bump(&self.events);
+        self.run();
+        if self.proposals() > 0 {
+            self.commit_next();
+        }
+        rx.try_recv()
     }
 
     /// Activates the controller for the current term, as the leadership watcher does.
@@ -137,7 +161,7 @@ fn a_write_is_answered_only_once_its_records_are_replayed() {
     h.activate();
     let mut first = bump(&h.events);
     h.run();
-    let (batch, done) = h.quorum.proposals.lock().unwrap().pop_front().unwrap();
+    let (batch, done) = h.take_proposal();
     // Committed, but not replayed yet: no answer, and the next write waits.
     done(Ok(h.log_end + 1));
     let mut second = bump(&h.events);
@@ -148,12 +172,7 @@ fn a_write_is_answered_only_once_its_records_are_replayed() {
     let mut read = h.events.read(|c| c.feature_level(FEATURE));
     h.run();
     assert_eq!(read.try_recv(), Ok(None));
-    h.log_end += 1;
-    let records = batch
-        .iter()
-        .map(|b| MetadataRecord::decode(b).unwrap())
-        .collect();
-    h.events.replay(h.log_end, records);
+    h.replay(&batch);
     h.run();
     assert_eq!(first.try_recv(), Ok(0));
     assert_eq!(h.proposals(), 1);
@@ -166,7 +185,7 @@ fn a_write_in_a_term_the_controller_was_not_activated_for_is_not_controller() {
     let mut h = Harness::new();
     h.activate();
     // A new term: leading it is not enough before the activation for it.
-    *h.quorum.leader.lock().unwrap() = Some((ME, 6));
+    h.set_leader(ME, 6);
     let mut stale = bump(&h.events);
     let mut read = h.events.read(|c| c.epoch());
     h.run();
@@ -174,17 +193,12 @@ fn a_write_in_a_term_the_controller_was_not_activated_for_is_not_controller() {
     assert_eq!(read.try_recv(), Err(TryRecvError::Closed));
     assert_eq!(h.proposals(), 0);
     // Another node leading: not controller either.
-    *h.quorum.leader.lock().unwrap() = Some((ME + 1, 6));
-    let mut other = bump(&h.events);
-    h.run();
-    assert_eq!(other.try_recv(), Err(TryRecvError::Closed));
+    h.set_leader(ME + 1, 6);
+    assert_eq!(h.bump_committed(), Err(TryRecvError::Closed));
     // Re-activated for the new term, writes go through again.
-    *h.quorum.leader.lock().unwrap() = Some((ME, 6));
+    h.set_leader(ME, 6);
     h.activate();
-    let mut ok = bump(&h.events);
-    h.run();
-    h.commit_next();
-    assert_eq!(ok.try_recv(), Ok(0));
+    assert_eq!(h.bump_committed(), Ok(0));
 }
 
 #[test]
@@ -194,7 +208,7 @@ fn a_failed_proposal_is_not_controller_and_the_next_write_proceeds() {
     let mut failed = bump(&h.events);
     let mut next = bump(&h.events);
     h.run();
-    let (_, done) = h.quorum.proposals.lock().unwrap().pop_front().unwrap();
+    let (_, done) = h.take_proposal();
     done(Err("not leader".into()));
     h.run();
     assert_eq!(failed.try_recv(), Err(TryRecvError::Closed));
@@ -208,10 +222,7 @@ fn a_failed_proposal_is_not_controller_and_the_next_write_proceeds() {
 fn a_snapshot_install_resets_the_controller_state() {
     let mut h = Harness::new();
     h.activate();
-    let mut w = bump(&h.events);
-    h.run();
-    h.commit_next();
-    assert_eq!(w.try_recv(), Ok(0));
+    assert_eq!(h.bump_committed(), Ok(0));
     // A snapshot at offset 10 without the feature: the state is exactly the snapshot's.
     h.events.reset();
     h.events.replay(
@@ -248,9 +259,7 @@ fn deactivation_and_shutdown() {
     let mut h = Harness::new();
     h.activate();
     h.events.deactivate();
-    let mut w = bump(&h.events);
-    h.run();
-    assert_eq!(w.try_recv(), Err(TryRecvError::Closed));
+    assert_eq!(h.bump_committed(), Err(TryRecvError::Closed));
     assert_eq!(h.events.active_epoch(), None);
     h.events.shutdown();
     let e = h.queue.rx.try_recv().unwrap();
