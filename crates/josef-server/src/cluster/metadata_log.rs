@@ -1,46 +1,43 @@
 //! The committed metadata log as this node sees it (Kafka's `MetadataLoader` +
 //! `QuorumMetaLogListener`): every committed batch, in log order, is decoded once and replayed into
-//! the node's [`MetadataImage`] and, on a controller, into the controller's state. Both change
-//! only here, so a controller's state is always the replay of committed records.
+//! the node's [`MetadataImage`] and, on a controller, handed in the same order to the controller's
+//! event loop ([`ControllerEvents::replay`]), so a controller's state is always the replay of
+//! committed records.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
-use josef_controller::Controller;
 use josef_metadata::{MetadataDelta, MetadataImage, MetadataRecord};
 use parking_lot::Mutex;
 use tokio::sync::watch;
+
+use super::event_loop::ControllerEvents;
 
 /// What a node holds of the metadata log.
 pub struct MetadataLog {
     inner: Mutex<Inner>,
     image_tx: watch::Sender<MetadataImage>,
     applied_tx: watch::Sender<u64>,
-    /// How a fresh controller state is made (after a snapshot is installed).
-    new_controller: Option<Box<dyn Fn() -> Controller + Send + Sync>>,
+    /// The controller's event loop (controller nodes), fed every committed batch.
+    controller: Option<ControllerEvents>,
 }
 
 struct Inner {
     image: MetadataImage,
     applied: u64,
-    controller: Option<Controller>,
 }
 
 impl MetadataLog {
-    /// An empty log; `new_controller` is set on controller nodes.
-    pub fn new(new_controller: Option<Box<dyn Fn() -> Controller + Send + Sync>>) -> Arc<Self> {
+    /// An empty log; `controller` is set on controller nodes.
+    pub fn new(controller: Option<ControllerEvents>) -> Arc<Self> {
         let image = MetadataImage::empty();
         let (image_tx, _) = watch::channel(image.clone());
         let (applied_tx, _) = watch::channel(0);
         Arc::new(MetadataLog {
-            inner: Mutex::new(Inner {
-                image,
-                applied: 0,
-                controller: new_controller.as_ref().map(|f| f()),
-            }),
+            inner: Mutex::new(Inner { image, applied: 0 }),
             image_tx,
             applied_tx,
-            new_controller,
+            controller,
         })
     }
 
@@ -70,13 +67,6 @@ impl MetadataLog {
         let _ = rx.wait_for(|a| *a >= offset).await;
     }
 
-    /// Runs `f` on the controller state (controller nodes only) with the last applied offset.
-    pub fn with_controller<T>(&self, f: impl FnOnce(&mut Controller, u64) -> T) -> Option<T> {
-        let mut inner = self.inner.lock();
-        let applied = inner.applied;
-        inner.controller.as_mut().map(|c| f(c, applied))
-    }
-
     /// Applies one committed batch.
     pub fn apply_batch(&self, index: u64, term: u64, batch: &[Bytes]) {
         let image = {
@@ -85,6 +75,7 @@ impl MetadataLog {
                 return; // replayed already
             }
             let mut delta = MetadataDelta::new(&inner.image);
+            let mut records = Vec::with_capacity(batch.len());
             for raw in batch {
                 let record = match MetadataRecord::decode(raw) {
                     Ok(r) => r,
@@ -96,11 +87,12 @@ impl MetadataLog {
                 if let Err(e) = delta.replay(&record) {
                     tracing::error!(index, error = %e, "metadata record not applicable");
                 }
-                if let Some(c) = inner.controller.as_mut() {
-                    if let Err(e) = c.replay(index, &record) {
-                        tracing::error!(index, error = %e, "controller cannot replay a record");
-                    }
-                }
+                records.push(record);
+            }
+            // Under the lock, so batches reach the loop in log order; before `applied` moves,
+            // so whoever waits for `applied` and then queues an event finds it replayed.
+            if let Some(c) = &self.controller {
+                c.replay(index, records);
             }
             inner.image = delta.apply(josef_metadata::MetadataProvenance {
                 last_offset: index,
@@ -155,7 +147,9 @@ impl MetadataLog {
             let mut inner = self.inner.lock();
             inner.image = MetadataImage::empty();
             inner.applied = 0;
-            inner.controller = self.new_controller.as_ref().map(|f| f());
+            if let Some(c) = &self.controller {
+                c.reset();
+            }
         }
         self.apply_batch(index, term, &records);
     }

@@ -11,6 +11,7 @@ pub mod broker_connections;
 pub mod channel;
 pub mod controller_apis;
 pub mod driver;
+pub mod event_loop;
 pub mod fetcher_key;
 pub mod lifecycle;
 pub mod listener;
@@ -55,6 +56,9 @@ pub enum ClusterStartError {
     /// The metadata quorum did not start.
     #[error("metadata quorum: {0}")]
     Quorum(#[from] josef_quorum::QuorumError),
+    /// The controller's event loop thread could not be started.
+    #[error("cannot start the controller event loop: {0}")]
+    EventLoop(std::io::Error),
     /// No cluster id arrived in time.
     #[error("no cluster id in the metadata log after {0:?} (is a majority of controller.quorum.voters up?)")]
     NoClusterId(Duration),
@@ -198,20 +202,17 @@ impl ClusterNode {
             .expect("ClusterNode::start needs process.roles");
         let shutdown = CancellationToken::new();
         let tracker = TaskTracker::new();
-        let new_controller: Option<Box<dyn Fn() -> josef_controller::Controller + Send + Sync>> =
-            if cl.is_controller() {
-                let cc = controller_config(config, &cl);
-                Some(Box::new(move || {
-                    josef_controller::Controller::new(cc.clone())
-                }))
-            } else {
-                None
-            };
-        let log = MetadataLog::new(new_controller);
+        let (events, queue) = if cl.is_controller() {
+            let (events, queue) = event_loop::channel();
+            (Some(events), Some(queue))
+        } else {
+            (None, None)
+        };
+        let log = MetadataLog::new(events.clone());
         let mut quorum = None;
         let mut driver = None;
         let mut controller_listeners = Vec::new();
-        if cl.is_controller() {
+        if let (Some(events), Some(queue)) = (events, queue) {
             let mut bound = Vec::new();
             for l in &cl.controller_listeners {
                 let host = if l.host.is_empty() {
@@ -253,7 +254,19 @@ impl ClusterNode {
             qc.heartbeat_interval_ms = (cl.quorum_election_timeout_ms as u64 / 4).max(10);
             qc.request_timeout_ms = cl.quorum_request_timeout_ms as u64;
             let q = MetadataQuorum::start(qc, Arc::new(LogStateMachine(log.clone()))).await?;
-            let d = ControllerDriver::new(config.node_id, log.clone(), q.clone());
+            let cc = controller_config(config, &cl);
+            event_loop::spawn(
+                queue,
+                config.node_id as u64,
+                Arc::new(driver::RaftControllerQuorum::new(
+                    q.clone(),
+                    tokio::runtime::Handle::current(),
+                )),
+                Box::new(move || josef_controller::Controller::new(cc.clone())),
+                crate::topics::now_ms,
+            )
+            .map_err(ClusterStartError::EventLoop)?;
+            let d = ControllerDriver::new(config.node_id, log.clone(), q.clone(), events);
             d.spawn(shutdown.clone());
             let apis = Arc::new(controller_apis::ControllerApis {
                 driver: d.clone(),
