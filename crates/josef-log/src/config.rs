@@ -298,7 +298,8 @@ impl LogConfig {
                 self.message_timestamp_difference_max_ms = long(0)?
             }
             "min.insync.replicas" => {
-                self.min_insync_replicas = i32::try_from(int(1)?).map_err(|_| bad("out of range"))?
+                self.min_insync_replicas =
+                    i32::try_from(int(1)?).map_err(|_| bad("out of range"))?
             }
             "compression.type" => {
                 self.compression_type = match v {
@@ -308,11 +309,9 @@ impl LogConfig {
                     "snappy" => Some(Compression::Snappy),
                     "lz4" => Some(Compression::Lz4),
                     "zstd" => Some(Compression::Zstd),
-                    _ => {
-                        return Err(bad(
-                            "String must be one of: uncompressed, zstd, lz4, snappy, gzip, producer",
-                        ))
-                    }
+                    _ => return Err(bad(
+                        "String must be one of: uncompressed, zstd, lz4, snappy, gzip, producer",
+                    )),
                 }
             }
             "message.timestamp.type" => {
@@ -442,7 +441,10 @@ mod tests {
         assert_eq!(v.target_compression, Some(Compression::Lz4));
         assert_eq!(v.max_batch_bytes, 5000);
         assert_eq!(v.timestamp_type, TimestampType::LogAppendTime);
-        assert_eq!((v.timestamp_before_max_ms, v.timestamp_after_max_ms), (10, i64::MAX));
+        assert_eq!(
+            (v.timestamp_before_max_ms, v.timestamp_after_max_ms),
+            (10, i64::MAX)
+        );
         // The defaults: `producer`, unbounded timestamps.
         let v = LogConfig::default().validation_config();
         assert_eq!(v.target_compression, None);
@@ -450,6 +452,9 @@ mod tests {
         // The deprecated bound fills both where they are not set.
         let c = LogConfig::from_properties([("message.timestamp.difference.max.ms", "7")]).unwrap();
         let v = c.validation_config();
-        assert_eq!((v.timestamp_before_max_ms, v.timestamp_after_max_ms), (7, 7));
+        assert_eq!(
+            (v.timestamp_before_max_ms, v.timestamp_after_max_ms),
+            (7, 7)
+        );
     }
 }

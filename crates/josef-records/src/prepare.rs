@@ -28,8 +28,8 @@ use crate::validate::{
     ValidationConfig, ValidationError,
 };
 use crate::{
-    legacy_to_v2, set_max_timestamp, BatchHeader, Compression, LegacyConversion,
-    LegacyMessageSet, RecordsError,
+    legacy_to_v2, set_max_timestamp, BatchHeader, Compression, LegacyConversion, LegacyMessageSet,
+    RecordsError,
 };
 
 /// What the Produce request's version allows in its records (Kafka's
@@ -318,7 +318,10 @@ mod tests {
         let out = owned(&p);
         let h = BatchHeader::parse(out).unwrap();
         assert_eq!(h.compression().unwrap(), Compression::Gzip);
-        assert_eq!((h.producer_id, h.producer_epoch, h.base_sequence), (7, 1, 0));
+        assert_eq!(
+            (h.producer_id, h.producer_epoch, h.base_sequence),
+            (7, 1, 0)
+        );
         assert_eq!(contents(out), contents(&b));
         // `producer` keeps the producer's codec, and so does a topic of the same codec.
         for target in [None, Some(Compression::Snappy)] {
@@ -358,7 +361,10 @@ mod tests {
         let h = prepare(&set, 2, &config).header;
         assert_eq!(h.compression().unwrap(), Compression::None);
         // A legacy set is refused from Produce v3 on (magic 2 only).
-        assert_eq!(refuse(&set, 3, &config).kafka_error_code(), codes::INVALID_RECORD);
+        assert_eq!(
+            refuse(&set, 3, &config).kafka_error_code(),
+            codes::INVALID_RECORD
+        );
     }
 
     #[test]
@@ -370,7 +376,10 @@ mod tests {
         let last = set.len() - 1;
         set[last] ^= 0xff;
         let e = refuse(&set.freeze(), 0, &ValidationConfig::default());
-        assert!(matches!(e, PrepareError::UpConversion(RecordsError::CorruptCrc { .. })));
+        assert!(matches!(
+            e,
+            PrepareError::UpConversion(RecordsError::CorruptCrc { .. })
+        ));
         assert_eq!(e.kafka_error_code(), codes::CORRUPT_MESSAGE);
         // Too short to carry a magic: no batch; a torn message: nothing to convert.
         let empty = refuse(&Bytes::new(), 0, &ValidationConfig::default());

@@ -274,12 +274,18 @@ mod tests {
         let mut o = BTreeMap::new();
         o.insert("min.insync.replicas".to_string(), "3".to_string());
         o.insert("compression.type".to_string(), "producer".to_string());
-        o.insert("message.timestamp.difference.max.ms".to_string(), "60000".to_string());
+        o.insert(
+            "message.timestamp.difference.max.ms".to_string(),
+            "60000".to_string(),
+        );
         let c = log_config(&o, &b);
         assert_eq!(c.min_insync_replicas, 3);
         let v = c.validation_config();
         assert_eq!(v.target_compression, None);
-        assert_eq!((v.timestamp_before_max_ms, v.timestamp_after_max_ms), (60000, 60000));
+        assert_eq!(
+            (v.timestamp_before_max_ms, v.timestamp_after_max_ms),
+            (60000, 60000)
+        );
         // A bad value from a hand-edited file falls back to the broker's default.
         o.insert("min.insync.replicas".to_string(), "zero".to_string());
         assert_eq!(log_config(&o, &b).min_insync_replicas, 2);

@@ -348,7 +348,11 @@ async fn alter_topic_configs(c: &mut Client, topic: &str, configs: &[(&str, &str
     let ResponseBody::IncrementalAlterConfigs(r) = c.call(1, req).await else {
         panic!()
     };
-    assert_eq!(r.responses[0].error_code, 0, "{:?}", r.responses[0].error_message);
+    assert_eq!(
+        r.responses[0].error_code, 0,
+        "{:?}",
+        r.responses[0].error_message
+    );
 }
 
 #[tokio::test]
