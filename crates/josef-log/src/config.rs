@@ -29,6 +29,9 @@ impl CleanupPolicy {
 /// Which timestamp batches carry (`message.timestamp.type`), as josef-records defines it.
 pub use josef_records::TimestampType;
 
+use josef_records::validate::ValidationConfig;
+use josef_records::Compression;
+
 /// Configuration of one partition log. `Default` gives Kafka's defaults.
 ///
 /// ```
@@ -78,6 +81,21 @@ pub struct LogConfig {
     pub min_cleanable_dirty_ratio_percent: u8,
     /// `message.timestamp.type`.
     pub message_timestamp_type: TimestampType,
+    /// `message.timestamp.before.max.ms`: how far before the broker's time a CreateTime
+    /// timestamp may lie; `i64::MAX` (the default) defers to
+    /// `message.timestamp.difference.max.ms`, as in Kafka 3.6+ (see
+    /// [`LogConfig::validation_config`]).
+    pub message_timestamp_before_max_ms: i64,
+    /// `message.timestamp.after.max.ms`: how far after the broker's time a CreateTime timestamp
+    /// may lie; `i64::MAX` defers to `message.timestamp.difference.max.ms`.
+    pub message_timestamp_after_max_ms: i64,
+    /// `message.timestamp.difference.max.ms` (deprecated): both bounds, where they are not set.
+    pub message_timestamp_difference_max_ms: i64,
+    /// `compression.type`: the codec batches are stored with; `None` is `producer` (kept as the
+    /// producer sent them).
+    pub compression_type: Option<Compression>,
+    /// `min.insync.replicas`: the ISR size below which acks=-1 appends are refused.
+    pub min_insync_replicas: i32,
 }
 
 impl Default for LogConfig {
@@ -100,11 +118,48 @@ impl Default for LogConfig {
             file_delete_delay_ms: 60_000,
             min_cleanable_dirty_ratio_percent: 50,
             message_timestamp_type: TimestampType::CreateTime,
+            message_timestamp_before_max_ms: i64::MAX,
+            message_timestamp_after_max_ms: i64::MAX,
+            message_timestamp_difference_max_ms: i64::MAX,
+            compression_type: None,
+            min_insync_replicas: 1,
         }
     }
 }
 
 impl LogConfig {
+    /// What josef-records' produce-side preparation needs of this config
+    /// ([`josef_records::prepare`]): timestamp type and bounds, compaction, `max.message.bytes`,
+    /// `compression.type`. A bound left at `i64::MAX` takes `message.timestamp.difference.max.ms`
+    /// (Kafka's `getMessageTimestampBeforeMaxMs` / `AfterMaxMs`).
+    ///
+    /// ```
+    /// let c = josef_log::LogConfig::from_properties([
+    ///     ("message.timestamp.difference.max.ms", "1000"),
+    ///     ("message.timestamp.after.max.ms", "50"),
+    /// ]).unwrap();
+    /// let v = c.validation_config();
+    /// assert_eq!((v.timestamp_before_max_ms, v.timestamp_after_max_ms), (1000, 50));
+    /// ```
+    pub fn validation_config(&self) -> ValidationConfig {
+        let or_difference = |bound: i64| {
+            if bound == i64::MAX {
+                self.message_timestamp_difference_max_ms
+            } else {
+                bound
+            }
+        };
+        ValidationConfig {
+            timestamp_type: self.message_timestamp_type,
+            timestamp_before_max_ms: or_difference(self.message_timestamp_before_max_ms),
+            timestamp_after_max_ms: or_difference(self.message_timestamp_after_max_ms),
+            compacted: self.cleanup_policy.compacts(),
+            max_batch_bytes: self.max_message_bytes as usize,
+            target_compression: self.compression_type,
+            ..ValidationConfig::default()
+        }
+    }
+
     /// Checks Kafka's lower bounds (`segment.bytes` ≥ 14, index size ≥ 4 entries).
     pub fn validate(&self) -> Result<(), LogError> {
         if self.segment_bytes < 14 {
@@ -137,15 +192,15 @@ impl LogConfig {
 
     /// Kafka's defaults overridden by `props` (topic-config names and values as Kafka spells
     /// them, e.g. `("retention.ms", "3600000")`), then [`LogConfig::validate`]. Names this struct
-    /// has no field for (`compression.type`, `min.insync.replicas`, ...) are ignored; a bad value
-    /// of a known name is [`LogError::InvalidConfig`] with Kafka's message.
+    /// has no field for (`preallocate`, `message.downconversion.enable`, ...) are ignored; a bad
+    /// value of a known name is [`LogError::InvalidConfig`] with Kafka's message.
     ///
     /// ```
     /// use josef_log::{CleanupPolicy, LogConfig};
     /// let c = LogConfig::from_properties([
     ///     ("cleanup.policy", "compact,delete"),
     ///     ("min.cleanable.dirty.ratio", "0.25"),
-    ///     ("compression.type", "zstd"), // not a storage setting: ignored
+    ///     ("preallocate", "true"), // no field for it: ignored
     /// ]).unwrap();
     /// assert_eq!(c.cleanup_policy, CleanupPolicy::CompactDelete);
     /// assert_eq!(c.min_cleanable_dirty_ratio_percent, 25);
@@ -237,6 +292,28 @@ impl LogConfig {
                     _ => CleanupPolicy::Delete,
                 };
             }
+            "message.timestamp.before.max.ms" => self.message_timestamp_before_max_ms = long(0)?,
+            "message.timestamp.after.max.ms" => self.message_timestamp_after_max_ms = long(0)?,
+            "message.timestamp.difference.max.ms" => {
+                self.message_timestamp_difference_max_ms = long(0)?
+            }
+            "min.insync.replicas" => {
+                self.min_insync_replicas =
+                    i32::try_from(int(1)?).map_err(|_| bad("out of range"))?
+            }
+            "compression.type" => {
+                self.compression_type = match v {
+                    "producer" => None,
+                    "uncompressed" => Some(Compression::None),
+                    "gzip" => Some(Compression::Gzip),
+                    "snappy" => Some(Compression::Snappy),
+                    "lz4" => Some(Compression::Lz4),
+                    "zstd" => Some(Compression::Zstd),
+                    _ => return Err(bad(
+                        "String must be one of: uncompressed, zstd, lz4, snappy, gzip, producer",
+                    )),
+                }
+            }
             "message.timestamp.type" => {
                 self.message_timestamp_type = match v {
                     "CreateTime" => TimestampType::CreateTime,
@@ -253,6 +330,7 @@ impl LogConfig {
 /// The Kafka topic-config names [`LogConfig::set_property`] understands.
 pub const LOG_CONFIG_PROPERTY_NAMES: &[&str] = &[
     "cleanup.policy",
+    "compression.type",
     "delete.retention.ms",
     "file.delete.delay.ms",
     "flush.messages",
@@ -260,9 +338,13 @@ pub const LOG_CONFIG_PROPERTY_NAMES: &[&str] = &[
     "index.interval.bytes",
     "max.compaction.lag.ms",
     "max.message.bytes",
+    "message.timestamp.after.max.ms",
+    "message.timestamp.before.max.ms",
+    "message.timestamp.difference.max.ms",
     "message.timestamp.type",
     "min.cleanable.dirty.ratio",
     "min.compaction.lag.ms",
+    "min.insync.replicas",
     "retention.bytes",
     "retention.ms",
     "segment.bytes",
@@ -278,13 +360,13 @@ mod tests {
     #[test]
     fn every_listed_property_name_is_understood() {
         for name in LOG_CONFIG_PROPERTY_NAMES {
-            let ok = ["compact", "CreateTime", "0.5", "100"]
+            let ok = ["compact", "CreateTime", "0.5", "100", "zstd"]
                 .iter()
                 .any(|v| matches!(LogConfig::validate_property(name, v), Ok(true)));
             assert!(ok, "{name}");
         }
         assert!(matches!(
-            LogConfig::validate_property("compression.type", "zstd"),
+            LogConfig::validate_property("preallocate", "true"),
             Ok(false)
         ));
     }
@@ -302,6 +384,9 @@ mod tests {
             ("min.cleanable.dirty.ratio", "1.5"),
             ("cleanup.policy", "shred"),
             ("message.timestamp.type", "Now"),
+            ("compression.type", "brotli"),
+            ("min.insync.replicas", "0"),
+            ("message.timestamp.before.max.ms", "-1"),
         ] {
             assert!(
                 LogConfig::validate_property(name, value).is_err(),
@@ -336,7 +421,40 @@ mod tests {
         assert_eq!(c.message_timestamp_type, TimestampType::LogAppendTime);
         assert_eq!(c.file_delete_delay_ms, 0);
         assert_eq!(c.max_message_bytes, LogConfig::default().max_message_bytes);
+        assert_eq!(c.min_insync_replicas, 2);
         // The whole config is validated too (index smaller than four time index entries).
         assert!(LogConfig::from_properties([("segment.index.bytes", "10")]).is_err());
+    }
+
+    #[test]
+    fn the_validation_config_carries_the_produce_settings() {
+        let c = LogConfig::from_properties([
+            ("cleanup.policy", "compact"),
+            ("compression.type", "lz4"),
+            ("max.message.bytes", "5000"),
+            ("message.timestamp.type", "LogAppendTime"),
+            ("message.timestamp.before.max.ms", "10"),
+        ])
+        .unwrap();
+        let v = c.validation_config();
+        assert!(v.compacted);
+        assert_eq!(v.target_compression, Some(Compression::Lz4));
+        assert_eq!(v.max_batch_bytes, 5000);
+        assert_eq!(v.timestamp_type, TimestampType::LogAppendTime);
+        assert_eq!(
+            (v.timestamp_before_max_ms, v.timestamp_after_max_ms),
+            (10, i64::MAX)
+        );
+        // The defaults: `producer`, unbounded timestamps.
+        let v = LogConfig::default().validation_config();
+        assert_eq!(v.target_compression, None);
+        assert_eq!(v.timestamp_before_max_ms, i64::MAX);
+        // The deprecated bound fills both where they are not set.
+        let c = LogConfig::from_properties([("message.timestamp.difference.max.ms", "7")]).unwrap();
+        let v = c.validation_config();
+        assert_eq!(
+            (v.timestamp_before_max_ms, v.timestamp_after_max_ms),
+            (7, 7)
+        );
     }
 }

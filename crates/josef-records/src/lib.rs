@@ -20,6 +20,8 @@
 //! - [`validate`]: what a broker checks in a produced batch before appending it (Kafka's
 //!   `LogValidator`): framing, CRC, offset range and count, control and sequence rules, null keys on
 //!   compacted topics and timestamp bounds, with per-record errors for Produce v8+.
+//! - [`prepare`]: the whole produce-side preparation of a partition's records in one call
+//!   (up-conversion of legacy sets, validation, recompression, max-timestamp fix).
 //!
 //! It does no I/O, spawns no threads and reads no clock.
 //!
@@ -51,6 +53,7 @@ mod downconvert;
 mod error;
 pub mod header;
 mod legacy;
+pub mod prepare;
 mod record;
 mod rewrite;
 pub mod validate;

@@ -45,6 +45,8 @@ pub mod codes {
     pub const MESSAGE_TOO_LARGE: i16 = 10;
     /// INVALID_TIMESTAMP: a record timestamp out of bounds, or a client-set LogAppendTime.
     pub const INVALID_TIMESTAMP: i16 = 32;
+    /// UNSUPPORTED_COMPRESSION_TYPE: zstd in a Produce request older than v7.
+    pub const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
     /// INVALID_RECORD: everything else the validator rejects.
     pub const INVALID_RECORD: i16 = 87;
 }

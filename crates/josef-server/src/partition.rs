@@ -8,3 +8,10 @@ pub use josef_partition::{
     Partition, PartitionData, PartitionError, PartitionEvent, ProduceResult, ReadParams,
     ReadResult,
 };
+
+/// The partition's `min.insync.replicas` (its topic's override, else the broker's), as its log
+/// config holds it: parsed once by `topic_config::log_config` when the partition opened and
+/// again on every config change, not per request.
+pub(crate) fn min_insync_replicas(partition: &Partition) -> i32 {
+    partition.data.lock().log.config().min_insync_replicas
+}

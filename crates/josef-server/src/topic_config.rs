@@ -191,20 +191,11 @@ pub fn validate(name: &str, value: &str) -> Result<(), String> {
         }
         ConfigType::String | List => {}
     }
-    match name {
-        "compression.type" => {
-            if !["producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"].contains(&value) {
-                return Err(bad());
-            }
-        }
-        // The storage settings: Kafka's validators live with the log config in josef-log.
-        _ => {
-            LogConfig::validate_property(name, value).map_err(|e| match e {
-                LogError::InvalidConfig(m) => m,
-                other => other.to_string(),
-            })?;
-        }
-    }
+    // Kafka's validators live with the log config in josef-log.
+    LogConfig::validate_property(name, value).map_err(|e| match e {
+        LogError::InvalidConfig(m) => m,
+        other => other.to_string(),
+    })?;
     Ok(())
 }
 
@@ -216,14 +207,18 @@ fn get(overrides: &BTreeMap<String, String>, name: &str, b: &BrokerConfig) -> St
 }
 
 /// Builds the log config of a topic from its overrides on top of the broker defaults
-/// ([`LogConfig::set_property`] parses each Kafka name). Overrides were validated on the way in;
-/// a value that still fails (a hand-edited file) keeps Kafka's default, with a warning.
+/// ([`LogConfig::set_property`] parses each Kafka name). This is the one place topic config
+/// strings are parsed: the partitions keep the result (creation, new partitions, and every
+/// config change through `TopicManager::set_configs`, from AlterConfigs or the metadata image),
+/// and the produce path reads it typed. Overrides were validated on the way in; a value that
+/// still fails (a hand-edited file) keeps the broker's default, with a warning.
 pub fn log_config(overrides: &BTreeMap<String, String>, b: &BrokerConfig) -> LogConfig {
     let mut c = LogConfig::default();
     for name in josef_log::config::LOG_CONFIG_PROPERTY_NAMES {
         let value = get(overrides, name, b);
         if let Err(e) = c.set_property(name, &value) {
             tracing::warn!(config = name, %value, error = %e, "ignoring invalid topic config");
+            let _ = c.set_property(name, &default_value(name, b));
         }
     }
     c
@@ -261,5 +256,38 @@ mod tests {
         assert_eq!(c.cleanup_policy, josef_log::CleanupPolicy::Compact);
         assert_eq!(c.segment_bytes, 1 << 20);
         assert_eq!(c.max_message_bytes, 1_048_588);
+    }
+
+    #[test]
+    fn produce_settings_are_parsed_once_into_the_log_config() {
+        let b = BrokerConfig {
+            min_insync_replicas: 2,
+            compression_type: "gzip".into(),
+            ..BrokerConfig::default()
+        };
+        let c = log_config(&BTreeMap::new(), &b);
+        assert_eq!(c.min_insync_replicas, 2);
+        assert_eq!(
+            c.validation_config().target_compression,
+            Some(josef_records::Compression::Gzip)
+        );
+        let mut o = BTreeMap::new();
+        o.insert("min.insync.replicas".to_string(), "3".to_string());
+        o.insert("compression.type".to_string(), "producer".to_string());
+        o.insert(
+            "message.timestamp.difference.max.ms".to_string(),
+            "60000".to_string(),
+        );
+        let c = log_config(&o, &b);
+        assert_eq!(c.min_insync_replicas, 3);
+        let v = c.validation_config();
+        assert_eq!(v.target_compression, None);
+        assert_eq!(
+            (v.timestamp_before_max_ms, v.timestamp_after_max_ms),
+            (60000, 60000)
+        );
+        // A bad value from a hand-edited file falls back to the broker's default.
+        o.insert("min.insync.replicas".to_string(), "zero".to_string());
+        assert_eq!(log_config(&o, &b).min_insync_replicas, 2);
     }
 }

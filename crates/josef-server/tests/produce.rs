@@ -323,6 +323,83 @@ async fn a_topic_compression_type_other_than_producer_stores_batches_in_that_cod
     broker.shutdown().await;
 }
 
+/// Sets topic configs with IncrementalAlterConfigs (SET) and checks they were accepted.
+async fn alter_topic_configs(c: &mut Client, topic: &str, configs: &[(&str, &str)]) {
+    use josef_protocol::messages::incremental_alter_configs_request::{
+        AlterConfigsResource, AlterableConfig,
+    };
+    let req = IncrementalAlterConfigsRequest {
+        resources: vec![AlterConfigsResource {
+            resource_type: 2,
+            resource_name: topic.into(),
+            configs: configs
+                .iter()
+                .map(|(k, v)| AlterableConfig {
+                    name: (*k).into(),
+                    config_operation: 0,
+                    value: Some((*v).into()),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let ResponseBody::IncrementalAlterConfigs(r) = c.call(1, req).await else {
+        panic!()
+    };
+    assert_eq!(
+        r.responses[0].error_code, 0,
+        "{:?}",
+        r.responses[0].error_message
+    );
+}
+
+#[tokio::test]
+async fn a_topic_config_change_rules_the_next_produce() {
+    // The produce path reads the partition's parsed config: a change must be parsed again.
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start(dir.path()).await;
+    let mut c = Client::connect(&broker).await;
+    create_topic(&mut c, "altered", &[]).await;
+    let old = || {
+        RecordBatchBuilder::new()
+            .record(now() - 7_200_000, Some(b"k"), Some(b"old"))
+            .build_bytes()
+            .unwrap()
+    };
+    assert_eq!(produce(&mut c, 9, "altered", old()).await.error_code, 0);
+    alter_topic_configs(
+        &mut c,
+        "altered",
+        &[
+            ("message.timestamp.before.max.ms", "3600000"),
+            ("compression.type", "gzip"),
+            ("cleanup.policy", "compact"),
+        ],
+    )
+    .await;
+    assert_eq!(produce(&mut c, 9, "altered", old()).await.error_code, 32);
+    let no_key = RecordBatchBuilder::new()
+        .record(now(), None, Some(b"v"))
+        .build_bytes()
+        .unwrap();
+    assert_eq!(produce(&mut c, 9, "altered", no_key).await.error_code, 87);
+    let fresh = RecordBatchBuilder::new()
+        .record(now(), Some(b"k"), Some(b"v"))
+        .build_bytes()
+        .unwrap();
+    let p = produce(&mut c, 9, "altered", fresh).await;
+    assert_eq!((p.error_code, p.base_offset), (0, 1));
+    // The second batch in the log (after the first, uncompressed one) was stored in gzip.
+    let data = fetch_first_batch(&mut c, "altered").await.unwrap();
+    let first = BatchHeader::parse(&data).unwrap();
+    assert_eq!(first.compression().unwrap(), Compression::None);
+    let second = BatchHeader::parse(&data[first.total_size()..]).unwrap();
+    assert_eq!(second.compression().unwrap(), Compression::Gzip);
+    broker.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_transactional_batch_without_transactional_id_fails_every_partition() {
     let dir = tempfile::tempdir().unwrap();

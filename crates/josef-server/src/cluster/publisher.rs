@@ -54,16 +54,14 @@ fn apply_roles(state: &BrokerState, node: &ClusterNode, image: &MetadataImage) {
         if t.id != it.id {
             continue;
         }
-        let min_isr = t
-            .configs
-            .get("min.insync.replicas")
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(state.config.min_insync_replicas);
         for (index, reg) in &it.partitions {
             let Some(p) = state.topics.partition(&it.name, *index) else {
                 continue;
             };
             if reg.leader == me {
+                // Parsed when `apply_topics` (just before) opened the partition or applied the
+                // image's ConfigRecords to it.
+                let min_isr = crate::partition::min_insync_replicas(&p);
                 if let Err(e) = p.make_leader(
                     reg.leader_epoch,
                     reg.partition_epoch,

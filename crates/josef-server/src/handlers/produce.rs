@@ -1,5 +1,6 @@
-//! Produce (api 0): per-partition checks in Kafka's order, record validation through
-//! `josef_records::validate` (Kafka's `LogValidator`), append through the partition (which runs
+//! Produce (api 0): per-partition checks in Kafka's order, the records prepared by
+//! `josef_records::prepare` (up-conversion, Kafka's `LogValidator`, recompression, timestamp fix)
+//! with the partition's parsed config, append through the partition (which runs
 //! the sequencer and, for acks=−1, the `min.insync.replicas` check), answer. On one node the HW
 //! reaches the LEO inside the append, so acks=−1 completes at once (Kafka's first
 //! `DelayedProduce.tryComplete` succeeds the same way); `min.insync.replicas` is capped by the
@@ -7,26 +8,21 @@
 
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
 use josef_protocol::messages::produce_request::PartitionProduceData;
 use josef_protocol::messages::produce_response::{
     BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
 };
 use josef_protocol::messages::{ProduceRequest, ProduceResponse};
 use josef_protocol::{ErrorCode, RequestHeader, StrBytes};
-use josef_records::validate::{
-    produce_batch_header, rebuild_with_compression, validate_client_batch, RecordError,
-    ValidationConfig, ValidationError,
+use josef_records::prepare::{
+    check_produce_records, prepare_client_batch, PrepareError, PreparedRecords, ProduceFormat,
 };
-use josef_records::{
-    legacy_to_v2, set_max_timestamp, BatchHeader, Compression, LegacyConversion, LegacyMessageSet,
-    RecordsError, TimestampType,
-};
+use josef_records::validate::{RecordError, ValidationConfig};
+use josef_records::BatchHeader;
 
-use crate::config::BrokerConfig;
 use crate::delayed_fetch::{DelayedOp, DelayedProduce, ProducingPartition};
 use crate::dispatch::{reply, Reply};
-use crate::partition::{ClientBatch, PartitionError, ProduceResult};
+use crate::partition::{ClientBatch, Partition, PartitionError, ProduceResult};
 use crate::state::BrokerState;
 use crate::topics::{now_ms, Topic, INTERNAL_TOPICS};
 
@@ -57,84 +53,43 @@ impl From<ErrorCode> for Failure {
     }
 }
 
-impl From<ValidationError> for Failure {
-    fn from(e: ValidationError) -> Self {
+impl From<PrepareError> for Failure {
+    fn from(e: PrepareError) -> Self {
         let code = ErrorCode::from_i16(e.kafka_error_code()).unwrap_or(ErrorCode::InvalidRecord);
         // Kafka sends a message only with record-level errors (`RecordValidationException`);
         // batch-level ones are logged here so an operator still sees why.
-        let message = e.is_record_level().then(|| e.to_string());
-        if !e.is_record_level() {
+        let message = e.error_message();
+        if message.is_none() {
             tracing::debug!(error = %e, "produced batch refused");
         }
-        let record_errors = match e {
-            ValidationError::Records { errors, .. } => errors,
-            _ => Vec::new(),
-        };
         Failure {
             code,
             message,
-            record_errors,
+            record_errors: e.into_record_errors(),
         }
     }
 }
 
-/// The topic settings record validation needs (timestamp type and bounds, compaction, size,
-/// `compression.type`), from the topic's overrides over the broker defaults (`message.timestamp.before/after.max.ms` fall back to the deprecated
-/// `message.timestamp.difference.max.ms`, as in Kafka 3.6+).
-pub fn validation_config(topic: &Topic, broker: &BrokerConfig) -> ValidationConfig {
-    let c = &topic.configs;
-    let long = |name: &str| c.get(name).and_then(|v| v.trim().parse::<i64>().ok());
-    let difference = long("message.timestamp.difference.max.ms");
-    let timestamp_type = match c.get("message.timestamp.type") {
-        Some(t) => t.as_str(),
-        None => broker.log_message_timestamp_type.as_str(),
-    };
-    let policy = match c.get("cleanup.policy") {
-        Some(p) => p.as_str(),
-        None => broker.log_cleanup_policy.as_str(),
-    };
-    let max_message_bytes = long("max.message.bytes").unwrap_or(broker.message_max_bytes as i64);
-    let compression_type = match c.get("compression.type") {
-        Some(t) => t.as_str(),
-        None => broker.compression_type.as_str(),
-    };
-    let target_compression = match compression_type {
-        "uncompressed" | "none" => Some(Compression::None),
-        "gzip" => Some(Compression::Gzip),
-        "snappy" => Some(Compression::Snappy),
-        "lz4" => Some(Compression::Lz4),
-        "zstd" => Some(Compression::Zstd),
-        _ => None, // producer
-    };
-    ValidationConfig {
-        timestamp_type: if timestamp_type == "LogAppendTime" {
-            TimestampType::LogAppendTime
-        } else {
-            TimestampType::CreateTime
-        },
-        timestamp_before_max_ms: long("message.timestamp.before.max.ms")
-            .or(difference)
-            .unwrap_or(i64::MAX),
-        timestamp_after_max_ms: long("message.timestamp.after.max.ms")
-            .or(difference)
-            .unwrap_or(i64::MAX),
-        compacted: policy.contains("compact"),
-        max_batch_bytes: usize::try_from(max_message_bytes).unwrap_or(0),
-        target_compression,
-        ..ValidationConfig::default()
-    }
+/// The parsed settings of a partition's produce path: what record preparation needs
+/// (`compression.type`, timestamp type and bounds, compaction, `max.message.bytes`) and
+/// `min.insync.replicas`. They come from the partition's log config, which
+/// `topic_config::log_config` parses once when the partition opens and again on every config
+/// change, so no topic config string is read per request.
+fn produce_settings(partition: &Partition) -> (ValidationConfig, i32) {
+    let d = partition.data.lock();
+    let c = d.log.config();
+    (c.validation_config(), c.min_insync_replicas)
 }
 
 /// B7 "Produce" steps 1–11 for one partition.
 fn produce_partition(
-    state: &BrokerState,
     header: &RequestHeader,
     acks: i16,
     topic: Option<&Arc<Topic>>,
     topic_name: &str,
     data: &PartitionProduceData,
     version: i16,
-) -> Result<ProduceResult, Failure> {
+) -> Result<(ProduceResult, i32), Failure> {
     let (index, records) = (data.index, data.records.as_ref());
     // Step 1.
     let topic = topic.ok_or(ErrorCode::UnknownTopicOrPartition)?;
@@ -143,16 +98,10 @@ fn produce_partition(
         .and_then(|i| topic.partitions.get(i))
         .ok_or(ErrorCode::UnknownTopicOrPartition)?;
     let records = records.ok_or(ErrorCode::InvalidRecord)?;
-    // Produce v0–v2 carry legacy message sets (magic 0/1); Kafka up-converts them to one v2
-    // batch on append. A v2 batch in an old request is taken as it is.
-    let legacy = version < 3 && records.get(16).is_some_and(|&magic| magic < 2);
-    if !legacy {
-        // Step 2: framing (`ProduceRequest.validateRecords`).
-        let batch = produce_batch_header(records)?;
-        if batch.attributes.compression_id() == Compression::Zstd.id() && version < 7 {
-            return Err(ErrorCode::UnsupportedCompressionType.into());
-        }
-    }
+    // Step 2: framing (`ProduceRequest.validateRecords`), before the acks and internal-topic
+    // checks as in Kafka; Produce v0–v2 legacy message sets are checked when converted.
+    let format = ProduceFormat::for_version(version);
+    check_produce_records(records, format)?;
     // Step 4.
     if !matches!(acks, -1..=1) {
         return Err(ErrorCode::InvalidRequiredAcks.into());
@@ -166,83 +115,20 @@ fn produce_partition(
             record_errors: Vec::new(),
         });
     }
-    // Steps 7–9.
-    let config = validation_config(topic, &state.config);
+    // Steps 7–9: up-conversion, validation, recompression, timestamp fix, in josef-records.
+    let (config, min_isr) = produce_settings(partition);
     let now = now_ms();
-    let converted = if legacy {
-        Some(up_convert(records, &config)?)
-    } else {
-        None
-    };
-    let batch_bytes: &[u8] = converted.as_deref().unwrap_or(records);
-    let validated = validate_client_batch(batch_bytes, &config, now)?;
-    let rebuilt = if let Some(codec) = validated.rebuild_codec(&config) {
-        rebuild_with_compression(batch_bytes, codec, &config.decompress_limits)
-            .map_err(|e| Failure {
-                code: ErrorCode::CorruptMessage,
-                message: Some(e.to_string()),
-                record_errors: Vec::new(),
-            })?
-            .into()
-    } else {
-        converted
-    };
-    let batch = match (rebuilt, validated.header_timestamp_fix(&config)) {
+    let prepared = prepare_client_batch(records, format, &config, now)?;
+    let batch = match prepared.records {
         // The usual case: the producer's batch goes to the log as it came, unchanged but for its
         // offsets and epoch, which the log writes into a copy of the header.
-        (None, None) => ClientBatch::Shared(records.clone()),
-        (rebuilt, fix) => {
-            // Not rebuilt means not converted either: the batch is the request's bytes.
-            let mut owned = rebuilt.unwrap_or_else(|| BytesMut::from(&records[..]));
-            if let Some((ts_type, max_ts)) = fix {
-                set_max_timestamp(&mut owned, ts_type, max_ts).map_err(|e| Failure {
-                    code: ErrorCode::CorruptMessage,
-                    message: Some(e.to_string()),
-                    record_errors: Vec::new(),
-                })?;
-            }
-            ClientBatch::Owned(owned)
-        }
+        PreparedRecords::Shared(b) => ClientBatch::Shared(b),
+        PreparedRecords::Owned(b) => ClientBatch::Owned(b),
     };
     // Steps 10–11 happen in the partition (min.insync.replicas for acks=-1, log limits,
     // producer state).
-    let min_isr = min_insync_replicas(topic, &state.config);
-    Ok(partition.append_from_client(batch, &validated.header, acks, min_isr, now)?)
-}
-
-/// The topic's `min.insync.replicas` (its override, else the broker's).
-pub(crate) fn min_insync_replicas(topic: &Topic, broker: &BrokerConfig) -> i32 {
-    topic
-        .configs
-        .get("min.insync.replicas")
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(broker.min_insync_replicas)
-}
-
-/// A legacy message set (Produce v0–v2) as one v2 batch in the topic's `compression.type`, or the
-/// codec of its first message for `producer` (Kafka's `convertAndAssignOffsetsNonCompressed` /
-/// `buildRecordsAndAssignOffsets`). Every message CRC (and every inner one of a compressed
-/// wrapper) is checked: a mismatch is CORRUPT_MESSAGE; anything else unreadable, mixed magics
-/// included, is INVALID_RECORD.
-fn up_convert(records: &Bytes, config: &ValidationConfig) -> Result<BytesMut, Failure> {
-    let fail = |e: RecordsError| Failure {
-        code: match e {
-            RecordsError::CorruptCrc { .. } => ErrorCode::CorruptMessage,
-            _ => ErrorCode::InvalidRecord,
-        },
-        message: None,
-        record_errors: Vec::new(),
-    };
-    let codec = match LegacyMessageSet::new(records.clone()).next() {
-        Some(Ok(first)) => first.compression().map_err(fail)?,
-        Some(Err(e)) => return Err(fail(e)),
-        None => return Err(ErrorCode::InvalidRecord.into()),
-    };
-    let conversion = LegacyConversion {
-        compression: config.target_compression.unwrap_or(codec),
-        keep_offsets: false,
-    };
-    legacy_to_v2(records.clone(), &config.decompress_limits, &conversion).map_err(fail)
+    let result = partition.append_from_client(batch, &prepared.header, acks, min_isr, now)?;
+    Ok((result, min_isr))
 }
 
 /// Step 0: a transactional batch in a request without a transactional id.
@@ -284,9 +170,9 @@ pub async fn handle(
             } else if let Some(&code) = unverified.get(&(t.name.to_string(), p.index)) {
                 Err(code.into())
             } else {
-                produce_partition(state, header, req.acks, topic.as_ref(), &t.name, p, version)
+                produce_partition(header, req.acks, topic.as_ref(), &t.name, p, version)
             };
-            if let (Ok(r), Some(topic)) = (&result, &topic) {
+            if let (Ok((r, min_isr)), Some(topic)) = (&result, &topic) {
                 if req.acks == -1 {
                     if let Some(partition) = usize::try_from(p.index)
                         .ok()
@@ -295,14 +181,14 @@ pub async fn handle(
                         waiting.push(ProducingPartition {
                             partition: partition.clone(),
                             required_offset: r.last_offset + 1,
-                            min_insync_replicas: min_insync_replicas(topic, &state.config),
+                            min_insync_replicas: *min_isr,
                             leader_epoch: r.leader_epoch,
                         });
                         waiting_at.push((ti, pi));
                     }
                 }
             }
-            parts.push(result);
+            parts.push(result.map(|(r, _)| r));
         }
         results.push(parts);
     }

@@ -48,14 +48,7 @@ pub async fn write_markers(state: &BrokerState, markers: &[TxnMarkerRequest]) ->
     let mut waiting_at: Vec<(usize, i64, bool, bool)> = Vec::new();
     for m in markers {
         for tp in &m.partitions {
-            let topic = state.topics.get(&tp.topic);
-            let partition = topic.as_ref().and_then(|t| {
-                usize::try_from(tp.partition)
-                    .ok()
-                    .and_then(|i| t.partitions.get(i))
-                    .cloned()
-            });
-            let (Some(topic), Some(partition)) = (topic, partition) else {
+            let Some(partition) = state.topics.partition(&tp.topic, tp.partition) else {
                 results.push((
                     m.producer_id,
                     tp.clone(),
@@ -63,7 +56,7 @@ pub async fn write_markers(state: &BrokerState, markers: &[TxnMarkerRequest]) ->
                 ));
                 continue;
             };
-            let min_isr = super::produce::min_insync_replicas(&topic, &state.config);
+            let min_isr = crate::partition::min_insync_replicas(&partition);
             // The partition's own rules (josef-partition): leader, ISR, coordinator and
             // producer epoch fencing.
             let appended = partition.append_txn_marker(&end_txn_marker(m), -1, min_isr, now);
