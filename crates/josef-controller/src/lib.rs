@@ -28,6 +28,7 @@ mod configuration_control;
 mod error;
 mod feature_control;
 mod heartbeat;
+mod leader_imbalance;
 mod partition_change;
 mod placement;
 mod producer_id_control;

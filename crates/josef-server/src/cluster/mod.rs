@@ -182,6 +182,7 @@ fn controller_config(
         num_partitions: config.num_partitions,
         auto_leader_rebalance_enable: cl.auto_leader_rebalance_enable,
         leader_imbalance_check_interval_ms: cl.leader_imbalance_check_interval_seconds * 1000,
+        leader_imbalance_per_broker_percentage: cl.leader_imbalance_per_broker_percentage,
         unclean_leader_election_enable: cl.unclean_leader_election_enable,
         seed: rand::random(),
         ..josef_controller::ControllerConfig::default()
