@@ -21,6 +21,7 @@ pub const CLUSTER_SETTINGS: &[&str] = &[
     "controller.quorum.voters",
     "controlled.shutdown.enable",
     "controlled.shutdown.max.retries",
+    "controlled.shutdown.retry.backoff.ms",
     "auto.leader.rebalance.enable",
     "initial.broker.registration.timeout.ms",
     "inter.broker.listener.name",

@@ -79,7 +79,6 @@ pub const NOT_USED: &[(&str, &str)] = &[
         "Josef has no ZooKeeper mode",
     ),
     // Parsed and kept, but no code reads them yet.
-    ("controlled.shutdown.retry.backoff.ms", VALIDATED_ONLY),
     ("metadata.max.idle.interval.ms", VALIDATED_ONLY),
     ("num.replica.fetchers", VALIDATED_ONLY),
     ("controller.quorum.fetch.timeout.ms", VALIDATED_ONLY),
