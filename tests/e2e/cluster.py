@@ -43,13 +43,15 @@ from conftest import broker_binary, free_port, wait_until  # noqa: F401 - one co
 from faultproxy import CLIENT, FaultNet, ProcResolver, Proxy
 
 # Lowered timeouts the tests pass (issue 15 / 18): a broker fenced after 2 s without heartbeats, an ISR
-# shrunk after 3 s of lag, a Raft election after 1 s, preferred leaders checked every 5 s.
+# shrunk after 3 s of lag, a Raft election after 1 s, preferred leaders checked every 5 s, 0.5 s
+# between the attempts of a controlled shutdown that gets no answer (all nodes stopping at once).
 FAST = {
     "broker.session.timeout.ms": "2000",
     "broker.heartbeat.interval.ms": "500",
     "replica.lag.time.max.ms": "3000",
     "controller.quorum.election.timeout.ms": "1000",
     "leader.imbalance.check.interval.seconds": "5",
+    "controlled.shutdown.retry.backoff.ms": "500",
 }
 
 

@@ -7,7 +7,9 @@
 //!   and again after the active controller is killed (-9);
 //! - 3 combined nodes: each prints `listening on`, and each one's Metadata lists 3 brokers; with
 //!   `num.replica.fetchers=2`, a follower runs two fetchers to one leader (Kafka's fetcher id per
-//!   partition) and acks=-1 produces to partitions of both fetchers complete.
+//!   partition) and acks=-1 produces to partitions of both fetchers complete; a
+//!   ControlledShutdown (API 7) sent to the client listener of the broker Metadata names as
+//!   controller is forwarded to the active controller and moves the named broker's leaderships.
 //!
 //! Every wait is on a condition, bounded; the processes are stopped by PID at the end (and
 //! killed if a check fails).
@@ -473,6 +475,8 @@ fn three_combined_nodes() {
     );
     kip951_a_produce_to_a_follower_names_the_leader(&addrs, &nodes);
     two_replica_fetchers_per_leader(&addrs, &nodes);
+    // Last: it leaves one broker fenced until it restarts.
+    controlled_shutdown_on_a_client_listener_moves_leaderships(&addrs, &nodes);
 }
 
 /// A Produce of one record to `topic`-`partition`.
@@ -579,6 +583,94 @@ fn two_replica_fetchers_per_leader(addrs: &[SocketAddr], nodes: &Nodes) {
             nodes.logs()
         );
     }
+}
+
+/// Partition leaders of `topic` in `m`, by partition index (−1: none).
+fn leaders_of(m: &MetadataResponse, topic: &str) -> Vec<i32> {
+    m.topics
+        .iter()
+        .find(|t| t.name.as_deref() == Some(topic))
+        .map_or_else(Vec::new, |t| {
+            t.partitions.iter().map(|p| p.leader_id).collect()
+        })
+}
+
+/// ControlledShutdown (API 7, Kafka's ZooKeeper-era broker-to-controller request) sent to the
+/// client listener of the broker Metadata names as controller, as older tools do: forwarded to
+/// the active controller, answered NONE with nothing left to move (every partition has RF 3),
+/// and the named broker leads nothing afterwards.
+fn controlled_shutdown_on_a_client_listener_moves_leaderships(addrs: &[SocketAddr], nodes: &Nodes) {
+    use josef_protocol::messages::{ApiVersionsRequest, ControlledShutdownRequest};
+    let Some(ResponseBody::ApiVersions(v)) =
+        call(addrs[0], 3, ApiVersionsRequest::default().into())
+    else {
+        panic!("ApiVersions\n{}", nodes.logs());
+    };
+    assert!(
+        v.api_keys.iter().any(|k| k.api_key == 7),
+        "a client listener advertises ControlledShutdown: {v:?}"
+    );
+    let created = wait_until(SETTLE, || {
+        create_topic(addrs[0], "cs", 6, 3).is_some_and(|r| {
+            r.topics
+                .iter()
+                .all(|t| t.error_code == 0 || t.error_code == 36)
+        })
+    });
+    assert!(created, "CreateTopics cs\n{}", nodes.logs());
+    // Every partition led, with its 3 replicas in the ISR.
+    let mut seen = None;
+    let ok = wait_until(SETTLE, || {
+        seen = metadata(addrs[0]);
+        seen.as_ref().is_some_and(|m| {
+            m.topics.iter().any(|t| {
+                t.name.as_deref() == Some("cs")
+                    && t.partitions.len() == 6
+                    && t.partitions
+                        .iter()
+                        .all(|p| p.leader_id > 0 && p.isr_nodes.len() == 3)
+            })
+        })
+    });
+    assert!(ok, "cs led, ISR 3: {seen:?}\n{}", nodes.logs());
+    let m = seen.unwrap();
+    let victim = leaders_of(&m, "cs")[0];
+    let controller = addrs[m.controller_id as usize - 1];
+    let req = ControlledShutdownRequest {
+        broker_id: victim,
+        broker_epoch: -1,
+        ..Default::default()
+    };
+    let mut answer = None;
+    let answered = wait_until(SETTLE, || {
+        answer = call(controller, 3, req.clone().into());
+        matches!(&answer, Some(ResponseBody::ControlledShutdown(r)) if r.error_code == 0)
+    });
+    assert!(
+        answered,
+        "ControlledShutdown for {victim} through {controller}: {answer:?}\n{}",
+        nodes.logs()
+    );
+    let Some(ResponseBody::ControlledShutdown(r)) = answer else {
+        unreachable!()
+    };
+    assert!(
+        r.remaining_partitions.is_empty(),
+        "RF 3: nothing left to move: {r:?}"
+    );
+    let mut leaders = Vec::new();
+    let moved = wait_until(SETTLE, || {
+        let Some(m) = metadata(addrs[(victim as usize) % 3]) else {
+            return false;
+        };
+        leaders = leaders_of(&m, "cs");
+        leaders.len() == 6 && leaders.iter().all(|&l| l > 0 && l != victim)
+    });
+    assert!(
+        moved,
+        "broker {victim}'s leaderships of cs moved: {leaders:?}\n{}",
+        nodes.logs()
+    );
 }
 
 /// KIP-951: Produce v10+ refused by a node that does not lead the partition names the leader,

@@ -16,6 +16,11 @@ pub struct ControllerConfig {
     pub auto_leader_rebalance_enable: bool,
     /// `leader.imbalance.check.interval.seconds` (300) in milliseconds.
     pub leader_imbalance_check_interval_ms: i64,
+    /// `leader.imbalance.per.broker.percentage` (10): the rebalance moves leaderships back to a
+    /// broker only when more than this share of the partitions it is the preferred replica of
+    /// are led elsewhere (the ZooKeeper-era controller's rule; KRaft has no threshold). 0 acts
+    /// on any imbalance; 100 or more never.
+    pub leader_imbalance_per_broker_percentage: i32,
     /// `unclean.leader.election.enable` (false): the default of the topic config.
     pub unclean_leader_election_enable: bool,
     /// `unclean.leader.election.interval.ms` (300 000): how often [`tick`](crate::Controller::tick)
@@ -39,6 +44,7 @@ impl Default for ControllerConfig {
             num_partitions: 1,
             auto_leader_rebalance_enable: true,
             leader_imbalance_check_interval_ms: 300_000,
+            leader_imbalance_per_broker_percentage: 10,
             unclean_leader_election_enable: false,
             unclean_leader_election_interval_ms: 300_000,
             producer_id_block_size: 1000,

@@ -4,7 +4,9 @@
 //! module of the same name: `ClusterControlManager` (registrations, heartbeats, fencing, with
 //! [`BrokerHeartbeatManager`] and the state machine [`calculate_next_broker_state`]),
 //! `ReplicationControlManager` (topics, partitions, AlterPartition, elections, reassignments,
-//! with [`PartitionChangeBuilder`] and [`StripedReplicaPlacer`]), `ProducerIdControlManager`,
+//! with [`PartitionChangeBuilder`] and [`StripedReplicaPlacer`]; its preferred-leader rebalance
+//! acts only for brokers above `leader_imbalance_per_broker_percentage`, the ZooKeeper-era
+//! controller's rule), `ProducerIdControlManager`,
 //! `ConfigurationControlManager`, `FeatureControlManager` and `AclControlManager` (CreateAcls /
 //! DeleteAcls, planned by josef-authorizer).
 //!
@@ -28,6 +30,7 @@ mod configuration_control;
 mod error;
 mod feature_control;
 mod heartbeat;
+mod leader_imbalance;
 mod partition_change;
 mod placement;
 mod producer_id_control;

@@ -297,7 +297,10 @@ impl Controller {
     ///    `unclean_leader_election_interval_ms` while there are any (`maybeElectUncleanLeaders`);
     /// 3. with `auto_leader_rebalance_enable`, preferred-leader elections once
     ///    `leader_imbalance_check_interval_ms` has passed since imbalance was seen
-    ///    (`maybeBalancePartitionLeaders`).
+    ///    (`maybeBalancePartitionLeaders`), then every interval while some remains; only for
+    ///    brokers whose share of preferred leaderships held elsewhere (or by none) is above
+    ///    `leader_imbalance_per_broker_percentage`, and only where the preferred replica is
+    ///    active and in the ISR (the ZooKeeper-era `checkAndTriggerAutoLeaderRebalance`).
     ///
     /// Runs 2 and 3 do at most 1000 elections; when capped, the next run is due at once.
     pub fn tick(&mut self, ctx: WriteContext) -> ControllerResult<()> {

@@ -18,6 +18,7 @@ use josef_protocol::messages::{
 };
 use josef_protocol::{ErrorCode, StrBytes, Uuid};
 
+use crate::leader_imbalance::brokers_over_threshold;
 use crate::records::{ids, ConfigRecord, MetadataRecord, RemoveTopicRecord, TopicRecord};
 use crate::{
     ApiError, Controller, ControllerResult, ElectionStrategy, LeaderRecoveryState,
@@ -55,6 +56,8 @@ pub(crate) struct PartitionIndex {
     leading: BTreeMap<i32, BTreeSet<PartitionKey>>,
     leaderless: BTreeSet<PartitionKey>,
     imbalanced: BTreeSet<PartitionKey>,
+    /// Partition counts by preferred replica (the denominators of the per-broker imbalance).
+    preferred: BTreeMap<i32, usize>,
 }
 
 fn index_set(s: &mut BTreeSet<PartitionKey>, key: PartitionKey, add: bool) {
@@ -78,6 +81,18 @@ fn index_by_broker(
     }
 }
 
+fn count_by_broker(m: &mut BTreeMap<i32, usize>, broker: i32, add: bool) {
+    let n = m.entry(broker).or_default();
+    if add {
+        *n += 1;
+    } else {
+        *n = n.saturating_sub(1);
+    }
+    if *n == 0 {
+        m.remove(&broker);
+    }
+}
+
 impl PartitionIndex {
     /// Adds (`add`) or removes the entries of partition `key` in state `p`.
     fn update(&mut self, key: PartitionKey, p: &PartitionRegistration, add: bool) {
@@ -91,6 +106,9 @@ impl PartitionIndex {
         }
         if !p.has_preferred_leader() {
             index_set(&mut self.imbalanced, key, add);
+        }
+        if let Some(b) = p.preferred_leader() {
+            count_by_broker(&mut self.preferred, b, add);
         }
     }
 }
@@ -136,6 +154,16 @@ impl ReplicationControlManager {
     /// Partitions whose leader is not the preferred replica (leaderless ones included).
     pub(crate) fn imbalanced(&self) -> impl Iterator<Item = PartitionKey> + '_ {
         self.index.imbalanced.iter().copied()
+    }
+
+    /// Partition counts by preferred replica.
+    pub(crate) fn preferred_counts(&self) -> &BTreeMap<i32, usize> {
+        &self.index.preferred
+    }
+
+    /// The preferred replica of partition `key`.
+    pub(crate) fn preferred_replica(&self, key: PartitionKey) -> Option<i32> {
+        self.partition(key).and_then(|(_, p)| p.preferred_leader())
     }
 
     /// Partitions `broker` still leads once the partition changes among `records` apply.
@@ -1190,11 +1218,28 @@ impl Controller {
         self.replication.imbalanced().next().is_some()
     }
 
-    /// Kafka's `maybeBalancePartitionLeaders`: up to [`MAX_ELECTIONS_PER_IMBALANCE`] preferred
-    /// elections; the flag says the cap was hit.
+    /// Kafka's `maybeBalancePartitionLeaders` with the ZooKeeper-era controller's per-broker
+    /// threshold (`checkAndTriggerAutoLeaderRebalance`): up to [`MAX_ELECTIONS_PER_IMBALANCE`]
+    /// preferred elections, only of partitions whose preferred replica is a broker with an
+    /// imbalance ratio above `leader_imbalance_per_broker_percentage` (`leader_imbalance.rs`)
+    /// and is active and in the ISR
+    /// (`canPreferredReplicaBeLeader`); the flag says the cap was hit.
     pub(crate) fn maybe_balance_partition_leaders(&self) -> (Vec<MetadataRecord>, bool) {
+        let rc = &self.replication;
+        let over = brokers_over_threshold(
+            rc.preferred_counts(),
+            rc.imbalanced().filter_map(|k| rc.preferred_replica(k)),
+            self.config.leader_imbalance_per_broker_percentage,
+        );
+        let candidates = rc.imbalanced().filter(|&k| {
+            rc.partition(k).is_some_and(|(_, p)| {
+                p.preferred_leader().is_some_and(|b| {
+                    over.contains(&b) && p.isr.contains(&b) && self.cluster.is_active(b)
+                })
+            })
+        });
         self.bounded_elections(
-            self.replication.imbalanced(),
+            candidates,
             ElectionStrategy::PreferredReplicaPartitionLeaderElectionStrategy,
             false,
         )

@@ -3,12 +3,9 @@
 
 mod common;
 
-use common::{Harness, CLUSTER_ID};
+use common::{reassign, Harness, CLUSTER_ID};
 use josef_controller::{
     Controller, ControllerConfig, MetadataRecord, WriteContext, NO_LEADER, TOPIC_RESOURCE,
-};
-use josef_protocol::messages::alter_partition_reassignments_request::{
-    ReassignablePartition, ReassignableTopic,
 };
 use josef_protocol::messages::alter_partition_request::{BrokerState, PartitionData, TopicData};
 use josef_protocol::messages::create_topics_request::{
@@ -922,23 +919,6 @@ fn unclean_leader_election_topic_config_on_fencing() {
     h.heartbeat(2, ep[1], false, false);
     let clean = h.partition("clean", 0);
     assert_eq!((clean.leader, clean.isr.clone()), (2, vec![2]));
-}
-
-fn reassign(h: &mut Harness, t: &str, p: i32, target: Option<&[i32]>) -> i16 {
-    let req = AlterPartitionReassignmentsRequest {
-        topics: vec![ReassignableTopic {
-            name: t.into(),
-            partitions: vec![ReassignablePartition {
-                partition_index: p,
-                replicas: target.map(|x| x.to_vec().into()),
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let r = h.c.alter_partition_reassignments(h.ctx(), &req);
-    h.commit(r).responses[0].partitions[0].error_code
 }
 
 #[test]

@@ -21,10 +21,12 @@ pub const CLUSTER_SETTINGS: &[&str] = &[
     "controller.quorum.voters",
     "controlled.shutdown.enable",
     "controlled.shutdown.max.retries",
+    "controlled.shutdown.retry.backoff.ms",
     "auto.leader.rebalance.enable",
     "initial.broker.registration.timeout.ms",
     "inter.broker.listener.name",
     "leader.imbalance.check.interval.seconds",
+    "leader.imbalance.per.broker.percentage",
     "metadata.log.dir",
     "replica.fetch.backoff.ms",
     "replica.fetch.max.bytes",
@@ -201,7 +203,8 @@ pub struct ClusterConfig {
     pub auto_leader_rebalance_enable: bool,
     /// `leader.imbalance.check.interval.seconds` (300).
     pub leader_imbalance_check_interval_seconds: i64,
-    /// `leader.imbalance.per.broker.percentage` (10; KRaft has no threshold, kept for configs).
+    /// `leader.imbalance.per.broker.percentage` (10): the auto rebalance's per-broker threshold
+    /// (the ZooKeeper-era controller's rule; KRaft has none).
     pub leader_imbalance_per_broker_percentage: i32,
     /// `controlled.shutdown.enable` (true).
     pub controlled_shutdown_enable: bool,

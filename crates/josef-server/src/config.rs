@@ -79,8 +79,6 @@ pub const NOT_USED: &[(&str, &str)] = &[
         "Josef has no ZooKeeper mode",
     ),
     // Parsed and kept, but no code reads them yet.
-    ("controlled.shutdown.retry.backoff.ms", VALIDATED_ONLY),
-    ("leader.imbalance.per.broker.percentage", VALIDATED_ONLY),
     ("metadata.max.idle.interval.ms", VALIDATED_ONLY),
     ("controller.quorum.fetch.timeout.ms", VALIDATED_ONLY),
     ("controller.quorum.append.linger.ms", VALIDATED_ONLY),

@@ -390,6 +390,10 @@ pub(super) fn before(
         {
             refuse_whole(b, CLUSTER_DENIED)
         }
+        // Kafka's `handleControlledShutdownRequest`: an inter-broker API, CLUSTER_ACTION.
+        b @ RequestBody::ControlledShutdown(_) if !auth.cluster(Op::ClusterAction) => {
+            refuse_whole(b, CLUSTER_DENIED)
+        }
         RequestBody::OffsetDelete(r) => offset_delete(auth, r),
         b @ RequestBody::DescribeProducers(_) => run(b, Check::DescribeProducers),
         b @ RequestBody::DescribeTransactions(_) => run(b, Check::DescribeTransactions),

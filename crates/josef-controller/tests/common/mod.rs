@@ -6,11 +6,14 @@ use josef_controller::{
     Controller, ControllerConfig, ControllerResult, MetadataRecord, PartitionRegistration,
     WriteContext,
 };
+use josef_protocol::messages::alter_partition_reassignments_request::{
+    ReassignablePartition, ReassignableTopic,
+};
 use josef_protocol::messages::alter_partition_request::{BrokerState, PartitionData, TopicData};
-use josef_protocol::messages::create_topics_request::CreatableTopic;
+use josef_protocol::messages::create_topics_request::{CreatableReplicaAssignment, CreatableTopic};
 use josef_protocol::messages::{
-    AlterPartitionRequest, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
-    BrokerRegistrationRequest, CreateTopicsRequest,
+    AlterPartitionReassignmentsRequest, AlterPartitionRequest, BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse, BrokerRegistrationRequest, CreateTopicsRequest,
 };
 use josef_protocol::Uuid;
 
@@ -125,6 +128,30 @@ impl Harness {
         self.commit(r).topics[0].error_code
     }
 
+    /// Creates `name` with partition i on `assignments[i]` (the first replica preferred).
+    pub fn create_assigned(&mut self, name: &str, assignments: &[&[i32]]) -> i16 {
+        let req = CreateTopicsRequest {
+            topics: vec![CreatableTopic {
+                name: name.into(),
+                num_partitions: -1,
+                replication_factor: -1,
+                assignments: assignments
+                    .iter()
+                    .zip(0..)
+                    .map(|(b, i)| CreatableReplicaAssignment {
+                        partition_index: i,
+                        broker_ids: b.to_vec().into(),
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let r = self.c.create_topics(self.ctx(), &req, 7);
+        self.commit(r).topics[0].error_code
+    }
+
     pub fn partition(&self, topic: &str, index: i32) -> PartitionRegistration {
         self.c.topic(topic).unwrap().partitions[&index].clone()
     }
@@ -197,4 +224,22 @@ pub fn alter_partition_request(
         }],
         ..Default::default()
     }
+}
+
+/// AlterPartitionReassignments of one partition (`None` cancels); its error code.
+pub fn reassign(h: &mut Harness, t: &str, p: i32, target: Option<&[i32]>) -> i16 {
+    let req = AlterPartitionReassignmentsRequest {
+        topics: vec![ReassignableTopic {
+            name: t.into(),
+            partitions: vec![ReassignablePartition {
+                partition_index: p,
+                replicas: target.map(|x| x.to_vec().into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let r = h.c.alter_partition_reassignments(h.ctx(), &req);
+    h.commit(r).responses[0].partitions[0].error_code
 }

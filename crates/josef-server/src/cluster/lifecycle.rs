@@ -15,6 +15,7 @@ use josef_protocol::{ErrorCode, RequestBody, ResponseBody, StrBytes, Uuid};
 use tokio::sync::watch;
 
 use super::channel::ControllerChannel;
+use super::controlled_shutdown::ShutdownTarget;
 use super::metadata_log::MetadataLog;
 
 /// Where the broker is in its lifecycle.
@@ -103,16 +104,22 @@ impl BrokerLifecycle {
         *self.epoch.lock()
     }
 
-    /// Asks for a controlled shutdown; resolves when the controller lets the broker stop or
-    /// `deadline` passes (then the broker stops anyway, as Kafka does after its retries).
-    pub async fn controlled_shutdown(&self, deadline: Duration) -> bool {
-        let _ = self.want_shutdown.send(true);
+    /// Asks for a controlled shutdown: sets `want_shut_down` and wakes the heartbeat loop so a
+    /// heartbeat carrying it goes out now (each [attempt](super::controlled_shutdown) asks again);
+    /// true once the controller lets the broker stop, false after `timeout`.
+    pub async fn request_controlled_shutdown(&self, timeout: Duration) -> bool {
+        self.want_shutdown.send_replace(true);
+        self.wait_shutting_down(timeout).await
+    }
+
+    /// Waits up to `timeout` for the controller's "shut down now" without asking again.
+    pub async fn wait_shutting_down(&self, timeout: Duration) -> bool {
         let mut rx = self.subscribe();
-        let done = tokio::time::timeout(deadline, async {
+        tokio::time::timeout(timeout, async {
             let _ = rx.wait_for(|s| *s == LifecycleState::ShuttingDown).await;
         })
-        .await;
-        done.is_ok()
+        .await
+        .is_ok()
     }
 
     async fn run(
@@ -236,5 +243,15 @@ impl BrokerLifecycle {
                 }
             }
         }
+    }
+}
+
+impl ShutdownTarget for BrokerLifecycle {
+    async fn attempt(&self, _n: u32, timeout: Duration) -> bool {
+        self.request_controlled_shutdown(timeout).await
+    }
+
+    async fn backoff(&self, d: Duration) -> bool {
+        self.wait_shutting_down(d).await
     }
 }

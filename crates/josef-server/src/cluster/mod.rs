@@ -9,6 +9,7 @@
 pub mod alter_partition;
 pub mod broker_connections;
 pub mod channel;
+pub mod controlled_shutdown;
 pub mod controller_apis;
 pub mod driver;
 pub mod event_loop;
@@ -38,6 +39,7 @@ use crate::config::BrokerConfig;
 use crate::connection::ConnectionLimits;
 use crate::server::BoundListener;
 use channel::ControllerChannel;
+use controlled_shutdown::ShutdownAttempts;
 use driver::ControllerDriver;
 use lifecycle::BrokerLifecycle;
 use metadata_log::MetadataLog;
@@ -187,6 +189,7 @@ fn controller_config(
         num_partitions: config.num_partitions,
         auto_leader_rebalance_enable: cl.auto_leader_rebalance_enable,
         leader_imbalance_check_interval_ms: cl.leader_imbalance_check_interval_seconds * 1000,
+        leader_imbalance_per_broker_percentage: cl.leader_imbalance_per_broker_percentage,
         unclean_leader_election_enable: cl.unclean_leader_election_enable,
         seed: rand::random(),
         ..josef_controller::ControllerConfig::default()
@@ -430,12 +433,16 @@ impl ClusterNode {
     pub async fn shutdown(&self) {
         if let Some(l) = self.lifecycle.get() {
             if self.config.controlled_shutdown_enable {
-                let retries = self.config.controlled_shutdown_max_retries.max(1) as u32;
-                let per_try =
+                // An attempt waits a session timeout: the controller answers within a few
+                // heartbeats unless it is unreachable or the other brokers lag.
+                let per_attempt =
                     Duration::from_millis((self.config.broker_session_timeout_ms as u64).max(1000));
-                if !l.controlled_shutdown(per_try * retries).await {
-                    tracing::warn!("controlled shutdown did not complete; stopping anyway");
-                }
+                let attempts = ShutdownAttempts::new(
+                    self.config.controlled_shutdown_max_retries,
+                    self.config.controlled_shutdown_retry_backoff_ms,
+                    per_attempt,
+                );
+                attempts.run(l.as_ref()).await;
             }
         }
         if let Some(f) = self.fetchers.get() {

@@ -71,7 +71,10 @@ pub fn cluster_served_versions(key: ApiKey) -> Option<(i16, i16)> {
         | ApiKey::AlterPartitionReassignments
         | ApiKey::ListPartitionReassignments
         | ApiKey::DescribeQuorum
-        | ApiKey::UpdateFeatures => Some(key.valid_versions()),
+        | ApiKey::UpdateFeatures
+        // For older tools that send it to the broker Metadata names as controller (Kafka's
+        // ZooKeeper-era path); the active controller answers it (`ControlledShutdown` there).
+        | ApiKey::ControlledShutdown => Some(key.valid_versions()),
         _ => None,
     }
 }
@@ -133,7 +136,8 @@ async fn route(
             | RequestBody::DescribeQuorum(_)
             | RequestBody::UpdateFeatures(_)
             | RequestBody::AlterUserScramCredentials(_)
-            | RequestBody::AlterClientQuotas(_)) => {
+            | RequestBody::AlterClientQuotas(_)
+            | RequestBody::ControlledShutdown(_)) => {
                 return Reply::Body(cluster::forward(&node, b, v).await)
             }
             RequestBody::FindCoordinator(r) => {
