@@ -16,8 +16,8 @@ use std::collections::BTreeSet;
 use std::net::SocketAddr;
 
 use common::{
-    broker_ids, call, combined, create_topic, free_port, metadata, voters, wait_until, Node, Nodes,
-    PROTOCOLS, SETTLE,
+    broker_ids, call, create_topic, free_port, metadata, three_combined, voters, wait_until, Node,
+    Nodes, PROTOCOLS, SETTLE,
 };
 use josef_protocol::messages::describe_quorum_request::{PartitionData, TopicData};
 use josef_protocol::messages::{DescribeQuorumRequest, MetadataResponse};
@@ -156,8 +156,7 @@ fn three_controllers_and_two_broker_only_nodes() {
         .iter()
         .find(|t| t.name.as_deref() == Some("roles"))
         .unwrap();
-    let leaders: BTreeSet<i32> =
-        t.partitions.iter().map(|p| p.leader_id).collect();
+    let leaders: BTreeSet<i32> = t.partitions.iter().map(|p| p.leader_id).collect();
     assert_eq!(leaders.len(), 2, "{t:?}");
     // Clients are told a broker as the controller (Kafka: clients cannot reach KRaft
     // controllers; any broker forwards).
@@ -198,20 +197,7 @@ fn three_controllers_and_two_broker_only_nodes() {
 #[test]
 fn three_combined_nodes() {
     let tmp = tempfile::tempdir().unwrap();
-    let cports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let bports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let quorum = voters(&cports);
-    let nodes = Nodes(
-        (0..3)
-            .map(|i| {
-                Node::spawn(
-                    tmp.path(),
-                    i as i32 + 1,
-                    &combined(&quorum, bports[i], cports[i]),
-                )
-            })
-            .collect(),
-    );
+    let (nodes, bports) = three_combined(tmp.path(), &[]);
     let addrs = nodes.listening();
     for (a, p) in addrs.iter().zip(&bports) {
         assert_eq!(a.port(), *p, "a combined node prints its client listener");

@@ -19,8 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use common::{
-    broker_ids, call, combined, create_topics, free_port, metadata, voters, wait_until, Node,
-    Nodes, SETTLE,
+    broker_ids, call, create_topics, metadata, three_combined, wait_until, Node, Nodes, SETTLE,
 };
 use josef_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use josef_protocol::messages::describe_configs_request::DescribeConfigsResource;
@@ -51,18 +50,7 @@ fn snapshot_props() -> Vec<(&'static str, String)> {
 }
 
 fn start_cluster(root: &Path) -> (Nodes, Vec<SocketAddr>) {
-    let cports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let bports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let quorum = voters(&cports);
-    let nodes = Nodes(
-        (0..3)
-            .map(|i| {
-                let mut props = combined(&quorum, bports[i], cports[i]);
-                props.extend(snapshot_props());
-                Node::spawn(root, i as i32 + 1, &props)
-            })
-            .collect(),
-    );
+    let (nodes, _) = three_combined(root, &snapshot_props());
     let addrs = nodes.listening();
     let ok = wait_until(CONVERGE, || {
         addrs
@@ -102,7 +90,9 @@ fn loaded_snapshots(n: &Node) -> usize {
     n.stderr().matches("loading the snapshot at").count()
 }
 fn installed_snapshots(n: &Node) -> usize {
-    n.stderr().matches("installing metadata snapshot at").count()
+    n.stderr()
+        .matches("installing metadata snapshot at")
+        .count()
 }
 
 /// A node's image as its clients see it, in two parts: what survives any restart (brokers,
@@ -187,11 +177,15 @@ fn converged(nodes: &Nodes, topics: usize) -> Image {
         last = addrs.iter().map(|a| image(*a)).collect();
         last.len() == nodes.0.iter().filter(|n| !n.killed).count()
             && last.iter().all(|i| i.is_some() && *i == last[0])
-            && last[0]
-                .as_ref()
-                .is_some_and(|i| i.durable.iter().filter(|l| l.starts_with("topic ")).count() >= topics)
+            && last[0].as_ref().is_some_and(|i| {
+                i.durable.iter().filter(|l| l.starts_with("topic ")).count() >= topics
+            })
     });
-    assert!(ok, "the same image on every node: {last:#?}\n{}", nodes.logs());
+    assert!(
+        ok,
+        "the same image on every node: {last:#?}\n{}",
+        nodes.logs()
+    );
     last[0].clone().unwrap()
 }
 
@@ -215,9 +209,9 @@ fn create(addr: SocketAddr, name: &str, partitions: i32, rf: i16, configs: &[(&s
     let ok = wait_until(SETTLE, || {
         last = create_topics(addr, vec![topic.clone()]);
         last.as_ref().is_some_and(|r| {
-            r.topics
-                .iter()
-                .all(|t| t.error_code == 0 || t.error_code == 36 /* TOPIC_ALREADY_EXISTS */)
+            r.topics.iter().all(
+                |t| t.error_code == 0 || t.error_code == 36, /* TOPIC_ALREADY_EXISTS */
+            )
         })
     });
     assert!(ok, "CreateTopics {name} through {addr}: {last:?}");
@@ -271,7 +265,10 @@ fn restart_from_snapshot_and_log_gives_the_same_image() {
     fill(addrs[0], 30);
     let before = converged(&nodes, 31);
     assert!(
-        before.durable.iter().any(|l| l.contains("max.message.bytes")),
+        before
+            .durable
+            .iter()
+            .any(|l| l.contains("max.message.bytes")),
         "{before:?}"
     );
     // Several snapshots taken on every node (about one per 10 entries; only the newest is kept).
@@ -287,7 +284,11 @@ fn restart_from_snapshot_and_log_gives_the_same_image() {
     // (a) kill -9 one node and start it again: it loads its snapshot, replays its log after
     // it, and answers the image the others answer.
     nodes.0[1].kill();
-    assert_eq!(loaded_snapshots(&nodes.0[1]), 0, "a fresh node had no snapshot");
+    assert_eq!(
+        loaded_snapshots(&nodes.0[1]),
+        0,
+        "a fresh node had no snapshot"
+    );
     nodes.0[1].restart();
     nodes.listening();
     let after_kill = converged(&nodes, 31);

@@ -282,8 +282,11 @@ pub(crate) fn parse(
     let _retry: i64 = p.num("controller.quorum.retry.backoff.ms", 20, 0)?;
     let metadata_max_idle_interval_ms = p.num("metadata.max.idle.interval.ms", 500, 0)?;
     let metadata_log_dir = p.take("metadata.log.dir").map(PathBuf::from);
-    let metadata_log_max_record_bytes_between_snapshots =
-        p.num("metadata.log.max.record.bytes.between.snapshots", 20 * 1024 * 1024, 1)?;
+    let metadata_log_max_record_bytes_between_snapshots = p.num(
+        "metadata.log.max.record.bytes.between.snapshots",
+        20 * 1024 * 1024,
+        1,
+    )?;
     let metadata_log_max_snapshot_interval_ms =
         p.num("metadata.log.max.snapshot.interval.ms", 3_600_000, 0)?;
     let metadata_log_segment_min_bytes: i64 =
@@ -294,9 +297,7 @@ pub(crate) fn parse(
         return Err(Props::invalid(
             "metadata.log.segment.bytes",
             &metadata_log_segment_bytes.to_string(),
-            format!(
-                "below metadata.log.segment.min.bytes ({metadata_log_segment_min_bytes})"
-            ),
+            format!("below metadata.log.segment.min.bytes ({metadata_log_segment_min_bytes})"),
         ));
     }
     let replica_lag_time_max_ms = p.num("replica.lag.time.max.ms", 30_000, 1)?;
@@ -614,7 +615,10 @@ mod tests {
         m.insert("metadata.log.max.snapshot.interval.ms".into(), "0".into());
         m.insert("metadata.log.segment.min.bytes".into(), "4096".into());
         m.insert("metadata.log.segment.bytes".into(), "4096".into());
-        let cl = BrokerConfig::from_properties(m.clone()).unwrap().cluster.unwrap();
+        let cl = BrokerConfig::from_properties(m.clone())
+            .unwrap()
+            .cluster
+            .unwrap();
         assert_eq!(cl.snapshot_every_n_entries(), 10);
         assert_eq!(cl.entries_kept_after_snapshot(), 10);
         assert_eq!(cl.metadata_log_max_snapshot_interval_ms, 0);
@@ -623,7 +627,10 @@ mod tests {
         // As in Kafka, a segment size below the floor is refused.
         m.remove("metadata.log.segment.min.bytes");
         let e = BrokerConfig::from_properties(m.clone()).unwrap_err();
-        assert!(e.to_string().contains("metadata.log.segment.min.bytes"), "{e}");
+        assert!(
+            e.to_string().contains("metadata.log.segment.min.bytes"),
+            "{e}"
+        );
         m.insert(
             "metadata.log.max.record.bytes.between.snapshots".into(),
             "0".into(),

@@ -295,7 +295,10 @@ pub fn create_topic(
     )
 }
 
-pub fn create_topics(addr: SocketAddr, topics: Vec<CreatableTopic>) -> Option<CreateTopicsResponse> {
+pub fn create_topics(
+    addr: SocketAddr,
+    topics: Vec<CreatableTopic>,
+) -> Option<CreateTopicsResponse> {
     let req = CreateTopicsRequest {
         topics,
         timeout_ms: 10_000,
@@ -335,4 +338,20 @@ pub fn combined(voters: &str, bport: u16, cport: u16) -> Vec<(&'static str, Stri
         ("inter.broker.listener.name", "PLAINTEXT".into()),
         ("listener.security.protocol.map", PROTOCOLS.into()),
     ]
+}
+
+/// Starts 3 combined nodes (ids 1, 2, 3) under `root` on free ports, each with `extra` settings
+/// added; the nodes and their client ports.
+pub fn three_combined(root: &Path, extra: &[(&'static str, String)]) -> (Nodes, Vec<u16>) {
+    let cports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let bports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let quorum = voters(&cports);
+    let nodes = (0..3)
+        .map(|i| {
+            let mut props = combined(&quorum, bports[i], cports[i]);
+            props.extend_from_slice(extra);
+            Node::spawn(root, i as i32 + 1, &props)
+        })
+        .collect();
+    (Nodes(nodes), bports)
 }
