@@ -14,228 +14,18 @@
 //! Every wait is on a condition, bounded; the processes are stopped by PID at the end (and
 //! killed if a check fails).
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+mod common;
 
-use bytes::{Bytes, BytesMut};
-use josef_protocol::messages::create_topics_request::CreatableTopic;
-use josef_protocol::messages::describe_quorum_request::{PartitionData, TopicData};
-use josef_protocol::messages::{
-    CreateTopicsRequest, CreateTopicsResponse, DescribeQuorumRequest, MetadataRequest,
-    MetadataResponse, ProduceRequest, RequestHeader,
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+
+use common::{
+    broker_ids, call, create_topic, free_port, metadata, three_combined, voters, wait_until, Node,
+    Nodes, PROTOCOLS, SETTLE,
 };
-use josef_protocol::{decode_response_frame, encode_request_frame, RequestBody, ResponseBody};
-
-const START: Duration = Duration::from_secs(30);
-const SETTLE: Duration = Duration::from_secs(20);
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Polls `cond` every 50 ms until it holds or `timeout` passes; whether it held.
-fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// One `josef-broker -c node.properties` process.
-struct Node {
-    id: i32,
-    dir: PathBuf,
-    child: Child,
-    stdout: Arc<Mutex<Vec<String>>>,
-    /// Killed (and reaped) by the test already.
-    killed: bool,
-}
-
-impl Node {
-    fn spawn(root: &Path, id: i32, props: &[(&str, String)]) -> Node {
-        let dir = root.join(format!("node{id}"));
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut text = format!("node.id={id}\nlog.dirs={}\n", dir.join("data").display());
-        for (k, v) in props {
-            text.push_str(&format!("{k}={v}\n"));
-        }
-        // Lowered timeouts, as docs/cluster.md allows.
-        text.push_str("broker.session.timeout.ms=3000\nbroker.heartbeat.interval.ms=500\n");
-        let config = dir.join("node.properties");
-        std::fs::write(&config, text).unwrap();
-        let stderr = std::fs::File::create(dir.join("stderr.log")).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_josef-broker"))
-            .arg("-c")
-            .arg(&config)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::piped())
-            .stderr(stderr)
-            .spawn()
-            .unwrap();
-        let stdout = Arc::new(Mutex::new(Vec::new()));
-        let out = child.stdout.take().unwrap();
-        let lines = stdout.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines() {
-                let Ok(line) = line else { return };
-                lines.lock().unwrap().push(line);
-            }
-        });
-        Node {
-            id,
-            dir,
-            child,
-            stdout,
-            killed: false,
-        }
-    }
-
-    /// SIGKILL by PID, and reap it.
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        self.killed = true;
-    }
-
-    /// The address of its first `listening on` line, once printed.
-    fn listening(&self) -> Option<SocketAddr> {
-        self.stdout
-            .lock()
-            .unwrap()
-            .iter()
-            .find_map(|l| l.strip_prefix("listening on ")?.trim().parse().ok())
-    }
-
-    /// The last lines of its log, for failure messages.
-    fn log_tail(&self) -> String {
-        let mut s = String::new();
-        if let Ok(mut f) = std::fs::File::open(self.dir.join("stderr.log")) {
-            let _ = f.read_to_string(&mut s);
-        }
-        let lines: Vec<&str> = s.lines().collect();
-        let tail = lines[lines.len().saturating_sub(25)..].join("\n");
-        format!("--- node {} stderr (tail) ---\n{tail}", self.id)
-    }
-}
-
-/// The nodes of one test; stopped by PID when dropped (SIGTERM, then SIGKILL after a bound).
-struct Nodes(Vec<Node>);
-
-impl Nodes {
-    fn logs(&self) -> String {
-        self.0
-            .iter()
-            .map(Node::log_tail)
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-
-    /// Waits until every node printed `listening on`; their addresses.
-    fn listening(&self) -> Vec<SocketAddr> {
-        let ok = wait_until(START, || self.0.iter().all(|n| n.listening().is_some()));
-        assert!(ok, "every node prints `listening on`\n{}", self.logs());
-        self.0.iter().map(|n| n.listening().unwrap()).collect()
-    }
-}
-
-impl Drop for Nodes {
-    fn drop(&mut self) {
-        for n in self.0.iter().filter(|n| !n.killed) {
-            let _ = Command::new("kill")
-                .arg("-TERM")
-                .arg(n.child.id().to_string())
-                .status();
-        }
-        for n in self.0.iter_mut().filter(|n| !n.killed) {
-            let exited = wait_until(Duration::from_secs(10), || {
-                matches!(n.child.try_wait(), Ok(Some(_)))
-            });
-            if !exited {
-                let _ = n.child.kill();
-            }
-            let _ = n.child.wait();
-        }
-    }
-}
-
-/// One Kafka request on a fresh connection; `None` on any failure (the node may be starting).
-fn call(addr: SocketAddr, version: i16, body: RequestBody) -> Option<ResponseBody> {
-    let key = body.api_key();
-    let header = RequestHeader {
-        request_api_key: key as i16,
-        request_api_version: version,
-        correlation_id: 1,
-        client_id: Some("cluster-roles-test".into()),
-        ..Default::default()
-    };
-    let mut buf = BytesMut::new();
-    encode_request_frame(&header, &body, &mut buf).ok()?;
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    s.write_all(&buf).ok()?;
-    let mut len = [0u8; 4];
-    s.read_exact(&mut len).ok()?;
-    let len = usize::try_from(i32::from_be_bytes(len)).ok()?;
-    let mut frame = vec![0u8; len];
-    s.read_exact(&mut frame).ok()?;
-    decode_response_frame(key, version, Bytes::from(frame))
-        .ok()
-        .map(|(_, b)| b)
-}
-
-fn metadata(addr: SocketAddr) -> Option<MetadataResponse> {
-    let req = MetadataRequest {
-        topics: None,
-        allow_auto_topic_creation: false,
-        ..Default::default()
-    };
-    match call(addr, 12, req.into())? {
-        ResponseBody::Metadata(m) => Some(m),
-        _ => None,
-    }
-}
-
-fn broker_ids(m: &MetadataResponse) -> Vec<i32> {
-    let mut ids: Vec<i32> = m.brokers.iter().map(|b| b.node_id).collect();
-    ids.sort_unstable();
-    ids
-}
-
-fn create_topic(
-    addr: SocketAddr,
-    name: &str,
-    partitions: i32,
-    rf: i16,
-) -> Option<CreateTopicsResponse> {
-    let req = CreateTopicsRequest {
-        topics: vec![CreatableTopic {
-            name: name.into(),
-            num_partitions: partitions,
-            replication_factor: rf,
-            ..Default::default()
-        }],
-        timeout_ms: 10_000,
-        ..Default::default()
-    };
-    match call(addr, 7, req.into())? {
-        ResponseBody::CreateTopics(r) => Some(r),
-        _ => None,
-    }
-}
+use josef_protocol::messages::describe_quorum_request::{PartitionData, TopicData};
+use josef_protocol::messages::{DescribeQuorumRequest, MetadataResponse, ProduceRequest};
+use josef_protocol::ResponseBody;
 
 /// The metadata quorum's leader as the controller at `addr` sees it (DescribeQuorum).
 fn quorum_leader(addr: SocketAddr) -> Option<i32> {
@@ -292,17 +82,6 @@ fn create_rf2(addr: SocketAddr, topic: &str) -> Result<(), String> {
         Err(format!("CreateTopics {topic} through {addr}: {created:?}"))
     }
 }
-
-fn voters(ports: &[u16]) -> String {
-    ports
-        .iter()
-        .enumerate()
-        .map(|(i, p)| format!("{}@127.0.0.1:{p}", i + 1))
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-const PROTOCOLS: &str = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT";
 
 #[test]
 fn three_controllers_and_two_broker_only_nodes() {
@@ -381,8 +160,7 @@ fn three_controllers_and_two_broker_only_nodes() {
         .iter()
         .find(|t| t.name.as_deref() == Some("roles"))
         .unwrap();
-    let leaders: std::collections::BTreeSet<i32> =
-        t.partitions.iter().map(|p| p.leader_id).collect();
+    let leaders: BTreeSet<i32> = t.partitions.iter().map(|p| p.leader_id).collect();
     assert_eq!(leaders.len(), 2, "{t:?}");
     // Clients are told a broker as the controller (Kafka: clients cannot reach KRaft
     // controllers; any broker forwards).
@@ -423,38 +201,7 @@ fn three_controllers_and_two_broker_only_nodes() {
 #[test]
 fn three_combined_nodes() {
     let tmp = tempfile::tempdir().unwrap();
-    let cports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let bports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let quorum = voters(&cports);
-    let nodes = Nodes(
-        (0..3)
-            .map(|i| {
-                Node::spawn(
-                    tmp.path(),
-                    i as i32 + 1,
-                    &[
-                        ("process.roles", "broker,controller".into()),
-                        ("controller.quorum.voters", quorum.clone()),
-                        (
-                            "listeners",
-                            format!(
-                                "PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:{}",
-                                bports[i], cports[i]
-                            ),
-                        ),
-                        (
-                            "advertised.listeners",
-                            format!("PLAINTEXT://127.0.0.1:{}", bports[i]),
-                        ),
-                        ("controller.listener.names", "CONTROLLER".into()),
-                        ("inter.broker.listener.name", "PLAINTEXT".into()),
-                        ("listener.security.protocol.map", PROTOCOLS.into()),
-                        ("num.replica.fetchers", "2".into()),
-                    ],
-                )
-            })
-            .collect(),
-    );
+    let (nodes, bports) = three_combined(tmp.path(), &[("num.replica.fetchers", "2".into())]);
     let addrs = nodes.listening();
     for (a, p) in addrs.iter().zip(&bports) {
         assert_eq!(a.port(), *p, "a combined node prints its client listener");

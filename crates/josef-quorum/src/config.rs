@@ -37,8 +37,14 @@ pub struct QuorumConfig {
     /// answers [`QuorumError::Timeout`].
     pub propose_timeout_ms: u64,
     /// A snapshot of the state machine is taken after this many entries since the last one
-    /// (default 10000), and the log before it is then purged.
+    /// (default 10000), and the log before it is then purged. openraft counts entries, not
+    /// bytes: the broker derives it from Kafka's `metadata.log.max.record.bytes.between.snapshots`
+    /// (see its `cluster_config` module).
     pub snapshot_every_n_entries: u64,
+    /// Kafka's `metadata.log.max.snapshot.interval.ms` (default 3600000): a snapshot is also
+    /// taken once per this interval when entries were applied since the newest one; 0 turns the
+    /// timer off.
+    pub snapshot_max_interval_ms: u64,
     /// Entries kept in the log below the last snapshot (default 1000), so a follower a little
     /// behind catches up from the log instead of a snapshot.
     pub entries_kept_after_snapshot: u64,
@@ -63,6 +69,7 @@ impl QuorumConfig {
             fetch_timeout_ms: 2000,
             propose_timeout_ms: 30_000,
             snapshot_every_n_entries: 10_000,
+            snapshot_max_interval_ms: 3_600_000,
             entries_kept_after_snapshot: 1000,
             segment_bytes: 8 * 1024 * 1024,
             fsync: true,

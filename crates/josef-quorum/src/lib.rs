@@ -50,7 +50,8 @@
 //!   voters over [`OBSERVER_PREAMBLE`] connections (not part of Raft: observers never vote and
 //!   never count towards a commit).
 //! - The entries after the last purge are also held in memory (the metadata log is snapshotted
-//!   every [`QuorumConfig::snapshot_every_n_entries`]).
+//!   every [`QuorumConfig::snapshot_every_n_entries`], and every
+//!   [`QuorumConfig::snapshot_max_interval_ms`] when entries were applied since the last one).
 //! - A snapshot travels as one frame: its JSON (base64 data) must fit [`MAX_FRAME_BYTES`].
 //! - A voter whose directory was wiped initializes itself again and rejoins; as with any Raft,
 //!   losing the disks of a majority can lose committed entries.
@@ -104,6 +105,7 @@ mod local_log;
 mod log_store;
 mod network;
 mod observer;
+mod snapshot_timer;
 mod state_machine;
 mod types;
 
@@ -437,6 +439,14 @@ impl MetadataQuorum {
             cut_off.clone(),
         );
         let (stop, _) = watch::channel(false);
+        snapshot_timer::spawn(
+            &runtime,
+            raft.clone(),
+            config.snapshot_max_interval_ms,
+            progress.clone(),
+            current_snapshot.clone(),
+            stop.subscribe(),
+        );
         let observers = ObserverSource {
             node_id: config.node_id,
             log: log_reader,

@@ -1,6 +1,6 @@
 //! Three voters in one process, each on its own runtime and loopback port: election, commit,
 //! a leader crash (its runtime dropped, no graceful stop), failover, catch-up, and a restart of
-//! every node from snapshot + log.
+//! every node from snapshot + log, and a snapshot taken on time (`snapshot_max_interval_ms`).
 
 mod common;
 
@@ -287,4 +287,59 @@ async fn a_single_voter_commits_alone_and_bad_starts_are_typed_errors() {
         MetadataQuorum::start(config, Arc::new(Recorder::default())).await,
         Err(QuorumError::Corrupt(_))
     ));
+}
+
+/// `snapshot_max_interval_ms` (Kafka's `metadata.log.max.snapshot.interval.ms`): with an entry
+/// threshold never reached, a snapshot of the applied entries is still taken on time.
+#[tokio::test]
+async fn a_snapshot_is_taken_on_time_when_the_entry_threshold_is_not_reached() {
+    init_tracing();
+    let tmp = tempfile::tempdir().unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let voters =
+        josef_quorum::parse_voters(&format!("1@{}", listener.local_addr().unwrap())).unwrap();
+    let dir = tmp.path().join("__cluster_metadata-0");
+    let mut config = QuorumConfig::new(1, voters, &dir);
+    config.election_timeout_ms = 300;
+    config.heartbeat_interval_ms = 50;
+    config.snapshot_every_n_entries = 1_000_000;
+    config.snapshot_max_interval_ms = 100;
+    let q = MetadataQuorum::start(config, Arc::new(Recorder::default()))
+        .await
+        .unwrap();
+    q.serve_listener(listener).unwrap();
+    let index = tokio::time::timeout(WAIT, async {
+        loop {
+            match q.propose(vec![Bytes::from_static(b"timed")]).await {
+                Ok(i) => return i,
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+    })
+    .await
+    .expect("the single voter commits");
+    let snapshot_at = || {
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| {
+                let name = e.unwrap().file_name().to_string_lossy().into_owned();
+                name.strip_prefix("snapshot-")?
+                    .strip_suffix(".snap")?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .max()
+    };
+    let taken = tokio::time::timeout(WAIT, async {
+        while !matches!(snapshot_at(), Some(i) if i >= index) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(
+        taken.is_ok(),
+        "snapshot at {:?}, entry at {index}",
+        snapshot_at()
+    );
+    q.shutdown().await.unwrap();
 }

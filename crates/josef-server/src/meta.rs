@@ -266,4 +266,24 @@ mod tests {
         let e = ensure_meta(&dirs, 2).unwrap_err();
         assert!(e.to_string().contains("node.id 1"));
     }
+
+    #[test]
+    fn a_data_dir_of_another_cluster_fails_the_start_naming_both() {
+        let d = tempfile::tempdir().unwrap();
+        let dirs = vec![d.path().to_path_buf()];
+        let ours = ensure_meta_with(&dirs, 1, Some("clusterA0000000000000A")).unwrap();
+        assert_eq!(ours[0].cluster_id, "clusterA0000000000000A");
+        let before = std::fs::read_to_string(d.path().join("meta.properties")).unwrap();
+        let e = ensure_meta_with(&dirs, 1, Some("clusterB0000000000000B")).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("clusterA0000000000000A") && msg.contains("clusterB0000000000000B"),
+            "{msg}"
+        );
+        // Refused, not rewritten: the dir still names its own cluster.
+        let after = std::fs::read_to_string(d.path().join("meta.properties")).unwrap();
+        assert_eq!(before, after);
+        // The same cluster still starts.
+        assert!(ensure_meta_with(&dirs, 1, Some("clusterA0000000000000A")).is_ok());
+    }
 }

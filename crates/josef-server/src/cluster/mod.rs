@@ -256,6 +256,10 @@ impl ClusterNode {
             qc.election_timeout_ms = cl.quorum_election_timeout_ms as u64;
             qc.heartbeat_interval_ms = (cl.quorum_election_timeout_ms as u64 / 4).max(10);
             qc.request_timeout_ms = cl.quorum_request_timeout_ms as u64;
+            qc.snapshot_every_n_entries = cl.snapshot_every_n_entries();
+            qc.entries_kept_after_snapshot = cl.entries_kept_after_snapshot();
+            qc.snapshot_max_interval_ms = cl.metadata_log_max_snapshot_interval_ms as u64;
+            qc.segment_bytes = cl.metadata_log_segment_bytes as u64;
             let q = MetadataQuorum::start(qc, Arc::new(LogStateMachine(log.clone()))).await?;
             let cc = controller_config(config, &cl);
             event_loop::spawn(
