@@ -391,9 +391,10 @@ struct TableReplay<'a> {
 }
 
 impl ProducerStateReplay for TableReplay<'_> {
-    fn load_snapshot(&mut self, offset: i64, bytes: &[u8]) -> Result<(), String> {
-        let t = ProducerStateTable::from_snapshot(self.config, bytes, offset, self.now_ms)
-            .map_err(|e| e.to_string())?;
+    type SnapshotError = josef_sequencer::SnapshotError;
+
+    fn load_snapshot(&mut self, offset: i64, bytes: &[u8]) -> Result<(), Self::SnapshotError> {
+        let t = ProducerStateTable::from_snapshot(self.config, bytes, offset, self.now_ms)?;
         *self.table = t;
         Ok(())
     }
