@@ -1290,12 +1290,7 @@ impl Partition {
             return Ok(OutOfRangeOutcome::TruncatedTo(leader_latest));
         }
         if leader_earliest > leo {
-            d.log.truncate_fully_and_start_at(leader_earliest, now_ms)?;
-            let PartitionData { log, producers, .. } = &mut *d;
-            producers.truncate_fully_and_start_at(leader_earliest);
-            let hw = log.high_watermark();
-            producers.on_high_watermark_updated(hw);
-            d.replication.reset_high_watermark(hw);
+            Self::truncate_fully_and_start_at(&mut d, leader_earliest, now_ms)?;
             return Ok(OutOfRangeOutcome::StartedAt(leader_earliest));
         }
         Ok(OutOfRangeOutcome::Unchanged)
@@ -1327,6 +1322,7 @@ impl Partition {
             }
             let mut appended = None;
             if !records.is_empty() {
+                Self::align_empty_log_to_first_batch(&mut d, &records, now_ms)?;
                 let info = d.log.append_as_follower(records.clone(), now_ms)?;
                 let PartitionData { log, producers, .. } = &mut *d;
                 let config = *producers.config();
@@ -1359,6 +1355,45 @@ impl Partition {
             isr_change_proposed: false,
         });
         Ok(result)
+    }
+
+    /// An empty log whose start falls inside the first fetched batch (the leader's log start
+    /// moved mid-batch by DeleteRecords, and this replica restarted there after
+    /// OFFSET_OUT_OF_RANGE) restarts at the batch's base offset, so the batch is kept whole
+    /// (Kafka's `UnexpectedAppendOffsetException` handling in
+    /// `appendRecordsToFollowerOrFutureReplica`); the leader's log start is taken again after the
+    /// append.
+    fn align_empty_log_to_first_batch(
+        d: &mut PartitionData,
+        records: &Bytes,
+        now_ms: i64,
+    ) -> Result<(), PartitionError> {
+        let leo = d.log.log_end_offset();
+        if leo != d.log.log_start_offset() {
+            return Ok(());
+        }
+        let Ok(first) = BatchHeader::parse(records) else {
+            return Ok(());
+        };
+        if first.base_offset < leo && first.last_offset() >= leo {
+            Self::truncate_fully_and_start_at(d, first.base_offset, now_ms)?;
+        }
+        Ok(())
+    }
+
+    /// Empties the log and the producer state and starts both at `offset` (the HW with them).
+    fn truncate_fully_and_start_at(
+        d: &mut PartitionData,
+        offset: i64,
+        now_ms: i64,
+    ) -> Result<(), PartitionError> {
+        d.log.truncate_fully_and_start_at(offset, now_ms)?;
+        let PartitionData { log, producers, .. } = &mut *d;
+        producers.truncate_fully_and_start_at(offset);
+        let hw = log.high_watermark();
+        producers.on_high_watermark_updated(hw);
+        d.replication.reset_high_watermark(hw);
+        Ok(())
     }
 
     /// Follower: truncates by the leader's answer (a fetch's `diverging_epoch` or

@@ -74,3 +74,39 @@ fn the_leaders_log_start_never_passes_the_followers_hw_nor_moves_back() {
     assert_eq!(f.maybe_increment_log_start_offset(0), Ok(1));
     assert_eq!(f.maybe_increment_log_start_offset(-1), Ok(1));
 }
+
+#[test]
+fn a_follower_restarted_inside_a_batch_keeps_the_batch_whole_then_takes_the_leaders_log_start() {
+    use josef_partition::OutOfRangeOutcome;
+    let dir = tempfile::tempdir().unwrap();
+    let (l, f) = (open(&dir, 1), open(&dir, 2));
+    l.make_leader(0, 0, &[1], &[1, 2], 1, 0).unwrap();
+    f.make_follower(1, 0, 0);
+    // One batch of offsets 0..=4; the leader's log start moves to 3, inside it.
+    let five: Vec<(Option<&[u8]>, Option<&[u8]>)> = vec![(None, Some(b"v")); 5];
+    let b = batch(0, 1, &five);
+    let h = josef_log::BatchHeader::parse(&b).unwrap();
+    // min.insync.replicas 1: the HW follows the LEO with the ISR [1].
+    l.append_from_client(josef_partition::ClientBatch::Owned(b), &h, 1, 1, 1)
+        .unwrap();
+    assert_eq!(l.delete_records_before(3), Ok(3));
+    // The empty follower fetches at 0: out of range; ListOffsets gives LEO 5, log start 3.
+    assert_eq!(
+        fetch_round(&l, &f, 2),
+        FetchResponseAction::OffsetOutOfRange
+    );
+    let sent = f.follower_fetch_request().unwrap();
+    assert_eq!(
+        f.on_offset_out_of_range(&sent, 5, 3, 3).unwrap(),
+        OutOfRangeOutcome::StartedAt(3)
+    );
+    // The fetch at 3 returns the batch from 0: the empty log restarts at 0 to keep it whole,
+    // then takes the leader's log start once its HW allows.
+    assert!(matches!(
+        fetch_round(&l, &f, 4),
+        FetchResponseAction::Appended(_)
+    ));
+    fetch_round(&l, &f, 5);
+    let d = f.data.lock();
+    assert_eq!((d.log.log_start_offset(), d.log.log_end_offset()), (3, 5));
+}
