@@ -83,7 +83,8 @@ fn a_follower_restarted_inside_a_batch_keeps_the_batch_whole_then_takes_the_lead
     l.make_leader(0, 0, &[1], &[1, 2], 1, 0).unwrap();
     f.make_follower(1, 0, 0);
     // One batch of offsets 0..=4; the leader's log start moves to 3, inside it.
-    let five: Vec<(Option<&[u8]>, Option<&[u8]>)> = vec![(None, Some(b"v")); 5];
+    let v: &[u8] = b"v";
+    let five = [(None, Some(v)); 5];
     let b = batch(0, 1, &five);
     let h = josef_log::BatchHeader::parse(&b).unwrap();
     // min.insync.replicas 1: the HW follows the LEO with the ISR [1].
