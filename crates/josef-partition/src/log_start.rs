@@ -109,7 +109,8 @@ impl Partition {
     /// `maybeIncrementLogStartOffset` with `LeaderOffsetIncremented`), so DeleteRecords and the
     /// leader's retention reach every replica. It never passes this replica's HW (what is above
     /// it is not known to be the leader's data yet) and never moves back; −1 (unknown) does
-    /// nothing. Returns the log start after the call.
+    /// nothing, and so does a call on a leader (a stale answer). Returns the log start after the
+    /// call.
     pub fn maybe_increment_log_start_offset(
         &self,
         leader_log_start_offset: i64,
@@ -124,7 +125,8 @@ impl Partition {
     ) -> Result<i64, PartitionError> {
         let current = d.log.log_start_offset();
         if d.replication.is_leader() {
-            return Err(PartitionError::new(ErrorCode::NotLeaderOrFollower));
+            // Became leader since the fetch was sent: the answer is stale.
+            return Ok(current);
         }
         let target = leader_log_start_offset.min(d.log.high_watermark());
         if target <= current {
