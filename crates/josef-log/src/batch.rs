@@ -2,6 +2,7 @@
 //! check, in-place rewrite of the fields the log assigns, and a look at the next batch of a buffer
 //! that tells a torn tail from corruption.
 
+use josef_records::RecordsError;
 pub use josef_records::{BatchHeader, BATCH_HEADER_LEN};
 
 /// Position of the attributes field: the CRC covers everything from here to the batch end.
@@ -15,18 +16,18 @@ pub fn crc_is_valid(batch: &[u8], header: &BatchHeader) -> bool {
 }
 
 /// Overwrites the base offset (outside the CRC).
-pub fn set_base_offset(batch: &mut [u8], offset: i64) -> Result<(), String> {
-    josef_records::set_base_offset(batch, offset).map_err(|e| e.to_string())
+pub fn set_base_offset(batch: &mut [u8], offset: i64) -> Result<(), RecordsError> {
+    josef_records::set_base_offset(batch, offset)
 }
 
 /// Overwrites the partition leader epoch (outside the CRC).
-pub fn set_partition_leader_epoch(batch: &mut [u8], epoch: i32) -> Result<(), String> {
-    josef_records::set_partition_leader_epoch(batch, epoch).map_err(|e| e.to_string())
+pub fn set_partition_leader_epoch(batch: &mut [u8], epoch: i32) -> Result<(), RecordsError> {
+    josef_records::set_partition_leader_epoch(batch, epoch)
 }
 
 /// Sets the LogAppendTime attribute and the max timestamp, recomputing the CRC.
-pub fn set_log_append_time(batch: &mut [u8], ts: i64) -> Result<(), String> {
-    josef_records::set_log_append_time(batch, ts).map_err(|e| e.to_string())
+pub fn set_log_append_time(batch: &mut [u8], ts: i64) -> Result<(), RecordsError> {
+    josef_records::set_log_append_time(batch, ts)
 }
 
 /// What is at a position of a sequence of batches.

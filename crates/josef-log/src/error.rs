@@ -29,6 +29,10 @@ pub enum LogError {
     /// INVALID_RECORD).
     #[error("invalid records: {0}")]
     InvalidRecords(String),
+    /// A batch's header could not be rewritten with what the log assigns (offset, leader epoch,
+    /// LogAppendTime): not a whole v2 batch (Kafka: INVALID_RECORD).
+    #[error("invalid records: {0}")]
+    BatchRewrite(#[from] josef_records::RecordsError),
     /// A batch's CRC does not match its bytes (Kafka: CORRUPT_MESSAGE).
     #[error("corrupt records: {0}")]
     CorruptRecords(String),

@@ -53,5 +53,5 @@ pub use crate::loader::{write_clean_shutdown_marker, CLEAN_SHUTDOWN_CONTENT};
 pub use crate::log::{
     FetchDataInfo, LoadReport, Log, LogAppendInfo, LogBatches, PartitionState, SHARED_APPEND_MIN,
 };
-pub use crate::producer_state::{ProducerStateRebuild, ProducerStateReplay};
+pub use crate::producer_state::{ProducerStateRebuild, ProducerStateReplay, SnapshotLoadError};
 pub use josef_records::BatchHeader;

@@ -1386,11 +1386,10 @@ fn patch_leader_header(
     leader_epoch: i32,
     log_append_time: i64,
 ) -> Result<(), LogError> {
-    let rewrite = |r: Result<(), String>| r.map_err(LogError::InvalidRecords);
-    rewrite(set_base_offset(batch, base_offset))?;
-    rewrite(set_partition_leader_epoch(batch, leader_epoch))?;
+    set_base_offset(batch, base_offset)?;
+    set_partition_leader_epoch(batch, leader_epoch)?;
     if log_append_time >= 0 {
-        rewrite(set_log_append_time(batch, log_append_time))?;
+        set_log_append_time(batch, log_append_time)?;
     }
     Ok(())
 }

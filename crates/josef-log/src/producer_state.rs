@@ -8,6 +8,8 @@
 //! reading each marker's type, and indexing again in `.txnindex` the aborted transactions whose
 //! entry a crash lost (the marker was durable, the index entry was not).
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use josef_records::{DecompressLimits, EndTxnMarker, RecordBatch};
 
@@ -21,7 +23,11 @@ pub trait ProducerStateReplay {
     /// Replaces the state with the snapshot taken at `offset` (bytes the caller stored earlier
     /// with [`Log::write_producer_snapshot`]). An error means the snapshot is unusable: the state
     /// must be left empty, and the log is then replayed from its start.
-    fn load_snapshot(&mut self, offset: i64, bytes: &[u8]) -> Result<(), String>;
+    fn load_snapshot(&mut self, offset: i64, bytes: &[u8]) -> Result<(), Self::SnapshotError>;
+
+    /// Why a snapshot cannot be loaded (kept, as the source, in
+    /// [`ProducerStateRebuild::snapshot_error`]).
+    type SnapshotError: std::error::Error + Send + Sync + 'static;
 
     /// Replays a producer's data batch (it has a producer id and is not a control batch).
     fn replay_batch(&mut self, header: &BatchHeader);
@@ -31,13 +37,39 @@ pub trait ProducerStateReplay {
     fn replay_marker(&mut self, header: &BatchHeader, marker: EndTxnMarker) -> Option<AbortedTxn>;
 }
 
+/// The newest producer snapshot could not be loaded (the state was rebuilt from the log instead).
+#[derive(Debug, Clone)]
+pub struct SnapshotLoadError {
+    /// The snapshot's offset.
+    pub offset: i64,
+    /// What [`ProducerStateReplay::load_snapshot`] answered (its `source()`, so callers can
+    /// downcast it to the replay's own error type).
+    pub source: Arc<dyn std::error::Error + Send + Sync>,
+}
+
+impl std::fmt::Display for SnapshotLoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "producer snapshot at offset {} unusable: {}",
+            self.offset, self.source
+        )
+    }
+}
+
+impl std::error::Error for SnapshotLoadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&*self.source)
+    }
+}
+
 /// What [`Log::rebuild_producer_state`] did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct ProducerStateRebuild {
     /// Offset of the snapshot loaded, if one was.
     pub snapshot_offset: Option<i64>,
     /// Why the newest snapshot could not be used, if it could not.
-    pub snapshot_error: Option<String>,
+    pub snapshot_error: Option<SnapshotLoadError>,
     /// Offset the replay started from.
     pub replayed_from: i64,
     /// Producer batches (data and markers) replayed.
@@ -60,7 +92,10 @@ impl Log {
     /// #[derive(Default)]
     /// struct LastSequences(std::collections::HashMap<i64, i32>);
     /// impl ProducerStateReplay for LastSequences {
-    ///     fn load_snapshot(&mut self, _: i64, _: &[u8]) -> Result<(), String> { Err("none".into()) }
+    ///     type SnapshotError = std::io::Error;
+    ///     fn load_snapshot(&mut self, _: i64, _: &[u8]) -> std::io::Result<()> {
+    ///         Err(std::io::ErrorKind::Unsupported.into())
+    ///     }
     ///     fn replay_batch(&mut self, h: &BatchHeader) { self.0.insert(h.producer_id, h.last_sequence()); }
     ///     fn replay_marker(&mut self, _: &BatchHeader, _: EndTxnMarker) -> Option<AbortedTxn> { None }
     /// }
@@ -87,7 +122,12 @@ impl Log {
                     report.snapshot_offset = Some(offset);
                     report.replayed_from = offset;
                 }
-                Err(e) => report.snapshot_error = Some(e),
+                Err(e) => {
+                    report.snapshot_error = Some(SnapshotLoadError {
+                        offset,
+                        source: Arc::new(e),
+                    })
+                }
             }
         }
         if report.replayed_from >= self.log_end_offset {

@@ -26,9 +26,14 @@ impl Table {
 }
 
 impl ProducerStateReplay for Table {
-    fn load_snapshot(&mut self, _offset: i64, bytes: &[u8]) -> Result<(), String> {
+    type SnapshotError = std::io::Error;
+
+    fn load_snapshot(&mut self, _offset: i64, bytes: &[u8]) -> std::io::Result<()> {
         if bytes.len() % 12 != 0 {
-            return Err("torn snapshot".into());
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "torn snapshot",
+            ));
         }
         for c in bytes.chunks(12) {
             let pid = i64::from_be_bytes(c[..8].try_into().unwrap());
@@ -106,7 +111,13 @@ fn a_bad_snapshot_falls_back_to_a_replay_from_the_log_start() {
     let mut t = Table::default();
     let r = log.rebuild_producer_state(&mut t).unwrap();
     assert_eq!(r.snapshot_offset, None);
-    assert!(r.snapshot_error.is_some());
+    // The replay's own error is kept as the source, with the snapshot's offset.
+    let e = r.snapshot_error.as_ref().unwrap();
+    assert_eq!(e.offset, 2);
+    let source = std::error::Error::source(e)
+        .and_then(|s| s.downcast_ref::<std::io::Error>())
+        .unwrap();
+    assert_eq!(source.to_string(), "torn snapshot");
     assert_eq!((r.replayed_from, r.replayed_batches), (0, 2));
     assert_eq!(t.last_seq, BTreeMap::from([(1, 1)]));
 }

@@ -10,7 +10,6 @@
 
 use std::io::{self, Write};
 
-use bytes::Bytes;
 use josef_log::{BatchHeader, LogConfig};
 use josef_partition::{
     ClientBatch, FetchIsolation, FetchResponseAction, FollowerFetch, LeaderFetchAnswer, Partition,
@@ -59,20 +58,7 @@ fn fetch_round(
         max_bytes: 1 << 20,
         min_one_message: true,
     };
-    let answer = match leader.fetch_from_follower(&fetch, now_ms) {
-        Ok(r) => LeaderFetchAnswer {
-            error: ErrorCode::None,
-            high_watermark: r.read.high_watermark,
-            diverging_epoch: r.diverging_epoch,
-            records: r.read.records,
-        },
-        Err(error) => LeaderFetchAnswer {
-            error,
-            high_watermark: -1,
-            diverging_epoch: None,
-            records: Bytes::new(),
-        },
-    };
+    let answer = LeaderFetchAnswer::from(leader.fetch_from_follower(&fetch, now_ms));
     let (bytes, leader_hw) = (answer.records.len(), answer.high_watermark);
     let action = match follower.on_follower_fetch_response(&sent, answer, now_ms)? {
         FetchResponseAction::Appended(a) => format!("appended {:?}", a.appended),

@@ -67,7 +67,7 @@ pub fn log_error_code(e: &LogError) -> ErrorCode {
     match e {
         LogError::OffsetOutOfRange { .. } => ErrorCode::OffsetOutOfRange,
         LogError::CorruptRecords(_) => ErrorCode::CorruptMessage,
-        LogError::InvalidRecords(_) => ErrorCode::InvalidRecord,
+        LogError::InvalidRecords(_) | LogError::BatchRewrite(_) => ErrorCode::InvalidRecord,
         LogError::RecordTooLarge { .. } => ErrorCode::MessageTooLarge,
         LogError::RecordBatchTooLarge { .. } => ErrorCode::RecordListTooLarge,
         _ => ErrorCode::KafkaStorageError,

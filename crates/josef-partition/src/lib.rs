@@ -23,6 +23,7 @@
 #![deny(missing_docs)]
 
 pub mod error;
+mod log_start;
 pub mod metrics;
 pub mod partition;
 pub mod replication;
@@ -31,7 +32,8 @@ pub use error::{log_error_code, PartitionError};
 pub use partition::{
     batch_info, control_type_of, AppendListener, ClientBatch, FetchIsolation, FetchResponseAction,
     FollowerAppend, FollowerFetch, FollowerFetchRequest, FollowerFetchResult, LeaderFetchAnswer,
-    Partition, PartitionData, PartitionEvent, ProduceResult, ReadParams, ReadResult,
+    OutOfRangeOutcome, Partition, PartitionData, PartitionEvent, ProduceResult, ReadParams,
+    ReadResult,
 };
 pub use replication::{
     leader_diverging_epoch, truncation_offset, AlterPartitionOutcome, AlterPartitionProposal,

@@ -234,10 +234,36 @@ pub struct LeaderFetchAnswer {
     pub error: ErrorCode,
     /// The leader's HW.
     pub high_watermark: i64,
+    /// The leader's log start offset (−1 if unknown): the follower's moves up to it, so
+    /// DeleteRecords and the leader's retention reach every replica.
+    pub log_start_offset: i64,
     /// The leader's `diverging_epoch`, if set (epoch ≥ 0).
     pub diverging_epoch: Option<EpochEndOffset>,
     /// The records.
     pub records: Bytes,
+}
+
+impl From<Result<FollowerFetchResult, ErrorCode>> for LeaderFetchAnswer {
+    /// The answer a follower gets for [`Partition::fetch_from_follower`]'s result when leader and
+    /// follower are in one process (simulations, examples); an error carries no offsets.
+    fn from(r: Result<FollowerFetchResult, ErrorCode>) -> Self {
+        match r {
+            Ok(r) => LeaderFetchAnswer {
+                error: ErrorCode::None,
+                high_watermark: r.read.high_watermark,
+                log_start_offset: r.read.log_start_offset,
+                diverging_epoch: r.diverging_epoch,
+                records: r.read.records,
+            },
+            Err(error) => LeaderFetchAnswer {
+                error,
+                high_watermark: -1,
+                log_start_offset: -1,
+                diverging_epoch: None,
+                records: Bytes::new(),
+            },
+        }
+    }
 }
 
 /// What the fetcher does next for a partition after [`Partition::on_follower_fetch_response`]
@@ -259,6 +285,19 @@ pub enum FetchResponseAction {
     /// Any other error (UNKNOWN_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER, ...): retry after
     /// `replica.fetch.backoff.ms`.
     Backoff(ErrorCode),
+}
+
+/// What [`Partition::on_offset_out_of_range`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutOfRangeOutcome {
+    /// The partition moved on since the fetch (leader, epoch or LEO): nothing done.
+    Stale,
+    /// The leader's LEO was below ours: truncated to it.
+    TruncatedTo(i64),
+    /// The leader's log starts past our LEO: the log was emptied and starts there.
+    StartedAt(i64),
+    /// Our LEO is inside the leader's log after all: fetch on from it.
+    Unchanged,
 }
 
 /// One partition replica on this broker.
@@ -391,9 +430,10 @@ struct TableReplay<'a> {
 }
 
 impl ProducerStateReplay for TableReplay<'_> {
-    fn load_snapshot(&mut self, offset: i64, bytes: &[u8]) -> Result<(), String> {
-        let t = ProducerStateTable::from_snapshot(self.config, bytes, offset, self.now_ms)
-            .map_err(|e| e.to_string())?;
+    type SnapshotError = josef_sequencer::SnapshotError;
+
+    fn load_snapshot(&mut self, offset: i64, bytes: &[u8]) -> Result<(), Self::SnapshotError> {
+        let t = ProducerStateTable::from_snapshot(self.config, bytes, offset, self.now_ms)?;
         *self.table = t;
         Ok(())
     }
@@ -1213,38 +1253,47 @@ impl Partition {
                 self.truncate_on_divergence(d, now_ms)?,
             ));
         }
-        Ok(FetchResponseAction::Appended(self.append_as_follower(
+        let appended = self.append_as_follower(
             sent.fetch_offset,
             answer.records,
             answer.high_watermark,
             now_ms,
-        )?))
+        )?;
+        self.maybe_increment_log_start_offset(answer.log_start_offset)?;
+        Ok(FetchResponseAction::Appended(appended))
     }
 
-    /// Follower: the leader answered OFFSET_OUT_OF_RANGE and then told its `latest` (LEO) and
-    /// `earliest` (log start) offsets (Kafka's `fetchOffsetAndTruncate`): a leader behind us →
-    /// truncate to its LEO; a leader whose log starts past our LEO → empty the log and start at
-    /// its log start; else fetch on from our LEO.
+    /// Follower: the leader answered OFFSET_OUT_OF_RANGE to the fetch `sent`, and ListOffsets to
+    /// it then gave its `leader_latest` (LEO, asked with this replica's id) and
+    /// `leader_earliest` (log start) offsets (Kafka's `fetchOffsetAndTruncate`): a leader behind
+    /// us → truncate to its LEO; a leader whose log starts past our LEO → empty the log and start
+    /// at its log start; else fetch on from our LEO. Nothing changes when the partition moved on
+    /// since `sent` (another leader or epoch, another LEO): the offsets may be for another state.
     pub fn on_offset_out_of_range(
         &self,
+        sent: &FollowerFetchRequest,
         leader_latest: i64,
         leader_earliest: i64,
         now_ms: i64,
-    ) -> Result<(), PartitionError> {
+    ) -> Result<OutOfRangeOutcome, PartitionError> {
         let mut d = self.data.lock();
         let leo = d.log.log_end_offset();
+        let current = !d.replication.is_leader()
+            && d.replication.leader_id() == Some(sent.leader_id)
+            && d.replication.leader_epoch() == sent.current_leader_epoch
+            && leo == sent.fetch_offset;
+        if !current || leader_latest < 0 || leader_earliest < 0 {
+            return Ok(OutOfRangeOutcome::Stale);
+        }
         if leader_latest < leo {
-            return Self::truncate_locked(&mut d, leader_latest.max(0), now_ms);
+            Self::truncate_locked(&mut d, leader_latest, now_ms)?;
+            return Ok(OutOfRangeOutcome::TruncatedTo(leader_latest));
         }
         if leader_earliest > leo {
-            d.log.truncate_fully_and_start_at(leader_earliest, now_ms)?;
-            let PartitionData { log, producers, .. } = &mut *d;
-            producers.truncate_fully_and_start_at(leader_earliest);
-            let hw = log.high_watermark();
-            producers.on_high_watermark_updated(hw);
-            d.replication.reset_high_watermark(hw);
+            Self::truncate_fully_and_start_at(&mut d, leader_earliest, now_ms)?;
+            return Ok(OutOfRangeOutcome::StartedAt(leader_earliest));
         }
-        Ok(())
+        Ok(OutOfRangeOutcome::Unchanged)
     }
 
     /// Follower: appends the batches a fetch from offset `fetch_offset` returned, keeping their
@@ -1273,6 +1322,7 @@ impl Partition {
             }
             let mut appended = None;
             if !records.is_empty() {
+                Self::align_empty_log_to_first_batch(&mut d, &records, now_ms)?;
                 let info = d.log.append_as_follower(records.clone(), now_ms)?;
                 let PartitionData { log, producers, .. } = &mut *d;
                 let config = *producers.config();
@@ -1305,6 +1355,45 @@ impl Partition {
             isr_change_proposed: false,
         });
         Ok(result)
+    }
+
+    /// An empty log whose start falls inside the first fetched batch (the leader's log start
+    /// moved mid-batch by DeleteRecords, and this replica restarted there after
+    /// OFFSET_OUT_OF_RANGE) restarts at the batch's base offset, so the batch is kept whole
+    /// (Kafka's `UnexpectedAppendOffsetException` handling in
+    /// `appendRecordsToFollowerOrFutureReplica`); the leader's log start is taken again after the
+    /// append.
+    fn align_empty_log_to_first_batch(
+        d: &mut PartitionData,
+        records: &Bytes,
+        now_ms: i64,
+    ) -> Result<(), PartitionError> {
+        let leo = d.log.log_end_offset();
+        if leo != d.log.log_start_offset() {
+            return Ok(());
+        }
+        let Ok(first) = BatchHeader::parse(records) else {
+            return Ok(());
+        };
+        if first.base_offset < leo && first.last_offset() >= leo {
+            Self::truncate_fully_and_start_at(d, first.base_offset, now_ms)?;
+        }
+        Ok(())
+    }
+
+    /// Empties the log and the producer state and starts both at `offset` (the HW with them).
+    fn truncate_fully_and_start_at(
+        d: &mut PartitionData,
+        offset: i64,
+        now_ms: i64,
+    ) -> Result<(), PartitionError> {
+        d.log.truncate_fully_and_start_at(offset, now_ms)?;
+        let PartitionData { log, producers, .. } = &mut *d;
+        producers.truncate_fully_and_start_at(offset);
+        let hw = log.high_watermark();
+        producers.on_high_watermark_updated(hw);
+        d.replication.reset_high_watermark(hw);
+        Ok(())
     }
 
     /// Follower: truncates by the leader's answer (a fetch's `diverging_epoch` or
@@ -1351,37 +1440,6 @@ impl Partition {
         d.replication.on_truncation(leo);
         d.apply_high_watermark();
         Ok(())
-    }
-
-    /// Retention (`retention.ms` / `retention.bytes`): deletes the segments past it and moves
-    /// the producer state's log start with the log's. Returns the number of segments deleted.
-    pub fn delete_old_segments(&self, now_ms: i64) -> Result<usize, PartitionError> {
-        let mut d = self.data.lock();
-        let n = d.log.delete_old_segments(now_ms)?;
-        if n > 0 {
-            let start = d.log.log_start_offset();
-            d.producers.on_log_start_offset_incremented(start);
-        }
-        Ok(n)
-    }
-
-    /// DeleteRecords (Kafka's `deleteRecordsOnLeader`): leader only (NOT_LEADER_OR_FOLLOWER);
-    /// `offset` −1 means the HW; an offset below 0 or above the HW is OFFSET_OUT_OF_RANGE. The log
-    /// start moves up to it, and the producer state with it. Returns the new log start (the low
-    /// watermark on a single replica; with followers Kafka's answer waits for theirs).
-    pub fn delete_records_before(&self, offset: i64) -> Result<i64, PartitionError> {
-        let mut d = self.data.lock();
-        if !d.replication.is_leader() {
-            return Err(PartitionError::new(ErrorCode::NotLeaderOrFollower));
-        }
-        let hw = d.log.high_watermark();
-        let offset = if offset == -1 { hw } else { offset };
-        if offset < 0 || offset > hw {
-            return Err(PartitionError::new(ErrorCode::OffsetOutOfRange));
-        }
-        let low = d.log.delete_records_before(offset)?;
-        d.producers.on_log_start_offset_incremented(low);
-        Ok(low)
     }
 
     /// Flushes, snapshots producer state at the LEO, and closes the log.

@@ -192,6 +192,7 @@ fn fetch_answers_map_to_the_fetchers_next_step() {
     let answer = |error| LeaderFetchAnswer {
         error,
         high_watermark: -1,
+        log_start_offset: -1,
         diverging_epoch: None,
         records: Bytes::new(),
     };
@@ -233,12 +234,36 @@ fn offset_out_of_range_truncates_or_restarts_at_the_leaders_log_start() {
     replicate(&l, &f, 2, 5);
     assert_eq!(f.data.lock().log.log_end_offset(), 3);
     // A leader behind us (unclean history): truncate to its LEO.
-    f.on_offset_out_of_range(1, 0, 6).unwrap();
+    use josef_partition::OutOfRangeOutcome;
+    let sent = f.follower_fetch_request().unwrap();
+    assert_eq!(
+        f.on_offset_out_of_range(&sent, 1, 0, 6).unwrap(),
+        OutOfRangeOutcome::TruncatedTo(1)
+    );
     assert_eq!(f.data.lock().log.log_end_offset(), 1);
+    // Offsets asked for a fetch from before the truncation are for another state: ignored.
+    assert_eq!(
+        f.on_offset_out_of_range(&sent, 20, 10, 7).unwrap(),
+        OutOfRangeOutcome::Stale
+    );
+    assert_eq!(f.data.lock().log.log_end_offset(), 1);
+    // Our LEO inside the leader's log: fetch on.
+    let sent = f.follower_fetch_request().unwrap();
+    assert_eq!(
+        f.on_offset_out_of_range(&sent, 5, 0, 7).unwrap(),
+        OutOfRangeOutcome::Unchanged
+    );
     // A leader whose log starts past our LEO: start over there.
-    f.on_offset_out_of_range(20, 10, 7).unwrap();
+    assert_eq!(
+        f.on_offset_out_of_range(&sent, 20, 10, 7).unwrap(),
+        OutOfRangeOutcome::StartedAt(10)
+    );
     let d = f.data.lock();
     assert_eq!((d.log.log_start_offset(), d.log.log_end_offset()), (10, 10));
+    drop(d);
+    // ... and fetches from there.
+    let next = f.follower_fetch_request().unwrap();
+    assert_eq!((next.fetch_offset, next.log_start_offset), (10, 10));
 }
 
 #[test]

@@ -606,20 +606,7 @@ impl Sim {
                 };
                 r.inflight = None;
                 let Some(p) = r.partition.clone() else { return };
-                let answer = match result {
-                    Ok(res) => LeaderFetchAnswer {
-                        error: ErrorCode::None,
-                        high_watermark: res.read.high_watermark,
-                        diverging_epoch: res.diverging_epoch,
-                        records: res.read.records,
-                    },
-                    Err(error) => LeaderFetchAnswer {
-                        error,
-                        high_watermark: -1,
-                        diverging_epoch: None,
-                        records: Bytes::new(),
-                    },
-                };
+                let answer = LeaderFetchAnswer::from(result);
                 let before = p.data.lock().log.log_end_offset();
                 match p.on_follower_fetch_response(&sent, answer, now).unwrap() {
                     FetchResponseAction::Truncated(_) => {
@@ -641,7 +628,8 @@ impl Sim {
                             let d = l.data.lock();
                             (d.log.log_end_offset(), d.log.log_start_offset())
                         };
-                        p.on_offset_out_of_range(latest, earliest, now).unwrap();
+                        p.on_offset_out_of_range(&sent, latest, earliest, now)
+                            .unwrap();
                         let after = p.data.lock().log.log_end_offset();
                         assert!(!in_isr || after >= exposed.min(before));
                     }

@@ -607,16 +607,14 @@ impl TopicManager {
         self.persist(&inner)
     }
 
-    /// Runs retention on every log (called periodically).
+    /// Runs retention, then compaction where `log.cleaner.enable` allows it, on every partition
+    /// (called periodically); josef-partition moves the producer state with the log.
     pub fn run_retention(&self) {
         let now = now_ms();
         for t in self.all() {
             for p in &t.partitions {
-                let mut d = p.data.lock();
-                match d.log.delete_old_segments(now) {
+                match p.delete_old_segments(now) {
                     Ok(n) if n > 0 => {
-                        let start = d.log.log_start_offset();
-                        d.producers.on_log_start_offset_incremented(start);
                         tracing::info!(topic = %t.name, partition = p.index, segments = n, "retention deleted segments");
                     }
                     Ok(_) => {}
@@ -624,40 +622,10 @@ impl TopicManager {
                         tracing::warn!(topic = %t.name, partition = p.index, error = %e, "retention failed")
                     }
                 }
-                // Compaction (josef-log's cleaner), in the same pass: the work is picked under
-                // the partition lock, done without it (appends and fetches go on), and swapped in
-                // under it. Undecided transactions stay out of reach (bound = LSO), and the active
-                // producers' last batches survive (producer state).
-                if !(self.config.log_cleaner_enable && d.log.config().cleanup_policy.compacts()) {
+                if !self.config.log_cleaner_enable {
                     continue;
                 }
-                let lso = d.last_stable_offset();
-                let task = match d.log.prepare_compaction(now, lso) {
-                    Ok(Some(task)) => task,
-                    Ok(None) => continue,
-                    Err(e) => {
-                        tracing::warn!(topic = %t.name, partition = p.index, error = %e, "compaction failed");
-                        continue;
-                    }
-                };
-                let active: Vec<(i64, josef_log::cleaner::LastRecord)> = d
-                    .producers
-                    .producers()
-                    .map(|e| {
-                        let last = e.last_data_offset();
-                        (
-                            e.producer_id(),
-                            josef_log::cleaner::LastRecord {
-                                last_data_offset: (last >= 0).then_some(last),
-                                producer_epoch: e.producer_epoch(),
-                            },
-                        )
-                    })
-                    .collect();
-                drop(d);
-                let result = task.with_active_producers(active).run();
-                let mut d = p.data.lock();
-                if let Err(e) = result.and_then(|r| d.log.finish_compaction(r)) {
+                if let Err(e) = p.compact(now) {
                     tracing::warn!(topic = %t.name, partition = p.index, error = %e, "compaction failed");
                 }
             }

@@ -19,6 +19,7 @@ pub mod listener;
 pub mod metadata_log;
 pub mod metadata_view;
 mod observer;
+mod out_of_range;
 pub mod publisher;
 pub mod replica_fetcher;
 pub mod responses;

@@ -334,6 +334,7 @@ fn apply_response(
             let answer = LeaderFetchAnswer {
                 error: ErrorCode::from_i16(pd.error_code).unwrap_or(ErrorCode::UnknownServerError),
                 high_watermark: pd.high_watermark,
+                log_start_offset: pd.log_start_offset,
                 diverging_epoch: diverging,
                 records: pd.records.clone().unwrap_or_default(),
             };
@@ -346,10 +347,11 @@ fn apply_response(
                 Ok(FetchResponseAction::Stale) => {}
                 Ok(FetchResponseAction::Fenced) => delay(ErrorCode::FencedLeaderEpoch),
                 Ok(FetchResponseAction::OffsetOutOfRange) => {
-                    // Kafka then asks the leader for its offsets (ListOffsets) and calls
-                    // on_offset_out_of_range; Josef's fetcher does not yet, so it retries.
-                    tracing::warn!(topic = %name, partition = pd.partition_index, "follower fetch out of range");
+                    // Backs off while the leader's offsets are asked for and the log reset.
                     delay(ErrorCode::OffsetOutOfRange);
+                    if let Some(node) = state.cluster.clone() {
+                        super::out_of_range::spawn(node, p.clone(), *request);
+                    }
                 }
                 Ok(FetchResponseAction::Backoff(code)) => delay(code),
                 Err(e) => {

@@ -20,7 +20,6 @@ use josef_protocol::messages::*;
 use josef_protocol::{ErrorCode, StrBytes, Uuid};
 
 use crate::connection::ConnectionInfo;
-use crate::partition::log_error_code;
 use crate::state::BrokerState;
 use crate::topic_config;
 use crate::topics::validate_topic_name;
@@ -305,7 +304,8 @@ pub fn create_partitions(
     }
 }
 
-/// DeleteRecords (api 21): moves the log start offset (−1 = the HW).
+/// DeleteRecords (api 21): moves the leader's log start offset (−1 = the HW); followers take it
+/// from their next fetch, and a follower asked directly answers NOT_LEADER_OR_FOLLOWER.
 pub fn delete_records(state: &BrokerState, req: DeleteRecordsRequest) -> DeleteRecordsResponse {
     let topics = req
         .topics
@@ -323,22 +323,10 @@ pub fn delete_records(state: &BrokerState, req: DeleteRecordsRequest) -> DeleteR
                     };
                     match state.topics.partition(&t.name, rp.partition_index) {
                         None => out.error_code = ErrorCode::UnknownTopicOrPartition.code(),
-                        Some(p) => {
-                            let mut d = p.data.lock();
-                            let hw = d.log.high_watermark();
-                            let offset = if rp.offset == -1 { hw } else { rp.offset };
-                            if offset < 0 || offset > hw {
-                                out.error_code = ErrorCode::OffsetOutOfRange.code();
-                            } else {
-                                match d.log.delete_records_before(offset) {
-                                    Ok(low) => {
-                                        d.producers.on_log_start_offset_incremented(low);
-                                        out.low_watermark = low;
-                                    }
-                                    Err(e) => out.error_code = log_error_code(&e).code(),
-                                }
-                            }
-                        }
+                        Some(p) => match p.delete_records_before(rp.offset) {
+                            Ok(low) => out.low_watermark = low,
+                            Err(e) => out.error_code = e.code.code(),
+                        },
                     }
                     out
                 })

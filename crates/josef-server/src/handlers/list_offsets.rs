@@ -38,6 +38,7 @@ pub fn handle(state: &BrokerState, req: ListOffsetsRequest, version: i16) -> Lis
     }
     let read_committed = version >= 2 && req.isolation_level == 1;
     let from_consumer = req.replica_id == CONSUMER_REPLICA_ID;
+    let leader_only = req.replica_id != DEBUGGING_REPLICA_ID;
     let mut seen = HashSet::new();
     let mut topics = Vec::with_capacity(req.topics.len());
     for t in &req.topics {
@@ -58,6 +59,7 @@ pub fn handle(state: &BrokerState, req: ListOffsetsRequest, version: i16) -> Lis
                 Isolation {
                     read_committed,
                     from_consumer,
+                    leader_only,
                 },
                 &mut seen,
                 &mut out,
@@ -83,6 +85,9 @@ struct Isolation {
     read_committed: bool,
     /// A consumer's request (replica id -1), not a replica's or a debugging tool's.
     from_consumer: bool,
+    /// Only the leader answers, except to a debugging tool (replica id −2), which may read any
+    /// replica's offsets (Kafka's `fetchOnlyFromLeader`).
+    leader_only: bool,
 }
 
 fn answer(
@@ -104,7 +109,7 @@ fn answer(
         let d = p.data.lock();
         if let Err(e) = d
             .replication
-            .check_current_leader_epoch(rp.current_leader_epoch, true)
+            .check_current_leader_epoch(rp.current_leader_epoch, isolation.leader_only)
         {
             return e;
         }
@@ -115,7 +120,11 @@ fn answer(
         _ => return ErrorCode::UnsupportedVersion,
     }
     let d = p.data.lock();
-    let bound = if isolation.read_committed {
+    // A replica's (or a debugging tool's) request has no isolation level: it reads to the LEO,
+    // which is what a follower out of range truncates to (Kafka's `fetchOffsetForTimestamp`).
+    let bound = if !isolation.from_consumer {
+        d.log.log_end_offset()
+    } else if isolation.read_committed {
         d.last_stable_offset()
     } else {
         d.log.high_watermark()
@@ -217,3 +226,6 @@ fn handle_v0(state: &BrokerState, req: &ListOffsetsRequest) -> ListOffsetsRespon
         ..Default::default()
     }
 }
+
+/// `ListOffsetsRequest.DEBUGGING_REPLICA_ID`: a tool reading a follower's offsets.
+const DEBUGGING_REPLICA_ID: i32 = -2;
