@@ -1,5 +1,5 @@
-//! The `process.roles` layouts of docs/cluster.md, as processes of the built binary on free
-//! loopback ports with temp data dirs:
+//! The `process.roles` layouts of docs/cluster.md, as processes of the built binary run by the
+//! josef-testbed crate (properties per the contract, free loopback ports, temp data dirs):
 //!
 //! - 3 controller-only nodes + 2 broker-only nodes: the brokers follow the metadata log as
 //!   observers of the controllers, both register (each one's Metadata lists the two brokers), and
@@ -7,202 +7,81 @@
 //!   and again after the active controller is killed (-9);
 //! - 3 combined nodes: each prints `listening on`, and each one's Metadata lists 3 brokers.
 //!
-//! Every wait is on a condition, bounded; the processes are stopped by PID at the end (and
-//! killed if a check fails).
+//! Every wait is on a condition, bounded; the processes are killed by PID at the end (the
+//! directory with the logs is kept if a check fails).
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::net::SocketAddr;
+use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
 use josef_protocol::messages::create_topics_request::CreatableTopic;
 use josef_protocol::messages::describe_quorum_request::{PartitionData, TopicData};
 use josef_protocol::messages::{
-    CreateTopicsRequest, CreateTopicsResponse, DescribeQuorumRequest, MetadataRequest,
-    MetadataResponse, RequestHeader,
+    CreateTopicsRequest, CreateTopicsResponse, DescribeQuorumRequest, MetadataResponse,
 };
-use josef_protocol::{decode_response_frame, encode_request_frame, RequestBody, ResponseBody};
+use josef_protocol::{RequestBody, ResponseBody};
+use josef_testbed::{client, Cluster, ClusterBuilder, Node};
 
 const START: Duration = Duration::from_secs(30);
 const SETTLE: Duration = Duration::from_secs(20);
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Polls `cond` every 50 ms until it holds or `timeout` passes; whether it held.
-fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+fn wait_until(timeout: Duration, cond: impl FnMut() -> bool) -> bool {
+    josef_testbed::wait_until(timeout, Duration::from_millis(50), cond)
 }
 
-/// One `josef-broker -c node.properties` process.
-struct Node {
-    id: i32,
-    dir: PathBuf,
-    child: Child,
-    stdout: Arc<Mutex<Vec<String>>>,
-    /// Killed (and reaped) by the test already.
-    killed: bool,
-}
-
-impl Node {
-    fn spawn(root: &Path, id: i32, props: &[(&str, String)]) -> Node {
-        let dir = root.join(format!("node{id}"));
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut text = format!("node.id={id}\nlog.dirs={}\n", dir.join("data").display());
-        for (k, v) in props {
-            text.push_str(&format!("{k}={v}\n"));
-        }
-        // Lowered timeouts, as docs/cluster.md allows.
-        text.push_str("broker.session.timeout.ms=3000\nbroker.heartbeat.interval.ms=500\n");
-        let config = dir.join("node.properties");
-        std::fs::write(&config, text).unwrap();
-        let stderr = std::fs::File::create(dir.join("stderr.log")).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_josef-broker"))
-            .arg("-c")
-            .arg(&config)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::piped())
-            .stderr(stderr)
-            .spawn()
-            .unwrap();
-        let stdout = Arc::new(Mutex::new(Vec::new()));
-        let out = child.stdout.take().unwrap();
-        let lines = stdout.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines() {
-                let Ok(line) = line else { return };
-                lines.lock().unwrap().push(line);
-            }
-        });
-        Node {
-            id,
-            dir,
-            child,
-            stdout,
-            killed: false,
-        }
-    }
-
-    /// SIGKILL by PID, and reap it.
-    fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        self.killed = true;
-    }
-
-    /// The address of its first `listening on` line, once printed.
-    fn listening(&self) -> Option<SocketAddr> {
-        self.stdout
-            .lock()
-            .unwrap()
-            .iter()
-            .find_map(|l| l.strip_prefix("listening on ")?.trim().parse().ok())
-    }
-
-    /// The last lines of its log, for failure messages.
-    fn log_tail(&self) -> String {
-        let mut s = String::new();
-        if let Ok(mut f) = std::fs::File::open(self.dir.join("stderr.log")) {
-            let _ = f.read_to_string(&mut s);
-        }
-        let lines: Vec<&str> = s.lines().collect();
-        let tail = lines[lines.len().saturating_sub(25)..].join("\n");
-        format!("--- node {} stderr (tail) ---\n{tail}", self.id)
-    }
-}
-
-/// The nodes of one test; stopped by PID when dropped (SIGTERM, then SIGKILL after a bound).
-struct Nodes(Vec<Node>);
+/// The nodes of one test: a josef-testbed cluster of the built binary, each node's properties
+/// per the contract of docs/cluster.md with the test bed's lowered timeouts. Dropping it kills
+/// every process by PID (and keeps the directory with the logs if the test failed).
+struct Nodes(Cluster);
 
 impl Nodes {
+    /// Writes every node's properties and launches them all without waiting (a quorum needs
+    /// its voters up before any node answers).
+    fn spawn(layout: ClusterBuilder) -> Nodes {
+        let mut c = layout
+            .broker_program(env!("CARGO_BIN_EXE_josef-broker"))
+            .build()
+            .unwrap();
+        for n in c.nodes_mut() {
+            n.launch().unwrap();
+        }
+        Nodes(c)
+    }
+
+    /// Each node's port of one kind, in node order.
+    fn ports(&self, port: impl Fn(&Node) -> Option<u16>) -> Vec<u16> {
+        self.0.nodes().filter_map(port).collect()
+    }
+
+    /// SIGKILL node `id` by PID, and reap it.
+    fn kill(&mut self, id: i32) {
+        self.0.node_mut(id).unwrap().kill9().unwrap();
+    }
+
     fn logs(&self) -> String {
-        self.0
-            .iter()
-            .map(Node::log_tail)
-            .collect::<Vec<_>>()
-            .join("\n")
+        self.0.logs(25)
     }
 
-    /// Waits until every node printed `listening on`; their addresses.
+    /// Waits until every node printed `listening on`; their addresses (each node's first line).
     fn listening(&self) -> Vec<SocketAddr> {
-        let ok = wait_until(START, || self.0.iter().all(|n| n.listening().is_some()));
+        let first = |n: &Node| {
+            n.current_log()
+                .lines()
+                .find_map(|l| l.strip_prefix("listening on ")?.trim().parse().ok())
+        };
+        let ok = wait_until(START, || self.0.nodes().all(|n| first(n).is_some()));
         assert!(ok, "every node prints `listening on`\n{}", self.logs());
-        self.0.iter().map(|n| n.listening().unwrap()).collect()
-    }
-}
-
-impl Drop for Nodes {
-    fn drop(&mut self) {
-        for n in self.0.iter().filter(|n| !n.killed) {
-            let _ = Command::new("kill")
-                .arg("-TERM")
-                .arg(n.child.id().to_string())
-                .status();
-        }
-        for n in self.0.iter_mut().filter(|n| !n.killed) {
-            let exited = wait_until(Duration::from_secs(10), || {
-                matches!(n.child.try_wait(), Ok(Some(_)))
-            });
-            if !exited {
-                let _ = n.child.kill();
-            }
-            let _ = n.child.wait();
-        }
+        self.0.nodes().map(|n| first(n).unwrap()).collect()
     }
 }
 
 /// One Kafka request on a fresh connection; `None` on any failure (the node may be starting).
 fn call(addr: SocketAddr, version: i16, body: RequestBody) -> Option<ResponseBody> {
-    let key = body.api_key();
-    let header = RequestHeader {
-        request_api_key: key as i16,
-        request_api_version: version,
-        correlation_id: 1,
-        client_id: Some("cluster-roles-test".into()),
-        ..Default::default()
-    };
-    let mut buf = BytesMut::new();
-    encode_request_frame(&header, &body, &mut buf).ok()?;
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    s.write_all(&buf).ok()?;
-    let mut len = [0u8; 4];
-    s.read_exact(&mut len).ok()?;
-    let len = usize::try_from(i32::from_be_bytes(len)).ok()?;
-    let mut frame = vec![0u8; len];
-    s.read_exact(&mut frame).ok()?;
-    decode_response_frame(key, version, Bytes::from(frame))
-        .ok()
-        .map(|(_, b)| b)
+    client::call(addr, version, body).ok()
 }
 
 fn metadata(addr: SocketAddr) -> Option<MetadataResponse> {
-    let req = MetadataRequest {
-        topics: None,
-        allow_auto_topic_creation: false,
-        ..Default::default()
-    };
-    match call(addr, 12, req.into())? {
-        ResponseBody::Metadata(m) => Some(m),
-        _ => None,
-    }
+    client::metadata(addr).ok()
 }
 
 fn broker_ids(m: &MetadataResponse) -> Vec<i32> {
@@ -289,53 +168,11 @@ fn create_rf2(addr: SocketAddr, topic: &str) -> Result<(), String> {
     }
 }
 
-fn voters(ports: &[u16]) -> String {
-    ports
-        .iter()
-        .enumerate()
-        .map(|(i, p)| format!("{}@127.0.0.1:{p}", i + 1))
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-const PROTOCOLS: &str = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT";
-
 #[test]
 fn three_controllers_and_two_broker_only_nodes() {
-    let tmp = tempfile::tempdir().unwrap();
-    let cports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let bports: Vec<u16> = (0..2).map(|_| free_port()).collect();
-    let quorum = voters(&cports);
-    let mut nodes = Vec::new();
-    for (i, p) in cports.iter().enumerate() {
-        nodes.push(Node::spawn(
-            tmp.path(),
-            i as i32 + 1,
-            &[
-                ("process.roles", "controller".into()),
-                ("controller.quorum.voters", quorum.clone()),
-                ("listeners", format!("CONTROLLER://127.0.0.1:{p}")),
-                ("controller.listener.names", "CONTROLLER".into()),
-                ("listener.security.protocol.map", PROTOCOLS.into()),
-            ],
-        ));
-    }
-    for (i, p) in bports.iter().enumerate() {
-        nodes.push(Node::spawn(
-            tmp.path(),
-            i as i32 + 4,
-            &[
-                ("process.roles", "broker".into()),
-                ("controller.quorum.voters", quorum.clone()),
-                ("listeners", format!("PLAINTEXT://127.0.0.1:{p}")),
-                ("advertised.listeners", format!("PLAINTEXT://127.0.0.1:{p}")),
-                ("controller.listener.names", "CONTROLLER".into()),
-                ("inter.broker.listener.name", "PLAINTEXT".into()),
-                ("listener.security.protocol.map", PROTOCOLS.into()),
-            ],
-        ));
-    }
-    let nodes = Nodes(nodes);
+    let nodes = Nodes::spawn(Cluster::builder().controllers(3).brokers(2));
+    let cports = nodes.ports(Node::controller_port);
+    let bports = nodes.ports(Node::client_port);
     let addrs = nodes.listening();
     // A controller-only node listens on its CONTROLLER port, a broker on its client port.
     for (a, p) in addrs.iter().zip(cports.iter().chain(&bports)) {
@@ -399,7 +236,7 @@ fn three_controllers_and_two_broker_only_nodes() {
     let leader = leader.unwrap();
     assert!((1..=3).contains(&leader), "leader {leader}");
     let mut nodes = nodes;
-    nodes.0[leader as usize - 1].kill();
+    nodes.kill(leader);
     if let Err(e) = create_rf2(b5, "roles-after-failover") {
         panic!("{e}\n{}", nodes.logs());
     }
@@ -418,38 +255,8 @@ fn three_controllers_and_two_broker_only_nodes() {
 
 #[test]
 fn three_combined_nodes() {
-    let tmp = tempfile::tempdir().unwrap();
-    let cports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let bports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let quorum = voters(&cports);
-    let nodes = Nodes(
-        (0..3)
-            .map(|i| {
-                Node::spawn(
-                    tmp.path(),
-                    i as i32 + 1,
-                    &[
-                        ("process.roles", "broker,controller".into()),
-                        ("controller.quorum.voters", quorum.clone()),
-                        (
-                            "listeners",
-                            format!(
-                                "PLAINTEXT://127.0.0.1:{},CONTROLLER://127.0.0.1:{}",
-                                bports[i], cports[i]
-                            ),
-                        ),
-                        (
-                            "advertised.listeners",
-                            format!("PLAINTEXT://127.0.0.1:{}", bports[i]),
-                        ),
-                        ("controller.listener.names", "CONTROLLER".into()),
-                        ("inter.broker.listener.name", "PLAINTEXT".into()),
-                        ("listener.security.protocol.map", PROTOCOLS.into()),
-                    ],
-                )
-            })
-            .collect(),
-    );
+    let nodes = Nodes::spawn(Cluster::builder().combined(3));
+    let bports = nodes.ports(Node::client_port);
     let addrs = nodes.listening();
     for (a, p) in addrs.iter().zip(&bports) {
         assert_eq!(a.port(), *p, "a combined node prints its client listener");
