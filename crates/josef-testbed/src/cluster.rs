@@ -344,7 +344,8 @@ impl Cluster {
     }
 
     /// SIGTERM to every running node at once, then waits for each (killing those still running
-    /// after [`STOP_TIMEOUT`]); the exit statuses by node id.
+    /// after [`STOP_TIMEOUT`]); the exit statuses by node id, or the first node that had to be
+    /// killed.
     pub fn stop_all(&mut self) -> Result<BTreeMap<i32, ExitStatus>, Error> {
         for n in &mut self.nodes {
             if n.is_running() {
@@ -353,13 +354,19 @@ impl Cluster {
         }
         let deadline = Instant::now() + STOP_TIMEOUT;
         let mut codes = BTreeMap::new();
+        let mut first_error = None;
         for n in &mut self.nodes {
             if n.pid().is_some() {
-                let status = n.wait_exit(deadline.saturating_duration_since(Instant::now()))?;
-                codes.insert(n.id, status);
+                match n.wait_exit(deadline.saturating_duration_since(Instant::now())) {
+                    Ok(status) => {
+                        codes.insert(n.id, status);
+                    }
+                    // Killed already; the others still get their wait.
+                    Err(e) => first_error = first_error.or(Some(e)),
+                }
             }
         }
-        Ok(codes)
+        first_error.map_or(Ok(codes), Err)
     }
 
     /// The last `lines` lines of every node's log, for failure messages.

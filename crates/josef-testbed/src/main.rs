@@ -33,7 +33,7 @@ enum Cmd {
 }
 
 /// Blocks SIGINT and SIGTERM in this thread (and the threads it starts), so `wait_for_signal`
-/// takes them synchronously; children get a clean mask (std resets it on spawn).
+/// takes them synchronously; the nodes unblock them before exec (`BrokerCommand`).
 fn block_signals() -> libc::sigset_t {
     // SAFETY: a zeroed sigset_t is initialised by sigemptyset before use; these calls only
     // touch the set and this thread's mask.

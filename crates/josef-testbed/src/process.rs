@@ -118,11 +118,13 @@ impl BrokerCommand {
     }
 
     /// The command for one node's properties file. Its process gets SIGKILL if the thread that
-    /// spawned it dies first (PR_SET_PDEATHSIG), so a killed test binary leaves no broker behind.
+    /// spawned it dies first (PR_SET_PDEATHSIG), so a killed test binary leaves no broker behind,
+    /// and starts with no signal blocked.
     pub(crate) fn command(&self, config: &Path) -> Command {
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.args).arg("-c").arg(config);
-        // SAFETY: prctl and getppid are async-signal-safe and touch no memory of the parent.
+        // SAFETY: prctl, getppid, sigemptyset and sigprocmask are async-signal-safe and touch no
+        // memory of the parent (the set is on the child's stack).
         unsafe {
             cmd.pre_exec(|| {
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
@@ -131,6 +133,13 @@ impl BrokerCommand {
                 // The parent died between fork and prctl: nobody would stop this process.
                 if libc::getppid() == 1 {
                     return Err(std::io::Error::other("the test bed exited"));
+                }
+                // A mask the caller set (the CLI blocks SIGTERM to sigwait it) is inherited
+                // across exec: the broker must get its SIGTERM.
+                let mut none: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut none);
+                if libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) != 0 {
+                    return Err(std::io::Error::last_os_error());
                 }
                 Ok(())
             });

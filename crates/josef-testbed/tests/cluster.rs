@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use josef_testbed::{client, wait_until, Cluster};
+use josef_testbed::{client, wait_until, BrokerCommand, Cluster};
 
 const SETTLE: Duration = Duration::from_secs(30);
 
@@ -128,4 +128,35 @@ fn a_node_that_exits_is_reported_with_its_log() {
     let err = c.start().unwrap_err().to_string();
     assert!(err.contains("node 1 exited"), "{err}");
     assert!(err.contains("==== testbed: starting node 1"), "{err}");
+}
+
+/// A stand-in broker that ignores its `-c FILE` and sleeps (SIGTERM's default action ends it).
+fn sleeper() -> BrokerCommand {
+    BrokerCommand::new("/bin/sh").args(["-c", "exec sleep 60", "sh"])
+}
+
+#[test]
+fn a_node_gets_sigterm_even_if_the_test_bed_blocks_it() {
+    // The CLI blocks SIGTERM to sigwait it; a blocked mask is inherited across exec, and a node
+    // that never sees SIGTERM could not be stopped.
+    // SAFETY: the set is initialised by sigemptyset; only this thread's mask changes.
+    let old = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+        old
+    };
+    let mut c = Cluster::builder()
+        .combined(1)
+        .command(sleeper())
+        .build()
+        .unwrap();
+    let n = c.node_mut(1).unwrap();
+    n.launch().unwrap();
+    let stopped = n.stop_within(Duration::from_secs(10));
+    // SAFETY: restores the mask saved above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    assert_eq!(stopped.unwrap().signal(), Some(libc::SIGTERM));
 }
