@@ -1,5 +1,7 @@
 """A test cluster of josef-broker nodes on this machine, written to the cluster contract of docs/cluster.md
-("How a cluster is started"): one properties file per node, `josef-broker -c node.properties`.
+("How a cluster is started"): one properties file per node, `josef-broker -c node.properties`. The contract's
+layouts and the lowered timeouts come from crates/josef-testbed/contract.json, the file the Rust test bed
+(crate josef-testbed) embeds, so the two write the same files.
 
     c = Cluster(3, base_dir, extra_props={"min.insync.replicas": "2"}, faults=True)
     c.start()                      # all nodes at once (a quorum needs them), then ready + cluster-ready
@@ -42,17 +44,25 @@ from pathlib import Path
 from conftest import broker_binary, free_port, wait_until  # noqa: F401 - one copy of the e2e helpers
 from faultproxy import CLIENT, FaultNet, ProcResolver, Proxy
 
-# Lowered timeouts the tests pass (issue 15 / 18): a broker fenced after 2 s without heartbeats, an ISR
-# shrunk after 3 s of lag, a Raft election after 1 s, preferred leaders checked every 5 s, 0.5 s
-# between the attempts of a controlled shutdown that gets no answer (all nodes stopping at once).
-FAST = {
-    "broker.session.timeout.ms": "2000",
-    "broker.heartbeat.interval.ms": "500",
-    "replica.lag.time.max.ms": "3000",
-    "controller.quorum.election.timeout.ms": "1000",
-    "leader.imbalance.check.interval.seconds": "5",
-    "controlled.shutdown.retry.backoff.ms": "500",
-}
+# The cluster contract (one properties layout per process.roles, with {placeholders}), the lowered timeouts
+# tests run with and the nodes' default environment: one file shared with the Rust test bed (crates/josef-testbed,
+# which embeds it), so both write the same node files.
+CONTRACT_PATH = Path(__file__).resolve().parents[2] / "crates" / "josef-testbed" / "contract.json"
+CONTRACT = json.loads(CONTRACT_PATH.read_text())
+# Lowered timeouts (issue 15 / 18): a broker fenced after 2 s without heartbeats, an ISR shrunk after 3 s of lag,
+# a Raft election after 1 s, preferred leaders checked every 5 s.
+FAST = dict(CONTRACT["timeouts"])
+
+
+def contract_props(layout: str, **values) -> dict:
+    """The contract's properties for a layout ("broker,controller", "broker", "controller", "single") with
+    {node_id}, {voters}, {client_port}, {controller_port}, {advertised_port}, {log_dirs} filled in."""
+    props = {}
+    for key, template in CONTRACT["properties"][layout]:
+        for name, value in values.items():
+            template = template.replace("{" + name + "}", str(value))
+        props[key] = template
+    return props
 
 
 LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
@@ -128,27 +138,12 @@ class Node:
 
     def props(self) -> dict:
         c = self.cluster
-        if c.single:
-            p = {
-                "node.id": str(self.id),
-                "listeners": f"PLAINTEXT://127.0.0.1:{self.client_port}",
-                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.advertised_port}",
-                "log.dirs": str(self.data_dir),
-                "group.initial.rebalance.delay.ms": "0",
-            }
-        else:
-            p = {
-                "process.roles": "broker,controller",
-                "node.id": str(self.id),
-                "controller.quorum.voters": c.voters_for(self.id),
-                "listeners": f"PLAINTEXT://127.0.0.1:{self.client_port},CONTROLLER://127.0.0.1:{self.controller_port}",
-                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.advertised_port}",
-                "controller.listener.names": "CONTROLLER",
-                "inter.broker.listener.name": "PLAINTEXT",
-                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-                "log.dirs": str(self.data_dir),
-                "group.initial.rebalance.delay.ms": "0",
-            }
+        p = contract_props(
+            "single" if c.single else "broker,controller",
+            node_id=self.id, voters="" if c.single else c.voters_for(self.id), client_port=self.client_port,
+            controller_port=self.controller_port, advertised_port=self.advertised_port, log_dirs=self.data_dir,
+        )
+        if not c.single:
             p.update(c.timeouts)
         p.update(c.extra_props)
         p.update(c.node_props.get(self.id, {}))
@@ -174,7 +169,8 @@ class Node:
         with open(self.log_path, "ab") as log:
             log.write(f"==== testbed: starting node {self.id} at {time.strftime('%H:%M:%S')}\n".encode())
             env = dict(os.environ)
-            env.setdefault("RUST_LOG", "info,openraft=warn")  # openraft's info is every vote and append
+            for k, v in CONTRACT["env"]:
+                env.setdefault(k, v)
             env.update(self.cluster.node_env.get(self.id, {}))
             cmd = [str(self.cluster.binary), "-c", str(self.props_path)]
             if not detach and shutil.which("setpriv"):
