@@ -98,7 +98,12 @@ fn readme_arrows_match_the_manifests() {
             continue;
         };
         // josef-testbed is test support that runs brokers as processes: nothing composes it.
-        let tool = ["josef-broker", "josef-server", "josef-protocol-codegen", "josef-testbed"];
+        let tool = [
+            "josef-broker",
+            "josef-server",
+            "josef-protocol-codegen",
+            "josef-testbed",
+        ];
         if !tool.contains(&name.as_str()) {
             libraries.insert(name.clone());
         }

@@ -669,7 +669,10 @@ impl Sim {
         w.commit_all();
         let entries = w.entries().to_vec();
         let epoch = self.coord_epochs[&p];
-        let markers = self.coord.complete_loading(p, epoch, w, entries, self.now).unwrap();
+        let markers = self
+            .coord
+            .complete_loading(p, epoch, w, entries, self.now)
+            .unwrap();
         if !markers.is_empty() {
             self.count("markers re-sent after reload".into());
         }
