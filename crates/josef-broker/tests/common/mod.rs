@@ -3,19 +3,18 @@
 //! a condition, bounded; processes are stopped by PID (never by name).
 #![allow(dead_code)] // each test binary uses a part
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::{BufRead, BufReader, Read};
+use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
 use josef_protocol::messages::create_topics_request::CreatableTopic;
 use josef_protocol::messages::{
-    CreateTopicsRequest, CreateTopicsResponse, MetadataRequest, MetadataResponse, RequestHeader,
+    CreateTopicsRequest, CreateTopicsResponse, MetadataRequest, MetadataResponse,
 };
-use josef_protocol::{decode_response_frame, encode_request_frame, RequestBody, ResponseBody};
+use josef_protocol::{RequestBody, ResponseBody};
 
 pub const START: Duration = Duration::from_secs(30);
 pub const SETTLE: Duration = Duration::from_secs(20);
@@ -29,18 +28,9 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// Polls `cond` every 50 ms until it holds or `timeout` passes; whether it held.
-pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+/// Polls `cond` every 50 ms until it holds or `timeout` passes; whether it held (the test bed's).
+pub fn wait_until(timeout: Duration, cond: impl FnMut() -> bool) -> bool {
+    josef_testbed::wait_until(timeout, Duration::from_millis(50), cond)
 }
 
 /// One `josef-broker -c node.properties` process, restartable on the same config and data.
@@ -236,28 +226,9 @@ impl Drop for Nodes {
 }
 
 /// One Kafka request on a fresh connection; `None` on any failure (the node may be starting).
+/// The test bed's client: timeouts, and a bounded response size.
 pub fn call(addr: SocketAddr, version: i16, body: RequestBody) -> Option<ResponseBody> {
-    let key = body.api_key();
-    let header = RequestHeader {
-        request_api_key: key as i16,
-        request_api_version: version,
-        correlation_id: 1,
-        client_id: Some("cluster-test".into()),
-        ..Default::default()
-    };
-    let mut buf = BytesMut::new();
-    encode_request_frame(&header, &body, &mut buf).ok()?;
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    s.write_all(&buf).ok()?;
-    let mut len = [0u8; 4];
-    s.read_exact(&mut len).ok()?;
-    let len = usize::try_from(i32::from_be_bytes(len)).ok()?;
-    let mut frame = vec![0u8; len];
-    s.read_exact(&mut frame).ok()?;
-    decode_response_frame(key, version, Bytes::from(frame))
-        .ok()
-        .map(|(_, b)| b)
+    josef_testbed::client::call(addr, version, body).ok()
 }
 
 pub fn metadata(addr: SocketAddr) -> Option<MetadataResponse> {
