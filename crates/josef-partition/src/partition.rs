@@ -36,19 +36,20 @@ pub enum ClientBatch {
 }
 
 /// Everything of a partition that changes under its lock: the log, the producer state and the
-/// replication state are updated together, so validate → append → commit is atomic.
-pub struct PartitionData {
+/// replication state are updated together, so validate → append → commit is atomic. It stays
+/// inside the crate: callers get narrow methods, never the lock.
+pub(crate) struct PartitionData {
     /// The log.
-    pub log: Log,
+    pub(crate) log: Log,
     /// Producer ids, sequences and open transactions of this partition.
-    pub producers: ProducerStateTable,
+    pub(crate) producers: ProducerStateTable,
     /// Leader or follower state: ISR, follower LEOs, HW.
-    pub replication: ReplicationState,
+    pub(crate) replication: ReplicationState,
 }
 
 impl PartitionData {
     /// Last stable offset: the first offset of the oldest open transaction, else the HW.
-    pub fn last_stable_offset(&self) -> i64 {
+    pub(crate) fn last_stable_offset(&self) -> i64 {
         self.producers.last_stable_offset(self.log.high_watermark())
     }
 
@@ -315,7 +316,7 @@ pub enum OutOfRangeOutcome {
 /// let r = p.append_from_client(ClientBatch::Owned(batch), &header, -1, 1, 5).unwrap();
 /// assert_eq!((r.base_offset, r.last_offset), (0, 0));
 /// // One replica: the HW moved with the append.
-/// assert_eq!(p.data.lock().log.high_watermark(), 1);
+/// assert_eq!(p.high_watermark(), 1);
 /// ```
 pub struct Partition {
     /// Topic name.
@@ -325,7 +326,7 @@ pub struct Partition {
     /// Topic id.
     pub topic_id: Uuid,
     /// The data, under one lock.
-    pub data: Mutex<PartitionData>,
+    pub(crate) data: Mutex<PartitionData>,
     /// Called after appends and HW moves, outside the partition lock.
     on_event: OnceLock<AppendListener>,
     /// What the producer-state rebuild at open did.
@@ -521,7 +522,7 @@ impl Partition {
     ///     PartitionState::Standalone).unwrap();
     /// let p = Partition::single_replica_from_log(log, "orders", 0, Uuid::from_bytes([1; 16]),
     ///     ProducerStateConfig::default(), 0).unwrap();
-    /// assert_eq!(p.data.lock().log.log_end_offset(), 0);
+    /// assert_eq!(p.log_end_offset(), 0);
     /// ```
     pub fn single_replica_from_log(
         log: Log,

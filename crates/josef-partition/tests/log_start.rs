@@ -34,7 +34,7 @@ fn replicated(dir: &tempfile::TempDir, n: i64) -> (Partition, Partition) {
     for t in 0..3 {
         fetch_round(&l, &f, 10 + t);
     }
-    assert_eq!(f.data.lock().log.high_watermark(), n);
+    assert_eq!(f.high_watermark(), n);
     (l, f)
 }
 
@@ -44,7 +44,7 @@ fn delete_records_is_refused_on_a_follower() {
     let (_l, f) = replicated(&dir, 3);
     let e = f.delete_records_before(2).unwrap_err();
     assert_eq!(e.code, ErrorCode::NotLeaderOrFollower);
-    assert_eq!(f.data.lock().log.log_start_offset(), 0);
+    assert_eq!(f.log_start_offset(), 0);
     assert_eq!(f.low_watermark(), Err(ErrorCode::NotLeaderOrFollower));
 }
 
@@ -56,7 +56,7 @@ fn a_follower_takes_the_leaders_log_start_and_the_low_watermark_follows() {
     // The follower has not fetched since: the leader still counts its old log start.
     assert_eq!(l.low_watermark(), Ok(0));
     fetch_round(&l, &f, 20);
-    assert_eq!(f.data.lock().log.log_start_offset(), 3);
+    assert_eq!(f.log_start_offset(), 3);
     // Its next fetch tells the leader.
     fetch_round(&l, &f, 21);
     assert_eq!(l.low_watermark(), Ok(3));
@@ -108,6 +108,5 @@ fn a_follower_restarted_inside_a_batch_keeps_the_batch_whole_then_takes_the_lead
         FetchResponseAction::Appended(_)
     ));
     fetch_round(&l, &f, 5);
-    let d = f.data.lock();
-    assert_eq!((d.log.log_start_offset(), d.log.log_end_offset()), (3, 5));
+    assert_eq!((f.log_start_offset(), f.log_end_offset()), (3, 5));
 }

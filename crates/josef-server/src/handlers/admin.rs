@@ -389,16 +389,14 @@ pub fn describe_log_dirs(
                 if !want(&t.name, p.index) {
                     continue;
                 }
-                let d = p.data.lock();
-                if d.log.dir().parent() != Some(dir.as_path()) {
+                let s = p.log_dir_summary();
+                if s.dir.parent() != Some(dir.as_path()) {
                     continue;
                 }
                 parts.push(DescribeLogDirsPartition {
                     partition_index: p.index,
-                    partition_size: d.log.size_in_bytes() as i64,
-                    // Kafka's getLogEndOffsetLag of a current (not future) log: how far its LEO
-                    // is behind the HW (0 on a leader; Josef has no future logs).
-                    offset_lag: (d.log.high_watermark() - d.log.log_end_offset()).max(0),
+                    partition_size: s.size_in_bytes as i64,
+                    offset_lag: s.offset_lag,
                     is_future_key: false,
                     ..Default::default()
                 });
