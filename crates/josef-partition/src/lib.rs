@@ -32,6 +32,7 @@ pub mod replication;
 mod views;
 
 pub use error::{log_error_code, PartitionError};
+pub use log_start::DeleteRecordsOutcome;
 pub use partition::{
     batch_info, control_type_of, AppendListener, ClientBatch, FetchIsolation, FetchResponseAction,
     FollowerAppend, FollowerFetch, FollowerFetchRequest, FollowerFetchResult, LeaderFetchAnswer,

@@ -75,6 +75,9 @@ pub struct PartitionEvent {
     /// An ISR change was proposed (send [`Partition::pending_alter_partition`] to the
     /// controller).
     pub isr_change_proposed: bool,
+    /// A follower's fetch reported a higher log start offset, which may raise the leader's low
+    /// watermark (wakes delayed DeleteRecords, see [`Partition::check_low_watermark_reaches`]).
+    pub follower_log_start_moved: bool,
 }
 
 /// What [`Partition::set_append_listener`] takes.
@@ -700,6 +703,7 @@ impl Partition {
             high_watermark: hw,
             leadership_changed: false,
             isr_change_proposed: false,
+            follower_log_start_moved: false,
         });
         Ok(result)
     }
@@ -762,6 +766,7 @@ impl Partition {
             high_watermark: hw,
             leadership_changed: false,
             isr_change_proposed: false,
+            follower_log_start_moved: false,
         });
         Ok(info)
     }
@@ -841,6 +846,7 @@ impl Partition {
             high_watermark: hw,
             leadership_changed: false,
             isr_change_proposed: false,
+            follower_log_start_moved: false,
         });
     }
 
@@ -1004,6 +1010,7 @@ impl Partition {
                 high_watermark: change.high_watermark,
                 leadership_changed: true,
                 isr_change_proposed: false,
+                follower_log_start_moved: false,
             });
         }
         Ok(change)
@@ -1027,6 +1034,7 @@ impl Partition {
                 high_watermark: None,
                 leadership_changed: true,
                 isr_change_proposed: false,
+                follower_log_start_moved: false,
             });
         }
         change
@@ -1042,7 +1050,7 @@ impl Partition {
         fetch: &FollowerFetch,
         now_ms: i64,
     ) -> Result<FollowerFetchResult, ErrorCode> {
-        let (result, hw) = {
+        let (result, hw, log_start_moved) = {
             let mut d = self.data.lock();
             d.replication
                 .validate_follower_fetch(fetch.replica_id, fetch.current_leader_epoch)?;
@@ -1080,6 +1088,10 @@ impl Partition {
             }
             let read = Self::read_locked(&d, &params)?;
             let leo = d.log.log_end_offset();
+            let log_start_before = d
+                .replication
+                .follower(fetch.replica_id)
+                .map(|f| f.log_start_offset);
             let outcome = d.replication.update_follower_fetch_state(
                 fetch.replica_id,
                 fetch.fetch_offset,
@@ -1091,6 +1103,7 @@ impl Partition {
             if outcome.high_watermark.is_some() {
                 d.apply_high_watermark();
             }
+            let log_start_moved = log_start_before.is_some_and(|b| fetch.log_start_offset > b);
             (
                 FollowerFetchResult {
                     read,
@@ -1098,6 +1111,7 @@ impl Partition {
                     alter_partition: outcome.alter_partition,
                 },
                 outcome.high_watermark,
+                log_start_moved,
             )
         };
         self.notify(PartitionEvent {
@@ -1105,6 +1119,7 @@ impl Partition {
             high_watermark: hw,
             leadership_changed: false,
             isr_change_proposed: result.alter_partition.is_some(),
+            follower_log_start_moved: log_start_moved,
         });
         Ok(result)
     }
@@ -1157,6 +1172,7 @@ impl Partition {
                 high_watermark: Some(hw),
                 leadership_changed: false,
                 isr_change_proposed: false,
+                follower_log_start_moved: false,
             });
         }
         outcome
@@ -1354,6 +1370,7 @@ impl Partition {
             high_watermark: Some(result.high_watermark),
             leadership_changed: false,
             isr_change_proposed: false,
+            follower_log_start_moved: false,
         });
         Ok(result)
     }
