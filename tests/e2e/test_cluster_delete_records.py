@@ -1,8 +1,13 @@
-"""DeleteRecords on a 3-node RF=3 topic: the leader moves its log start offset and every follower takes
-it from its next fetch (each replica's log start read with ListOffsets EARLIEST as a debugging tool,
-replica id -2, which any replica answers); a DeleteRecords sent straight to a follower is refused with
-NOT_LEADER_OR_FOLLOWER and moves nothing. A follower that was down while the leader deleted past its
-log end gets OFFSET_OUT_OF_RANGE and restarts its log at the leader's log start."""
+"""DeleteRecords on a 3-node RF=3 topic: the leader moves its log start offset, every follower takes
+it from its next fetch and reports it in the one after, and only then is the request answered
+(Kafka's DelayedDeleteRecords: the low watermark, the lowest log start over the replicas on live
+brokers, reached the offset), so each replica's log start is already there when the answer comes
+(read with ListOffsets EARLIEST as a debugging tool, replica id -2, which any replica answers). A
+follower on a live broker that does not fetch holds the answer until the request's timeout
+(REQUEST_TIMED_OUT), and stops counting once its broker is fenced. A DeleteRecords sent straight to
+a follower is refused with NOT_LEADER_OR_FOLLOWER and moves nothing. A follower that was down while
+the leader deleted past its log end gets OFFSET_OUT_OF_RANGE and restarts its log at the leader's
+log start."""
 import socket
 import struct
 
@@ -15,6 +20,7 @@ from conftest import unique, wait_until
 pytestmark = pytest.mark.cluster
 
 NOT_LEADER_OR_FOLLOWER = 6
+REQUEST_TIMED_OUT = 7
 DEBUGGING_REPLICA_ID = -2
 EARLIEST = -2
 LATEST = -1
@@ -57,10 +63,12 @@ def log_start_on(port: int, topic: str, partition: int = 0, timestamp: int = EAR
     return err, offset
 
 
-def delete_records_on(port: int, topic: str, offset: int, partition: int = 0) -> tuple[int, int]:
-    """(error code, low watermark) of DeleteRecords v0 sent to one node."""
+def delete_records_on(port: int, topic: str, offset: int, partition: int = 0,
+                      timeout_ms: int = 5_000) -> tuple[int, int]:
+    """(error code, low watermark) of DeleteRecords v0 sent to one node (answered within timeout_ms, well
+    inside the socket's 10 s)."""
     body = struct.pack(">i", 1) + _string(topic) + struct.pack(">i", 1) + struct.pack(">iq", partition, offset)
-    body += struct.pack(">i", 10_000)
+    body += struct.pack(">i", timeout_ms)
     r = _request(port, 21, 0, body)
     # throttle i32, topics[1]: name, partitions[1]: partition i32, low watermark i64, error i16
     pos = 4 + 4
@@ -92,16 +100,41 @@ def test_delete_records_moves_every_replicas_log_start_and_a_follower_refuses_it
     deleted = next(iter(fs.values())).result(timeout=30)
     assert deleted.low_watermark == 40, deleted
 
-    seen = {}
+    # The answer waited for the followers' log starts: no replica is behind it.
+    seen = {i: log_start_on(port[i], topic) for i in c.nodes}
+    assert seen == {i: (0, 40) for i in c.nodes}, f"(error, log start) per node after the answer: {seen}"
 
-    def all_moved():
-        seen.update({i: log_start_on(port[i], topic) for i in c.nodes})
-        return all(v == (0, 40) for v in seen.values())
 
+def test_delete_records_waits_for_a_silent_live_follower_until_timeout_or_its_fencing(cluster_factory):
+    c = cluster_factory(3)
+    topic = unique("delrec-wait")
+    c.create_topic(topic, partitions=1, rf=3)
+    c.wait_topic_ready(topic, 1, rf=3)
+    cfk_produce(c.bootstrap, topic, [{"value": f"w{i}".encode()} for i in range(100)], conf={"acks": "all"})
+    leader = c.leader_of(topic)
+    controller = c.active_controller()
+    silent = next(i for i in c.nodes if i not in (leader, controller))
+    port = {i: c.nodes[i].client_port for i in c.nodes}
+    c.nodes[silent].pause()
     try:
-        wait_until(all_moved, timeout=30, interval=0.2, what="every replica's log start at 40")
-    except AssertionError as e:
-        raise AssertionError(f"{e}; (error, log start) per node: {seen}") from None
+        # Its broker stays registered and unfenced for broker.session.timeout.ms (2 s): it still
+        # counts, has not reported the new log start, and the request times out.
+        assert delete_records_on(port[leader], topic, 40, timeout_ms=300) == (REQUEST_TIMED_OUT, 0)
+        # Once it is fenced it no longer counts: the live follower's report completes the request.
+        seen = {}
+
+        def completed():
+            seen["v"] = delete_records_on(port[leader], topic, 40, timeout_ms=3_000)
+            return seen["v"] == (0, 40)
+
+        try:
+            wait_until(completed, timeout=30, interval=0.2, what="DeleteRecords complete without the fenced follower")
+        except AssertionError as e:
+            raise AssertionError(f"{e}; last (error, low watermark): {seen}") from None
+    finally:
+        c.nodes[silent].resume()
+    wait_until(lambda: log_start_on(port[silent], topic) == (0, 40), timeout=30, interval=0.2,
+               what=f"node {silent} takes the log start 40 once it runs again")
 
 
 def test_a_follower_behind_the_leaders_log_start_restarts_there(cluster_factory):

@@ -37,8 +37,7 @@ fn open(dir: &std::path::Path, broker: i32) -> Result<Partition, Box<dyn std::er
 }
 
 fn offsets(p: &Partition) -> (i64, i64) {
-    let d = p.data.lock();
-    (d.log.log_end_offset(), d.log.high_watermark())
+    (p.log_end_offset(), p.high_watermark())
 }
 
 /// One round of broker 2's replica fetcher for this partition.

@@ -25,21 +25,26 @@
 pub mod error;
 mod log_start;
 pub mod metrics;
+pub mod offsets_for_time;
 pub mod partition;
+mod producer_views;
 pub mod replication;
+mod views;
 
 pub use error::{log_error_code, PartitionError};
+pub use log_start::DeleteRecordsOutcome;
 pub use partition::{
     batch_info, control_type_of, AppendListener, ClientBatch, FetchIsolation, FetchResponseAction,
     FollowerAppend, FollowerFetch, FollowerFetchRequest, FollowerFetchResult, LeaderFetchAnswer,
-    OutOfRangeOutcome, Partition, PartitionData, PartitionEvent, ProduceResult, ReadParams,
-    ReadResult,
+    OutOfRangeOutcome, Partition, PartitionEvent, ProduceResult, ReadParams, ReadResult,
 };
+pub use producer_views::{ActiveProducer, ProducerTxnState};
 pub use replication::{
     leader_diverging_epoch, truncation_offset, AlterPartitionOutcome, AlterPartitionProposal,
     CommittedPartitionState, EpochEndOffset, FollowerFetchOutcome, FollowerState, IsrState,
     LeadershipChange, ReplicaId, ReplicationState, Role, TruncationDecision,
 };
+pub use views::{LogBatches, LogDirSummary, ReplicaSummary};
 
 /// Kafka's "no producer id" (−1), defined once in `josef_protocol::constants`.
 pub use josef_protocol::constants::NO_PRODUCER_ID;

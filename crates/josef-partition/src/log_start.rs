@@ -8,6 +8,31 @@ use josef_protocol::ErrorCode;
 
 use crate::error::PartitionError;
 use crate::partition::{Partition, PartitionData};
+use crate::replication::ReplicaId;
+
+/// What the leader did with a DeleteRecords for one partition, from
+/// [`Partition::delete_records_on_leader`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeleteRecordsOutcome {
+    /// The offset asked for (−1 resolved to the HW): the request is complete once the low
+    /// watermark reaches it.
+    pub requested_offset: i64,
+    /// The low watermark right after the leader's log start moved (what a request that times
+    /// out answers).
+    pub low_watermark: i64,
+}
+
+/// [`Partition::low_watermark`] under the lock, on a leader.
+fn low_watermark_locked(d: &PartitionData, is_alive: &dyn Fn(ReplicaId) -> bool) -> i64 {
+    let local = d.replication.local_id();
+    d.replication
+        .replicas()
+        .iter()
+        .filter(|id| **id != local && is_alive(**id))
+        .filter_map(|id| d.replication.follower(*id))
+        .map(|f| f.log_start_offset)
+        .fold(d.log.log_start_offset(), i64::min)
+}
 
 impl PartitionData {
     /// Moves the log start to `offset` (not above the HW) in the log and the producer state.
@@ -85,24 +110,56 @@ impl Partition {
         d.increment_log_start_offset(offset)
     }
 
-    /// Leader: the lowest log start offset over this replica and the ISR's followers, as their
-    /// last fetches told it (Kafka's `lowWatermarkIfLeader`, what DeleteRecords waits for);
-    /// NOT_LEADER_OR_FOLLOWER elsewhere.
-    pub fn low_watermark(&self) -> Result<i64, ErrorCode> {
+    /// DeleteRecords on the leader, as [`Partition::delete_records_before`], with what the
+    /// request then waits for (Kafka's `LogDeleteRecordsResult`): the offset asked for (−1
+    /// resolved to the HW) and the low watermark right after the leader's log start moved.
+    /// `is_alive` tells which brokers count (see [`Partition::low_watermark`]).
+    pub fn delete_records_on_leader(
+        &self,
+        offset: i64,
+        is_alive: impl Fn(ReplicaId) -> bool,
+    ) -> Result<DeleteRecordsOutcome, PartitionError> {
+        let mut d = self.data.lock();
+        if !d.replication.is_leader() {
+            return Err(PartitionError::new(ErrorCode::NotLeaderOrFollower));
+        }
+        let hw = d.log.high_watermark();
+        let requested_offset = if offset == -1 { hw } else { offset };
+        if requested_offset < 0 || requested_offset > hw {
+            return Err(PartitionError::new(ErrorCode::OffsetOutOfRange));
+        }
+        d.increment_log_start_offset(requested_offset)?;
+        Ok(DeleteRecordsOutcome {
+            requested_offset,
+            low_watermark: low_watermark_locked(&d, &is_alive),
+        })
+    }
+
+    /// Leader: the lowest log start offset over this replica and every assigned follower on a
+    /// live broker (`is_alive`: registered and not fenced), as their last fetches told it
+    /// (Kafka's `lowWatermarkIfLeader`, what DeleteRecords waits for). Followers out of the ISR
+    /// count too, and a live follower that has not fetched in this leadership holds it at −1,
+    /// so deleted records are gone from every replica that may still serve them before the
+    /// request is answered. NOT_LEADER_OR_FOLLOWER elsewhere.
+    pub fn low_watermark(&self, is_alive: impl Fn(ReplicaId) -> bool) -> Result<i64, ErrorCode> {
         let d = self.data.lock();
         if !d.replication.is_leader() {
             return Err(ErrorCode::NotLeaderOrFollower);
         }
-        let local = d.replication.local_id();
-        let low = d
-            .replication
-            .isr()
-            .iter()
-            .filter(|id| **id != local)
-            .filter_map(|id| d.replication.follower(*id))
-            .map(|f| f.log_start_offset)
-            .fold(d.log.log_start_offset(), i64::min);
-        Ok(low)
+        Ok(low_watermark_locked(&d, &is_alive))
+    }
+
+    /// The delayed DeleteRecords condition for one partition (Kafka's
+    /// `DelayedDeleteRecords.tryComplete`): `Ok(Some(low watermark))` once the low watermark
+    /// reached `required_offset`, `Ok(None)` while it has not, NOT_LEADER_OR_FOLLOWER once this
+    /// replica no longer leads (the request is answered then).
+    pub fn check_low_watermark_reaches(
+        &self,
+        required_offset: i64,
+        is_alive: impl Fn(ReplicaId) -> bool,
+    ) -> Result<Option<i64>, ErrorCode> {
+        let low = self.low_watermark(is_alive)?;
+        Ok((low >= required_offset).then_some(low))
     }
 
     /// Follower: takes the leader's log start offset from a fetch response (Kafka's

@@ -36,19 +36,20 @@ pub enum ClientBatch {
 }
 
 /// Everything of a partition that changes under its lock: the log, the producer state and the
-/// replication state are updated together, so validate → append → commit is atomic.
-pub struct PartitionData {
+/// replication state are updated together, so validate → append → commit is atomic. It stays
+/// inside the crate: callers get narrow methods, never the lock.
+pub(crate) struct PartitionData {
     /// The log.
-    pub log: Log,
+    pub(crate) log: Log,
     /// Producer ids, sequences and open transactions of this partition.
-    pub producers: ProducerStateTable,
+    pub(crate) producers: ProducerStateTable,
     /// Leader or follower state: ISR, follower LEOs, HW.
-    pub replication: ReplicationState,
+    pub(crate) replication: ReplicationState,
 }
 
 impl PartitionData {
     /// Last stable offset: the first offset of the oldest open transaction, else the HW.
-    pub fn last_stable_offset(&self) -> i64 {
+    pub(crate) fn last_stable_offset(&self) -> i64 {
         self.producers.last_stable_offset(self.log.high_watermark())
     }
 
@@ -74,6 +75,9 @@ pub struct PartitionEvent {
     /// An ISR change was proposed (send [`Partition::pending_alter_partition`] to the
     /// controller).
     pub isr_change_proposed: bool,
+    /// A follower's fetch reported a higher log start offset, which may raise the leader's low
+    /// watermark (wakes delayed DeleteRecords, see [`Partition::check_low_watermark_reaches`]).
+    pub follower_log_start_moved: bool,
 }
 
 /// What [`Partition::set_append_listener`] takes.
@@ -315,7 +319,7 @@ pub enum OutOfRangeOutcome {
 /// let r = p.append_from_client(ClientBatch::Owned(batch), &header, -1, 1, 5).unwrap();
 /// assert_eq!((r.base_offset, r.last_offset), (0, 0));
 /// // One replica: the HW moved with the append.
-/// assert_eq!(p.data.lock().log.high_watermark(), 1);
+/// assert_eq!(p.high_watermark(), 1);
 /// ```
 pub struct Partition {
     /// Topic name.
@@ -325,7 +329,7 @@ pub struct Partition {
     /// Topic id.
     pub topic_id: Uuid,
     /// The data, under one lock.
-    pub data: Mutex<PartitionData>,
+    pub(crate) data: Mutex<PartitionData>,
     /// Called after appends and HW moves, outside the partition lock.
     on_event: OnceLock<AppendListener>,
     /// What the producer-state rebuild at open did.
@@ -521,7 +525,7 @@ impl Partition {
     ///     PartitionState::Standalone).unwrap();
     /// let p = Partition::single_replica_from_log(log, "orders", 0, Uuid::from_bytes([1; 16]),
     ///     ProducerStateConfig::default(), 0).unwrap();
-    /// assert_eq!(p.data.lock().log.log_end_offset(), 0);
+    /// assert_eq!(p.log_end_offset(), 0);
     /// ```
     pub fn single_replica_from_log(
         log: Log,
@@ -699,6 +703,7 @@ impl Partition {
             high_watermark: hw,
             leadership_changed: false,
             isr_change_proposed: false,
+            follower_log_start_moved: false,
         });
         Ok(result)
     }
@@ -761,6 +766,7 @@ impl Partition {
             high_watermark: hw,
             leadership_changed: false,
             isr_change_proposed: false,
+            follower_log_start_moved: false,
         });
         Ok(info)
     }
@@ -840,6 +846,7 @@ impl Partition {
             high_watermark: hw,
             leadership_changed: false,
             isr_change_proposed: false,
+            follower_log_start_moved: false,
         });
     }
 
@@ -1003,6 +1010,7 @@ impl Partition {
                 high_watermark: change.high_watermark,
                 leadership_changed: true,
                 isr_change_proposed: false,
+                follower_log_start_moved: false,
             });
         }
         Ok(change)
@@ -1026,6 +1034,7 @@ impl Partition {
                 high_watermark: None,
                 leadership_changed: true,
                 isr_change_proposed: false,
+                follower_log_start_moved: false,
             });
         }
         change
@@ -1041,7 +1050,7 @@ impl Partition {
         fetch: &FollowerFetch,
         now_ms: i64,
     ) -> Result<FollowerFetchResult, ErrorCode> {
-        let (result, hw) = {
+        let (result, hw, log_start_moved) = {
             let mut d = self.data.lock();
             d.replication
                 .validate_follower_fetch(fetch.replica_id, fetch.current_leader_epoch)?;
@@ -1079,6 +1088,10 @@ impl Partition {
             }
             let read = Self::read_locked(&d, &params)?;
             let leo = d.log.log_end_offset();
+            let log_start_before = d
+                .replication
+                .follower(fetch.replica_id)
+                .map(|f| f.log_start_offset);
             let outcome = d.replication.update_follower_fetch_state(
                 fetch.replica_id,
                 fetch.fetch_offset,
@@ -1090,6 +1103,7 @@ impl Partition {
             if outcome.high_watermark.is_some() {
                 d.apply_high_watermark();
             }
+            let log_start_moved = log_start_before.is_some_and(|b| fetch.log_start_offset > b);
             (
                 FollowerFetchResult {
                     read,
@@ -1097,6 +1111,7 @@ impl Partition {
                     alter_partition: outcome.alter_partition,
                 },
                 outcome.high_watermark,
+                log_start_moved,
             )
         };
         self.notify(PartitionEvent {
@@ -1104,6 +1119,7 @@ impl Partition {
             high_watermark: hw,
             leadership_changed: false,
             isr_change_proposed: result.alter_partition.is_some(),
+            follower_log_start_moved: log_start_moved,
         });
         Ok(result)
     }
@@ -1156,6 +1172,7 @@ impl Partition {
                 high_watermark: Some(hw),
                 leadership_changed: false,
                 isr_change_proposed: false,
+                follower_log_start_moved: false,
             });
         }
         outcome
@@ -1353,6 +1370,7 @@ impl Partition {
             high_watermark: Some(result.high_watermark),
             leadership_changed: false,
             isr_change_proposed: false,
+            follower_log_start_moved: false,
         });
         Ok(result)
     }

@@ -34,7 +34,7 @@ fn produce(p: &Partition, b: BytesMut) -> Result<(i64, i64), ErrorCode> {
 }
 
 fn leo(p: &Partition) -> i64 {
-    p.data.lock().log.log_end_offset()
+    p.log_end_offset()
 }
 
 /// Follower fetch rounds until the follower holds the leader's log; the divergence it
@@ -142,7 +142,7 @@ fn a_replica_that_truncated_a_diverged_tail_dedups_the_retry_once_it_leads() {
     b.make_follower(1, 96, 3);
     // b truncates its epoch-95 tail (its state is rebuilt from the log) and fetches a's batch.
     assert!(catch_up(&a, &b, 2).is_some(), "b diverged");
-    assert!(b.data.lock().producers.producer(7).is_none());
+    assert!(b.producer_txn_state(7).producer_epoch.is_none());
     // b leads epoch 97; the producer retries its last batch.
     b.make_leader(97, 4, &[2], &[1, 2], 1, 40).unwrap();
     assert_eq!(produce(&b, idem(5, 9)), Ok(last));

@@ -6,7 +6,13 @@ mod support;
 
 use bytes::BytesMut;
 use josef_log::testing::batch;
-use josef_partition::{FetchResponseAction, FollowerFetch, LeaderFetchAnswer, Partition};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use josef_partition::{
+    DeleteRecordsOutcome, FetchResponseAction, FollowerFetch, LeaderFetchAnswer, Partition,
+    PartitionEvent,
+};
 use josef_protocol::ErrorCode;
 use support::{open, produce};
 
@@ -34,7 +40,7 @@ fn replicated(dir: &tempfile::TempDir, n: i64) -> (Partition, Partition) {
     for t in 0..3 {
         fetch_round(&l, &f, 10 + t);
     }
-    assert_eq!(f.data.lock().log.high_watermark(), n);
+    assert_eq!(f.high_watermark(), n);
     (l, f)
 }
 
@@ -44,8 +50,11 @@ fn delete_records_is_refused_on_a_follower() {
     let (_l, f) = replicated(&dir, 3);
     let e = f.delete_records_before(2).unwrap_err();
     assert_eq!(e.code, ErrorCode::NotLeaderOrFollower);
-    assert_eq!(f.data.lock().log.log_start_offset(), 0);
-    assert_eq!(f.low_watermark(), Err(ErrorCode::NotLeaderOrFollower));
+    assert_eq!(f.log_start_offset(), 0);
+    assert_eq!(
+        f.low_watermark(|_| true),
+        Err(ErrorCode::NotLeaderOrFollower)
+    );
 }
 
 #[test]
@@ -54,12 +63,12 @@ fn a_follower_takes_the_leaders_log_start_and_the_low_watermark_follows() {
     let (l, f) = replicated(&dir, 4);
     assert_eq!(l.delete_records_before(3), Ok(3));
     // The follower has not fetched since: the leader still counts its old log start.
-    assert_eq!(l.low_watermark(), Ok(0));
+    assert_eq!(l.low_watermark(|_| true), Ok(0));
     fetch_round(&l, &f, 20);
-    assert_eq!(f.data.lock().log.log_start_offset(), 3);
+    assert_eq!(f.log_start_offset(), 3);
     // Its next fetch tells the leader.
     fetch_round(&l, &f, 21);
-    assert_eq!(l.low_watermark(), Ok(3));
+    assert_eq!(l.low_watermark(|_| true), Ok(3));
 }
 
 #[test]
@@ -108,6 +117,92 @@ fn a_follower_restarted_inside_a_batch_keeps_the_batch_whole_then_takes_the_lead
         FetchResponseAction::Appended(_)
     ));
     fetch_round(&l, &f, 5);
-    let d = f.data.lock();
-    assert_eq!((d.log.log_start_offset(), d.log.log_end_offset()), (3, 5));
+    assert_eq!((f.log_start_offset(), f.log_end_offset()), (3, 5));
+}
+
+/// Leader 1 of replicas [1, 2, 3] with ISR [1, 2], four records replicated to follower 2, and
+/// follower 3 never fetching.
+fn three_replicas(dir: &tempfile::TempDir) -> (Partition, Partition) {
+    let (l, f) = (open(dir, 1), open(dir, 2));
+    l.make_leader(0, 0, &[1, 2], &[1, 2, 3], 1, 0).unwrap();
+    f.make_follower(1, 0, 0);
+    for t in 0..4 {
+        produce(&l, batch(0, t, &[(None, Some(b"v"))]), 1, t).unwrap();
+    }
+    for t in 0..3 {
+        fetch_round(&l, &f, 10 + t);
+    }
+    (l, f)
+}
+
+#[test]
+fn the_low_watermark_counts_every_follower_on_a_live_broker_not_only_the_isr() {
+    let dir = tempfile::tempdir().unwrap();
+    let (l, f) = three_replicas(&dir);
+    let all = |_: i32| true;
+    let without_3 = |id: i32| id != 3;
+    // Follower 3 is out of the ISR and never fetched: on a live broker it holds the low
+    // watermark at -1 (unknown); on a fenced one it does not count.
+    assert_eq!(l.low_watermark(all), Ok(-1));
+    assert_eq!(l.low_watermark(without_3), Ok(0));
+    assert_eq!(
+        l.delete_records_on_leader(3, without_3).unwrap(),
+        DeleteRecordsOutcome {
+            requested_offset: 3,
+            low_watermark: 0
+        }
+    );
+    fetch_round(&l, &f, 20);
+    fetch_round(&l, &f, 21);
+    assert_eq!(l.low_watermark(without_3), Ok(3));
+    assert_eq!(l.low_watermark(all), Ok(-1));
+}
+
+#[test]
+fn a_delete_is_complete_once_the_followers_report_the_new_log_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let (l, f) = replicated(&dir, 4);
+    let woken = Arc::new(AtomicBool::new(false));
+    let w = woken.clone();
+    l.set_append_listener(Arc::new(move |_: &Partition, e: &PartitionEvent| {
+        w.fetch_or(e.follower_log_start_moved, Ordering::SeqCst);
+    }));
+    // -1 is the HW.
+    let out = l.delete_records_on_leader(-1, |_| true).unwrap();
+    assert_eq!(
+        out,
+        DeleteRecordsOutcome {
+            requested_offset: 4,
+            low_watermark: 0
+        }
+    );
+    assert_eq!(l.check_low_watermark_reaches(4, |_| true), Ok(None));
+    // The follower learns the leader's log start from this answer, but reports it only in its
+    // next fetch.
+    fetch_round(&l, &f, 20);
+    assert_eq!(l.check_low_watermark_reaches(4, |_| true), Ok(None));
+    assert!(!woken.load(Ordering::SeqCst));
+    fetch_round(&l, &f, 21);
+    assert!(
+        woken.load(Ordering::SeqCst),
+        "the leader's listener heard of it"
+    );
+    assert_eq!(l.check_low_watermark_reaches(4, |_| true), Ok(Some(4)));
+}
+
+#[test]
+fn a_waiting_delete_ends_with_not_leader_once_leadership_moves() {
+    let dir = tempfile::tempdir().unwrap();
+    let (l, _f) = replicated(&dir, 4);
+    l.delete_records_on_leader(2, |_| true).unwrap();
+    assert_eq!(l.check_low_watermark_reaches(2, |_| true), Ok(None));
+    l.make_follower(2, 1, 1);
+    assert_eq!(
+        l.check_low_watermark_reaches(2, |_| true),
+        Err(ErrorCode::NotLeaderOrFollower)
+    );
+    assert_eq!(
+        l.delete_records_on_leader(3, |_| true).map_err(|e| e.code),
+        Err(ErrorCode::NotLeaderOrFollower)
+    );
 }

@@ -43,14 +43,13 @@ fn transactions_and_idempotence_survive_a_reopen_on_memory() {
         .build();
     assert_eq!(produce(&p, idem.clone(), 2), Ok((1, 1)));
     // The open transaction holds the LSO at its first offset.
-    assert_eq!(p.data.lock().last_stable_offset(), 0);
+    assert_eq!(p.last_stable_offset(), 0);
     let marker = end_txn_marker(7, 0, 3, false);
     p.append_marker(marker, EndTxnMarker::new(7, 0, ControlType::Abort, 0), 3)
         .unwrap();
     {
-        let d = p.data.lock();
-        assert_eq!(d.last_stable_offset(), 3);
-        assert_eq!(d.log.collect_aborted_transactions(0, 3).len(), 1);
+        assert_eq!(p.last_stable_offset(), 3);
+        assert_eq!(p.aborted_transactions(0, 3).len(), 1);
     }
     p.close().unwrap();
 
@@ -58,10 +57,7 @@ fn transactions_and_idempotence_survive_a_reopen_on_memory() {
     // indexed, and a sequence gap is still refused.
     let p = open(&storage);
     assert_eq!(produce(&p, idem, 4), Ok((1, 1)));
-    assert_eq!(
-        p.data.lock().log.collect_aborted_transactions(0, 3).len(),
-        1
-    );
+    assert_eq!(p.aborted_transactions(0, 3).len(), 1);
     let gap = TestBatch::new(0)
         .producer(8, 0, 5)
         .record(1, None, Some(b"x"))
@@ -70,5 +66,5 @@ fn transactions_and_idempotence_survive_a_reopen_on_memory() {
         produce(&p, gap, 5),
         Err(ErrorCode::OutOfOrderSequenceNumber)
     );
-    assert_eq!(p.data.lock().log.log_end_offset(), 3);
+    assert_eq!(p.log_end_offset(), 3);
 }

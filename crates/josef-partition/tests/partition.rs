@@ -11,12 +11,7 @@ use josef_sequencer::{ControlType, EndTxnMarker, ProducerStateConfig};
 use support::{open, produce, replicate};
 
 fn log_bytes(p: &Partition) -> Vec<u8> {
-    let d = p.data.lock();
-    d.log
-        .read(0, 1 << 24, d.log.log_end_offset(), true)
-        .unwrap()
-        .records
-        .to_vec()
+    support::read_to_log_end(p, 0, 1 << 24).to_vec()
 }
 
 #[test]
@@ -42,18 +37,18 @@ fn a_follower_replicates_byte_for_byte_and_the_hw_follows() {
         ),
         Ok((1, 2))
     );
-    assert_eq!(l.data.lock().log.high_watermark(), 0);
+    assert_eq!(l.high_watermark(), 0);
     assert_eq!(l.check_enough_replicas_reach_offset(3, 2), Ok(false));
     replicate(&l, &f, 2, 3);
     assert_eq!(log_bytes(&l), log_bytes(&f));
     // The follower's next fetch tells the leader it has everything.
     replicate(&l, &f, 2, 4);
-    assert_eq!(l.data.lock().log.high_watermark(), 3);
+    assert_eq!(l.high_watermark(), 3);
     assert_eq!(l.check_enough_replicas_reach_offset(3, 2), Ok(true));
     // The follower learns it with its next fetch (the HW answered was sampled before).
-    assert_eq!(f.data.lock().log.high_watermark(), 0);
+    assert_eq!(f.high_watermark(), 0);
     replicate(&l, &f, 2, 4);
-    assert_eq!(f.data.lock().log.high_watermark(), 3);
+    assert_eq!(f.high_watermark(), 3);
     // Consumers read to the HW only.
     produce(&l, batch(0, 5, &[(None, Some(b"d"))]), 1, 5).unwrap();
     let read = |isolation| {
@@ -101,13 +96,13 @@ fn min_insync_replicas_refuses_acks_all_before_the_append() {
         produce(&l, batch(0, 1, &[(None, Some(b"a"))]), -1, 1),
         Err(ErrorCode::NotEnoughReplicas)
     );
-    assert_eq!(l.data.lock().log.log_end_offset(), 0);
+    assert_eq!(l.log_end_offset(), 0);
     assert_eq!(
         produce(&l, batch(0, 1, &[(None, Some(b"a"))]), 1, 1),
         Ok((0, 0))
     );
     // Under min ISR the HW is frozen (KAFKA-15583).
-    assert_eq!(l.data.lock().log.high_watermark(), 0);
+    assert_eq!(l.high_watermark(), 0);
 }
 
 #[test]
@@ -133,10 +128,10 @@ fn a_diverged_follower_truncates_to_the_new_leaders_epoch_end() {
             end_offset: 1
         }
     );
-    assert_eq!(a.data.lock().log.log_end_offset(), 1);
+    assert_eq!(a.log_end_offset(), 1);
     assert!(replicate(&b, &a, 1, 7).is_none());
     assert_eq!(log_bytes(&a), log_bytes(&b));
-    assert_eq!(a.data.lock().log.end_offset_for_epoch(0), (0, 1));
+    assert_eq!(a.end_offset_for_epoch(0), (0, 1));
 }
 
 #[test]
@@ -165,15 +160,13 @@ fn producer_state_and_aborted_transactions_are_kept_on_the_follower() {
     for now in 3..6 {
         replicate(&l, &f, 2, now);
     }
-    let fd = f.data.lock();
-    assert_eq!(fd.log.collect_aborted_transactions(0, 3).len(), 1);
-    assert!(fd.producers.producer(7).is_some());
-    assert_eq!(fd.last_stable_offset(), 3);
-    drop(fd);
+    assert_eq!(f.aborted_transactions(0, 3).len(), 1);
+    assert!(f.producer_txn_state(7).producer_epoch.is_some());
+    assert_eq!(f.last_stable_offset(), 3);
     // The promoted follower knows the idempotent producer: a retry gets its original offsets.
     f.make_leader(1, 1, &[2], &[1, 2], 1, 5).unwrap();
     assert_eq!(produce(&f, idem, 1, 6), Ok((2, 2)));
-    assert_eq!(f.data.lock().log.log_end_offset(), 3);
+    assert_eq!(f.log_end_offset(), 3);
 }
 
 #[test]
@@ -232,7 +225,7 @@ fn offset_out_of_range_truncates_or_restarts_at_the_leaders_log_start() {
         produce(&l, batch(0, t, &[(None, Some(b"a"))]), 1, t).unwrap();
     }
     replicate(&l, &f, 2, 5);
-    assert_eq!(f.data.lock().log.log_end_offset(), 3);
+    assert_eq!(f.log_end_offset(), 3);
     // A leader behind us (unclean history): truncate to its LEO.
     use josef_partition::OutOfRangeOutcome;
     let sent = f.follower_fetch_request().unwrap();
@@ -240,13 +233,13 @@ fn offset_out_of_range_truncates_or_restarts_at_the_leaders_log_start() {
         f.on_offset_out_of_range(&sent, 1, 0, 6).unwrap(),
         OutOfRangeOutcome::TruncatedTo(1)
     );
-    assert_eq!(f.data.lock().log.log_end_offset(), 1);
+    assert_eq!(f.log_end_offset(), 1);
     // Offsets asked for a fetch from before the truncation are for another state: ignored.
     assert_eq!(
         f.on_offset_out_of_range(&sent, 20, 10, 7).unwrap(),
         OutOfRangeOutcome::Stale
     );
-    assert_eq!(f.data.lock().log.log_end_offset(), 1);
+    assert_eq!(f.log_end_offset(), 1);
     // Our LEO inside the leader's log: fetch on.
     let sent = f.follower_fetch_request().unwrap();
     assert_eq!(
@@ -258,9 +251,7 @@ fn offset_out_of_range_truncates_or_restarts_at_the_leaders_log_start() {
         f.on_offset_out_of_range(&sent, 20, 10, 7).unwrap(),
         OutOfRangeOutcome::StartedAt(10)
     );
-    let d = f.data.lock();
-    assert_eq!((d.log.log_start_offset(), d.log.log_end_offset()), (10, 10));
-    drop(d);
+    assert_eq!((f.log_start_offset(), f.log_end_offset()), (10, 10));
     // ... and fetches from there.
     let next = f.follower_fetch_request().unwrap();
     assert_eq!((next.fetch_offset, next.log_start_offset), (10, 10));
@@ -326,17 +317,16 @@ fn a_txn_marker_is_checked_fenced_and_appended_as_leader() {
             .map_err(|e| e.code),
         Err(ErrorCode::NotEnoughReplicas)
     );
-    assert_eq!(l.data.lock().log.log_end_offset(), 1);
+    assert_eq!(l.log_end_offset(), 1);
     assert_eq!(
         l.append_txn_marker(&commit(5), -1, 1, 2)
             .map_err(|e| e.code),
         Ok(1)
     );
     {
-        let d = l.data.lock();
-        assert_eq!(d.log.log_end_offset(), 2);
-        assert_eq!(d.last_stable_offset(), 2);
-        let bytes = d.log.read(1, 1 << 20, 2, true).unwrap().records;
+        assert_eq!(l.log_end_offset(), 2);
+        assert_eq!(l.last_stable_offset(), 2);
+        let bytes = support::read_to_log_end(&l, 1, 1 << 20);
         let h = BatchHeader::parse(&bytes).unwrap();
         assert!(h.is_control() && h.is_transactional());
         assert_eq!((h.producer_id, h.producer_epoch), (7, 0));
@@ -362,5 +352,5 @@ fn a_txn_marker_is_checked_fenced_and_appended_as_leader() {
             .map_err(|e| e.code),
         Err(ErrorCode::InvalidProducerEpoch)
     );
-    assert_eq!(l.data.lock().log.log_end_offset(), 3);
+    assert_eq!(l.log_end_offset(), 3);
 }

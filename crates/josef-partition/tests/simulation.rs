@@ -24,10 +24,11 @@ use std::sync::Arc;
 use bytes::Bytes;
 use josef_log::testing::TestBatch;
 use josef_log::{BatchHeader, LogConfig};
+use josef_partition::replication::NO_EPOCH;
 use josef_partition::{
-    AlterPartitionProposal, ClientBatch, CommittedPartitionState, FetchResponseAction,
-    FollowerFetch, FollowerFetchRequest, FollowerFetchResult, LeaderFetchAnswer, Partition,
-    ReplicaId,
+    AlterPartitionProposal, ClientBatch, CommittedPartitionState, FetchIsolation,
+    FetchResponseAction, FollowerFetch, FollowerFetchRequest, FollowerFetchResult,
+    LeaderFetchAnswer, Partition, ReadParams, ReplicaId,
 };
 use josef_protocol::{ErrorCode, Uuid};
 use josef_sequencer::ProducerStateConfig;
@@ -328,10 +329,7 @@ impl Sim {
                 if change.new_leader_epoch {
                     r.alter_inflight = false;
                 }
-                p.data
-                    .lock()
-                    .replication
-                    .set_replica_lag_time_max_ms(LAG_MS);
+                p.set_replica_lag_time_max_ms(LAG_MS);
             } else {
                 p.make_follower(c.leader, c.leader_epoch, c.partition_epoch);
             }
@@ -388,7 +386,7 @@ impl Sim {
         let bytes = b.build();
         let h = BatchHeader::parse(&bytes).unwrap();
         let epoch = p.leader_epoch();
-        let leo_before = p.data.lock().log.log_end_offset();
+        let leo_before = p.log_end_offset();
         self.produced += 1;
         match p.append_from_client(ClientBatch::Owned(bytes), &h, -1, MIN_ISR, self.now) {
             Ok(r) => self.pending.push(Pending {
@@ -402,8 +400,8 @@ impl Sim {
             Err(e) => {
                 assert_eq!(e.code, ErrorCode::NotEnoughReplicas, "{e}");
                 // Nothing written.
-                assert_eq!(p.data.lock().log.log_end_offset(), leo_before);
-                assert!(p.data.lock().replication.isr().len() < MIN_ISR as usize);
+                assert_eq!(p.log_end_offset(), leo_before);
+                assert!(p.isr().len() < MIN_ISR as usize);
             }
         }
     }
@@ -434,7 +432,7 @@ impl Sim {
         };
         let h = BatchHeader::parse(&bytes).unwrap();
         let epoch = p.leader_epoch();
-        let leo_before = p.data.lock().log.log_end_offset();
+        let leo_before = p.log_end_offset();
         match p.append_from_client(ClientBatch::Owned(bytes), &h, -1, MIN_ISR, self.now) {
             Ok(r) => {
                 if r.base_offset < leo_before {
@@ -491,11 +489,20 @@ impl Sim {
     }
 
     fn batch_at(p: &Partition, base: i64) -> Option<Bytes> {
-        let d = p.data.lock();
-        if base >= d.log.log_end_offset() {
+        if base >= p.log_end_offset() {
             return None;
         }
-        let read = d.log.read(base, 1, d.log.log_end_offset(), true).ok()?;
+        let read = p
+            .read(&ReadParams {
+                fetch_offset: base,
+                current_leader_epoch: NO_EPOCH,
+                max_bytes: 1,
+                min_one_message: true,
+                hard_limit: false,
+                isolation: FetchIsolation::LogEnd,
+                require_leader: false,
+            })
+            .ok()?;
         let h = BatchHeader::parse(&read.records).ok()?;
         (h.base_offset == base).then(|| read.records.slice(..h.total_size()))
     }
@@ -503,7 +510,7 @@ impl Sim {
     fn ack(&mut self, w: &Pending) {
         let leader = self.partition(w.leader).unwrap();
         let bytes = Self::batch_at(&leader, w.base_offset).expect("acked batch on the leader");
-        let isr = leader.data.lock().replication.isr().to_vec();
+        let isr = leader.isr();
         for id in isr {
             let Some(p) = self.partition(id) else {
                 continue;
@@ -607,10 +614,10 @@ impl Sim {
                 r.inflight = None;
                 let Some(p) = r.partition.clone() else { return };
                 let answer = LeaderFetchAnswer::from(result);
-                let before = p.data.lock().log.log_end_offset();
+                let before = p.log_end_offset();
                 match p.on_follower_fetch_response(&sent, answer, now).unwrap() {
                     FetchResponseAction::Truncated(_) => {
-                        let after = p.data.lock().log.log_end_offset();
+                        let after = p.log_end_offset();
                         if after < before {
                             self.truncations += 1;
                             assert!(
@@ -624,13 +631,10 @@ impl Sim {
                         let Some(l) = self.partition(sent.leader_id) else {
                             return;
                         };
-                        let (latest, earliest) = {
-                            let d = l.data.lock();
-                            (d.log.log_end_offset(), d.log.log_start_offset())
-                        };
+                        let (latest, earliest) = { (l.log_end_offset(), l.log_start_offset()) };
                         p.on_offset_out_of_range(&sent, latest, earliest, now)
                             .unwrap();
-                        let after = p.data.lock().log.log_end_offset();
+                        let after = p.log_end_offset();
                         assert!(!in_isr || after >= exposed.min(before));
                     }
                     _ => {}
@@ -700,9 +704,8 @@ impl Sim {
         let c = &self.controller;
         for r in &self.replicas {
             if let Some(p) = &r.partition {
-                let d = p.data.lock();
-                assert!(d.log.high_watermark() <= d.log.log_end_offset());
-                assert!(d.replication.isr().iter().all(|i| REPLICAS.contains(i)));
+                assert!(p.high_watermark() <= p.log_end_offset());
+                assert!(p.isr().iter().all(|i| REPLICAS.contains(i)));
             }
         }
         assert!(!c.isr.is_empty());
@@ -712,17 +715,10 @@ impl Sim {
         let Some(p) = self.partition(c.leader) else {
             return;
         };
-        let (hw, epoch, isr) = {
-            let d = p.data.lock();
-            if !d.replication.is_leader() {
-                return;
-            }
-            (
-                d.log.high_watermark(),
-                d.replication.leader_epoch(),
-                d.replication.isr().to_vec(),
-            )
+        let Some(epoch) = p.leader_epoch_if_leader() else {
+            return;
         };
+        let (hw, isr) = (p.high_watermark(), p.isr());
         let last = self.leader_hw.entry((c.leader, epoch)).or_insert(hw);
         assert!(
             hw >= *last,
@@ -733,7 +729,7 @@ impl Sim {
         self.exposed_hw = self.exposed_hw.max(hw);
         for id in isr {
             if let Some(f) = self.partition(id) {
-                let leo = f.data.lock().log.log_end_offset();
+                let leo = f.log_end_offset();
                 assert!(leo >= hw, "ISR member {id} has LEO {leo} below the HW {hw}");
             }
         }
@@ -822,8 +818,7 @@ impl Sim {
             .iter()
             .map(|&i| {
                 let p = self.partition(i).unwrap();
-                let d = p.data.lock();
-                (d.log.log_end_offset(), d.log.high_watermark())
+                (p.log_end_offset(), p.high_watermark())
             })
             .collect();
         states.windows(2).all(|w| w[0] == w[1]) && states[0].0 == states[0].1
@@ -831,13 +826,7 @@ impl Sim {
 
     fn batches(&self, id: ReplicaId) -> Vec<Bytes> {
         let p = self.partition(id).unwrap();
-        let d = p.data.lock();
-        d.log
-            .batches_from(d.log.log_start_offset())
-            .unwrap()
-            .into_iter()
-            .map(|(_, b)| b)
-            .collect()
+        p.batches_from_log_start().unwrap().batches
     }
 }
 

@@ -8,7 +8,8 @@
 //! acks=−1 produces wait in the same purgatory as a [`DelayedProduce`] (Kafka keeps one purgatory
 //! per kind; here they share keys and wake-ups): complete when the HW passes each appended
 //! partition's last offset (`Partition::check_enough_replicas_reach_offset`), or with
-//! REQUEST_TIMED_OUT for the partitions still short at the request's `timeout_ms`.
+//! REQUEST_TIMED_OUT for the partitions still short at the request's `timeout_ms`. DeleteRecords
+//! waits here too, for the followers' log starts (`delayed_delete_records.rs`).
 
 use std::sync::Arc;
 
@@ -17,6 +18,7 @@ use josef_timer::{DelayedOperation, Purgatory, PurgatoryConfig, SystemClock};
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
+use crate::delayed_delete_records::DelayedDeleteRecords;
 use crate::partition::{AppendListener, FetchIsolation, Partition, PartitionEvent};
 
 /// The purgatory key of a partition.
@@ -31,6 +33,8 @@ pub enum DelayedOp {
     Fetch(DelayedFetch),
     /// An acks=−1 produce waiting for the ISR.
     Produce(DelayedProduce),
+    /// A DeleteRecords waiting for the followers' log starts.
+    DeleteRecords(DelayedDeleteRecords),
 }
 
 impl DelayedOp {
@@ -43,6 +47,7 @@ impl DelayedOp {
                 .iter()
                 .map(|w| (w.partition.topic_id, w.partition.index))
                 .collect(),
+            DelayedOp::DeleteRecords(d) => d.keys(),
         }
     }
 }
@@ -52,6 +57,7 @@ impl DelayedOperation for DelayedOp {
         match self {
             DelayedOp::Fetch(f) => f.delay_ms(),
             DelayedOp::Produce(p) => p.timeout_ms,
+            DelayedOp::DeleteRecords(d) => d.delay_ms(),
         }
     }
 
@@ -59,6 +65,7 @@ impl DelayedOperation for DelayedOp {
         match self {
             DelayedOp::Fetch(f) => f.try_complete(),
             DelayedOp::Produce(p) => p.try_complete(),
+            DelayedOp::DeleteRecords(d) => d.try_complete(),
         }
     }
 
@@ -66,6 +73,7 @@ impl DelayedOperation for DelayedOp {
         match self {
             DelayedOp::Fetch(f) => f.on_complete(),
             DelayedOp::Produce(p) => p.on_complete(),
+            DelayedOp::DeleteRecords(d) => d.on_complete(),
         }
     }
 }

@@ -71,7 +71,7 @@ impl Shard {
 
     /// What a read must wait for: the replayed records not yet below the HW.
     fn uncommitted(&self) -> Option<Uncommitted> {
-        let hw = self.partition.data.lock().log.high_watermark();
+        let hw = self.partition.high_watermark();
         (hw < self.replayed_up_to).then(|| Uncommitted {
             partition: self.partition.clone(),
             required_offset: self.replayed_up_to,
@@ -96,10 +96,7 @@ pub enum ShardError {
 
 /// The leader epoch of `p` if this broker's replica of it is the leader.
 pub fn local_leader_epoch(p: &Partition) -> Option<i32> {
-    let d = p.data.lock();
-    d.replication
-        .is_leader()
-        .then(|| d.replication.leader_epoch())
+    p.leader_epoch_if_leader()
 }
 
 /// The coordinator epoch under which this broker may serve the coordinator shard of `p`: its
@@ -347,16 +344,12 @@ impl GroupService {
 
     fn load(&self, partition: Arc<Partition>, epoch: i32) -> Shard {
         let mut coord = Coordinator::new(self.config.clone(), NoopTimer, RandomMemberIds);
-        let (batches, log_end) = {
-            let d = partition.data.lock();
-            let batches = d
-                .log
-                .batches_from(d.log.log_start_offset())
-                .unwrap_or_default();
-            (batches, d.log.log_end_offset())
+        let (batches, log_end) = match partition.batches_from_log_start() {
+            Ok(b) => (b.batches, b.log_end_offset),
+            Err(_) => (Vec::new(), partition.log_end_offset()),
         };
         let mut count = 0usize;
-        for (_, bytes) in batches {
+        for bytes in batches {
             let Ok(h) = BatchHeader::parse(&bytes) else {
                 continue;
             };
@@ -513,7 +506,7 @@ impl GroupService {
                 }
                 let required_offset = info.last_offset + 1;
                 shard.replayed_up_to = shard.replayed_up_to.max(required_offset);
-                let hw = shard.partition.data.lock().log.high_watermark();
+                let hw = shard.partition.high_watermark();
                 Ok((hw < required_offset).then(|| Uncommitted {
                     partition: shard.partition.clone(),
                     required_offset,
@@ -762,7 +755,7 @@ mod tests {
             )
             .unwrap();
         let p = topics.partition(GROUP_METADATA_TOPIC, 0).unwrap();
-        let me = p.data.lock().replication.local_id();
+        let me = p.local_id();
         (p, me)
     }
 
@@ -876,7 +869,7 @@ mod tests {
             }
         });
         // Nothing was written as a follower.
-        assert_eq!(p.data.lock().log.log_end_offset(), 1);
+        assert_eq!(p.log_end_offset(), 1);
 
         // Elected again in epoch 2: loaded again from the log, under the new epoch.
         p.make_leader(2, 2, &[me], &[me], 1, now_ms()).unwrap();
@@ -939,10 +932,10 @@ mod tests {
         });
         // Appended (on the runtime's worker), not committed: the answer waits.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while p.data.lock().log.log_end_offset() < 1 && std::time::Instant::now() < deadline {
+        while p.log_end_offset() < 1 && std::time::Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        let leo = p.data.lock().log.log_end_offset();
+        let leo = p.log_end_offset();
         assert_eq!(leo, 1);
         std::thread::sleep(std::time::Duration::from_millis(50));
         assert!(
@@ -950,7 +943,7 @@ mod tests {
             "answered before the HW passed the write"
         );
         follower_fetch(leo);
-        assert_eq!(p.data.lock().log.high_watermark(), 1);
+        assert_eq!(p.high_watermark(), 1);
         let answer = rt.block_on(waiting).unwrap().unwrap();
         assert_eq!(answer.topics[0].partitions[0].error, Errors::None);
 
@@ -991,7 +984,7 @@ mod tests {
             "read before the HW passed the write"
         );
         follower_fetch(2);
-        assert_eq!(p.data.lock().log.high_watermark(), 2);
+        assert_eq!(p.high_watermark(), 2);
         assert_eq!(rt.block_on(waiting).unwrap(), Ok(43));
     }
 }

@@ -111,17 +111,13 @@ mod tests {
         topics.create("orders", 2, BTreeMap::new()).unwrap();
         let p = topics.partition("orders", 1).unwrap();
         let batch = josef_log::testing::batch(0, 1, &[(Some(b"k"), Some(b"v"))]);
-        p.data
-            .lock()
-            .log
-            .append_as_leader(batch, 0, 1, josef_log::TimestampType::CreateTime)
-            .unwrap();
+        p.append_internal(batch, 1).unwrap();
         topics.shutdown();
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
         // A restart on the same storage finds the topic and its record; a fresh one finds nothing.
         let again = TopicManager::load(cfg, None).unwrap();
         let p = again.partition("orders", 1).unwrap();
-        assert_eq!(p.data.lock().log.log_end_offset(), 1);
+        assert_eq!(p.log_end_offset(), 1);
         let empty = TopicManager::load(Arc::new(on(LogStorage::Memory)), None).unwrap();
         assert!(empty.get("orders").is_none());
     }

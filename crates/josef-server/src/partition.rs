@@ -5,13 +5,12 @@
 
 pub use josef_partition::{
     control_type_of, log_error_code, AppendListener, ClientBatch, FetchIsolation, FollowerFetch,
-    Partition, PartitionData, PartitionError, PartitionEvent, ProduceResult, ReadParams,
-    ReadResult,
+    Partition, PartitionError, PartitionEvent, ProduceResult, ReadParams, ReadResult,
 };
 
 /// The partition's `min.insync.replicas` (its topic's override, else the broker's), as its log
 /// config holds it: parsed once by `topic_config::log_config` when the partition opened and
 /// again on every config change, not per request.
 pub(crate) fn min_insync_replicas(partition: &Partition) -> i32 {
-    partition.data.lock().log.config().min_insync_replicas
+    partition.min_insync_replicas()
 }

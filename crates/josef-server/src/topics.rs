@@ -259,10 +259,7 @@ impl TopicManager {
                     self.config.node_id,
                     now,
                 )?;
-                p.data
-                    .lock()
-                    .replication
-                    .set_replica_lag_time_max_ms(cl.replica_lag_time_max_ms);
+                p.set_replica_lag_time_max_ms(cl.replica_lag_time_max_ms);
                 Ok(p)
             }
         }
@@ -513,7 +510,7 @@ impl TopicManager {
         };
         *self.dir_counts.lock() = None;
         for p in &topic.partitions {
-            let dir = p.data.lock().log.dir().to_path_buf();
+            let dir = p.dir();
             if let Err(e) = self.storage.remove_dir_all(&dir) {
                 tracing::warn!(dir = %dir.display(), error = %e, "cannot remove deleted partition");
             }
@@ -586,9 +583,7 @@ impl TopicManager {
         };
         let log_config = topic_config::log_config(&configs, &self.config);
         for p in &t.partitions {
-            let mut d = p.data.lock();
-            d.log
-                .set_config(log_config.clone())
+            p.set_log_config(log_config.clone())
                 .map_err(|e| TopicError::new(ErrorCode::InvalidConfig, e.to_string()))?;
         }
         self.replace(Topic {
@@ -658,8 +653,7 @@ impl TopicManager {
                         }
                     }
                     Err(p) => {
-                        let mut d = p.data.lock();
-                        if let Err(e) = d.log.flush() {
+                        if let Err(e) = p.flush() {
                             tracing::warn!(topic = %p.topic, index = p.index, error = %e, "flush failed");
                         }
                     }
@@ -714,8 +708,7 @@ mod tests {
         let in_a = (0..50)
             .filter(|&i| {
                 let p = topics.partition("t3", i).unwrap();
-                let d = p.data.lock();
-                d.log.dir().starts_with("/josef/a")
+                p.dir().starts_with("/josef/a")
             })
             .count();
         assert!((20..=30).contains(&in_a), "{in_a} of 50 in the first dir");

@@ -39,16 +39,15 @@ fn transactional_appends(state: &BrokerState, req: &ProduceRequest) -> Vec<Trans
             let Some(partition) = state.topics.partition(&t.name, p.index) else {
                 continue;
             };
-            let d = partition.data.lock();
-            let entry = d.producers.producer(h.producer_id);
+            let s = partition.producer_txn_state(h.producer_id);
             out.push(TransactionalAppend {
                 partition: TopicPartition::new(t.name.as_str(), p.index),
                 producer_id: h.producer_id,
                 producer_epoch: h.producer_epoch,
                 state: PartitionTxnState {
-                    is_leader: d.replication.is_leader(),
-                    producer_epoch: entry.map(|e| e.producer_epoch()),
-                    has_ongoing_txn: entry.is_some_and(|e| e.current_txn_first_offset().is_some()),
+                    is_leader: s.is_leader,
+                    producer_epoch: s.producer_epoch,
+                    has_ongoing_txn: s.has_ongoing_txn,
                 },
             });
         }

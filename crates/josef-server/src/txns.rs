@@ -379,7 +379,7 @@ impl TxnService {
         let hw = env
             .topics
             .partition(TRANSACTION_STATE_TOPIC, p)
-            .map(|part| part.data.lock().log.high_watermark())
+            .map(|part| part.high_watermark())
             .unwrap_or(0);
         coord.on_high_watermark(p, hw)
     }
@@ -494,14 +494,12 @@ fn resend(markers: Vec<TxnMarkerRequest>) -> Vec<Released<Ctx>> {
 }
 
 fn read_entries(partition: &Partition) -> Vec<LogEntry<TxnLogRecord>> {
-    let batches = {
-        let d = partition.data.lock();
-        d.log
-            .batches_from(d.log.log_start_offset())
-            .unwrap_or_default()
-    };
+    let batches = partition
+        .batches_from_log_start()
+        .map(|b| b.batches)
+        .unwrap_or_default();
     let mut out = Vec::new();
-    for (_, bytes) in batches {
+    for bytes in batches {
         let Ok(h) = BatchHeader::parse(&bytes) else {
             continue;
         };
@@ -654,7 +652,7 @@ mod tests {
             )
             .unwrap();
         let p = topics.partition(TRANSACTION_STATE_TOPIC, 0).unwrap();
-        let me = p.data.lock().replication.local_id();
+        let me = p.local_id();
         p.make_leader(3, 3, &[me], &[me], 1, now_ms()).unwrap();
         let first = init(&svc, &env, &rt);
         assert_eq!(first.error, None);
@@ -665,18 +663,14 @@ mod tests {
                 coordinator_epoch: 3
             })
         );
-        let written = p.data.lock().log.log_end_offset();
+        let written = p.log_end_offset();
 
         // Another broker leads in epoch 4.
         p.make_follower(2, 4, 4);
         assert_eq!(init(&svc, &env, &rt).error, Some(TxnError::NotCoordinator));
         svc.tick(&env);
         assert_eq!(status(&svc), None);
-        assert_eq!(
-            p.data.lock().log.log_end_offset(),
-            written,
-            "nothing written as a follower"
-        );
+        assert_eq!(p.log_end_offset(), written, "nothing written as a follower");
 
         // Elected again in epoch 5: reloaded from the log, the producer's epoch goes on.
         p.make_leader(5, 5, &[me], &[me], 1, now_ms()).unwrap();

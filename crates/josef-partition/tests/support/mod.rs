@@ -1,9 +1,12 @@
 //! Helpers shared by the leader/follower tests: a replica on a temporary directory, a client
 //! produce, and one follower fetch round.
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use josef_log::{BatchHeader, LogConfig};
-use josef_partition::{ClientBatch, EpochEndOffset, FollowerFetch, Partition};
+use josef_partition::replication::NO_EPOCH;
+use josef_partition::{
+    ClientBatch, EpochEndOffset, FetchIsolation, FollowerFetch, Partition, ReadParams,
+};
 use josef_protocol::{ErrorCode, Uuid};
 use josef_sequencer::ProducerStateConfig;
 
@@ -56,4 +59,21 @@ pub fn replicate(
         .append_as_follower(fetch_offset, r.read.records, r.read.high_watermark, now)
         .unwrap();
     None
+}
+
+/// Whole batches of any replica from `from` up to its LEO, at most `max_bytes` (the first batch
+/// whole).
+#[allow(dead_code)]
+pub fn read_to_log_end(p: &Partition, from: i64, max_bytes: i64) -> Bytes {
+    p.read(&ReadParams {
+        fetch_offset: from,
+        current_leader_epoch: NO_EPOCH,
+        max_bytes,
+        min_one_message: true,
+        hard_limit: false,
+        isolation: FetchIsolation::LogEnd,
+        require_leader: false,
+    })
+    .unwrap()
+    .records
 }

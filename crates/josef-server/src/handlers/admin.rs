@@ -20,6 +20,8 @@ use josef_protocol::messages::*;
 use josef_protocol::{ErrorCode, StrBytes, Uuid};
 
 use crate::connection::ConnectionInfo;
+use crate::delayed_delete_records::{DelayedDeleteRecords, DeletingPartition};
+use crate::delayed_fetch::DelayedOp;
 use crate::state::BrokerState;
 use crate::topic_config;
 use crate::topics::validate_topic_name;
@@ -304,36 +306,72 @@ pub fn create_partitions(
     }
 }
 
-/// DeleteRecords (api 21): moves the leader's log start offset (−1 = the HW); followers take it
-/// from their next fetch, and a follower asked directly answers NOT_LEADER_OR_FOLLOWER.
-pub fn delete_records(state: &BrokerState, req: DeleteRecordsRequest) -> DeleteRecordsResponse {
-    let topics = req
-        .topics
-        .iter()
-        .map(|t| DeleteRecordsTopicResult {
-            name: t.name.clone(),
-            partitions: t
-                .partitions
-                .iter()
-                .map(|rp| {
-                    let mut out = DeleteRecordsPartitionResult {
-                        partition_index: rp.partition_index,
-                        low_watermark: -1,
-                        ..Default::default()
-                    };
-                    match state.topics.partition(&t.name, rp.partition_index) {
-                        None => out.error_code = ErrorCode::UnknownTopicOrPartition.code(),
-                        Some(p) => match p.delete_records_before(rp.offset) {
-                            Ok(low) => out.low_watermark = low,
-                            Err(e) => out.error_code = e.code.code(),
-                        },
+/// DeleteRecords (api 21): the leader moves its log start offset (−1 = the HW) at once, then the
+/// request waits in the purgatory until the low watermark (the lowest log start over the leader
+/// and the followers on live brokers, which take the leader's from their next fetch and report
+/// it in the one after) reaches the offset asked for, or `timeout_ms` passes (REQUEST_TIMED_OUT),
+/// or leadership moves (NOT_LEADER_OR_FOLLOWER). A single replica answers at once. A follower
+/// asked directly answers NOT_LEADER_OR_FOLLOWER.
+pub async fn delete_records(
+    state: &BrokerState,
+    req: DeleteRecordsRequest,
+) -> DeleteRecordsResponse {
+    let image = state.cluster.as_ref().map(|n| n.log.image());
+    let is_alive = |id: i32| match &image {
+        None => true,
+        Some(i) => i.broker(id).is_some_and(|b| !b.fenced),
+    };
+    let mut waiting = Vec::new();
+    let mut waiting_at = Vec::new();
+    let mut topics: Vec<DeleteRecordsTopicResult> = Vec::with_capacity(req.topics.len());
+    for (ti, t) in req.topics.iter().enumerate() {
+        let mut partitions = Vec::with_capacity(t.partitions.len());
+        for (pi, rp) in t.partitions.iter().enumerate() {
+            let mut out = DeleteRecordsPartitionResult {
+                partition_index: rp.partition_index,
+                low_watermark: -1,
+                ..Default::default()
+            };
+            match state.topics.partition(&t.name, rp.partition_index) {
+                None => out.error_code = ErrorCode::UnknownTopicOrPartition.code(),
+                Some(p) => match p.delete_records_on_leader(rp.offset, is_alive) {
+                    Ok(done) => {
+                        out.low_watermark = done.low_watermark;
+                        waiting.push(DeletingPartition {
+                            partition: p,
+                            required_offset: done.requested_offset,
+                            low_watermark: done.low_watermark,
+                        });
+                        waiting_at.push((ti, pi));
                     }
-                    out
-                })
-                .collect(),
+                    Err(e) => out.error_code = e.code.code(),
+                },
+            }
+            partitions.push(out);
+        }
+        topics.push(DeleteRecordsTopicResult {
+            name: t.name.clone(),
+            partitions,
             ..Default::default()
-        })
-        .collect();
+        });
+    }
+    if !waiting.is_empty() {
+        let timeout = u64::try_from(req.timeout_ms).unwrap_or(0);
+        let (op, done) = DelayedDeleteRecords::new(waiting, timeout, state.cluster.clone());
+        let op = DelayedOp::DeleteRecords(op);
+        let keys = op.keys();
+        state.fetch_purgatory.try_complete_else_watch(op, keys);
+        let statuses = done.await.unwrap_or_default();
+        for (i, &(ti, pi)) in waiting_at.iter().enumerate() {
+            let (code, low) = statuses
+                .get(i)
+                .copied()
+                .unwrap_or((ErrorCode::RequestTimedOut, -1));
+            let out = &mut topics[ti].partitions[pi];
+            out.error_code = code.code();
+            out.low_watermark = low;
+        }
+    }
     DeleteRecordsResponse {
         topics,
         ..Default::default()
@@ -389,16 +427,14 @@ pub fn describe_log_dirs(
                 if !want(&t.name, p.index) {
                     continue;
                 }
-                let d = p.data.lock();
-                if d.log.dir().parent() != Some(dir.as_path()) {
+                let s = p.log_dir_summary();
+                if s.dir.parent() != Some(dir.as_path()) {
                     continue;
                 }
                 parts.push(DescribeLogDirsPartition {
                     partition_index: p.index,
-                    partition_size: d.log.size_in_bytes() as i64,
-                    // Kafka's getLogEndOffsetLag of a current (not future) log: how far its LEO
-                    // is behind the HW (0 on a leader; Josef has no future logs).
-                    offset_lag: (d.log.high_watermark() - d.log.log_end_offset()).max(0),
+                    partition_size: s.size_in_bytes as i64,
+                    offset_lag: s.offset_lag,
                     is_future_key: false,
                     ..Default::default()
                 });

@@ -11,14 +11,13 @@ use josef_protocol::messages::list_offsets_response::{
 use josef_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use josef_protocol::ErrorCode;
 
-use crate::partition::log_error_code;
+use crate::partition::FetchIsolation;
 use crate::state::BrokerState;
 
-const LATEST: i64 = -1;
-const EARLIEST: i64 = -2;
-const MAX_TIMESTAMP: i64 = -3;
-const EARLIEST_LOCAL: i64 = -4;
-const LATEST_TIERED: i64 = -5;
+use josef_partition::offsets_for_time::{
+    EARLIEST_LOCAL_TIMESTAMP as EARLIEST_LOCAL, EARLIEST_TIMESTAMP as EARLIEST,
+    LATEST_TIERED_TIMESTAMP as LATEST_TIERED, LATEST_TIMESTAMP as LATEST, MAX_TIMESTAMP,
+};
 
 fn min_version(ts: i64) -> Option<i16> {
     match ts {
@@ -105,70 +104,33 @@ fn answer(
     let Some(p) = state.topics.partition(topic, rp.partition_index) else {
         return ErrorCode::UnknownTopicOrPartition;
     };
-    let leader_epoch = {
-        let d = p.data.lock();
-        if let Err(e) = d
-            .replication
-            .check_current_leader_epoch(rp.current_leader_epoch, isolation.leader_only)
-        {
-            return e;
-        }
-        d.replication.leader_epoch()
-    };
+    let leader_epoch =
+        match p.check_current_leader_epoch(rp.current_leader_epoch, isolation.leader_only) {
+            Ok(epoch) => epoch,
+            Err(e) => return e,
+        };
     match min_version(rp.timestamp) {
         Some(v) if version >= v => {}
         _ => return ErrorCode::UnsupportedVersion,
     }
-    let d = p.data.lock();
-    // A replica's (or a debugging tool's) request has no isolation level: it reads to the LEO,
-    // which is what a follower out of range truncates to (Kafka's `fetchOffsetForTimestamp`).
     let bound = if !isolation.from_consumer {
-        d.log.log_end_offset()
+        FetchIsolation::LogEnd
     } else if isolation.read_committed {
-        d.last_stable_offset()
+        FetchIsolation::TxnCommitted
     } else {
-        d.log.high_watermark()
+        FetchIsolation::HighWatermark
     };
-    // A leader elected moments ago has a HW that only moves once its followers fetch in its
-    // epoch; until it reaches the epoch's start, its HW (and LSO) is older than what the previous
-    // leader already served. Kafka (`Partition.fetchOffsetForTimestamp`) answers a consumer
-    // OFFSET_NOT_AVAILABLE then, for the end offset and for a timestamp found beyond the bound,
-    // and the client retries.
-    let lagging = isolation.from_consumer
-        && d.replication
-            .high_watermark_lags_epoch_start(d.log.high_watermark());
-    let found = match rp.timestamp {
-        LATEST if lagging => return ErrorCode::OffsetNotAvailable,
-        LATEST => {
-            out.offset = bound;
-            if version >= 4 {
-                out.leader_epoch = leader_epoch;
-            }
-            return ErrorCode::None;
-        }
-        EARLIEST | EARLIEST_LOCAL => {
-            out.offset = d.log.log_start_offset();
-            if version >= 4 {
-                out.leader_epoch = leader_epoch;
-            }
-            return ErrorCode::None;
-        }
-        LATEST_TIERED => return ErrorCode::None,
-        MAX_TIMESTAMP => d.log.offset_of_max_timestamp(),
-        ts => d.log.fetch_offset_by_timestamp(ts),
-    };
-    match found {
-        Ok(Some(to)) if to.offset < bound => {
-            out.offset = to.offset;
-            out.timestamp = to.timestamp;
+    match p.fetch_offset_for_timestamp(rp.timestamp, bound) {
+        Ok(Some((offset, timestamp))) => {
+            out.offset = offset;
+            out.timestamp = timestamp;
             if version >= 4 {
                 out.leader_epoch = leader_epoch;
             }
             ErrorCode::None
         }
-        Ok(Some(_)) if lagging => ErrorCode::OffsetNotAvailable,
-        Ok(_) => ErrorCode::None,
-        Err(e) => log_error_code(&e),
+        Ok(None) => ErrorCode::None,
+        Err(e) => e,
     }
 }
 
@@ -196,19 +158,13 @@ fn handle_v0(state: &BrokerState, req: &ListOffsetsRequest) -> ListOffsetsRespon
                     match state.topics.partition(&t.name, rp.partition_index) {
                         None => out.error_code = ErrorCode::UnknownTopicOrPartition.code(),
                         Some(p) => {
-                            let d = p.data.lock();
-                            let offsets =
-                                d.log
-                                    .legacy_offsets_before(rp.timestamp, rp.max_num_offsets, now);
+                            let offsets = p.legacy_offsets_before(
+                                rp.timestamp,
+                                rp.max_num_offsets,
+                                from_consumer,
+                                now,
+                            );
                             match offsets {
-                                Some(offsets) if from_consumer => {
-                                    out.old_style_offsets =
-                                        josef_log::legacy_offsets::cap_at_high_watermark(
-                                            offsets,
-                                            d.log.high_watermark(),
-                                        )
-                                        .into();
-                                }
                                 Some(offsets) => out.old_style_offsets = offsets.into(),
                                 // Kafka fails on a negative max_num_offsets (a negative array size).
                                 None => out.error_code = ErrorCode::UnknownServerError.code(),

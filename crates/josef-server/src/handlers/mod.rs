@@ -172,7 +172,7 @@ async fn handle_local(
         RequestBody::CreateTopics(r) => reply(admin::create_topics(state, r, v)),
         RequestBody::DeleteTopics(r) => reply(admin::delete_topics(state, r, v)),
         RequestBody::CreatePartitions(r) => reply(admin::create_partitions(state, r)),
-        RequestBody::DeleteRecords(r) => reply(admin::delete_records(state, r)),
+        RequestBody::DeleteRecords(r) => reply(admin::delete_records(state, r).await),
         RequestBody::DescribeCluster(r) => reply(admin::describe_cluster(state, conn, r)),
         RequestBody::DescribeLogDirs(r) => reply(admin::describe_log_dirs(state, r)),
         RequestBody::DescribeConfigs(r) => reply(configs::describe(state, r, v)),

@@ -76,9 +76,10 @@ impl From<PrepareError> for Failure {
 /// `topic_config::log_config` parses once when the partition opens and again on every config
 /// change, so no topic config string is read per request.
 fn produce_settings(partition: &Partition) -> (ValidationConfig, i32) {
-    let d = partition.data.lock();
-    let c = d.log.config();
-    (c.validation_config(), c.min_insync_replicas)
+    (
+        partition.validation_config(),
+        partition.min_insync_replicas(),
+    )
 }
 
 /// B7 "Produce" steps 1–11 for one partition.

@@ -53,28 +53,23 @@ pub fn describe_producers(
                         error_code: ErrorCode::UnknownTopicOrPartition.code(),
                         ..Default::default()
                     },
-                    Some(p) => {
-                        let d = p.data.lock();
-                        PartitionResponse {
-                            partition_index: i,
-                            active_producers: d
-                                .producers
-                                .producers()
-                                .map(|e| ProducerState {
-                                    producer_id: e.producer_id(),
-                                    producer_epoch: i32::from(e.producer_epoch()),
-                                    last_sequence: e.last_seq(),
-                                    last_timestamp: e.last_timestamp(),
-                                    coordinator_epoch: e.coordinator_epoch(),
-                                    current_txn_start_offset: e
-                                        .current_txn_first_offset()
-                                        .unwrap_or(-1),
-                                    ..Default::default()
-                                })
-                                .collect(),
-                            ..Default::default()
-                        }
-                    }
+                    Some(p) => PartitionResponse {
+                        partition_index: i,
+                        active_producers: p
+                            .active_producers()
+                            .into_iter()
+                            .map(|e| ProducerState {
+                                producer_id: e.producer_id,
+                                producer_epoch: i32::from(e.producer_epoch),
+                                last_sequence: e.last_sequence,
+                                last_timestamp: e.last_timestamp,
+                                coordinator_epoch: e.coordinator_epoch,
+                                current_txn_start_offset: e.current_txn_start_offset.unwrap_or(-1),
+                                ..Default::default()
+                            })
+                            .collect(),
+                        ..Default::default()
+                    },
                 })
                 .collect(),
             ..Default::default()

@@ -67,17 +67,16 @@ pub fn render(state: &BrokerState, out: &mut String) {
     let mut samples = Vec::new();
     for t in state.topics.all() {
         for p in &t.partitions {
-            let d = p.data.lock();
-            let r = &d.replication;
+            let s = p.replica_summary();
             samples.push((
                 t.name.clone(),
                 p.index,
                 PartitionSample {
-                    leader: r.is_leader(),
-                    under_replicated: r.is_leader() && r.isr().len() < r.replicas().len(),
-                    size: d.log.size_in_bytes(),
-                    log_start: d.log.log_start_offset(),
-                    log_end: d.log.log_end_offset(),
+                    leader: s.is_leader,
+                    under_replicated: s.under_replicated,
+                    size: s.size_in_bytes,
+                    log_start: s.log_start_offset,
+                    log_end: s.log_end_offset,
                 },
             ));
         }
