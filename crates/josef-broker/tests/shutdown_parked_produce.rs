@@ -46,13 +46,13 @@ fn leader_with_full_isr(addr: SocketAddr) -> Option<i32> {
     (t.error_code == 0 && p.leader_id > 0 && p.isr_nodes.len() == 3).then_some(p.leader_id)
 }
 
-/// Produce v9, acks=-1, one record, with a timeout far past the test: only the shutdown can
-/// answer it. The partition's error code, or `None` if the connection gave no answer.
-fn produce_acks_all(addr: SocketAddr) -> Option<i16> {
+/// Produce v9, acks=-1, one record, waiting at most `timeout_ms` for the ISR. The partition's
+/// error code, or `None` if the connection gave no answer.
+fn produce_acks_all(addr: SocketAddr, timeout_ms: i32) -> Option<i16> {
     let batch = josef_log::testing::batch(0, 1, &[(None, Some(b"v"))]).freeze();
     let req = ProduceRequest {
         acks: -1,
-        timeout_ms: 600_000,
+        timeout_ms,
         topic_data: vec![TopicProduceData {
             name: TOPIC.into(),
             partition_data: vec![PartitionProduceData {
@@ -95,20 +95,31 @@ fn sigterm_of_a_leader_with_a_parked_acks_all_produce_closes_its_logs_clean() {
         cluster.logs(40)
     );
     let leader = leader.unwrap();
-    let followers: Vec<i32> = [1, 2, 3].into_iter().filter(|&i| i != leader).collect();
-    for &f in &followers {
-        cluster.node_mut(f).unwrap().pause().unwrap();
-    }
     let node = cluster.node(leader).unwrap();
     let addr = node.client_addr().unwrap();
     let dir = node.data_dir().join(format!("{TOPIC}-0"));
     let segment = dir.join("00000000000000000000.log");
-    let producer = std::thread::spawn(move || produce_acks_all(addr));
+    // One acks=-1 produce completes first: every replica exists and fetches.
+    let mut first = None;
+    assert!(
+        wait_until(SETTLE, POLL, || {
+            first = produce_acks_all(addr, 8_000);
+            first == Some(0)
+        }),
+        "a first acks=-1 produce to leader {leader}: {first:?}\n{}",
+        cluster.logs(40)
+    );
+    let size = std::fs::metadata(&segment).unwrap().len();
+    let followers: Vec<i32> = [1, 2, 3].into_iter().filter(|&i| i != leader).collect();
+    for &f in &followers {
+        cluster.node_mut(f).unwrap().pause().unwrap();
+    }
+    let producer = std::thread::spawn(move || produce_acks_all(addr, 600_000));
     // The record is in the leader's log: the produce is parked for the paused followers.
     assert!(
         wait_until(SETTLE, POLL, || std::fs::metadata(&segment)
-            .is_ok_and(|m| m.len() > 0)),
-        "the produce never reached {}\n{}",
+            .is_ok_and(|m| m.len() > size)),
+        "the second produce never reached {}\n{}",
         segment.display(),
         cluster.logs(40)
     );
@@ -122,17 +133,17 @@ fn sigterm_of_a_leader_with_a_parked_acks_all_produce_closes_its_logs_clean() {
     let log = cluster.logs(60);
     assert!(status.success(), "leader {leader} exited {status}\n{log}");
     let answer = producer.join().unwrap();
+    assert!(
+        dir.join(".kafka_cleanshutdown").exists(),
+        "leader {leader} closed {} without the clean-shutdown marker (answer {answer:?})\n{log}",
+        dir.display()
+    );
     // Answered before the connection closed, and not as acknowledged: REQUEST_TIMED_OUT, what
     // the parked produce answers when it stops waiting.
     assert_eq!(
         answer,
         Some(ErrorCode::RequestTimedOut.code()),
         "the parked acks=-1 produce's answer at shutdown\n{log}"
-    );
-    assert!(
-        dir.join(".kafka_cleanshutdown").exists(),
-        "leader {leader} closed {} without the clean-shutdown marker (answer {answer:?})\n{log}",
-        dir.display()
     );
     for &f in &followers {
         cluster.node_mut(f).unwrap().resume().unwrap();
