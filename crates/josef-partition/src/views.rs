@@ -10,7 +10,7 @@ use josef_protocol::ErrorCode;
 use josef_records::validate::ValidationConfig;
 
 use crate::partition::Partition;
-use crate::replication::ReplicaId;
+use crate::replication::{ReplicaId, ReplicationState};
 
 /// One partition as the broker's gauges see it, sampled at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,6 +157,30 @@ impl Partition {
             batches: batches.into_iter().map(|(_, b)| b).collect(),
             log_end_offset: d.log.log_end_offset(),
         })
+    }
+
+    /// Reads the replication state (role, epochs, ISR, follower states) under the partition's
+    /// lock, without handing the lock out: a test or a gauge that needs several of its fields
+    /// sees them from one moment.
+    pub fn with_replication<R>(&self, f: impl FnOnce(&ReplicationState) -> R) -> R {
+        f(&self.data.lock().replication)
+    }
+
+    /// Replicas the controller says may not join the ISR (fenced or shutting down brokers,
+    /// Kafka's ineligible replicas): an ISR expansion skips them.
+    pub fn set_ineligible_replicas(&self, ids: &[ReplicaId]) {
+        self.data.lock().replication.set_ineligible_replicas(ids);
+    }
+
+    /// Every batch whose base offset is at or after `from` (clamped to the log start), with its
+    /// base offset, read under one lock.
+    pub fn batches_from(&self, from: i64) -> Result<Vec<(i64, Bytes)>, LogError> {
+        let d = self.data.lock();
+        let batches = d.log.batches_from(from.max(d.log.log_start_offset()))?;
+        Ok(batches
+            .into_iter()
+            .map(|(b, bytes)| (b.header.base_offset, bytes))
+            .collect())
     }
 
     /// The partition's `min.insync.replicas` (its topic's override, else the broker's), as the

@@ -1,43 +1,61 @@
 //! A deterministic simulation of one partition with three replicas on real josef-log logs (each in
 //! its own temp dir), a fake clock, lossy and reordering links between leader and followers,
 //! crashes (the `Partition` is dropped without closing and its log reopened from disk), slow
-//! followers, acks=-1 producers and a tiny controller (clean elections from the ISR only,
-//! AlterPartition with Kafka's epoch checks, fencing of crashed brokers).
+//! followers, acks=-1 producers and a tiny controller (`simulation/controller.rs`).
 //!
-//! Checked after every step:
-//! - a leader's HW never moves back within its leader epoch, and HW ≤ LEO everywhere;
-//! - every alive member of the committed ISR holds every offset below the leader's HW;
+//! Brokers learn the controller's metadata image late, each on its own: a broker cut off from the
+//! controller (its heartbeats lost) is fenced and replaced as leader while it still runs, still
+//! gets produce requests from clients with old metadata, and still has followers that have not
+//! learnt the new leader epoch either. AlterPartition requests and responses are dropped (the
+//! broker resends the pending change), duplicated, delayed and reordered, and the controller moves
+//! the partition epoch on its own now and then, so proposals go stale.
+//!
+//! Checked after every step, on every broker that believes it leads (the deposed one included):
+//! - its HW never moves back within its leader epoch, and HW ≤ LEO everywhere;
+//! - every alive member of its ISR holds every offset below its HW, with the same batches
+//!   (compared in full every few steps);
 //! - no replica in the controller's ISR ever truncates below the highest HW exposed so far;
-//! - an acks=-1 produce is acknowledged only when every ISR member holds it (same bytes);
+//! - an acks=-1 produce is acknowledged only when every member of the acking leader's ISR, every
+//!   alive member of the controller's ISR and the controller's leader hold it (same bytes);
 //! - every acknowledged batch stays in the current leader's log with the same bytes;
+//! - a deposed leader that learnt the new epoch truncates by OffsetsForLeaderEpoch to a prefix of
+//!   the new leader's log;
 //! - an idempotent producer retrying its batch to whoever leads is never refused for its
-//!   sequence (the producer state is rebuilt on followers and after crashes).
+//!   sequence by a current leader (the producer state is rebuilt on followers and after crashes).
 //!
 //! After quiescence (no faults, everything restarted, links healed): all replicas hold the same
 //! batches byte for byte, the same HW, the full ISR, and every acknowledged batch; the idempotent
 //! producer's sequences are in the log exactly once each, in order.
+
+#[path = "simulation/controller.rs"]
+mod controller;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use controller::{Controller, REPLICAS};
 use josef_log::testing::TestBatch;
 use josef_log::{BatchHeader, LogConfig};
 use josef_partition::replication::NO_EPOCH;
 use josef_partition::{
-    AlterPartitionProposal, ClientBatch, CommittedPartitionState, FetchIsolation,
-    FetchResponseAction, FollowerFetch, FollowerFetchRequest, FollowerFetchResult,
-    LeaderFetchAnswer, Partition, ReadParams, ReplicaId,
+    AlterPartitionOutcome, AlterPartitionProposal, ClientBatch, CommittedPartitionState,
+    EpochEndOffset, FetchIsolation, FetchResponseAction, FollowerFetch, FollowerFetchRequest,
+    FollowerFetchResult, LeaderFetchAnswer, Partition, ReadParams, ReplicaId,
 };
 use josef_protocol::{ErrorCode, Uuid};
 use josef_sequencer::ProducerStateConfig;
 
-const REPLICAS: [ReplicaId; 3] = [1, 2, 3];
 const MIN_ISR: i32 = 2;
 const LAG_MS: i64 = 200;
 const FETCH_TIMEOUT_MS: i64 = 80;
 const PRODUCE_TIMEOUT_MS: i64 = 2_000;
+/// A broker that got no AlterPartition answer in this long resends its pending change (Kafka's
+/// AlterPartitionManager resends after a disconnect).
+const ALTER_RETRY_MS: i64 = 100;
+/// Logs of a leader and its ISR are compared in full every this many steps.
+const FULL_CHECK_EVERY: u64 = 16;
 
 /// The run's randomness: one seeded generator, so a seed replays the same run.
 struct Rng(rand::rngs::StdRng);
@@ -57,87 +75,7 @@ impl Rng {
     }
 }
 
-/// The controller's view of the partition.
-#[derive(Debug, Clone)]
-struct Controller {
-    leader: ReplicaId,
-    leader_epoch: i32,
-    partition_epoch: i32,
-    isr: Vec<ReplicaId>,
-    fenced: BTreeSet<ReplicaId>,
-}
-
-impl Controller {
-    /// Clean election: keep the leader while valid, else the first ISR member in assignment order
-    /// that is not fenced; none → −1 with the ISR left as is.
-    fn elect(&mut self) {
-        if self.leader >= 0
-            && !self.fenced.contains(&self.leader)
-            && self.isr.contains(&self.leader)
-        {
-            return;
-        }
-        let new = REPLICAS
-            .iter()
-            .copied()
-            .find(|r| self.isr.contains(r) && !self.fenced.contains(r))
-            .unwrap_or(-1);
-        if new != self.leader {
-            self.leader = new;
-            self.leader_epoch += 1;
-        }
-        self.partition_epoch += 1;
-    }
-
-    fn fence(&mut self, id: ReplicaId) {
-        self.fenced.insert(id);
-        if self.isr.len() > 1 {
-            self.isr.retain(|&r| r != id);
-        }
-        self.elect();
-    }
-
-    fn unfence(&mut self, id: ReplicaId) {
-        self.fenced.remove(&id);
-        if self.leader < 0 {
-            self.elect();
-        }
-    }
-
-    fn alter_partition(
-        &mut self,
-        p: &AlterPartitionProposal,
-    ) -> Result<CommittedPartitionState, ErrorCode> {
-        if p.leader_epoch < self.leader_epoch {
-            return Err(ErrorCode::FencedLeaderEpoch);
-        }
-        if p.leader_id != self.leader {
-            return Err(ErrorCode::InvalidRequest);
-        }
-        if p.partition_epoch < self.partition_epoch {
-            return Err(ErrorCode::InvalidUpdateVersion);
-        }
-        if p.new_isr.is_empty() || !p.new_isr.contains(&p.leader_id) {
-            return Err(ErrorCode::InvalidRequest);
-        }
-        if p.new_isr.iter().any(|r| self.fenced.contains(r)) {
-            return Err(ErrorCode::IneligibleReplica);
-        }
-        self.isr = p.new_isr.clone();
-        self.partition_epoch += 1;
-        Ok(self.committed())
-    }
-
-    fn committed(&self) -> CommittedPartitionState {
-        CommittedPartitionState {
-            leader_id: self.leader,
-            leader_epoch: self.leader_epoch,
-            isr: self.isr.clone(),
-            partition_epoch: self.partition_epoch,
-        }
-    }
-}
-
+#[derive(Clone)]
 enum Msg {
     Fetch {
         to: ReplicaId,
@@ -149,6 +87,19 @@ enum Msg {
         seq: u64,
         result: Result<FollowerFetchResult, ErrorCode>,
     },
+    /// OffsetsForLeaderEpoch from a follower that must truncate before it fetches.
+    EpochQuery {
+        to: ReplicaId,
+        from: ReplicaId,
+        seq: u64,
+        current_leader_epoch: i32,
+        leader_epoch: i32,
+    },
+    EpochAnswer {
+        to: ReplicaId,
+        seq: u64,
+        result: Result<EpochEndOffset, ErrorCode>,
+    },
     AlterPartition {
         proposal: AlterPartitionProposal,
     },
@@ -159,17 +110,30 @@ enum Msg {
     },
 }
 
+/// A follower's request in flight to its leader: a Fetch, or an OffsetsForLeaderEpoch.
+#[derive(Clone, Copy)]
+struct Inflight {
+    seq: u64,
+    at: i64,
+    sent: FollowerFetchRequest,
+}
+
 struct Replica {
     id: ReplicaId,
     dir: PathBuf,
     partition: Option<Arc<Partition>>,
-    /// The fetch in flight: its sequence number, when it was sent, and what it asked.
-    inflight: Option<(u64, i64, FollowerFetchRequest)>,
+    inflight: Option<Inflight>,
     /// A slow follower fetches only this often (ms between fetches).
     slowness_ms: i64,
     last_fetch_sent: i64,
-    /// An AlterPartition in flight (the leader sends one at a time).
-    alter_inflight: bool,
+    /// The AlterPartition in flight (one at a time) and when it was sent.
+    alter_inflight: Option<(i64, AlterPartitionProposal)>,
+    /// When this broker next catches up with the controller's image (`None`: up to date).
+    metadata_at: Option<i64>,
+    /// Truncate by OffsetsForLeaderEpoch before fetching (set on learning a new leader epoch).
+    truncating: bool,
+    /// It led an epoch the controller replaced while it ran, and has not truncated since.
+    deposed: bool,
 }
 
 struct Pending {
@@ -196,14 +160,40 @@ struct IdempotentProducer {
 
 const PRODUCER_ID: i64 = 4242;
 
+/// What happened in a run, so the test can insist the faults it claims to cover did occur.
+#[derive(Default, Debug, Clone, Copy)]
+struct Counts {
+    acks: u64,
+    truncations: u64,
+    crashes: u64,
+    elections: u64,
+    duplicates: u64,
+    /// Leaders replaced while alive.
+    deposals: u64,
+    /// Produce requests appended by a leader that was already deposed.
+    deposed_appends: u64,
+    /// Deposed leaders that truncated by OffsetsForLeaderEpoch after learning the new epoch.
+    deposed_truncations: u64,
+    /// Followers that truncated by OffsetsForLeaderEpoch (deposed leaders included).
+    epoch_truncations: u64,
+    /// AlterPartition answers: FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION.
+    fenced_alters: u64,
+    stale_alters: u64,
+    /// AlterPartition requests or responses lost, and duplicated.
+    alters_lost: u64,
+    alters_duplicated: u64,
+}
+
 struct Sim {
     rng: Rng,
     now: i64,
+    steps: u64,
     _tmp: tempfile::TempDir,
     replicas: Vec<Replica>,
     controller: Controller,
     net: Vec<(i64, Msg)>,
     loss_per_mille: u64,
+    alter_loss_per_mille: u64,
     seq: u64,
     pending: Vec<Pending>,
     /// Acknowledged batches: base offset → bytes.
@@ -216,10 +206,7 @@ struct Sim {
     /// The leader (and epoch) the acknowledged batches were last checked on.
     acked_checked: Option<(ReplicaId, i32)>,
     produced: u64,
-    acks: u64,
-    truncations: u64,
-    crashes: u64,
-    elections: u64,
+    counts: Counts,
 }
 
 fn open(dir: &std::path::Path, id: ReplicaId, now: i64) -> Partition {
@@ -238,6 +225,15 @@ fn open(dir: &std::path::Path, id: ReplicaId, now: i64) -> Partition {
         now,
     )
     .expect("open replica")
+}
+
+/// The batches of `p` whose base offset is in `[from, below)`.
+fn batches_in(p: &Partition, from: i64, below: i64) -> Vec<(i64, Bytes)> {
+    p.batches_from(from)
+        .unwrap()
+        .into_iter()
+        .filter(|(base, _)| *base >= from && *base < below)
+        .collect()
 }
 
 impl Sim {
@@ -260,24 +256,23 @@ impl Sim {
                     inflight: None,
                     slowness_ms: 0,
                     last_fetch_sent: 0,
-                    alter_inflight: false,
+                    alter_inflight: None,
+                    metadata_at: Some(0),
+                    truncating: false,
+                    deposed: false,
                 }
             })
             .collect();
         let mut sim = Sim {
             rng: Rng::seeded(seed),
             now: 1_000,
+            steps: 0,
             _tmp: tmp,
             replicas,
-            controller: Controller {
-                leader: 1,
-                leader_epoch: 0,
-                partition_epoch: 0,
-                isr: REPLICAS.to_vec(),
-                fenced: BTreeSet::new(),
-            },
+            controller: Controller::new(),
             net: Vec::new(),
             loss_per_mille: 100,
+            alter_loss_per_mille: 100,
             seq: 0,
             pending: Vec::new(),
             acked: BTreeMap::new(),
@@ -286,12 +281,9 @@ impl Sim {
             acked_checked: None,
             idempotent: IdempotentProducer::default(),
             produced: 0,
-            acks: 0,
-            truncations: 0,
-            crashes: 0,
-            elections: 0,
+            counts: Counts::default(),
         };
-        sim.publish();
+        sim.sync_metadata();
         sim
     }
 
@@ -310,29 +302,87 @@ impl Sim {
         self.replica(id).partition.clone()
     }
 
-    /// The metadata image reaches every alive broker (at once: the publisher is not under test).
+    /// The alive brokers that believe they lead, whatever the controller says.
+    fn believers(&self) -> Vec<ReplicaId> {
+        REPLICAS
+            .iter()
+            .copied()
+            .filter(|&id| self.partition(id).is_some_and(|p| p.is_leader()))
+            .collect()
+    }
+
+    /// The controller's image changed: each alive broker learns it a little later, in its own
+    /// time; a broker cut off from the controller keeps its later date.
     fn publish(&mut self) {
-        let c = self.controller.clone();
-        for r in &mut self.replicas {
-            let Some(p) = &r.partition else { continue };
-            if r.id == c.leader {
-                let change = p
-                    .make_leader(
-                        c.leader_epoch,
-                        c.partition_epoch,
-                        &c.isr,
-                        &REPLICAS,
-                        MIN_ISR,
-                        self.now,
-                    )
-                    .unwrap();
-                if change.new_leader_epoch {
-                    r.alter_inflight = false;
-                }
-                p.set_replica_lag_time_max_ms(LAG_MS);
-            } else {
-                p.make_follower(c.leader, c.leader_epoch, c.partition_epoch);
+        for i in 0..self.replicas.len() {
+            if self.replicas[i].partition.is_none() || self.replicas[i].metadata_at.is_some() {
+                continue;
             }
+            let delay = self.rng.below(12) as i64;
+            self.replicas[i].metadata_at = Some(self.now + delay);
+        }
+    }
+
+    /// Brokers whose time came apply the controller's current image (Kafka's brokers apply the
+    /// metadata log in order; the latest image is what matters to one partition). A fenced broker
+    /// that hears from the controller again heartbeats and is unfenced.
+    fn sync_metadata(&mut self) {
+        let c = self.controller.clone();
+        let fenced: Vec<ReplicaId> = c.fenced.iter().copied().collect();
+        let mut heard_again = Vec::new();
+        for i in 0..self.replicas.len() {
+            let now = self.now;
+            let r = &self.replicas[i];
+            let Some(p) = r.partition.clone() else {
+                continue;
+            };
+            if !r.metadata_at.is_some_and(|t| t <= now) {
+                continue;
+            }
+            let id = r.id;
+            let was_leader = p.is_leader();
+            let coin = self.rng.chance(300);
+            let r = &mut self.replicas[i];
+            r.metadata_at = None;
+            if id == c.leader {
+                r.truncating = false;
+                r.deposed = false;
+                p.make_leader(
+                    c.leader_epoch,
+                    c.partition_epoch,
+                    &c.isr,
+                    &REPLICAS,
+                    MIN_ISR,
+                    now,
+                )
+                .unwrap();
+                p.set_replica_lag_time_max_ms(LAG_MS);
+                p.set_ineligible_replicas(&fenced);
+            } else {
+                let change = p.make_follower(c.leader, c.leader_epoch, c.partition_epoch);
+                if change.new_leader_epoch || change.new_leader {
+                    // The fetcher starts over for the new leader; a deposed leader (and some
+                    // followers) first asks it where its epoch ends.
+                    r.inflight = None;
+                    if was_leader {
+                        r.deposed = true;
+                        r.truncating = true;
+                    } else {
+                        r.truncating = coin;
+                    }
+                }
+            }
+            if c.fenced.contains(&id) {
+                heard_again.push(id);
+            }
+        }
+        for id in heard_again {
+            let before = self.controller.leader_epoch;
+            self.controller.unfence(id);
+            if self.controller.leader_epoch != before {
+                self.counts.elections += 1;
+            }
+            self.publish();
         }
     }
 
@@ -344,17 +394,35 @@ impl Sim {
         self.net.push((self.now + delay, msg));
     }
 
+    /// AlterPartition traffic: lost, duplicated, delayed and reordered.
+    fn send_alter(&mut self, msg: Msg) {
+        if self.rng.chance(self.alter_loss_per_mille) {
+            self.counts.alters_lost += 1;
+            return;
+        }
+        if self.rng.chance(self.alter_loss_per_mille) {
+            self.counts.alters_duplicated += 1;
+            let delay = 1 + self.rng.below(120) as i64;
+            self.net.push((self.now + delay, msg.clone()));
+        }
+        let delay = 1 + self.rng.below(60) as i64;
+        self.net.push((self.now + delay, msg));
+    }
+
     fn crash(&mut self, id: ReplicaId) {
         let r = self.replica_mut(id);
         // kill -9: the partition goes away without a close; its files stay as written.
         r.partition = None;
         r.inflight = None;
-        r.alter_inflight = false;
-        self.crashes += 1;
+        r.alter_inflight = None;
+        r.metadata_at = None;
+        r.truncating = false;
+        r.deposed = false;
+        self.counts.crashes += 1;
         let before = self.controller.leader_epoch;
         self.controller.fence(id);
         if self.controller.leader_epoch != before {
-            self.elections += 1;
+            self.counts.elections += 1;
         }
         self.publish();
     }
@@ -364,19 +432,66 @@ impl Sim {
         let r = self.replica_mut(id);
         let dir = r.dir.clone();
         r.partition = Some(Arc::new(open(&dir, id, now)));
+        r.metadata_at = Some(now);
         let before = self.controller.leader_epoch;
         self.controller.unfence(id);
         if self.controller.leader_epoch != before {
-            self.elections += 1;
+            self.counts.elections += 1;
+        }
+        self.publish();
+        self.sync_metadata();
+    }
+
+    /// The leader stops hearing from the controller (a long GC pause of its heartbeats, a cut
+    /// link): its session expires, it is fenced and another ISR member elected, but it runs on
+    /// as leader of the old epoch until it catches up, and so may some followers.
+    fn depose(&mut self) {
+        let now = self.now;
+        let old = self.controller.leader;
+        if old < 0
+            || self.partition(old).is_none()
+            || self.controller.fenced.contains(&old)
+            || self.replica(old).metadata_at.is_some_and(|t| t > now)
+        {
+            return;
+        }
+        let cut = 150 + self.rng.below(1_200) as i64;
+        self.replica_mut(old).metadata_at = Some(now + cut);
+        for &id in &REPLICAS {
+            if id != old && self.partition(id).is_some() && self.rng.chance(500) {
+                let late = self.rng.below(cut as u64) as i64;
+                self.replica_mut(id).metadata_at = Some(now + late);
+            }
+        }
+        let before = self.controller.leader_epoch;
+        self.controller.fence(old);
+        if self.controller.leader_epoch != before {
+            self.counts.elections += 1;
+            self.counts.deposals += 1;
         }
         self.publish();
     }
 
+    /// A client with its own (possibly old) metadata: it sends to any broker that answers as
+    /// leader.
+    fn pick_leader(&mut self) -> Option<ReplicaId> {
+        let believers = self.believers();
+        if believers.is_empty() {
+            return None;
+        }
+        Some(believers[self.rng.below(believers.len() as u64) as usize])
+    }
+
+    fn is_deposed(&self, id: ReplicaId) -> bool {
+        self.partition(id)
+            .is_some_and(|p| p.leader_epoch() < self.controller.leader_epoch)
+    }
+
     fn produce(&mut self) {
-        let leader = self.controller.leader;
-        let Some(p) = self.partition(leader) else {
+        let Some(leader) = self.pick_leader() else {
             return;
         };
+        let p = self.partition(leader).unwrap();
         let n = 1 + self.rng.below(3);
         let mut b = TestBatch::new(0);
         for i in 0..n {
@@ -389,14 +504,19 @@ impl Sim {
         let leo_before = p.log_end_offset();
         self.produced += 1;
         match p.append_from_client(ClientBatch::Owned(bytes), &h, -1, MIN_ISR, self.now) {
-            Ok(r) => self.pending.push(Pending {
-                leader,
-                leader_epoch: epoch,
-                base_offset: r.base_offset,
-                required: r.last_offset + 1,
-                deadline: self.now + PRODUCE_TIMEOUT_MS,
-                idempotent_seq: None,
-            }),
+            Ok(r) => {
+                if self.is_deposed(leader) {
+                    self.counts.deposed_appends += 1;
+                }
+                self.pending.push(Pending {
+                    leader,
+                    leader_epoch: epoch,
+                    base_offset: r.base_offset,
+                    required: r.last_offset + 1,
+                    deadline: self.now + PRODUCE_TIMEOUT_MS,
+                    idempotent_seq: None,
+                })
+            }
             Err(e) => {
                 assert_eq!(e.code, ErrorCode::NotEnoughReplicas, "{e}");
                 // Nothing written.
@@ -406,15 +526,15 @@ impl Sim {
         }
     }
 
-    /// The idempotent producer sends (or resends) its batch to the current leader.
+    /// The idempotent producer sends (or resends) its batch to a broker answering as leader.
     fn produce_idempotent(&mut self) {
-        let leader = self.controller.leader;
         if self.idempotent.in_flight {
             return;
         }
-        let Some(p) = self.partition(leader) else {
+        let Some(leader) = self.pick_leader() else {
             return;
         };
+        let p = self.partition(leader).unwrap();
         let (bytes, seq, _) = match &self.idempotent.outstanding {
             Some(o) => o.clone(),
             None => {
@@ -448,8 +568,10 @@ impl Sim {
                     idempotent_seq: Some(seq),
                 });
             }
-            // Retried later with the same sequence; anything else (an out-of-order sequence) is a
-            // bug in the producer state kept across failovers.
+            // Retried later with the same sequence. A deposed leader never saw the batches the
+            // new leader acknowledged, so it may find the sequence out of order; a current
+            // leader refusing it is a bug in the producer state kept across failovers.
+            Err(e) if e.code == ErrorCode::OutOfOrderSequenceNumber && self.is_deposed(leader) => {}
             Err(e) => assert_eq!(e.code, ErrorCode::NotEnoughReplicas, "seq {seq}: {e}"),
         }
     }
@@ -507,11 +629,16 @@ impl Sim {
         (h.base_offset == base).then(|| read.records.slice(..h.total_size()))
     }
 
+    /// An acks=-1 answer: the acking leader's ISR holds the batch, and so do the controller's
+    /// leader and ISR (a deposed leader must not acknowledge what the new leader lacks).
     fn ack(&mut self, w: &Pending) {
         let leader = self.partition(w.leader).unwrap();
         let bytes = Self::batch_at(&leader, w.base_offset).expect("acked batch on the leader");
-        let isr = leader.isr();
-        for id in isr {
+        let mut holders = leader.isr();
+        holders.extend(self.controller.isr.iter().copied());
+        holders.push(self.controller.leader);
+        let deposed = self.is_deposed(w.leader);
+        for id in holders {
             let Some(p) = self.partition(id) else {
                 continue;
             };
@@ -519,33 +646,50 @@ impl Sim {
             assert_eq!(
                 held.as_ref(),
                 Some(&bytes),
-                "acked offset {} not held by ISR member {id}",
-                w.base_offset
+                "acked offset {} (by {}leader {}) not held by {id} (controller: {:?})",
+                w.base_offset,
+                if deposed { "deposed " } else { "" },
+                w.leader,
+                self.controller,
             );
         }
-        self.acks += 1;
+        self.counts.acks += 1;
         self.acked.insert(w.base_offset, bytes);
     }
 
     fn follower_fetches(&mut self, max_bytes: i64) {
-        let c = self.controller.clone();
         for i in 0..self.replicas.len() {
             let id = self.replicas[i].id;
-            if id == c.leader || c.leader < 0 {
-                continue;
-            }
             let now = self.now;
             let r = &self.replicas[i];
-            let Some(p) = &r.partition else { continue };
-            let timed_out = r
-                .inflight
-                .is_some_and(|(_, at, _)| now - at > FETCH_TIMEOUT_MS);
+            let Some(p) = r.partition.clone() else {
+                continue;
+            };
+            let timed_out = r.inflight.is_some_and(|f| now - f.at > FETCH_TIMEOUT_MS);
             if (r.inflight.is_some() && !timed_out) || now - r.last_fetch_sent < r.slowness_ms {
                 continue;
             }
             let Some(sent) = p.follower_fetch_request() else {
                 continue;
             };
+            self.seq += 1;
+            let seq = self.seq;
+            let r = &mut self.replicas[i];
+            r.inflight = Some(Inflight { seq, at: now, sent });
+            r.last_fetch_sent = now;
+            if r.truncating && sent.last_fetched_epoch < 0 {
+                r.truncating = false; // nothing to truncate
+            }
+            if r.truncating {
+                self.send(Msg::EpochQuery {
+                    to: sent.leader_id,
+                    from: id,
+                    seq,
+                    current_leader_epoch: sent.current_leader_epoch,
+                    leader_epoch: sent.last_fetched_epoch,
+                });
+                continue;
+            }
             let fetch = FollowerFetch {
                 replica_id: id,
                 broker_epoch: -1,
@@ -556,10 +700,6 @@ impl Sim {
                 max_bytes,
                 min_one_message: true,
             };
-            self.seq += 1;
-            let seq = self.seq;
-            self.replicas[i].inflight = Some((seq, now, sent));
-            self.replicas[i].last_fetch_sent = now;
             self.send(Msg::Fetch {
                 to: sent.leader_id,
                 seq,
@@ -587,6 +727,33 @@ impl Sim {
         }
     }
 
+    /// The follower `to` truncated from `before` to its current LEO: a member of the
+    /// controller's ISR may never go below a HW some leader exposed.
+    fn check_truncation(&mut self, to: ReplicaId, in_isr: bool, before: i64) {
+        let p = self.partition(to).unwrap();
+        let after = p.log_end_offset();
+        if after < before {
+            self.counts.truncations += 1;
+            assert!(
+                !in_isr || after >= self.exposed_hw,
+                "ISR member {to} truncated to {after} below the exposed HW {}",
+                self.exposed_hw
+            );
+        }
+    }
+
+    /// The in-flight request `seq` of `to`, taken out if it is the current one.
+    fn take_inflight(
+        &mut self,
+        to: ReplicaId,
+        seq: u64,
+    ) -> Option<(FollowerFetchRequest, Arc<Partition>)> {
+        let r = self.replica_mut(to);
+        let f = r.inflight.filter(|f| f.seq == seq)?;
+        r.inflight = None;
+        Some((f.sent, r.partition.clone()?))
+    }
+
     fn handle(&mut self, m: Msg) {
         let now = self.now;
         match m {
@@ -606,26 +773,13 @@ impl Sim {
             }
             Msg::FetchResponse { to, seq, result } => {
                 let in_isr = self.controller.isr.contains(&to);
-                let exposed = self.exposed_hw;
-                let r = self.replica_mut(to);
-                let Some((_, _, sent)) = r.inflight.filter(|(s, _, _)| *s == seq) else {
+                let Some((sent, p)) = self.take_inflight(to, seq) else {
                     return; // not the fetch in flight (a retry replaced it)
                 };
-                r.inflight = None;
-                let Some(p) = r.partition.clone() else { return };
                 let answer = LeaderFetchAnswer::from(result);
                 let before = p.log_end_offset();
                 match p.on_follower_fetch_response(&sent, answer, now).unwrap() {
-                    FetchResponseAction::Truncated(_) => {
-                        let after = p.log_end_offset();
-                        if after < before {
-                            self.truncations += 1;
-                            assert!(
-                                !in_isr || after >= exposed,
-                                "ISR member {to} truncated to {after} below the exposed HW {exposed}"
-                            );
-                        }
-                    }
+                    FetchResponseAction::Truncated(_) => self.check_truncation(to, in_isr, before),
                     FetchResponseAction::OffsetOutOfRange => {
                         // ListOffsets to the leader, then Kafka's fetchOffsetAndTruncate.
                         let Some(l) = self.partition(sent.leader_id) else {
@@ -635,18 +789,71 @@ impl Sim {
                         p.on_offset_out_of_range(&sent, latest, earliest, now)
                             .unwrap();
                         let after = p.log_end_offset();
-                        assert!(!in_isr || after >= exposed.min(before));
+                        assert!(!in_isr || after >= self.exposed_hw.min(before));
                     }
                     _ => {}
                 }
             }
+            Msg::EpochQuery {
+                to,
+                from,
+                seq,
+                current_leader_epoch,
+                leader_epoch,
+            } => {
+                let Some(p) = self.partition(to) else { return };
+                let result = p.last_offset_for_leader_epoch(current_leader_epoch, leader_epoch);
+                self.send(Msg::EpochAnswer {
+                    to: from,
+                    seq,
+                    result,
+                });
+            }
+            Msg::EpochAnswer { to, seq, result } => {
+                let in_isr = self.controller.isr.contains(&to);
+                let Some((sent, p)) = self.take_inflight(to, seq) else {
+                    return;
+                };
+                let Ok(end) = result else {
+                    return; // asked again at the next fetch
+                };
+                let (current, before) = {
+                    let leo = p.log_end_offset();
+                    let current = p.with_replication(|r| {
+                        !r.is_leader()
+                            && r.leader_id() == Some(sent.leader_id)
+                            && r.leader_epoch() == sent.current_leader_epoch
+                    });
+                    (current && leo == sent.fetch_offset, leo)
+                };
+                if !current {
+                    return;
+                }
+                let decision = p.truncate_on_divergence(end, now).unwrap();
+                self.check_truncation(to, in_isr, before);
+                if decision.completed {
+                    self.counts.epoch_truncations += 1;
+                    let r = self.replica_mut(to);
+                    r.truncating = false;
+                    if std::mem::take(&mut r.deposed) {
+                        self.counts.deposed_truncations += 1;
+                        self.check_prefix_of_leader(to, sent.leader_id);
+                    }
+                }
+            }
             Msg::AlterPartition { proposal } => {
                 let from = proposal.leader_id;
+                let before = self.controller.partition_epoch;
                 let result = self.controller.alter_partition(&proposal);
-                if result.is_ok() {
-                    self.publish_isr_change_later();
+                match &result {
+                    Err(ErrorCode::FencedLeaderEpoch) => self.counts.fenced_alters += 1,
+                    Err(ErrorCode::InvalidUpdateVersion) => self.counts.stale_alters += 1,
+                    _ => {}
                 }
-                self.send_reliable(Msg::AlterPartitionResponse {
+                if self.controller.partition_epoch != before {
+                    self.publish();
+                }
+                self.send_alter(Msg::AlterPartitionResponse {
                     to: from,
                     proposal,
                     result,
@@ -658,9 +865,14 @@ impl Sim {
                 result,
             } => {
                 let r = self.replica_mut(to);
-                r.alter_inflight = false;
+                if r.alter_inflight
+                    .as_ref()
+                    .is_some_and(|(_, p)| *p == proposal)
+                {
+                    r.alter_inflight = None;
+                }
                 let Some(p) = r.partition.clone() else { return };
-                if let josef_partition::AlterPartitionOutcome::Resubmit(again) =
+                if let AlterPartitionOutcome::Resubmit(again) =
                     p.on_alter_partition_response(&proposal, result, now)
                 {
                     self.propose(to, again);
@@ -669,71 +881,80 @@ impl Sim {
         }
     }
 
-    /// The controller's ISR change reaches the brokers through metadata too (sometimes before
-    /// the AlterPartition answer): half the time publish now.
-    fn publish_isr_change_later(&mut self) {
-        if self.rng.chance(500) {
-            self.publish();
-        }
-    }
-
-    fn send_reliable(&mut self, msg: Msg) {
-        let delay = 1 + self.rng.below(20) as i64;
-        self.net.push((self.now + delay, msg));
+    /// A deposed leader that finished truncating holds a prefix of its new leader's log.
+    fn check_prefix_of_leader(&self, id: ReplicaId, leader: ReplicaId) {
+        let (Some(p), Some(l)) = (self.partition(id), self.partition(leader)) else {
+            return;
+        };
+        let (start, leo) = { (p.log_start_offset(), p.log_end_offset()) };
+        assert_eq!(
+            batches_in(&p, start, leo),
+            batches_in(&l, start, leo),
+            "deposed leader {id} truncated to {leo} but its log is no prefix of leader {leader}'s"
+        );
     }
 
     fn propose(&mut self, leader: ReplicaId, proposal: AlterPartitionProposal) {
-        self.replica_mut(leader).alter_inflight = true;
-        self.send_reliable(Msg::AlterPartition { proposal });
+        let now = self.now;
+        self.replica_mut(leader).alter_inflight = Some((now, proposal.clone()));
+        self.send_alter(Msg::AlterPartition { proposal });
     }
 
-    fn shrink_isr(&mut self) {
-        let leader = self.controller.leader;
-        if leader < 0 || self.replica(leader).alter_inflight {
-            return;
+    /// No answer to an AlterPartition for a while: the connection is taken as lost and the
+    /// change still pending is sent again (a change settled by metadata meanwhile is not).
+    fn resend_alters(&mut self) {
+        for id in REPLICAS {
+            let Some((at, sent)) = self.replica(id).alter_inflight.clone() else {
+                continue;
+            };
+            if self.now - at <= ALTER_RETRY_MS {
+                continue;
+            }
+            let pending = self.partition(id).and_then(|p| p.pending_alter_partition());
+            if pending.as_ref() == Some(&sent) {
+                self.propose(id, sent);
+            } else {
+                self.replica_mut(id).alter_inflight = None;
+            }
         }
-        let Some(p) = self.partition(leader) else {
-            return;
-        };
-        if let Some(proposal) = p.maybe_shrink_isr(self.now) {
-            self.propose(leader, proposal);
+    }
+
+    /// Every broker that believes it leads runs its ISR shrink task.
+    fn shrink_isr(&mut self) {
+        for leader in self.believers() {
+            if self.replica(leader).alter_inflight.is_some() {
+                continue;
+            }
+            let p = self.partition(leader).unwrap();
+            if let Some(proposal) = p.maybe_shrink_isr(self.now) {
+                self.propose(leader, proposal);
+            }
         }
     }
 
     fn check(&mut self) {
-        let c = &self.controller;
         for r in &self.replicas {
             if let Some(p) = &r.partition {
                 assert!(p.high_watermark() <= p.log_end_offset());
                 assert!(p.isr().iter().all(|i| REPLICAS.contains(i)));
             }
         }
-        assert!(!c.isr.is_empty());
-        if c.leader < 0 {
-            return;
+        assert!(!self.controller.isr.is_empty());
+        let full = self.steps % FULL_CHECK_EVERY == 0;
+        for leader in self.believers() {
+            self.check_leader(leader, full);
         }
+        // Every acknowledged batch on each new leader (checking on every step costs too much).
+        let c = &self.controller;
         let Some(p) = self.partition(c.leader) else {
             return;
         };
-        let Some(epoch) = p.leader_epoch_if_leader() else {
-            return;
+        let epoch = {
+            let Some(epoch) = p.leader_epoch_if_leader() else {
+                return;
+            };
+            epoch
         };
-        let (hw, isr) = (p.high_watermark(), p.isr());
-        let last = self.leader_hw.entry((c.leader, epoch)).or_insert(hw);
-        assert!(
-            hw >= *last,
-            "HW of leader {} went back in epoch {epoch}",
-            c.leader
-        );
-        *last = hw;
-        self.exposed_hw = self.exposed_hw.max(hw);
-        for id in isr {
-            if let Some(f) = self.partition(id) {
-                let leo = f.log_end_offset();
-                assert!(leo >= hw, "ISR member {id} has LEO {leo} below the HW {hw}");
-            }
-        }
-        // Every acknowledged batch on each new leader (checking on every step costs too much).
         if self.acked_checked != Some((c.leader, epoch)) {
             self.acked_checked = Some((c.leader, epoch));
             for (&base, bytes) in &self.acked {
@@ -741,13 +962,45 @@ impl Sim {
                     Self::batch_at(&p, base).as_ref(),
                     Some(bytes),
                     "acked batch at {base} missing on leader {}",
-                    self.controller.leader
+                    c.leader
+                );
+            }
+        }
+    }
+
+    /// The rules for one broker that believes it leads, deposed or not.
+    fn check_leader(&mut self, leader: ReplicaId, full: bool) {
+        let p = self.partition(leader).unwrap();
+        let (hw, epoch, isr) = { (p.high_watermark(), p.leader_epoch(), p.isr()) };
+        let last = self.leader_hw.entry((leader, epoch)).or_insert(hw);
+        assert!(
+            hw >= *last,
+            "HW of leader {leader} went back in epoch {epoch}"
+        );
+        *last = hw;
+        self.exposed_hw = self.exposed_hw.max(hw);
+        for id in isr {
+            let Some(f) = self.partition(id).filter(|_| id != leader) else {
+                continue;
+            };
+            let (leo, start) = { (f.log_end_offset(), f.log_start_offset()) };
+            assert!(
+                leo >= hw,
+                "ISR member {id} of leader {leader} has LEO {leo} below the HW {hw}"
+            );
+            if full {
+                let start = start.max(p.log_start_offset());
+                assert_eq!(
+                    batches_in(&f, start, hw),
+                    batches_in(&p, start, hw),
+                    "ISR member {id} disagrees with leader {leader} below the HW {hw}"
                 );
             }
         }
     }
 
     fn step(&mut self, faults: bool) {
+        self.steps += 1;
         self.now += 1 + self.rng.below(10) as i64;
         if faults {
             let alive: Vec<ReplicaId> = REPLICAS
@@ -768,6 +1021,13 @@ impl Sim {
                 let back = dead[self.rng.below(dead.len() as u64) as usize];
                 self.restart(back);
             }
+            if self.rng.chance(6) {
+                self.depose();
+            }
+            if self.rng.chance(5) {
+                self.controller.bump_partition_epoch();
+                self.publish();
+            }
             if self.rng.chance(20) {
                 let id = 1 + self.rng.below(3) as i32;
                 self.replica_mut(id).slowness_ms =
@@ -780,9 +1040,11 @@ impl Sim {
                 self.produce_idempotent();
             }
         }
+        self.sync_metadata();
         let max_bytes = 100 + self.rng.below(400) as i64;
         self.follower_fetches(max_bytes);
         self.deliver();
+        self.resend_alters();
         if self.rng.chance(100) {
             self.shrink_isr();
         }
@@ -792,6 +1054,7 @@ impl Sim {
 
     fn quiesce(&mut self) {
         self.loss_per_mille = 0;
+        self.alter_loss_per_mille = 0;
         for r in &mut self.replicas {
             r.slowness_ms = 0;
         }
@@ -800,18 +1063,64 @@ impl Sim {
                 self.restart(id);
             }
         }
-        for _ in 0..3_000 {
+        for _ in 0..4_000 {
             self.step(false);
             if self.settled() {
                 break;
             }
         }
-        assert!(self.settled(), "no quiescence: {:?}", self.controller);
+        assert!(self.settled(), "no quiescence: {}", self.describe());
+    }
+
+    /// The state of every broker, for failure messages.
+    fn describe(&self) -> String {
+        let mut out = format!(
+            "{:?}, {} messages in flight",
+            self.controller,
+            self.net.len()
+        );
+        for r in &self.replicas {
+            let Some(p) = &r.partition else {
+                out += &format!("\n  {}: down", r.id);
+                continue;
+            };
+            let (role, epoch, partition_epoch, isr_state) = p.with_replication(|r| {
+                (
+                    r.role(),
+                    r.leader_epoch(),
+                    r.partition_epoch(),
+                    format!("{:?}", r.isr_state()),
+                )
+            });
+            out += &format!(
+                "\n  {}: {:?} epoch {} partition epoch {} LEO {} HW {} {} metadata_at {:?} \
+                 truncating {} alter {:?}",
+                r.id,
+                role,
+                epoch,
+                partition_epoch,
+                p.log_end_offset(),
+                p.high_watermark(),
+                isr_state,
+                r.metadata_at,
+                r.truncating,
+                r.alter_inflight,
+            );
+        }
+        out
     }
 
     fn settled(&self) -> bool {
         let c = &self.controller;
-        if c.leader < 0 || c.isr.len() != REPLICAS.len() || !self.net.is_empty() {
+        if c.leader < 0
+            || c.isr.len() != REPLICAS.len()
+            || !self.net.is_empty()
+            || self.believers() != [c.leader]
+            || self
+                .replicas
+                .iter()
+                .any(|r| r.metadata_at.is_some() || r.truncating)
+        {
             return false;
         }
         let states: Vec<(i64, i64)> = REPLICAS
@@ -852,6 +1161,7 @@ fn run(seed: u64, steps: usize) -> Sim {
             "seed {seed}"
         );
     }
+    sim.counts.duplicates = sim.idempotent.duplicates;
     sim
 }
 
@@ -861,19 +1171,45 @@ fn replicas_converge_and_keep_every_acknowledged_write() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(20);
-    let (mut acks, mut truncations, mut crashes, mut elections, mut duplicates) = (0, 0, 0, 0, 0);
-    for seed in 0..seeds {
-        let sim = run(seed, 1_200);
-        acks += sim.acks;
-        truncations += sim.truncations;
-        crashes += sim.crashes;
-        elections += sim.elections;
-        duplicates += sim.idempotent.duplicates;
+    let first: u64 = std::env::var("SIM_FIRST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let mut total = Counts::default();
+    for seed in first..first + seeds {
+        let c = std::panic::catch_unwind(|| run(seed, 1_200).counts)
+            .unwrap_or_else(|e| panic!("seed {seed} failed: {}", panic_message(&e)));
+        total.acks += c.acks;
+        total.truncations += c.truncations;
+        total.crashes += c.crashes;
+        total.elections += c.elections;
+        total.duplicates += c.duplicates;
+        total.deposals += c.deposals;
+        total.deposed_appends += c.deposed_appends;
+        total.deposed_truncations += c.deposed_truncations;
+        total.epoch_truncations += c.epoch_truncations;
+        total.fenced_alters += c.fenced_alters;
+        total.stale_alters += c.stale_alters;
+        total.alters_lost += c.alters_lost;
+        total.alters_duplicated += c.alters_duplicated;
     }
-    eprintln!(
-        "{seeds} seeds: {acks} acks, {crashes} crashes, {elections} elections, {truncations} \
-         truncations, {duplicates} idempotent retries deduplicated"
-    );
+    eprintln!("seeds {first}..{}: {total:?}", first + seeds);
     // The faults must actually have happened for the run to mean something.
-    assert!(acks > 0 && crashes > 0 && elections > 0);
+    let t = total;
+    assert!(t.acks > 0 && t.crashes > 0 && t.elections > 0, "{t:?}");
+    assert!(
+        t.deposals > 0 && t.deposed_appends > 0 && t.deposed_truncations > 0,
+        "{t:?}"
+    );
+    assert!(
+        t.fenced_alters > 0 && t.stale_alters > 0 && t.alters_lost > 0 && t.alters_duplicated > 0,
+        "{t:?}"
+    );
+}
+
+fn panic_message(e: &Box<dyn std::any::Any + Send>) -> String {
+    e.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
 }

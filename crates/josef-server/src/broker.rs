@@ -227,14 +227,35 @@ impl Broker {
         if let Some(c) = &self.cluster {
             c.shutdown().await;
         }
+        let state = self.server.handler().clone();
+        // Produces parked for followers that will not come (controlled shutdown off or failed,
+        // followers paused or gone) would wait out their timeout, past the connections' grace
+        // period, and hold their partitions when the logs close, which then are not marked clean.
+        answer_parked_requests(&state);
         self.server.stop().await;
         if let Some(m) = self.metrics {
             m.stop().await;
         }
         self.background.abort();
         self.ticker.abort();
+        // Anything parked while the connections drained.
+        answer_parked_requests(&state);
         self.fetch_reaper.shutdown().await;
-        let state = self.server.handler().clone();
         let _ = tokio::task::spawn_blocking(move || state.topics.shutdown()).await;
+    }
+}
+
+/// Completes every fetch and acks=−1 produce parked on this node's partitions (see
+/// [`crate::delayed_fetch::complete_parked`]).
+fn answer_parked_requests(state: &BrokerState) {
+    let keys: Vec<_> = state
+        .topics
+        .all()
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(|p| (p.topic_id, p.index)))
+        .collect();
+    let answered = crate::delayed_fetch::complete_parked(&state.fetch_purgatory, keys);
+    if answered > 0 {
+        tracing::info!(answered, "answered parked requests at shutdown");
     }
 }

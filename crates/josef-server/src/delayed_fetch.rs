@@ -179,6 +179,20 @@ pub fn append_listener(purgatory: &Arc<FetchPurgatory>) -> AppendListener {
     })
 }
 
+/// Shutdown: completes now every operation parked on one of `keys`, whatever its condition, and
+/// stops watching them. A fetch answers with what it has; an acks=−1 produce still short of the
+/// ISR answers REQUEST_TIMED_OUT, as at its timeout (it was not acknowledged; the producer
+/// retries elsewhere). A parked operation holds its partitions, so until it is answered the
+/// partitions cannot be closed (and marked clean). Returns how many completed.
+pub fn complete_parked(
+    purgatory: &FetchPurgatory,
+    keys: impl IntoIterator<Item = PartitionKey>,
+) -> usize {
+    keys.into_iter()
+        .map(|k| purgatory.force_complete_all(&k))
+        .sum()
+}
+
 /// One partition a delayed fetch waits on.
 pub struct WaitingPartition {
     /// The partition.
@@ -366,6 +380,24 @@ mod tests {
         let mut rx = produce_and_park(&p, &purgatory);
         p.make_follower(2, 1, 1);
         assert_eq!(rx.try_recv().unwrap(), vec![ErrorCode::NotLeaderOrFollower]);
+    }
+
+    /// Shutdown answers a produce parked for followers that never come, and lets go of its
+    /// partition, which can then be closed (and marked clean).
+    #[test]
+    fn shutdown_answers_parked_produces_and_releases_their_partitions() {
+        let (_dir, p, purgatory) = wired_leader();
+        let mut rx = produce_and_park(&p, &purgatory);
+        // Another partition's key: nothing parked there.
+        let keys = [(p.topic_id, p.index), (p.topic_id, p.index + 1)];
+        assert_eq!(complete_parked(&purgatory, keys), 1);
+        assert_eq!(rx.try_recv().unwrap(), vec![ErrorCode::RequestTimedOut]);
+        assert_eq!(purgatory.num_delayed(), 0);
+        assert_eq!(purgatory.watched(), 0);
+        assert!(
+            Arc::try_unwrap(p).is_ok(),
+            "the purgatory still holds the partition"
+        );
     }
 
     #[test]
