@@ -49,8 +49,9 @@ pub struct PartitionData {
 }
 
 impl PartitionData {
-    /// The I/O error that took the log offline for writes, if one did (see
-    /// [`Partition::append_from_client`]).
+    /// The I/O error that took the log offline for writes, if one did: every write after it
+    /// (client, internal and marker appends, follower appends, truncations) is refused
+    /// KAFKA_STORAGE_ERROR until a restart recovers the log from its files; reads go on.
     pub fn write_failure(&self) -> Option<&str> {
         self.write_failure.as_deref()
     }
