@@ -7,7 +7,7 @@ single-node tests run against today's broker; the cluster ones are marked `clust
 import os
 
 import pytest
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 
 from cluster import DiskMount, wait_until
 from conftest import unique
@@ -55,6 +55,33 @@ def produce_until_error(bootstrap, topic, h, limit=200_000, value_size=1000):
     return err[0] if err else None
 
 
+def first_error_without_retries(bootstrap, topic, h, attempts=20, value_size=1000):
+    """Produces one record at a time with no client retry (acks=all, not idempotent) until one fails;
+    the KafkaError of that failure, or None if every record was acknowledged. Without retries the
+    client reports the broker's own error code, not a timeout after retrying it."""
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "retries": 0, "enable.idempotence": False,
+                  "linger.ms": 0, "message.timeout.ms": 15000})
+    pad = b"x" * value_size
+    for i in range(attempts):
+        v = b"no-retry-%d|" % i + pad
+        h.send(topic, v, "no-retry")
+        got = []
+
+        def cb(e, m, v=v):
+            if e is None:
+                h.ack(v, m.partition(), m.offset())
+            else:
+                h.fail(v, str(e))
+            got.append(e)
+
+        p.produce(topic, v, on_delivery=cb, partition=0)
+        p.flush(30)
+        assert got, "no delivery report within 30 s"
+        if got[0] is not None:
+            return got[0]
+    return None
+
+
 def no_torn_segments(data_dir):
     notes = []
     for d in data_dir.iterdir():
@@ -86,6 +113,11 @@ def test_single_node_disk_fault_answers_errors_and_recovers(cluster_factory, fau
         nd.mount.make_read_only()
         err = produce_until_error(c.bootstrap, topic, h, limit=50)
     assert err is not None, "the broker acknowledged every record on a full / read-only disk"
+    # Kafka's answer to a produce to a partition whose log dir failed: KAFKA_STORAGE_ERROR (56), by its
+    # code (the idempotent producer above retries it until message.timeout.ms, so its error is a timeout).
+    refused = first_error_without_retries(c.bootstrap, topic, h)
+    assert refused is not None, f"the broker acknowledged records on a {fault} disk"
+    assert refused.code() == KafkaError.KAFKA_STORAGE_ERROR, f"{fault}: {refused.code()} {refused}"
     assert nd.running, f"the broker died on {fault}; log:\n{nd.log(4000)}"
     # space / writability returns: restart recovers the log
     nd.kill9()

@@ -1,5 +1,6 @@
 //! josef-broker binary: parses flags and `server.properties`, starts the broker, prints
-//! `listening on HOST:PORT` per listener on stdout, and shuts down cleanly on SIGTERM/SIGINT.
+//! `listening on HOST:PORT` per listener on stdout, shuts down cleanly on SIGTERM/SIGINT, and halts
+//! (exit 1) when its metadata quorum stops on a fault of the metadata log.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -107,7 +108,16 @@ fn main() -> ExitCode {
         if let Some(addr) = broker.metrics_addr() {
             println!("metrics on http://{addr}/metrics");
         }
-        wait_for_signal().await;
+        tokio::select! {
+            _ = wait_for_signal() => {}
+            why = broker.fatal() => {
+                // Kafka's answer to a fault in the metadata log: halt, without the controlled
+                // shutdown (it would go through the quorum that just stopped), so the peers fence
+                // this node and elect without it.
+                tracing::error!(error = %why, "the metadata quorum stopped; halting");
+                std::process::exit(1);
+            }
+        }
         broker.shutdown().await;
         tracing::info!("shutdown complete");
         ExitCode::SUCCESS

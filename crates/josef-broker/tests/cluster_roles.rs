@@ -1,5 +1,6 @@
-//! The `process.roles` layouts of docs/cluster.md, as processes of the built binary on free
-//! loopback ports with temp data dirs:
+//! The `process.roles` layouts of docs/cluster.md, as processes of the built binary started by
+//! the test bed (`josef-testbed`: node files per `contract.json`, free loopback ports, temp data
+//! dirs):
 //!
 //! - 3 controller-only nodes + 2 broker-only nodes: the brokers follow the metadata log as
 //!   observers of the controllers, both register (each one's Metadata lists the two brokers), and
@@ -11,21 +12,90 @@
 //!   ControlledShutdown (API 7) sent to the client listener of the broker Metadata names as
 //!   controller is forwarded to the active controller and moves the named broker's leaderships.
 //!
-//! Every wait is on a condition, bounded; the processes are stopped by PID at the end (and
-//! killed if a check fails).
-
-mod common;
+//! Every wait is on a condition, bounded; dropping the cluster kills its processes by PID (and
+//! keeps its directory, printing each node's log tail, when a check failed).
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
+use std::time::Duration;
 
-use common::{
-    broker_ids, call, create_topic, free_port, metadata, three_combined, voters, wait_until, Node,
-    Nodes, PROTOCOLS, SETTLE,
-};
+use josef_protocol::messages::create_topics_request::CreatableTopic;
 use josef_protocol::messages::describe_quorum_request::{PartitionData, TopicData};
-use josef_protocol::messages::{DescribeQuorumRequest, MetadataResponse, ProduceRequest};
-use josef_protocol::ResponseBody;
+use josef_protocol::messages::{
+    CreateTopicsRequest, CreateTopicsResponse, DescribeQuorumRequest, MetadataResponse,
+    ProduceRequest,
+};
+use josef_protocol::{RequestBody, ResponseBody};
+use josef_testbed::{BrokerCommand, Cluster, ClusterBuilder};
+
+/// Bound of each wait for the cluster to act (a topic created, a leader moved).
+const SETTLE: Duration = Duration::from_secs(20);
+
+/// This package's binary, with the session timeout these checks were written for; Kafka's
+/// `replica.lag.time.max.ms` (30 s) so that only a follower that stops fetching leaves the ISR
+/// (the acks=-1 produces below wait on the followers' fetches, not on a shrink).
+fn bed() -> ClusterBuilder {
+    Cluster::builder()
+        .command(BrokerCommand::new(env!("CARGO_BIN_EXE_josef-broker")))
+        .timeouts([
+            ("broker.session.timeout.ms", "3000"),
+            ("broker.heartbeat.interval.ms", "500"),
+        ])
+}
+
+/// Polls `cond` every 50 ms until it holds or `timeout` passes; whether it held.
+fn wait_until(timeout: Duration, cond: impl FnMut() -> bool) -> bool {
+    josef_testbed::wait_until(timeout, Duration::from_millis(50), cond)
+}
+
+/// One Kafka request on a fresh connection; `None` on any failure (the node may be busy).
+fn call(addr: SocketAddr, version: i16, body: RequestBody) -> Option<ResponseBody> {
+    josef_testbed::client::call(addr, version, body).ok()
+}
+
+fn metadata(addr: SocketAddr) -> Option<MetadataResponse> {
+    josef_testbed::client::metadata(addr).ok()
+}
+
+fn broker_ids(addr: SocketAddr) -> Option<Vec<i32>> {
+    josef_testbed::client::broker_ids(addr).ok()
+}
+
+fn create_topic(
+    addr: SocketAddr,
+    name: &str,
+    partitions: i32,
+    rf: i16,
+) -> Option<CreateTopicsResponse> {
+    let req = CreateTopicsRequest {
+        topics: vec![CreatableTopic {
+            name: name.into(),
+            num_partitions: partitions,
+            replication_factor: rf,
+            ..Default::default()
+        }],
+        timeout_ms: 10_000,
+        ..Default::default()
+    };
+    match call(addr, 7, req.into())? {
+        ResponseBody::CreateTopics(r) => Some(r),
+        _ => None,
+    }
+}
+
+/// Each node printed `listening on` its first listener: the client one, or the CONTROLLER one
+/// of a controller-only node.
+fn assert_listening(cluster: &Cluster) {
+    for n in cluster.nodes() {
+        let line = format!("listening on {}", n.ready_addr());
+        assert!(
+            n.log().contains(&line),
+            "node {} prints `{line}`\n{}",
+            n.id(),
+            cluster.logs(30)
+        );
+    }
+}
 
 /// The metadata quorum's leader as the controller at `addr` sees it (DescribeQuorum).
 fn quorum_leader(addr: SocketAddr) -> Option<i32> {
@@ -85,62 +155,24 @@ fn create_rf2(addr: SocketAddr, topic: &str) -> Result<(), String> {
 
 #[test]
 fn three_controllers_and_two_broker_only_nodes() {
-    let tmp = tempfile::tempdir().unwrap();
-    let cports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-    let bports: Vec<u16> = (0..2).map(|_| free_port()).collect();
-    let quorum = voters(&cports);
-    let mut nodes = Vec::new();
-    for (i, p) in cports.iter().enumerate() {
-        nodes.push(Node::spawn(
-            tmp.path(),
-            i as i32 + 1,
-            &[
-                ("process.roles", "controller".into()),
-                ("controller.quorum.voters", quorum.clone()),
-                ("listeners", format!("CONTROLLER://127.0.0.1:{p}")),
-                ("controller.listener.names", "CONTROLLER".into()),
-                ("listener.security.protocol.map", PROTOCOLS.into()),
-            ],
-        ));
+    // Ready: each node answers ApiVersions, and both brokers' Metadata lists both brokers
+    // (they registered with the controllers).
+    let mut cluster = bed().controllers(3).brokers(2).start().unwrap();
+    assert_listening(&cluster);
+    let addr = |id: i32| cluster.node(id).unwrap().ready_addr();
+    let controllers: Vec<SocketAddr> = (1..=3).map(addr).collect();
+    let (b4, b5) = (addr(4), addr(5));
+    for b in [b4, b5] {
+        assert_eq!(
+            broker_ids(b).as_deref(),
+            Some(&[4, 5][..]),
+            "brokers seen from {b}"
+        );
     }
-    for (i, p) in bports.iter().enumerate() {
-        nodes.push(Node::spawn(
-            tmp.path(),
-            i as i32 + 4,
-            &[
-                ("process.roles", "broker".into()),
-                ("controller.quorum.voters", quorum.clone()),
-                ("listeners", format!("PLAINTEXT://127.0.0.1:{p}")),
-                ("advertised.listeners", format!("PLAINTEXT://127.0.0.1:{p}")),
-                ("controller.listener.names", "CONTROLLER".into()),
-                ("inter.broker.listener.name", "PLAINTEXT".into()),
-                ("listener.security.protocol.map", PROTOCOLS.into()),
-            ],
-        ));
-    }
-    let nodes = Nodes(nodes);
-    let addrs = nodes.listening();
-    // A controller-only node listens on its CONTROLLER port, a broker on its client port.
-    for (a, p) in addrs.iter().zip(cports.iter().chain(&bports)) {
-        assert_eq!(a.port(), *p);
-    }
-    let (b4, b5) = (addrs[3], addrs[4]);
-
-    // Both broker-only nodes registered: each one's Metadata lists the two of them.
-    let mut last: [Option<Vec<i32>>; 2] = [None, None];
-    let registered = wait_until(SETTLE, || {
-        last = [b4, b5].map(|a| metadata(a).map(|m| broker_ids(&m)));
-        last.iter().all(|ids| ids.as_deref() == Some(&[4, 5][..]))
-    });
-    assert!(
-        registered,
-        "both brokers listed: {last:?}\n{}",
-        nodes.logs()
-    );
 
     // RF=2 through broker 4, seen with leaders on broker 5.
     if let Err(e) = create_rf2(b4, "roles") {
-        panic!("{e}\n{}", nodes.logs());
+        panic!("{e}\n{}", cluster.logs(30));
     }
     let mut seen = None;
     let ok = wait_until(SETTLE, || {
@@ -151,7 +183,7 @@ fn three_controllers_and_two_broker_only_nodes() {
     assert!(
         ok,
         "the topic on broker 5 with leaders: {seen:?}\n{}",
-        nodes.logs()
+        cluster.logs(30)
     );
     // Both brokers lead some partition (placement spreads the leaders).
     let m = seen.unwrap();
@@ -174,16 +206,15 @@ fn three_controllers_and_two_broker_only_nodes() {
     // topic created through broker 5 shows on broker 4.
     let mut leader = None;
     let found = wait_until(SETTLE, || {
-        leader = addrs[..3].iter().find_map(|a| quorum_leader(*a));
+        leader = controllers.iter().find_map(|a| quorum_leader(*a));
         leader.is_some()
     });
-    assert!(found, "a quorum leader\n{}", nodes.logs());
+    assert!(found, "a quorum leader\n{}", cluster.logs(30));
     let leader = leader.unwrap();
     assert!((1..=3).contains(&leader), "leader {leader}");
-    let mut nodes = nodes;
-    nodes.0[leader as usize - 1].kill();
+    cluster.node_mut(leader).unwrap().kill9().unwrap();
     if let Err(e) = create_rf2(b5, "roles-after-failover") {
-        panic!("{e}\n{}", nodes.logs());
+        panic!("{e}\n{}", cluster.logs(30));
     }
     let mut seen = None;
     let ok = wait_until(SETTLE, || {
@@ -194,36 +225,31 @@ fn three_controllers_and_two_broker_only_nodes() {
     assert!(
         ok,
         "the topic made after the failover on broker 4: {seen:?}\n{}",
-        nodes.logs()
+        cluster.logs(30)
     );
 }
 
 #[test]
 fn three_combined_nodes() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (nodes, bports) = three_combined(tmp.path(), &[("num.replica.fetchers", "2".into())]);
-    let addrs = nodes.listening();
-    for (a, p) in addrs.iter().zip(&bports) {
-        assert_eq!(a.port(), *p, "a combined node prints its client listener");
+    // Ready: each node answers ApiVersions and each one's Metadata lists 3 brokers.
+    let cluster = bed()
+        .combined(3)
+        .property("num.replica.fetchers", 2)
+        .start()
+        .unwrap();
+    assert_listening(&cluster);
+    let addrs: Vec<SocketAddr> = cluster.nodes().filter_map(|n| n.client_addr()).collect();
+    for a in &addrs {
+        assert_eq!(
+            broker_ids(*a).as_deref(),
+            Some(&[1, 2, 3][..]),
+            "brokers seen from {a}"
+        );
     }
-    let mut last = Vec::new();
-    let ok = wait_until(SETTLE, || {
-        last = addrs
-            .iter()
-            .map(|a| metadata(*a).map(|m| broker_ids(&m)))
-            .collect();
-        last.iter()
-            .all(|ids| ids.as_deref() == Some(&[1, 2, 3][..]))
-    });
-    assert!(
-        ok,
-        "each node's Metadata lists 3 brokers: {last:?}\n{}",
-        nodes.logs()
-    );
-    kip951_a_produce_to_a_follower_names_the_leader(&addrs, &nodes);
-    two_replica_fetchers_per_leader(&addrs, &nodes);
+    kip951_a_produce_to_a_follower_names_the_leader(&addrs, &cluster);
+    two_replica_fetchers_per_leader(&addrs, &cluster);
     // Last: it leaves one broker fenced until it restarts.
-    controlled_shutdown_on_a_client_listener_moves_leaderships(&addrs, &nodes);
+    controlled_shutdown_on_a_client_listener_moves_leaderships(&addrs, &cluster);
 }
 
 /// A Produce of one record to `topic`-`partition`.
@@ -262,7 +288,7 @@ fn produce_acks_all(addr: SocketAddr, topic: &str, partition: i32) -> Option<i16
 /// `num.replica.fetchers=2`: a follower of a leader whose partitions fall on both fetcher ids
 /// starts two fetchers to it (each on its own connection), and an acks=-1 produce to every
 /// partition (ISR = all three replicas) completes, so both fetchers catch up.
-fn two_replica_fetchers_per_leader(addrs: &[SocketAddr], nodes: &Nodes) {
+fn two_replica_fetchers_per_leader(addrs: &[SocketAddr], cluster: &Cluster) {
     use josef_server::cluster::fetcher_key::fetcher_id;
     const TOPIC: &str = "two-fetchers";
     const PARTITIONS: i32 = 8;
@@ -273,7 +299,7 @@ fn two_replica_fetchers_per_leader(addrs: &[SocketAddr], nodes: &Nodes) {
                 .all(|t| t.error_code == 0 || t.error_code == 36)
         })
     });
-    assert!(created, "CreateTopics {TOPIC}\n{}", nodes.logs());
+    assert!(created, "CreateTopics {TOPIC}\n{}", cluster.logs(30));
     // partition -> (leader, ISR), once every partition has a leader and a full ISR.
     let mut layout: Vec<(i32, Vec<i32>)> = Vec::new();
     let mut acked = vec![false; PARTITIONS as usize];
@@ -308,7 +334,7 @@ fn two_replica_fetchers_per_leader(addrs: &[SocketAddr], nodes: &Nodes) {
     assert!(
         ok,
         "acks=-1 to every partition of {TOPIC}: {acked:?} {layout:?}\n{}",
-        nodes.logs()
+        cluster.logs(30)
     );
     // A leader leading partitions of both fetcher ids, and a follower of it.
     let both = (1..=3).find(|l| {
@@ -320,14 +346,13 @@ fn two_replica_fetchers_per_leader(addrs: &[SocketAddr], nodes: &Nodes) {
     });
     let leader = both.unwrap_or_else(|| panic!("no leader of both fetcher ids: {layout:?}"));
     let follower = (1..=3).find(|f| *f != leader).unwrap();
-    let log = std::fs::read_to_string(nodes.0[follower as usize - 1].dir.join("stderr.log"))
-        .unwrap_or_default();
+    let log = cluster.node(follower).unwrap().log();
     for id in 0..2 {
         let line = format!("replica fetcher started leader={leader} fetcher_id={id}");
         assert!(
             log.contains(&line),
             "node {follower} runs `{line}`\n{}",
-            nodes.logs()
+            cluster.logs(30)
         );
     }
 }
@@ -346,12 +371,15 @@ fn leaders_of(m: &MetadataResponse, topic: &str) -> Vec<i32> {
 /// client listener of the broker Metadata names as controller, as older tools do: forwarded to
 /// the active controller, answered NONE with nothing left to move (every partition has RF 3),
 /// and the named broker leads nothing afterwards.
-fn controlled_shutdown_on_a_client_listener_moves_leaderships(addrs: &[SocketAddr], nodes: &Nodes) {
+fn controlled_shutdown_on_a_client_listener_moves_leaderships(
+    addrs: &[SocketAddr],
+    cluster: &Cluster,
+) {
     use josef_protocol::messages::{ApiVersionsRequest, ControlledShutdownRequest};
     let Some(ResponseBody::ApiVersions(v)) =
         call(addrs[0], 3, ApiVersionsRequest::default().into())
     else {
-        panic!("ApiVersions\n{}", nodes.logs());
+        panic!("ApiVersions\n{}", cluster.logs(30));
     };
     assert!(
         v.api_keys.iter().any(|k| k.api_key == 7),
@@ -364,7 +392,7 @@ fn controlled_shutdown_on_a_client_listener_moves_leaderships(addrs: &[SocketAdd
                 .all(|t| t.error_code == 0 || t.error_code == 36)
         })
     });
-    assert!(created, "CreateTopics cs\n{}", nodes.logs());
+    assert!(created, "CreateTopics cs\n{}", cluster.logs(30));
     // Every partition led, with its 3 replicas in the ISR.
     let mut seen = None;
     let ok = wait_until(SETTLE, || {
@@ -379,7 +407,7 @@ fn controlled_shutdown_on_a_client_listener_moves_leaderships(addrs: &[SocketAdd
             })
         })
     });
-    assert!(ok, "cs led, ISR 3: {seen:?}\n{}", nodes.logs());
+    assert!(ok, "cs led, ISR 3: {seen:?}\n{}", cluster.logs(30));
     let m = seen.unwrap();
     let victim = leaders_of(&m, "cs")[0];
     let controller = addrs[m.controller_id as usize - 1];
@@ -396,7 +424,7 @@ fn controlled_shutdown_on_a_client_listener_moves_leaderships(addrs: &[SocketAdd
     assert!(
         answered,
         "ControlledShutdown for {victim} through {controller}: {answer:?}\n{}",
-        nodes.logs()
+        cluster.logs(30)
     );
     let Some(ResponseBody::ControlledShutdown(r)) = answer else {
         unreachable!()
@@ -416,13 +444,13 @@ fn controlled_shutdown_on_a_client_listener_moves_leaderships(addrs: &[SocketAdd
     assert!(
         moved,
         "broker {victim}'s leaderships of cs moved: {leaders:?}\n{}",
-        nodes.logs()
+        cluster.logs(30)
     );
 }
 
 /// KIP-951: Produce v10+ refused by a node that does not lead the partition names the leader,
 /// its epoch and its endpoint, so the client moves on without a metadata round trip.
-fn kip951_a_produce_to_a_follower_names_the_leader(addrs: &[SocketAddr], nodes: &Nodes) {
+fn kip951_a_produce_to_a_follower_names_the_leader(addrs: &[SocketAddr], cluster: &Cluster) {
     let created = wait_until(SETTLE, || {
         create_topic(addrs[0], "hints", 1, 3).is_some_and(|r| {
             r.topics
@@ -430,7 +458,7 @@ fn kip951_a_produce_to_a_follower_names_the_leader(addrs: &[SocketAddr], nodes: 
                 .all(|t| t.error_code == 0 || t.error_code == 36)
         })
     });
-    assert!(created, "CreateTopics hints\n{}", nodes.logs());
+    assert!(created, "CreateTopics hints\n{}", cluster.logs(30));
     let mut answer = None;
     let ok = wait_until(SETTLE, || {
         let Some(m) = metadata(addrs[0]) else {
@@ -467,6 +495,6 @@ fn kip951_a_produce_to_a_follower_names_the_leader(addrs: &[SocketAddr], nodes: 
     assert!(
         ok,
         "a follower's NOT_LEADER_OR_FOLLOWER names the leader: {answer:?}\n{}",
-        nodes.logs()
+        cluster.logs(30)
     );
 }

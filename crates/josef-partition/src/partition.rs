@@ -45,9 +45,48 @@ pub(crate) struct PartitionData {
     pub(crate) producers: ProducerStateTable,
     /// Leader or follower state: ISR, follower LEOs, HW.
     pub(crate) replication: ReplicationState,
+    /// The I/O error a write to the log met, if one did: no write is made after it.
+    write_failure: Option<String>,
 }
 
 impl PartitionData {
+    /// The I/O error that took the log offline for writes, if one did: every write after it
+    /// (client, internal and marker appends, follower appends, truncations) is refused
+    /// KAFKA_STORAGE_ERROR until a restart recovers the log from its files; reads go on.
+    pub(crate) fn write_failure(&self) -> Option<&str> {
+        self.write_failure.as_deref()
+    }
+
+    fn check_writable(&self) -> Result<(), PartitionError> {
+        match &self.write_failure {
+            None => Ok(()),
+            Some(why) => Err(PartitionError::with(
+                ErrorCode::KafkaStorageError,
+                format!("the log is offline after an I/O error: {why}"),
+            )),
+        }
+    }
+
+    /// A write that failed on I/O takes the log offline for writes until a restart recovers it
+    /// from its files (Kafka takes the whole log dir offline, and halts the broker when no dir is
+    /// left). The failed write may have left its bytes in the files with the LEO moved while the
+    /// caller records nothing of it (the producer state: a retry of the batch would then be
+    /// appended a second time), or part of them past the LEO (where a smaller later write would
+    /// fit and succeed, on a disk that refused the larger one).
+    fn on_write<T>(&mut self, r: Result<T, LogError>) -> Result<T, PartitionError> {
+        if let Err(LogError::Io { .. }) = &r {
+            if self.write_failure.is_none() {
+                let why = r
+                    .as_ref()
+                    .err()
+                    .map(ToString::to_string)
+                    .unwrap_or_default();
+                self.write_failure = Some(why);
+            }
+        }
+        Ok(r?)
+    }
+
     /// Last stable offset: the first offset of the oldest open transaction, else the HW.
     pub(crate) fn last_stable_offset(&self) -> i64 {
         self.producers.last_stable_offset(self.log.high_watermark())
@@ -599,6 +638,7 @@ impl Partition {
                 log,
                 producers,
                 replication,
+                write_failure: None,
             }),
             on_event: OnceLock::new(),
             rebuild: report,
@@ -639,6 +679,7 @@ impl Partition {
     ) -> Result<ProduceResult, PartitionError> {
         let (result, hw) = {
             let mut d = self.data.lock();
+            d.check_writable()?;
             // The topic's current setting also rules the HW (KAFKA-15583).
             d.replication.set_min_insync_replicas(min_insync_replicas);
             d.replication
@@ -724,11 +765,12 @@ impl Partition {
         if !d.replication.is_leader() {
             return Err(PartitionError::new(ErrorCode::NotLeaderOrFollower));
         }
+        d.check_writable()?;
         let leader_epoch = d.replication.leader_epoch().max(0);
         let ts_type = d.log.config().message_timestamp_type;
         // Client batches had their CRC checked by `josef_records::validate` and the broker's own
         // batches are built with theirs: the log need not compute it again.
-        Ok(match records {
+        let appended = match records {
             ClientBatch::Owned(records) => {
                 d.log
                     .append_as_leader_crc_checked(records, leader_epoch, now_ms, ts_type)
@@ -737,7 +779,8 @@ impl Partition {
                 d.log
                     .append_as_leader_shared(records, leader_epoch, now_ms, ts_type)
             }
-        }?)
+        };
+        d.on_write(appended)
     }
 
     /// Appends records written by the broker itself (coordinator records), without producer
@@ -830,12 +873,13 @@ impl Partition {
             .producers
             .commit_marker(plan.with_offset(info.first_offset, info.max_timestamp));
         if let Some(c) = completed.filter(|c| c.is_aborted) {
-            d.log.append_aborted_txn(AbortedTxn {
+            let indexed = d.log.append_aborted_txn(AbortedTxn {
                 producer_id: c.producer_id,
                 first_offset: c.first_offset,
                 last_offset: c.last_offset,
                 last_stable_offset: c.last_stable_offset,
-            })?;
+            });
+            d.on_write(indexed)?;
         }
         Ok((Self::advance_leader_hw(d, now_ms), info.first_offset))
     }
@@ -1330,6 +1374,7 @@ impl Partition {
             if d.replication.is_leader() {
                 return Err(PartitionError::new(ErrorCode::NotLeaderOrFollower));
             }
+            d.check_writable()?;
             let leo = d.log.log_end_offset();
             if fetch_offset != leo {
                 return Err(PartitionError::with(
@@ -1340,7 +1385,8 @@ impl Partition {
             let mut appended = None;
             if !records.is_empty() {
                 Self::align_empty_log_to_first_batch(&mut d, &records, now_ms)?;
-                let info = d.log.append_as_follower(records.clone(), now_ms)?;
+                let written = d.log.append_as_follower(records.clone(), now_ms);
+                let info = d.on_write(written)?;
                 let PartitionData { log, producers, .. } = &mut *d;
                 let config = *producers.config();
                 log.replay_appended_batches(
@@ -1405,7 +1451,9 @@ impl Partition {
         offset: i64,
         now_ms: i64,
     ) -> Result<(), PartitionError> {
-        d.log.truncate_fully_and_start_at(offset, now_ms)?;
+        d.check_writable()?;
+        let emptied = d.log.truncate_fully_and_start_at(offset, now_ms);
+        d.on_write(emptied)?;
         let PartitionData { log, producers, .. } = &mut *d;
         producers.truncate_fully_and_start_at(offset);
         let hw = log.high_watermark();
@@ -1446,12 +1494,14 @@ impl Partition {
         offset: i64,
         now_ms: i64,
     ) -> Result<(), PartitionError> {
+        d.check_writable()?;
         if offset >= d.log.log_end_offset() {
             // Still drops a leader epoch that starts at the LEO (see `Log::truncate_to`).
-            d.log.truncate_to(offset, now_ms)?;
-            return Ok(());
+            let truncated = d.log.truncate_to(offset, now_ms);
+            return d.on_write(truncated);
         }
-        d.log.truncate_to(offset, now_ms)?;
+        let truncated = d.log.truncate_to(offset, now_ms);
+        d.on_write(truncated)?;
         let PartitionData { log, producers, .. } = &mut *d;
         rebuild_producers(log, producers, now_ms)?;
         let leo = d.log.log_end_offset();
@@ -1460,9 +1510,19 @@ impl Partition {
         Ok(())
     }
 
-    /// Flushes, snapshots producer state at the LEO, and closes the log.
+    /// Flushes, snapshots producer state at the LEO, and closes the log; a log offline after an
+    /// I/O error is left for the next open to recover, and this is an error.
     pub fn close(self) -> Result<(), LogError> {
         let mut d = self.data.into_inner();
+        if let Some(why) = d.write_failure.take() {
+            // Left as after a crash, for the next open to recover from its files: a producer
+            // snapshot at the LEO would leave out the batch of the failed write, and its retry
+            // would then be appended again.
+            return Err(LogError::io(
+                d.log.dir(),
+                std::io::Error::other(format!("not closed: offline after an I/O error: {why}")),
+            ));
+        }
         d.log.flush()?;
         let leo = d.log.log_end_offset();
         let snapshot = d.producers.encode_snapshot();

@@ -183,6 +183,12 @@ impl Partition {
             .collect())
     }
 
+    /// The I/O error that took this partition's log offline for writes, if one did (every
+    /// write is refused KAFKA_STORAGE_ERROR after it, until a restart recovers the log).
+    pub fn write_failure(&self) -> Option<String> {
+        self.data.lock().write_failure().map(str::to_owned)
+    }
+
     /// The partition's `min.insync.replicas` (its topic's override, else the broker's), as the
     /// parsed log config holds it.
     pub fn min_insync_replicas(&self) -> i32 {

@@ -685,6 +685,31 @@ impl MetadataQuorum {
         Ok(local)
     }
 
+    /// Waits until the Raft node stops on its own, and says why: a storage error (a metadata log
+    /// write or fsync failed) or a panic of its core. `None` once [`shutdown`](Self::shutdown) was
+    /// asked for. A node whose quorum stopped can neither vote nor take entries, yet its peers
+    /// may keep counting on it; Kafka halts the process on such a fault, and so should the
+    /// caller.
+    pub async fn wait_fatal(&self) -> Option<String> {
+        let mut metrics = self.inner.raft.metrics();
+        let mut stop = self.inner.stop.subscribe();
+        loop {
+            if *stop.borrow_and_update() {
+                return None;
+            }
+            if let Err(e) = &metrics.borrow_and_update().running_state {
+                return Some(e.to_string());
+            }
+            tokio::select! {
+                changed = metrics.changed() => if changed.is_err() {
+                    // The core is gone without a last word.
+                    return (!*stop.borrow()).then(|| "the Raft core stopped".to_string());
+                },
+                _ = stop.changed() => {}
+            }
+        }
+    }
+
     /// Stops the node gracefully: listeners and served connections close, the Raft tasks end.
     /// Everything acknowledged is already on disk.
     pub async fn shutdown(&self) -> Result<(), QuorumError> {

@@ -210,6 +210,19 @@ impl Broker {
         self.metrics.as_ref().map(|m| m.addr())
     }
 
+    /// Resolves, with the reason, when this node's metadata quorum stopped on its own (a write
+    /// or fsync of the metadata log failed): the node can then take no part in the quorum while
+    /// its peers may still count on it (its controller role, its votes). Kafka halts the process
+    /// on such a fault; the binary does. Never resolves on a single node or a broker-only node.
+    pub async fn fatal(&self) -> String {
+        if let Some(q) = self.cluster.as_ref().and_then(|c| c.quorum.as_ref()) {
+            if let Some(why) = q.wait_fatal().await {
+                return why;
+            }
+        }
+        std::future::pending().await
+    }
+
     /// The cluster side of the node, if it is part of a cluster.
     pub fn cluster(&self) -> Option<&Arc<crate::cluster::ClusterNode>> {
         self.cluster.as_ref()

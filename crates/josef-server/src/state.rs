@@ -196,3 +196,72 @@ impl BrokerState {
         self.config.advertised_for(&conn.listener, conn.bound_port)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// Bug 12 of docs/reliability.md (a node froze when cut off from the controller): the lock's
+    /// holder waits on a timer from inside `block_in_place` (as the producer-id block round trip
+    /// does) while two tasks, as many as the runtime has workers, wait for the lock. A plain
+    /// mutex wait parks both workers, nobody drives the timer, and nothing ever completes.
+    #[test]
+    fn lock_waiters_leave_the_workers_to_drive_the_holders_timer() {
+        let (done_tx, done_rx) = mpsc::channel();
+        // The runtime lives on a thread of its own: were it stuck, dropping it here would hang
+        // the test instead of failing it.
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            let lock = Arc::new(Mutex::new(0u32));
+            let total = rt.block_on(async {
+                let (held_tx, held_rx) = tokio::sync::oneshot::channel();
+                let (waiting_tx, waiting_rx) = mpsc::channel::<()>();
+                let holder = {
+                    let lock = lock.clone();
+                    tokio::spawn(async move {
+                        let mut held = lock_without_holding_a_worker(&lock);
+                        let _ = held_tx.send(());
+                        tokio::task::block_in_place(|| {
+                            // Both waiters are at the lock before the timer needs a driver.
+                            for _ in 0..2 {
+                                waiting_rx.recv().unwrap();
+                            }
+                            tokio::runtime::Handle::current()
+                                .block_on(tokio::time::sleep(Duration::from_millis(20)));
+                        });
+                        *held += 1;
+                    })
+                };
+                held_rx.await.unwrap();
+                let waiters: Vec<_> = (0..2)
+                    .map(|_| {
+                        let (lock, waiting) = (lock.clone(), waiting_tx.clone());
+                        tokio::spawn(async move {
+                            waiting.send(()).unwrap();
+                            *lock_without_holding_a_worker(&lock) += 1;
+                        })
+                    })
+                    .collect();
+                holder.await.unwrap();
+                for w in waiters {
+                    w.await.unwrap();
+                }
+                let total = *lock.lock();
+                total
+            });
+            let _ = done_tx.send(total);
+        });
+        let total = done_rx.recv_timeout(Duration::from_secs(30));
+        assert_eq!(
+            total,
+            Ok(3),
+            "the holder and both waiters finish (a stuck runtime never answers)"
+        );
+    }
+}

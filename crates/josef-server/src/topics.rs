@@ -713,4 +713,32 @@ mod tests {
             .count();
         assert!((20..=30).contains(&in_a), "{in_a} of 50 in the first dir");
     }
+
+    /// Bug 1 of docs/reliability.md (SIGBUS on SIGTERM): once the topics are shut down no
+    /// partition opens. The metadata publisher, racing a shutdown, re-created topics the
+    /// shutdown had just closed: a second `Log` mapped index files that the close then
+    /// truncated, and touching such a mapping past the new end is a SIGBUS.
+    #[test]
+    fn no_partition_opens_once_the_topics_are_shut_down() {
+        let counting = Arc::new(CountingStorage::new(Arc::new(MemoryStorage::new())));
+        let config = Arc::new(BrokerConfig {
+            log_dirs: vec!["/josef/a".into()],
+            log_storage: LogStorage::Custom(counting.clone()),
+            ..BrokerConfig::default()
+        });
+        let topics = TopicManager::load(config, None).unwrap();
+        topics.create("before", 2, BTreeMap::new()).unwrap();
+        topics.shutdown();
+        let opens = counting.calls().opens;
+        let Err(e) = topics.create_with_id("before", Uuid::from_u128(7), 2, BTreeMap::new()) else {
+            panic!("a topic created after the shutdown");
+        };
+        assert_eq!(e.code, ErrorCode::KafkaStorageError, "{}", e.message);
+        assert!(topics.get("before").is_none());
+        assert_eq!(
+            counting.calls().opens,
+            opens,
+            "no log or index file opened after the shutdown"
+        );
+    }
 }

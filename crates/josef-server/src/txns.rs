@@ -27,8 +27,9 @@ use josef_log::BatchHeader;
 use josef_records::{DecompressLimits, RecordBatch, RecordBatchBuilder};
 use josef_sequencer::ControlType;
 use josef_txn::{
-    PartitionStatus, ProducerIdGenerator, Released, TransactionVersion, TxnConfig, TxnCoordinator,
-    TxnError, TxnLogRecord, TxnMarkerRequest, TxnRecordSerde, TxnReply, TxnState,
+    EndTxnRequest, EndTxnResponse, PartitionStatus, ProducerIdGenerator, Released,
+    TransactionVersion, TxnConfig, TxnCoordinator, TxnError, TxnLogRecord, TxnMarkerRequest,
+    TxnRecordSerde, TxnReply, TxnState,
 };
 use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::{oneshot, Notify};
@@ -92,6 +93,27 @@ impl ProducerIdGenerator for Pids<'_> {
 
 type Ctx = u64;
 
+/// Where a cluster node's coordinator hands the markers of decided transactions: the marker
+/// sender, which reports back through [`TxnService::markers_written`] (a trait so the wait for
+/// that report can be checked without a network).
+pub trait MarkerQueue: Send + Sync {
+    /// Queues the markers of a transaction decided by `__transaction_state` partition
+    /// `txn_partition`.
+    fn enqueue(&self, txn_partition: i32, marker: TxnMarkerRequest);
+    /// Forgets the markers of `txn_partition` (this broker no longer coordinates it).
+    fn remove_txn_partition(&self, txn_partition: i32);
+}
+
+impl MarkerQueue for TxnMarkerSender {
+    fn enqueue(&self, txn_partition: i32, marker: TxnMarkerRequest) {
+        TxnMarkerSender::enqueue(self, txn_partition, marker);
+    }
+
+    fn remove_txn_partition(&self, txn_partition: i32) {
+        TxnMarkerSender::remove_txn_partition(self, txn_partition);
+    }
+}
+
 /// The node's transaction coordinator.
 pub struct TxnService {
     coord: Mutex<TxnCoordinator<LogWriter, Ctx>>,
@@ -103,7 +125,7 @@ pub struct TxnService {
     cluster: bool,
     /// A cluster node's marker sender: markers go to partition leaders over WriteTxnMarkers.
     /// Unset (single node), they are written here at once.
-    marker_sender: OnceLock<Arc<TxnMarkerSender>>,
+    marker_sender: OnceLock<Arc<dyn MarkerQueue>>,
     /// Verify-only AddPartitionsToTxn to other brokers' coordinators (KIP-890, the partition
     /// leader's side), apart from the markers so neither waits behind the other.
     verification: BrokerConnections,
@@ -161,7 +183,7 @@ impl TxnService {
     }
 
     /// Sends markers through `sender` from now on (a cluster node, once its broker side runs).
-    pub fn set_marker_sender(&self, sender: Arc<TxnMarkerSender>) {
+    pub fn set_marker_sender(&self, sender: Arc<dyn MarkerQueue>) {
         let _ = self.marker_sender.set(sender);
     }
 
@@ -188,6 +210,35 @@ impl TxnService {
         self.process(env, &mut coord, work);
         drop(coord);
         self.markers_done.notify_waiters();
+    }
+
+    /// EndTxn: the coordinator's answer, given once the transaction's markers are written (see
+    /// [`wait_markers_written`](Self::wait_markers_written)), or CONCURRENT_TRANSACTIONS once
+    /// `bound` passes first: the client retries, and a retry is answered CONCURRENT_TRANSACTIONS
+    /// until the markers are written, then NONE (Kafka's answers to a retried EndTxn), so the
+    /// client never starts its next transaction while this one is in Prepare*.
+    pub async fn end_txn(
+        &self,
+        env: &Env<'_>,
+        cluster: Option<&ClusterNode>,
+        req: &EndTxnRequest,
+        bound: std::time::Duration,
+    ) -> EndTxnResponse {
+        let id = &req.transactional_id;
+        let reply = self
+            .call(env, cluster, id, |c, pids, ctx| {
+                c.end_txn(req, now_ms(), pids, ctx)
+            })
+            .await;
+        let mut resp = match reply {
+            Some(TxnReply::EndTxn(x)) => x,
+            _ => EndTxnResponse::error(TxnError::UnknownServerError),
+        };
+        if resp.error.is_none() && !self.wait_markers_written(env, cluster, id, bound).await {
+            tracing::info!(transactional_id = %id, "EndTxn: markers still being written; answered CONCURRENT_TRANSACTIONS");
+            resp.error = Some(TxnError::ConcurrentTransactions);
+        }
+        resp
     }
 
     /// Waits, at most `bound`, while `transactional_id` is in PrepareCommit / PrepareAbort, i.e.
@@ -684,5 +735,128 @@ mod tests {
                 coordinator_epoch: 5
             })
         );
+    }
+
+    /// Marker batches a test coordinator hands out, never sent: the test says when they are
+    /// written.
+    #[derive(Default)]
+    struct HeldMarkers(Mutex<Vec<TxnMarkerRequest>>);
+
+    impl MarkerQueue for HeldMarkers {
+        fn enqueue(&self, _txn_partition: i32, marker: TxnMarkerRequest) {
+            self.0.lock().push(marker);
+        }
+
+        fn remove_txn_partition(&self, _txn_partition: i32) {}
+    }
+
+    /// Bug 10 of docs/reliability.md: on a cluster node an accepted EndTxn is answered once its
+    /// markers are written, not as soon as PrepareCommit is in the log (the client's next
+    /// transaction then met PrepareCommit, and an abort right away got a fatal
+    /// INVALID_TXN_STATE); when the markers take longer than the bound it is answered
+    /// CONCURRENT_TRANSACTIONS, and the retry after they are written NONE.
+    #[test]
+    fn end_txn_is_answered_once_its_markers_are_written_or_at_the_bound() {
+        use josef_txn::{AddPartitionsToTxnRequest, TopicPartition};
+        use std::future::Future;
+        use std::task::Poll;
+        use std::time::Duration;
+
+        let dir = tempfile::tempdir().unwrap();
+        let config = Arc::new(cluster_config(dir.path()));
+        let topics = TopicManager::load(config.clone(), None).unwrap();
+        let groups = GroupService::new(&config);
+        let pids = Mutex::new(
+            ProducerIdManager::new(
+                FileBlockStore::new(dir.path()),
+                DEFAULT_PRODUCER_ID_BLOCK_SIZE,
+            )
+            .unwrap(),
+        );
+        let env = Env {
+            topics: &topics,
+            groups: &groups,
+            pids: &pids,
+        };
+        let svc = TxnService::new(&config);
+        let held = Arc::new(HeldMarkers::default());
+        svc.set_marker_sender(held.clone());
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        topics
+            .create_with_id(
+                TRANSACTION_STATE_TOPIC,
+                josef_protocol::Uuid::from_u128(9),
+                1,
+                BTreeMap::new(),
+            )
+            .unwrap();
+        let p = topics.partition(TRANSACTION_STATE_TOPIC, 0).unwrap();
+        let me = p.local_id();
+        p.make_leader(1, 1, &[me], &[me], 1, now_ms()).unwrap();
+        let producer = init(&svc, &env, &rt);
+        assert_eq!(producer.error, None);
+        let add = AddPartitionsToTxnRequest {
+            transactional_id: "t1".into(),
+            producer_id: producer.producer_id,
+            producer_epoch: producer.producer_epoch,
+            partitions: [TopicPartition {
+                topic: "data".into(),
+                partition: 0,
+            }]
+            .into(),
+            verify_only: false,
+        };
+        let begin = || {
+            let r = rt.block_on(svc.call(&env, None, "t1", |c, _, ctx| {
+                c.add_partitions_to_txn(&add, now_ms(), TransactionVersion::V0, ctx)
+            }));
+            match r {
+                Some(TxnReply::AddPartitionsToTxn(r)) => assert_eq!(r.first_error(), None),
+                other => panic!("AddPartitionsToTxn answered {other:?}"),
+            }
+        };
+        let commit = EndTxnRequest {
+            transactional_id: "t1".into(),
+            producer_id: producer.producer_id,
+            producer_epoch: producer.producer_epoch,
+            committed: true,
+            client_transaction_version: TransactionVersion::V0,
+        };
+        let state = || svc.read(&env, None, Some("t1"), |c| c.describe("t1").state);
+
+        // Markers written while the EndTxn waits: answered then, NONE.
+        begin();
+        rt.block_on(async {
+            let mut answer =
+                std::pin::pin!(svc.end_txn(&env, None, &commit, Duration::from_secs(60)));
+            let first = std::future::poll_fn(|cx| Poll::Ready(answer.as_mut().poll(cx))).await;
+            assert!(
+                first.is_pending(),
+                "EndTxn answered before its markers were written: {first:?}"
+            );
+            assert_eq!(state(), Some(TxnState::PrepareCommit));
+            let marker = held.0.lock().pop().expect("the markers were handed out");
+            svc.markers_written(&env, marker);
+            let resp = tokio::time::timeout(Duration::from_secs(10), answer)
+                .await
+                .expect("EndTxn answered once the markers are written");
+            assert_eq!(resp.error, None);
+        });
+        assert_eq!(state(), Some(TxnState::CompleteCommit));
+
+        // Markers not written within the bound: CONCURRENT_TRANSACTIONS; once they are, the
+        // retry gets NONE.
+        begin();
+        let resp = rt.block_on(svc.end_txn(&env, None, &commit, Duration::from_millis(100)));
+        assert_eq!(resp.error, Some(TxnError::ConcurrentTransactions));
+        assert_eq!(state(), Some(TxnState::PrepareCommit));
+        let marker = held.0.lock().pop().expect("the markers were handed out");
+        svc.markers_written(&env, marker);
+        let retry = rt.block_on(svc.end_txn(&env, None, &commit, Duration::from_millis(100)));
+        assert_eq!(retry.error, None);
+        assert_eq!(state(), Some(TxnState::CompleteCommit));
     }
 }

@@ -249,23 +249,6 @@ pub fn broker_ids(m: &MetadataResponse) -> Vec<i32> {
     ids
 }
 
-pub fn create_topic(
-    addr: SocketAddr,
-    name: &str,
-    partitions: i32,
-    rf: i16,
-) -> Option<CreateTopicsResponse> {
-    create_topics(
-        addr,
-        vec![CreatableTopic {
-            name: name.into(),
-            num_partitions: partitions,
-            replication_factor: rf,
-            ..Default::default()
-        }],
-    )
-}
-
 pub fn create_topics(
     addr: SocketAddr,
     topics: Vec<CreatableTopic>,

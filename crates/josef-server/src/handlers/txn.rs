@@ -123,37 +123,15 @@ const END_TXN_MARKER_WAIT: std::time::Duration = std::time::Duration::from_secs(
 pub async fn end_txn(state: &BrokerState, version: i16, r: EndTxnRequest) -> EndTxnResponse {
     let req = wire::end_txn_request(&r, version);
     let id = req.transactional_id.clone();
-    let reply = state
+    let resp = state
         .txns
-        .call(
+        .end_txn(
             &env(state),
             state.cluster.as_deref(),
-            &id,
-            |c, pids, ctx| c.end_txn(&req, now_ms(), pids, ctx),
+            &req,
+            END_TXN_MARKER_WAIT,
         )
         .await;
-    let mut resp = match reply {
-        Some(TxnReply::EndTxn(x)) => x,
-        _ => t::EndTxnResponse::error(TxnError::UnknownServerError),
-    };
-    if resp.error.is_none()
-        && !state
-            .txns
-            .wait_markers_written(
-                &env(state),
-                state.cluster.as_deref(),
-                &id,
-                END_TXN_MARKER_WAIT,
-            )
-            .await
-    {
-        // Still writing markers (a leader is being elected): the client retries EndTxn, and a
-        // retry is answered CONCURRENT_TRANSACTIONS until the markers are written, then NONE
-        // (Kafka's answers to a retried EndTxn), so it never starts the next transaction while
-        // this one is in Prepare*.
-        tracing::info!(transactional_id = %id, "EndTxn: markers still being written; answered CONCURRENT_TRANSACTIONS");
-        resp.error = Some(TxnError::ConcurrentTransactions);
-    }
     if resp.error == Some(TxnError::InvalidTxnState) {
         // Kafka logs the refused transition too: the state it met tells a client bug from ours.
         let d = state
