@@ -38,6 +38,7 @@ pub mod connection;
 pub mod connection_quotas;
 pub mod delayed_fetch;
 pub mod dispatch;
+pub mod features;
 pub mod groups;
 pub mod local_metadata;
 pub mod log_dir_space;
