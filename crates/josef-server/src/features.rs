@@ -34,7 +34,10 @@ pub fn transaction_version_level(config: &BrokerConfig, cluster: Option<&Cluster
 }
 
 /// [`transaction_version_level`] as the coordinator's type.
-pub fn transaction_version(config: &BrokerConfig, cluster: Option<&ClusterNode>) -> TransactionVersion {
+pub fn transaction_version(
+    config: &BrokerConfig,
+    cluster: Option<&ClusterNode>,
+) -> TransactionVersion {
     TransactionVersion::from_feature_level(transaction_version_level(config, cluster))
 }
 
@@ -65,7 +68,10 @@ mod tests {
         for level in [0, 1] {
             assert_eq!(advertised_range(ApiKey::EndTxn, (0, 5), level), (0, 4));
             assert_eq!(advertised_range(ApiKey::Produce, (0, 12), level), (0, 11));
-            assert_eq!(advertised_range(ApiKey::TxnOffsetCommit, (0, 5), level), (0, 4));
+            assert_eq!(
+                advertised_range(ApiKey::TxnOffsetCommit, (0, 5), level),
+                (0, 4)
+            );
         }
         assert_eq!(advertised_range(ApiKey::EndTxn, (0, 5), 2), (0, 5));
         assert_eq!(advertised_range(ApiKey::Produce, (0, 12), 2), (0, 12));

@@ -181,7 +181,10 @@ pub async fn txn_offset_commit(
 }
 
 /// Every partition of `r` answered `error_code`.
-fn txn_offset_commit_failed(r: &TxnOffsetCommitRequest, error_code: i16) -> TxnOffsetCommitResponse {
+fn txn_offset_commit_failed(
+    r: &TxnOffsetCommitRequest,
+    error_code: i16,
+) -> TxnOffsetCommitResponse {
     use josef_protocol::messages::txn_offset_commit_response as resp;
     TxnOffsetCommitResponse {
         topics: r
