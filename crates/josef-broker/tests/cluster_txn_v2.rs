@@ -3,7 +3,8 @@
 //! partition led by a broker other than its transaction coordinator, so the leader adds the
 //! partition over the inter-broker listener (AddPartitionsToTxn v5); EndTxn v5 commits with the
 //! epoch bumped, the marker reaches that leader, read_committed sees the record, and the old
-//! epoch is fenced there afterwards.
+//! epoch is fenced there afterwards. And the `transaction.version` feature: a new cluster starts
+//! at 2, and UpdateFeatures lowering it withdraws the v2 API versions from every node.
 
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -98,6 +99,24 @@ fn lso_hw(addr: SocketAddr, partition: i32) -> Option<(i64, i64)> {
     }
 }
 
+/// (EndTxn max version, finalized `transaction.version`) in the ApiVersions of `addr`.
+fn txn_versions(addr: SocketAddr) -> Option<(i16, Option<i16>)> {
+    let ResponseBody::ApiVersions(r) = call(addr, 3, ApiVersionsRequest::default())? else {
+        return None;
+    };
+    let end_txn = r
+        .api_keys
+        .iter()
+        .find(|k| k.api_key == josef_protocol::ApiKey::EndTxn as i16)?
+        .max_version;
+    let level = r
+        .finalized_features
+        .iter()
+        .find(|f| f.name.as_str() == "transaction.version")
+        .map(|f| f.max_version_level);
+    Some((end_txn, level))
+}
+
 #[test]
 fn a_v2_producer_writes_to_a_partition_led_away_from_its_coordinator() {
     let cluster = Cluster::builder()
@@ -108,6 +127,13 @@ fn a_v2_producer_writes_to_a_partition_led_away_from_its_coordinator() {
         .unwrap();
     let addr = |id: i32| cluster.node(id).unwrap().client_addr().unwrap();
     let any = addr(1);
+    for id in 1..=3 {
+        assert_eq!(
+            txn_versions(addr(id)),
+            Some((5, Some(2))),
+            "node {id} at start"
+        );
+    }
 
     // t: three partitions on every node, so some partition is led away from the coordinator.
     let created = call(
@@ -226,4 +252,31 @@ fn a_v2_producer_writes_to_a_partition_led_away_from_its_coordinator() {
         }),
         0
     );
+
+    // Lowered to 1 (a safe downgrade): every node stops offering EndTxn v5.
+    let ResponseBody::UpdateFeatures(r) = call(
+        any,
+        1,
+        UpdateFeaturesRequest {
+            timeout_ms: 30_000,
+            feature_updates: vec![update_features_request::FeatureUpdateKey {
+                feature: "transaction.version".into(),
+                max_version_level: 1,
+                upgrade_type: 2,
+                ..Default::default()
+            }],
+            ..Default::default()
+        },
+    )
+    .unwrap() else {
+        panic!()
+    };
+    assert_eq!(r.error_code, 0, "{r:?}");
+    for id in 1..=3 {
+        assert!(
+            wait_until(WAIT, EVERY, || txn_versions(addr(id)) == Some((4, Some(1)))),
+            "node {id}: {:?}",
+            txn_versions(addr(id))
+        );
+    }
 }
