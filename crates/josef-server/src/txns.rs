@@ -645,6 +645,75 @@ mod tests {
         }
     }
 
+    /// The schema version (first two bytes) of the value of every record in `p`'s log.
+    fn value_versions(p: &Partition) -> Vec<i16> {
+        let batches = {
+            let d = p.data.lock();
+            d.log.batches_from(d.log.log_start_offset()).unwrap()
+        };
+        let mut out = Vec::new();
+        for (_, bytes) in batches {
+            let batch = RecordBatch::parse(bytes).unwrap();
+            for r in batch
+                .records(&DecompressLimits::default())
+                .unwrap()
+                .flatten()
+            {
+                let v = r.value.expect("a value");
+                out.push(i16::from_be_bytes([v[0], v[1]]));
+            }
+        }
+        out
+    }
+
+    /// The coordinator follows the finalized `transaction.version` it is called with: records are
+    /// written with value schema v0 at level 0 and the flexible v1 from level 1 on, without a
+    /// restart (UpdateFeatures).
+    #[test]
+    fn records_follow_the_finalized_transaction_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Arc::new(cluster_config(dir.path()));
+        let topics = TopicManager::load(config.clone(), None).unwrap();
+        let groups = GroupService::new(&config);
+        let pids = Mutex::new(
+            ProducerIdManager::new(
+                FileBlockStore::new(dir.path()),
+                DEFAULT_PRODUCER_ID_BLOCK_SIZE,
+            )
+            .unwrap(),
+        );
+        let mut env = Env {
+            topics: &topics,
+            groups: &groups,
+            pids: &pids,
+            transaction_version: TransactionVersion::V0,
+        };
+        let svc = TxnService::new(&config);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        topics
+            .create_with_id(
+                TRANSACTION_STATE_TOPIC,
+                josef_protocol::Uuid::from_u128(9),
+                1,
+                BTreeMap::new(),
+            )
+            .unwrap();
+        let p = topics.partition(TRANSACTION_STATE_TOPIC, 0).unwrap();
+        let me = p.data.lock().replication.local_id();
+        p.make_leader(1, 1, &[me], &[me], 1, now_ms()).unwrap();
+        assert_eq!(init(&svc, &env, &rt).error, None);
+        env.transaction_version = TransactionVersion::V2;
+        assert_eq!(init(&svc, &env, &rt).error, None);
+        assert_eq!(
+            svc.read(&env, None, None, |c| c.config().transaction_version),
+            TransactionVersion::V2
+        );
+        assert_eq!(value_versions(&p), vec![0, 1]);
+    }
+
     /// The coordinator epoch is the partition's leader epoch; a lost leadership answers
     /// NOT_COORDINATOR and resigns the partition (tick), a re-election reloads it from the log in
     /// the new epoch.
