@@ -258,6 +258,24 @@ async fn a_v2_producer_adds_partitions_by_producing_and_each_end_txn_bumps_its_e
     broker.shutdown().await;
 }
 
+/// The add of Produce v12 is the transaction's only record of the partition, so it happens with
+/// `transaction.partition.verification.enable` off too (else the commit would miss the partition
+/// and its LSO would stick).
+#[tokio::test]
+async fn produce_v12_adds_its_partition_with_verification_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let (broker, mut c) = start(
+        dir.path(),
+        &[("transaction.partition.verification.enable", "false")],
+    )
+    .await;
+    let (pid, e0) = init(&mut c, "tx").await;
+    assert_eq!(produce_txn(&mut c, 12, "tx", pid, e0, 0, 0).await, 0);
+    assert_eq!(end_txn(&mut c, 5, "tx", pid, e0, true).await.0, 0);
+    assert_eq!(read_committed(&mut c, 0).await, (2, 2, vec![]));
+    broker.shutdown().await;
+}
+
 /// A transactions v1 client (EndTxn v4, AddPartitionsToTxn) on the same node: the epoch stays,
 /// the answer carries no producer, the next transaction goes on at the same epoch.
 #[tokio::test]
