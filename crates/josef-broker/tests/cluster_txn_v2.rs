@@ -3,7 +3,8 @@
 //! partition led by a broker other than its transaction coordinator, so the leader adds the
 //! partition over the inter-broker listener (AddPartitionsToTxn v5); EndTxn v5 commits with the
 //! epoch bumped, the marker reaches that leader, read_committed sees the record, and the old
-//! epoch is fenced there afterwards. And the `transaction.version` feature: a new cluster starts
+//! epoch is fenced there afterwards; TxnOffsetCommit v5 at the group coordinator adds the offsets
+//! partition to the next transaction the same way. And the `transaction.version` feature: a new cluster starts
 //! at 2, and UpdateFeatures lowering it withdraws the v2 API versions from every node.
 
 use std::net::SocketAddr;
@@ -251,6 +252,97 @@ fn a_v2_producer_writes_to_a_partition_led_away_from_its_coordinator() {
             (c != ErrorCode::ConcurrentTransactions.code()).then_some(c)
         }),
         0
+    );
+
+    // Offsets in that transaction without AddOffsetsToTxn: TxnOffsetCommit v5 at the group's
+    // coordinator adds its __consumer_offsets partition at the transaction coordinator.
+    let group_coordinator = until("FindCoordinator (group)", || {
+        match call(
+            any,
+            3,
+            FindCoordinatorRequest {
+                key: "g".into(),
+                key_type: 0,
+                ..Default::default()
+            },
+        )? {
+            ResponseBody::FindCoordinator(r) if r.error_code == 0 => Some(r.node_id),
+            _ => None,
+        }
+    });
+    let committed = until("TxnOffsetCommit v5", || {
+        let req = TxnOffsetCommitRequest {
+            transactional_id: "tx".into(),
+            group_id: "g".into(),
+            producer_id: pid,
+            producer_epoch: e1,
+            generation_id: -1,
+            member_id: "".into(),
+            topics: vec![txn_offset_commit_request::TxnOffsetCommitRequestTopic {
+                name: "t".into(),
+                partitions: vec![txn_offset_commit_request::TxnOffsetCommitRequestPartition {
+                    partition_index: partition,
+                    committed_offset: 42,
+                    committed_leader_epoch: -1,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let ResponseBody::TxnOffsetCommit(r) = call(addr(group_coordinator), 5, req)? else {
+            return None;
+        };
+        let code = r.topics[0].partitions[0].error_code;
+        let retriable = [
+            ErrorCode::CoordinatorNotAvailable,
+            ErrorCode::CoordinatorLoadInProgress,
+            ErrorCode::NotCoordinator,
+            ErrorCode::ConcurrentTransactions,
+        ];
+        (!retriable.iter().any(|e| e.code() == code)).then_some(code)
+    });
+    assert_eq!(committed, 0, "group coordinator {group_coordinator}");
+    let (err, _, e2) = until("EndTxn v5 (offsets)", || {
+        match call(
+            addr(coordinator),
+            5,
+            EndTxnRequest {
+                transactional_id: "tx".into(),
+                producer_id: pid,
+                producer_epoch: e1,
+                committed: true,
+                ..Default::default()
+            },
+        )? {
+            ResponseBody::EndTxn(r) if r.error_code != ErrorCode::ConcurrentTransactions.code() => {
+                Some((r.error_code, r.producer_id, r.producer_epoch))
+            }
+            _ => None,
+        }
+    });
+    assert_eq!((err, e2), (0, e1 + 1));
+    let offset = || {
+        let req = OffsetFetchRequest {
+            group_id: "g".into(),
+            topics: Some(vec![offset_fetch_request::OffsetFetchRequestTopic {
+                name: "t".into(),
+                partition_indexes: [partition].into_iter().collect(),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        };
+        match call(addr(group_coordinator), 5, req)? {
+            ResponseBody::OffsetFetch(r) if r.error_code == 0 => {
+                Some(r.topics[0].partitions[0].committed_offset)
+            }
+            _ => None,
+        }
+    };
+    assert!(
+        wait_until(WAIT, EVERY, || offset() == Some(42)),
+        "the committed offset shows: {:?}",
+        offset()
     );
 
     // Lowered to 1 (a safe downgrade): every node stops offering EndTxn v5.
