@@ -33,6 +33,10 @@ pub struct ControllerConfig {
     /// Seed of the controller's random numbers (placement, topic ids); mixed with the epoch and
     /// the last offset at each activation. Give each controller node its own seed.
     pub seed: u64,
+    /// Features a new cluster starts with besides `metadata.version` (name → level), written in
+    /// the bootstrap batch (Kafka's `kafka-storage format --feature`; Kafka 4.0 starts at
+    /// `transaction.version` 2). Level 0 features are left out (0 is not finalizing them).
+    pub bootstrap_features: Vec<(String, i16)>,
 }
 
 impl Default for ControllerConfig {
@@ -50,6 +54,7 @@ impl Default for ControllerConfig {
             producer_id_block_size: 1000,
             delete_topic_enable: true,
             seed: 0,
+            bootstrap_features: Vec::new(),
         }
     }
 }

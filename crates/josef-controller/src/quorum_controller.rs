@@ -212,6 +212,15 @@ impl Controller {
             records.push(MetadataRecord::ClusterId(ClusterIdRecord {
                 cluster_id: cluster_id_if_new,
             }));
+            for (name, level) in &self.config.bootstrap_features {
+                if *level > 0 && !self.features.contains_key(name) {
+                    records.push(MetadataRecord::FeatureLevel(FeatureLevelRecord {
+                        name: name.as_str().into(),
+                        feature_level: *level,
+                        ..Default::default()
+                    }));
+                }
+            }
         }
         ControllerResult::of(records, ())
     }

@@ -32,6 +32,30 @@ fn code(e: ErrorCode) -> i16 {
     e.code()
 }
 
+/// A new cluster starts with the configured features (Kafka 4.0: `transaction.version` 2) in its
+/// bootstrap batch, after metadata.version and the cluster id; level 0 is not written.
+#[test]
+fn bootstrap_batch_finalizes_the_configured_features() {
+    let h = Harness::new(ControllerConfig {
+        bootstrap_features: vec![
+            ("transaction.version".into(), 2),
+            ("group.version".into(), 0),
+        ],
+        ..config()
+    });
+    assert_eq!(h.log[0].1.len(), 3);
+    assert!(matches!(h.log[0].1[1], MetadataRecord::ClusterId(_)));
+    assert_eq!(h.c.feature_level("transaction.version"), Some(2));
+    assert_eq!(h.c.feature_level("group.version"), None);
+    // A controller taking over an existing cluster writes nothing.
+    let mut other = h.replayed();
+    assert!(other
+        .activate(h.ctx(), 2, "another".into())
+        .records
+        .is_empty());
+    assert_eq!(other.feature_level("transaction.version"), Some(2));
+}
+
 #[test]
 fn bootstrap_batch_once_and_standby_answers_not_controller() {
     let h = Harness::new(config());

@@ -120,11 +120,7 @@ impl Broker {
                     }
                     n += 1;
                     if n % 10 == 0 {
-                        state.txns.tick(&crate::txns::Env {
-                            topics: &state.topics,
-                            groups: &state.groups,
-                            pids: &state.producer_ids,
-                        });
+                        state.txns.tick(&crate::txns::Env::of(&state));
                     }
                 }
             })

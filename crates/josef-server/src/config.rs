@@ -269,6 +269,12 @@ pub struct BrokerConfig {
     /// `transaction.partition.verification.enable` (true): KIP-890 part 1, a partition leader
     /// asks the coordinator before a producer's first transactional append to a partition.
     pub transaction_partition_verification_enable: bool,
+    /// `transaction.version` (2; Josef's, standing in for Kafka's `kafka-storage format
+    /// --feature`): the level of the `transaction.version` feature (KIP-890) a single node
+    /// finalizes, and the level a cluster's controller bootstraps a new cluster at (Kafka 4.0
+    /// starts at 2); a cluster then follows its metadata log, where UpdateFeatures changes it.
+    /// 0..=2; below 2 the transactions v2 API versions are not advertised.
+    pub transaction_version: i16,
     /// `group.initial.rebalance.delay.ms` (3000, Kafka's default; Kafka's sample
     /// server.properties sets 0 for development).
     pub group_initial_rebalance_delay_ms: i64,
@@ -645,6 +651,16 @@ impl BrokerConfig {
             producer_id_expiration_ms: p.num("producer.id.expiration.ms", 86_400_000, 1)?,
             transaction_partition_verification_enable: p
                 .boolean("transaction.partition.verification.enable", true)?,
+            transaction_version: match p.num("transaction.version", 2i16, 0)? {
+                v @ 0..=2 => v,
+                v => {
+                    return Err(ConfigError::Invalid {
+                        key: "transaction.version".into(),
+                        value: v.to_string(),
+                        reason: "levels 0 to 2 are supported".into(),
+                    })
+                }
+            },
             group_initial_rebalance_delay_ms: p.num("group.initial.rebalance.delay.ms", 3000, 0)?,
             group_consumer: GroupConsumerConfig {
                 session_timeout_ms: p.num("group.consumer.session.timeout.ms", 45_000, 1)?,

@@ -53,11 +53,18 @@ pub fn served_versions_of(key: ApiKey, cluster: bool) -> Option<(i16, i16)> {
     })
 }
 
-/// The ApiVersions answer: every served API with its range.
-pub fn api_versions_body(cluster: bool) -> ApiVersionsResponse {
+/// The ApiVersions answer: every served API with its range, the transactions v2 versions only
+/// when `transaction.version` is finalized at 2 or above (see [`crate::features`]), and the
+/// feature itself (supported levels, and finalized unless 0). A cluster node adds the rest of its
+/// features from the metadata image (`handlers::cluster::add_features`).
+pub fn api_versions_body(cluster: bool, transaction_version: i16) -> ApiVersionsResponse {
+    use josef_protocol::messages::api_versions_response::{
+        FinalizedFeatureKey, SupportedFeatureKey,
+    };
     let mut r = ApiVersionsResponse::default();
     for key in ApiKey::ALL {
-        if let Some((min, max)) = served_versions_of(key, cluster) {
+        if let Some(range) = served_versions_of(key, cluster) {
+            let (min, max) = crate::features::advertised_range(key, range, transaction_version);
             r.api_keys.push(ApiVersion {
                 api_key: key as i16,
                 min_version: min,
@@ -65,6 +72,21 @@ pub fn api_versions_body(cluster: bool) -> ApiVersionsResponse {
                 ..Default::default()
             });
         }
+    }
+    let name = crate::features::TRANSACTION_VERSION_FEATURE;
+    r.supported_features.push(SupportedFeatureKey {
+        name: name.into(),
+        min_version: crate::features::TRANSACTION_VERSION_MIN,
+        max_version: crate::features::TRANSACTION_VERSION_MAX,
+        ..Default::default()
+    });
+    if !cluster && transaction_version > 0 {
+        r.finalized_features.push(FinalizedFeatureKey {
+            name: name.into(),
+            max_version_level: transaction_version,
+            min_version_level: transaction_version,
+            ..Default::default()
+        });
     }
     r
 }

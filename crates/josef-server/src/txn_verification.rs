@@ -4,6 +4,10 @@
 //! version; see there for the rules). This module reads each partition's producer state and asks
 //! the coordinator: in-process when this broker coordinates the transactional id, else over the
 //! inter-broker listener. `transaction.partition.verification.enable`.
+//!
+//! Transactions v2 (KIP-890 part 2): a transactional Produce from v12 on *adds* its partitions
+//! to the transaction through the same path (the producer sends no AddPartitionsToTxn), whatever
+//! the setting says; see [`josef_txn::produce_adds_partitions`].
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -13,7 +17,7 @@ use josef_protocol::{ErrorCode, RequestBody, ResponseBody};
 use josef_records::BatchHeader;
 use josef_txn::{
     wire, AddPartitionsToTxnRequest, AddPartitionsToTxnResult, PartitionTxnState, TopicPartition,
-    TransactionVersion, TransactionalAppend, TxnError, TxnReply, Verification,
+    TransactionalAppend, TxnError, TxnReply, Verification, ADD_PARTITIONS_TO_TXN_V2_VERSION,
     VERIFY_ADD_PARTITIONS_TO_TXN_VERSION,
 };
 
@@ -23,6 +27,14 @@ use crate::txns::Env;
 
 /// How long a leader waits for the coordinator's answer.
 const VERIFY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A v2 producer's partitions are asked again after CONCURRENT_TRANSACTIONS (its previous
+/// transaction's markers are still being written) every this long, within
+/// [`ADD_RETRY_BOUND`], before the error is returned: a Produce is costly for the client to
+/// retry (Kafka's `add.partitions.to.txn.retry.backoff.ms` / `.max.ms`).
+const ADD_RETRY_BACKOFF: Duration = Duration::from_millis(20);
+/// See [`ADD_RETRY_BACKOFF`].
+const ADD_RETRY_BOUND: Duration = Duration::from_millis(100);
 
 /// The transactional batches of `req` on partitions this broker has, with each partition's view
 /// of the batch's producer.
@@ -64,7 +76,8 @@ pub async fn verify_produce(
     req: &ProduceRequest,
     version: i16,
 ) -> BTreeMap<(String, i32), ErrorCode> {
-    if !state.config.transaction_partition_verification_enable {
+    let adds = josef_txn::produce_adds_partitions(version);
+    if !adds && !state.config.transaction_partition_verification_enable {
         return BTreeMap::new();
     }
     let Some(tid) = req.transactional_id.as_deref().filter(|t| !t.is_empty()) else {
@@ -73,8 +86,13 @@ pub async fn verify_produce(
     let errors = match josef_txn::plan_verification(tid, transactional_appends(state, req)) {
         Verification::Unneeded => BTreeMap::new(),
         Verification::Refused(errors) => errors,
-        Verification::Ask(check) => {
-            let result = ask_coordinator(state, &check).await;
+        Verification::Ask(mut check) => {
+            check.verify_only = !adds;
+            let result = if adds {
+                add_with_retries(state, &check).await
+            } else {
+                ask_coordinator(state, &check).await
+            };
             let errors = josef_txn::verification_errors(&result, version);
             for (tp, e) in &errors {
                 tracing::debug!(topic = %tp.topic, partition = tp.partition, transactional_id = tid, ?e, "transactional produce not verified");
@@ -88,9 +106,62 @@ pub async fn verify_produce(
         .collect()
 }
 
-/// The coordinator's verify-only answer for `req`: in-process when this broker coordinates the
-/// id (always on a single node), else from the leader of its `__transaction_state` partition.
-async fn ask_coordinator(
+/// Adds `group_id`'s `__consumer_offsets` partition to the transaction of a transactions v2
+/// producer (TxnOffsetCommit v5, which comes without AddOffsetsToTxn). `None` once added; else
+/// the error the commit answers: retriable coordinator trouble as COORDINATOR_NOT_AVAILABLE
+/// (the client looks the coordinator up again and retries), a fenced producer as
+/// INVALID_PRODUCER_EPOCH, a transaction still ending as CONCURRENT_TRANSACTIONS.
+pub async fn add_offsets_partition(
+    state: &BrokerState,
+    transactional_id: &str,
+    producer_id: i64,
+    producer_epoch: i16,
+    group_id: &str,
+) -> Option<ErrorCode> {
+    let partition = TopicPartition::new(
+        crate::topics::GROUP_METADATA_TOPIC,
+        josef_txn::group_partition_for(group_id, state.config.offsets_topic_num_partitions),
+    );
+    let req = AddPartitionsToTxnRequest {
+        transactional_id: transactional_id.to_string(),
+        producer_id,
+        producer_epoch,
+        partitions: [partition].into_iter().collect(),
+        verify_only: false,
+    };
+    let error = add_with_retries(state, &req).await.first_error()?;
+    Some(
+        match josef_txn::produce_error(error, josef_txn::FIRST_TRANSACTIONS_V2_PRODUCE_VERSION) {
+            ErrorCode::NotEnoughReplicas => ErrorCode::CoordinatorNotAvailable,
+            code => code,
+        },
+    )
+}
+
+/// [`ask_coordinator`] for a transactions v2 add, asked again while the coordinator answers
+/// CONCURRENT_TRANSACTIONS, up to [`ADD_RETRY_BOUND`].
+async fn add_with_retries(
+    state: &BrokerState,
+    req: &AddPartitionsToTxnRequest,
+) -> AddPartitionsToTxnResult {
+    let deadline = tokio::time::Instant::now() + ADD_RETRY_BOUND;
+    loop {
+        let result = ask_coordinator(state, req).await;
+        let concurrent = result
+            .partitions
+            .iter()
+            .any(|(_, e)| *e == Some(TxnError::ConcurrentTransactions));
+        if !concurrent || tokio::time::Instant::now() + ADD_RETRY_BACKOFF > deadline {
+            return result;
+        }
+        tokio::time::sleep(ADD_RETRY_BACKOFF).await;
+    }
+}
+
+/// The coordinator's answer for `req` (verify-only, or adding the partitions for a v2
+/// producer): in-process when this broker coordinates the id (always on a single node), else
+/// from the leader of its `__transaction_state` partition.
+pub async fn ask_coordinator(
     state: &BrokerState,
     req: &AddPartitionsToTxnRequest,
 ) -> AddPartitionsToTxnResult {
@@ -119,7 +190,11 @@ async fn ask_coordinator(
                     node,
                     leader,
                     body,
-                    VERIFY_ADD_PARTITIONS_TO_TXN_VERSION,
+                    if req.verify_only {
+                        VERIFY_ADD_PARTITIONS_TO_TXN_VERSION
+                    } else {
+                        ADD_PARTITIONS_TO_TXN_V2_VERSION
+                    },
                     VERIFY_TIMEOUT,
                 )
                 .await
@@ -137,11 +212,21 @@ async fn ask_coordinator(
             &Env::of(state),
             state.cluster.as_deref(),
             &req.transactional_id,
-            |c, _, ctx| c.add_partitions_to_txn(req, now_ms(), TransactionVersion::V0, ctx),
+            |c, _, ctx| c.add_partitions_to_txn(req, now_ms(), client_version(req), ctx),
         )
         .await;
     match reply {
         Some(TxnReply::AddPartitionsToTxn(r)) => r,
         _ => unavailable(),
+    }
+}
+
+/// The client version the coordinator sees in `req`: transactions v2 when it adds partitions (a
+/// v2 producer's Produce / TxnOffsetCommit), as AddPartitionsToTxn v5 says over the network.
+fn client_version(req: &AddPartitionsToTxnRequest) -> josef_txn::TransactionVersion {
+    if req.verify_only {
+        wire::add_partitions_client_version(VERIFY_ADD_PARTITIONS_TO_TXN_VERSION)
+    } else {
+        wire::add_partitions_client_version(ADD_PARTITIONS_TO_TXN_V2_VERSION)
     }
 }

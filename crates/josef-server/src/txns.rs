@@ -17,7 +17,7 @@
 //! re-sent). On a cluster node `__transaction_state` is never created here (the controller does).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI16, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use josef_coordinator::{
@@ -50,6 +50,8 @@ use crate::topics::{now_ms, TopicManager, GROUP_METADATA_TOPIC, TRANSACTION_STAT
 pub struct LogWriter {
     partition: Arc<Partition>,
     epoch: i32,
+    /// The finalized `transaction.version` level, which picks the record value's schema version.
+    transaction_version: Arc<AtomicI16>,
 }
 
 impl PartitionWriter<TxnLogRecord> for LogWriter {
@@ -67,8 +69,11 @@ impl PartitionWriter<TxnLogRecord> for LogWriter {
         if producer_id >= 0 {
             b = b.producer(producer_id, producer_epoch, 0);
         }
+        let serde = TxnRecordSerde::new(TransactionVersion::from_feature_level(
+            self.transaction_version.load(Ordering::Relaxed),
+        ));
         for r in records {
-            let (k, v) = TxnRecordSerde::new(TransactionVersion::V0).serialize(r);
+            let (k, v) = serde.serialize(r);
             b = b.record(now, k.as_deref(), v.as_deref());
         }
         let batch = b.build().map_err(|e| WriteError::Storage(e.to_string()))?;
@@ -131,6 +136,9 @@ pub struct TxnService {
     verification: BrokerConnections,
     /// Woken whenever the marker sender reports a transaction's markers written.
     markers_done: Notify,
+    /// The finalized `transaction.version` level the coordinator follows (see
+    /// [`TxnService::follow_feature`]).
+    transaction_version: Arc<AtomicI16>,
 }
 
 /// What a handler needs from the rest of the broker.
@@ -141,6 +149,8 @@ pub struct Env<'a> {
     pub groups: &'a GroupService,
     /// Producer id allocator.
     pub pids: &'a Mutex<josef_sequencer::ProducerIdManager<FileBlockStore>>,
+    /// The finalized `transaction.version` (metadata image or config).
+    pub transaction_version: TransactionVersion,
 }
 
 impl<'a> Env<'a> {
@@ -150,6 +160,10 @@ impl<'a> Env<'a> {
             topics: &state.topics,
             groups: &state.groups,
             pids: &state.producer_ids,
+            transaction_version: crate::features::transaction_version(
+                &state.config,
+                state.cluster.as_deref(),
+            ),
         }
     }
 }
@@ -157,12 +171,13 @@ impl<'a> Env<'a> {
 impl TxnService {
     /// Settings from the broker config.
     pub fn new(c: &BrokerConfig) -> Self {
+        let level = TransactionVersion::from_feature_level(c.transaction_version).feature_level();
         let config = TxnConfig {
             transaction_max_timeout_ms: c.transaction_max_timeout_ms.min(i32::MAX as i64) as i32,
             transactional_id_expiration_ms: c.transactional_id_expiration_ms,
             transaction_state_partitions: c.transaction_state_log_num_partitions,
             offsets_topic_partitions: c.offsets_topic_num_partitions,
-            transaction_version: TransactionVersion::V0,
+            transaction_version: TransactionVersion::from_feature_level(c.transaction_version),
             ..TxnConfig::default()
         };
         TxnService {
@@ -174,7 +189,20 @@ impl TxnService {
             marker_sender: OnceLock::new(),
             verification: BrokerConnections::new(format!("josef-txn-verification-{}", c.node_id)),
             markers_done: Notify::new(),
+            transaction_version: Arc::new(AtomicI16::new(level)),
         }
+    }
+
+    /// The coordinator lock, with the coordinator following the finalized `transaction.version`
+    /// of `env` (UpdateFeatures may have changed it): coordinator-initiated aborts use it, and
+    /// records are written with its schema version.
+    fn lock_following(&self, env: &Env<'_>) -> MutexGuard<'_, TxnCoordinator<LogWriter, Ctx>> {
+        let mut coord = self.lock_coord();
+        let v = env.transaction_version;
+        coord.set_transaction_version(v);
+        self.transaction_version
+            .store(v.feature_level(), Ordering::Relaxed);
+        coord
     }
 
     /// The connections partition leaders verify transactional appends over.
@@ -192,7 +220,7 @@ impl TxnService {
     /// (the shard checks). A Complete record that cannot be written yet (not NOT_COORDINATOR)
     /// is retried by sending the markers again.
     pub fn markers_written(&self, env: &Env<'_>, marker: TxnMarkerRequest) {
-        let mut coord = self.lock_coord();
+        let mut coord = self.lock_following(env);
         let p = coord.partition_for(&marker.transactional_id);
         let mut work = VecDeque::new();
         match coord.markers_completed(&marker, now_ms()) {
@@ -357,6 +385,7 @@ impl TxnService {
         let writer = LogWriter {
             partition: partition.clone(),
             epoch,
+            transaction_version: self.transaction_version.clone(),
         };
         match coord.complete_loading(p, epoch, writer, entries, now_ms()) {
             Ok(released) => {
@@ -404,7 +433,7 @@ impl TxnService {
         let (tx, rx) = oneshot::channel();
         self.pending.lock().insert(ctx, tx);
         {
-            let mut coord = self.lock_coord();
+            let mut coord = self.lock_following(env);
             let mut work: VecDeque<Released<Ctx>> = self
                 .ensure_loaded(env, cluster, &mut coord, transactional_id)
                 .into();
@@ -468,7 +497,7 @@ impl TxnService {
     /// Periodic work: resigns partitions no longer led here in their epoch, aborts timed-out
     /// transactions, expires idle ids.
     pub fn tick(&self, env: &Env<'_>) {
-        let mut coord = self.lock_coord();
+        let mut coord = self.lock_following(env);
         let now = now_ms();
         let mut work: VecDeque<Released<Ctx>> = VecDeque::new();
         let loaded: Vec<(i32, Arc<Partition>)> = self
@@ -513,7 +542,7 @@ impl TxnService {
         transactional_id: Option<&str>,
         f: impl FnOnce(&TxnCoordinator<LogWriter, Ctx>) -> T,
     ) -> T {
-        let mut coord = self.lock_coord();
+        let mut coord = self.lock_following(env);
         if let Some(id) = transactional_id {
             let released = self.ensure_loaded(env, cluster, &mut coord, id);
             self.process(env, &mut coord, released.into());
@@ -524,7 +553,7 @@ impl TxnService {
     /// Loads every partition led here (ListTransactions must see them all) and resigns the
     /// others.
     pub fn load_all(&self, env: &Env<'_>, cluster: Option<&ClusterNode>, partitions: i32) {
-        let mut coord = self.lock_coord();
+        let mut coord = self.lock_following(env);
         for p in 0..partitions {
             let released = self.refresh(env, cluster, &mut coord, p);
             self.process(env, &mut coord, released.into());
@@ -665,6 +694,75 @@ mod tests {
         }
     }
 
+    /// The schema version (first two bytes) of the value of every record in `p`'s log.
+    fn value_versions(p: &Partition) -> Vec<i16> {
+        let batches = {
+            let d = p.data.lock();
+            d.log.batches_from(d.log.log_start_offset()).unwrap()
+        };
+        let mut out = Vec::new();
+        for (_, bytes) in batches {
+            let batch = RecordBatch::parse(bytes).unwrap();
+            for r in batch
+                .records(&DecompressLimits::default())
+                .unwrap()
+                .flatten()
+            {
+                let v = r.value.expect("a value");
+                out.push(i16::from_be_bytes([v[0], v[1]]));
+            }
+        }
+        out
+    }
+
+    /// The coordinator follows the finalized `transaction.version` it is called with: records are
+    /// written with value schema v0 at level 0 and the flexible v1 from level 1 on, without a
+    /// restart (UpdateFeatures).
+    #[test]
+    fn records_follow_the_finalized_transaction_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Arc::new(cluster_config(dir.path()));
+        let topics = TopicManager::load(config.clone(), None).unwrap();
+        let groups = GroupService::new(&config);
+        let pids = Mutex::new(
+            ProducerIdManager::new(
+                FileBlockStore::new(dir.path()),
+                DEFAULT_PRODUCER_ID_BLOCK_SIZE,
+            )
+            .unwrap(),
+        );
+        let mut env = Env {
+            topics: &topics,
+            groups: &groups,
+            pids: &pids,
+            transaction_version: TransactionVersion::V0,
+        };
+        let svc = TxnService::new(&config);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        topics
+            .create_with_id(
+                TRANSACTION_STATE_TOPIC,
+                josef_protocol::Uuid::from_u128(9),
+                1,
+                BTreeMap::new(),
+            )
+            .unwrap();
+        let p = topics.partition(TRANSACTION_STATE_TOPIC, 0).unwrap();
+        let me = p.data.lock().replication.local_id();
+        p.make_leader(1, 1, &[me], &[me], 1, now_ms()).unwrap();
+        assert_eq!(init(&svc, &env, &rt).error, None);
+        env.transaction_version = TransactionVersion::V2;
+        assert_eq!(init(&svc, &env, &rt).error, None);
+        assert_eq!(
+            svc.read(&env, None, None, |c| c.config().transaction_version),
+            TransactionVersion::V2
+        );
+        assert_eq!(value_versions(&p), vec![0, 1]);
+    }
+
     /// The coordinator epoch is the partition's leader epoch; a lost leadership answers
     /// NOT_COORDINATOR and resigns the partition (tick), a re-election reloads it from the log in
     /// the new epoch.
@@ -685,6 +783,7 @@ mod tests {
             topics: &topics,
             groups: &groups,
             pids: &pids,
+            transaction_version: TransactionVersion::V0,
         };
         let svc = TxnService::new(&config);
         let rt = tokio::runtime::Builder::new_current_thread()

@@ -139,6 +139,20 @@ where
         &self.config
     }
 
+    /// Follows the cluster's finalized `transaction.version`: the shards loaded now and later
+    /// use it for coordinator-initiated aborts (see [`TxnShard::set_transaction_version`]).
+    pub fn set_transaction_version(&mut self, version: TransactionVersion) {
+        if self.config.transaction_version == version {
+            return;
+        }
+        self.config.transaction_version = version;
+        for slot in self.partitions.values_mut() {
+            if let Slot::Active(d) = slot {
+                d.shard_mut().set_transaction_version(version);
+            }
+        }
+    }
+
     /// The `__transaction_state` partition of `transactional_id`.
     pub fn partition_for(&self, transactional_id: &str) -> i32 {
         partition_for(transactional_id, self.config.transaction_state_partitions)

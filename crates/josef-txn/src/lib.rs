@@ -63,8 +63,9 @@ pub use shard::{TxnResult, TxnShard};
 pub use state::TxnState;
 pub use types::{TopicPartition, TransactionVersion};
 pub use verification::{
-    plan_verification, produce_error, verification_errors, PartitionTxnState, TransactionalAppend,
-    Verification, VERIFY_ADD_PARTITIONS_TO_TXN_VERSION,
+    plan_verification, produce_adds_partitions, produce_error, verification_errors,
+    PartitionTxnState, TransactionalAppend, Verification, ADD_PARTITIONS_TO_TXN_V2_VERSION,
+    FIRST_TRANSACTIONS_V2_PRODUCE_VERSION, VERIFY_ADD_PARTITIONS_TO_TXN_VERSION,
 };
 
 /// The README's example, run as a doc test.

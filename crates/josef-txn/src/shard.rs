@@ -146,6 +146,13 @@ impl TxnShard {
         &self.config
     }
 
+    /// The cluster finalized another `transaction.version` (UpdateFeatures): coordinator-initiated
+    /// aborts from now on follow it. Transactions already open keep the client version they
+    /// were opened with.
+    pub fn set_transaction_version(&mut self, version: TransactionVersion) {
+        self.config.transaction_version = version;
+    }
+
     /// The coordinator epoch markers are stamped with.
     pub fn coordinator_epoch(&self) -> i32 {
         self.coordinator_epoch

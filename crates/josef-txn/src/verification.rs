@@ -12,6 +12,11 @@
 //! to its own coordinator, or over the network) and [`verification_errors`] turns the answer
 //! into Produce errors.
 //!
+//! **Transactions v2** (KIP-890 part 2): a Produce from v12 on comes from a producer that never
+//! sends AddPartitionsToTxn; the leader's request then *adds* the partitions
+//! (`verify_only` false, AddPartitionsToTxn v5, which the coordinator treats as a v2 client), and
+//! it is made whatever `transaction.partition.verification.enable` says ([`produce_adds_partitions`]).
+//!
 //! The coordinator's answers map as Kafka maps them ([`produce_error`]): TRANSACTION_ABORTABLE
 //! (not in the transaction) → INVALID_TXN_STATE (Produce ≤ v10) or TRANSACTION_ABORTABLE (v11+);
 //! PRODUCER_FENCED → INVALID_PRODUCER_EPOCH; CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS,
@@ -51,6 +56,19 @@ use crate::types::TopicPartition;
 
 /// AddPartitionsToTxn carries verify-only batches from v4 on.
 pub const VERIFY_ADD_PARTITIONS_TO_TXN_VERSION: i16 = 4;
+
+/// The AddPartitionsToTxn version a leader adds partitions with for a transactions v2 producer:
+/// from v5 the coordinator takes the request as coming from a v2 client.
+pub const ADD_PARTITIONS_TO_TXN_V2_VERSION: i16 = 5;
+
+/// The first Produce version of transactions v2 (Kafka 4.0).
+pub const FIRST_TRANSACTIONS_V2_PRODUCE_VERSION: i16 = 12;
+
+/// Whether a transactional Produce of `version` adds its partitions to the transaction (the
+/// producer runs transactions v2 and sent no AddPartitionsToTxn) rather than only verifying them.
+pub fn produce_adds_partitions(version: i16) -> bool {
+    version >= FIRST_TRANSACTIONS_V2_PRODUCE_VERSION
+}
 
 /// What the leader's partition knows of the producer of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,6 +171,11 @@ pub fn produce_error(error: TxnError, version: i16) -> ErrorCode {
         TxnError::TransactionAbortable => ErrorCode::InvalidTxnState,
         TxnError::ProducerFenced | TxnError::InvalidProducerEpoch => {
             ErrorCode::InvalidProducerEpoch
+        }
+        // A v2 producer meets it whenever it writes right after EndTxn (the markers are still
+        // being written), and it retries it; older ones only retry NOT_ENOUGH_REPLICAS.
+        TxnError::ConcurrentTransactions if produce_adds_partitions(version) => {
+            ErrorCode::ConcurrentTransactions
         }
         TxnError::ConcurrentTransactions
         | TxnError::CoordinatorLoadInProgress
@@ -280,6 +303,15 @@ mod tests {
         ] {
             assert_eq!(produce_error(e, 11), ErrorCode::NotEnoughReplicas);
         }
+        // Transactions v2 producers are told the truth about a transaction still ending.
+        assert_eq!(
+            produce_error(TxnError::ConcurrentTransactions, 12),
+            ErrorCode::ConcurrentTransactions
+        );
+        assert_eq!(
+            produce_error(TxnError::NotCoordinator, 12),
+            ErrorCode::NotEnoughReplicas
+        );
         // Any other answer keeps its own code.
         assert_eq!(
             produce_error(TxnError::UnknownTopicOrPartition, 9),

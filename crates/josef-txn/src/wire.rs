@@ -369,8 +369,9 @@ pub fn write_txn_markers_results(resp: &wtmr::WriteTxnMarkersResponse) -> Vec<Ma
 
 // ----- KIP-890 verification (partition leader → coordinator) --------------------------------
 
-/// A verify-only AddPartitionsToTxn (v4+, one transaction) for `req`, as a partition leader
-/// sends it to the transaction coordinator.
+/// The AddPartitionsToTxn (one transaction) a partition leader sends the transaction coordinator
+/// for `req`: verify-only (KIP-890 part 1, v4+), or adding the partitions for a transactions v2
+/// producer (`verify_only` false, v5+: see [`crate::ADD_PARTITIONS_TO_TXN_V2_VERSION`]).
 pub fn add_partitions_to_txn_verify_request(
     req: &AddPartitionsToTxnRequest,
 ) -> WireAddPartitionsReq {
@@ -390,7 +391,7 @@ pub fn add_partitions_to_txn_verify_request(
             transactional_id: StrBytes::from(req.transactional_id.as_str()),
             producer_id: req.producer_id,
             producer_epoch: req.producer_epoch,
-            verify_only: true,
+            verify_only: req.verify_only,
             topics,
             ..Default::default()
         }],

@@ -467,7 +467,7 @@ impl ApiKey {
     /// The (min, max) versions of this API that the generated code supports.
     pub const fn valid_versions(self) -> (i16, i16) {
         match self {
-            ApiKey::Produce => (0, 11),
+            ApiKey::Produce => (0, 12),
             ApiKey::Fetch => (0, 17),
             ApiKey::ListOffsets => (0, 10),
             ApiKey::Metadata => (0, 12),
@@ -495,7 +495,7 @@ impl ApiKey {
             ApiKey::AddOffsetsToTxn => (0, 4),
             ApiKey::EndTxn => (0, 5),
             ApiKey::WriteTxnMarkers => (0, 1),
-            ApiKey::TxnOffsetCommit => (0, 4),
+            ApiKey::TxnOffsetCommit => (0, 5),
             ApiKey::DescribeAcls => (0, 3),
             ApiKey::CreateAcls => (0, 3),
             ApiKey::DeleteAcls => (0, 3),

@@ -147,12 +147,20 @@ impl BrokerLifecycle {
                         ..Default::default()
                     })
                     .collect(),
-                features: vec![Feature {
-                    name: StrBytes::from("metadata.version"),
-                    min_supported_version: METADATA_VERSION_MIN,
-                    max_supported_version: METADATA_VERSION_MAX,
-                    ..Default::default()
-                }],
+                features: vec![
+                    Feature {
+                        name: StrBytes::from("metadata.version"),
+                        min_supported_version: METADATA_VERSION_MIN,
+                        max_supported_version: METADATA_VERSION_MAX,
+                        ..Default::default()
+                    },
+                    Feature {
+                        name: StrBytes::from(crate::features::TRANSACTION_VERSION_FEATURE),
+                        min_supported_version: crate::features::TRANSACTION_VERSION_MIN,
+                        max_supported_version: crate::features::TRANSACTION_VERSION_MAX,
+                        ..Default::default()
+                    },
+                ],
                 rack: info.rack.as_deref().map(StrBytes::from),
                 log_dirs: info.log_dirs.clone(),
                 previous_broker_epoch: previous_epoch,

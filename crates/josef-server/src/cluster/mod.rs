@@ -193,6 +193,10 @@ fn controller_config(
         leader_imbalance_per_broker_percentage: cl.leader_imbalance_per_broker_percentage,
         unclean_leader_election_enable: cl.unclean_leader_election_enable,
         seed: rand::random(),
+        bootstrap_features: vec![(
+            crate::features::TRANSACTION_VERSION_FEATURE.to_string(),
+            config.transaction_version,
+        )],
         ..josef_controller::ControllerConfig::default()
     }
 }

@@ -137,12 +137,12 @@ pub fn add_features(node: &ClusterNode, r: &mut josef_protocol::messages::ApiVer
         FinalizedFeatureKey, SupportedFeatureKey,
     };
     let image = node.log.image();
-    r.supported_features = vec![SupportedFeatureKey {
+    r.supported_features.push(SupportedFeatureKey {
         name: StrBytes::from("metadata.version"),
         min_version: crate::cluster::lifecycle::METADATA_VERSION_MIN,
         max_version: crate::cluster::lifecycle::METADATA_VERSION_MAX,
         ..Default::default()
-    }];
+    });
     r.finalized_features_epoch = image.provenance().last_offset as i64;
     r.finalized_features = image
         .features()

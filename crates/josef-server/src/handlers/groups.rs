@@ -146,11 +146,27 @@ pub async fn offset_commit(
     )
 }
 
-/// TxnOffsetCommit (28).
+/// TxnOffsetCommit (28). From v5 (transactions v2) the producer sent no AddOffsetsToTxn: the
+/// group's `__consumer_offsets` partition is added to its transaction first, here where the
+/// group is coordinated, and a failed add fails every partition of the request.
 pub async fn txn_offset_commit(
     state: &BrokerState,
+    version: i16,
     r: TxnOffsetCommitRequest,
 ) -> TxnOffsetCommitResponse {
+    if version >= 5 && shard(state, &r.group_id).is_ok() {
+        if let Some(code) = crate::txn_verification::add_offsets_partition(
+            state,
+            &r.transactional_id,
+            r.producer_id,
+            r.producer_epoch,
+            &r.group_id,
+        )
+        .await
+        {
+            return txn_offset_commit_failed(&r, code.code());
+        }
+    }
     let req = wire::txn_offset_commit_request(&r);
     let topics = req.topics.clone();
     let image = super::consumer_group::topic_image(state);
@@ -162,6 +178,34 @@ pub async fn txn_offset_commit(
     wire::txn_offset_commit_response(
         &answer.unwrap_or_else(|e| g::OffsetCommitResponse::all(&topics, e)),
     )
+}
+
+/// Every partition of `r` answered `error_code`.
+fn txn_offset_commit_failed(
+    r: &TxnOffsetCommitRequest,
+    error_code: i16,
+) -> TxnOffsetCommitResponse {
+    use josef_protocol::messages::txn_offset_commit_response as resp;
+    TxnOffsetCommitResponse {
+        topics: r
+            .topics
+            .iter()
+            .map(|t| resp::TxnOffsetCommitResponseTopic {
+                name: t.name.clone(),
+                partitions: t
+                    .partitions
+                    .iter()
+                    .map(|p| resp::TxnOffsetCommitResponsePartition {
+                        partition_index: p.partition_index,
+                        error_code,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
 }
 
 /// OffsetFetch (9): each group is read from its own shard, once its writes are committed.

@@ -57,9 +57,9 @@ pub fn extra_served_versions(key: ApiKey) -> Option<(i16, i16)> {
         | ApiKey::DescribeClientQuotas
         | ApiKey::CreateAcls
         | ApiKey::DescribeAcls
-        | ApiKey::DeleteAcls => Some(key.valid_versions()),
-        // v5 is transaction version 2, which this broker does not advertise.
-        ApiKey::EndTxn => Some((0, 4)),
+        | ApiKey::DeleteAcls
+        // v5 is transactions v2: advertised only at transaction.version 2 (crate::features).
+        | ApiKey::EndTxn => Some(key.valid_versions()),
         _ => None,
     }
 }
@@ -121,7 +121,8 @@ async fn route(
                 return reply(cluster::describe_cluster(state, &node, conn, r))
             }
             RequestBody::ApiVersions(_) => {
-                let mut r = crate::dispatch::api_versions_body(true);
+                let level = crate::features::transaction_version_level(&state.config, Some(&node));
+                let mut r = crate::dispatch::api_versions_body(true, level);
                 cluster::add_features(&node, &mut r);
                 return reply(r);
             }
@@ -159,7 +160,12 @@ async fn handle_local(
     let v = header.request_api_version;
     match body {
         RequestBody::ApiVersions(_) => {
-            reply(crate::dispatch::api_versions_body(state.cluster.is_some()))
+            let level =
+                crate::features::transaction_version_level(&state.config, state.cluster.as_deref());
+            reply(crate::dispatch::api_versions_body(
+                state.cluster.is_some(),
+                level,
+            ))
         }
         RequestBody::Metadata(r) => reply(metadata::handle(state, conn, r, v)),
         RequestBody::Produce(r) => produce::handle(state, conn, header, r, v).await,
@@ -198,7 +204,7 @@ async fn handle_local(
         RequestBody::Heartbeat(r) => reply(groups::heartbeat(state, r).await),
         RequestBody::LeaveGroup(r) => reply(groups::leave(state, v, r).await),
         RequestBody::OffsetCommit(r) => reply(groups::offset_commit(state, conn, header, r).await),
-        RequestBody::TxnOffsetCommit(r) => reply(groups::txn_offset_commit(state, r).await),
+        RequestBody::TxnOffsetCommit(r) => reply(groups::txn_offset_commit(state, v, r).await),
         RequestBody::OffsetFetch(r) => reply(groups::offset_fetch(state, v, r).await),
         RequestBody::ListGroups(r) => reply(groups::list(state, v, r).await),
         RequestBody::DescribeGroups(r) => reply(groups::describe(state, v, r).await),

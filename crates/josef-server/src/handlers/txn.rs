@@ -42,6 +42,20 @@ pub async fn init_producer_id(
     wire::init_producer_id_response(&resp, version)
 }
 
+/// Whether `tp` exists in the cluster: in the metadata image on a cluster node (the coordinator
+/// need not host a replica of it, e.g. of the `__consumer_offsets` partition a TxnOffsetCommit v5
+/// adds), else among this node's topics.
+fn partition_exists(state: &BrokerState, tp: &t::TopicPartition) -> bool {
+    match &state.cluster {
+        Some(node) => node
+            .log
+            .image()
+            .topic_by_name(&tp.topic)
+            .is_some_and(|t| t.partitions.contains_key(&tp.partition)),
+        None => state.topics.partition(&tp.topic, tp.partition).is_some(),
+    }
+}
+
 /// AddPartitionsToTxn (v0–3 one transaction; v4+ several, possibly verify-only).
 pub async fn add_partitions(
     state: &BrokerState,
@@ -51,8 +65,7 @@ pub async fn add_partitions(
     let tv = wire::add_partitions_client_version(version);
     let mut results = Vec::new();
     for req in wire::add_partitions_to_txn_requests(&r, version) {
-        let exists =
-            |tp: &t::TopicPartition| state.topics.partition(&tp.topic, tp.partition).is_some();
+        let exists = |tp: &t::TopicPartition| partition_exists(state, tp);
         if let Some(failed) = wire::check_partitions_exist(&req, exists) {
             results.push(failed);
             continue;

@@ -16,7 +16,7 @@ use crate::{
 };
 use bytes::Bytes;
 
-/// The `ProduceRequest` request (versions 0-11, flexible 9+).
+/// The `ProduceRequest` request (versions 0-12, flexible 9+).
 ///
 /// Api key 0.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,7 +47,7 @@ impl Default for ProduceRequest {
 
 impl Decode for ProduceRequest {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
-        if !(0..=11).contains(&version) {
+        if !(0..=12).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "ProduceRequest",
                 version,
@@ -88,7 +88,7 @@ impl Decode for ProduceRequest {
 
 impl Encode for ProduceRequest {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
-        if !(0..=11).contains(&version) {
+        if !(0..=12).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "ProduceRequest",
                 version,
@@ -127,7 +127,7 @@ impl Encode for ProduceRequest {
     }
 
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        if !(0..=11).contains(&version) {
+        if !(0..=12).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "ProduceRequest",
                 version,
@@ -196,7 +196,7 @@ impl<'a> ProduceRequestView<'a> {
         buf: &mut &'a [u8],
         version: i16,
     ) -> Result<Self, DecodeError> {
-        if !(0..=11).contains(&version) {
+        if !(0..=12).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "ProduceRequest",
                 version,
@@ -704,7 +704,7 @@ impl MessageView for TopicProduceDataView<'_> {
 
 impl Message for ProduceRequest {
     type View<'a> = ProduceRequestView<'a>;
-    const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 11 };
+    const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 12 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(9);
     const DEPRECATED_VERSIONS: Option<VersionRange> = Some(VersionRange { min: 0, max: 6 });
 }

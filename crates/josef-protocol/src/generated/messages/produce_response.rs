@@ -16,7 +16,7 @@ use crate::{
 };
 use bytes::Bytes;
 
-/// The `ProduceResponse` response (versions 0-11, flexible 9+).
+/// The `ProduceResponse` response (versions 0-12, flexible 9+).
 ///
 /// Api key 0.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,7 +44,7 @@ impl Default for ProduceResponse {
 
 impl Decode for ProduceResponse {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
-        if !(0..=11).contains(&version) {
+        if !(0..=12).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "ProduceResponse",
                 version,
@@ -86,7 +86,7 @@ impl Decode for ProduceResponse {
 
 impl Encode for ProduceResponse {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
-        if !(0..=11).contains(&version) {
+        if !(0..=12).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "ProduceResponse",
                 version,
@@ -141,7 +141,7 @@ impl Encode for ProduceResponse {
     }
 
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        if !(0..=11).contains(&version) {
+        if !(0..=12).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "ProduceResponse",
                 version,
@@ -219,7 +219,7 @@ impl<'a> ProduceResponseView<'a> {
         buf: &mut &'a [u8],
         version: i16,
     ) -> Result<Self, DecodeError> {
-        if !(0..=11).contains(&version) {
+        if !(0..=12).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "ProduceResponse",
                 version,
@@ -1670,7 +1670,7 @@ impl MessageView for NodeEndpointView<'_> {
 
 impl Message for ProduceResponse {
     type View<'a> = ProduceResponseView<'a>;
-    const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 11 };
+    const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 12 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(9);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }

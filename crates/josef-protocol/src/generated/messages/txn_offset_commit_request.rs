@@ -16,7 +16,7 @@ use crate::{
 };
 use bytes::Bytes;
 
-/// The `TxnOffsetCommitRequest` request (versions 0-4, flexible 3+).
+/// The `TxnOffsetCommitRequest` request (versions 0-5, flexible 3+).
 ///
 /// Api key 28.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,7 +59,7 @@ impl Default for TxnOffsetCommitRequest {
 
 impl Decode for TxnOffsetCommitRequest {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
-        if !(0..=4).contains(&version) {
+        if !(0..=5).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "TxnOffsetCommitRequest",
                 version,
@@ -117,7 +117,7 @@ impl Decode for TxnOffsetCommitRequest {
 
 impl Encode for TxnOffsetCommitRequest {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
-        if !(0..=4).contains(&version) {
+        if !(0..=5).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "TxnOffsetCommitRequest",
                 version,
@@ -176,7 +176,7 @@ impl Encode for TxnOffsetCommitRequest {
     }
 
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        if !(0..=4).contains(&version) {
+        if !(0..=5).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "TxnOffsetCommitRequest",
                 version,
@@ -265,7 +265,7 @@ impl<'a> TxnOffsetCommitRequestView<'a> {
         buf: &mut &'a [u8],
         version: i16,
     ) -> Result<Self, DecodeError> {
-        if !(0..=4).contains(&version) {
+        if !(0..=5).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "TxnOffsetCommitRequest",
                 version,
@@ -832,7 +832,7 @@ impl MessageView for TxnOffsetCommitRequestTopicView<'_> {
 
 impl Message for TxnOffsetCommitRequest {
     type View<'a> = TxnOffsetCommitRequestView<'a>;
-    const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
+    const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(3);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }

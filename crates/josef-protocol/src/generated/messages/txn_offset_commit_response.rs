@@ -16,7 +16,7 @@ use crate::{
 };
 use bytes::Bytes;
 
-/// The `TxnOffsetCommitResponse` response (versions 0-4, flexible 3+).
+/// The `TxnOffsetCommitResponse` response (versions 0-5, flexible 3+).
 ///
 /// Api key 28.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,7 +41,7 @@ impl Default for TxnOffsetCommitResponse {
 
 impl Decode for TxnOffsetCommitResponse {
     fn decode(buf: &mut Bytes, version: i16) -> Result<Self, DecodeError> {
-        if !(0..=4).contains(&version) {
+        if !(0..=5).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "TxnOffsetCommitResponse",
                 version,
@@ -75,7 +75,7 @@ impl Decode for TxnOffsetCommitResponse {
 
 impl Encode for TxnOffsetCommitResponse {
     fn encode<B: EncodeBuf>(&self, buf: &mut B, version: i16) -> Result<(), EncodeError> {
-        if !(0..=4).contains(&version) {
+        if !(0..=5).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "TxnOffsetCommitResponse",
                 version,
@@ -104,7 +104,7 @@ impl Encode for TxnOffsetCommitResponse {
     }
 
     fn encoded_len(&self, version: i16) -> Result<usize, EncodeError> {
-        if !(0..=4).contains(&version) {
+        if !(0..=5).contains(&version) {
             return Err(EncodeError::UnsupportedVersion {
                 message: "TxnOffsetCommitResponse",
                 version,
@@ -163,7 +163,7 @@ impl<'a> TxnOffsetCommitResponseView<'a> {
         buf: &mut &'a [u8],
         version: i16,
     ) -> Result<Self, DecodeError> {
-        if !(0..=4).contains(&version) {
+        if !(0..=5).contains(&version) {
             return Err(DecodeError::UnsupportedVersion {
                 message: "TxnOffsetCommitResponse",
                 version,
@@ -653,7 +653,7 @@ impl MessageView for TxnOffsetCommitResponseTopicView<'_> {
 
 impl Message for TxnOffsetCommitResponse {
     type View<'a> = TxnOffsetCommitResponseView<'a>;
-    const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 4 };
+    const VALID_VERSIONS: VersionRange = VersionRange { min: 0, max: 5 };
     const FLEXIBLE_VERSIONS: Option<i16> = Some(3);
     const DEPRECATED_VERSIONS: Option<VersionRange> = None;
 }
