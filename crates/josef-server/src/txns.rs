@@ -696,10 +696,7 @@ mod tests {
 
     /// The schema version (first two bytes) of the value of every record in `p`'s log.
     fn value_versions(p: &Partition) -> Vec<i16> {
-        let batches = {
-            let d = p.data.lock();
-            d.log.batches_from(d.log.log_start_offset()).unwrap()
-        };
+        let batches = { p.batches_from(0).unwrap() };
         let mut out = Vec::new();
         for (_, bytes) in batches {
             let batch = RecordBatch::parse(bytes).unwrap();
@@ -751,7 +748,7 @@ mod tests {
             )
             .unwrap();
         let p = topics.partition(TRANSACTION_STATE_TOPIC, 0).unwrap();
-        let me = p.data.lock().replication.local_id();
+        let me = p.local_id();
         p.make_leader(1, 1, &[me], &[me], 1, now_ms()).unwrap();
         assert_eq!(init(&svc, &env, &rt).error, None);
         env.transaction_version = TransactionVersion::V2;
@@ -876,6 +873,7 @@ mod tests {
             topics: &topics,
             groups: &groups,
             pids: &pids,
+            transaction_version: TransactionVersion::V0,
         };
         let svc = TxnService::new(&config);
         let held = Arc::new(HeldMarkers::default());
