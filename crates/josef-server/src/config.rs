@@ -468,7 +468,14 @@ impl BrokerConfig {
                 }
             }
         }
-        let security = crate::security_config::parse(&mut p, &listeners, &protocol_map)?;
+        let mut security = crate::security_config::parse(&mut p, &listeners, &protocol_map)?;
+        if let Some(c) = cluster.as_ref().filter(|c| c.is_broker()) {
+            security.inter_broker_client = Some(crate::security_config::inter_broker_client(
+                &mut p,
+                &security,
+                &c.inter_broker_listener_name,
+            )?);
+        }
         let controller_only = cluster.as_ref().is_some_and(|c| !c.is_broker());
         // The internal topics' replication factor: Kafka's default (3) on a cluster node; one
         // node can only hold 1. With fewer registered brokers the controller refuses to create

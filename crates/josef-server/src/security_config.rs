@@ -40,6 +40,8 @@ impl ListenerSecurity {
 pub struct SecurityConfig {
     /// Per listener; a listener not in the map is PLAINTEXT.
     pub listeners: BTreeMap<String, ListenerSecurity>,
+    /// How this broker connects to the other brokers' inter-broker listener (cluster brokers).
+    pub inter_broker_client: Option<PeerClientSettings>,
 }
 
 impl SecurityConfig {
@@ -50,6 +52,71 @@ impl SecurityConfig {
             .cloned()
             .unwrap_or_else(ListenerSecurity::plaintext)
     }
+}
+
+/// How this node connects, as a client, to one listener of its peers (the inter-broker listener):
+/// that listener's protocol and TLS settings, and the SASL identity it logs in with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerClientSettings {
+    /// The listener name (upper case).
+    pub listener: String,
+    /// Its protocol.
+    pub protocol: SecurityProtocol,
+    /// Its TLS settings (SSL, SASL_SSL): the truststore checks the peer, the keystore is this
+    /// node's client certificate.
+    pub ssl: Option<SslSettings>,
+    /// The SASL login (SASL_PLAINTEXT, SASL_SSL).
+    pub sasl: Option<josef_sasl::settings::ClientCredentials>,
+}
+
+/// The client settings for connections to `listener` of the other brokers, from the listener's
+/// own settings in `security` and `sasl.mechanism.inter.broker.protocol` (taken from `p`), as
+/// Kafka's inter-broker clients are configured.
+pub(crate) fn inter_broker_client(
+    p: &mut Props,
+    security: &SecurityConfig,
+    listener: &str,
+) -> Result<PeerClientSettings, ConfigError> {
+    const MECHANISM_KEY: &str = "sasl.mechanism.inter.broker.protocol";
+    let mechanism = p.take(MECHANISM_KEY);
+    let l = security.of(listener);
+    let sasl = match &l.sasl {
+        None => None,
+        Some(settings) => {
+            // Kafka's default, GSSAPI, is not implemented here: the setting is required.
+            let m = mechanism.clone().unwrap_or_else(|| "GSSAPI".to_string());
+            let m = m.trim();
+            let credentials = settings.client_credentials(m).map_err(|e| {
+                Props::invalid(
+                    MECHANISM_KEY,
+                    m,
+                    format!(
+                        "inter-broker listener {listener} uses {}: {e}",
+                        l.protocol.name()
+                    ),
+                )
+            })?;
+            Some(credentials)
+        }
+    };
+    if let Some(ssl) = &l.ssl {
+        if ssl.truststore_location.is_none() && ssl.truststore_certificates.is_none() {
+            return Err(Props::invalid(
+                "ssl.truststore.location",
+                "",
+                format!(
+                    "inter-broker listener {listener} uses {}: brokers verify each other with its truststore (ssl.truststore.location or ssl.truststore.certificates)",
+                    l.protocol.name()
+                ),
+            ));
+        }
+    }
+    Ok(PeerClientSettings {
+        listener: listener.to_string(),
+        protocol: l.protocol,
+        ssl: l.ssl,
+        sasl,
+    })
 }
 
 /// Reads the security settings of `listeners` (client listeners, controller ones removed) with

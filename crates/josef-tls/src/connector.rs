@@ -150,3 +150,16 @@ impl TlsConnector {
         }
     }
 }
+
+/// The TLS-level error inside `e` (from reading or writing a TLS stream), if it is one rather
+/// than a socket error: how a client learns, on its first read after a TLS 1.3 handshake, that
+/// the server refused its certificate (the client's side of the handshake had already finished;
+/// depending on timing the server's alert shows as the alert or as a record that does not
+/// decrypt).
+pub fn tls_error(e: &std::io::Error) -> Option<String> {
+    let inner = e.get_ref()?.downcast_ref::<rustls::Error>()?;
+    Some(match inner {
+        rustls::Error::AlertReceived(a) => format!("received alert {a:?}"),
+        other => other.to_string(),
+    })
+}

@@ -44,7 +44,7 @@ pub mod pem;
 pub mod settings;
 mod subject;
 
-pub use connector::TlsConnector;
+pub use connector::{tls_error, TlsConnector};
 pub use listener::{HandshakeError, TlsConfigError, TlsListener, HANDSHAKE_TIMEOUT};
 pub use settings::{ClientAuth, SslSettings};
 pub use subject::{subject_dn, SubjectError};

@@ -144,3 +144,28 @@ async fn a_silent_server_times_the_client_out() {
         Err(HandshakeError::TimedOut)
     ));
 }
+
+#[tokio::test]
+async fn a_refused_client_certificate_shows_as_a_tls_error_on_the_first_read() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (ca, ca_key) = new_ca();
+    let (other, other_key) = new_ca();
+    let server = settings(&node(&ca, &ca_key), ClientAuth::Required, true);
+    let mut client = settings(&node(&other, &other_key), ClientAuth::None, true);
+    client.truststore_certificates = Some(ca.pem());
+    client.enabled_protocols = vec!["TLSv1.3".into()];
+    let connector = TlsConnector::new(&client).unwrap();
+    let listener = TlsListener::new(&server).unwrap();
+    let (a, b) = tokio::io::duplex(64 * 1024);
+    let (c, s) = tokio::join!(connector.connect("localhost", a), listener.accept(b));
+    assert!(s.is_err());
+    // TLS 1.3: the client finished its side before the server checked the certificate.
+    let mut c = c.unwrap();
+    let _ = c.write_all(b"hello").await;
+    let e = c.read_u8().await.unwrap_err();
+    assert!(josef_tls::tls_error(&e).is_some(), "{e:?}");
+    assert_eq!(
+        josef_tls::tls_error(&std::io::ErrorKind::BrokenPipe.into()),
+        None
+    );
+}

@@ -45,6 +45,8 @@ use driver::ControllerDriver;
 use lifecycle::BrokerLifecycle;
 use metadata_log::MetadataLog;
 
+use crate::peer_connection::PeerConnector;
+
 /// Why a cluster node could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterStartError {
@@ -62,6 +64,9 @@ pub enum ClusterStartError {
     /// The controller's event loop thread could not be started.
     #[error("cannot start the controller event loop: {0}")]
     EventLoop(std::io::Error),
+    /// The TLS settings of the listener this node connects to cannot be loaded.
+    #[error(transparent)]
+    PeerSecurity(#[from] crate::peer_connection::PeerConnectorError),
     /// No cluster id arrived in time.
     #[error("no cluster id in the metadata log after {0:?} (is a majority of controller.quorum.voters up?)")]
     NoClusterId(Duration),
@@ -159,6 +164,9 @@ pub struct ClusterNode {
     pub quorum: Option<MetadataQuorum>,
     /// The controller driver (controller nodes).
     pub driver: Option<Arc<ControllerDriver>>,
+    /// How this broker reaches the other brokers' inter-broker listener (replica fetches,
+    /// transaction markers and verification): the listener's protocol, TLS and SASL login.
+    pub inter_broker: PeerConnector,
     /// Requests to the active controller (forwarded admin requests, producer id blocks).
     pub channel: Arc<ControllerChannel>,
     /// Registration, heartbeats and controlled shutdown.
@@ -311,13 +319,25 @@ impl ClusterNode {
         // One channel per kind of traffic, as Kafka's broker has (heartbeats, AlterPartition,
         // forwarding): each is one connection with one request at a time, so a burst of ISR
         // changes or a slow CreateTopics never delays the heartbeat that keeps the broker unfenced.
+        // Controller listeners are PLAINTEXT (checked when the configuration is read).
+        let to_controller = PeerConnector::plaintext(
+            cl.controller_listener_names
+                .first()
+                .cloned()
+                .unwrap_or_default(),
+        );
         let new_channel = || {
             Arc::new(ControllerChannel::new(
                 cl.voters.clone(),
                 config.node_id,
                 hint.clone(),
                 Duration::from_millis(cl.quorum_request_timeout_ms.max(1) as u64),
+                to_controller.clone(),
             ))
+        };
+        let inter_broker = match &config.security.inter_broker_client {
+            Some(s) => PeerConnector::new(s)?,
+            None => PeerConnector::plaintext(cl.inter_broker_listener_name.clone()),
         };
         let (channel, heartbeat_channel, alter_partition_channel) =
             (new_channel(), new_channel(), new_channel());
@@ -327,6 +347,7 @@ impl ClusterNode {
             log,
             quorum,
             driver,
+            inter_broker,
             channel,
             heartbeat_channel,
             alter_partition_channel,
