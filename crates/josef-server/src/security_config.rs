@@ -163,3 +163,112 @@ pub(crate) fn parse(
     SaslSettings::take_unprefixed(p);
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::BrokerConfig;
+
+    fn cluster(extra: &[(&str, &str)]) -> Result<BrokerConfig, String> {
+        let mut m: std::collections::BTreeMap<String, String> = [
+            ("process.roles", "broker,controller"),
+            ("node.id", "1"),
+            ("controller.quorum.voters", "1@127.0.0.1:9093"),
+            (
+                "listeners",
+                "PLAINTEXT://127.0.0.1:9092,INTERNAL://127.0.0.1:9094,CONTROLLER://127.0.0.1:9093",
+            ),
+            ("controller.listener.names", "CONTROLLER"),
+            ("inter.broker.listener.name", "INTERNAL"),
+            ("log.dirs", "/tmp/josef-unused"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        for (k, v) in extra {
+            m.insert(k.to_string(), v.to_string());
+        }
+        BrokerConfig::from_properties(m).map_err(|e| e.to_string())
+    }
+
+    const PLAIN_JAAS: &str = r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" password="pw" user_broker="pw";"#;
+
+    #[test]
+    fn sasl_between_brokers_needs_a_mechanism_and_the_broker_s_own_login() {
+        let map = (
+            "listener.security.protocol.map",
+            "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+        );
+        let e = cluster(&[map, ("sasl.enabled.mechanisms", "PLAIN")]).unwrap_err();
+        assert!(
+            e.contains("sasl.mechanism.inter.broker.protocol") && e.contains("GSSAPI"),
+            "{e}"
+        );
+        let e = cluster(&[
+            map,
+            ("sasl.enabled.mechanisms", "PLAIN"),
+            ("sasl.mechanism.inter.broker.protocol", "PLAIN"),
+            (
+                "listener.name.internal.plain.sasl.jaas.config",
+                r#"org.apache.kafka.common.security.plain.PlainLoginModule required user_broker="pw";"#,
+            ),
+        ])
+        .unwrap_err();
+        assert!(e.contains("no username option"), "{e}");
+        let c = cluster(&[
+            map,
+            ("sasl.enabled.mechanisms", "PLAIN"),
+            ("sasl.mechanism.inter.broker.protocol", "PLAIN"),
+            ("listener.name.internal.plain.sasl.jaas.config", PLAIN_JAAS),
+        ])
+        .unwrap();
+        let client = c.security.inter_broker_client.unwrap();
+        assert_eq!(client.listener, "INTERNAL");
+        let sasl = client.sasl.unwrap();
+        assert_eq!(
+            (sasl.username.as_str(), sasl.password.as_str()),
+            ("broker", "pw")
+        );
+        assert!(client.ssl.is_none());
+    }
+
+    #[test]
+    fn tls_between_brokers_takes_the_listener_s_stores_and_needs_a_truststore() {
+        let base = [
+            (
+                "listener.security.protocol.map",
+                "PLAINTEXT:PLAINTEXT,INTERNAL:SSL,CONTROLLER:PLAINTEXT",
+            ),
+            ("ssl.keystore.type", "PEM"),
+            ("listener.name.internal.ssl.keystore.location", "/ks.pem"),
+        ];
+        let e = cluster(&base).unwrap_err();
+        assert!(e.contains("brokers verify each other"), "{e}");
+        let mut with_trust = base.to_vec();
+        with_trust.push(("ssl.truststore.type", "PEM"));
+        with_trust.push(("ssl.truststore.location", "/ca.pem"));
+        with_trust.push(("listener.name.internal.ssl.client.auth", "required"));
+        let c = cluster(&with_trust).unwrap();
+        let client = c.security.inter_broker_client.unwrap();
+        let ssl = client.ssl.unwrap();
+        assert_eq!(
+            ssl.truststore_location.unwrap(),
+            std::path::PathBuf::from("/ca.pem")
+        );
+        assert_eq!(
+            ssl.keystore_location.unwrap(),
+            std::path::PathBuf::from("/ks.pem")
+        );
+        assert!(client.sasl.is_none());
+        // PLAINTEXT between brokers: nothing to set up.
+        let c = cluster(&[
+            ("inter.broker.listener.name", "PLAINTEXT"),
+            (
+                "listener.security.protocol.map",
+                "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            ),
+        ])
+        .unwrap();
+        let client = c.security.inter_broker_client.unwrap();
+        assert!(client.ssl.is_none() && client.sasl.is_none());
+    }
+}
