@@ -1,11 +1,13 @@
-"""Security between brokers: 3 nodes whose inter-broker listener (INTERNAL) is SSL with client certificates
-required, or SASL_SSL with PLAIN, or SASL_PLAINTEXT with SCRAM-SHA-512; clients stay on a PLAINTEXT listener
-and the CONTROLLER listener stays PLAINTEXT (controller security is not implemented).
+"""Security between cluster nodes: 3 nodes whose inter-broker listener (INTERNAL) is SSL with client certificates
+required, or SASL_SSL with PLAIN, or SASL_PLAINTEXT with SCRAM-SHA-512; clients stay on a PLAINTEXT listener.
+The CONTROLLER listener is PLAINTEXT, or SSL with client certificates required (the quorum and the controller
+requests over TLS; SASL is not implemented there).
 
 A produce with acks=all and min.insync.replicas=3 succeeds only once both followers fetched it, so it proves
 replication over the secured listener; the ISR still holds all three replicas after replica.lag.time.max.ms
 (3 s here), and the records are read back. Negative: with a wrong inter-broker password or a certificate of
-another CA, that node's replicas leave the ISR and never come back, and the node logs why."""
+another CA, that node's replicas leave the ISR and never come back, and the node logs why; with a controller
+certificate of another CA the node never registers."""
 import datetime
 import ipaddress
 import time
@@ -217,3 +219,50 @@ def test_a_certificate_of_another_ca_keeps_the_node_out_of_the_isr(cluster_facto
     refused = c.grep_logs("TLS connection refused")
     assert refused[1] and refused[2], refused
     assert c.grep_logs(PEER_FAILED)[3], c.grep_logs(PEER_FAILED)
+
+
+def controller_tls_props(tmp_path, ca, i, keystore=None):
+    ks = tmp_path / f"node{i}-controller-keystore.pem"
+    ks.write_text(keystore or ca.node_keystore(f"controller-{i}"))
+    ts = tmp_path / f"node{i}-controller-truststore.pem"
+    ts.write_text(ca.pem())
+    return {
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SSL,CONTROLLER:SSL",
+        "listener.name.controller.ssl.keystore.type": "PEM",
+        "listener.name.controller.ssl.keystore.location": ks,
+        "listener.name.controller.ssl.truststore.type": "PEM",
+        "listener.name.controller.ssl.truststore.location": ts,
+        "listener.name.controller.ssl.client.auth": "required",
+    }
+
+
+def test_ssl_controller_listener_carries_the_quorum_and_the_controller_requests(cluster_factory, tmp_path):
+    """CONTROLLER:SSL with client certificates required: the Raft quorum, registration, heartbeats,
+    AlterPartition and forwarded CreateTopics all go over TLS, beside an SSL inter-broker listener."""
+    ca = Ca("josef cluster CA")
+    c = secured_cluster(cluster_factory, tmp_path, "SSL",
+                        lambda i: {**tls_props(tmp_path, ca, i), **controller_tls_props(tmp_path, ca, i)})
+    c.start()
+    replicate_and_read_back(c, unique("ctl-ssl"))
+    assert c.active_controller() in c.nodes
+
+
+def test_a_controller_certificate_of_another_ca_keeps_the_node_out_of_the_quorum(cluster_factory, tmp_path):
+    """Node 3's controller certificate is from another CA: nodes 1 and 2 form the quorum and serve, node 3
+    never registers (it cannot reach a controller) and logs why; nobody panics."""
+    ca, rogue = Ca("josef cluster CA"), Ca("some other CA")
+    c = secured_cluster(cluster_factory, tmp_path, "SSL", lambda i: {
+        **tls_props(tmp_path, ca, i),
+        **controller_tls_props(tmp_path, ca, i, keystore=rogue.node_keystore("controller-3") if i == 3 else None)})
+    for i in (1, 2, 3):
+        c.nodes[i].launch()
+    wait_until(lambda: c.brokers_seen(1) >= {1, 2}, timeout=60, interval=0.3, what="nodes 1 and 2 registered")
+    wait_until(lambda: c.grep_logs(PEER_FAILED)[3] or c.grep_logs("TLS connection to the controller listener refused")[1],
+               timeout=30, interval=0.3, what="the refused certificate logged")
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        assert 3 not in c.brokers_seen(1), "node 3 registered"
+        time.sleep(0.5)
+    for nd in c.nodes.values():
+        assert nd.running, f"node {nd.id} exited"
+        assert "panicked" not in nd.log(10**7), f"node {nd.id} panicked"

@@ -456,19 +456,26 @@ impl BrokerConfig {
         )?;
         for c in &controller_names {
             if let Some(proto) = protocol_map.get(c) {
-                if *proto != crate::security_config::SecurityProtocol::Plaintext {
+                if proto.uses_sasl() {
                     return Err(Props::invalid(
                         "listener.security.protocol.map",
                         protocol_map_raw.as_deref().unwrap_or(""),
                         format!(
-                            "controller listener {c} uses {}; controller listeners are PLAINTEXT only",
+                            "controller listener {c} uses {}; controller listeners are PLAINTEXT or SSL (SASL is not implemented there)",
                             proto.name()
                         ),
                     ));
                 }
             }
         }
-        let mut security = crate::security_config::parse(&mut p, &listeners, &protocol_map)?;
+        let mut security = crate::security_config::parse(
+            &mut p,
+            &listeners,
+            &protocol_map,
+            cluster
+                .as_ref()
+                .map_or(&[][..], |c| &c.controller_listener_names),
+        )?;
         if let Some(c) = cluster.as_ref().filter(|c| c.is_broker()) {
             security.inter_broker_client = Some(crate::security_config::inter_broker_client(
                 &mut p,

@@ -131,6 +131,11 @@ impl PeerConnector {
         self.protocol
     }
 
+    /// The TLS client configuration (SSL, SASL_SSL listeners).
+    pub fn tls(&self) -> Option<&TlsConnector> {
+        self.tls.as_ref()
+    }
+
     /// Opens a connection to `addr` (`host:port`) and authenticates it as the listener requires;
     /// `client_id` goes in the login's request headers. A failure that a configuration change
     /// must fix (a refused certificate, wrong credentials) is logged as a warning here, so each
@@ -173,7 +178,7 @@ impl PeerConnector {
 }
 
 /// The host part of `host:port` (an IPv6 literal without its brackets).
-fn host_of(addr: &str) -> &str {
+pub(crate) fn host_of(addr: &str) -> &str {
     let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
     host.strip_prefix('[')
         .and_then(|h| h.strip_suffix(']'))

@@ -42,6 +42,33 @@ pub struct SecurityConfig {
     pub listeners: BTreeMap<String, ListenerSecurity>,
     /// How this broker connects to the other brokers' inter-broker listener (cluster brokers).
     pub inter_broker_client: Option<PeerClientSettings>,
+    /// The TLS settings of each controller listener mapped to SSL (its own
+    /// `listener.name.<l>.ssl.*`, else the unprefixed ones): the server side on controllers,
+    /// and for the first of `controller.listener.names` the client side every node uses to
+    /// reach the controllers (Raft, observers, broker-to-controller requests).
+    pub controller_tls: BTreeMap<String, SslSettings>,
+}
+
+impl SecurityConfig {
+    /// How this node connects to the controllers: the first of `controller.listener.names`,
+    /// PLAINTEXT or SSL.
+    pub fn controller_client(&self, controller_listener_names: &[String]) -> PeerClientSettings {
+        let name = controller_listener_names
+            .first()
+            .cloned()
+            .unwrap_or_default();
+        let ssl = self.controller_tls.get(&name).cloned();
+        PeerClientSettings {
+            protocol: if ssl.is_some() {
+                SecurityProtocol::Ssl
+            } else {
+                SecurityProtocol::Plaintext
+            },
+            listener: name,
+            ssl,
+            sasl: None,
+        }
+    }
 }
 
 impl SecurityConfig {
@@ -125,8 +152,22 @@ pub(crate) fn parse(
     p: &mut Props,
     listeners: &[Listener],
     map: &BTreeMap<String, SecurityProtocol>,
+    controller_listener_names: &[String],
 ) -> Result<SecurityConfig, ConfigError> {
     let mut out = SecurityConfig::default();
+    for name in controller_listener_names {
+        if map.get(name) == Some(&SecurityProtocol::Ssl) {
+            let s = SslSettings::from_props(p, name, SecurityProtocol::Ssl)?;
+            if s.truststore_location.is_none() && s.truststore_certificates.is_none() {
+                return Err(Props::invalid(
+                    "ssl.truststore.location",
+                    "",
+                    format!("controller listener {name} uses SSL: nodes verify the controllers with its truststore (ssl.truststore.location or ssl.truststore.certificates)"),
+                ));
+            }
+            out.controller_tls.insert(name.clone(), s);
+        }
+    }
     for l in listeners {
         let protocol = match map.get(&l.name) {
             Some(p) => *p,
@@ -270,5 +311,44 @@ mod tests {
         .unwrap();
         let client = c.security.inter_broker_client.unwrap();
         assert!(client.ssl.is_none() && client.sasl.is_none());
+    }
+
+    #[test]
+    fn a_controller_listener_may_be_ssl_with_a_truststore_never_sasl() {
+        let map = |c: &'static str| {
+            (
+                "listener.security.protocol.map",
+                match c {
+                    "SSL" => "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:SSL",
+                    _ => "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:SASL_SSL",
+                },
+            )
+        };
+        let e = cluster(&[map("SASL_SSL")]).unwrap_err();
+        assert!(
+            e.contains("controller listeners are PLAINTEXT or SSL"),
+            "{e}"
+        );
+        let ks = [
+            ("listener.name.controller.ssl.keystore.type", "PEM"),
+            ("listener.name.controller.ssl.keystore.location", "/c.pem"),
+        ];
+        let mut pairs = ks.to_vec();
+        pairs.push(map("SSL"));
+        let e = cluster(&pairs).unwrap_err();
+        assert!(e.contains("nodes verify the controllers"), "{e}");
+        pairs.push(("ssl.truststore.type", "PEM"));
+        pairs.push(("ssl.truststore.location", "/ca.pem"));
+        let c = cluster(&pairs).unwrap();
+        let client = c
+            .security
+            .controller_client(&c.cluster.as_ref().unwrap().controller_listener_names);
+        assert_eq!(client.protocol, super::SecurityProtocol::Ssl);
+        assert_eq!(
+            client.ssl.unwrap().keystore_location.unwrap(),
+            std::path::PathBuf::from("/c.pem")
+        );
+        // Not a client listener: the controller listener stays out of `listeners`.
+        assert!(!c.security.listeners.contains_key("CONTROLLER"));
     }
 }

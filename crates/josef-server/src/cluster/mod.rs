@@ -143,12 +143,42 @@ impl MetadataStateMachine for LogStateMachine {
 struct QuorumAcceptor(MetadataQuorum);
 
 impl listener::RaftAcceptor for QuorumAcceptor {
-    fn serve_raft(&self, stream: TcpStream) {
-        self.0.serve_connection(stream);
+    fn serve_raft(&self, stream: josef_quorum::QuorumStream, peer: String) {
+        self.0.serve_stream(stream, peer);
     }
 
-    fn serve_observer(&self, stream: TcpStream) {
-        self.0.serve_observer_connection(stream);
+    fn serve_observer(&self, stream: josef_quorum::QuorumStream, peer: String) {
+        self.0.serve_observer_stream(stream, peer);
+    }
+}
+
+/// Dials the voters' controller listener for the quorum (Raft, observers): TCP, then TLS when
+/// that listener is SSL.
+#[derive(Debug)]
+struct ControllerStreams(Option<josef_tls::TlsConnector>);
+
+impl josef_quorum::StreamConnector for ControllerStreams {
+    fn connect<'a>(&'a self, addr: &'a str) -> josef_quorum::transport::ConnectFuture<'a> {
+        Box::pin(async move {
+            let tcp = TcpStream::connect(addr).await?;
+            let _ = tcp.set_nodelay(true);
+            let Some(tls) = &self.0 else {
+                return Ok(Box::new(tcp) as josef_quorum::QuorumStream);
+            };
+            match tls
+                .connect(crate::peer_connection::host_of(addr), tcp)
+                .await
+            {
+                Ok(s) => Ok(Box::new(s) as josef_quorum::QuorumStream),
+                Err(e) => {
+                    tracing::warn!(peer = addr, error = %e, "authentication to a cluster peer failed: TLS to the controller listener");
+                    Err(std::io::Error::new(
+                        std::io::ErrorKind::PermissionDenied,
+                        e.to_string(),
+                    ))
+                }
+            }
+        })
     }
 }
 
@@ -221,6 +251,13 @@ impl ClusterNode {
             (None, None)
         };
         let log = MetadataLog::new(events.clone());
+        // How this node reaches the controllers (quorum, observers, controller requests).
+        let controller_client = config
+            .security
+            .controller_client(&cl.controller_listener_names);
+        let to_controller = PeerConnector::new(&controller_client)?;
+        let quorum_streams: Arc<dyn josef_quorum::StreamConnector> =
+            Arc::new(ControllerStreams(to_controller.tls().cloned()));
         let mut quorum = None;
         let mut driver = None;
         let mut controller_listeners = Vec::new();
@@ -269,7 +306,12 @@ impl ClusterNode {
             qc.entries_kept_after_snapshot = cl.entries_kept_after_snapshot();
             qc.snapshot_max_interval_ms = cl.metadata_log_max_snapshot_interval_ms as u64;
             qc.segment_bytes = cl.metadata_log_segment_bytes as u64;
-            let q = MetadataQuorum::start(qc, Arc::new(LogStateMachine(log.clone()))).await?;
+            let q = MetadataQuorum::start_with_connector(
+                qc,
+                Arc::new(LogStateMachine(log.clone())),
+                quorum_streams.clone(),
+            )
+            .await?;
             let cc = controller_config(config, &cl);
             event_loop::spawn(
                 queue,
@@ -295,9 +337,21 @@ impl ClusterNode {
                 idle_timeout: None,
             };
             for (name, l) in bound {
+                let tls = match config.security.controller_tls.get(&name) {
+                    None => None,
+                    Some(s) => Some(josef_tls::TlsListener::new(s).map_err(|source| {
+                        crate::peer_connection::PeerConnectorError {
+                            listener: name.clone(),
+                            source,
+                        }
+                    })?),
+                };
                 listener::spawn_accept_loop(
-                    name,
-                    l,
+                    listener::ControllerSocket {
+                        name,
+                        listener: l,
+                        tls,
+                    },
                     apis.clone(),
                     acceptor.clone(),
                     limits,
@@ -309,8 +363,14 @@ impl ClusterNode {
             driver = Some(d);
         }
         // A broker-only node follows the log as an observer of the voters (observer.rs).
-        let observed =
-            observer::start_if_broker_only(&cl, config.node_id, &log, &shutdown, &tracker)?;
+        let observed = observer::start_if_broker_only(
+            &cl,
+            config.node_id,
+            &log,
+            quorum_streams.clone(),
+            &shutdown,
+            &tracker,
+        )?;
         let hint: Option<Arc<dyn Fn() -> Option<i32> + Send + Sync>> = quorum.clone().map(|q| {
             Arc::new(move || q.leader().map(|(id, _)| id as i32))
                 as Arc<dyn Fn() -> Option<i32> + Send + Sync>
@@ -319,13 +379,6 @@ impl ClusterNode {
         // One channel per kind of traffic, as Kafka's broker has (heartbeats, AlterPartition,
         // forwarding): each is one connection with one request at a time, so a burst of ISR
         // changes or a slow CreateTopics never delays the heartbeat that keeps the broker unfenced.
-        // Controller listeners are PLAINTEXT (checked when the configuration is read).
-        let to_controller = PeerConnector::plaintext(
-            cl.controller_listener_names
-                .first()
-                .cloned()
-                .unwrap_or_default(),
-        );
         let new_channel = || {
             Arc::new(ControllerChannel::new(
                 cl.voters.clone(),
