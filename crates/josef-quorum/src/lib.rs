@@ -21,7 +21,11 @@
 //!   first four bytes and hands Raft connections to [`MetadataQuorum::serve_connection`], and
 //!   observer connections ([`OBSERVER_PREAMBLE`]) to
 //!   [`MetadataQuorum::serve_observer_connection`]; without a broker,
-//!   [`MetadataQuorum::bind_and_serve`] runs a listener of its own.
+//!   [`MetadataQuorum::bind_and_serve`] runs a listener of its own. The streams are pluggable
+//!   ([`transport`]): [`MetadataQuorum::start_with_connector`] /
+//!   [`MetadataObserver::start_with_connector`] dial through a [`StreamConnector`] (TLS, say)
+//!   and [`MetadataQuorum::serve_stream`] / [`MetadataQuorum::serve_observer_stream`] serve
+//!   streams the caller accepted and unwrapped.
 //!
 //! A node without a quorum (a single-node broker) keeps its metadata records in a
 //! [`LocalMetadataLog`] instead: one file of CRC-framed records, fsynced on append.
@@ -107,6 +111,7 @@ mod network;
 mod observer;
 mod snapshot_timer;
 mod state_machine;
+pub mod transport;
 mod types;
 
 /// The README's example, run as a doc test.
@@ -137,6 +142,7 @@ pub use local_log::{
 };
 pub use network::MAX_FRAME_BYTES;
 pub use observer::{MetadataObserver, ObserverConfig};
+pub use transport::{QuorumStream, StreamConnector, TcpConnector};
 
 use log_store::{LogStore, Progress};
 use network::{Contacts, Network};
@@ -330,6 +336,17 @@ impl MetadataQuorum {
         config: QuorumConfig,
         state_machine: Arc<dyn MetadataStateMachine>,
     ) -> Result<MetadataQuorum, QuorumError> {
+        Self::start_with_connector(config, state_machine, Arc::new(TcpConnector)).await
+    }
+
+    /// [`start`](Self::start) with the other voters dialled through `connector` (TLS, say)
+    /// instead of plain TCP; accepted connections then come unwrapped through
+    /// [`serve_stream`](Self::serve_stream).
+    pub async fn start_with_connector(
+        config: QuorumConfig,
+        state_machine: Arc<dyn MetadataStateMachine>,
+        connector: Arc<dyn StreamConnector>,
+    ) -> Result<MetadataQuorum, QuorumError> {
         config.validate()?;
         let runtime = Handle::try_current().map_err(|_| {
             QuorumError::InvalidConfig("start must run within a tokio runtime".into())
@@ -398,6 +415,7 @@ impl MetadataQuorum {
             backoff: Duration::from_millis(config.heartbeat_interval_ms),
             contacts: contacts.clone(),
             progress: progress.clone(),
+            connector,
         };
         let raft = Raft::new(config.node_id, Arc::new(raft_config), network, log, sm)
             .await
@@ -594,12 +612,20 @@ impl MetadataQuorum {
     /// bytes of [`RAFT_PREAMBLE`]. Returns at once; the connection is served on a task of its own
     /// until the peer closes it, a frame does not decode (logged), or [`shutdown`](Self::shutdown).
     pub fn serve_connection(&self, stream: TcpStream) {
+        let _ = stream.set_nodelay(true);
+        let peer = transport::peer_of(&stream);
+        self.serve_stream(Box::new(stream), peer);
+    }
+
+    /// [`serve_connection`](Self::serve_connection) over any stream (one the caller accepted
+    /// and unwrapped, e.g. from TLS); `peer` names it in the logs.
+    pub fn serve_stream(&self, stream: QuorumStream, peer: String) {
         let raft = self.inner.raft.clone();
         let stop = self.inner.stop.subscribe();
         let id = self.inner.config.node_id;
         self.inner
             .runtime
-            .spawn(network::serve(raft, id, stream, stop));
+            .spawn(network::serve(raft, id, stream, peer, stop));
     }
 
     /// Serves observer fetches (a [`MetadataObserver`] following the committed log) on a
@@ -607,11 +633,19 @@ impl MetadataQuorum {
     /// [`OBSERVER_PREAMBLE`]. Returns at once, like [`serve_connection`](Self::serve_connection).
     /// Only committed entries are served (see the `observer` module docs for the exchange).
     pub fn serve_observer_connection(&self, stream: TcpStream) {
+        let _ = stream.set_nodelay(true);
+        let peer = transport::peer_of(&stream);
+        self.serve_observer_stream(Box::new(stream), peer);
+    }
+
+    /// [`serve_observer_connection`](Self::serve_observer_connection) over any stream; `peer`
+    /// names it in the logs.
+    pub fn serve_observer_stream(&self, stream: QuorumStream, peer: String) {
         let source = self.inner.observers.clone();
         let stop = self.inner.stop.subscribe();
         self.inner
             .runtime
-            .spawn(observer::serve(source, stream, stop));
+            .spawn(observer::serve(source, stream, peer, stop));
     }
 
     /// Binds a listener of its own at `addr` and serves Raft connections on it (each must start

@@ -13,6 +13,7 @@ use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::transport::{QuorumStream, StreamConnector};
 use openraft::error::{
     Fatal, InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, ReplicationClosed,
     StreamingError, Timeout, Unreachable,
@@ -25,7 +26,6 @@ use openraft::raft::{
 use openraft::{BasicNode, Raft};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
-use tokio::net::TcpStream;
 
 use crate::log_store::Progress;
 use crate::types::{SnapshotMeta, TypeConfig, Vote, B64};
@@ -136,6 +136,7 @@ pub(crate) struct Network {
     pub(crate) backoff: Duration,
     pub(crate) contacts: Contacts,
     pub(crate) progress: Arc<Progress>,
+    pub(crate) connector: Arc<dyn StreamConnector>,
 }
 
 impl RaftNetworkFactory<TypeConfig> for Network {
@@ -156,13 +157,14 @@ impl RaftNetworkFactory<TypeConfig> for Network {
             backoff: self.backoff,
             contacts: self.contacts.clone(),
             progress: self.progress.clone(),
+            connector: self.connector.clone(),
         }
     }
 }
 
 type Conn = (
-    BufReader<tokio::net::tcp::OwnedReadHalf>,
-    BufWriter<tokio::net::tcp::OwnedWriteHalf>,
+    BufReader<tokio::io::ReadHalf<QuorumStream>>,
+    BufWriter<tokio::io::WriteHalf<QuorumStream>>,
 );
 
 /// One connection to one peer, opened on first use and again after any error.
@@ -175,6 +177,7 @@ pub(crate) struct PeerClient {
     backoff: Duration,
     contacts: Contacts,
     progress: Arc<Progress>,
+    connector: Arc<dyn StreamConnector>,
 }
 
 enum CallError {
@@ -196,11 +199,12 @@ impl PeerClient {
         let (mut r, mut w) = match self.conn.take() {
             Some(c) => c,
             None => {
-                let stream = TcpStream::connect(&self.addr)
+                let stream = self
+                    .connector
+                    .connect(&self.addr)
                     .await
                     .map_err(CallError::Unreachable)?;
-                let _ = stream.set_nodelay(true);
-                let (r, w) = stream.into_split();
+                let (r, w) = tokio::io::split(stream);
                 let mut w = BufWriter::new(w);
                 w.write_all(&RAFT_PREAMBLE)
                     .await
@@ -389,15 +393,11 @@ impl RaftNetwork<TypeConfig> for PeerClient {
 pub(crate) async fn serve(
     raft: Raft<TypeConfig>,
     node_id: u64,
-    stream: TcpStream,
+    stream: QuorumStream,
+    peer: String,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    let peer = stream
-        .peer_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_else(|_| "?".into());
-    let _ = stream.set_nodelay(true);
-    let (r, w) = stream.into_split();
+    let (r, w) = tokio::io::split(stream);
     let mut r = BufReader::new(r);
     let mut w = BufWriter::new(w);
     if *stop.borrow_and_update() {
@@ -515,6 +515,7 @@ mod tests {
             backoff: Duration::from_millis(10),
             contacts: Contacts::default(),
             progress: Arc::new(Progress::default()),
+            connector: Arc::new(crate::transport::TcpConnector),
         };
         let dropped = tokio::time::timeout(
             Duration::from_millis(50),

@@ -31,10 +31,10 @@ use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::transport::{QuorumStream, StreamConnector, TcpConnector};
 use openraft::EntryPayload;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
-use tokio::net::TcpStream;
 use tokio::runtime::Handle;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -196,15 +196,11 @@ impl ObserverSource {
 /// peer closes it, a frame does not decode, or `stop` fires.
 pub(crate) async fn serve(
     source: ObserverSource,
-    stream: TcpStream,
+    stream: QuorumStream,
+    peer: String,
     mut stop: watch::Receiver<bool>,
 ) {
-    let peer = stream
-        .peer_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_else(|_| "?".into());
-    let _ = stream.set_nodelay(true);
-    let (r, w) = stream.into_split();
+    let (r, w) = tokio::io::split(stream);
     let mut r = BufReader::new(r);
     let mut w = BufWriter::new(w);
     if *stop.borrow_and_update() {
@@ -339,6 +335,17 @@ impl MetadataObserver {
         state_machine: Arc<dyn MetadataStateMachine>,
         config: ObserverConfig,
     ) -> Result<MetadataObserver, QuorumError> {
+        Self::start_with_connector(voters, state_machine, config, Arc::new(TcpConnector))
+    }
+
+    /// [`start`](Self::start) with the voters dialled through `connector` (TLS, say) instead
+    /// of plain TCP.
+    pub fn start_with_connector(
+        voters: BTreeMap<u64, String>,
+        state_machine: Arc<dyn MetadataStateMachine>,
+        config: ObserverConfig,
+        connector: Arc<dyn StreamConnector>,
+    ) -> Result<MetadataObserver, QuorumError> {
         config.validate()?;
         if voters.is_empty() {
             return Err(QuorumError::InvalidConfig("no voters to observe".into()));
@@ -359,6 +366,7 @@ impl MetadataObserver {
             avoid: BTreeMap::new(),
             turn: 0,
             config: config.clone(),
+            connector,
         };
         let task = runtime.spawn(follower.run(stop_rx));
         Ok(MetadataObserver {
@@ -440,8 +448,8 @@ enum FollowError {
 }
 
 type Conn = (
-    BufReader<tokio::net::tcp::OwnedReadHalf>,
-    BufWriter<tokio::net::tcp::OwnedWriteHalf>,
+    BufReader<tokio::io::ReadHalf<QuorumStream>>,
+    BufWriter<tokio::io::WriteHalf<QuorumStream>>,
 );
 
 /// The fetch task's state.
@@ -459,6 +467,7 @@ struct Follower {
     /// Where the round robin over the voters is.
     turn: usize,
     config: ObserverConfig,
+    connector: Arc<dyn StreamConnector>,
 }
 
 impl Follower {
@@ -552,11 +561,10 @@ impl Follower {
 
     async fn connect(&self, addr: &str) -> Result<Conn, FollowError> {
         let timeout = Duration::from_millis(self.config.request_timeout_ms);
-        let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
+        let stream = tokio::time::timeout(timeout, self.connector.connect(addr))
             .await
             .map_err(|_| FollowError::Timeout(timeout))??;
-        let _ = stream.set_nodelay(true);
-        let (r, w) = stream.into_split();
+        let (r, w) = tokio::io::split(stream);
         let mut w = BufWriter::new(w);
         w.write_all(&OBSERVER_PREAMBLE).await?;
         Ok((BufReader::new(r), w))

@@ -15,7 +15,8 @@
 //! - [`settings`]: a listener's `sasl.*` settings (listener- and mechanism-prefixed, as Kafka
 //!   reads them) from a [`josef_config::settings::Props`], and the [`SaslListener`] they build.
 //! - [`ssl_principal`]: `ssl.principal.mapping.rules`, the principal of a TLS client certificate.
-//! - [`client`]: the client side of each mechanism, for tests and tools.
+//! - [`client`]: the client side of each mechanism, and [`client::SaslClientExchange`], the
+//!   whole PLAIN / SCRAM login as a client (a broker connecting to another broker).
 //!
 //! No clock, socket or random source inside: time is an argument and the SCRAM server nonce comes
 //! from a [`NonceSource`].

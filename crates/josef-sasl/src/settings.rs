@@ -219,6 +219,78 @@ impl SaslSettings {
         config.max_receive_size = usize::try_from(self.max_receive_size).unwrap_or(0);
         Ok(SaslListener::new(config, factory)?)
     }
+
+    /// The client identity a broker logs in with when it connects to this listener of another
+    /// broker with `mechanism` (`sasl.mechanism.inter.broker.protocol`): the `username` and
+    /// `password` options of the mechanism's JAAS entry, as Kafka's PlainLoginModule and
+    /// ScramLoginModule take them. The mechanism must be enabled here, as Kafka requires.
+    pub fn client_credentials(
+        &self,
+        mechanism: &str,
+    ) -> Result<ClientCredentials, SaslConfigError> {
+        let lower = mechanism.to_ascii_lowercase();
+        let err = |reason: String| SaslConfigError::Jaas {
+            mechanism: lower.clone(),
+            reason,
+        };
+        let parsed = match SaslMechanism::from_name(mechanism) {
+            Some(m @ (SaslMechanism::Plain | SaslMechanism::ScramSha256 | SaslMechanism::ScramSha512)) => m,
+            _ => {
+                return Err(err(format!(
+                    "{mechanism} cannot be used between brokers here: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"
+                )))
+            }
+        };
+        if !self.enabled_mechanisms.iter().any(|m| m == mechanism) {
+            return Err(err(format!(
+                "{mechanism} must be in sasl.enabled.mechanisms of the listener brokers connect to (enabled: {})",
+                self.enabled_mechanisms.join(",")
+            )));
+        }
+        let text = self.jaas_config.get(&lower).ok_or_else(|| {
+            err(format!(
+                "a broker logging in with {mechanism} needs listener.name.<listener>.{lower}.sasl.jaas.config with username and password"
+            ))
+        })?;
+        let jaas = JaasConfig::parse(text).map_err(|e| err(e.to_string()))?;
+        let entry = jaas
+            .entries
+            .first()
+            .ok_or_else(|| err("no login module".into()))?;
+        let option = |k: &str| {
+            entry.options.get(k).cloned().ok_or_else(|| {
+                err(format!(
+                    "the JAAS entry has no {k} option (the broker's own login)"
+                ))
+            })
+        };
+        Ok(ClientCredentials {
+            mechanism: parsed,
+            username: option("username")?,
+            password: option("password")?,
+        })
+    }
+}
+
+/// What a broker logs in with as a SASL client.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ClientCredentials {
+    /// The mechanism.
+    pub mechanism: SaslMechanism,
+    /// `username`.
+    pub username: String,
+    /// `password`.
+    pub password: String,
+}
+
+impl std::fmt::Debug for ClientCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientCredentials")
+            .field("mechanism", &self.mechanism)
+            .field("username", &self.username)
+            .field("password", &"(hidden)")
+            .finish()
+    }
 }
 
 #[cfg(test)]
@@ -238,6 +310,35 @@ mod tests {
 
     const PLAIN_JAAS: &str =
         r#"org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="a";"#;
+
+    #[test]
+    fn client_credentials_come_from_the_mechanism_s_jaas_entry() {
+        let mut p = props(&[
+            ("sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-512"),
+            (
+                "listener.name.a.plain.sasl.jaas.config",
+                r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" password="pw" user_broker="pw";"#,
+            ),
+            (
+                "listener.name.a.scram-sha-512.sasl.jaas.config",
+                r#"org.apache.kafka.common.security.scram.ScramLoginModule required username="admin";"#,
+            ),
+        ]);
+        let s = SaslSettings::from_props(&mut p, "A").unwrap();
+        let c = s.client_credentials("PLAIN").unwrap();
+        assert_eq!((c.username.as_str(), c.password.as_str()), ("broker", "pw"));
+        assert_eq!(c.mechanism, SaslMechanism::Plain);
+        assert!(!format!("{c:?}").contains("pw"));
+        for (m, want) in [
+            ("SCRAM-SHA-512", "no password option"),
+            ("SCRAM-SHA-256", "must be in sasl.enabled.mechanisms"),
+            ("OAUTHBEARER", "cannot be used between brokers"),
+            ("GSSAPI", "cannot be used between brokers"),
+        ] {
+            let e = s.client_credentials(m).unwrap_err().to_string();
+            assert!(e.contains(want), "{m}: {e}");
+        }
+    }
 
     #[test]
     fn defaults_are_kafka_s() {

@@ -462,19 +462,33 @@ impl BrokerConfig {
         )?;
         for c in &controller_names {
             if let Some(proto) = protocol_map.get(c) {
-                if *proto != crate::security_config::SecurityProtocol::Plaintext {
+                if proto.uses_sasl() {
                     return Err(Props::invalid(
                         "listener.security.protocol.map",
                         protocol_map_raw.as_deref().unwrap_or(""),
                         format!(
-                            "controller listener {c} uses {}; controller listeners are PLAINTEXT only",
+                            "controller listener {c} uses {}; controller listeners are PLAINTEXT or SSL (SASL is not implemented there)",
                             proto.name()
                         ),
                     ));
                 }
             }
         }
-        let security = crate::security_config::parse(&mut p, &listeners, &protocol_map)?;
+        let mut security = crate::security_config::parse(
+            &mut p,
+            &listeners,
+            &protocol_map,
+            cluster
+                .as_ref()
+                .map_or(&[][..], |c| &c.controller_listener_names),
+        )?;
+        if let Some(c) = cluster.as_ref().filter(|c| c.is_broker()) {
+            security.inter_broker_client = Some(crate::security_config::inter_broker_client(
+                &mut p,
+                &security,
+                &c.inter_broker_listener_name,
+            )?);
+        }
         let controller_only = cluster.as_ref().is_some_and(|c| !c.is_broker());
         // The internal topics' replication factor: Kafka's default (3) on a cluster node; one
         // node can only hold 1. With fewer registered brokers the controller refuses to create

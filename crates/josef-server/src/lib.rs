@@ -47,6 +47,7 @@ pub mod log_storage;
 pub mod meta;
 pub mod metrics;
 pub mod partition;
+pub mod peer_connection;
 pub mod quotas;
 pub mod sasl_session;
 pub mod security_config;

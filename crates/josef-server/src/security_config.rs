@@ -40,6 +40,35 @@ impl ListenerSecurity {
 pub struct SecurityConfig {
     /// Per listener; a listener not in the map is PLAINTEXT.
     pub listeners: BTreeMap<String, ListenerSecurity>,
+    /// How this broker connects to the other brokers' inter-broker listener (cluster brokers).
+    pub inter_broker_client: Option<PeerClientSettings>,
+    /// The TLS settings of each controller listener mapped to SSL (its own
+    /// `listener.name.<l>.ssl.*`, else the unprefixed ones): the server side on controllers,
+    /// and for the first of `controller.listener.names` the client side every node uses to
+    /// reach the controllers (Raft, observers, broker-to-controller requests).
+    pub controller_tls: BTreeMap<String, SslSettings>,
+}
+
+impl SecurityConfig {
+    /// How this node connects to the controllers: the first of `controller.listener.names`,
+    /// PLAINTEXT or SSL.
+    pub fn controller_client(&self, controller_listener_names: &[String]) -> PeerClientSettings {
+        let name = controller_listener_names
+            .first()
+            .cloned()
+            .unwrap_or_default();
+        let ssl = self.controller_tls.get(&name).cloned();
+        PeerClientSettings {
+            protocol: if ssl.is_some() {
+                SecurityProtocol::Ssl
+            } else {
+                SecurityProtocol::Plaintext
+            },
+            listener: name,
+            ssl,
+            sasl: None,
+        }
+    }
 }
 
 impl SecurityConfig {
@@ -52,14 +81,93 @@ impl SecurityConfig {
     }
 }
 
+/// How this node connects, as a client, to one listener of its peers (the inter-broker listener):
+/// that listener's protocol and TLS settings, and the SASL identity it logs in with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerClientSettings {
+    /// The listener name (upper case).
+    pub listener: String,
+    /// Its protocol.
+    pub protocol: SecurityProtocol,
+    /// Its TLS settings (SSL, SASL_SSL): the truststore checks the peer, the keystore is this
+    /// node's client certificate.
+    pub ssl: Option<SslSettings>,
+    /// The SASL login (SASL_PLAINTEXT, SASL_SSL).
+    pub sasl: Option<josef_sasl::settings::ClientCredentials>,
+}
+
+/// The client settings for connections to `listener` of the other brokers, from the listener's
+/// own settings in `security` and `sasl.mechanism.inter.broker.protocol` (taken from `p`), as
+/// Kafka's inter-broker clients are configured.
+pub(crate) fn inter_broker_client(
+    p: &mut Props,
+    security: &SecurityConfig,
+    listener: &str,
+) -> Result<PeerClientSettings, ConfigError> {
+    const MECHANISM_KEY: &str = "sasl.mechanism.inter.broker.protocol";
+    let mechanism = p.take(MECHANISM_KEY);
+    let l = security.of(listener);
+    let sasl = match &l.sasl {
+        None => None,
+        Some(settings) => {
+            // Kafka's default, GSSAPI, is not implemented here: the setting is required.
+            let m = mechanism.clone().unwrap_or_else(|| "GSSAPI".to_string());
+            let m = m.trim();
+            let credentials = settings.client_credentials(m).map_err(|e| {
+                Props::invalid(
+                    MECHANISM_KEY,
+                    m,
+                    format!(
+                        "inter-broker listener {listener} uses {}: {e}",
+                        l.protocol.name()
+                    ),
+                )
+            })?;
+            Some(credentials)
+        }
+    };
+    if let Some(ssl) = &l.ssl {
+        if ssl.truststore_location.is_none() && ssl.truststore_certificates.is_none() {
+            return Err(Props::invalid(
+                "ssl.truststore.location",
+                "",
+                format!(
+                    "inter-broker listener {listener} uses {}: brokers verify each other with its truststore (ssl.truststore.location or ssl.truststore.certificates)",
+                    l.protocol.name()
+                ),
+            ));
+        }
+    }
+    Ok(PeerClientSettings {
+        listener: listener.to_string(),
+        protocol: l.protocol,
+        ssl: l.ssl,
+        sasl,
+    })
+}
+
 /// Reads the security settings of `listeners` (client listeners, controller ones removed) with
 /// the protocol `map`. Every setting read is removed from `p`.
 pub(crate) fn parse(
     p: &mut Props,
     listeners: &[Listener],
     map: &BTreeMap<String, SecurityProtocol>,
+    controller_listener_names: &[String],
 ) -> Result<SecurityConfig, ConfigError> {
     let mut out = SecurityConfig::default();
+    for name in controller_listener_names {
+        if map.get(name) == Some(&SecurityProtocol::Ssl) {
+            let s = SslSettings::from_props(p, name, SecurityProtocol::Ssl)?;
+            if s.truststore_location.is_none() && s.truststore_certificates.is_none() {
+                return Err(Props::invalid(
+                    "ssl.truststore.location",
+                    "",
+                    format!("controller listener {name} uses SSL: nodes verify the controllers with its truststore (ssl.truststore.location or ssl.truststore.certificates)"),
+                ));
+            }
+            out.controller_tls.insert(name.clone(), s);
+        }
+    }
     for l in listeners {
         let protocol = match map.get(&l.name) {
             Some(p) => *p,
@@ -95,4 +203,152 @@ pub(crate) fn parse(
     SslSettings::take_unprefixed(p)?;
     SaslSettings::take_unprefixed(p);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::BrokerConfig;
+
+    fn cluster(extra: &[(&str, &str)]) -> Result<BrokerConfig, String> {
+        let mut m: std::collections::BTreeMap<String, String> = [
+            ("process.roles", "broker,controller"),
+            ("node.id", "1"),
+            ("controller.quorum.voters", "1@127.0.0.1:9093"),
+            (
+                "listeners",
+                "PLAINTEXT://127.0.0.1:9092,INTERNAL://127.0.0.1:9094,CONTROLLER://127.0.0.1:9093",
+            ),
+            ("controller.listener.names", "CONTROLLER"),
+            ("inter.broker.listener.name", "INTERNAL"),
+            ("log.dirs", "/tmp/josef-unused"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        for (k, v) in extra {
+            m.insert(k.to_string(), v.to_string());
+        }
+        BrokerConfig::from_properties(m).map_err(|e| e.to_string())
+    }
+
+    const PLAIN_JAAS: &str = r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" password="pw" user_broker="pw";"#;
+
+    #[test]
+    fn sasl_between_brokers_needs_a_mechanism_and_the_broker_s_own_login() {
+        let map = (
+            "listener.security.protocol.map",
+            "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+        );
+        let e = cluster(&[map, ("sasl.enabled.mechanisms", "PLAIN")]).unwrap_err();
+        assert!(
+            e.contains("sasl.mechanism.inter.broker.protocol") && e.contains("GSSAPI"),
+            "{e}"
+        );
+        let e = cluster(&[
+            map,
+            ("sasl.enabled.mechanisms", "PLAIN"),
+            ("sasl.mechanism.inter.broker.protocol", "PLAIN"),
+            (
+                "listener.name.internal.plain.sasl.jaas.config",
+                r#"org.apache.kafka.common.security.plain.PlainLoginModule required user_broker="pw";"#,
+            ),
+        ])
+        .unwrap_err();
+        assert!(e.contains("no username option"), "{e}");
+        let c = cluster(&[
+            map,
+            ("sasl.enabled.mechanisms", "PLAIN"),
+            ("sasl.mechanism.inter.broker.protocol", "PLAIN"),
+            ("listener.name.internal.plain.sasl.jaas.config", PLAIN_JAAS),
+        ])
+        .unwrap();
+        let client = c.security.inter_broker_client.unwrap();
+        assert_eq!(client.listener, "INTERNAL");
+        let sasl = client.sasl.unwrap();
+        assert_eq!(
+            (sasl.username.as_str(), sasl.password.as_str()),
+            ("broker", "pw")
+        );
+        assert!(client.ssl.is_none());
+    }
+
+    #[test]
+    fn tls_between_brokers_takes_the_listener_s_stores_and_needs_a_truststore() {
+        let base = [
+            (
+                "listener.security.protocol.map",
+                "PLAINTEXT:PLAINTEXT,INTERNAL:SSL,CONTROLLER:PLAINTEXT",
+            ),
+            ("ssl.keystore.type", "PEM"),
+            ("listener.name.internal.ssl.keystore.location", "/ks.pem"),
+        ];
+        let e = cluster(&base).unwrap_err();
+        assert!(e.contains("brokers verify each other"), "{e}");
+        let mut with_trust = base.to_vec();
+        with_trust.push(("ssl.truststore.type", "PEM"));
+        with_trust.push(("ssl.truststore.location", "/ca.pem"));
+        with_trust.push(("listener.name.internal.ssl.client.auth", "required"));
+        let c = cluster(&with_trust).unwrap();
+        let client = c.security.inter_broker_client.unwrap();
+        let ssl = client.ssl.unwrap();
+        assert_eq!(
+            ssl.truststore_location.unwrap(),
+            std::path::PathBuf::from("/ca.pem")
+        );
+        assert_eq!(
+            ssl.keystore_location.unwrap(),
+            std::path::PathBuf::from("/ks.pem")
+        );
+        assert!(client.sasl.is_none());
+        // PLAINTEXT between brokers: nothing to set up.
+        let c = cluster(&[
+            ("inter.broker.listener.name", "PLAINTEXT"),
+            (
+                "listener.security.protocol.map",
+                "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            ),
+        ])
+        .unwrap();
+        let client = c.security.inter_broker_client.unwrap();
+        assert!(client.ssl.is_none() && client.sasl.is_none());
+    }
+
+    #[test]
+    fn a_controller_listener_may_be_ssl_with_a_truststore_never_sasl() {
+        let map = |c: &'static str| {
+            (
+                "listener.security.protocol.map",
+                match c {
+                    "SSL" => "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:SSL",
+                    _ => "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:SASL_SSL",
+                },
+            )
+        };
+        let e = cluster(&[map("SASL_SSL")]).unwrap_err();
+        assert!(
+            e.contains("controller listeners are PLAINTEXT or SSL"),
+            "{e}"
+        );
+        let ks = [
+            ("listener.name.controller.ssl.keystore.type", "PEM"),
+            ("listener.name.controller.ssl.keystore.location", "/c.pem"),
+        ];
+        let mut pairs = ks.to_vec();
+        pairs.push(map("SSL"));
+        let e = cluster(&pairs).unwrap_err();
+        assert!(e.contains("nodes verify the controllers"), "{e}");
+        pairs.push(("ssl.truststore.type", "PEM"));
+        pairs.push(("ssl.truststore.location", "/ca.pem"));
+        let c = cluster(&pairs).unwrap();
+        let client = c
+            .security
+            .controller_client(&c.cluster.as_ref().unwrap().controller_listener_names);
+        assert_eq!(client.protocol, super::SecurityProtocol::Ssl);
+        assert_eq!(
+            client.ssl.unwrap().keystore_location.unwrap(),
+            std::path::PathBuf::from("/c.pem")
+        );
+        // Not a client listener: the controller listener stays out of `listeners`.
+        assert!(!c.security.listeners.contains_key("CONTROLLER"));
+    }
 }

@@ -8,6 +8,9 @@
 //! - [`TlsListener`]: the rustls server configuration they build, and the handshake over any
 //!   `AsyncRead + AsyncWrite` stream under a timeout, giving the TLS stream and the client
 //!   certificate's principal;
+//! - [`TlsConnector`]: the client side over the same settings (truststore to verify the server,
+//!   keystore as the client certificate, `ssl.endpoint.identification.algorithm`), what a broker
+//!   uses to reach another broker's SSL listener;
 //! - [`subject_dn`]: a certificate's subject as Java's RFC 2253 text, what the mapping rules match.
 //!
 //! Certificates are read once when the listener is built; changing them needs a new listener.
@@ -35,11 +38,13 @@
 //! ```
 #![deny(missing_docs)]
 
+mod connector;
 mod listener;
 pub mod pem;
 pub mod settings;
 mod subject;
 
+pub use connector::{tls_error, TlsConnector};
 pub use listener::{HandshakeError, TlsConfigError, TlsListener, HANDSHAKE_TIMEOUT};
 pub use settings::{ClientAuth, SslSettings};
 pub use subject::{subject_dn, SubjectError};

@@ -9,6 +9,7 @@ use josef_sasl::ssl_principal::{MappingRuleError, NoMatchingRule, SslPrincipalMa
 use josef_sasl::KafkaPrincipal;
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig};
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
@@ -72,6 +73,59 @@ pub enum HandshakeError {
     Mapping(#[from] NoMatchingRule),
 }
 
+/// The keystore's certificate chain and private key (inline PEM, else the file).
+pub(crate) fn keystore(
+    s: &SslSettings,
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), TlsConfigError> {
+    Ok(match (&s.keystore_certificate_chain, &s.keystore_key) {
+        (Some(chain), Some(key)) => (
+            certificates(chain.as_bytes(), "ssl.keystore.certificate.chain")?,
+            private_key(key.as_bytes(), "ssl.keystore.key")?,
+        ),
+        _ => {
+            let pem = pem_text(None, s.keystore_location.as_ref())?.ok_or(TlsConfigError::Pem {
+                what: "ssl.keystore.location",
+                reason: "not set".into(),
+            })?;
+            (
+                certificates(&pem, "ssl.keystore.location")?,
+                private_key(&pem, "ssl.keystore.location")?,
+            )
+        }
+    })
+}
+
+/// The truststore's CA certificates, if one is configured.
+pub(crate) fn truststore(s: &SslSettings) -> Result<Option<RootCertStore>, TlsConfigError> {
+    let Some(pem) = pem_text(
+        s.truststore_certificates.as_deref(),
+        s.truststore_location.as_ref(),
+    )?
+    else {
+        return Ok(None);
+    };
+    let mut roots = RootCertStore::empty();
+    for c in certificates(&pem, "ssl.truststore")? {
+        roots.add(c).map_err(|source| TlsConfigError::Rustls {
+            what: "ssl.truststore",
+            source,
+        })?;
+    }
+    Ok(Some(roots))
+}
+
+/// `ssl.enabled.protocols` as rustls versions.
+pub(crate) fn protocol_versions(s: &SslSettings) -> Vec<&'static rustls::SupportedProtocolVersion> {
+    s.enabled_protocols
+        .iter()
+        .filter_map(|p| match p.as_str() {
+            "TLSv1.2" => Some(&rustls::version::TLS12),
+            "TLSv1.3" => Some(&rustls::version::TLS13),
+            _ => None,
+        })
+        .collect()
+}
+
 /// A TLS listener: the acceptor and how client certificates become principals. Cheap to clone.
 #[derive(Clone)]
 pub struct TlsListener {
@@ -93,52 +147,17 @@ impl TlsListener {
     /// Reads the keystore and truststore and builds the rustls configuration.
     pub fn new(s: &SslSettings) -> Result<TlsListener, TlsConfigError> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let (chain, key) = match (&s.keystore_certificate_chain, &s.keystore_key) {
-            (Some(chain), Some(key)) => (
-                certificates(chain.as_bytes(), "ssl.keystore.certificate.chain")?,
-                private_key(key.as_bytes(), "ssl.keystore.key")?,
-            ),
-            _ => {
-                let pem =
-                    pem_text(None, s.keystore_location.as_ref())?.ok_or(TlsConfigError::Pem {
-                        what: "ssl.keystore.location",
-                        reason: "not set".into(),
-                    })?;
-                (
-                    certificates(&pem, "ssl.keystore.location")?,
-                    private_key(&pem, "ssl.keystore.location")?,
-                )
-            }
-        };
-        let versions: Vec<&'static rustls::SupportedProtocolVersion> = s
-            .enabled_protocols
-            .iter()
-            .filter_map(|p| match p.as_str() {
-                "TLSv1.2" => Some(&rustls::version::TLS12),
-                "TLSv1.3" => Some(&rustls::version::TLS13),
-                _ => None,
-            })
-            .collect();
+        let (chain, key) = keystore(s)?;
+        let versions = protocol_versions(s);
         let builder = ServerConfig::builder_with_provider(provider.clone())
             .with_protocol_versions(&versions)
             .map_err(|source| TlsConfigError::Rustls {
                 what: "ssl.enabled.protocols",
                 source,
             })?;
-        let trust = pem_text(
-            s.truststore_certificates.as_deref(),
-            s.truststore_location.as_ref(),
-        )?;
-        let builder = match (s.client_auth, trust) {
+        let builder = match (s.client_auth, truststore(s)?) {
             (ClientAuth::None, _) | (_, None) => builder.with_no_client_auth(),
-            (auth, Some(pem)) => {
-                let mut roots = RootCertStore::empty();
-                for c in certificates(&pem, "ssl.truststore")? {
-                    roots.add(c).map_err(|source| TlsConfigError::Rustls {
-                        what: "ssl.truststore",
-                        source,
-                    })?;
-                }
+            (auth, Some(roots)) => {
                 let v = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
                 let v = if auth == ClientAuth::Requested {
                     v.allow_unauthenticated()

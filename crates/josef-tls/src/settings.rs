@@ -23,6 +23,7 @@ pub const UNPREFIXED_KEYS: &[&str] = &[
     "ssl.client.auth",
     "ssl.principal.mapping.rules",
     "ssl.enabled.protocols",
+    "ssl.endpoint.identification.algorithm",
 ];
 
 /// `ssl.client.auth`.
@@ -55,6 +56,10 @@ pub struct SslSettings {
     pub principal_mapping_rules: String,
     /// `ssl.enabled.protocols` (TLSv1.2, TLSv1.3).
     pub enabled_protocols: Vec<String>,
+    /// `ssl.endpoint.identification.algorithm`: `https` (the default) makes a connecting client
+    /// check that the server certificate names the host it dialled; empty turns that off. Used
+    /// only when this listener's settings make a client ([`crate::TlsConnector`]).
+    pub endpoint_identification: bool,
 }
 
 fn pem_type(p: &mut Props, listener: &str, key: &'static str) -> Result<(), ConfigError> {
@@ -178,7 +183,15 @@ impl SslSettings {
                 l
             }
         };
+        let endpoint_identification =
+            match p.listener_or_global(listener, "ssl.endpoint.identification.algorithm") {
+                None => true,
+                Some(v) if v.value.trim().is_empty() => false,
+                Some(v) if v.value.trim().eq_ignore_ascii_case("https") => true,
+                Some(v) => return Err(v.invalid("expected https or an empty value")),
+            };
         Ok(SslSettings {
+            endpoint_identification,
             keystore_location: keystore_location.map(|v| PathBuf::from(v.value)),
             keystore_certificate_chain: chain.map(|v| v.value),
             keystore_key: key.map(|v| v.value),
@@ -254,6 +267,28 @@ mod tests {
         assert_eq!(s.client_auth, ClientAuth::None);
         assert_eq!(s.principal_mapping_rules, "DEFAULT");
         assert_eq!(s.enabled_protocols, ["TLSv1.2", "TLSv1.3"]);
+        assert!(s.endpoint_identification);
+    }
+
+    #[test]
+    fn endpoint_identification_is_https_or_off() {
+        for (v, want) in [
+            ("https", Some(true)),
+            ("HTTPS", Some(true)),
+            ("", Some(false)),
+            ("ldap", None),
+        ] {
+            let mut pairs = INLINE.to_vec();
+            pairs.push((
+                "listener.name.client.ssl.endpoint.identification.algorithm",
+                v,
+            ));
+            let got = read(&pairs, SecurityProtocol::Ssl).map(|s| s.endpoint_identification);
+            match want {
+                Some(w) => assert_eq!(got, Ok(w), "{v:?}"),
+                None => assert!(got.unwrap_err().contains("expected https"), "{v:?}"),
+            }
+        }
     }
 
     #[test]

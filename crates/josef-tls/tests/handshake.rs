@@ -23,6 +23,7 @@ fn settings(
         client_auth,
         principal_mapping_rules: rules.into(),
         enabled_protocols: vec!["TLSv1.2".into(), "TLSv1.3".into()],
+        endpoint_identification: true,
     }
 }
 

@@ -1,6 +1,11 @@
-//! Client sides of the mechanisms, for tests and tools (a broker's end-to-end tests, a CLI).
+//! Client sides of the mechanisms: the single messages for tests and tools, and
+//! [`SaslClientExchange`], the whole PLAIN / SCRAM login a broker runs towards another broker's
+//! SASL listener.
 
+mod exchange;
 mod scram;
+
+pub use exchange::{ClientStep, SaslClientError, SaslClientExchange};
 
 pub use crate::oauthbearer::message::client_initial_response as oauthbearer_client_response;
 pub use crate::oauthbearer::unsecured_token;

@@ -5,7 +5,9 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use subtle::ConstantTimeEq;
 
-use crate::scram::{client_proof, hi, server_key, server_signature, ScramMechanism};
+use crate::scram::{
+    client_proof, hi, server_key, server_signature, ScramMechanism, MAX_ITERATIONS, MIN_ITERATIONS,
+};
 
 /// A failed client step.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -25,6 +27,10 @@ pub enum ScramClientError {
     /// Steps called out of order.
     #[error("client step out of order")]
     OutOfOrder,
+    /// The server asks for an iteration count outside Kafka's 4096..=16384: below is weak, above
+    /// would let a hostile server make the client burn CPU.
+    #[error("server asks for {0} iterations (Kafka's bounds are 4096..=16384)")]
+    IterationsOutOfRange(u32),
 }
 
 /// A SCRAM client session: [`ScramClient::client_first`], then
@@ -109,6 +115,9 @@ impl ScramClient {
         };
         if !nonce.starts_with(&self.nonce) || nonce.len() == self.nonce.len() {
             return Err(ScramClientError::NonceMismatch);
+        }
+        if !(MIN_ITERATIONS..=MAX_ITERATIONS).contains(&iterations) {
+            return Err(ScramClientError::IterationsOutOfRange(iterations));
         }
         let without_proof = format!("c={},r={nonce}", STANDARD.encode("n,,"));
         let auth_message = format!("{bare},{text},{without_proof}");

@@ -7,15 +7,14 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::channel::{exchange, SendError};
+use super::ClusterNode;
+use crate::peer_connection::PeerStream;
 use bytes::BytesMut;
 use josef_protocol::{encode_request_frame, RequestBody, RequestHeader, ResponseBody, StrBytes};
 use parking_lot::Mutex;
-use tokio::net::TcpStream;
 
-use super::channel::{exchange, SendError};
-use super::ClusterNode;
-
-type Conn = Arc<tokio::sync::Mutex<Option<(String, TcpStream)>>>;
+type Conn = Arc<tokio::sync::Mutex<Option<(String, PeerStream)>>>;
 
 /// Connections to other brokers for one kind of traffic (each kind has its own, so slow
 /// requests of one never queue the other's).
@@ -50,7 +49,7 @@ impl BrokerConnections {
             .log
             .image()
             .broker(broker)
-            .and_then(|r| r.listener(&node.config.inter_broker_listener_name))
+            .and_then(|r| r.listener(node.inter_broker.listener()))
             .map(|e| format!("{}:{}", e.host, e.port))?;
         let key = body.api_key();
         let header = RequestHeader {
@@ -69,8 +68,11 @@ impl BrokerConnections {
         let mut guard = conn.lock().await;
         let result = tokio::time::timeout(timeout, async {
             if guard.as_ref().map_or(true, |(e, _)| *e != endpoint) {
-                let stream = TcpStream::connect(&endpoint).await.map_err(SendError::Io)?;
-                let _ = stream.set_nodelay(true);
+                let stream = node
+                    .inter_broker
+                    .connect(&endpoint, &self.client_id)
+                    .await
+                    .map_err(SendError::Connect)?;
                 *guard = Some((endpoint.clone(), stream));
             }
             let (_, stream) = guard.as_mut().expect("connected above");

@@ -7,14 +7,12 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use josef_protocol::{
-    decode_response_frame, encode_request_frame, ApiKey, ErrorCode, RequestBody, RequestHeader,
-    ResponseBody, StrBytes,
+    encode_request_frame, ApiKey, ErrorCode, RequestBody, RequestHeader, ResponseBody, StrBytes,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::sync::Mutex;
 
 use crate::cluster_config::Voter;
+use crate::peer_connection::{ExchangeError, PeerConnectError, PeerConnector, PeerStream};
 
 /// Why a controller request failed.
 #[derive(Debug, thiserror::Error)]
@@ -35,7 +33,7 @@ const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
 
 struct Conn {
     voter: usize,
-    stream: TcpStream,
+    stream: PeerStream,
 }
 
 /// A request channel to the active controller.
@@ -49,6 +47,7 @@ pub struct ControllerChannel {
     conn: Mutex<Option<Conn>>,
     correlation: std::sync::atomic::AtomicI32,
     request_timeout: Duration,
+    connector: PeerConnector,
 }
 
 /// Whether a controller response says "not the controller" (then another voter is tried).
@@ -94,12 +93,14 @@ pub fn is_not_controller(body: &ResponseBody) -> bool {
 }
 
 impl ControllerChannel {
-    /// A channel to `voters`; `leader_hint` names the Raft leader where this node knows it.
+    /// A channel to `voters` (their controller listener, reached through `connector`);
+    /// `leader_hint` names the Raft leader where this node knows it.
     pub fn new(
         voters: Vec<Voter>,
         node_id: i32,
         leader_hint: Option<Arc<dyn Fn() -> Option<i32> + Send + Sync>>,
         request_timeout: Duration,
+        connector: PeerConnector,
     ) -> Self {
         ControllerChannel {
             voters,
@@ -109,6 +110,7 @@ impl ControllerChannel {
             conn: Mutex::new(None),
             correlation: std::sync::atomic::AtomicI32::new(1),
             request_timeout,
+            connector,
         }
     }
 
@@ -163,6 +165,10 @@ impl ControllerChannel {
                     return Ok(resp);
                 }
                 Some(Err(SendError::Encode(e))) => return Err(ChannelError::Encode(e)),
+                Some(Err(SendError::Connect(e))) => {
+                    tracing::debug!(voter = self.voters[voter].id, error = %e, "controller connection failed");
+                    *self.conn.lock().await = None;
+                }
                 Some(Err(SendError::Io(e))) => {
                     tracing::debug!(voter = self.voters[voter].id, error = %e, "controller request failed");
                     *self.conn.lock().await = None;
@@ -206,10 +212,11 @@ impl ControllerChannel {
             .map_err(|e| SendError::Encode(e.to_string()))?;
         let mut guard = self.conn.lock().await;
         if guard.as_ref().map_or(true, |c| c.voter != voter) {
-            let stream = TcpStream::connect(self.voters[voter].address())
+            let stream = self
+                .connector
+                .connect(&self.voters[voter].address(), &self.client_id)
                 .await
-                .map_err(SendError::Io)?;
-            let _ = stream.set_nodelay(true);
+                .map_err(SendError::Connect)?;
             *guard = Some(Conn { voter, stream });
         }
         let conn = guard.as_mut().expect("connected above");
@@ -222,33 +229,33 @@ impl ControllerChannel {
 }
 
 pub(crate) enum SendError {
+    Connect(PeerConnectError),
     Io(std::io::Error),
     Encode(String),
 }
 
+/// One request and its answer on an open peer connection (responses up to
+/// [`MAX_RESPONSE_BYTES`]).
 pub(crate) async fn exchange(
-    stream: &mut TcpStream,
+    stream: &mut PeerStream,
     frame: &[u8],
     key: ApiKey,
     version: i16,
     correlation_id: i32,
 ) -> Result<ResponseBody, SendError> {
-    let bad = |m: String| SendError::Io(std::io::Error::new(std::io::ErrorKind::InvalidData, m));
-    stream.write_all(frame).await.map_err(SendError::Io)?;
-    let size = stream.read_i32().await.map_err(SendError::Io)?;
-    let size = usize::try_from(size)
-        .ok()
-        .filter(|s| *s <= MAX_RESPONSE_BYTES && *s >= 4)
-        .ok_or_else(|| bad(format!("controller response size {size}")))?;
-    let mut buf = vec![0u8; size];
-    stream.read_exact(&mut buf).await.map_err(SendError::Io)?;
-    let (h, body) = decode_response_frame(key, version, buf.into())
-        .map_err(|e| bad(format!("controller response: {e}")))?;
-    if h.correlation_id != correlation_id {
-        return Err(bad(format!(
-            "controller answered correlation id {} to {correlation_id}",
-            h.correlation_id
-        )));
-    }
-    Ok(body)
+    crate::peer_connection::exchange(
+        stream,
+        frame,
+        key,
+        version,
+        correlation_id,
+        MAX_RESPONSE_BYTES,
+    )
+    .await
+    .map_err(|e| match e {
+        ExchangeError::Io(e) => SendError::Io(e),
+        ExchangeError::Invalid(m) => {
+            SendError::Io(std::io::Error::new(std::io::ErrorKind::InvalidData, m))
+        }
+    })
 }

@@ -1,11 +1,17 @@
 //! The CONTROLLER listener: one port for the metadata quorum's Raft traffic and for the Kafka
 //! controller APIs brokers call. A connection that opens with one of josef-quorum's preambles (a
 //! negative number, so never a Kafka frame size: Raft's, or an observer's fetching the committed
-//! log) is handed to the quorum; any other is a Kafka connection.
+//! log) is handed to the quorum; any other is a Kafka connection. On an SSL controller listener
+//! the TLS handshake comes first and the preamble is read inside it.
 
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use josef_quorum::QuorumStream;
+use josef_tls::TlsListener;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -17,11 +23,65 @@ const FIRST_BYTES_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Where Raft connections go.
 pub trait RaftAcceptor: Send + Sync + 'static {
-    /// Serves a connection whose preamble has been read.
-    fn serve_raft(&self, stream: TcpStream);
+    /// Serves a connection (from `peer`) whose preamble has been read.
+    fn serve_raft(&self, stream: QuorumStream, peer: String);
     /// Serves an observer's connection (a broker-only node fetching the committed metadata log)
     /// whose preamble ([`josef_quorum::OBSERVER_PREAMBLE`]) has been read.
-    fn serve_observer(&self, stream: TcpStream);
+    fn serve_observer(&self, stream: QuorumStream, peer: String);
+}
+
+/// A stream whose first four bytes were read to tell Raft from Kafka: they are read again first.
+struct Replayed<S> {
+    head: [u8; 4],
+    pos: usize,
+    inner: S,
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Replayed<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        if self.pos < self.head.len() {
+            let n = (self.head.len() - self.pos).min(buf.remaining());
+            let start = self.pos;
+            buf.put_slice(&self.head[start..start + n]);
+            self.pos += n;
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Replayed<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
 }
 
 /// Peeks the first four bytes: the quorum preamble they are (Raft or observer), if any.
@@ -44,16 +104,30 @@ async fn is_raft(stream: &TcpStream) -> std::io::Result<Option<[u8; 4]>> {
     }
 }
 
-/// Accepts on `listener` until `shutdown`, routing each connection.
+/// A bound controller listener.
+pub struct ControllerSocket {
+    /// The listener name.
+    pub name: String,
+    /// The bound socket.
+    pub listener: TcpListener,
+    /// The TLS side of an SSL controller listener.
+    pub tls: Option<TlsListener>,
+}
+
+/// Accepts on `socket` until `shutdown`, routing each connection.
 pub fn spawn_accept_loop<H: FrameHandler, R: RaftAcceptor>(
-    name: String,
-    listener: TcpListener,
+    socket: ControllerSocket,
     handler: Arc<H>,
     raft: Arc<R>,
     limits: ConnectionLimits,
     shutdown: CancellationToken,
     tracker: TaskTracker,
 ) {
+    let ControllerSocket {
+        name,
+        listener,
+        tls,
+    } = socket;
     let bound_port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
     let conns = tracker.clone();
     tracker.spawn(async move {
@@ -74,18 +148,43 @@ pub fn spawn_accept_loop<H: FrameHandler, R: RaftAcceptor>(
             let raft = raft.clone();
             let shutdown = shutdown.clone();
             let name = name.clone();
+            let tls = tls.clone();
             conns.spawn(async move {
                 let _ = stream.set_nodelay(true);
+                if let Some(tls) = tls {
+                    let (mut s, principal) = match tls.accept(stream).await {
+                        Ok(x) => x,
+                        Err(e) => {
+                            tracing::info!(%peer, error = %e, "TLS connection to the controller listener refused");
+                            return;
+                        }
+                    };
+                    let mut head = [0u8; 4];
+                    match tokio::time::timeout(FIRST_BYTES_TIMEOUT, s.read_exact(&mut head)).await {
+                        Ok(Ok(_)) => {}
+                        _ => return,
+                    }
+                    if head == josef_quorum::RAFT_PREAMBLE {
+                        raft.serve_raft(Box::new(s), peer.to_string());
+                    } else if head == josef_quorum::OBSERVER_PREAMBLE {
+                        raft.serve_observer(Box::new(s), peer.to_string());
+                    } else {
+                        let mut ci = ConnectionInfo::new(name, bound_port, peer);
+                        ci.principal = crate::sasl_session::authorizer_principal(&principal);
+                        let s = Replayed { head, pos: 0, inner: s };
+                        serve_connection(s, ci, handler, limits, shutdown).await;
+                    }
+                    return;
+                }
                 match tokio::time::timeout(FIRST_BYTES_TIMEOUT, is_raft(&stream)).await {
                     Ok(Ok(Some(preamble))) => {
-                        use tokio::io::AsyncReadExt;
                         let mut stream = stream;
                         let mut pre = [0u8; 4];
                         if stream.read_exact(&mut pre).await.is_ok() {
                             if preamble == josef_quorum::OBSERVER_PREAMBLE {
-                                raft.serve_observer(stream);
+                                raft.serve_observer(Box::new(stream), peer.to_string());
                             } else {
-                                raft.serve_raft(stream);
+                                raft.serve_raft(Box::new(stream), peer.to_string());
                             }
                         }
                     }

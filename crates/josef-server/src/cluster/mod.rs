@@ -45,6 +45,8 @@ use driver::ControllerDriver;
 use lifecycle::BrokerLifecycle;
 use metadata_log::MetadataLog;
 
+use crate::peer_connection::PeerConnector;
+
 /// Why a cluster node could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterStartError {
@@ -62,6 +64,9 @@ pub enum ClusterStartError {
     /// The controller's event loop thread could not be started.
     #[error("cannot start the controller event loop: {0}")]
     EventLoop(std::io::Error),
+    /// The TLS settings of the listener this node connects to cannot be loaded.
+    #[error(transparent)]
+    PeerSecurity(#[from] crate::peer_connection::PeerConnectorError),
     /// No cluster id arrived in time.
     #[error("no cluster id in the metadata log after {0:?} (is a majority of controller.quorum.voters up?)")]
     NoClusterId(Duration),
@@ -138,12 +143,42 @@ impl MetadataStateMachine for LogStateMachine {
 struct QuorumAcceptor(MetadataQuorum);
 
 impl listener::RaftAcceptor for QuorumAcceptor {
-    fn serve_raft(&self, stream: TcpStream) {
-        self.0.serve_connection(stream);
+    fn serve_raft(&self, stream: josef_quorum::QuorumStream, peer: String) {
+        self.0.serve_stream(stream, peer);
     }
 
-    fn serve_observer(&self, stream: TcpStream) {
-        self.0.serve_observer_connection(stream);
+    fn serve_observer(&self, stream: josef_quorum::QuorumStream, peer: String) {
+        self.0.serve_observer_stream(stream, peer);
+    }
+}
+
+/// Dials the voters' controller listener for the quorum (Raft, observers): TCP, then TLS when
+/// that listener is SSL.
+#[derive(Debug)]
+struct ControllerStreams(Option<josef_tls::TlsConnector>);
+
+impl josef_quorum::StreamConnector for ControllerStreams {
+    fn connect<'a>(&'a self, addr: &'a str) -> josef_quorum::transport::ConnectFuture<'a> {
+        Box::pin(async move {
+            let tcp = TcpStream::connect(addr).await?;
+            let _ = tcp.set_nodelay(true);
+            let Some(tls) = &self.0 else {
+                return Ok(Box::new(tcp) as josef_quorum::QuorumStream);
+            };
+            match tls
+                .connect(crate::peer_connection::host_of(addr), tcp)
+                .await
+            {
+                Ok(s) => Ok(Box::new(s) as josef_quorum::QuorumStream),
+                Err(e) => {
+                    tracing::warn!(peer = addr, error = %e, "authentication to a cluster peer failed: TLS to the controller listener");
+                    Err(std::io::Error::new(
+                        std::io::ErrorKind::PermissionDenied,
+                        e.to_string(),
+                    ))
+                }
+            }
+        })
     }
 }
 
@@ -159,6 +194,9 @@ pub struct ClusterNode {
     pub quorum: Option<MetadataQuorum>,
     /// The controller driver (controller nodes).
     pub driver: Option<Arc<ControllerDriver>>,
+    /// How this broker reaches the other brokers' inter-broker listener (replica fetches,
+    /// transaction markers and verification): the listener's protocol, TLS and SASL login.
+    pub inter_broker: PeerConnector,
     /// Requests to the active controller (forwarded admin requests, producer id blocks).
     pub channel: Arc<ControllerChannel>,
     /// Registration, heartbeats and controlled shutdown.
@@ -217,6 +255,13 @@ impl ClusterNode {
             (None, None)
         };
         let log = MetadataLog::new(events.clone());
+        // How this node reaches the controllers (quorum, observers, controller requests).
+        let controller_client = config
+            .security
+            .controller_client(&cl.controller_listener_names);
+        let to_controller = PeerConnector::new(&controller_client)?;
+        let quorum_streams: Arc<dyn josef_quorum::StreamConnector> =
+            Arc::new(ControllerStreams(to_controller.tls().cloned()));
         let mut quorum = None;
         let mut driver = None;
         let mut controller_listeners = Vec::new();
@@ -265,7 +310,12 @@ impl ClusterNode {
             qc.entries_kept_after_snapshot = cl.entries_kept_after_snapshot();
             qc.snapshot_max_interval_ms = cl.metadata_log_max_snapshot_interval_ms as u64;
             qc.segment_bytes = cl.metadata_log_segment_bytes as u64;
-            let q = MetadataQuorum::start(qc, Arc::new(LogStateMachine(log.clone()))).await?;
+            let q = MetadataQuorum::start_with_connector(
+                qc,
+                Arc::new(LogStateMachine(log.clone())),
+                quorum_streams.clone(),
+            )
+            .await?;
             let cc = controller_config(config, &cl);
             event_loop::spawn(
                 queue,
@@ -291,9 +341,21 @@ impl ClusterNode {
                 idle_timeout: None,
             };
             for (name, l) in bound {
+                let tls = match config.security.controller_tls.get(&name) {
+                    None => None,
+                    Some(s) => Some(josef_tls::TlsListener::new(s).map_err(|source| {
+                        crate::peer_connection::PeerConnectorError {
+                            listener: name.clone(),
+                            source,
+                        }
+                    })?),
+                };
                 listener::spawn_accept_loop(
-                    name,
-                    l,
+                    listener::ControllerSocket {
+                        name,
+                        listener: l,
+                        tls,
+                    },
                     apis.clone(),
                     acceptor.clone(),
                     limits,
@@ -305,8 +367,14 @@ impl ClusterNode {
             driver = Some(d);
         }
         // A broker-only node follows the log as an observer of the voters (observer.rs).
-        let observed =
-            observer::start_if_broker_only(&cl, config.node_id, &log, &shutdown, &tracker)?;
+        let observed = observer::start_if_broker_only(
+            &cl,
+            config.node_id,
+            &log,
+            quorum_streams.clone(),
+            &shutdown,
+            &tracker,
+        )?;
         let hint: Option<Arc<dyn Fn() -> Option<i32> + Send + Sync>> = quorum.clone().map(|q| {
             Arc::new(move || q.leader().map(|(id, _)| id as i32))
                 as Arc<dyn Fn() -> Option<i32> + Send + Sync>
@@ -321,7 +389,12 @@ impl ClusterNode {
                 config.node_id,
                 hint.clone(),
                 Duration::from_millis(cl.quorum_request_timeout_ms.max(1) as u64),
+                to_controller.clone(),
             ))
+        };
+        let inter_broker = match &config.security.inter_broker_client {
+            Some(s) => PeerConnector::new(s)?,
+            None => PeerConnector::plaintext(cl.inter_broker_listener_name.clone()),
         };
         let (channel, heartbeat_channel, alter_partition_channel) =
             (new_channel(), new_channel(), new_channel());
@@ -331,6 +404,7 @@ impl ClusterNode {
             log,
             quorum,
             driver,
+            inter_broker,
             channel,
             heartbeat_channel,
             alter_partition_channel,

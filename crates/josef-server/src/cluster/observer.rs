@@ -27,6 +27,7 @@ pub(super) fn start_if_broker_only(
     cl: &ClusterConfig,
     node_id: i32,
     log: &Arc<MetadataLog>,
+    connector: Arc<dyn josef_quorum::StreamConnector>,
     shutdown: &CancellationToken,
     tracker: &TaskTracker,
 ) -> Result<Option<LeaderHint>, ClusterStartError> {
@@ -40,7 +41,12 @@ pub(super) fn start_if_broker_only(
         .collect();
     let mut config = ObserverConfig::new(node_id.max(0) as u64);
     config.request_timeout_ms = cl.quorum_request_timeout_ms.max(1) as u64;
-    let observer = MetadataObserver::start(voters, Arc::new(LogStateMachine(log.clone())), config)?;
+    let observer = MetadataObserver::start_with_connector(
+        voters,
+        Arc::new(LogStateMachine(log.clone())),
+        config,
+        connector,
+    )?;
     tracing::info!(
         node_id,
         "following the metadata log as an observer of the controllers"

@@ -8,6 +8,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::channel::exchange;
+use super::ClusterNode;
+use crate::peer_connection::PeerStream;
+use crate::topics::now_ms;
 use bytes::BytesMut;
 use josef_partition::{FollowerFetchRequest, OutOfRangeOutcome, Partition};
 use josef_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
@@ -15,11 +19,6 @@ use josef_protocol::messages::ListOffsetsRequest;
 use josef_protocol::{
     encode_request_frame, ApiKey, ErrorCode, RequestBody, RequestHeader, ResponseBody, StrBytes,
 };
-use tokio::net::TcpStream;
-
-use super::channel::exchange;
-use super::ClusterNode;
-use crate::topics::now_ms;
 
 /// ListOffsets v4: the first with `current_leader_epoch`, so a deposed leader answers
 /// FENCED/NOT_LEADER rather than its own offsets.
@@ -65,20 +64,22 @@ async fn leader_offsets(
         .log
         .image()
         .broker(sent.leader_id)
-        .and_then(|b| b.listener(&node.config.inter_broker_listener_name))
+        .and_then(|b| b.listener(node.inter_broker.listener()))
         .map(|e| format!("{}:{}", e.host, e.port))
         .ok_or_else(|| format!("no endpoint for leader {}", sent.leader_id))?;
-    let mut stream = TcpStream::connect(&endpoint)
+    let client_id = format!("josef-replica-fetcher-{}", node.node_id);
+    let mut stream = node
+        .inter_broker
+        .connect(&endpoint, &client_id)
         .await
         .map_err(|e| e.to_string())?;
-    let _ = stream.set_nodelay(true);
     let latest = list_offset(&mut stream, node.node_id, partition, sent, LATEST, 1).await?;
     let earliest = list_offset(&mut stream, node.node_id, partition, sent, EARLIEST, 2).await?;
     Ok((latest, earliest))
 }
 
 async fn list_offset(
-    stream: &mut TcpStream,
+    stream: &mut PeerStream,
     replica_id: i32,
     partition: &Partition,
     sent: &FollowerFetchRequest,

@@ -23,12 +23,12 @@ use josef_protocol::{
     encode_request_frame, ErrorCode, RequestBody, RequestHeader, ResponseBody, StrBytes, Uuid,
 };
 use parking_lot::Mutex;
-use tokio::net::TcpStream;
 use tokio::sync::Notify;
 
 use super::channel::{exchange, SendError};
 use super::fetcher_key::{self, FetcherKey};
 use super::ClusterNode;
+use crate::peer_connection::PeerStream;
 use crate::state::BrokerState;
 use crate::topics::now_ms;
 
@@ -140,7 +140,7 @@ impl ReplicaFetcherManager {
 }
 
 async fn run(f: Arc<Fetcher>, state: Weak<BrokerState>, node: Weak<ClusterNode>) {
-    let mut conn: Option<TcpStream> = None;
+    let mut conn: Option<PeerStream> = None;
     let mut correlation = 0i32;
     loop {
         if f.stopped.load(std::sync::atomic::Ordering::Relaxed) {
@@ -167,7 +167,7 @@ async fn run(f: Arc<Fetcher>, state: Weak<BrokerState>, node: Weak<ClusterNode>)
         let image = node.log.image();
         let endpoint = image
             .broker(f.leader)
-            .and_then(|b| b.listener(&cl.inter_broker_listener_name))
+            .and_then(|b| b.listener(node.inter_broker.listener()))
             .map(|e| format!("{}:{}", e.host, e.port));
         let Some(endpoint) = endpoint else {
             drop((state, node));
@@ -222,14 +222,12 @@ async fn run(f: Arc<Fetcher>, state: Weak<BrokerState>, node: Weak<ClusterNode>)
             ..Default::default()
         };
         correlation = correlation.wrapping_add(1);
+        let client_id = format!("josef-replica-fetcher-{}-{}", node.node_id, f.fetcher_id);
         let header = RequestHeader {
             request_api_key: josef_protocol::ApiKey::Fetch as i16,
             request_api_version: FETCH_VERSION,
             correlation_id: correlation,
-            client_id: Some(StrBytes::from(format!(
-                "josef-replica-fetcher-{}-{}",
-                node.node_id, f.fetcher_id
-            ))),
+            client_id: Some(StrBytes::from(client_id.as_str())),
             ..Default::default()
         };
         let mut buf = BytesMut::new();
@@ -247,8 +245,11 @@ async fn run(f: Arc<Fetcher>, state: Weak<BrokerState>, node: Weak<ClusterNode>)
         let started = tokio::time::Instant::now();
         let result = tokio::time::timeout(timeout, async {
             if conn.is_none() {
-                let s = TcpStream::connect(&endpoint).await.map_err(SendError::Io)?;
-                let _ = s.set_nodelay(true);
+                let s = node
+                    .inter_broker
+                    .connect(&endpoint, &client_id)
+                    .await
+                    .map_err(SendError::Connect)?;
                 conn = Some(s);
             }
             let stream = conn.as_mut().expect("connected above");
