@@ -406,7 +406,24 @@ class Cluster:
         return AdminClient({"bootstrap.servers": bs, "socket.timeout.ms": 5000, **conf})
 
     def metadata(self, node=None, topic=None, timeout=5.0):
-        return self.admin(node).list_topics(topic=topic, timeout=timeout)
+        """A Metadata answer: with `node`, that node's own. librdkafka sends list_topics to any broker it
+        is connected to, and an admin client bootstrapped at one node connects to the others it learns
+        of, so an answer from another node is asked again. (A node resumed from SIGSTOP serves its
+        stale view until it catches up with the metadata log; the fault tests ask it on purpose.)"""
+        admin = self.admin(node)
+        if node is None:
+            return admin.list_topics(topic=topic, timeout=timeout)
+        deadline = time.monotonic() + timeout
+        others = []
+        while True:
+            md = admin.list_topics(topic=topic, timeout=max(0.1, deadline - time.monotonic()))
+            # -1: the bootstrap connection, which is `node`'s address
+            if md.orig_broker_id in (node, -1):
+                return md
+            others.append(md.orig_broker_id)
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no Metadata answer from node {node} itself within {timeout}s "
+                                     f"(answered by {sorted(set(others))})")
 
     def brokers_seen(self, node=None) -> set:
         return set(self.metadata(node).brokers)
@@ -497,6 +514,31 @@ class Cluster:
                               what=f"topic {topic} with leaders" + (f" and ISRs of {rf}" if full_isr and rf else ""))
         except AssertionError as e:
             raise AssertionError(f"{e}; last seen {{partition: (leader, isr)}}: {seen.get('last')}") from None
+
+    def wait_topic_settled(self, topic, partitions, rf, timeout=60.0):
+        """Every running node's own Metadata names the same live leader and a full ISR (rf replicas) for
+        every partition. Unlike wait_topic_ready (any one node's view), a node that still serves a view
+        older than the last election (one resumed from SIGSTOP) holds this up: a client bootstrapped
+        there would otherwise be sent to a deposed leader, whose frozen HW ends a read-back early."""
+        seen = {}
+
+        def ok():
+            views = {}
+            for i, nd in self.nodes.items():
+                if not nd.running or nd.paused:
+                    continue
+                ps = self.partitions(topic, i)
+                views[i] = {n: (p.leader, sorted(p.isrs)) for n, p in sorted(ps.items())}
+            seen["last"] = views
+            first = next(iter(views.values()), None)
+            return first is not None and len(first) == partitions and all(
+                v == first for v in views.values()) and all(
+                leader >= 0 and len(isr) >= rf for leader, isr in first.values())
+
+        try:
+            wait_until(ok, timeout=timeout, interval=0.2, what=f"every node's view of {topic} settled")
+        except AssertionError as e:
+            raise AssertionError(f"{e}; last seen per node {{partition: (leader, isr)}}: {seen.get('last')}") from None
 
     # ---- logs
     def logs(self, tail=12000) -> str:
