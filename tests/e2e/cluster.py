@@ -408,15 +408,15 @@ class Cluster:
     def metadata(self, node=None, topic=None, timeout=5.0):
         """A Metadata answer: with `node`, that node's own. librdkafka sends list_topics to any broker it
         is connected to, and an admin client bootstrapped at one node connects to the others it learns
-        of, so an answer from another node is asked again. (A node resumed from SIGSTOP serves its
-        stale view until it catches up with the metadata log; the fault tests ask it on purpose.)"""
-        admin = self.admin(node)
+        of, so an answer from another node is asked again, by a new client (an old one may keep choosing
+        the other node). (A node resumed from SIGSTOP serves its stale view until it catches up with the
+        metadata log; the fault tests ask it on purpose.)"""
         if node is None:
-            return admin.list_topics(topic=topic, timeout=timeout)
+            return self.admin().list_topics(topic=topic, timeout=timeout)
         deadline = time.monotonic() + timeout
         others = []
         while True:
-            md = admin.list_topics(topic=topic, timeout=max(0.1, deadline - time.monotonic()))
+            md = self.admin(node).list_topics(topic=topic, timeout=max(0.1, deadline - time.monotonic()))
             # -1: the bootstrap connection, which is `node`'s address
             if md.orig_broker_id in (node, -1):
                 return md
