@@ -132,7 +132,7 @@ mod tests {
             ("node.id".into(), "3".into()),
         ];
         assert_eq!(parse(&render(&props)), props);
-        let text = "#Thu Dec 03 07:00:00 UTC 2026\n\n! also a comment\n version = 1 \nno entry\ncluster.id=XyZ\n";
+        let text = "#cluster.id=old\n\n! node.id=9\n version = 1 \nno entry\ncluster.id=XyZ\n";
         assert_eq!(
             parse(text),
             vec![
