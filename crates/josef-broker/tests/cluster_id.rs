@@ -1,57 +1,53 @@
 //! A node whose data dir names another cluster refuses to start, saying so (docs/cluster.md):
 //! two one-node clusters are formed and stopped, one node's `meta.properties` is replaced by the
 //! other cluster's, and that node, started again, exits non-zero within a bound with a message
-//! naming both cluster ids. Processes of the built binary; stopped by PID.
+//! naming both cluster ids. Processes of the built binary started by the test bed
+//! (`josef-testbed`); stopped by PID.
 
-mod common;
-
-use std::path::Path;
 use std::time::Duration;
 
-use common::{combined, free_port, voters, Node, Nodes};
+use josef_testbed::{BrokerCommand, Cluster};
 
-/// The `cluster.id` of the `meta.properties` in `dir`.
-fn cluster_id(dir: &Path) -> String {
-    let text = std::fs::read_to_string(dir.join("meta.properties")).unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix("cluster.id="))
-        .unwrap_or_else(|| panic!("no cluster.id in {text}"))
-        .trim()
-        .to_string()
-}
-
-/// A one-node cluster (node.id 1) under `root`, started and answering.
-fn one_node_cluster(root: &Path) -> Nodes {
-    let (bport, cport) = (free_port(), free_port());
-    let nodes = Nodes(vec![Node::spawn(
-        root,
-        1,
-        &combined(&voters(&[cport]), bport, cport),
-    )]);
-    nodes.listening();
-    nodes
+/// A one-node cluster (a combined node, node.id 1) of this package's binary, started and
+/// answering, with the session timeout this check was written for.
+fn one_node_cluster() -> Cluster {
+    Cluster::builder()
+        .command(BrokerCommand::new(env!("CARGO_BIN_EXE_josef-broker")))
+        .timeouts([
+            ("broker.session.timeout.ms", "3000"),
+            ("broker.heartbeat.interval.ms", "500"),
+        ])
+        .combined(1)
+        .start()
+        .unwrap()
 }
 
 #[test]
 fn a_data_dir_of_another_cluster_refuses_to_start() {
-    let (root_a, root_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let mut a = one_node_cluster(root_a.path());
-    let mut b = one_node_cluster(root_b.path());
-    for n in [&mut a.0[0], &mut b.0[0]] {
-        let status = n.stop(Duration::from_secs(30));
-        assert!(status.is_some(), "node stops on SIGTERM\n{}", n.log_tail());
+    let mut a = one_node_cluster();
+    let mut b = one_node_cluster();
+    for c in [&mut a, &mut b] {
+        let status = c.node_mut(1).unwrap().stop_within(Duration::from_secs(30));
+        assert!(
+            status.is_ok(),
+            "node stops on SIGTERM: {status:?}\n{}",
+            c.logs(25)
+        );
     }
-    let (dir_a, dir_b) = (a.0[0].data_dir(), b.0[0].data_dir());
-    let (id_a, id_b) = (cluster_id(&dir_a), cluster_id(&dir_b));
+    let (id_a, id_b) = (
+        a.node(1).unwrap().cluster_id().expect("cluster A's id"),
+        b.node(1).unwrap().cluster_id().expect("cluster B's id"),
+    );
     assert_ne!(id_a, id_b, "two clusters formed with their own ids");
 
     // Node 1 of cluster A, its metadata log intact, now holds cluster B's meta.properties.
+    let (dir_a, dir_b) = (a.node(1).unwrap().data_dir(), b.node(1).unwrap().data_dir());
     std::fs::copy(dir_b.join("meta.properties"), dir_a.join("meta.properties")).unwrap();
-    let node = &mut a.0[0];
-    node.restart();
+    let node = a.node_mut(1).unwrap();
+    node.launch().unwrap();
     let status = node.wait_exit(Duration::from_secs(60));
-    let log = node.stderr();
-    let status = status.unwrap_or_else(|| panic!("the node did not exit within 60 s\n{log}"));
+    let log = node.current_log();
+    let status = status.unwrap_or_else(|e| panic!("the node did not exit by itself: {e}\n{log}"));
     assert!(!status.success(), "exit status {status}\n{log}");
     let last = log
         .lines()
@@ -63,6 +59,9 @@ fn a_data_dir_of_another_cluster_refuses_to_start() {
         "the refusal names both clusters: {last}"
     );
     // Refused without rewriting the dir's identity.
-    assert_eq!(cluster_id(&dir_a), id_b);
-    assert!(node.listening().is_none(), "it never served clients");
+    assert_eq!(node.cluster_id(), Some(id_b));
+    assert!(
+        !log.contains("listening on"),
+        "it never served clients\n{log}"
+    );
 }

@@ -10,25 +10,28 @@
 //! - A voter down while the others snapshot and purge past its log end catches up by the
 //!   snapshot the leader sends, to the same image.
 //!
-//! Every wait is on a condition, bounded; processes are stopped by PID.
-
-mod common;
+//! Started by the test bed (`josef-testbed`: node files per `contract.json`, free loopback ports,
+//! temp data dirs). Every wait is on a condition, bounded; dropping the cluster kills its
+//! processes by PID.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
-use common::{
-    broker_ids, call, create_topics, metadata, three_combined, wait_until, Node, Nodes, SETTLE,
-};
 use josef_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
 use josef_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use josef_protocol::messages::incremental_alter_configs_request::{
     AlterConfigsResource, AlterableConfig,
 };
-use josef_protocol::messages::{DescribeConfigsRequest, IncrementalAlterConfigsRequest};
-use josef_protocol::ResponseBody;
+use josef_protocol::messages::{
+    CreateTopicsRequest, CreateTopicsResponse, DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest, MetadataResponse,
+};
+use josef_protocol::{RequestBody, ResponseBody};
+use josef_testbed::{BrokerCommand, Cluster, Node};
 
+/// Bound of each wait for the cluster to act (a topic created, a config altered).
+const SETTLE: Duration = Duration::from_secs(20);
 /// Waits for a cluster to converge after starts and restarts (slower under load than SETTLE).
 const CONVERGE: Duration = Duration::from_secs(60);
 /// Kafka's resource type TOPIC.
@@ -49,16 +52,66 @@ fn snapshot_props() -> Vec<(&'static str, String)> {
     ]
 }
 
-fn start_cluster(root: &Path) -> (Nodes, Vec<SocketAddr>) {
-    let (nodes, _) = three_combined(root, &snapshot_props());
-    let addrs = nodes.listening();
+/// Polls `cond` every 50 ms until it holds or `timeout` passes; whether it held.
+fn wait_until(timeout: Duration, cond: impl FnMut() -> bool) -> bool {
+    josef_testbed::wait_until(timeout, Duration::from_millis(50), cond)
+}
+
+/// One Kafka request on a fresh connection; `None` on any failure (the node may be starting).
+fn call(addr: SocketAddr, version: i16, body: RequestBody) -> Option<ResponseBody> {
+    josef_testbed::client::call(addr, version, body).ok()
+}
+
+fn metadata(addr: SocketAddr) -> Option<MetadataResponse> {
+    josef_testbed::client::metadata(addr).ok()
+}
+
+fn broker_ids(m: &MetadataResponse) -> Vec<i32> {
+    let mut ids: Vec<i32> = m.brokers.iter().map(|b| b.node_id).collect();
+    ids.sort_unstable();
+    ids
+}
+
+fn create_topics(addr: SocketAddr, topics: Vec<CreatableTopic>) -> Option<CreateTopicsResponse> {
+    let req = CreateTopicsRequest {
+        topics,
+        timeout_ms: 10_000,
+        ..Default::default()
+    };
+    match call(addr, 7, req.into())? {
+        ResponseBody::CreateTopics(r) => Some(r),
+        _ => None,
+    }
+}
+
+/// Failure context: every node's log tail.
+fn logs(cluster: &Cluster) -> String {
+    cluster.logs(25)
+}
+
+/// 3 combined nodes (ids 1, 2, 3) of this package's binary with [`snapshot_props`] and the
+/// session timeout these checks were written for, each answering with all 3 brokers registered;
+/// their client addresses.
+fn start_cluster() -> (Cluster, Vec<SocketAddr>) {
+    let mut bed = Cluster::builder()
+        .command(BrokerCommand::new(env!("CARGO_BIN_EXE_josef-broker")))
+        .timeouts([
+            ("broker.session.timeout.ms", "3000"),
+            ("broker.heartbeat.interval.ms", "500"),
+        ])
+        .combined(3);
+    for (k, v) in snapshot_props() {
+        bed = bed.property(k, v);
+    }
+    let cluster = bed.start().unwrap();
+    let addrs: Vec<SocketAddr> = cluster.nodes().filter_map(Node::client_addr).collect();
     let ok = wait_until(CONVERGE, || {
         addrs
             .iter()
             .all(|a| metadata(*a).is_some_and(|m| broker_ids(&m) == [1, 2, 3]))
     });
-    assert!(ok, "3 brokers registered\n{}", nodes.logs());
-    (nodes, addrs)
+    assert!(ok, "3 brokers registered\n{}", logs(&cluster));
+    (cluster, addrs)
 }
 
 fn meta_dir(n: &Node) -> PathBuf {
@@ -87,12 +140,10 @@ fn log_range(n: &Node) -> Option<(u64, u64)> {
 
 /// How often the node's log says it loaded a snapshot at start / installed one from the leader.
 fn loaded_snapshots(n: &Node) -> usize {
-    n.stderr().matches("loading the snapshot at").count()
+    n.log().matches("loading the snapshot at").count()
 }
 fn installed_snapshots(n: &Node) -> usize {
-    n.stderr()
-        .matches("installing metadata snapshot at")
-        .count()
+    n.log().matches("installing metadata snapshot at").count()
 }
 
 /// A node's image as its clients see it, in two parts: what survives any restart (brokers,
@@ -165,17 +216,17 @@ fn topic_configs(addr: SocketAddr, topic: &str) -> Option<Vec<String>> {
 
 /// Waits until every running node answers the same image holding at least `topics` topics;
 /// that image.
-fn converged(nodes: &Nodes, topics: usize) -> Image {
+fn converged(cluster: &Cluster, topics: usize) -> Image {
     let mut last = Vec::new();
     let ok = wait_until(CONVERGE, || {
-        let addrs: Vec<SocketAddr> = nodes
-            .0
-            .iter()
-            .filter(|n| !n.killed)
-            .filter_map(Node::listening)
+        // The nodes with a process (the test killed or stopped none of them since).
+        let addrs: Vec<SocketAddr> = cluster
+            .nodes()
+            .filter(|n| n.pid().is_some())
+            .filter_map(Node::client_addr)
             .collect();
         last = addrs.iter().map(|a| image(*a)).collect();
-        last.len() == nodes.0.iter().filter(|n| !n.killed).count()
+        !last.is_empty()
             && last.iter().all(|i| i.is_some() && *i == last[0])
             && last[0].as_ref().is_some_and(|i| {
                 i.durable.iter().filter(|l| l.starts_with("topic ")).count() >= topics
@@ -184,7 +235,7 @@ fn converged(nodes: &Nodes, topics: usize) -> Image {
     assert!(
         ok,
         "the same image on every node: {last:#?}\n{}",
-        nodes.logs()
+        logs(cluster)
     );
     last[0].clone().unwrap()
 }
@@ -258,12 +309,16 @@ fn fill(addr: SocketAddr, n: usize) {
     }
 }
 
+/// Node `id` of `cluster`.
+fn node(cluster: &Cluster, id: i32) -> &Node {
+    cluster.node(id).unwrap()
+}
+
 #[test]
 fn restart_from_snapshot_and_log_gives_the_same_image() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (mut nodes, addrs) = start_cluster(tmp.path());
+    let (mut cluster, addrs) = start_cluster();
     fill(addrs[0], 30);
-    let before = converged(&nodes, 31);
+    let before = converged(&cluster, 31);
     assert!(
         before
             .durable
@@ -273,52 +328,48 @@ fn restart_from_snapshot_and_log_gives_the_same_image() {
     );
     // Several snapshots taken on every node (about one per 10 entries; only the newest is kept).
     let ok = wait_until(CONVERGE, || {
-        nodes
-            .0
-            .iter()
+        cluster
+            .nodes()
             .all(|n| newest_snapshot(n).is_some_and(|i| i >= 20))
     });
-    let snaps: Vec<_> = nodes.0.iter().map(newest_snapshot).collect();
-    assert!(ok, "snapshots on disk: {snaps:?}\n{}", nodes.logs());
+    let snaps: Vec<_> = cluster.nodes().map(newest_snapshot).collect();
+    assert!(ok, "snapshots on disk: {snaps:?}\n{}", logs(&cluster));
 
     // (a) kill -9 one node and start it again: it loads its snapshot, replays its log after
     // it, and answers the image the others answer.
-    nodes.0[1].kill();
+    cluster.node_mut(2).unwrap().kill9().unwrap();
     assert_eq!(
-        loaded_snapshots(&nodes.0[1]),
+        loaded_snapshots(node(&cluster, 2)),
         0,
         "a fresh node had no snapshot"
     );
-    nodes.0[1].restart();
-    nodes.listening();
-    let after_kill = converged(&nodes, 31);
+    if let Err(e) = cluster.node_mut(2).unwrap().start() {
+        panic!("node 2 starts again: {e}\n{}", logs(&cluster));
+    }
+    let after_kill = converged(&cluster, 31);
     assert!(
-        loaded_snapshots(&nodes.0[1]) >= 1,
+        loaded_snapshots(node(&cluster, 2)) >= 1,
         "the restarted node loaded its snapshot\n{}",
-        nodes.logs()
+        logs(&cluster)
     );
     assert_eq!(after_kill.durable, before.durable);
 
     // (b) stop all three, start them again: each loads a snapshot; the same topics, ids,
     // replicas and configs as before, and every node answers the same image.
-    let loaded: Vec<usize> = nodes.0.iter().map(loaded_snapshots).collect();
-    for n in &nodes.0 {
-        n.term();
+    let loaded: Vec<usize> = cluster.nodes().map(loaded_snapshots).collect();
+    if let Err(e) = cluster.stop_all() {
+        panic!("all three stop on SIGTERM: {e}\n{}", logs(&cluster));
     }
-    for n in nodes.0.iter_mut() {
-        n.await_stop(Duration::from_secs(30));
+    if let Err(e) = cluster.start() {
+        panic!("all three start again: {e}\n{}", logs(&cluster));
     }
-    for n in nodes.0.iter_mut() {
-        n.restart();
-    }
-    nodes.listening();
-    let after_all = converged(&nodes, 31);
-    for (n, was) in nodes.0.iter().zip(&loaded) {
+    let after_all = converged(&cluster, 31);
+    for (n, was) in cluster.nodes().zip(&loaded) {
         assert!(
             loaded_snapshots(n) > *was,
             "node {} loaded a snapshot at its restart\n{}",
-            n.id,
-            nodes.logs()
+            n.id(),
+            logs(&cluster)
         );
     }
     assert_eq!(after_all.durable, before.durable);
@@ -326,37 +377,40 @@ fn restart_from_snapshot_and_log_gives_the_same_image() {
 
 #[test]
 fn a_voter_far_behind_catches_up_from_the_snapshot() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (mut nodes, addrs) = start_cluster(tmp.path());
+    let (mut cluster, addrs) = start_cluster();
     fill(addrs[0], 3);
-    converged(&nodes, 4);
-    nodes.0[2].kill();
-    let (_, behind) = log_range(&nodes.0[2]).expect("node 3 has a metadata log");
+    converged(&cluster, 4);
+    cluster.node_mut(3).unwrap().kill9().unwrap();
+    let (_, behind) = log_range(node(&cluster, 3)).expect("node 3 has a metadata log");
     // Topics until both live voters snapshotted and purged their logs past node 3's end, so
     // it can only catch up from a snapshot.
     let mut created = 4;
-    let purged_past = |nodes: &Nodes| {
-        nodes.0[..2]
+    let purged_past = |cluster: &Cluster| {
+        [1, 2]
             .iter()
-            .all(|n| log_range(n).is_some_and(|(first, _)| first > behind + 1))
+            .all(|id| log_range(node(cluster, *id)).is_some_and(|(first, _)| first > behind + 1))
     };
-    while !purged_past(&nodes) {
+    while !purged_past(&cluster) {
         assert!(
             created < 120,
             "the live voters purge past index {behind}: {:?}\n{}",
-            nodes.0[..2].iter().map(log_range).collect::<Vec<_>>(),
-            nodes.logs()
+            [1, 2]
+                .iter()
+                .map(|id| log_range(node(&cluster, *id)))
+                .collect::<Vec<_>>(),
+            logs(&cluster)
         );
         create(addrs[0], &format!("behind-{created:03}"), 1, 1, &[]);
         created += 1;
     }
-    assert_eq!(installed_snapshots(&nodes.0[2]), 0);
-    nodes.0[2].restart();
-    nodes.listening();
-    converged(&nodes, created);
+    assert_eq!(installed_snapshots(node(&cluster, 3)), 0);
+    if let Err(e) = cluster.node_mut(3).unwrap().start() {
+        panic!("node 3 starts again: {e}\n{}", logs(&cluster));
+    }
+    converged(&cluster, created);
     assert!(
-        installed_snapshots(&nodes.0[2]) >= 1,
+        installed_snapshots(node(&cluster, 3)) >= 1,
         "node 3 installed the leader's snapshot\n{}",
-        nodes.logs()
+        logs(&cluster)
     );
 }

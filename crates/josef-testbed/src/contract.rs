@@ -109,9 +109,38 @@ pub fn render(props: &Properties) -> String {
     props.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
 }
 
+/// The entries of a properties file as brokers write them (`meta.properties`): `key=value` lines
+/// in file order, blank and `#` comment lines skipped, keys and values trimmed. A line without
+/// `=` is no entry (escapes and continuation lines are not Kafka's concern there).
+pub fn parse(text: &str) -> Properties {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('!'))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parse_reads_what_render_writes_and_skips_comments() {
+        let props: Properties = vec![
+            ("cluster.id".into(), "a=b".into()),
+            ("node.id".into(), "3".into()),
+        ];
+        assert_eq!(parse(&render(&props)), props);
+        let text = "#cluster.id=old\n\n! node.id=9\n version = 1 \nno entry\ncluster.id=XyZ\n";
+        assert_eq!(
+            parse(text),
+            vec![
+                ("version".to_string(), "1".to_string()),
+                ("cluster.id".to_string(), "XyZ".to_string()),
+            ]
+        );
+    }
 
     fn values() -> NodeValues {
         NodeValues {

@@ -138,8 +138,8 @@ pub enum Error {
         /// Its log's tail.
         log: String,
     },
-    /// The node did not exit in time after SIGTERM (it was killed).
-    #[error("node {node} did not exit within {timeout:?} after SIGTERM (killed)")]
+    /// The node did not exit in time, after SIGTERM or on its own (it was killed).
+    #[error("node {node} did not exit within {timeout:?} (killed)")]
     NoExit {
         /// Its id.
         node: i32,

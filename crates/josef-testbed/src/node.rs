@@ -88,6 +88,25 @@ impl Node {
         self.dir.join("data")
     }
 
+    /// The entries of `meta.properties` in its data dir (the `cluster.id` and `node.id` the broker
+    /// keeps there), read now.
+    pub fn meta_properties(&self) -> Result<Properties, Error> {
+        let path = self.data_dir().join("meta.properties");
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| Error::io(path.display().to_string(), e))?;
+        Ok(contract::parse(&text))
+    }
+
+    /// `cluster.id` of its `meta.properties` ([`meta_properties`](Self::meta_properties)), `None`
+    /// while the file or the entry is missing.
+    pub fn cluster_id(&self) -> Option<String> {
+        let props = self.meta_properties().ok()?;
+        props
+            .into_iter()
+            .find(|(k, _)| k == "cluster.id")
+            .map(|(_, v)| v)
+    }
+
     /// The properties file it runs with.
     pub fn properties_path(&self) -> PathBuf {
         self.dir.join("node.properties")
