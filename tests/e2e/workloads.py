@@ -197,6 +197,7 @@ class ConsumeTransformProduce(Workload):
         self.txns = 0
         self.consume_errors = collections.deque(maxlen=5)  # the last errors consume() returned (they are retried)
         self.sessions = 0
+        self.client_hangs = []  # librdkafka calls that outlived their timeout (their producer was left behind)
 
     MAX_SESSIONS = 20
 
@@ -233,7 +234,18 @@ class ConsumeTransformProduce(Workload):
                             v = m.value() + b"|%d" % self.attempt
                             self.h.send(self.dst, v, self.name, txn=txn)
                             p.produce(self.dst, value=v, on_delivery=self.h.on_delivery)
-                        p.send_offsets_to_transaction(c.position(c.assignment()), c.consumer_group_metadata(), 30)
+                        positions, group = c.position(c.assignment()), c.consumer_group_metadata()
+                        # The call's own timeout is capped at transaction.timeout.ms.
+                        if not _returns_within(lambda: p.send_offsets_to_transaction(positions, group, 30), 25):
+                            # librdkafka (confluentinc/librdkafka#5456, #5511) can wait forever, past
+                            # its timeout, for a cached group coordinator that was killed and left the
+                            # metadata. The producer is left behind; the next session's
+                            # init_transactions fences it and aborts its transaction.
+                            self.client_hangs.append(f"{time.strftime('%H:%M:%S')} {txn}: "
+                                                     "send_offsets_to_transaction stuck")
+                            self.h.end_txn(txn, UNKNOWN)
+                            p = None
+                            break
                         p.commit_transaction(30)
                         self.h.end_txn(txn, COMMITTED)
                         self.txns += 1
@@ -250,7 +262,28 @@ class ConsumeTransformProduce(Workload):
                 self.errors.append(repr(e))
             finally:
                 c.close()
-                p.flush(10)
+                if p is not None:
+                    p.flush(10)
+
+
+def _returns_within(call, timeout: float) -> bool:
+    """Runs `call` on a daemon thread: whether it returned (or raised, re-raised here) within
+    `timeout` seconds. A call still running is left to its thread."""
+    out = {}
+
+    def run():
+        try:
+            call()
+        except BaseException as e:  # noqa: BLE001 - re-raised on the caller's thread
+            out["error"] = e
+        out["done"] = True
+
+    t = threading.Thread(target=run, daemon=True, name="bounded-call")
+    t.start()
+    t.join(timeout)
+    if "error" in out:
+        raise out["error"]
+    return "done" in out
 
 
 def rewind(c: Consumer):

@@ -242,7 +242,8 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
 
     /// TxnOffsetCommit: the records are appended as part of the producer's transaction
     /// ([`GroupResult::transaction`]) and stay pending until [`GroupCoordinator::complete_transaction`].
-    /// Producer-epoch fencing is the log's job (the transactional append is verified there).
+    /// Producer-epoch fencing is the caller's (the broker checks the partition's producer state
+    /// before running this: coordinator records skip the log's producer checks).
     pub fn commit_txn_offsets(
         &mut self,
         now_ms: i64,

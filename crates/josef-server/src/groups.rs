@@ -92,6 +92,10 @@ pub enum ShardError {
     NotAvailable,
     /// This broker does not lead the group's partition (NOT_COORDINATOR).
     NotCoordinator,
+    /// A transactional write (TxnOffsetCommit) by a producer epoch older than the one the
+    /// partition has seen (INVALID_PRODUCER_EPOCH): a zombie's offsets must not open a
+    /// transaction no coordinator will ever end.
+    ProducerFenced,
 }
 
 /// The leader epoch of `p` if this broker's replica of it is the leader.
@@ -547,6 +551,34 @@ impl GroupService {
         self.settle(shard, written).await
     }
 
+    /// [`GroupService::run`] for a handler writing in the transaction of `producer_id` at
+    /// `producer_epoch` (TxnOffsetCommit): [`ShardError::ProducerFenced`], with nothing run,
+    /// if the partition has seen a newer epoch of that producer. Coordinator records are
+    /// appended without the log's producer checks, so the fencing a client batch gets there is
+    /// done here, under the shard's lock, which the markers of this partition also take.
+    pub async fn run_transactional<T>(
+        &self,
+        shard: &Arc<Mutex<Shard>>,
+        producer_id: i64,
+        producer_epoch: i16,
+        f: impl FnOnce(&mut Coordinator, i64) -> GroupResult<T>,
+    ) -> Result<T, ShardError> {
+        let written = {
+            let mut s = shard.lock();
+            if !s.current() {
+                self.close(&mut s);
+                return Err(ShardError::NotCoordinator);
+            }
+            let seen = s.partition.producer_txn_state(producer_id).producer_epoch;
+            if seen.is_some_and(|e| e > producer_epoch) {
+                return Err(ShardError::ProducerFenced);
+            }
+            let result = f(&mut s.coord, now_ms());
+            self.finish(&mut s, result)?
+        };
+        self.settle(shard, written).await
+    }
+
     /// Runs a handler whose answer may come later as a completion (JoinGroup, SyncGroup). A
     /// shard unloaded meanwhile answers its parked requests NOT_COORDINATOR.
     pub async fn run_parked(
@@ -986,5 +1018,70 @@ mod tests {
         follower_fetch(2);
         assert_eq!(p.high_watermark(), 2);
         assert_eq!(rt.block_on(waiting).unwrap(), Ok(43));
+    }
+
+    fn txn_commit(
+        group: &str,
+        producer_epoch: i16,
+        offset: i64,
+    ) -> josef_group::api::TxnOffsetCommitRequest {
+        josef_group::api::TxnOffsetCommitRequest {
+            transactional_id: "tid".into(),
+            group_id: group.into(),
+            producer_id: 7,
+            producer_epoch,
+            generation_id: -1,
+            member_id: String::new(),
+            group_instance_id: None,
+            topics: commit(group, offset).topics,
+        }
+    }
+
+    /// A TxnOffsetCommit of a producer epoch older than the partition has seen (a zombie whose
+    /// transaction the coordinator aborted with a bumped epoch) is INVALID_PRODUCER_EPOCH and
+    /// writes nothing: appended, it would open a transaction on `__consumer_offsets` that no
+    /// coordinator ends, keeping the group's offsets pending (and the LSO) forever.
+    #[test]
+    fn a_txn_offset_commit_of_a_fenced_producer_epoch_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Arc::new(cluster_config(dir.path()));
+        let topics = TopicManager::load(config.clone(), None).unwrap();
+        let svc = Arc::new(GroupService::new(&config));
+        let (p, me) = offsets_partition(&topics);
+        p.make_leader(0, 0, &[me], &[me], 1, now_ms()).unwrap();
+        let shard = svc.shard(&topics, None, "g").unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let answer = rt.block_on(svc.run_transactional(&shard, 7, 0, |c, now| {
+            c.commit_txn_offsets(now, txn_commit("g", 0, 42))
+        }));
+        assert_eq!(answer.unwrap().topics[0].partitions[0].error, Errors::None);
+        // The transaction coordinator times the transaction out: abort marker at epoch 2.
+        let abort =
+            josef_sequencer::EndTxnMarker::new(7, 2, josef_sequencer::ControlType::Abort, 0);
+        p.append_txn_marker(&abort, -1, 1, now_ms()).unwrap();
+        svc.complete_transaction(7, false);
+        let leo = p.log_end_offset();
+        let answer = rt.block_on(svc.run_transactional(&shard, 7, 0, |c, now| {
+            c.commit_txn_offsets(now, txn_commit("g", 0, 43))
+        }));
+        assert_eq!(answer.err(), Some(ShardError::ProducerFenced));
+        assert_eq!(
+            p.log_end_offset(),
+            leo,
+            "the zombie's offsets were appended"
+        );
+        assert!(
+            p.producer_txn_state(7).producer_epoch == Some(2)
+                && !p.producer_txn_state(7).has_ongoing_txn
+        );
+        // The producer at its new epoch commits again, and the shard was not unloaded.
+        let answer = rt.block_on(svc.run_transactional(&shard, 7, 2, |c, now| {
+            c.commit_txn_offsets(now, txn_commit("g", 2, 44))
+        }));
+        assert_eq!(answer.unwrap().topics[0].partitions[0].error, Errors::None);
+        assert!(Arc::ptr_eq(&shard, &svc.shard(&topics, None, "g").unwrap()));
     }
 }

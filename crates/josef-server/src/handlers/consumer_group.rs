@@ -70,6 +70,7 @@ fn shard_error(e: ShardError) -> Errors {
     match e {
         ShardError::NotAvailable => Errors::CoordinatorNotAvailable,
         ShardError::NotCoordinator => Errors::NotCoordinator,
+        ShardError::ProducerFenced => Errors::InvalidProducerEpoch,
     }
 }
 

@@ -34,6 +34,7 @@ fn shard_error(e: ShardError) -> Errors {
     match e {
         ShardError::NotAvailable => Errors::CoordinatorNotAvailable,
         ShardError::NotCoordinator => Errors::NotCoordinator,
+        ShardError::ProducerFenced => Errors::InvalidProducerEpoch,
     }
 }
 
@@ -171,10 +172,18 @@ pub async fn txn_offset_commit(
     let topics = req.topics.clone();
     let image = super::consumer_group::topic_image(state);
     let group_id = req.group_id.clone();
-    let answer = run_on(state, &group_id, |c, now| {
-        super::consumer_group::with_image(c, now, image, |c, now| c.commit_txn_offsets(now, req))
-    })
-    .await;
+    let (producer_id, producer_epoch) = (req.producer_id, req.producer_epoch);
+    let answer = match shard(state, &group_id) {
+        Ok(shard) => service(state)
+            .run_transactional(&shard, producer_id, producer_epoch, |c, now| {
+                super::consumer_group::with_image(c, now, image, |c, now| {
+                    c.commit_txn_offsets(now, req)
+                })
+            })
+            .await
+            .map_err(shard_error),
+        Err(e) => Err(e),
+    };
     wire::txn_offset_commit_response(
         &answer.unwrap_or_else(|e| g::OffsetCommitResponse::all(&topics, e)),
     )
