@@ -8,6 +8,10 @@
 //! Transactions v2 (KIP-890 part 2): a transactional Produce from v12 on *adds* its partitions
 //! to the transaction through the same path (the producer sends no AddPartitionsToTxn), whatever
 //! the setting says; see [`josef_txn::produce_adds_partitions`].
+//!
+//! The group coordinator's broker does the same for the `__consumer_offsets` partition of a
+//! TxnOffsetCommit: verified below v5 ([`verify_offsets_partition`]), added from v5
+//! ([`add_offsets_partition`]).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -136,6 +140,55 @@ pub async fn add_offsets_partition(
             code => code,
         },
     )
+}
+
+/// KIP-890 part 1 for a TxnOffsetCommit below v5 (see josef-txn's
+/// [`josef_txn::txn_offset_commit_verifies`]): `None` when the offsets may be written, the
+/// transaction coordinator having confirmed that AddOffsetsToTxn put `group_id`'s
+/// `__consumer_offsets` partition in the producer's transaction (or there being nothing to
+/// verify); else the error every partition of the commit answers, with nothing written.
+pub async fn verify_offsets_partition(
+    state: &BrokerState,
+    version: i16,
+    transactional_id: &str,
+    producer_id: i64,
+    producer_epoch: i16,
+    group_id: &str,
+) -> Option<ErrorCode> {
+    let req = josef_txn::offsets_verification_request(
+        transactional_id,
+        producer_id,
+        producer_epoch,
+        group_id,
+        state.config.offsets_topic_num_partitions,
+    );
+    let tp = req.partitions.first()?;
+    // Not here: the group's shard refuses the commit anyway.
+    let s = state
+        .topics
+        .partition(&tp.topic, tp.partition)?
+        .producer_txn_state(producer_id);
+    let seen = PartitionTxnState {
+        is_leader: s.is_leader,
+        producer_epoch: s.producer_epoch,
+        has_ongoing_txn: s.has_ongoing_txn,
+    };
+    if !josef_txn::txn_offset_commit_verifies(
+        version,
+        state.config.transaction_partition_verification_enable,
+        seen,
+        producer_epoch,
+    ) {
+        return None;
+    }
+    let error = ask_coordinator(state, &req).await.first_error()?;
+    tracing::debug!(
+        group_id,
+        transactional_id,
+        ?error,
+        "transactional offset commit not verified"
+    );
+    Some(josef_txn::txn_offset_commit_error(error, version))
 }
 
 /// [`ask_coordinator`] for a transactions v2 add, asked again while the coordinator answers

@@ -15,7 +15,8 @@
 //! which partition leader, what to retry, when every marker is written).
 //!
 //! [`plan_verification`] is a partition leader's side of KIP-890 part 1: which transactional
-//! appends the coordinator must confirm first, and how its answers map to Produce errors.
+//! appends the coordinator must confirm first, and how its answers map to Produce errors;
+//! [`txn_offset_commit_verifies`] is the group coordinator's side, for TxnOffsetCommit below v5.
 //!
 //! See `docs/transactions.md` for the state diagram and the request flow.
 #![deny(missing_docs)]
@@ -26,6 +27,7 @@ mod coordinator;
 mod error;
 mod marker_channel;
 mod metadata;
+mod offsets_verification;
 mod partition;
 mod pid;
 mod record;
@@ -50,6 +52,10 @@ pub use marker_channel::{
 };
 pub use metadata::{
     is_epoch_exhausted, IllegalTransition, TransactionMetadata, NO_PRODUCER_EPOCH, NO_PRODUCER_ID,
+};
+pub use offsets_verification::{
+    offsets_verification_request, txn_offset_commit_error, txn_offset_commit_verifies,
+    FIRST_ABORTABLE_TXN_OFFSET_COMMIT_VERSION, FIRST_TRANSACTIONS_V2_TXN_OFFSET_COMMIT_VERSION,
 };
 pub use partition::{
     group_partition_for, java_string_hash, kafka_abs, partition_for, CONSUMER_OFFSETS_TOPIC,

@@ -149,22 +149,35 @@ pub async fn offset_commit(
 
 /// TxnOffsetCommit (28). From v5 (transactions v2) the producer sent no AddOffsetsToTxn: the
 /// group's `__consumer_offsets` partition is added to its transaction first, here where the
-/// group is coordinated, and a failed add fails every partition of the request.
+/// group is coordinated; below v5 it is verified to be in the transaction (KIP-890 part 1). A
+/// failed add or verification fails every partition of the request and writes nothing.
 pub async fn txn_offset_commit(
     state: &BrokerState,
     version: i16,
     r: TxnOffsetCommitRequest,
 ) -> TxnOffsetCommitResponse {
-    if version >= 5 && shard(state, &r.group_id).is_ok() {
-        if let Some(code) = crate::txn_verification::add_offsets_partition(
-            state,
-            &r.transactional_id,
-            r.producer_id,
-            r.producer_epoch,
-            &r.group_id,
-        )
-        .await
-        {
+    if shard(state, &r.group_id).is_ok() {
+        let refused = if version >= josef_txn::FIRST_TRANSACTIONS_V2_TXN_OFFSET_COMMIT_VERSION {
+            crate::txn_verification::add_offsets_partition(
+                state,
+                &r.transactional_id,
+                r.producer_id,
+                r.producer_epoch,
+                &r.group_id,
+            )
+            .await
+        } else {
+            crate::txn_verification::verify_offsets_partition(
+                state,
+                version,
+                &r.transactional_id,
+                r.producer_id,
+                r.producer_epoch,
+                &r.group_id,
+            )
+            .await
+        };
+        if let Some(code) = refused {
             return txn_offset_commit_failed(&r, code.code());
         }
     }
