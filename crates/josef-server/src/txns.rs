@@ -25,7 +25,6 @@ use josef_coordinator::{
 };
 use josef_log::BatchHeader;
 use josef_records::{DecompressLimits, RecordBatch, RecordBatchBuilder};
-use josef_sequencer::ControlType;
 use josef_txn::{
     EndTxnRequest, EndTxnResponse, PartitionStatus, ProducerIdGenerator, Released,
     TransactionVersion, TxnConfig, TxnCoordinator, TxnError, TxnLogRecord, TxnMarkerRequest,
@@ -40,7 +39,7 @@ use crate::cluster::ClusterNode;
 use crate::config::BrokerConfig;
 use crate::groups::{coordinator_epoch, local_leader_epoch, GroupService};
 use crate::handlers::write_txn_markers::end_txn_marker;
-use crate::partition::{control_type_of, Partition};
+use crate::partition::Partition;
 use crate::state::FileBlockStore;
 use crate::topics::{now_ms, TopicManager, GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC};
 
@@ -573,6 +572,26 @@ fn resend(markers: Vec<TxnMarkerRequest>) -> Vec<Released<Ctx>> {
     }]
 }
 
+/// The entry of a transaction marker found in the log, with the coordinator epoch the marker was
+/// written under (its control record's value), as a loader replays it.
+fn end_transaction_entry(h: &BatchHeader, bytes: bytes::Bytes) -> Option<LogEntry<TxnLogRecord>> {
+    let marker = RecordBatch::parse(bytes)
+        .ok()?
+        .control_marker(&DecompressLimits::default())
+        .ok()??;
+    let result = match marker.control_type {
+        josef_records::ControlRecordType::Commit => TransactionResult::Commit,
+        josef_records::ControlRecordType::Abort => TransactionResult::Abort,
+    };
+    Some(LogEntry::EndTransaction {
+        offset: h.base_offset,
+        producer_id: h.producer_id,
+        producer_epoch: h.producer_epoch,
+        coordinator_epoch: marker.coordinator_epoch,
+        result,
+    })
+}
+
 fn read_entries(partition: &Partition) -> Vec<LogEntry<TxnLogRecord>> {
     let batches = partition
         .batches_from_log_start()
@@ -584,18 +603,8 @@ fn read_entries(partition: &Partition) -> Vec<LogEntry<TxnLogRecord>> {
             continue;
         };
         if h.is_control() {
-            if let Some(ct) = control_type_of(&bytes) {
-                out.push(LogEntry::EndTransaction {
-                    offset: h.base_offset,
-                    producer_id: h.producer_id,
-                    producer_epoch: h.producer_epoch,
-                    coordinator_epoch: 0,
-                    result: if ct == ControlType::Commit {
-                        TransactionResult::Commit
-                    } else {
-                        TransactionResult::Abort
-                    },
-                });
+            if let Some(e) = end_transaction_entry(&h, bytes) {
+                out.push(e);
             }
             continue;
         }
@@ -650,6 +659,45 @@ mod tests {
     use josef_sequencer::{ProducerIdManager, DEFAULT_PRODUCER_ID_BLOCK_SIZE};
     use josef_txn::{InitProducerIdRequest, InitProducerIdResponse};
     use std::collections::BTreeMap;
+
+    /// A marker in the log is loaded with the coordinator epoch it was written under, not 0.
+    #[test]
+    fn a_loaded_marker_keeps_its_coordinator_epoch() {
+        for (control_type, result) in [
+            (
+                josef_records::ControlRecordType::Commit,
+                TransactionResult::Commit,
+            ),
+            (
+                josef_records::ControlRecordType::Abort,
+                TransactionResult::Abort,
+            ),
+        ] {
+            let bytes = josef_records::build_control_batch(
+                9,
+                2,
+                josef_records::EndTxnMarker {
+                    control_type,
+                    coordinator_epoch: 7,
+                },
+                40,
+                3,
+                0,
+            )
+            .freeze();
+            let h = BatchHeader::parse(&bytes).unwrap();
+            assert_eq!(
+                end_transaction_entry(&h, bytes),
+                Some(LogEntry::EndTransaction {
+                    offset: 40,
+                    producer_id: 9,
+                    producer_epoch: 2,
+                    coordinator_epoch: 7,
+                    result,
+                })
+            );
+        }
+    }
 
     fn cluster_config(dir: &std::path::Path) -> BrokerConfig {
         let props: BTreeMap<String, String> = [
