@@ -222,7 +222,7 @@ fn read_committed(addr: SocketAddr, partition: i32) -> Option<Committed> {
     let limits = DecompressLimits::default();
     for batch in Batches::new(p.records.clone().unwrap_or_default()) {
         let batch = batch.ok()?;
-        let h = batch.header().clone();
+        let h = *batch.header();
         while let Some(&(first, pid)) = aborted.first() {
             if first > h.last_offset() {
                 break;
