@@ -229,7 +229,7 @@ async fn a_commit_without_add_offsets_to_txn_is_refused_by_version_and_writes_no
         "pending offsets: {:?}",
         (lso, hw)
     );
-    // The producer's transaction is open on the partition now: no second question asked.
+    // A second commit in the same transaction is written too.
     assert_eq!(commit(&mut c, 4, pid, epoch, 6).await, 0);
     end_txn(&mut c, pid, epoch, true).await;
     assert_eq!(committed_offset(&mut c).await, 6);
