@@ -261,9 +261,16 @@ class ConsumeTransformProduce(Workload):
             except KafkaException as e:
                 self.errors.append(repr(e))
             finally:
-                c.close()
-                if p is not None:
-                    p.flush(10)
+                # A producer with a fatal error (e.g. _FENCED after the coordinator aborted its
+                # transaction at the timeout with a bumped epoch) raises that error again from
+                # flush(): the session is over either way, and the thread must go on to the next.
+                for end in (c.close, (lambda: p.flush(10)) if p is not None else None):
+                    if end is None:
+                        continue
+                    try:
+                        end()
+                    except KafkaException as e:
+                        self.errors.append(f"session end: {e!r}")
 
 
 def _returns_within(call, timeout: float) -> bool:
