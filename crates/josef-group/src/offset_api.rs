@@ -41,6 +41,15 @@ fn validate_consumer_commit(
     let Some(m) = g.member(member_id) else {
         return Errors::UnknownMemberId;
     };
+    // A classic-protocol member commits with its generation (its member epoch) through the
+    // OffsetCommit versions it knows.
+    if m.uses_classic_protocol() {
+        return if epoch == m.member_epoch {
+            Errors::None
+        } else {
+            Errors::IllegalGeneration
+        };
+    }
     if api_version.is_some_and(|v| v < FIRST_COMMIT_VERSION_WITH_GROUP_ID_NOT_FOUND) {
         return Errors::UnsupportedVersion;
     }

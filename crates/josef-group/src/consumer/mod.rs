@@ -13,9 +13,11 @@
 //! [`crate::record::ConsumerRecord`]s, so replaying them rebuilds it.
 
 pub mod api;
+mod classic_members;
 mod group;
 mod handlers;
 mod member;
+mod migration;
 pub mod reconcile;
 mod types;
 pub mod wire;
