@@ -327,6 +327,8 @@ pub struct GroupConsumerConfig {
     pub max_size: i32,
     /// `group.consumer.assignors`.
     pub assignors: Vec<String>,
+    /// `group.consumer.migration.policy` (`bidirectional`, Kafka 4's default).
+    pub migration_policy: josef_group::MigrationPolicy,
 }
 
 impl Default for BrokerConfig {
@@ -708,6 +710,16 @@ impl BrokerConfig {
                         .filter(|s| !s.is_empty())
                         .map(str::to_string)
                         .collect(),
+                },
+                migration_policy: match p.take("group.consumer.migration.policy") {
+                    None => josef_group::MigrationPolicy::default(),
+                    Some(v) => josef_group::MigrationPolicy::parse(&v).ok_or_else(|| {
+                        ConfigError::Invalid {
+                            key: "group.consumer.migration.policy".into(),
+                            value: v.clone(),
+                            reason: "one of disabled, upgrade, downgrade, bidirectional".into(),
+                        }
+                    })?,
                 },
             },
             group_min_session_timeout_ms: p.num("group.min.session.timeout.ms", 6000, 0)?,
