@@ -474,3 +474,61 @@ fn a_new_classic_member_can_join_a_consumer_group() {
     assert_eq!(t.heartbeat("c", epoch), Errors::UnknownMemberId);
     t.h.assert_replay_rebuilds();
 }
+
+#[test]
+fn offset_fetch_v9_checks_the_member_and_its_epoch() {
+    let mut t = T::new(MigrationPolicy::Bidirectional);
+    let (classic, _) = t.classic_group();
+    t.hb(join(G, "c", &["t"]));
+    assert_eq!(
+        t.commit(&classic[0], 1, 8),
+        Errors::None,
+        "classic member at its generation"
+    );
+    let g = t.h.c.consumer_group(G).unwrap();
+    let epoch = g.member("c").unwrap().member_epoch;
+    let classic_epoch = g.member(&classic[0]).unwrap().member_epoch;
+    let fetch = |t: &T, member: Option<&str>, epoch: i32| {
+        let req = OffsetFetchRequest {
+            groups: vec![OffsetFetchGroup {
+                group_id: G.into(),
+                member_id: member.map(str::to_string),
+                member_epoch: epoch,
+                ..Default::default()
+            }],
+            require_stable: false,
+        };
+        let r = t.h.c.fetch_offsets(&req);
+        let g = &r.groups[0];
+        (
+            g.error,
+            g.topics.iter().map(|t| t.partitions.len()).sum::<usize>(),
+        )
+    };
+    // The admin client (no member, no epoch) and the member at its epoch get the offsets.
+    assert_eq!(fetch(&t, None, -1), (Errors::None, 1));
+    assert_eq!(fetch(&t, Some("c"), epoch), (Errors::None, 1));
+    assert_eq!(
+        fetch(&t, Some(&classic[0]), classic_epoch),
+        (Errors::None, 1)
+    );
+    // A stale epoch, an unknown member, or an epoch without a member: a group error, no offsets.
+    assert_eq!(
+        fetch(&t, Some("c"), epoch - 1),
+        (Errors::StaleMemberEpoch, 0)
+    );
+    assert_eq!(
+        fetch(&t, Some("c"), epoch + 1),
+        (Errors::StaleMemberEpoch, 0)
+    );
+    assert_eq!(
+        fetch(&t, Some("nobody"), epoch),
+        (Errors::UnknownMemberId, 0)
+    );
+    assert_eq!(fetch(&t, None, epoch), (Errors::UnknownMemberId, 0));
+    // A classic member's epoch is its generation.
+    assert_eq!(
+        fetch(&t, Some(&classic[0]), classic_epoch + 1),
+        (Errors::IllegalGeneration, 0)
+    );
+}

@@ -801,6 +801,7 @@ mod tests {
             groups: vec![OffsetFetchGroup {
                 group_id: group.into(),
                 topics: None,
+                ..Default::default()
             }],
             require_stable: false,
         };
@@ -996,6 +997,7 @@ mod tests {
                 groups: vec![OffsetFetchGroup {
                     group_id: "g".into(),
                     topics: None,
+                    ..Default::default()
                 }],
                 require_stable: false,
             };
