@@ -108,11 +108,19 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
                 )),
             )
         };
-        let protocol = classic.protocol_name().unwrap_or("");
         let epoch = classic.generation_id();
         let mut members = Vec::new();
         for m in classic.members() {
-            let metadata = m.metadata(protocol);
+            // Before its first generation the group has no protocol yet: every member's
+            // protocols carry the same subscription, the first one will do.
+            let metadata = match classic.protocol_name() {
+                Some(p) => m.metadata(p),
+                None => m
+                    .protocols
+                    .first()
+                    .map(|p| p.metadata.clone())
+                    .unwrap_or_default(),
+            };
             let (_, sub) = Subscription::decode(&metadata).map_err(|_| malformed())?;
             // A member that has not synced a generation yet owns nothing.
             let owned = if m.assignment.is_empty() {
