@@ -155,3 +155,47 @@ def test_a_classic_group_migrates_member_by_member_to_the_consumer_protocol_keep
         assert sorted(tp.offset for tp in got) == [per_partition] * PARTITIONS
     finally:
         committed.close()
+
+
+def test_a_consumer_group_left_with_classic_members_only_goes_back_to_the_classic_protocol(broker_factory):
+    b = broker_factory(BROKER)
+    topic = unique("down")
+    group = unique("g-down")
+    cfk_create_topic(b.bootstrap, topic, partitions=PARTITIONS)
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    cfk_produce(b.bootstrap, topic, [{"value": f"a{i}".encode(), "partition": i % PARTITIONS} for i in range(BATCH)])
+    classic = [Member(b.bootstrap, group, topic, "classic") for _ in range(2)]
+    members = list(classic)
+    retired = []
+
+    def share(ms, n):
+        parts = [m.partitions() for m in ms]
+        return set().union(*parts) == set(range(PARTITIONS)) and all(len(p) == n for p in parts)
+
+    try:
+        wait_until(lambda: share(classic, 3), timeout=90, what="two classic members owning 3 partitions each")
+        newcomer = Member(b.bootstrap, group, topic, "consumer")
+        members.append(newcomer)
+        wait_until(lambda: share(members, 2), timeout=120, what="2 partitions each once upgraded")
+        assert group_type(admin, group) == "CONSUMER"
+        # The only consumer-protocol member leaves: the group becomes a classic group again and
+        # its members rebalance through JoinGroup/SyncGroup with the leader's assignment.
+        members.remove(newcomer)
+        newcomer.close()
+        retired.append(newcomer)
+        wait_until(lambda: group_type(admin, group) == "CLASSIC", timeout=60, what="a classic group again")
+        wait_until(lambda: share(classic, 3), timeout=120, what="the classic members owning 3 partitions each")
+        cfk_produce(b.bootstrap, topic, [{"value": f"b{i}".encode(), "partition": i % PARTITIONS}
+                                         for i in range(BATCH)])
+        wait_until(lambda: len({r for m in members + retired for r in m.consumed}) == 2 * BATCH, timeout=60,
+                   what="both batches consumed")
+    finally:
+        for m in members:
+            m.close()
+    everything = [r for m in members + retired for r in m.consumed]
+    assert set(everything) == {(p, o) for p in range(PARTITIONS) for o in range(2 * BATCH // PARTITIONS)}
+    failed_commits = set().union(*(m.uncommitted for m in members + retired))
+    seen = set()
+    for r in everything:
+        assert r not in seen or r in failed_commits, f"record {r} consumed again after it was committed"
+        seen.add(r)
