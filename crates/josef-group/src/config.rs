@@ -183,6 +183,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn migration_policies_parse_and_say_which_conversions_are_allowed() {
+        use MigrationPolicy::*;
+        assert_eq!(
+            GroupConfig::default().consumer_migration_policy,
+            Bidirectional
+        );
+        for (name, p, up, down) in [
+            ("disabled", Disabled, false, false),
+            ("upgrade", Upgrade, true, false),
+            ("downgrade", Downgrade, false, true),
+            ("Bidirectional", Bidirectional, true, true),
+        ] {
+            assert_eq!(MigrationPolicy::parse(name), Some(p));
+            assert_eq!((p.upgrade_enabled(), p.downgrade_enabled()), (up, down));
+        }
+        assert_eq!(MigrationPolicy::parse("both"), None);
+    }
+
+    #[test]
     fn defaults_are_valid_and_bounds_are_checked() {
         assert_eq!(GroupConfig::default().validate(), Ok(()));
         let c = GroupConfig {

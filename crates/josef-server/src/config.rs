@@ -822,6 +822,24 @@ mod tests {
     }
 
     #[test]
+    fn group_consumer_migration_policy_defaults_to_bidirectional_and_is_checked() {
+        use josef_group::MigrationPolicy;
+        let c = BrokerConfig::default();
+        assert_eq!(
+            c.group_consumer.migration_policy,
+            MigrationPolicy::Bidirectional
+        );
+        let p = props(&[("group.consumer.migration.policy", "UPGRADE")]);
+        let (c, _) = BrokerConfig::from_properties_with_warnings(p).unwrap();
+        assert_eq!(c.group_consumer.migration_policy, MigrationPolicy::Upgrade);
+        let p = props(&[("group.consumer.migration.policy", "sideways")]);
+        assert!(matches!(
+            BrokerConfig::from_properties_with_warnings(p),
+            Err(ConfigError::Invalid { .. })
+        ));
+    }
+
+    #[test]
     fn defaults_follow_kafka_with_single_node_internal_topics() {
         let c = BrokerConfig::default();
         assert_eq!(c.node_id, 1);
