@@ -532,3 +532,57 @@ fn offset_fetch_v9_checks_the_member_and_its_epoch() {
         (Errors::IllegalGeneration, 0)
     );
 }
+
+#[test]
+fn a_cooperative_classic_member_learns_what_to_revoke_from_its_sync() {
+    let mut t = T::new(MigrationPolicy::Upgrade);
+    let (classic, generation) = t.classic_group();
+    t.hb(join(G, "c", &["t"]));
+    let g = t.h.c.consumer_group(G).unwrap();
+    let tid = topic_id("t");
+    // A classic member whose target lost partitions it owns.
+    let (id, owned) = classic
+        .iter()
+        .map(|id| (id.clone(), g.member(id).unwrap().assigned.clone()))
+        .find(|(id, a)| g.target_of(id) != *a)
+        .expect("a member gives something up");
+    let owned_parts: Vec<i32> = owned[&tid].iter().copied().collect();
+    let rejoin = |owned: &[i32]| {
+        let mut req = join_req(&id);
+        req.protocols[0].metadata = Subscription {
+            topics: vec!["t".into()],
+            owned_partitions: vec![josef_group::consumer_protocol::TopicPartitions {
+                topic: "t".into(),
+                partitions: owned.to_vec(),
+            }],
+            ..Default::default()
+        }
+        .encode(1);
+        req
+    };
+    // It rejoins still owning everything: it must revoke first, at its current epoch.
+    let j = t.join(rejoin(&owned_parts));
+    let r = t.join_response(j);
+    assert_eq!(r.error, Errors::None);
+    assert_eq!(
+        r.generation_id, generation,
+        "epoch unchanged while revoking"
+    );
+    // Its sync succeeds with what it keeps.
+    let s = t.sync(&id, r.generation_id, vec![]);
+    assert_eq!(s.error, Errors::None);
+    let kept: Vec<i32> = partitions_of(&s.assignment)
+        .into_iter()
+        .map(|(_, p)| p)
+        .collect();
+    assert!(kept.len() < owned_parts.len());
+    // Its heartbeat asks it to rejoin; having revoked, it reaches the new epoch.
+    assert_eq!(t.heartbeat(&id, generation), Errors::RebalanceInProgress);
+    let j = t.join(rejoin(&kept));
+    let r = t.join_response(j);
+    assert_eq!(r.generation_id, generation + 1);
+    assert_eq!(t.sync(&id, r.generation_id, vec![]).error, Errors::None);
+    assert_eq!(t.heartbeat(&id, generation + 1), Errors::None);
+    t.h.assert_invariants();
+    t.h.assert_replay_rebuilds();
+}

@@ -222,7 +222,8 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
         })
     }
 
-    /// SyncGroup to a consumer group: the member's current assignment.
+    /// SyncGroup to a consumer group: the member's current assignment (REBALANCE_IN_PROGRESS if
+    /// the group moved on since its join).
     pub(crate) fn classic_sync_to_consumer_group(
         &mut self,
         request: RequestId,
@@ -254,10 +255,15 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
         {
             return Err(Errors::InconsistentGroupProtocol);
         }
-        if m.state == MemberState::UnrevokedPartitions
-            || (m.state == MemberState::UnreleasedPartitions
-                && !self.waiting_on_unreleased(group_id, &m))
+        // A newer group epoch means a rejoin, unless the member is revoking: then this answer
+        // (its assignment without what it must give up) is how it learns what to revoke.
+        if self.consumer_groups[group_id].group_epoch > m.member_epoch
+            && m.state != MemberState::UnrevokedPartitions
         {
+            let key = Self::classic_join_key(group_id, &m.member_id);
+            if self.deadline(&key).is_none() {
+                self.schedule(key, m.rebalance_timeout_ms.max(0) as i64);
+            }
             return Err(Errors::RebalanceInProgress);
         }
         self.cancel(&Self::classic_sync_key(group_id, &m.member_id));
