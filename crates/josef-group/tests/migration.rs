@@ -265,7 +265,11 @@ fn a_consumer_member_joining_a_classic_group_upgrades_it_and_classic_members_fol
     t.h.assert_replay_rebuilds();
     t.h.assert_invariants();
 
-    // Classic members learn of the new epoch through their heartbeat and rejoin.
+    // Classic members learn of the new epoch through their heartbeat (or a sync) and rejoin.
+    assert_eq!(
+        t.sync(&classic[0], generation, vec![]).error,
+        Errors::RebalanceInProgress
+    );
     for id in &classic {
         assert_eq!(t.heartbeat(id, generation), Errors::RebalanceInProgress);
     }
