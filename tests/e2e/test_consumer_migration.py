@@ -6,6 +6,7 @@ JoinGroup/SyncGroup when their heartbeat says REBALANCE_IN_PROGRESS); the group 
 throughout and ends as a consumer group."""
 import threading
 
+import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
@@ -26,14 +27,14 @@ class Member:
     """A consumer polled by its own thread that commits each record synchronously; remembers the
     records whose commit failed (only those may legitimately be consumed again)."""
 
-    def __init__(self, bootstrap, group, topic, protocol):
+    def __init__(self, bootstrap, group, topic, protocol, strategy="range"):
         conf = {
             "bootstrap.servers": bootstrap, "group.id": group, "group.protocol": protocol,
             "auto.offset.reset": "earliest", "enable.auto.commit": False,
         }
         if protocol == "classic":
             conf.update({"session.timeout.ms": 10000, "heartbeat.interval.ms": 500,
-                         "partition.assignment.strategy": "range"})
+                         "partition.assignment.strategy": strategy})
         self.protocol = protocol
         self.c = Consumer(conf)
         self.c.subscribe([topic])
@@ -76,7 +77,11 @@ def group_type(admin, group):
     return str(mine[0].type).rsplit(".", 1)[-1].upper() if mine else None
 
 
-def test_a_classic_group_migrates_member_by_member_to_the_consumer_protocol_keeping_its_offsets(broker_factory):
+# Eager members give everything up when they rejoin; cooperative ones report what they own and
+# revoke only what the consumer group's target takes away (told by their SyncGroup answer).
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def test_a_classic_group_migrates_member_by_member_to_the_consumer_protocol_keeping_its_offsets(broker_factory,
+                                                                                                  strategy):
     b = broker_factory(BROKER)
     topic = unique("mig")
     group = unique("g-mig")
@@ -108,7 +113,7 @@ def test_a_classic_group_migrates_member_by_member_to_the_consumer_protocol_keep
 
     try:
         produce()
-        members.extend(Member(b.bootstrap, group, topic, "classic") for _ in range(3))
+        members.extend(Member(b.bootstrap, group, topic, "classic", strategy) for _ in range(3))
         wait_until(balanced, timeout=90, what="the classic group owning every partition")
         wait_until(lambda: len(distinct_consumed()) == produced, timeout=60, what="the first batch consumed")
         assert group_type(admin, group) == "CLASSIC"
