@@ -590,3 +590,39 @@ fn a_cooperative_classic_member_learns_what_to_revoke_from_its_sync() {
     t.h.assert_invariants();
     t.h.assert_replay_rebuilds();
 }
+
+#[test]
+fn a_static_classic_member_of_a_consumer_group_is_replaced_by_its_restart() {
+    let mut t = T::new(MigrationPolicy::Upgrade);
+    t.hb(join(G, "c", &["t"]));
+    let mut req = join_req("");
+    req.group_instance_id = Some("i1".into());
+    let j = t.join(req.clone());
+    let first = t.join_response(j);
+    assert_eq!(
+        first.error,
+        Errors::None,
+        "a static member needs no MEMBER_ID_REQUIRED"
+    );
+    let s = t.sync(&first.member_id, first.generation_id, vec![]);
+    assert_eq!(s.error, Errors::None);
+    let epoch_before = t.h.c.consumer_group(G).unwrap().group_epoch;
+    let target_before = t.h.c.consumer_group(G).unwrap().target_of(&first.member_id);
+    // The restarted instance joins with no member id: it takes the old member's place and
+    // target without a new group epoch.
+    let j = t.join(req.clone());
+    let second = t.join_response(j);
+    assert_eq!(second.error, Errors::None);
+    assert_ne!(second.member_id, first.member_id);
+    let g = t.h.c.consumer_group(G).unwrap();
+    assert!(g.member(&first.member_id).is_none());
+    assert_eq!(g.target_of(&second.member_id), target_before);
+    assert_eq!(g.group_epoch, epoch_before);
+    // The old member id is fenced for that instance.
+    let mut stale = req.clone();
+    stale.member_id = first.member_id.clone();
+    let j = t.join(stale);
+    assert_eq!(t.join_response(j).error, Errors::FencedInstanceId);
+    t.h.assert_replay_rebuilds();
+    t.h.assert_invariants();
+}
