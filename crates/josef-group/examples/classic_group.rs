@@ -268,6 +268,7 @@ pub fn run(out: &mut dyn Write) -> Result<(), Box<dyn std::error::Error>> {
         groups: vec![OffsetFetchGroup {
             group_id: GROUP.into(),
             topics: None,
+            ..Default::default()
         }],
         require_stable: true,
     };

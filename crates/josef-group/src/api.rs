@@ -330,6 +330,22 @@ pub struct OffsetFetchGroup {
     pub group_id: String,
     /// The topics, `None` for all committed offsets of the group.
     pub topics: Option<Vec<OffsetFetchTopic>>,
+    /// The fetching member of a consumer group (v9+); `None` for the admin client and clients
+    /// outside group management.
+    pub member_id: Option<String>,
+    /// The fetching member's epoch (v9+), `-1` when not given.
+    pub member_epoch: i32,
+}
+
+impl Default for OffsetFetchGroup {
+    fn default() -> Self {
+        OffsetFetchGroup {
+            group_id: String::new(),
+            topics: None,
+            member_id: None,
+            member_epoch: -1,
+        }
+    }
 }
 
 /// OffsetFetch (api 9).

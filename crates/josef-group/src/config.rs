@@ -49,6 +49,53 @@ pub struct GroupConfig {
     pub consumer_max_size: usize,
     /// `group.consumer.assignors`: the server assignors offered; the first is the default.
     pub consumer_assignors: Vec<String>,
+    /// `group.consumer.migration.policy`: which online conversions between a classic group and a
+    /// consumer group are allowed.
+    pub consumer_migration_policy: MigrationPolicy,
+}
+
+/// `group.consumer.migration.policy` (Kafka's `ConsumerGroupMigrationPolicy`). Kafka 4's default
+/// is `bidirectional`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MigrationPolicy {
+    /// A non-empty group never changes protocol.
+    Disabled,
+    /// A consumer-protocol member joining a non-empty classic group converts it.
+    Upgrade,
+    /// A consumer group left with classic members only becomes a classic group.
+    Downgrade,
+    /// Both conversions.
+    #[default]
+    Bidirectional,
+}
+
+impl MigrationPolicy {
+    /// The policy named by the config value (case-insensitive), if any.
+    pub fn parse(value: &str) -> Option<MigrationPolicy> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "disabled" => Some(MigrationPolicy::Disabled),
+            "upgrade" => Some(MigrationPolicy::Upgrade),
+            "downgrade" => Some(MigrationPolicy::Downgrade),
+            "bidirectional" => Some(MigrationPolicy::Bidirectional),
+            _ => None,
+        }
+    }
+
+    /// A classic group may become a consumer group.
+    pub fn upgrade_enabled(self) -> bool {
+        matches!(
+            self,
+            MigrationPolicy::Upgrade | MigrationPolicy::Bidirectional
+        )
+    }
+
+    /// A consumer group may become a classic group.
+    pub fn downgrade_enabled(self) -> bool {
+        matches!(
+            self,
+            MigrationPolicy::Downgrade | MigrationPolicy::Bidirectional
+        )
+    }
 }
 
 impl Default for GroupConfig {
@@ -72,6 +119,7 @@ impl Default for GroupConfig {
             consumer_max_heartbeat_interval_ms: 15_000,
             consumer_max_size: i32::MAX as usize,
             consumer_assignors: vec!["uniform".to_string(), "range".to_string()],
+            consumer_migration_policy: MigrationPolicy::default(),
         }
     }
 }
@@ -133,6 +181,25 @@ impl GroupConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn migration_policies_parse_and_say_which_conversions_are_allowed() {
+        use MigrationPolicy::*;
+        assert_eq!(
+            GroupConfig::default().consumer_migration_policy,
+            Bidirectional
+        );
+        for (name, p, up, down) in [
+            ("disabled", Disabled, false, false),
+            ("upgrade", Upgrade, true, false),
+            ("downgrade", Downgrade, false, true),
+            ("Bidirectional", Bidirectional, true, true),
+        ] {
+            assert_eq!(MigrationPolicy::parse(name), Some(p));
+            assert_eq!((p.upgrade_enabled(), p.downgrade_enabled()), (up, down));
+        }
+        assert_eq!(MigrationPolicy::parse("both"), None);
+    }
 
     #[test]
     fn defaults_are_valid_and_bounds_are_checked() {

@@ -366,7 +366,9 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
                         | GroupTimerKey::Sync { group_id } => group_id == group,
                         GroupTimerKey::OffsetsRetention
                         | GroupTimerKey::ConsumerSession { .. }
-                        | GroupTimerKey::ConsumerRevocation { .. } => false,
+                        | GroupTimerKey::ConsumerRevocation { .. }
+                        | GroupTimerKey::ClassicMemberJoin { .. }
+                        | GroupTimerKey::ClassicMemberSync { .. } => false,
                     })
                     .cloned()
                     .collect();
@@ -460,9 +462,10 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
             } => self.expire_heartbeat(group_id, member_id),
             GroupTimerKey::Join { group_id } => self.on_join_timer(group_id),
             GroupTimerKey::Sync { group_id } => self.expire_pending_sync(group_id),
-            GroupTimerKey::ConsumerSession { .. } | GroupTimerKey::ConsumerRevocation { .. } => {
-                self.on_consumer_timer(key)
-            }
+            GroupTimerKey::ConsumerSession { .. }
+            | GroupTimerKey::ConsumerRevocation { .. }
+            | GroupTimerKey::ClassicMemberJoin { .. }
+            | GroupTimerKey::ClassicMemberSync { .. } => self.on_consumer_timer(key),
             GroupTimerKey::OffsetsRetention => {
                 let records = self.expired_offset_records(now_ms);
                 // Consumer records are applied when produced (replay skips them when live).

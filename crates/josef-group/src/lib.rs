@@ -36,7 +36,7 @@ mod serde_consumer;
 pub mod timer;
 pub mod wire;
 
-pub use config::{GroupConfig, GroupConfigError};
+pub use config::{GroupConfig, GroupConfigError, MigrationPolicy};
 pub use coordinator::{GroupCoordinator, GroupResult, Handled, NO_PRODUCER_ID};
 pub use error::{Errors, GroupError};
 pub use ids::{MemberIdGenerator, RandomMemberIds, SeededMemberIds};

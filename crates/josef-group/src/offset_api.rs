@@ -41,6 +41,15 @@ fn validate_consumer_commit(
     let Some(m) = g.member(member_id) else {
         return Errors::UnknownMemberId;
     };
+    // A classic-protocol member commits with its generation (its member epoch) through the
+    // OffsetCommit versions it knows.
+    if m.uses_classic_protocol() {
+        return if epoch == m.member_epoch {
+            Errors::None
+        } else {
+            Errors::IllegalGeneration
+        };
+    }
     if api_version.is_some_and(|v| v < FIRST_COMMIT_VERSION_WITH_GROUP_ID_NOT_FOUND) {
         return Errors::UnsupportedVersion;
     }
@@ -48,6 +57,34 @@ fn validate_consumer_commit(
         return Errors::StaleMemberEpoch;
     }
     Errors::None
+}
+
+/// Kafka's `ConsumerGroup.validateOffsetFetch` (OffsetFetch v9+): a fetch naming neither a
+/// member nor an epoch (admin client, older versions) is served; otherwise the member must exist
+/// and fetch at its current epoch, so that a fenced member does not resume from offsets it no
+/// longer owns.
+fn validate_consumer_fetch(
+    g: &crate::consumer::ConsumerGroup,
+    member_id: Option<&str>,
+    epoch: i32,
+) -> Errors {
+    let Some(member_id) = member_id else {
+        return if epoch < 0 {
+            Errors::None
+        } else {
+            Errors::UnknownMemberId
+        };
+    };
+    let Some(m) = g.member(member_id) else {
+        return Errors::UnknownMemberId;
+    };
+    if epoch == m.member_epoch {
+        Errors::None
+    } else if m.uses_classic_protocol() {
+        Errors::IllegalGeneration
+    } else {
+        Errors::StaleMemberEpoch
+    }
 }
 
 impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<T, G> {
@@ -304,6 +341,17 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
                         topics: Vec::new(),
                         error: Errors::InvalidGroupId,
                     };
+                }
+                if let Some(cg) = self.consumer_groups.get(&rg.group_id) {
+                    let error =
+                        validate_consumer_fetch(cg, rg.member_id.as_deref(), rg.member_epoch);
+                    if !error.is_none() {
+                        return OffsetFetchGroupResponse {
+                            group_id: rg.group_id.clone(),
+                            topics: Vec::new(),
+                            error,
+                        };
+                    }
                 }
                 let exists = self
                     .groups

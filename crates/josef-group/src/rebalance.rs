@@ -58,11 +58,15 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
         let mut records = Vec::new();
         if let Some(cg) = self.consumer_groups.get(&req.group_id) {
             if cg.state() != crate::consumer::ConsumerGroupState::Empty {
-                // Online migration between the protocols is not supported.
-                self.complete_join(
-                    request,
-                    JoinGroupResponse::error(Errors::InconsistentGroupProtocol, &req.member_id),
-                );
+                // A classic-protocol member of a consumer group.
+                if req.group_id.is_empty() || !fits_record(&req.group_id) {
+                    self.complete_join(
+                        request,
+                        JoinGroupResponse::error(Errors::InvalidGroupId, &req.member_id),
+                    );
+                } else {
+                    self.classic_join_to_consumer_group(request, ctx, &req, &mut records);
+                }
                 return self.finish(records, ());
             }
             // An empty consumer group becomes a classic group (its offsets stay).
@@ -742,6 +746,10 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
             self.complete_sync(request, SyncGroupResponse::error(Errors::InvalidGroupId));
             return Vec::new();
         }
+        if self.consumer_groups.contains_key(&req.group_id) {
+            self.classic_sync_to_consumer_group(request, req);
+            return Vec::new();
+        }
         let Some(g) = self.groups.get(&req.group_id) else {
             self.complete_sync(request, SyncGroupResponse::error(Errors::UnknownMemberId));
             return Vec::new();
@@ -881,6 +889,9 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
         if req.group_id.is_empty() {
             return Errors::InvalidGroupId;
         }
+        if self.consumer_groups.contains_key(&req.group_id) {
+            return self.classic_heartbeat_to_consumer_group(req);
+        }
         let Some(g) = self.groups.get(&req.group_id) else {
             return Errors::UnknownMemberId;
         };
@@ -979,6 +990,11 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
             return (Vec::new(), top(Errors::InvalidGroupId));
         }
         let group_id = req.group_id.as_str();
+        if self.consumer_groups.contains_key(group_id) {
+            let mut records = Vec::new();
+            let response = self.classic_leave_to_consumer_group(req, &mut records);
+            return (records, response);
+        }
         let Some(g) = self.groups.get(group_id) else {
             return (Vec::new(), top(Errors::UnknownMemberId));
         };

@@ -134,6 +134,20 @@ pub struct ConsumerMemberMetadata {
     pub rebalance_timeout_ms: i32,
     /// The server assignor asked for.
     pub server_assignor: Option<String>,
+    /// Set for a member that speaks the classic protocol (JoinGroup/SyncGroup/Heartbeat) inside
+    /// a consumer group; `None` for consumer-protocol members.
+    pub classic: Option<ClassicMemberMetadata>,
+}
+
+/// What a classic-protocol member of a consumer group joined with (record 5's tagged
+/// `ClassicMemberMetadata`): needed to answer its JoinGroup/SyncGroup and to turn the group back
+/// into a classic group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClassicMemberMetadata {
+    /// The member's classic session timeout.
+    pub session_timeout_ms: i32,
+    /// The protocols (assignor name and embedded subscription) the member supports.
+    pub supported_protocols: Vec<crate::api::JoinProtocol>,
 }
 
 /// A consumer group member's current assignment (`ConsumerGroupCurrentMemberAssignmentValue`,

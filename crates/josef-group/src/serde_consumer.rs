@@ -6,7 +6,7 @@ use bytes::Bytes;
 use josef_coordinator::SerdeError;
 use josef_protocol::coordinator_records::{
     consumer_group_current_member_assignment_value as cur,
-    consumer_group_partition_metadata_value as pm,
+    consumer_group_member_metadata_value as mm, consumer_group_partition_metadata_value as pm,
     consumer_group_target_assignment_member_value as tam, ConsumerGroupCurrentMemberAssignmentKey,
     ConsumerGroupCurrentMemberAssignmentValue, ConsumerGroupMemberMetadataKey,
     ConsumerGroupMemberMetadataValue, ConsumerGroupMetadataKey, ConsumerGroupMetadataValue,
@@ -17,7 +17,9 @@ use josef_protocol::coordinator_records::{
 use josef_protocol::{Decode, StrBytes};
 
 use crate::consumer::{normalize, Assignment, MemberState, SubscribedTopic};
-use crate::record::{ConsumerMemberMetadata, ConsumerRecord, CurrentMemberAssignment};
+use crate::record::{
+    ClassicMemberMetadata, ConsumerMemberMetadata, ConsumerRecord, CurrentMemberAssignment,
+};
 use crate::serde::{decode_err, encode_versioned, split_version};
 
 /// Key version (record type) of `ConsumerGroupMetadata`.
@@ -126,6 +128,21 @@ pub fn serialize(group: &str, r: &ConsumerRecord) -> (Bytes, Option<Bytes>) {
                     subscribed_topic_regex: os(&m.subscribed_topic_regex),
                     rebalance_timeout_ms: m.rebalance_timeout_ms,
                     server_assignor: os(&m.server_assignor),
+                    classic_member_metadata: m.classic.as_ref().map(|c| {
+                        mm::ClassicMemberMetadata {
+                            session_timeout_ms: c.session_timeout_ms,
+                            supported_protocols: c
+                                .supported_protocols
+                                .iter()
+                                .map(|p| mm::ClassicProtocol {
+                                    name: s(&p.name),
+                                    metadata: p.metadata.clone(),
+                                    ..Default::default()
+                                })
+                                .collect(),
+                            ..Default::default()
+                        }
+                    }),
                     ..Default::default()
                 };
                 encode_versioned(&v, 0)
@@ -264,6 +281,17 @@ pub fn deserialize(
                 subscribed_topic_regex: v.subscribed_topic_regex.map(|x| x.to_string()),
                 rebalance_timeout_ms: v.rebalance_timeout_ms,
                 server_assignor: v.server_assignor.map(|x| x.to_string()),
+                classic: v.classic_member_metadata.map(|c| ClassicMemberMetadata {
+                    session_timeout_ms: c.session_timeout_ms,
+                    supported_protocols: c
+                        .supported_protocols
+                        .into_iter()
+                        .map(|p| crate::api::JoinProtocol {
+                            name: p.name.to_string(),
+                            metadata: p.metadata,
+                        })
+                        .collect(),
+                }),
             });
             Ok((
                 k.group_id.to_string(),

@@ -35,6 +35,22 @@ pub enum GroupTimerKey {
         /// The member id.
         member_id: String,
     },
+    /// A classic-protocol member of a consumer group told to rejoin (REBALANCE_IN_PROGRESS on
+    /// its heartbeat) must send JoinGroup within its rebalance timeout or be fenced.
+    ClassicMemberJoin {
+        /// The group id.
+        group_id: String,
+        /// The member id.
+        member_id: String,
+    },
+    /// A classic-protocol member of a consumer group that joined must send SyncGroup within its
+    /// rebalance timeout or be fenced.
+    ClassicMemberSync {
+        /// The group id.
+        group_id: String,
+        /// The member id.
+        member_id: String,
+    },
     /// The periodic offset-retention sweep (`offsets.retention.check.interval.ms`).
     OffsetsRetention,
 }

@@ -365,6 +365,7 @@ pub fn offset_fetch_request(r: &WOffsetFetchRequest, version: i16) -> OffsetFetc
                     )
                     .collect()
             }),
+            ..Default::default()
         }]
     } else {
         r.groups
@@ -379,6 +380,8 @@ pub fn offset_fetch_request(r: &WOffsetFetchRequest, version: i16) -> OffsetFetc
                         })
                         .collect()
                 }),
+                member_id: g.member_id.as_ref().map(|m| m.to_string()),
+                member_epoch: g.member_epoch,
             })
             .collect()
     };

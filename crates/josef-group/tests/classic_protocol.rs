@@ -899,3 +899,32 @@ fn last_member_leaving_empties_the_group_and_persists_it() {
     h.apply(r);
     assert_eq!(state(&h), GroupState::Empty);
 }
+
+#[test]
+fn a_silent_static_member_expires_at_its_session_timeout_and_the_empty_group_can_be_deleted() {
+    let mut h = Harness::new();
+    let mut req = join_req(G, "", Some("i1"));
+    req.session_timeout_ms = 10_000;
+    let j = h.join(9, "s", req);
+    h.advance(h.config.initial_rebalance_delay_ms as i64);
+    let r = h.join_response(j).unwrap().clone();
+    assert_eq!(r.error, Errors::None);
+    let mut sync = Harness::sync_req(G, &r.member_id, r.generation_id, vec![]);
+    sync.group_instance_id = Some("i1".into());
+    let s = h.sync(sync);
+    assert_eq!(h.sync_response(s).unwrap().error, Errors::None);
+    assert_eq!(state(&h), GroupState::Stable);
+    // Still alive within its session...
+    h.advance(9_000);
+    assert!(h.c.group(G).unwrap().has_member(&r.member_id));
+    // ...removed when it runs out, although static: the group is left Empty.
+    h.advance(1_001);
+    assert_eq!(state(&h), GroupState::Empty);
+    assert_eq!(h.c.group(G).unwrap().num_members(), 0);
+    assert!(h.c.group(G).unwrap().static_member_id("i1").is_none());
+    // DeleteGroups works right away.
+    let r = h.c.delete_groups(h.now, &[G.to_string()]);
+    let deleted = h.apply(r);
+    assert_eq!(deleted[0].error, Errors::None);
+    assert!(h.c.group(G).is_none());
+}

@@ -150,6 +150,7 @@ fn responses_and_completions_wait_for_the_high_watermark_and_a_restart_replays_t
             groups: vec![OffsetFetchGroup {
                 group_id: "g".into(),
                 topics: None,
+                ..Default::default()
             }],
             require_stable: true,
         })

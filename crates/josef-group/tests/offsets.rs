@@ -67,6 +67,7 @@ fn fetch(
                 name: topic.into(),
                 partition_indexes: partitions.to_vec(),
             }]),
+            ..Default::default()
         }],
         require_stable,
     });
@@ -293,6 +294,7 @@ fn fetch_all_offsets_and_several_groups_at_once() {
             OffsetFetchGroup {
                 group_id: "a".into(),
                 topics: None,
+                ..Default::default()
             },
             OffsetFetchGroup {
                 group_id: "b".into(),
@@ -300,6 +302,7 @@ fn fetch_all_offsets_and_several_groups_at_once() {
                     name: "t".into(),
                     partition_indexes: vec![0],
                 }]),
+                ..Default::default()
             },
         ],
         require_stable: false,

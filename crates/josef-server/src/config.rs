@@ -327,6 +327,8 @@ pub struct GroupConsumerConfig {
     pub max_size: i32,
     /// `group.consumer.assignors`.
     pub assignors: Vec<String>,
+    /// `group.consumer.migration.policy` (`bidirectional`, Kafka 4's default).
+    pub migration_policy: josef_group::MigrationPolicy,
 }
 
 impl Default for BrokerConfig {
@@ -709,6 +711,16 @@ impl BrokerConfig {
                         .map(str::to_string)
                         .collect(),
                 },
+                migration_policy: match p.take("group.consumer.migration.policy") {
+                    None => josef_group::MigrationPolicy::default(),
+                    Some(v) => josef_group::MigrationPolicy::parse(&v).ok_or_else(|| {
+                        ConfigError::Invalid {
+                            key: "group.consumer.migration.policy".into(),
+                            value: v.clone(),
+                            reason: "one of disabled, upgrade, downgrade, bidirectional".into(),
+                        }
+                    })?,
+                },
             },
             group_min_session_timeout_ms: p.num("group.min.session.timeout.ms", 6000, 0)?,
             group_max_session_timeout_ms: p.num("group.max.session.timeout.ms", 1_800_000, 0)?,
@@ -807,6 +819,24 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn group_consumer_migration_policy_defaults_to_bidirectional_and_is_checked() {
+        use josef_group::MigrationPolicy;
+        let c = BrokerConfig::default();
+        assert_eq!(
+            c.group_consumer.migration_policy,
+            MigrationPolicy::Bidirectional
+        );
+        let p = props(&[("group.consumer.migration.policy", "UPGRADE")]);
+        let (c, _) = BrokerConfig::from_properties_with_warnings(p).unwrap();
+        assert_eq!(c.group_consumer.migration_policy, MigrationPolicy::Upgrade);
+        let p = props(&[("group.consumer.migration.policy", "sideways")]);
+        assert!(matches!(
+            BrokerConfig::from_properties_with_warnings(p),
+            Err(ConfigError::Invalid { .. })
+        ));
     }
 
     #[test]

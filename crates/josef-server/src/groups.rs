@@ -233,6 +233,7 @@ impl GroupService {
                 consumer_max_heartbeat_interval_ms: c.group_consumer.max_heartbeat_interval_ms,
                 consumer_max_size: c.group_consumer.max_size.max(1) as usize,
                 consumer_assignors: c.group_consumer.assignors.clone(),
+                consumer_migration_policy: c.group_consumer.migration_policy,
                 ..GroupConfig::default()
             },
             shards: Mutex::new(HashMap::new()),
@@ -800,6 +801,7 @@ mod tests {
             groups: vec![OffsetFetchGroup {
                 group_id: group.into(),
                 topics: None,
+                ..Default::default()
             }],
             require_stable: false,
         };
@@ -995,6 +997,7 @@ mod tests {
                 groups: vec![OffsetFetchGroup {
                     group_id: "g".into(),
                     topics: None,
+                    ..Default::default()
                 }],
                 require_stable: false,
             };

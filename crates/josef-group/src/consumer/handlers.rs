@@ -27,7 +27,7 @@ use crate::timer::{CoordinatorTimer, GroupTimerKey};
 /// From v1 the client generates its member id (KIP-1082).
 const CONSUMER_GENERATED_MEMBER_ID_VERSION: i16 = 1;
 
-type Failure = (Errors, Option<String>);
+pub(crate) type Failure = (Errors, Option<String>);
 
 fn invalid(msg: &str) -> Failure {
     (Errors::InvalidRequest, Some(msg.to_string()))
@@ -62,7 +62,9 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
                 .keys()
                 .filter(|k| match k {
                     GroupTimerKey::ConsumerSession { group_id: g, .. }
-                    | GroupTimerKey::ConsumerRevocation { group_id: g, .. } => g == group_id,
+                    | GroupTimerKey::ConsumerRevocation { group_id: g, .. }
+                    | GroupTimerKey::ClassicMemberJoin { group_id: g, .. }
+                    | GroupTimerKey::ClassicMemberSync { group_id: g, .. } => g == group_id,
                     _ => false,
                 })
                 .cloned()
@@ -81,7 +83,12 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
             .apply(record);
     }
 
-    fn emit(&mut self, records: &mut Vec<GroupRecord>, group_id: &str, record: ConsumerRecord) {
+    pub(crate) fn emit(
+        &mut self,
+        records: &mut Vec<GroupRecord>,
+        group_id: &str,
+        record: ConsumerRecord,
+    ) {
         self.apply_consumer(group_id, &record);
         records.push(GroupRecord::Consumer {
             group: group_id.to_string(),
@@ -93,7 +100,21 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
         self.config.consumer_heartbeat_interval_ms
     }
 
-    fn session_key(group_id: &str, member_id: &str) -> GroupTimerKey {
+    pub(crate) fn classic_join_key(group_id: &str, member_id: &str) -> GroupTimerKey {
+        GroupTimerKey::ClassicMemberJoin {
+            group_id: group_id.to_string(),
+            member_id: member_id.to_string(),
+        }
+    }
+
+    pub(crate) fn classic_sync_key(group_id: &str, member_id: &str) -> GroupTimerKey {
+        GroupTimerKey::ClassicMemberSync {
+            group_id: group_id.to_string(),
+            member_id: member_id.to_string(),
+        }
+    }
+
+    pub(crate) fn session_key(group_id: &str, member_id: &str) -> GroupTimerKey {
         GroupTimerKey::ConsumerSession {
             group_id: group_id.to_string(),
             member_id: member_id.to_string(),
@@ -236,47 +257,72 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
     }
 
     /// Removes a member (leave, session expiry, revocation timeout): tombstones of its current
-    /// assignment, target and subscription, then a new group epoch.
+    /// assignment, target and subscription, then a new group epoch; or, when only classic
+    /// members would remain, the group becomes a classic group.
     pub(crate) fn fence_member(
         &mut self,
         group_id: &str,
         member_id: &str,
         records: &mut Vec<GroupRecord>,
     ) {
+        self.fence_members(group_id, &[member_id.to_string()], records);
+    }
+
+    /// [`Self::fence_member`] for several members at once (one new group epoch).
+    pub(crate) fn fence_members(
+        &mut self,
+        group_id: &str,
+        member_ids: &[String],
+        records: &mut Vec<GroupRecord>,
+    ) {
         let Some(group) = self.consumer_groups.get(group_id) else {
             return;
         };
-        if group.member(member_id).is_none() {
+        let fenced: Vec<String> = member_ids
+            .iter()
+            .filter(|m| group.member(m).is_some())
+            .cloned()
+            .collect();
+        if fenced.is_empty() {
             return;
         }
-        let had_target = group.target.contains_key(member_id);
-        let epoch = group.group_epoch;
-        self.emit(
-            records,
-            group_id,
-            ConsumerRecord::CurrentMemberAssignment {
-                member_id: member_id.to_string(),
-                value: None,
-            },
-        );
-        if had_target {
+        if self.can_downgrade(group_id, &fenced) {
+            self.convert_to_classic_group(group_id, &fenced, records);
+            return;
+        }
+        for member_id in &fenced {
+            let had_target = self.consumer_groups[group_id]
+                .target
+                .contains_key(member_id);
             self.emit(
                 records,
                 group_id,
-                ConsumerRecord::TargetAssignmentMember {
+                ConsumerRecord::CurrentMemberAssignment {
                     member_id: member_id.to_string(),
                     value: None,
                 },
             );
+            if had_target {
+                self.emit(
+                    records,
+                    group_id,
+                    ConsumerRecord::TargetAssignmentMember {
+                        member_id: member_id.to_string(),
+                        value: None,
+                    },
+                );
+            }
+            self.emit(
+                records,
+                group_id,
+                ConsumerRecord::MemberMetadata {
+                    member_id: member_id.to_string(),
+                    value: None,
+                },
+            );
+            self.cancel_member_timers(group_id, member_id);
         }
-        self.emit(
-            records,
-            group_id,
-            ConsumerRecord::MemberMetadata {
-                member_id: member_id.to_string(),
-                value: None,
-            },
-        );
+        let epoch = self.consumer_groups[group_id].group_epoch;
         self.maybe_update_subscription_metadata(group_id, records);
         self.emit(
             records,
@@ -285,14 +331,20 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
                 epoch: Some(epoch + 1),
             },
         );
+    }
+
+    /// Cancels every timer of a consumer group member.
+    pub(crate) fn cancel_member_timers(&mut self, group_id: &str, member_id: &str) {
         self.cancel(&Self::session_key(group_id, member_id));
         self.cancel(&Self::revocation_key(group_id, member_id));
+        self.cancel(&Self::classic_join_key(group_id, member_id));
+        self.cancel(&Self::classic_sync_key(group_id, member_id));
         self.revocation_epochs
             .remove(&(group_id.to_string(), member_id.to_string()));
     }
 
     /// Writes record 4 if the subscribed topics' metadata changed; true if it did.
-    fn maybe_update_subscription_metadata(
+    pub(crate) fn maybe_update_subscription_metadata(
         &mut self,
         group_id: &str,
         records: &mut Vec<GroupRecord>,
@@ -317,13 +369,14 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
 
     /// Finds (or makes) the group and the member before anything is written.
     fn lookup_member(
-        &mut self,
+        &self,
         req: &ConsumerGroupHeartbeatRequest,
+        upgraded: Option<&ConsumerGroup>,
     ) -> Result<(ConsumerMember, Option<ConsumerMember>), Failure> {
         let group_id = req.group_id.as_str();
         let joining = req.member_epoch == 0;
         let fresh = ConsumerGroup::new(group_id);
-        let group = match self.consumer_groups.get(group_id) {
+        let group = match self.consumer_groups.get(group_id).or(upgraded) {
             Some(g) => g,
             None => {
                 if let Some(classic) = self.groups.get(group_id) {
@@ -444,10 +497,23 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
             req.member_id = self.ids.next_uuid();
         }
         let group_id = req.group_id.clone();
-        let (member, replaced) = self.lookup_member(&req)?;
+        // A consumer-protocol member joining a non-empty classic group upgrades it (when the
+        // migration policy allows): the converted group is only written once nothing can fail.
+        let upgraded = match self.groups.get(&group_id) {
+            Some(classic)
+                if req.member_epoch == 0
+                    && classic.state != GroupState::Empty
+                    && !self.consumer_groups.contains_key(&group_id) =>
+            {
+                Some(self.upgraded_group(classic)?)
+            }
+            _ => None,
+        };
+        let (member, replaced) = self.lookup_member(&req, upgraded.as_ref().map(|(g, _)| g))?;
         let old = self
             .consumer_groups
             .get(&group_id)
+            .or(upgraded.as_ref().map(|(g, _)| g))
             .and_then(|g| g.member(&req.member_id))
             .cloned();
         if let Some(re) = req
@@ -467,16 +533,17 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
             }
         }
         // Nothing can fail from here on.
-        if !self.consumer_groups.contains_key(&group_id) && self.groups.contains_key(&group_id) {
+        if let Some((_, upgrade_records)) = upgraded {
+            self.convert_to_consumer_group(&group_id, upgrade_records, records);
+        } else if !self.consumer_groups.contains_key(&group_id)
+            && self.groups.contains_key(&group_id)
+        {
             // An empty classic group (offsets only) becomes a consumer group.
             records.push(GroupRecord::GroupMetadata {
                 group: group_id.clone(),
                 value: None,
             });
             self.groups.remove(&group_id);
-        }
-        if let Some(holder) = &replaced {
-            self.replace_static_member(&group_id, holder, &member, records);
         }
         let mut updated = member.clone();
         if let Some(i) = &req.instance_id {
@@ -502,60 +569,9 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
         }
         updated.client_id = ctx.client_id.clone();
         updated.client_host = ctx.client_host.clone();
-
         let is_new = old.is_none() && replaced.is_none();
-        let persisted = self
-            .consumer_groups
-            .get(&group_id)
-            .and_then(|g| g.member(&updated.member_id))
-            .cloned();
-        if persisted
-            .as_ref()
-            .map_or(true, |p| !p.same_metadata(&updated))
-        {
-            self.emit(
-                records,
-                &group_id,
-                ConsumerGroup::member_metadata_record(&updated),
-            );
-        }
-        if !is_new
-            && persisted
-                .as_ref()
-                .is_some_and(|p| !p.same_assignment(&member))
-        {
-            // A rejoin at epoch 0 drops what the member owned (it reported owning nothing).
-            self.emit(
-                records,
-                &group_id,
-                ConsumerGroup::current_assignment_record(&member),
-            );
-        }
-        let before = old
-            .or_else(|| replaced.clone())
-            .unwrap_or_else(|| ConsumerMember::new(&updated.member_id));
-        let mut bump = before.subscribed_topic_names != updated.subscribed_topic_names
-            || before.subscribed_topic_regex != updated.subscribed_topic_regex;
-        if bump || is_new {
-            bump |= self.maybe_update_subscription_metadata(&group_id, records);
-        }
-        let group_epoch = self.consumer_groups[&group_id].group_epoch;
-        if bump || group_epoch == 0 {
-            self.emit(
-                records,
-                &group_id,
-                ConsumerRecord::GroupMetadata {
-                    epoch: Some(group_epoch + 1),
-                },
-            );
-        }
-        let g = &self.consumer_groups[&group_id];
-        if g.group_epoch > g.assignment_epoch {
-            if let Err(e) = self.update_target_assignment(&group_id, records) {
-                return Err((Errors::UnknownServerError, Some(e.to_string())));
-            }
-        }
-        let current = self.consumer_groups[&group_id].members[&updated.member_id].clone();
+        let current =
+            self.upsert_member(&group_id, &member, updated, old, replaced.as_ref(), records)?;
         let reconciled =
             self.maybe_reconcile(&group_id, &current, req.topic_partitions.as_ref(), records)?;
         let session = self.config.consumer_session_timeout_ms as i64;
@@ -575,9 +591,80 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
         })
     }
 
+    /// Writes a joining or heartbeating member (record 5 if its subscription changed, record 8
+    /// if a rejoin dropped what it owned), bumps the group epoch when the subscriptions changed
+    /// and computes the target at the new epoch. `member` is the member as looked up (reset on a
+    /// rejoin), `updated` the same with the request's fields. Returns the member as stored.
+    pub(crate) fn upsert_member(
+        &mut self,
+        group_id: &str,
+        member: &ConsumerMember,
+        updated: ConsumerMember,
+        old: Option<ConsumerMember>,
+        replaced: Option<&ConsumerMember>,
+        records: &mut Vec<GroupRecord>,
+    ) -> Result<ConsumerMember, Failure> {
+        if let Some(holder) = replaced {
+            self.replace_static_member(group_id, holder, member, records);
+        }
+        let is_new = old.is_none() && replaced.is_none();
+        let persisted = self
+            .consumer_groups
+            .get(group_id)
+            .and_then(|g| g.member(&updated.member_id))
+            .cloned();
+        if persisted
+            .as_ref()
+            .map_or(true, |p| !p.same_metadata(&updated))
+        {
+            self.emit(
+                records,
+                group_id,
+                ConsumerGroup::member_metadata_record(&updated),
+            );
+        }
+        if !is_new
+            && persisted
+                .as_ref()
+                .is_some_and(|p| !p.same_assignment(member))
+        {
+            // A rejoin at epoch 0 drops what the member owned (it reported owning nothing).
+            self.emit(
+                records,
+                group_id,
+                ConsumerGroup::current_assignment_record(member),
+            );
+        }
+        let before = old
+            .or_else(|| replaced.cloned())
+            .unwrap_or_else(|| ConsumerMember::new(&updated.member_id));
+        let mut bump = before.subscribed_topic_names != updated.subscribed_topic_names
+            || before.subscribed_topic_regex != updated.subscribed_topic_regex;
+        if bump || is_new {
+            bump |= self.maybe_update_subscription_metadata(group_id, records);
+        }
+        let group_epoch = self.consumer_groups[group_id].group_epoch;
+        if bump || group_epoch == 0 {
+            self.emit(
+                records,
+                group_id,
+                ConsumerRecord::GroupMetadata {
+                    epoch: Some(group_epoch + 1),
+                },
+            );
+        }
+        let g = &self.consumer_groups[group_id];
+        if g.group_epoch > g.assignment_epoch {
+            if let Err(e) = self.update_target_assignment(group_id, records) {
+                return Err((Errors::UnknownServerError, Some(e.to_string())));
+            }
+        }
+        Ok(self.consumer_groups[group_id].members[&updated.member_id].clone())
+    }
+
     /// The static member `holder` (at epoch -2) is replaced by `new` with its target and
     /// partitions.
-    fn replace_static_member(
+    pub(crate) fn replace_static_member(
         &mut self,
         group_id: &str,
         holder: &ConsumerMember,
@@ -717,7 +804,7 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
 
     /// Moves the member towards its target; writes record 8 if it changed and arms or disarms
     /// its revocation timer.
-    fn maybe_reconcile(
+    pub(crate) fn maybe_reconcile(
         &mut self,
         group_id: &str,
         member: &ConsumerMember,
@@ -760,6 +847,14 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
         let mut records = Vec::new();
         match key {
             GroupTimerKey::ConsumerSession {
+                group_id,
+                member_id,
+            }
+            | GroupTimerKey::ClassicMemberJoin {
+                group_id,
+                member_id,
+            }
+            | GroupTimerKey::ClassicMemberSync {
                 group_id,
                 member_id,
             } => self.fence_member(group_id, member_id, &mut records),
@@ -883,7 +978,8 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
 
     /// Session timers of loaded consumer members (and revocation timers of those revoking).
     pub(crate) fn schedule_loaded_consumer_timers(&mut self) {
-        let members: Vec<(String, String, bool, i32, i32)> = self
+        let session = self.config.consumer_session_timeout_ms;
+        let members: Vec<(String, String, bool, i32, i32, i32)> = self
             .consumer_groups
             .values()
             .flat_map(|g| {
@@ -894,13 +990,13 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
                         m.state == MemberState::UnrevokedPartitions,
                         m.member_epoch,
                         m.rebalance_timeout_ms,
+                        m.session_timeout_ms(session),
                     )
                 })
             })
             .collect();
-        let session = self.config.consumer_session_timeout_ms as i64;
-        for (g, m, revoking, epoch, timeout) in members {
-            self.schedule(Self::session_key(&g, &m), session);
+        for (g, m, revoking, epoch, timeout, session) in members {
+            self.schedule(Self::session_key(&g, &m), session as i64);
             if revoking {
                 self.revocation_epochs.insert((g.clone(), m.clone()), epoch);
                 self.schedule(Self::revocation_key(&g, &m), timeout.max(0) as i64);

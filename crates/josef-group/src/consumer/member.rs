@@ -1,7 +1,7 @@
 //! A member of a consumer group (`ConsumerGroupMember`).
 
 use super::types::{Assignment, MemberState};
-use crate::record::{ConsumerMemberMetadata, CurrentMemberAssignment};
+use crate::record::{ClassicMemberMetadata, ConsumerMemberMetadata, CurrentMemberAssignment};
 
 /// Member epoch sent by a member leaving the group.
 pub const LEAVE_GROUP_MEMBER_EPOCH: i32 = -1;
@@ -39,6 +39,8 @@ pub struct ConsumerMember {
     pub assigned: Assignment,
     /// Partitions the member must give up before moving on.
     pub pending_revocation: Assignment,
+    /// Set when the member speaks the classic protocol (it joined with JoinGroup).
+    pub classic: Option<ClassicMemberMetadata>,
 }
 
 impl ConsumerMember {
@@ -59,7 +61,20 @@ impl ConsumerMember {
             state: MemberState::Stable,
             assigned: Assignment::new(),
             pending_revocation: Assignment::new(),
+            classic: None,
         }
+    }
+
+    /// The member's session timeout: its classic one, else the group's (`consumer_default`).
+    pub fn session_timeout_ms(&self, consumer_default: i32) -> i32 {
+        self.classic
+            .as_ref()
+            .map_or(consumer_default, |c| c.session_timeout_ms)
+    }
+
+    /// True if the member speaks the classic protocol.
+    pub fn uses_classic_protocol(&self) -> bool {
+        self.classic.is_some()
     }
 
     /// True if the member owns exactly its target at `target_epoch`.
@@ -78,6 +93,7 @@ impl ConsumerMember {
             subscribed_topic_regex: self.subscribed_topic_regex.clone(),
             rebalance_timeout_ms: self.rebalance_timeout_ms,
             server_assignor: self.server_assignor.clone(),
+            classic: self.classic.clone(),
         }
     }
 
@@ -92,6 +108,7 @@ impl ConsumerMember {
             subscribed_topic_regex,
             rebalance_timeout_ms,
             server_assignor,
+            classic,
         } = v.clone();
         self.instance_id = instance_id;
         self.rack_id = rack_id;
@@ -101,6 +118,7 @@ impl ConsumerMember {
         self.subscribed_topic_regex = subscribed_topic_regex;
         self.rebalance_timeout_ms = rebalance_timeout_ms;
         self.server_assignor = server_assignor;
+        self.classic = classic;
     }
 
     /// The assignment part (what record 8 holds).

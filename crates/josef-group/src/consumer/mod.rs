@@ -9,13 +9,17 @@
 //! ([`MemberState::UnreleasedPartitions`]). See [`reconcile`] and `docs/groups.md`.
 //!
 //! The handlers are on [`crate::GroupCoordinator`]: `consumer_group_heartbeat`,
-//! `consumer_group_describe`, `on_topics_changed`. The state is built only by applying
+//! `consumer_group_describe`, `on_topics_changed`. Classic-protocol members (JoinGroup, SyncGroup,
+//! Heartbeat, LeaveGroup) can be members of a consumer group too, and a group changes protocol
+//! online under `group.consumer.migration.policy` (see `migration.rs` and `classic_members.rs`). The state is built only by applying
 //! [`crate::record::ConsumerRecord`]s, so replaying them rebuilds it.
 
 pub mod api;
+mod classic_members;
 mod group;
 mod handlers;
 mod member;
+mod migration;
 pub mod reconcile;
 mod types;
 pub mod wire;

@@ -71,8 +71,15 @@ pub async fn join(
         Err(e) => return error(e),
     };
     let ctx = ctx(header, conn);
+    // A classic member of a consumer group is reconciled against the topics it owns and
+    // subscribes to: the coordinator needs the current topics.
+    let image = super::consumer_group::topic_image(state);
     match service(state)
-        .run_parked(&shard, |c, now, id| c.join_group(now, id, &ctx, req))
+        .run_parked(&shard, |c, now, id| {
+            super::consumer_group::with_image(c, now, image, |c, now| {
+                c.join_group(now, id, &ctx, req)
+            })
+        })
         .await
     {
         Ok(GroupResponse::Join(j)) => wire::join_group_response(&j, version),
