@@ -178,6 +178,18 @@ pub(crate) fn load(
         }
     }
 
+    // After an unclean stop, the segment holding the recovery point and every later one are
+    //    recovered (step 5); the earlier ones were fsynced before the recovery point passed them
+    //    and are only checked (Kafka's `LogLoader.recoverLog`).
+    let recover_from = (!clean_shutdown).then(|| {
+        log_bases
+            .iter()
+            .rev()
+            .find(|&&b| b <= checkpoint_recovery_point)
+            .copied()
+            .unwrap_or(i64::MIN)
+    });
+
     // 4. Load the segments. After a clean shutdown the indexes are trusted once they pass the
     //    sanity check; a missing or failing index is rebuilt.
     let mut segments: BTreeMap<i64, LogSegment> = BTreeMap::new();
@@ -185,6 +197,11 @@ pub(crate) fn load(
     let mut first_cut: Option<i64> = None;
     for &base in &log_bases {
         let mut seg = LogSegment::open_in(storage.clone(), dir, base, &config, now_ms)?;
+        if recover_from.is_some_and(|from| base >= from) {
+            // Rebuilt by step 5 whatever its indexes say: checking them would only read them.
+            segments.insert(base, seg);
+            continue;
+        }
         let indexes_exist = !seg.index_file_was_missing();
         // A segment with data always has a time index entry (its max timestamp is appended on
         // roll, close and recovery), so an empty time index means a lost file.
@@ -206,11 +223,7 @@ pub(crate) fn load(
 
     // 5. After an unclean stop, recover every segment from the one holding the recovery point;
     //    a truncated segment ends the log (later segments are deleted).
-    if !clean_shutdown {
-        let from = segments
-            .range(..=checkpoint_recovery_point)
-            .next_back()
-            .map_or(i64::MIN, |(&b, _)| b);
+    if let Some(from) = recover_from {
         let bases: Vec<i64> = segments.range(from..).map(|(&b, _)| b).collect();
         for (i, &base) in bases.iter().enumerate() {
             if first_cut.is_some_and(|c| base > c) {
@@ -272,15 +285,17 @@ pub(crate) fn load(
         active.on_become_active()?;
     }
 
-    // 7. Whatever recovery validated is made durable, so the recovery point can be the LEO.
-    if !report.recovered_segments.is_empty() {
-        for base in &report.recovered_segments {
-            if let Some(seg) = segments.get_mut(base) {
-                seg.flush()?;
-            }
-        }
-        sync_dir_in(st, dir)?;
-    }
+    // 7. Recovery is not made durable here: the recovery point stays where the checkpoint put it
+    //    (Kafka's `LogLoader.recoverLog`), so a crash before the next flush recovers the same
+    //    segments again. Fsyncing every recovered segment instead cost four fsyncs per partition,
+    //    most of a restart after kill -9 with thousands of partitions (issue #22).
+    let recovery_point = if clean_shutdown {
+        log_end_offset
+    } else {
+        checkpoint_recovery_point
+            .max(log_start_offset)
+            .min(log_end_offset)
+    };
 
     // Snapshots past the end describe data that is gone.
     let stale: Vec<i64> = snapshots
@@ -355,7 +370,7 @@ pub(crate) fn load(
         log_start_offset,
         log_end_offset,
         high_watermark: log_end_offset,
-        recovery_point: log_end_offset,
+        recovery_point,
         last_flush_ms: now_ms,
         state,
         topic,

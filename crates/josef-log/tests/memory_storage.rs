@@ -245,8 +245,11 @@ fn a_new_log_and_a_clean_reopen_rewrite_no_checkpoint() {
         after_close,
         "a clean reopen rewrites nothing"
     );
-    // A crash (no clean-shutdown marker, recovery point behind the log end) does rewrite them.
+    // A crash (no clean-shutdown marker) recovers from the checkpointed recovery point, which
+    // stays where it was: nothing is rewritten either.
     drop(log);
     let log = open(&storage, dir, config());
     assert_eq!(log.log_end_offset(), 1);
+    assert!(!log.load_report().clean_shutdown);
+    assert_eq!(counting.calls().atomic_writes, after_close);
 }
