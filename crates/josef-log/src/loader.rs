@@ -284,6 +284,9 @@ pub(crate) fn load(
     if let Some(active) = segments.values_mut().next_back() {
         active.on_become_active()?;
     }
+    for seg in segments.values_mut() {
+        seg.unmap_indexes();
+    }
 
     // 7. Recovery is not made durable here: the recovery point stays where the checkpoint put it
     //    (Kafka's `LogLoader.recoverLog`), so a crash before the next flush recovers the same

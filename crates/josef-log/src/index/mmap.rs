@@ -6,8 +6,15 @@
 //! taken to be full of valid entries (it was trimmed when its segment rolled or closed); the
 //! active segment's index is grown back to the preallocated size when the log opens, and trimmed
 //! to its entries on roll and close.
+//!
+//! The file is mapped lazily (Kafka's `LazyIndex`): only when an entry is read or written. Its
+//! length is known from the file system, so opening, growing, trimming or resetting an index
+//! maps nothing, and an idle partition holds no mapping at all — Linux allows 65,530 mappings per
+//! process by default (`vm.max_map_count`), two per segment would cap a broker near 30,000 idle
+//! partitions.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use crate::error::LogError;
 use crate::storage::{IndexFile, Storage};
@@ -23,7 +30,10 @@ pub(crate) const MAX_ENTRY_SIZE: usize = 12;
 #[derive(Debug)]
 pub(crate) struct MmapIndex {
     path: PathBuf,
-    file: Box<dyn IndexFile>,
+    storage: Arc<dyn Storage>,
+    /// The mapping once something needed it; `Some(None)` when mapping failed on a read, which
+    /// then sees zeros (see [`MmapIndex::entry`]) until a write maps it again or fails.
+    file: OnceLock<Option<Box<dyn IndexFile>>>,
     /// Length in bytes (the file length).
     len: usize,
     entries: usize,
@@ -34,37 +44,98 @@ pub(crate) struct MmapIndex {
 }
 
 impl MmapIndex {
-    /// Opens (creating and preallocating if missing) an index file.
+    /// Opens (creating and preallocating if missing) an index file, without mapping it.
     pub(crate) fn open(
-        storage: &dyn Storage,
+        storage: Arc<dyn Storage>,
         path: &Path,
         entry_size: usize,
         max_index_size: usize,
     ) -> Result<MmapIndex, LogError> {
         debug_assert!(entry_size <= MAX_ENTRY_SIZE);
         let max_index_size = round_down(max_index_size, entry_size);
-        let (mut file, newly_created) = storage
-            .open_index(path)
-            .map_err(|e| LogError::io(path, e))?;
-        let file_len = file.len();
-        // Only a file created here is preallocated (Kafka's `newlyCreated`): an existing empty
-        // file is a trimmed index without entries and stays small.
-        let (len, entries) = if newly_created && file_len == 0 {
-            file.set_len(max_index_size)
-                .map_err(|e| LogError::io(path, e))?;
-            (max_index_size, 0)
-        } else {
-            (file_len, round_down(file_len, entry_size) / entry_size)
+        let (len, entries, newly_created) = match storage.file_len(path) {
+            Ok(file_len) => {
+                let file_len = usize::try_from(file_len).map_err(|_| {
+                    LogError::io(path, std::io::Error::other("index file too large"))
+                })?;
+                (
+                    file_len,
+                    round_down(file_len, entry_size) / entry_size,
+                    false,
+                )
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // Only a file created here is preallocated (Kafka's `newlyCreated`): an existing
+                // empty file is a trimmed index without entries and stays small.
+                let f = storage
+                    .open_file(path, true)
+                    .map_err(|e| LogError::io(path, e))?;
+                f.set_len(max_index_size as u64)
+                    .map_err(|e| LogError::io(path, e))?;
+                (max_index_size, 0, true)
+            }
+            Err(e) => return Err(LogError::io(path, e)),
         };
         Ok(MmapIndex {
             path: path.to_path_buf(),
-            file,
+            storage,
+            file: OnceLock::new(),
             len,
             entries,
             entry_size,
             max_index_size,
             newly_created,
         })
+    }
+
+    fn map(&self) -> std::io::Result<Box<dyn IndexFile>> {
+        let (mut f, _) = self.storage.open_index(&self.path)?;
+        if f.len() != self.len {
+            // Changed behind the log's back: the log's view of the length wins, as it did when
+            // the mapping was kept open.
+            f.set_len(self.len)?;
+        }
+        Ok(f)
+    }
+
+    /// The mapping, made on first use; `None` if it cannot be made.
+    fn mapped(&self) -> Option<&dyn IndexFile> {
+        self.file.get_or_init(|| self.map().ok()).as_deref()
+    }
+
+    /// The mapping for a write: made now, and a failure is an error.
+    fn mapped_mut(&mut self) -> Result<&mut Box<dyn IndexFile>, LogError> {
+        if !matches!(self.file.get(), Some(Some(_))) {
+            let f = self.map().map_err(|e| LogError::io(&self.path, e))?;
+            self.file = OnceLock::from(Some(f));
+        }
+        match self.file.get_mut() {
+            Some(Some(f)) => Ok(f),
+            _ => Err(LogError::io(
+                &self.path,
+                std::io::Error::other("index not mapped"),
+            )),
+        }
+    }
+
+    /// Maps the file if it has entries, failing if it cannot be: what a change that reads entries
+    /// first (a truncation) calls, so it never decides on the zeros of a failed mapping.
+    pub(crate) fn ensure_mapped(&mut self) -> Result<(), LogError> {
+        if self.entries > 0 {
+            self.mapped_mut()?;
+        }
+        Ok(())
+    }
+
+    /// Drops the mapping; the next access maps again. Nothing is lost: writes through a shared
+    /// mapping are already the file's pages.
+    pub(crate) fn unmap(&mut self) {
+        self.file = OnceLock::new();
+    }
+
+    /// Whether the file is mapped now (the cost an idle index must not have).
+    pub(crate) fn is_mapped(&self) -> bool {
+        matches!(self.file.get(), Some(Some(_)))
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -89,11 +160,36 @@ impl MmapIndex {
         self.len
     }
 
-    /// The bytes of entry `n` (`n < entries`), in the first `entry_size` bytes.
+    /// The bytes of entry `n` (`n < entries`), in the first `entry_size` bytes. Zeros if the file
+    /// cannot be mapped: an all-zero entry points at the segment's base offset and first byte, so
+    /// lookups degrade to a scan from the segment start (slower, never wrong) and the checks on
+    /// open see a corrupt index and rebuild it.
     pub(crate) fn entry(&self, n: usize) -> [u8; MAX_ENTRY_SIZE] {
         let mut b = [0u8; MAX_ENTRY_SIZE];
-        self.file
-            .read_at(n * self.entry_size, &mut b[..self.entry_size]);
+        if let Some(f) = self.mapped() {
+            f.read_at(n * self.entry_size, &mut b[..self.entry_size]);
+        }
+        b
+    }
+
+    /// Entry `n` like [`MmapIndex::entry`], but an unmapped file is read through a descriptor
+    /// opened for it and is left unmapped: the first and last entries an open checks and keeps
+    /// cost no mapping held for the life of the segment.
+    pub(crate) fn peek(&self, n: usize) -> [u8; MAX_ENTRY_SIZE] {
+        let mut b = [0u8; MAX_ENTRY_SIZE];
+        match self.file.get() {
+            Some(Some(f)) => f.read_at(n * self.entry_size, &mut b[..self.entry_size]),
+            Some(None) => {}
+            None => {
+                let read = self.storage.open_file(&self.path, false).and_then(|f| {
+                    f.read_exact_at(&mut b[..self.entry_size], (n * self.entry_size) as u64)
+                });
+                if read.is_err() {
+                    // Same degradation as a failed mapping.
+                    b = [0u8; MAX_ENTRY_SIZE];
+                }
+            }
+        }
         b
     }
 
@@ -107,26 +203,29 @@ impl MmapIndex {
         if end > self.len {
             return Err(LogError::IndexFull(self.path.clone()));
         }
-        self.file.write_at(self.entries * self.entry_size, bytes);
+        let at = self.entries * self.entry_size;
+        self.mapped_mut()?.write_at(at, bytes);
         self.entries += 1;
         Ok(())
     }
 
     /// Forgets entries from `n` on (the bytes are zeroed so a crash never revives them).
-    pub(crate) fn truncate_entries(&mut self, n: usize) {
+    pub(crate) fn truncate_entries(&mut self, n: usize) -> Result<(), LogError> {
         if n >= self.entries {
-            return;
+            return Ok(());
         }
         // Zeroed a page at a time from one buffer: no allocation sized by the index.
         const ZEROS: [u8; 4096] = [0; 4096];
         let end = self.entries * self.entry_size;
         let mut at = n * self.entry_size;
+        let file = self.mapped_mut()?;
         while at < end {
             let k = (end - at).min(ZEROS.len());
-            self.file.write_at(at, &ZEROS[..k]);
+            file.write_at(at, &ZEROS[..k]);
             at += k;
         }
         self.entries = n;
+        Ok(())
     }
 
     /// Removes all entries and grows the file back to its preallocated size.
@@ -149,9 +248,18 @@ impl MmapIndex {
         if new_len == self.len {
             return Ok(());
         }
-        self.file
-            .set_len(new_len)
-            .map_err(|e| LogError::io(&self.path, e))?;
+        match self.file.get_mut() {
+            Some(Some(f)) => f.set_len(new_len),
+            // Unmapped, the length changes through a descriptor opened for it (a failed mapping
+            // is forgotten: the next read tries again).
+            _ => {
+                self.file = OnceLock::new();
+                self.storage
+                    .open_file(&self.path, false)
+                    .and_then(|f| f.set_len(new_len as u64))
+            }
+        }
+        .map_err(|e| LogError::io(&self.path, e))?;
         self.len = new_len;
         self.entries = self.entries.min(new_len / self.entry_size);
         Ok(())
@@ -172,7 +280,11 @@ impl MmapIndex {
 
     /// Writes dirty pages to disk.
     pub(crate) fn flush(&self) -> Result<(), LogError> {
-        self.file.flush().map_err(|e| LogError::io(&self.path, e))
+        // An unmapped index has no dirty pages: nothing was written through it.
+        match self.file.get() {
+            Some(Some(f)) => f.flush().map_err(|e| LogError::io(&self.path, e)),
+            _ => Ok(()),
+        }
     }
 
     /// Renames the file (used when swapping cleaned segments in).
@@ -180,7 +292,9 @@ impl MmapIndex {
         storage
             .rename(&self.path, to)
             .map_err(|e| LogError::io(&self.path, e))?;
-        self.file.moved_to(to);
+        if let Some(Some(f)) = self.file.get_mut() {
+            f.moved_to(to);
+        }
         self.path = to.to_path_buf();
         Ok(())
     }
@@ -246,14 +360,14 @@ mod tests {
         let storage = crate::storage::file_system();
         let max = 1024 * 1024;
         {
-            let mut idx = MmapIndex::open(&*storage, &path, 8, max).unwrap();
+            let mut idx = MmapIndex::open(storage.clone(), &path, 8, max).unwrap();
             for i in 0..3u64 {
                 idx.push(&i.to_be_bytes()).unwrap();
             }
             idx.flush().unwrap();
             // Dropped without a trim: what kill -9 leaves of the active segment's index.
         }
-        let mut idx = MmapIndex::open(&*storage, &path, 8, max).unwrap();
+        let mut idx = MmapIndex::open(storage.clone(), &path, 8, max).unwrap();
         assert_eq!(idx.entries(), max / 8, "an untrimmed file counts as full");
         idx.reset().unwrap();
         idx.flush().unwrap();
@@ -273,7 +387,7 @@ mod tests {
     fn new_index_is_preallocated_rounded_down_to_entry_size() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("x.index");
-        let idx = MmapIndex::open(&crate::storage::FileStorage, &p, 12, 100).unwrap();
+        let idx = MmapIndex::open(crate::storage::file_system(), &p, 12, 100).unwrap();
         assert_eq!(idx.file_len(), 96);
         assert_eq!(std::fs::metadata(&p).unwrap().len(), 96);
         assert_eq!(idx.entries(), 0);

@@ -28,6 +28,9 @@ pub struct StorageCalls {
     /// Bytes read: whole files (`read`), through open files and through index files (what a
     /// recovery or an open costs in I/O, as a number).
     pub bytes_read: u64,
+    /// Handles open now: files and index mappings opened and not dropped yet (what a broker
+    /// pays in file descriptors and memory mappings per partition).
+    pub open_now: u64,
 }
 
 /// Wraps any [`Storage`] and counts its calls by kind ([`StorageCalls`]).
@@ -47,6 +50,7 @@ pub struct StorageCalls {
 pub struct CountingStorage {
     inner: Arc<dyn Storage>,
     bytes_read: Arc<AtomicU64>,
+    open_now: Arc<AtomicU64>,
     opens: AtomicU64,
     atomic_writes: AtomicU64,
     lookups: AtomicU64,
@@ -60,6 +64,7 @@ impl CountingStorage {
         CountingStorage {
             inner,
             bytes_read: Arc::new(AtomicU64::new(0)),
+            open_now: Arc::new(AtomicU64::new(0)),
             opens: AtomicU64::new(0),
             atomic_writes: AtomicU64::new(0),
             lookups: AtomicU64::new(0),
@@ -78,6 +83,7 @@ impl CountingStorage {
             dir_listings: get(&self.dir_listings),
             other: get(&self.other),
             bytes_read: get(&self.bytes_read),
+            open_now: get(&self.open_now),
         }
     }
 
@@ -93,6 +99,7 @@ impl Storage for CountingStorage {
         Ok(Box::new(CountingFile {
             inner,
             bytes_read: self.bytes_read.clone(),
+            _open: OpenHandle::new(&self.open_now),
         }))
     }
 
@@ -102,6 +109,7 @@ impl Storage for CountingStorage {
         let file = CountingIndex {
             inner,
             bytes_read: self.bytes_read.clone(),
+            _open: OpenHandle::new(&self.open_now),
         };
         Ok((Box::new(file), created))
     }
@@ -117,6 +125,11 @@ impl Storage for CountingStorage {
     fn write_atomically(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
         Self::count(&self.atomic_writes);
         self.inner.write_atomically(path, bytes)
+    }
+
+    fn file_len(&self, path: &Path) -> io::Result<u64> {
+        Self::count(&self.lookups);
+        self.inner.file_len(path)
     }
 
     fn exists(&self, path: &Path) -> bool {
@@ -165,6 +178,24 @@ impl Storage for CountingStorage {
 struct CountingFile {
     inner: Box<dyn StorageFile>,
     bytes_read: Arc<AtomicU64>,
+    _open: OpenHandle,
+}
+
+/// One handle counted in [`StorageCalls::open_now`] while it lives.
+#[derive(Debug)]
+struct OpenHandle(Arc<AtomicU64>);
+
+impl OpenHandle {
+    fn new(count: &Arc<AtomicU64>) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        OpenHandle(count.clone())
+    }
+}
+
+impl Drop for OpenHandle {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl StorageFile for CountingFile {
@@ -205,6 +236,7 @@ impl StorageFile for CountingFile {
 struct CountingIndex {
     inner: Box<dyn IndexFile>,
     bytes_read: Arc<AtomicU64>,
+    _open: OpenHandle,
 }
 
 impl IndexFile for CountingIndex {

@@ -72,6 +72,12 @@ pub trait Storage: Send + Sync + Debug {
     /// whether it was created by this call. Only one index handle per path is open at a time.
     fn open_index(&self, path: &Path) -> io::Result<(Box<dyn IndexFile>, bool)>;
 
+    /// The length of the file at `path` without keeping it open (`NotFound` if missing): how a
+    /// lazily mapped index learns its entry count.
+    fn file_len(&self, path: &Path) -> io::Result<u64> {
+        self.open_file(path, false)?.len()
+    }
+
     /// The whole contents of a file.
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
 
