@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use josef_log::storage::{FileStorage, MemoryStorage, Storage};
+use josef_log::storage::{BoundedFiles, FileStorage, MemoryStorage, Storage};
 use josef_log::testing::TestBatch;
 use josef_log::{CleanupPolicy, Log, LogConfig, PartitionState, TimestampType};
 use proptest::prelude::*;
@@ -201,12 +201,19 @@ proptest! {
         let memory: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
         let (fdir, mdir) = (d.path().join("t-0"), Path::new("/mem/t-0").to_path_buf());
         let cfg = LogConfig { retention_ms: 5_000, ..config() };
+        // The file system again, with one descriptor for all files: every file is closed and
+        // reopened by name all the time (renames, deletions and crashes included).
+        let bounded: Arc<dyn Storage> = Arc::new(BoundedFiles::new(Arc::new(FileStorage), 1));
+        let bdir = d.path().join("b").join("t-0");
         let mut on_file = Some(open(&file, &fdir, cfg.clone()));
-        let mut on_memory = Some(open(&memory, &mdir, cfg));
+        let mut on_memory = Some(open(&memory, &mdir, cfg.clone()));
+        let mut on_bounded = Some(open(&bounded, &bdir, cfg));
         for op in &ops {
             let a = apply(&mut on_file, &file, &fdir, op);
             let b = apply(&mut on_memory, &memory, &mdir, op);
-            prop_assert_eq!(a, b, "after {:?}", op);
+            let c = apply(&mut on_bounded, &bounded, &bdir, op);
+            prop_assert_eq!(&a, &b, "after {:?}", op);
+            prop_assert_eq!(&a, &c, "bounded, after {:?}", op);
         }
         let names = |s: &Arc<dyn Storage>, dir: &Path| {
             let mut n = s.read_dir(dir).unwrap();

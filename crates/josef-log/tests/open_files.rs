@@ -130,3 +130,39 @@ fn an_index_is_mapped_when_it_gets_entries() {
         );
     }
 }
+
+/// Past the partitions an idle broker keeps open, files are closed and reopened by name: a
+/// storage bounded to 50 descriptors carries 200 partitions, each written, read, closed,
+/// reopened and recovered.
+#[test]
+fn partitions_beyond_the_descriptor_bound_share_it() {
+    use josef_log::storage::BoundedFiles;
+    let counting = Arc::new(CountingStorage::new(Arc::new(MemoryStorage::new())));
+    let storage: Arc<dyn Storage> = Arc::new(BoundedFiles::new(counting.clone(), 50));
+    let mut logs = open_all(&storage);
+    assert!(counting.calls().open_now <= 50, "{:?}", counting.calls());
+    for (i, log) in logs.iter_mut().enumerate() {
+        for j in 0..=(i as i64 % 3) {
+            append(log, j);
+        }
+    }
+    assert!(counting.calls().open_now <= 50);
+    for (i, log) in logs.iter().enumerate() {
+        let leo = 1 + i as i64 % 3;
+        assert_eq!(log.log_end_offset(), leo);
+        let r = log.read(0, 1 << 20, leo, true).unwrap();
+        assert!(!r.records.is_empty());
+    }
+    // Half closed cleanly, half crashed.
+    for (i, log) in logs.into_iter().enumerate() {
+        if i % 2 == 0 {
+            log.close().unwrap();
+        }
+    }
+    let logs = open_all(&storage);
+    assert!(counting.calls().open_now <= 50);
+    for (i, log) in logs.iter().enumerate() {
+        assert_eq!(log.load_report().clean_shutdown, i % 2 == 0);
+        assert_eq!(log.log_end_offset(), 1 + i as i64 % 3);
+    }
+}

@@ -47,6 +47,7 @@
 //!   `write_atomically` all-or-nothing for readers.
 //! - **Never panic on any path or length;** return an error.
 
+mod bounded;
 mod counting;
 mod file;
 mod memory;
@@ -58,6 +59,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+pub use bounded::{default_max_open_files, BoundedFiles};
 pub use counting::{CountingStorage, StorageCalls};
 pub use file::FileStorage;
 pub use memory::MemoryStorage;
