@@ -147,7 +147,12 @@ impl TopicManager {
         config: Arc<BrokerConfig>,
         append_listener: Option<AppendListener>,
     ) -> Result<TopicManager, String> {
-        let storage = config.log_storage.open();
+        // Segment files beyond half the descriptor limit are closed and reopened by name, so
+        // partitions are not bounded by `ulimit -n` (issue #22); the rest is for connections.
+        let storage: Arc<dyn Storage> = Arc::new(josef_log::storage::BoundedFiles::new(
+            config.log_storage.open(),
+            josef_log::storage::default_max_open_files(),
+        ));
         for d in &config.log_dirs {
             storage
                 .create_dir_all(d)
@@ -712,6 +717,32 @@ mod tests {
             })
             .count();
         assert!((20..=30).contains(&in_a), "{in_a} of 50 in the first dir");
+    }
+
+    /// An idle partition holds its active segment's `.log` open and no index mapping (issue #22:
+    /// two mappings per partition ran into `vm.max_map_count` near 30,000 partitions).
+    #[test]
+    fn idle_partitions_hold_one_open_file_each() {
+        let counting = Arc::new(CountingStorage::new(Arc::new(MemoryStorage::new())));
+        let config = Arc::new(BrokerConfig {
+            log_dirs: vec!["/josef/a".into()],
+            log_storage: LogStorage::Custom(counting.clone()),
+            ..BrokerConfig::default()
+        });
+        let topics = TopicManager::load(config.clone(), None).unwrap();
+        let before = counting.calls().open_now;
+        topics.create("t", 100, BTreeMap::new()).unwrap();
+        let held = counting.calls().open_now - before;
+        assert_eq!(held, 100, "files and mappings held by 100 new partitions");
+        topics.shutdown();
+        drop(topics);
+        let topics = TopicManager::load(config, None).unwrap();
+        assert_eq!(topics.get("t").unwrap().partitions.len(), 100);
+        assert!(
+            counting.calls().open_now <= 100 + before,
+            "{:?} after a restart",
+            counting.calls()
+        );
     }
 
     /// Bug 1 of docs/reliability.md (SIGBUS on SIGTERM): once the topics are shut down no
