@@ -17,7 +17,7 @@ use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 
 use bytes::Bytes;
 
@@ -67,16 +67,27 @@ struct State {
 #[derive(Debug)]
 struct Slot {
     path: Mutex<PathBuf>,
-    file: Mutex<Option<Box<dyn StorageFile>>>,
+    /// Read-locked for every operation (reads of one file run side by side), write-locked to
+    /// open or close the descriptor.
+    file: RwLock<Option<Box<dyn StorageFile>>>,
     /// Used since the clock hand last passed.
     referenced: AtomicBool,
     /// Its name is gone: it stays open for good.
     pinned: AtomicBool,
 }
 
+// A panic elsewhere leaves the data consistent (every update is a single assignment), so a
+// poisoned lock is used as is.
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic elsewhere leaves the data consistent (every update is a single assignment).
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn read<T>(m: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    m.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn write<T>(m: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    m.write().unwrap_or_else(|e| e.into_inner())
 }
 
 impl BoundedFiles {
@@ -116,7 +127,7 @@ impl BoundedFiles {
     fn pin(&self, path: &Path, under: bool) -> io::Result<()> {
         for slot in self.slots_at(path, under) {
             slot.pinned.store(true, Ordering::Relaxed);
-            let mut file = lock(&slot.file);
+            let mut file = write(&slot.file);
             if file.is_none() {
                 let p = lock(&slot.path).clone();
                 *file = Some(self.shared.inner.open_file(&p, false)?);
@@ -151,7 +162,7 @@ impl Shared {
                 continue;
             }
             // A handle in use is skipped, never waited for (it may be the caller's own).
-            let Ok(mut file) = victim.file.try_lock() else {
+            let Ok(mut file) = victim.file.try_write() else {
                 state.clock.push_back(weak);
                 continue;
             };
@@ -177,15 +188,17 @@ struct BoundedFile {
 impl BoundedFile {
     fn with<T>(&self, op: impl FnOnce(&dyn StorageFile) -> io::Result<T>) -> io::Result<T> {
         self.slot.referenced.store(true, Ordering::Relaxed);
-        let mut file = lock(&self.slot.file);
-        let reopened = if file.is_none() {
+        {
+            let file = read(&self.slot.file);
+            if let Some(f) = file.as_deref() {
+                return op(f);
+            }
+        }
+        let mut file = write(&self.slot.file);
+        if file.is_none() {
             let path = lock(&self.slot.path).clone();
             *file = Some(self.shared.inner.open_file(&path, false)?);
-            true
-        } else {
-            false
-        };
-        if reopened {
+            // The clock skips this slot while it is locked here, never waits for it.
             self.shared.opened(&self.slot);
         }
         match file.as_deref() {
@@ -197,7 +210,7 @@ impl BoundedFile {
 
 impl Drop for BoundedFile {
     fn drop(&mut self) {
-        if lock(&self.slot.file).take().is_some() {
+        if write(&self.slot.file).take().is_some() {
             self.shared.closed();
         }
         let path = lock(&self.slot.path).clone();
@@ -247,7 +260,7 @@ impl Storage for BoundedFiles {
         let file = self.shared.inner.open_file(path, create)?;
         let slot = Arc::new(Slot {
             path: Mutex::new(path.to_path_buf()),
-            file: Mutex::new(Some(file)),
+            file: RwLock::new(Some(file)),
             referenced: AtomicBool::new(true),
             pinned: AtomicBool::new(false),
         });
@@ -277,6 +290,8 @@ impl Storage for BoundedFiles {
     }
 
     fn write_atomically(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        // Handles on the replaced file keep its old bytes, as after a rename.
+        self.pin(path, false)?;
         self.shared.inner.write_atomically(path, bytes)
     }
 
