@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::checkpoint::{read_offset_checkpoint_in, sync_dir_in, write_file_atomically_in};
+use crate::checkpoint::{read_offset_checkpoint_in, sync_dir_in};
 use crate::config::LogConfig;
 use crate::error::LogError;
 use crate::leader_epoch::{LeaderEpochFileCache, LEADER_EPOCH_CHECKPOINT_FILE};
@@ -18,18 +18,26 @@ use crate::storage::{self, FileStorage, Storage};
 /// log has no broker epoch, hence -1).
 pub const CLEAN_SHUTDOWN_CONTENT: &str = "{\"version\":0,\"brokerEpoch\":-1}";
 
-/// Writes the `.kafka_cleanshutdown` marker in `dir`, fsynced.
+/// Writes the `.kafka_cleanshutdown` marker in `dir`, once everything else is durable.
+///
+/// Nothing is fsynced: an open only asks whether the marker exists, and the data it vouches for
+/// was made durable before it was created, so a marker lost to a power failure only costs a
+/// recovery it did not need, and one that survives is true whatever its bytes. (An fsynced atomic
+/// write per partition was most of a shutdown with thousands of partitions, issue #22.)
 pub fn write_clean_shutdown_marker(dir: &Path) -> Result<(), LogError> {
     write_clean_shutdown_marker_in(&FileStorage, dir)
 }
 
 /// [`write_clean_shutdown_marker`] on any [`Storage`].
 pub fn write_clean_shutdown_marker_in(storage: &dyn Storage, dir: &Path) -> Result<(), LogError> {
-    write_file_atomically_in(
-        storage,
-        &dir.join(naming::CLEAN_SHUTDOWN_FILE),
-        CLEAN_SHUTDOWN_CONTENT.as_bytes(),
-    )
+    let path = dir.join(naming::CLEAN_SHUTDOWN_FILE);
+    let bytes = CLEAN_SHUTDOWN_CONTENT.as_bytes();
+    let f = storage
+        .open_file(&path, true)
+        .map_err(|e| LogError::io(&path, e))?;
+    f.write_all_at(&[bytes], 0)
+        .and_then(|()| f.set_len(bytes.len() as u64))
+        .map_err(|e| LogError::io(&path, e))
 }
 
 fn remove_if_exists(storage: &dyn Storage, p: &Path) -> Result<(), LogError> {
@@ -74,10 +82,10 @@ pub(crate) fn load(
             // A malformed checkpoint only costs a longer recovery.
             let rp = pick(naming::RECOVERY_POINT_CHECKPOINT_FILE).unwrap_or(0);
             let lso = pick(naming::LOG_START_OFFSET_CHECKPOINT_FILE).unwrap_or(0);
-            // The marker is consumed by this open: a crash from now on must trigger recovery.
+            // The marker is consumed by this open: a crash from now on must trigger recovery. The
+            // removal is made durable before the first write (`Log::sync_marker_removal`).
             if clean {
                 remove_if_exists(st, &marker)?;
-                sync_dir_in(st, dir)?;
             }
             (clean, rp, lso)
         }
@@ -365,7 +373,9 @@ pub(crate) fn load(
         PartitionState::Managed { .. } => None,
     };
 
-    let log = Log {
+    let state_is_standalone = state == PartitionState::Standalone;
+    let marker_removal_unsynced = clean_shutdown && state_is_standalone;
+    let mut log = Log {
         dir: dir.to_path_buf(),
         storage,
         config,
@@ -385,13 +395,17 @@ pub(crate) fn load(
         next_delete_horizon_ms: None,
         pending_deletes: Vec::new(),
         last_now_ms: now_ms,
+        marker_removal_unsynced,
+        checkpointed: match state_is_standalone {
+            // A missing or unreadable checkpoint reads as 0, which is what was used.
+            true => Some((checkpoint_recovery_point, checkpoint_log_start)),
+            false => None,
+        },
     };
     // What the checkpoints already say is not written again: a new partition (nothing on disk,
     // a missing checkpoint reads as 0) and a clean restart (recovery point at the log end) cost
     // no file writes, which is most of what creating or reopening thousands of partitions costs.
-    let checkpoints_current = checkpoint_recovery_point == log.recovery_point
-        && checkpoint_log_start == log.log_start_offset;
-    if log.state == PartitionState::Standalone && !checkpoints_current {
+    if state_is_standalone {
         log.write_standalone_checkpoints()?;
     }
     Ok(log)
