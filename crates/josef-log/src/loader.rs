@@ -296,10 +296,20 @@ pub(crate) fn load(
         seg.unmap_indexes();
     }
 
-    // 7. Recovery is not made durable here: the recovery point stays where the checkpoint put it
-    //    (Kafka's `LogLoader.recoverLog`), so a crash before the next flush recovers the same
-    //    segments again. Fsyncing every recovered segment instead cost four fsyncs per partition,
-    //    most of a restart after kill -9 with thousands of partitions (issue #22).
+    // 7. Recovery that found everything intact is not made durable here: the recovery point stays
+    //    where the checkpoint put it (Kafka's `LogLoader.recoverLog`), so a crash before the next
+    //    flush recovers the same segments again. Fsyncing every recovered segment cost four
+    //    fsyncs per partition, most of a restart after kill -9 with thousands of partitions
+    //    (issue #22). A recovery that cut a segment or deleted later ones is made durable at once:
+    //    after a power failure the deleted segments must not come back behind new appends.
+    if report.truncated_bytes > 0 || !report.deleted_segments.is_empty() {
+        for base in &report.recovered_segments {
+            if let Some(seg) = segments.get_mut(base) {
+                seg.flush()?;
+            }
+        }
+        sync_dir_in(st, dir)?;
+    }
     let recovery_point = if clean_shutdown {
         log_end_offset
     } else {

@@ -1,11 +1,11 @@
 //! The preallocated array of fixed-size entries under the offset and time indexes (Kafka's
 //! `AbstractIndex`), memory-mapped on the file system (see [`crate::storage::IndexFile`]).
 //!
-//! A new index file is preallocated to `segment.index.bytes` rounded down to the entry size; the
-//! number of valid entries is tracked in memory (Kafka's mmap position). An existing file is
-//! taken to be full of valid entries (it was trimmed when its segment rolled or closed); the
-//! active segment's index is grown back to the preallocated size when the log opens, and trimmed
-//! to its entries on roll and close.
+//! An index file is preallocated to `segment.index.bytes` rounded down to the entry size when its
+//! first entry is written; the number of valid entries is tracked in memory (Kafka's mmap
+//! position). An existing file is taken to be full of valid entries (it was trimmed when its
+//! segment rolled or closed); the active segment's index grows back to the preallocated size with
+//! its next entry, and is trimmed to its entries on roll and close.
 //!
 //! The file is mapped lazily (Kafka's `LazyIndex`): only when an entry is read or written. Its
 //! length is known from the file system, so opening, growing, trimming or resetting an index
@@ -14,6 +14,7 @@
 //! partitions.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crate::error::LogError;
@@ -41,6 +42,9 @@ pub(crate) struct MmapIndex {
     max_index_size: usize,
     /// The file did not exist before [`MmapIndex::open`] created it.
     newly_created: bool,
+    /// Written or resized since the last flush: a flush of an unmapped index must still reach
+    /// the disk (pages dirtied through a dropped mapping stay dirty in the page cache).
+    dirty: AtomicBool,
 }
 
 impl MmapIndex {
@@ -65,14 +69,14 @@ impl MmapIndex {
                 )
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                // Only a file created here is preallocated (Kafka's `newlyCreated`): an existing
-                // empty file is a trimmed index without entries and stays small.
-                let f = storage
+                // Created empty: the first entry preallocates it (Kafka's `newlyCreated` file is
+                // preallocated at once), so an index that never gets an entry never changes
+                // length and its segment's close syncs nothing. A lost empty file is found again
+                // by `newly_created` on the next open.
+                storage
                     .open_file(path, true)
                     .map_err(|e| LogError::io(path, e))?;
-                f.set_len(max_index_size as u64)
-                    .map_err(|e| LogError::io(path, e))?;
-                (max_index_size, 0, true)
+                (0, 0, true)
             }
             Err(e) => return Err(LogError::io(path, e)),
         };
@@ -85,6 +89,7 @@ impl MmapIndex {
             entry_size,
             max_index_size,
             newly_created,
+            dirty: AtomicBool::new(false),
         })
     }
 
@@ -205,6 +210,7 @@ impl MmapIndex {
         }
         let at = self.entries * self.entry_size;
         self.mapped_mut()?.write_at(at, bytes);
+        self.dirty.store(true, Ordering::Relaxed);
         self.entries += 1;
         Ok(())
     }
@@ -218,6 +224,7 @@ impl MmapIndex {
         const ZEROS: [u8; 4096] = [0; 4096];
         let end = self.entries * self.entry_size;
         let mut at = n * self.entry_size;
+        self.dirty.store(true, Ordering::Relaxed);
         let file = self.mapped_mut()?;
         while at < end {
             let k = (end - at).min(ZEROS.len());
@@ -228,18 +235,17 @@ impl MmapIndex {
         Ok(())
     }
 
-    /// Removes all entries and grows the file back to its preallocated size.
+    /// Removes all entries; the next entry grows the file back to its preallocated size.
     ///
-    /// The entries are dropped by cutting the file to nothing and growing it again, not by writing
-    /// zeros over them: the active segment's index after an unclean shutdown is the whole
-    /// preallocated file (every byte counts as an entry until recovery), and zeroing it would dirty
-    /// and then flush `segment.index.bytes` per index and partition — about 20 MiB of writes per
-    /// partition recovered, which made a restart after kill -9 take minutes with a few thousand
-    /// partitions (issue #22).
+    /// The entries are dropped by cutting the file to nothing, not by writing zeros over them: the
+    /// active segment's index after an unclean shutdown is the whole preallocated file (every byte
+    /// counts as an entry until recovery), and zeroing it would dirty and then flush
+    /// `segment.index.bytes` per index and partition — about 20 MiB of writes per partition
+    /// recovered, which made a restart after kill -9 take minutes with a few thousand partitions
+    /// (issue #22).
     pub(crate) fn reset(&mut self) -> Result<(), LogError> {
         self.entries = 0;
-        self.resize(0)?;
-        self.resize(self.max_index_size)
+        self.resize(0)
     }
 
     /// Changes the file length; entries past the new length are dropped.
@@ -260,6 +266,7 @@ impl MmapIndex {
             }
         }
         .map_err(|e| LogError::io(&self.path, e))?;
+        self.dirty.store(true, Ordering::Relaxed);
         self.len = new_len;
         self.entries = self.entries.min(new_len / self.entry_size);
         Ok(())
@@ -270,21 +277,31 @@ impl MmapIndex {
         self.resize(self.entries * self.entry_size)
     }
 
-    /// Grows the file to the preallocated size so the active segment can append.
+    /// Makes room for the active segment's appends. Nothing is done until the first entry needs
+    /// it ([`MmapIndex::push`] grows the file to the preallocated size): an idle partition's index
+    /// then keeps the length it was trimmed to, so its close changes nothing and syncs nothing.
     pub(crate) fn grow_to_max(&mut self) -> Result<(), LogError> {
-        if self.len < self.max_index_size {
-            self.resize(self.max_index_size)?;
-        }
         Ok(())
     }
 
     /// Writes dirty pages to disk.
     pub(crate) fn flush(&self) -> Result<(), LogError> {
-        // An unmapped index has no dirty pages: nothing was written through it.
-        match self.file.get() {
-            Some(Some(f)) => f.flush().map_err(|e| LogError::io(&self.path, e)),
-            _ => Ok(()),
+        if !self.dirty.swap(false, Ordering::Relaxed) {
+            return Ok(());
         }
+        let synced = match self.file.get() {
+            Some(Some(f)) => f.flush(),
+            // Unmapped: what earlier mappings or resizes left in the page cache is synced through
+            // a descriptor opened for it.
+            _ => self
+                .storage
+                .open_file(&self.path, false)
+                .and_then(|f| f.sync_data()),
+        };
+        if synced.is_err() {
+            self.dirty.store(true, Ordering::Relaxed);
+        }
+        synced.map_err(|e| LogError::io(&self.path, e))
     }
 
     /// Renames the file (used when swapping cleaned segments in).
@@ -372,9 +389,11 @@ mod tests {
         idx.reset().unwrap();
         idx.flush().unwrap();
         assert_eq!(idx.entries(), 0);
-        assert_eq!(idx.file_len(), max);
+        assert_eq!(idx.file_len(), 0);
+        idx.push(&9u64.to_be_bytes()).unwrap();
+        assert_eq!(idx.file_len(), max, "the next entry preallocates again");
         assert_eq!(
-            idx.entry(0),
+            idx.entry(1),
             [0; MAX_ENTRY_SIZE],
             "the old entries are gone"
         );
@@ -383,13 +402,42 @@ mod tests {
         assert!(allocated < 64 * 1024, "{allocated} bytes allocated");
     }
 
+    /// Pages written through a mapping that was dropped stay dirty in the page cache: a flush
+    /// must still sync them, and a flush with nothing written syncs nothing.
+    #[test]
+    fn a_flush_syncs_what_a_dropped_mapping_wrote_and_only_that() {
+        use crate::storage::{CountingStorage, MemoryStorage};
+        let counting = Arc::new(CountingStorage::new(Arc::new(MemoryStorage::new())));
+        let storage: Arc<dyn Storage> = counting.clone();
+        storage.create_dir_all(Path::new("/d")).unwrap();
+        let mut idx = MmapIndex::open(storage, Path::new("/d/x.index"), 8, 1024).unwrap();
+        idx.flush().unwrap();
+        assert_eq!(counting.calls().syncs, 0, "nothing written, nothing synced");
+        idx.push(&1u64.to_be_bytes()).unwrap();
+        idx.unmap();
+        idx.flush().unwrap();
+        assert_eq!(counting.calls().syncs, 1);
+        idx.flush().unwrap();
+        assert_eq!(counting.calls().syncs, 1, "synced once");
+        idx.trim_to_valid_size().unwrap();
+        idx.flush().unwrap();
+        assert_eq!(counting.calls().syncs, 2, "a resize is synced too");
+    }
+
     #[test]
     fn new_index_is_preallocated_rounded_down_to_entry_size() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("x.index");
-        let idx = MmapIndex::open(crate::storage::file_system(), &p, 12, 100).unwrap();
+        let mut idx = MmapIndex::open(crate::storage::file_system(), &p, 12, 100).unwrap();
+        assert!(idx.newly_created());
+        assert_eq!(
+            idx.file_len(),
+            0,
+            "nothing preallocated before the first entry"
+        );
+        idx.push(&[1; 12]).unwrap();
         assert_eq!(idx.file_len(), 96);
         assert_eq!(std::fs::metadata(&p).unwrap().len(), 96);
-        assert_eq!(idx.entries(), 0);
+        assert_eq!(idx.entries(), 1);
     }
 }

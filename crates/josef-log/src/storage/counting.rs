@@ -29,6 +29,8 @@ pub struct StorageCalls {
     /// Bytes read: whole files (`read`), through open files and through index files (what a
     /// recovery or an open costs in I/O, as a number).
     pub bytes_read: u64,
+    /// Data syncs through open files and index files (`sync_data`, `flush`).
+    pub syncs: u64,
     /// Handles open now: files and index mappings opened and not dropped yet (what a broker
     /// pays in file descriptors and memory mappings per partition).
     pub open_now: u64,
@@ -51,6 +53,7 @@ pub struct StorageCalls {
 pub struct CountingStorage {
     inner: Arc<dyn Storage>,
     bytes_read: Arc<AtomicU64>,
+    syncs: Arc<AtomicU64>,
     open_now: Arc<AtomicU64>,
     opens: AtomicU64,
     atomic_writes: AtomicU64,
@@ -66,6 +69,7 @@ impl CountingStorage {
         CountingStorage {
             inner,
             bytes_read: Arc::new(AtomicU64::new(0)),
+            syncs: Arc::new(AtomicU64::new(0)),
             open_now: Arc::new(AtomicU64::new(0)),
             opens: AtomicU64::new(0),
             atomic_writes: AtomicU64::new(0),
@@ -87,6 +91,7 @@ impl CountingStorage {
             dir_syncs: get(&self.dir_syncs),
             other: get(&self.other),
             bytes_read: get(&self.bytes_read),
+            syncs: get(&self.syncs),
             open_now: get(&self.open_now),
         }
     }
@@ -103,6 +108,7 @@ impl Storage for CountingStorage {
         Ok(Box::new(CountingFile {
             inner,
             bytes_read: self.bytes_read.clone(),
+            syncs: self.syncs.clone(),
             _open: OpenHandle::new(&self.open_now),
         }))
     }
@@ -113,6 +119,7 @@ impl Storage for CountingStorage {
         let file = CountingIndex {
             inner,
             bytes_read: self.bytes_read.clone(),
+            syncs: self.syncs.clone(),
             _open: OpenHandle::new(&self.open_now),
         };
         Ok((Box::new(file), created))
@@ -182,6 +189,7 @@ impl Storage for CountingStorage {
 struct CountingFile {
     inner: Box<dyn StorageFile>,
     bytes_read: Arc<AtomicU64>,
+    syncs: Arc<AtomicU64>,
     _open: OpenHandle,
 }
 
@@ -227,6 +235,7 @@ impl StorageFile for CountingFile {
     }
 
     fn sync_data(&self) -> io::Result<()> {
+        self.syncs.fetch_add(1, Ordering::Relaxed);
         self.inner.sync_data()
     }
 
@@ -240,6 +249,7 @@ impl StorageFile for CountingFile {
 struct CountingIndex {
     inner: Box<dyn IndexFile>,
     bytes_read: Arc<AtomicU64>,
+    syncs: Arc<AtomicU64>,
     _open: OpenHandle,
 }
 
@@ -263,6 +273,7 @@ impl IndexFile for CountingIndex {
     }
 
     fn flush(&self) -> io::Result<()> {
+        self.syncs.fetch_add(1, Ordering::Relaxed);
         self.inner.flush()
     }
 
