@@ -6,7 +6,7 @@ port is started, and the script measures:
 
 - create: CreateTopics of N partitions (topics of up to --per-topic partitions each) until every
   topic is answered, wall time and broker CPU (utime + stime from /proc/PID/stat);
-- idle: RSS and open file descriptors of the broker with the N partitions idle;
+- idle: RSS, open file descriptors and memory mappings of the broker with the N partitions idle;
 - metadata: a Metadata request for all topics, wall time (best of 3);
 - restart (clean): SIGTERM, start again, time until Metadata lists all N partitions;
 - restart (kill -9): the same after SIGKILL, which makes the broker recover its logs.
@@ -58,6 +58,12 @@ def rss_mib(pid):
 
 def open_fds(pid):
     return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def mappings(pid):
+    """Memory mappings of the process (Linux allows vm.max_map_count, 65,530 by default)."""
+    with open(f"/proc/{pid}/maps") as f:
+        return sum(1 for _ in f)
 
 
 class Broker:
@@ -130,41 +136,48 @@ def measure(binary, n, per_topic, limit_s):
     data = os.path.join(root, "data")
     os.makedirs(data)
     broker = Broker(binary, data, free_port())
-    started = broker.start()
-    wait_serving(broker, 0, limit_s)
-    row = {"partitions": n, "start_s": time.monotonic() - started}
-    admin = broker.admin()
-    topics, left, i = [], n, 0
-    while left > 0:
-        p = min(per_topic, left)
-        topics.append(NewTopic(f"scale-{i:05d}", num_partitions=p, replication_factor=1))
-        left, i = left - p, i + 1
-    cpu0, t0 = cpu_seconds(broker.proc.pid), time.monotonic()
-    for batch in range(0, len(topics), 100):
-        futures = admin.create_topics(topics[batch:batch + 100], operation_timeout=limit_s)
-        for f in futures.values():
-            f.result()
-    wait_serving(broker, n, limit_s)
-    row["create_s"] = time.monotonic() - t0
-    row["create_cpu_s"] = cpu_seconds(broker.proc.pid) - cpu0
-    row["idle_rss_mib"] = rss_mib(broker.proc.pid)
-    row["idle_fds"] = open_fds(broker.proc.pid)
-    best = math.inf
-    for _ in range(3):
-        t = time.monotonic()
-        assert partitions_listed(admin, timeout=limit_s) == n
-        best = min(best, time.monotonic() - t)
-    row["metadata_s"] = best
-    broker.stop(signal.SIGTERM)
-    broker.start()
-    row["restart_clean_s"] = wait_serving(broker, n, limit_s)
-    broker.stop(signal.SIGKILL)
-    broker.start()
-    row["restart_kill9_s"] = wait_serving(broker, n, limit_s)
-    row["restart_kill9_cpu_s"] = cpu_seconds(broker.proc.pid)
-    row["restart_rss_mib"] = rss_mib(broker.proc.pid)
-    broker.stop(signal.SIGTERM)
-    subprocess.run(["rm", "-rf", root], check=False)
+    try:
+        started = broker.start()
+        wait_serving(broker, 0, limit_s)
+        row = {"partitions": n, "start_s": time.monotonic() - started}
+        admin = broker.admin()
+        topics, left, i = [], n, 0
+        while left > 0:
+            p = min(per_topic, left)
+            topics.append(NewTopic(f"scale-{i:05d}", num_partitions=p, replication_factor=1))
+            left, i = left - p, i + 1
+        cpu0, t0 = cpu_seconds(broker.proc.pid), time.monotonic()
+        for batch in range(0, len(topics), 100):
+            futures = admin.create_topics(topics[batch:batch + 100], operation_timeout=limit_s)
+            for f in futures.values():
+                f.result()
+        wait_serving(broker, n, limit_s)
+        row["create_s"] = time.monotonic() - t0
+        row["create_cpu_s"] = cpu_seconds(broker.proc.pid) - cpu0
+        row["idle_rss_mib"] = rss_mib(broker.proc.pid)
+        row["idle_fds"] = open_fds(broker.proc.pid)
+        row["idle_maps"] = mappings(broker.proc.pid)
+        best = math.inf
+        for _ in range(3):
+            t = time.monotonic()
+            assert partitions_listed(admin, timeout=limit_s) == n
+            best = min(best, time.monotonic() - t)
+        row["metadata_s"] = best
+        broker.stop(signal.SIGTERM)
+        broker.start()
+        row["restart_clean_s"] = wait_serving(broker, n, limit_s)
+        broker.stop(signal.SIGKILL)
+        broker.start()
+        row["restart_kill9_s"] = wait_serving(broker, n, limit_s)
+        row["restart_kill9_cpu_s"] = cpu_seconds(broker.proc.pid)
+        row["restart_rss_mib"] = rss_mib(broker.proc.pid)
+        broker.stop(signal.SIGTERM)
+    finally:
+        # A failed count must not leave its broker running nor its data behind.
+        if broker.proc is not None and broker.proc.poll() is None:
+            broker.proc.kill()
+            broker.proc.wait()
+        subprocess.run(["rm", "-rf", root], check=False)
     return row
 
 
@@ -173,6 +186,7 @@ METRICS = [
     ("create_cpu_s", "broker CPU for CreateTopics (s)"),
     ("idle_rss_mib", "idle RSS (MiB)"),
     ("idle_fds", "open files, idle"),
+    ("idle_maps", "memory mappings, idle"),
     ("metadata_s", "Metadata for all topics (s)"),
     ("restart_clean_s", "serving again after SIGTERM (s)"),
     ("restart_kill9_s", "serving again after kill -9 (s)"),
@@ -231,17 +245,22 @@ def main():
     rows = []
     cols = ["partitions", "start_s"] + [k for k, _ in METRICS] + ["restart_rss_mib"]
     print(" ".join(f"{c:>16}" for c in cols), flush=True)
+    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     for n in counts:
-        row = measure(os.path.abspath(args.broker_bin), n, args.per_topic, args.limit_s)
+        try:
+            row = measure(os.path.abspath(args.broker_bin), n, args.per_topic, args.limit_s)
+        except Exception as e:
+            print(f"{n} partitions failed: {e}", file=sys.stderr, flush=True)
+            break
         rows.append(row)
         print(" ".join(f"{row[c]:>16.3f}" if isinstance(row[c], float) else f"{row[c]:>16}" for c in cols), flush=True)
-    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-    with open(args.out + ".csv", "w", newline="") as f:
-        wr = csv.DictWriter(f, fieldnames=cols)
-        wr.writeheader()
-        wr.writerows(rows)
-    for key, title in METRICS:
-        svg_plot(rows, key, title, f"{args.out}-{key}.svg")
+        # Written after every count: a long last count that fails or is stopped keeps the others.
+        with open(args.out + ".csv", "w", newline="") as f:
+            wr = csv.DictWriter(f, fieldnames=cols)
+            wr.writeheader()
+            wr.writerows(rows)
+        for key, title in METRICS:
+            svg_plot(rows, key, title, f"{args.out}-{key}.svg")
     print(f"wrote {args.out}.csv and {args.out}-*.svg", file=sys.stderr)
 
 

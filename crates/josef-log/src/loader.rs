@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::checkpoint::{read_offset_checkpoint_in, sync_dir_in, write_file_atomically_in};
+use crate::checkpoint::{read_offset_checkpoint_in, sync_dir_in};
 use crate::config::LogConfig;
 use crate::error::LogError;
 use crate::leader_epoch::{LeaderEpochFileCache, LEADER_EPOCH_CHECKPOINT_FILE};
@@ -18,18 +18,26 @@ use crate::storage::{self, FileStorage, Storage};
 /// log has no broker epoch, hence -1).
 pub const CLEAN_SHUTDOWN_CONTENT: &str = "{\"version\":0,\"brokerEpoch\":-1}";
 
-/// Writes the `.kafka_cleanshutdown` marker in `dir`, fsynced.
+/// Writes the `.kafka_cleanshutdown` marker in `dir`, once everything else is durable.
+///
+/// Nothing is fsynced: an open only asks whether the marker exists, and the data it vouches for
+/// was made durable before it was created, so a marker lost to a power failure only costs a
+/// recovery it did not need, and one that survives is true whatever its bytes. (An fsynced atomic
+/// write per partition was most of a shutdown with thousands of partitions, issue #22.)
 pub fn write_clean_shutdown_marker(dir: &Path) -> Result<(), LogError> {
     write_clean_shutdown_marker_in(&FileStorage, dir)
 }
 
 /// [`write_clean_shutdown_marker`] on any [`Storage`].
 pub fn write_clean_shutdown_marker_in(storage: &dyn Storage, dir: &Path) -> Result<(), LogError> {
-    write_file_atomically_in(
-        storage,
-        &dir.join(naming::CLEAN_SHUTDOWN_FILE),
-        CLEAN_SHUTDOWN_CONTENT.as_bytes(),
-    )
+    let path = dir.join(naming::CLEAN_SHUTDOWN_FILE);
+    let bytes = CLEAN_SHUTDOWN_CONTENT.as_bytes();
+    let f = storage
+        .open_file(&path, true)
+        .map_err(|e| LogError::io(&path, e))?;
+    f.write_all_at(&[bytes], 0)
+        .and_then(|()| f.set_len(bytes.len() as u64))
+        .map_err(|e| LogError::io(&path, e))
 }
 
 fn remove_if_exists(storage: &dyn Storage, p: &Path) -> Result<(), LogError> {
@@ -74,10 +82,10 @@ pub(crate) fn load(
             // A malformed checkpoint only costs a longer recovery.
             let rp = pick(naming::RECOVERY_POINT_CHECKPOINT_FILE).unwrap_or(0);
             let lso = pick(naming::LOG_START_OFFSET_CHECKPOINT_FILE).unwrap_or(0);
-            // The marker is consumed by this open: a crash from now on must trigger recovery.
+            // The marker is consumed by this open: a crash from now on must trigger recovery. The
+            // removal is made durable before the first write (`Log::sync_marker_removal`).
             if clean {
                 remove_if_exists(st, &marker)?;
-                sync_dir_in(st, dir)?;
             }
             (clean, rp, lso)
         }
@@ -178,6 +186,18 @@ pub(crate) fn load(
         }
     }
 
+    // After an unclean stop, the segment holding the recovery point and every later one are
+    //    recovered (step 5); the earlier ones were fsynced before the recovery point passed them
+    //    and are only checked (Kafka's `LogLoader.recoverLog`).
+    let recover_from = (!clean_shutdown).then(|| {
+        log_bases
+            .iter()
+            .rev()
+            .find(|&&b| b <= checkpoint_recovery_point)
+            .copied()
+            .unwrap_or(i64::MIN)
+    });
+
     // 4. Load the segments. After a clean shutdown the indexes are trusted once they pass the
     //    sanity check; a missing or failing index is rebuilt.
     let mut segments: BTreeMap<i64, LogSegment> = BTreeMap::new();
@@ -185,6 +205,11 @@ pub(crate) fn load(
     let mut first_cut: Option<i64> = None;
     for &base in &log_bases {
         let mut seg = LogSegment::open_in(storage.clone(), dir, base, &config, now_ms)?;
+        if recover_from.is_some_and(|from| base >= from) {
+            // Rebuilt by step 5 whatever its indexes say: checking them would only read them.
+            segments.insert(base, seg);
+            continue;
+        }
         let indexes_exist = !seg.index_file_was_missing();
         // A segment with data always has a time index entry (its max timestamp is appended on
         // roll, close and recovery), so an empty time index means a lost file.
@@ -206,11 +231,7 @@ pub(crate) fn load(
 
     // 5. After an unclean stop, recover every segment from the one holding the recovery point;
     //    a truncated segment ends the log (later segments are deleted).
-    if !clean_shutdown {
-        let from = segments
-            .range(..=checkpoint_recovery_point)
-            .next_back()
-            .map_or(i64::MIN, |(&b, _)| b);
+    if let Some(from) = recover_from {
         let bases: Vec<i64> = segments.range(from..).map(|(&b, _)| b).collect();
         for (i, &base) in bases.iter().enumerate() {
             if first_cut.is_some_and(|c| base > c) {
@@ -271,9 +292,17 @@ pub(crate) fn load(
     if let Some(active) = segments.values_mut().next_back() {
         active.on_become_active()?;
     }
+    for seg in segments.values_mut() {
+        seg.unmap_indexes();
+    }
 
-    // 7. Whatever recovery validated is made durable, so the recovery point can be the LEO.
-    if !report.recovered_segments.is_empty() {
+    // 7. Recovery that found everything intact is not made durable here: the recovery point stays
+    //    where the checkpoint put it (Kafka's `LogLoader.recoverLog`), so a crash before the next
+    //    flush recovers the same segments again. Fsyncing every recovered segment cost four
+    //    fsyncs per partition, most of a restart after kill -9 with thousands of partitions
+    //    (issue #22). A recovery that cut a segment or deleted later ones is made durable at once:
+    //    after a power failure the deleted segments must not come back behind new appends.
+    if report.truncated_bytes > 0 || !report.deleted_segments.is_empty() {
         for base in &report.recovered_segments {
             if let Some(seg) = segments.get_mut(base) {
                 seg.flush()?;
@@ -281,6 +310,13 @@ pub(crate) fn load(
         }
         sync_dir_in(st, dir)?;
     }
+    let recovery_point = if clean_shutdown {
+        log_end_offset
+    } else {
+        checkpoint_recovery_point
+            .max(log_start_offset)
+            .min(log_end_offset)
+    };
 
     // Snapshots past the end describe data that is gone.
     let stale: Vec<i64> = snapshots
@@ -347,7 +383,9 @@ pub(crate) fn load(
         PartitionState::Managed { .. } => None,
     };
 
-    let log = Log {
+    let state_is_standalone = state == PartitionState::Standalone;
+    let marker_removal_unsynced = clean_shutdown && state_is_standalone;
+    let mut log = Log {
         dir: dir.to_path_buf(),
         storage,
         config,
@@ -355,7 +393,7 @@ pub(crate) fn load(
         log_start_offset,
         log_end_offset,
         high_watermark: log_end_offset,
-        recovery_point: log_end_offset,
+        recovery_point,
         last_flush_ms: now_ms,
         state,
         topic,
@@ -367,13 +405,17 @@ pub(crate) fn load(
         next_delete_horizon_ms: None,
         pending_deletes: Vec::new(),
         last_now_ms: now_ms,
+        marker_removal_unsynced,
+        checkpointed: match state_is_standalone {
+            // A missing or unreadable checkpoint reads as 0, which is what was used.
+            true => Some((checkpoint_recovery_point, checkpoint_log_start)),
+            false => None,
+        },
     };
     // What the checkpoints already say is not written again: a new partition (nothing on disk,
     // a missing checkpoint reads as 0) and a clean restart (recovery point at the log end) cost
     // no file writes, which is most of what creating or reopening thousands of partitions costs.
-    let checkpoints_current = checkpoint_recovery_point == log.recovery_point
-        && checkpoint_log_start == log.log_start_offset;
-    if log.state == PartitionState::Standalone && !checkpoints_current {
+    if state_is_standalone {
         log.write_standalone_checkpoints()?;
     }
     Ok(log)

@@ -139,6 +139,12 @@ pub struct Log {
     pub(crate) pending_deletes: Vec<(i64, LogSegment)>,
     /// The latest `now_ms` the log was given (deletions scheduled without a clock use it).
     pub(crate) last_now_ms: i64,
+    /// The open removed the clean-shutdown marker without fsyncing the directory: done before the
+    /// first write instead, so an idle partition's open costs no fsync (one per partition was
+    /// most of a clean restart with thousands of partitions, issue #22).
+    pub(crate) marker_removal_unsynced: bool,
+    /// What the standalone checkpoint files say (recovery point, log start offset), when known.
+    pub(crate) checkpointed: Option<(i64, i64)>,
 }
 
 /// What [`Log::open`] did to bring the directory into a consistent state.
@@ -289,6 +295,18 @@ impl Log {
             .values()
             .next_back()
             .expect("a log always has an active segment")
+    }
+
+    /// Makes the open's removal of the clean-shutdown marker durable. Called before anything is
+    /// written to the segments: a power loss after a write must not bring the marker back, or
+    /// the next open would trust what the write left half done. (A crash of the process alone
+    /// already sees the marker gone.)
+    fn sync_marker_removal(&mut self) -> Result<(), LogError> {
+        if self.marker_removal_unsynced {
+            checkpoint::sync_dir_in(&*self.storage, &self.dir)?;
+            self.marker_removal_unsynced = false;
+        }
+        Ok(())
     }
 
     fn active_mut(&mut self) -> &mut LogSegment {
@@ -633,6 +651,7 @@ impl Log {
         offset_of_max_timestamp: i64,
         now_ms: i64,
     ) -> Result<Option<i64>, LogError> {
+        self.sync_marker_removal()?;
         self.last_now_ms = now_ms;
         let len: usize = parts.iter().map(|p| p.len()).sum();
         if len > self.config.segment_bytes as usize {
@@ -667,6 +686,7 @@ impl Log {
     /// Starts a new active segment at `max(new_base, LEO)`: the old one gets its final time index
     /// entry, trimmed indexes and an fsync, so the recovery point moves to the new base.
     pub fn roll(&mut self, new_base: i64, now_ms: i64) -> Result<i64, LogError> {
+        self.sync_marker_removal()?;
         let new_base = new_base.max(self.log_end_offset);
         let active_base = self.active().base_offset();
         if active_base == new_base {
@@ -741,7 +761,16 @@ impl Log {
         Ok(())
     }
 
-    pub(crate) fn write_standalone_checkpoints(&self) -> Result<(), LogError> {
+    /// Writes the recovery-point and log-start checkpoints, unless they already say the same
+    /// (a close of an idle partition then writes nothing: two atomic writes, four fsyncs, per
+    /// partition were most of a shutdown with thousands of them).
+    pub(crate) fn write_standalone_checkpoints(&mut self) -> Result<(), LogError> {
+        let now = (self.recovery_point, self.log_start_offset);
+        if self.checkpointed == Some(now) {
+            return Ok(());
+        }
+        // Unknown until both writes succeed.
+        self.checkpointed = None;
         let entry = |offset| {
             vec![CheckpointEntry {
                 topic: self.topic.clone(),
@@ -758,7 +787,9 @@ impl Log {
             &*self.storage,
             &self.dir.join(naming::LOG_START_OFFSET_CHECKPOINT_FILE),
             &entry(self.log_start_offset),
-        )
+        )?;
+        self.checkpointed = Some(now);
+        Ok(())
     }
 
     /// Reads whole batches from `start_offset`: at most `max_bytes` (but the first batch whole if
@@ -909,6 +940,7 @@ impl Log {
     /// (`txn.last_offset`, which must be below the LEO). Call it right after appending the marker;
     /// telling the same transaction twice is harmless.
     pub fn append_aborted_txn(&mut self, txn: AbortedTxn) -> Result<(), LogError> {
+        self.sync_marker_removal()?;
         if txn.last_offset >= self.log_end_offset || txn.last_offset < self.log_start_offset {
             return Err(LogError::OffsetOutOfRange {
                 offset: txn.last_offset,
@@ -1124,6 +1156,7 @@ impl Log {
     /// Removes every offset `>= offset` (whole batches; for a follower diverging from its leader).
     /// Truncating below the log start offset empties the log and restarts it at `offset`.
     pub fn truncate_to(&mut self, offset: i64, now_ms: i64) -> Result<(), LogError> {
+        self.sync_marker_removal()?;
         if offset >= self.log_end_offset {
             // Nothing to remove but a leader epoch that starts at the LEO: a replica that became
             // leader (which records its epoch's start) and was deposed before appending. Left
@@ -1181,6 +1214,7 @@ impl Log {
         offset: i64,
         now_ms: i64,
     ) -> Result<(), LogError> {
+        self.sync_marker_removal()?;
         self.last_now_ms = now_ms;
         let all: Vec<i64> = self.segments.keys().copied().collect();
         for base in all {

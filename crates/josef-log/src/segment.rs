@@ -104,13 +104,13 @@ impl LogSegment {
         })?;
         let max_index = config.segment_index_bytes as usize;
         let offset_index = OffsetIndex::open_in(
-            &*storage,
+            storage.clone(),
             &with(naming::offset_index_file(dir, base_offset)),
             base_offset,
             max_index,
         )?;
         let time_index = TimeIndex::open_in(
-            &*storage,
+            storage.clone(),
             &with(naming::time_index_file(dir, base_offset)),
             base_offset,
             max_index,
@@ -536,6 +536,14 @@ impl LogSegment {
         })
     }
 
+    /// Drops the index mappings (the next lookup or append maps again): what an open leaves of a
+    /// segment it rebuilt, so that recovering thousands of partitions does not keep two mappings
+    /// each.
+    pub fn unmap_indexes(&mut self) {
+        self.offset_index.unmap();
+        self.time_index.unmap();
+    }
+
     /// Checks the indexes of a segment loaded after a clean shutdown.
     pub fn sanity_check(&self) -> Result<(), LogError> {
         self.offset_index.sanity_check(u64::from(self.size))?;
@@ -552,8 +560,8 @@ impl LogSegment {
     /// point at them. Returns the first removed batch's base offset, if any batch was removed.
     pub fn truncate_to(&mut self, offset: i64) -> Result<Option<i64>, LogError> {
         let mapping = self.translate_offset(offset, 0)?;
-        self.offset_index.truncate_to(offset);
-        self.time_index.truncate_to(offset);
+        self.offset_index.truncate_to(offset)?;
+        self.time_index.truncate_to(offset)?;
         self.txn_index.truncate_to(offset)?;
         self.offset_index.grow_to_max()?;
         self.time_index.grow_to_max()?;

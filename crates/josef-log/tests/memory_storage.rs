@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use josef_log::storage::{FileStorage, MemoryStorage, Storage};
+use josef_log::storage::{BoundedFiles, FileStorage, MemoryStorage, Storage};
 use josef_log::testing::TestBatch;
 use josef_log::{CleanupPolicy, Log, LogConfig, PartitionState, TimestampType};
 use proptest::prelude::*;
@@ -201,12 +201,19 @@ proptest! {
         let memory: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
         let (fdir, mdir) = (d.path().join("t-0"), Path::new("/mem/t-0").to_path_buf());
         let cfg = LogConfig { retention_ms: 5_000, ..config() };
+        // The file system again, with one descriptor for all files: every file is closed and
+        // reopened by name all the time (renames, deletions and crashes included).
+        let bounded: Arc<dyn Storage> = Arc::new(BoundedFiles::new(Arc::new(FileStorage), 1));
+        let bdir = d.path().join("b").join("t-0");
         let mut on_file = Some(open(&file, &fdir, cfg.clone()));
-        let mut on_memory = Some(open(&memory, &mdir, cfg));
+        let mut on_memory = Some(open(&memory, &mdir, cfg.clone()));
+        let mut on_bounded = Some(open(&bounded, &bdir, cfg));
         for op in &ops {
             let a = apply(&mut on_file, &file, &fdir, op);
             let b = apply(&mut on_memory, &memory, &mdir, op);
-            prop_assert_eq!(a, b, "after {:?}", op);
+            let c = apply(&mut on_bounded, &bounded, &bdir, op);
+            prop_assert_eq!(&a, &b, "after {:?}", op);
+            prop_assert_eq!(&a, &c, "bounded, after {:?}", op);
         }
         let names = |s: &Arc<dyn Storage>, dir: &Path| {
             let mut n = s.read_dir(dir).unwrap();
@@ -238,15 +245,59 @@ fn a_new_log_and_a_clean_reopen_rewrite_no_checkpoint() {
         after_close > 0,
         "the clean shutdown checkpoints the log end"
     );
-    let log = open(&storage, dir, config());
+    let syncs = counting.calls().dir_syncs;
+    let mut log = open(&storage, dir, config());
     assert_eq!(log.log_end_offset(), 1);
     assert_eq!(
         counting.calls().atomic_writes,
         after_close,
         "a clean reopen rewrites nothing"
     );
-    // A crash (no clean-shutdown marker, recovery point behind the log end) does rewrite them.
+    assert_eq!(
+        counting.calls().dir_syncs,
+        syncs,
+        "a clean reopen fsyncs no directory (the marker's removal waits for a write)"
+    );
+    put(&mut log, 101, "k", Some("v"));
+    assert_eq!(
+        counting.calls().dir_syncs,
+        syncs + 1,
+        "the first write makes the marker's removal durable"
+    );
+    put(&mut log, 102, "k", Some("v"));
+    assert_eq!(counting.calls().dir_syncs, syncs + 1, "once");
+    // A crash (no clean-shutdown marker) recovers from the checkpointed recovery point, which
+    // stays where it was: nothing is rewritten either.
     drop(log);
     let log = open(&storage, dir, config());
-    assert_eq!(log.log_end_offset(), 1);
+    assert_eq!(log.log_end_offset(), 3);
+    assert!(!log.load_report().clean_shutdown);
+}
+
+/// Shutting down thousands of idle partitions is their closes: a close that finds the checkpoints
+/// current writes only the clean-shutdown marker, without fsync (its existence is all an open
+/// reads, and the data it vouches for is already durable).
+#[test]
+fn closing_an_idle_partition_writes_no_checkpoint_and_fsyncs_nothing() {
+    use josef_log::storage::CountingStorage;
+    let counting = Arc::new(CountingStorage::new(Arc::new(MemoryStorage::new())));
+    let storage: Arc<dyn Storage> = counting.clone();
+    let dir = Path::new("/josef/idle-0");
+    let mut log = open(&storage, dir, config());
+    put(&mut log, 100, "k", Some("v"));
+    log.close().unwrap();
+    for round in 0..2 {
+        let log = open(&storage, dir, config());
+        assert!(log.load_report().clean_shutdown, "round {round}");
+        let before = counting.calls();
+        log.close().unwrap();
+        let after = counting.calls();
+        assert_eq!(
+            (after.atomic_writes, after.dir_syncs),
+            (before.atomic_writes, before.dir_syncs),
+            "round {round}: an idle close rewrote or fsynced"
+        );
+        assert!(storage.exists(&dir.join(".kafka_cleanshutdown")));
+    }
+    assert_eq!(open(&storage, dir, config()).log_end_offset(), 1);
 }

@@ -1,13 +1,21 @@
 //! The preallocated array of fixed-size entries under the offset and time indexes (Kafka's
 //! `AbstractIndex`), memory-mapped on the file system (see [`crate::storage::IndexFile`]).
 //!
-//! A new index file is preallocated to `segment.index.bytes` rounded down to the entry size; the
-//! number of valid entries is tracked in memory (Kafka's mmap position). An existing file is
-//! taken to be full of valid entries (it was trimmed when its segment rolled or closed); the
-//! active segment's index is grown back to the preallocated size when the log opens, and trimmed
-//! to its entries on roll and close.
+//! An index file is preallocated to `segment.index.bytes` rounded down to the entry size when its
+//! first entry is written; the number of valid entries is tracked in memory (Kafka's mmap
+//! position). An existing file is taken to be full of valid entries (it was trimmed when its
+//! segment rolled or closed); the active segment's index grows back to the preallocated size with
+//! its next entry, and is trimmed to its entries on roll and close.
+//!
+//! The file is mapped lazily (Kafka's `LazyIndex`): only when an entry is read or written. Its
+//! length is known from the file system, so opening, growing, trimming or resetting an index
+//! maps nothing, and an idle partition holds no mapping at all — Linux allows 65,530 mappings per
+//! process by default (`vm.max_map_count`), two per segment would cap a broker near 30,000 idle
+//! partitions.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use crate::error::LogError;
 use crate::storage::{IndexFile, Storage};
@@ -23,7 +31,10 @@ pub(crate) const MAX_ENTRY_SIZE: usize = 12;
 #[derive(Debug)]
 pub(crate) struct MmapIndex {
     path: PathBuf,
-    file: Box<dyn IndexFile>,
+    storage: Arc<dyn Storage>,
+    /// The mapping once something needed it; `Some(None)` when mapping failed on a read, which
+    /// then sees zeros (see [`MmapIndex::entry`]) until a write maps it again or fails.
+    file: OnceLock<Option<Box<dyn IndexFile>>>,
     /// Length in bytes (the file length).
     len: usize,
     entries: usize,
@@ -31,40 +42,105 @@ pub(crate) struct MmapIndex {
     max_index_size: usize,
     /// The file did not exist before [`MmapIndex::open`] created it.
     newly_created: bool,
+    /// Written or resized since the last flush: a flush of an unmapped index must still reach
+    /// the disk (pages dirtied through a dropped mapping stay dirty in the page cache).
+    dirty: AtomicBool,
 }
 
 impl MmapIndex {
-    /// Opens (creating and preallocating if missing) an index file.
+    /// Opens (creating and preallocating if missing) an index file, without mapping it.
     pub(crate) fn open(
-        storage: &dyn Storage,
+        storage: Arc<dyn Storage>,
         path: &Path,
         entry_size: usize,
         max_index_size: usize,
     ) -> Result<MmapIndex, LogError> {
         debug_assert!(entry_size <= MAX_ENTRY_SIZE);
         let max_index_size = round_down(max_index_size, entry_size);
-        let (mut file, newly_created) = storage
-            .open_index(path)
-            .map_err(|e| LogError::io(path, e))?;
-        let file_len = file.len();
-        // Only a file created here is preallocated (Kafka's `newlyCreated`): an existing empty
-        // file is a trimmed index without entries and stays small.
-        let (len, entries) = if newly_created && file_len == 0 {
-            file.set_len(max_index_size)
-                .map_err(|e| LogError::io(path, e))?;
-            (max_index_size, 0)
-        } else {
-            (file_len, round_down(file_len, entry_size) / entry_size)
+        let (len, entries, newly_created) = match storage.file_len(path) {
+            Ok(file_len) => {
+                let file_len = usize::try_from(file_len).map_err(|_| {
+                    LogError::io(path, std::io::Error::other("index file too large"))
+                })?;
+                (
+                    file_len,
+                    round_down(file_len, entry_size) / entry_size,
+                    false,
+                )
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // Created empty: the first entry preallocates it (Kafka's `newlyCreated` file is
+                // preallocated at once), so an index that never gets an entry never changes
+                // length and its segment's close syncs nothing. A lost empty file is found again
+                // by `newly_created` on the next open.
+                storage
+                    .open_file(path, true)
+                    .map_err(|e| LogError::io(path, e))?;
+                (0, 0, true)
+            }
+            Err(e) => return Err(LogError::io(path, e)),
         };
         Ok(MmapIndex {
             path: path.to_path_buf(),
-            file,
+            storage,
+            file: OnceLock::new(),
             len,
             entries,
             entry_size,
             max_index_size,
             newly_created,
+            dirty: AtomicBool::new(false),
         })
+    }
+
+    fn map(&self) -> std::io::Result<Box<dyn IndexFile>> {
+        let (mut f, _) = self.storage.open_index(&self.path)?;
+        if f.len() != self.len {
+            // Changed behind the log's back: the log's view of the length wins, as it did when
+            // the mapping was kept open.
+            f.set_len(self.len)?;
+        }
+        Ok(f)
+    }
+
+    /// The mapping, made on first use; `None` if it cannot be made.
+    fn mapped(&self) -> Option<&dyn IndexFile> {
+        self.file.get_or_init(|| self.map().ok()).as_deref()
+    }
+
+    /// The mapping for a write: made now, and a failure is an error.
+    fn mapped_mut(&mut self) -> Result<&mut Box<dyn IndexFile>, LogError> {
+        if !matches!(self.file.get(), Some(Some(_))) {
+            let f = self.map().map_err(|e| LogError::io(&self.path, e))?;
+            self.file = OnceLock::from(Some(f));
+        }
+        match self.file.get_mut() {
+            Some(Some(f)) => Ok(f),
+            _ => Err(LogError::io(
+                &self.path,
+                std::io::Error::other("index not mapped"),
+            )),
+        }
+    }
+
+    /// Maps the file if it has entries, failing if it cannot be: what a change that reads entries
+    /// first (a truncation) calls, so it never decides on the zeros of a failed mapping.
+    pub(crate) fn ensure_mapped(&mut self) -> Result<(), LogError> {
+        if self.entries > 0 {
+            self.mapped_mut()?;
+        }
+        Ok(())
+    }
+
+    /// Drops the mapping; the next access maps again. Nothing is lost: writes through a shared
+    /// mapping are already the file's pages.
+    pub(crate) fn unmap(&mut self) {
+        self.file = OnceLock::new();
+    }
+
+    /// Whether the file is mapped now (the cost an idle index must not have).
+    pub(crate) fn is_mapped(&self) -> bool {
+        matches!(self.file.get(), Some(Some(_)))
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -89,11 +165,36 @@ impl MmapIndex {
         self.len
     }
 
-    /// The bytes of entry `n` (`n < entries`), in the first `entry_size` bytes.
+    /// The bytes of entry `n` (`n < entries`), in the first `entry_size` bytes. Zeros if the file
+    /// cannot be mapped: an all-zero entry points at the segment's base offset and first byte, so
+    /// lookups degrade to a scan from the segment start (slower, never wrong) and the checks on
+    /// open see a corrupt index and rebuild it.
     pub(crate) fn entry(&self, n: usize) -> [u8; MAX_ENTRY_SIZE] {
         let mut b = [0u8; MAX_ENTRY_SIZE];
-        self.file
-            .read_at(n * self.entry_size, &mut b[..self.entry_size]);
+        if let Some(f) = self.mapped() {
+            f.read_at(n * self.entry_size, &mut b[..self.entry_size]);
+        }
+        b
+    }
+
+    /// Entry `n` like [`MmapIndex::entry`], but an unmapped file is read through a descriptor
+    /// opened for it and is left unmapped: the first and last entries an open checks and keeps
+    /// cost no mapping held for the life of the segment.
+    pub(crate) fn peek(&self, n: usize) -> [u8; MAX_ENTRY_SIZE] {
+        let mut b = [0u8; MAX_ENTRY_SIZE];
+        match self.file.get() {
+            Some(Some(f)) => f.read_at(n * self.entry_size, &mut b[..self.entry_size]),
+            Some(None) => {}
+            None => {
+                let read = self.storage.open_file(&self.path, false).and_then(|f| {
+                    f.read_exact_at(&mut b[..self.entry_size], (n * self.entry_size) as u64)
+                });
+                if read.is_err() {
+                    // Same degradation as a failed mapping.
+                    b = [0u8; MAX_ENTRY_SIZE];
+                }
+            }
+        }
         b
     }
 
@@ -107,40 +208,44 @@ impl MmapIndex {
         if end > self.len {
             return Err(LogError::IndexFull(self.path.clone()));
         }
-        self.file.write_at(self.entries * self.entry_size, bytes);
+        let at = self.entries * self.entry_size;
+        self.mapped_mut()?.write_at(at, bytes);
+        self.dirty.store(true, Ordering::Relaxed);
         self.entries += 1;
         Ok(())
     }
 
     /// Forgets entries from `n` on (the bytes are zeroed so a crash never revives them).
-    pub(crate) fn truncate_entries(&mut self, n: usize) {
+    pub(crate) fn truncate_entries(&mut self, n: usize) -> Result<(), LogError> {
         if n >= self.entries {
-            return;
+            return Ok(());
         }
         // Zeroed a page at a time from one buffer: no allocation sized by the index.
         const ZEROS: [u8; 4096] = [0; 4096];
         let end = self.entries * self.entry_size;
         let mut at = n * self.entry_size;
+        self.dirty.store(true, Ordering::Relaxed);
+        let file = self.mapped_mut()?;
         while at < end {
             let k = (end - at).min(ZEROS.len());
-            self.file.write_at(at, &ZEROS[..k]);
+            file.write_at(at, &ZEROS[..k]);
             at += k;
         }
         self.entries = n;
+        Ok(())
     }
 
-    /// Removes all entries and grows the file back to its preallocated size.
+    /// Removes all entries; the next entry grows the file back to its preallocated size.
     ///
-    /// The entries are dropped by cutting the file to nothing and growing it again, not by writing
-    /// zeros over them: the active segment's index after an unclean shutdown is the whole
-    /// preallocated file (every byte counts as an entry until recovery), and zeroing it would dirty
-    /// and then flush `segment.index.bytes` per index and partition — about 20 MiB of writes per
-    /// partition recovered, which made a restart after kill -9 take minutes with a few thousand
-    /// partitions (issue #22).
+    /// The entries are dropped by cutting the file to nothing, not by writing zeros over them: the
+    /// active segment's index after an unclean shutdown is the whole preallocated file (every byte
+    /// counts as an entry until recovery), and zeroing it would dirty and then flush
+    /// `segment.index.bytes` per index and partition — about 20 MiB of writes per partition
+    /// recovered, which made a restart after kill -9 take minutes with a few thousand partitions
+    /// (issue #22).
     pub(crate) fn reset(&mut self) -> Result<(), LogError> {
         self.entries = 0;
-        self.resize(0)?;
-        self.resize(self.max_index_size)
+        self.resize(0)
     }
 
     /// Changes the file length; entries past the new length are dropped.
@@ -149,9 +254,19 @@ impl MmapIndex {
         if new_len == self.len {
             return Ok(());
         }
-        self.file
-            .set_len(new_len)
-            .map_err(|e| LogError::io(&self.path, e))?;
+        match self.file.get_mut() {
+            Some(Some(f)) => f.set_len(new_len),
+            // Unmapped, the length changes through a descriptor opened for it (a failed mapping
+            // is forgotten: the next read tries again).
+            _ => {
+                self.file = OnceLock::new();
+                self.storage
+                    .open_file(&self.path, false)
+                    .and_then(|f| f.set_len(new_len as u64))
+            }
+        }
+        .map_err(|e| LogError::io(&self.path, e))?;
+        self.dirty.store(true, Ordering::Relaxed);
         self.len = new_len;
         self.entries = self.entries.min(new_len / self.entry_size);
         Ok(())
@@ -162,17 +277,31 @@ impl MmapIndex {
         self.resize(self.entries * self.entry_size)
     }
 
-    /// Grows the file to the preallocated size so the active segment can append.
+    /// Makes room for the active segment's appends. Nothing is done until the first entry needs
+    /// it ([`MmapIndex::push`] grows the file to the preallocated size): an idle partition's index
+    /// then keeps the length it was trimmed to, so its close changes nothing and syncs nothing.
     pub(crate) fn grow_to_max(&mut self) -> Result<(), LogError> {
-        if self.len < self.max_index_size {
-            self.resize(self.max_index_size)?;
-        }
         Ok(())
     }
 
     /// Writes dirty pages to disk.
     pub(crate) fn flush(&self) -> Result<(), LogError> {
-        self.file.flush().map_err(|e| LogError::io(&self.path, e))
+        if !self.dirty.swap(false, Ordering::Relaxed) {
+            return Ok(());
+        }
+        let synced = match self.file.get() {
+            Some(Some(f)) => f.flush(),
+            // Unmapped: what earlier mappings or resizes left in the page cache is synced through
+            // a descriptor opened for it.
+            _ => self
+                .storage
+                .open_file(&self.path, false)
+                .and_then(|f| f.sync_data()),
+        };
+        if synced.is_err() {
+            self.dirty.store(true, Ordering::Relaxed);
+        }
+        synced.map_err(|e| LogError::io(&self.path, e))
     }
 
     /// Renames the file (used when swapping cleaned segments in).
@@ -180,7 +309,9 @@ impl MmapIndex {
         storage
             .rename(&self.path, to)
             .map_err(|e| LogError::io(&self.path, e))?;
-        self.file.moved_to(to);
+        if let Some(Some(f)) = self.file.get_mut() {
+            f.moved_to(to);
+        }
         self.path = to.to_path_buf();
         Ok(())
     }
@@ -246,21 +377,23 @@ mod tests {
         let storage = crate::storage::file_system();
         let max = 1024 * 1024;
         {
-            let mut idx = MmapIndex::open(&*storage, &path, 8, max).unwrap();
+            let mut idx = MmapIndex::open(storage.clone(), &path, 8, max).unwrap();
             for i in 0..3u64 {
                 idx.push(&i.to_be_bytes()).unwrap();
             }
             idx.flush().unwrap();
             // Dropped without a trim: what kill -9 leaves of the active segment's index.
         }
-        let mut idx = MmapIndex::open(&*storage, &path, 8, max).unwrap();
+        let mut idx = MmapIndex::open(storage.clone(), &path, 8, max).unwrap();
         assert_eq!(idx.entries(), max / 8, "an untrimmed file counts as full");
         idx.reset().unwrap();
         idx.flush().unwrap();
         assert_eq!(idx.entries(), 0);
-        assert_eq!(idx.file_len(), max);
+        assert_eq!(idx.file_len(), 0);
+        idx.push(&9u64.to_be_bytes()).unwrap();
+        assert_eq!(idx.file_len(), max, "the next entry preallocates again");
         assert_eq!(
-            idx.entry(0),
+            idx.entry(1),
             [0; MAX_ENTRY_SIZE],
             "the old entries are gone"
         );
@@ -269,13 +402,42 @@ mod tests {
         assert!(allocated < 64 * 1024, "{allocated} bytes allocated");
     }
 
+    /// Pages written through a mapping that was dropped stay dirty in the page cache: a flush
+    /// must still sync them, and a flush with nothing written syncs nothing.
+    #[test]
+    fn a_flush_syncs_what_a_dropped_mapping_wrote_and_only_that() {
+        use crate::storage::{CountingStorage, MemoryStorage};
+        let counting = Arc::new(CountingStorage::new(Arc::new(MemoryStorage::new())));
+        let storage: Arc<dyn Storage> = counting.clone();
+        storage.create_dir_all(Path::new("/d")).unwrap();
+        let mut idx = MmapIndex::open(storage, Path::new("/d/x.index"), 8, 1024).unwrap();
+        idx.flush().unwrap();
+        assert_eq!(counting.calls().syncs, 0, "nothing written, nothing synced");
+        idx.push(&1u64.to_be_bytes()).unwrap();
+        idx.unmap();
+        idx.flush().unwrap();
+        assert_eq!(counting.calls().syncs, 1);
+        idx.flush().unwrap();
+        assert_eq!(counting.calls().syncs, 1, "synced once");
+        idx.trim_to_valid_size().unwrap();
+        idx.flush().unwrap();
+        assert_eq!(counting.calls().syncs, 2, "a resize is synced too");
+    }
+
     #[test]
     fn new_index_is_preallocated_rounded_down_to_entry_size() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("x.index");
-        let idx = MmapIndex::open(&crate::storage::FileStorage, &p, 12, 100).unwrap();
+        let mut idx = MmapIndex::open(crate::storage::file_system(), &p, 12, 100).unwrap();
+        assert!(idx.newly_created());
+        assert_eq!(
+            idx.file_len(),
+            0,
+            "nothing preallocated before the first entry"
+        );
+        idx.push(&[1; 12]).unwrap();
         assert_eq!(idx.file_len(), 96);
         assert_eq!(std::fs::metadata(&p).unwrap().len(), 96);
-        assert_eq!(idx.entries(), 0);
+        assert_eq!(idx.entries(), 1);
     }
 }

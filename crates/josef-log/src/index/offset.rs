@@ -6,10 +6,11 @@
 //! since the previous entry, so a lookup lands at or before the batch that holds any offset.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::error::LogError;
 use crate::index::mmap::MmapIndex;
-use crate::storage::{FileStorage, Storage};
+use crate::storage::{self, Storage};
 
 /// Bytes per offset index entry.
 pub const OFFSET_INDEX_ENTRY_SIZE: usize = 8;
@@ -34,12 +35,12 @@ impl OffsetIndex {
     /// Opens or creates the index of the segment based at `base_offset`; a new file is preallocated
     /// to `max_index_size` rounded down to 8 bytes.
     pub fn open(path: &Path, base_offset: i64, max_index_size: usize) -> Result<Self, LogError> {
-        Self::open_in(&FileStorage, path, base_offset, max_index_size)
+        Self::open_in(storage::file_system(), path, base_offset, max_index_size)
     }
 
     /// [`OffsetIndex::open`] on any [`Storage`].
     pub fn open_in(
-        storage: &dyn Storage,
+        storage: Arc<dyn Storage>,
         path: &Path,
         base_offset: i64,
         max_index_size: usize,
@@ -67,7 +68,10 @@ impl OffsetIndex {
 
     /// Entry `n` (`n < entries()`).
     pub fn entry(&self, n: usize) -> OffsetPosition {
-        let b = self.inner.entry(n);
+        self.decode(self.inner.entry(n))
+    }
+
+    fn decode(&self, b: [u8; crate::index::mmap::MAX_ENTRY_SIZE]) -> OffsetPosition {
         let rel = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
         let pos = u32::from_be_bytes([b[4], b[5], b[6], b[7]]);
         OffsetPosition {
@@ -83,7 +87,7 @@ impl OffsetIndex {
                 offset: self.base_offset,
                 position: 0,
             },
-            n => self.entry(n - 1),
+            n => self.decode(self.inner.peek(n - 1)),
         }
     }
 
@@ -131,7 +135,8 @@ impl OffsetIndex {
     }
 
     /// Removes every entry with offset `>= offset`.
-    pub fn truncate_to(&mut self, offset: i64) {
+    pub fn truncate_to(&mut self, offset: i64) -> Result<(), LogError> {
+        self.inner.ensure_mapped()?;
         let keep = match self
             .inner
             .largest_lower_bound(offset, |i| self.entry(i).offset)
@@ -140,7 +145,7 @@ impl OffsetIndex {
             Some(i) if self.entry(i).offset == offset => i,
             Some(i) => i + 1,
         };
-        self.inner.truncate_entries(keep);
+        self.inner.truncate_entries(keep)
     }
 
     /// Removes every entry and restores the preallocated size (before a rebuild).
@@ -180,7 +185,7 @@ impl OffsetIndex {
         if self.entries() == 0 {
             return Ok(());
         }
-        let first = self.entry(0);
+        let first = self.decode(self.inner.peek(0));
         let last = self.last_entry();
         if self.entries() > 1 && (last.offset <= first.offset || last.position <= first.position) {
             return Err(corrupt(format!(
@@ -217,6 +222,16 @@ impl OffsetIndex {
     /// Path of the file.
     pub fn path(&self) -> &Path {
         self.inner.path()
+    }
+
+    /// Drops the mapping until the next access needs it.
+    pub fn unmap(&mut self) {
+        self.inner.unmap()
+    }
+
+    /// Whether the file is mapped now (an idle index is not).
+    pub fn is_mapped(&self) -> bool {
+        self.inner.is_mapped()
     }
 
     /// Whether the file did not exist before this index was opened (a lost index).
@@ -342,11 +357,11 @@ mod tests {
         for i in 1..=5 {
             idx.append(i * 10, (i * 100) as u32).unwrap();
         }
-        idx.truncate_to(30);
+        idx.truncate_to(30).unwrap();
         assert_eq!(idx.entries(), 2);
-        idx.truncate_to(25);
+        idx.truncate_to(25).unwrap();
         assert_eq!(idx.entries(), 2);
-        idx.truncate_to(0);
+        idx.truncate_to(0).unwrap();
         assert_eq!(idx.entries(), 0);
     }
 

@@ -6,10 +6,11 @@
 //! that the segment's max timestamp can be written when it rolls or closes.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::error::LogError;
 use crate::index::mmap::MmapIndex;
-use crate::storage::{FileStorage, Storage};
+use crate::storage::{self, Storage};
 
 /// Bytes per time index entry.
 pub const TIME_INDEX_ENTRY_SIZE: usize = 12;
@@ -36,12 +37,12 @@ pub struct TimeIndex {
 impl TimeIndex {
     /// Opens or creates the time index of the segment based at `base_offset`.
     pub fn open(path: &Path, base_offset: i64, max_index_size: usize) -> Result<Self, LogError> {
-        Self::open_in(&FileStorage, path, base_offset, max_index_size)
+        Self::open_in(storage::file_system(), path, base_offset, max_index_size)
     }
 
     /// [`TimeIndex::open`] on any [`Storage`].
     pub fn open_in(
-        storage: &dyn Storage,
+        storage: Arc<dyn Storage>,
         path: &Path,
         base_offset: i64,
         max_index_size: usize,
@@ -64,7 +65,10 @@ impl TimeIndex {
 
     /// Entry `n` (`n < entries()`).
     pub fn entry(&self, n: usize) -> TimestampOffset {
-        let b = self.inner.entry(n);
+        self.decode(self.inner.entry(n))
+    }
+
+    fn decode(&self, b: [u8; crate::index::mmap::MAX_ENTRY_SIZE]) -> TimestampOffset {
         let ts = i64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
         let rel = u32::from_be_bytes([b[8], b[9], b[10], b[11]]);
         TimestampOffset {
@@ -80,7 +84,7 @@ impl TimeIndex {
                 timestamp: NO_TIMESTAMP,
                 offset: self.base_offset,
             },
-            n => self.entry(n - 1),
+            n => self.decode(self.inner.peek(n - 1)),
         }
     }
 
@@ -143,13 +147,14 @@ impl TimeIndex {
     }
 
     /// Removes every entry whose offset is `>= offset`.
-    pub fn truncate_to(&mut self, offset: i64) {
+    pub fn truncate_to(&mut self, offset: i64) -> Result<(), LogError> {
+        self.inner.ensure_mapped()?;
         // Offsets increase with the entry number, so keep the prefix below `offset`.
         let mut keep = self.entries();
         while keep > 0 && self.entry(keep - 1).offset >= offset {
             keep -= 1;
         }
-        self.inner.truncate_entries(keep);
+        self.inner.truncate_entries(keep)
     }
 
     /// Removes every entry and restores the preallocated size.
@@ -188,7 +193,7 @@ impl TimeIndex {
         if self.entries() == 0 {
             return Ok(());
         }
-        let first = self.entry(0);
+        let first = self.decode(self.inner.peek(0));
         let last = self.last_entry();
         if last.timestamp < first.timestamp || last.offset < first.offset {
             return Err(corrupt(format!(
@@ -218,6 +223,16 @@ impl TimeIndex {
     /// Path of the file.
     pub fn path(&self) -> &Path {
         self.inner.path()
+    }
+
+    /// Drops the mapping until the next access needs it.
+    pub fn unmap(&mut self) {
+        self.inner.unmap()
+    }
+
+    /// Whether the file is mapped now (an idle index is not).
+    pub fn is_mapped(&self) -> bool {
+        self.inner.is_mapped()
     }
 
     /// Whether the file did not exist before this index was opened (a lost index).
@@ -296,7 +311,7 @@ mod tests {
         for i in 1..=5 {
             idx.maybe_append(i, i * 10, false).unwrap();
         }
-        idx.truncate_to(30);
+        idx.truncate_to(30).unwrap();
         assert_eq!(idx.last_entry().offset, 20);
     }
 

@@ -6,6 +6,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use super::{IndexFile, Storage, StorageFile};
 
 /// How many calls of each kind a [`CountingStorage`] has passed on.
@@ -20,9 +22,18 @@ pub struct StorageCalls {
     pub lookups: u64,
     /// `read_dir`.
     pub dir_listings: u64,
-    /// Every other call: `read`, `rename`, `remove_file`, `create_dir_all`, `remove_dir_all`,
-    /// `sync_dir`.
+    /// `sync_dir` (an fsync of a directory on disk).
+    pub dir_syncs: u64,
+    /// Every other call: `read`, `rename`, `remove_file`, `create_dir_all`, `remove_dir_all`.
     pub other: u64,
+    /// Bytes read: whole files (`read`), through open files and through index files (what a
+    /// recovery or an open costs in I/O, as a number).
+    pub bytes_read: u64,
+    /// Data syncs through open files and index files (`sync_data`, `flush`).
+    pub syncs: u64,
+    /// Handles open now: files and index mappings opened and not dropped yet (what a broker
+    /// pays in file descriptors and memory mappings per partition).
+    pub open_now: u64,
 }
 
 /// Wraps any [`Storage`] and counts its calls by kind ([`StorageCalls`]).
@@ -41,10 +52,14 @@ pub struct StorageCalls {
 #[derive(Debug)]
 pub struct CountingStorage {
     inner: Arc<dyn Storage>,
+    bytes_read: Arc<AtomicU64>,
+    syncs: Arc<AtomicU64>,
+    open_now: Arc<AtomicU64>,
     opens: AtomicU64,
     atomic_writes: AtomicU64,
     lookups: AtomicU64,
     dir_listings: AtomicU64,
+    dir_syncs: AtomicU64,
     other: AtomicU64,
 }
 
@@ -53,10 +68,14 @@ impl CountingStorage {
     pub fn new(inner: Arc<dyn Storage>) -> Self {
         CountingStorage {
             inner,
+            bytes_read: Arc::new(AtomicU64::new(0)),
+            syncs: Arc::new(AtomicU64::new(0)),
+            open_now: Arc::new(AtomicU64::new(0)),
             opens: AtomicU64::new(0),
             atomic_writes: AtomicU64::new(0),
             lookups: AtomicU64::new(0),
             dir_listings: AtomicU64::new(0),
+            dir_syncs: AtomicU64::new(0),
             other: AtomicU64::new(0),
         }
     }
@@ -69,7 +88,11 @@ impl CountingStorage {
             atomic_writes: get(&self.atomic_writes),
             lookups: get(&self.lookups),
             dir_listings: get(&self.dir_listings),
+            dir_syncs: get(&self.dir_syncs),
             other: get(&self.other),
+            bytes_read: get(&self.bytes_read),
+            syncs: get(&self.syncs),
+            open_now: get(&self.open_now),
         }
     }
 
@@ -81,22 +104,43 @@ impl CountingStorage {
 impl Storage for CountingStorage {
     fn open_file(&self, path: &Path, create: bool) -> io::Result<Box<dyn StorageFile>> {
         Self::count(&self.opens);
-        self.inner.open_file(path, create)
+        let inner = self.inner.open_file(path, create)?;
+        Ok(Box::new(CountingFile {
+            inner,
+            bytes_read: self.bytes_read.clone(),
+            syncs: self.syncs.clone(),
+            _open: OpenHandle::new(&self.open_now),
+        }))
     }
 
     fn open_index(&self, path: &Path) -> io::Result<(Box<dyn IndexFile>, bool)> {
         Self::count(&self.opens);
-        self.inner.open_index(path)
+        let (inner, created) = self.inner.open_index(path)?;
+        let file = CountingIndex {
+            inner,
+            bytes_read: self.bytes_read.clone(),
+            syncs: self.syncs.clone(),
+            _open: OpenHandle::new(&self.open_now),
+        };
+        Ok((Box::new(file), created))
     }
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         Self::count(&self.other);
-        self.inner.read(path)
+        let bytes = self.inner.read(path)?;
+        self.bytes_read
+            .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        Ok(bytes)
     }
 
     fn write_atomically(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
         Self::count(&self.atomic_writes);
         self.inner.write_atomically(path, bytes)
+    }
+
+    fn file_len(&self, path: &Path) -> io::Result<u64> {
+        Self::count(&self.lookups);
+        self.inner.file_len(path)
     }
 
     fn exists(&self, path: &Path) -> bool {
@@ -135,7 +179,105 @@ impl Storage for CountingStorage {
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        Self::count(&self.other);
+        Self::count(&self.dir_syncs);
         self.inner.sync_dir(dir)
+    }
+}
+
+/// An open file of a [`CountingStorage`]: counts the bytes read through it.
+#[derive(Debug)]
+struct CountingFile {
+    inner: Box<dyn StorageFile>,
+    bytes_read: Arc<AtomicU64>,
+    syncs: Arc<AtomicU64>,
+    _open: OpenHandle,
+}
+
+/// One handle counted in [`StorageCalls::open_now`] while it lives.
+#[derive(Debug)]
+struct OpenHandle(Arc<AtomicU64>);
+
+impl OpenHandle {
+    fn new(count: &Arc<AtomicU64>) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        OpenHandle(count.clone())
+    }
+}
+
+impl Drop for OpenHandle {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl StorageFile for CountingFile {
+    fn len(&self) -> io::Result<u64> {
+        self.inner.len()
+    }
+
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.bytes_read
+            .fetch_add(buf.len() as u64, Ordering::Relaxed);
+        self.inner.read_exact_at(buf, offset)
+    }
+
+    fn read_bytes_at(&self, len: usize, offset: u64) -> io::Result<Bytes> {
+        self.bytes_read.fetch_add(len as u64, Ordering::Relaxed);
+        self.inner.read_bytes_at(len, offset)
+    }
+
+    fn write_all_at(&self, parts: &[&[u8]], offset: u64) -> io::Result<()> {
+        self.inner.write_all_at(parts, offset)
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.inner.set_len(len)
+    }
+
+    fn sync_data(&self) -> io::Result<()> {
+        self.syncs.fetch_add(1, Ordering::Relaxed);
+        self.inner.sync_data()
+    }
+
+    fn modified_ms(&self) -> io::Result<i64> {
+        self.inner.modified_ms()
+    }
+}
+
+/// An index file of a [`CountingStorage`]: counts the bytes read through it.
+#[derive(Debug)]
+struct CountingIndex {
+    inner: Box<dyn IndexFile>,
+    bytes_read: Arc<AtomicU64>,
+    syncs: Arc<AtomicU64>,
+    _open: OpenHandle,
+}
+
+impl IndexFile for CountingIndex {
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+
+    fn read_at(&self, position: usize, buf: &mut [u8]) {
+        self.bytes_read
+            .fetch_add(buf.len() as u64, Ordering::Relaxed);
+        self.inner.read_at(position, buf)
+    }
+
+    fn write_at(&mut self, position: usize, bytes: &[u8]) {
+        self.inner.write_at(position, bytes)
+    }
+
+    fn set_len(&mut self, len: usize) -> io::Result<()> {
+        self.inner.set_len(len)
+    }
+
+    fn flush(&self) -> io::Result<()> {
+        self.syncs.fetch_add(1, Ordering::Relaxed);
+        self.inner.flush()
+    }
+
+    fn moved_to(&mut self, path: &Path) {
+        self.inner.moved_to(path)
     }
 }

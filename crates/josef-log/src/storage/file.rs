@@ -91,6 +91,17 @@ impl Storage for FileStorage {
         path.is_dir()
     }
 
+    fn file_len(&self, path: &Path) -> io::Result<u64> {
+        let m = std::fs::metadata(path)?;
+        if m.is_dir() {
+            return Err(io::Error::other(format!(
+                "{} is a directory",
+                path.display()
+            )));
+        }
+        Ok(m.len())
+    }
+
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         std::fs::rename(from, to)
     }

@@ -47,6 +47,7 @@
 //!   `write_atomically` all-or-nothing for readers.
 //! - **Never panic on any path or length;** return an error.
 
+mod bounded;
 mod counting;
 mod file;
 mod memory;
@@ -58,6 +59,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+pub use bounded::{default_max_open_files, BoundedFiles};
 pub use counting::{CountingStorage, StorageCalls};
 pub use file::FileStorage;
 pub use memory::MemoryStorage;
@@ -71,6 +73,12 @@ pub trait Storage: Send + Sync + Debug {
     /// Opens (creating an empty one if missing) an index file for in-place access; the `bool` says
     /// whether it was created by this call. Only one index handle per path is open at a time.
     fn open_index(&self, path: &Path) -> io::Result<(Box<dyn IndexFile>, bool)>;
+
+    /// The length of the file at `path` without keeping it open (`NotFound` if missing): how a
+    /// lazily mapped index learns its entry count.
+    fn file_len(&self, path: &Path) -> io::Result<u64> {
+        self.open_file(path, false)?.len()
+    }
 
     /// The whole contents of a file.
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
