@@ -282,13 +282,16 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
             // partitions the target took away owns them until it rejoins: written as the
             // target, an upgrade during the downgrade's rebalance would hand them to another
             // member while this one still consumes them. So: what it may still own.
-            let a = g.members.get(&m.member_id).map_or_else(Assignment::new, |c| {
-                let mut a = c.assigned.clone();
-                for (t, ps) in &c.pending_revocation {
-                    a.entry(*t).or_default().extend(ps.iter().copied());
-                }
-                normalize(a)
-            });
+            let a = g
+                .members
+                .get(&m.member_id)
+                .map_or_else(Assignment::new, |c| {
+                    let mut a = c.assigned.clone();
+                    for (t, ps) in &c.pending_revocation {
+                        a.entry(*t).or_default().extend(ps.iter().copied());
+                    }
+                    normalize(a)
+                });
             let a = to_protocol_assignment(&a, &self.topic_image, g);
             m.assignment = a.encode(version);
             assignments.insert(m.member_id.clone(), m.assignment.clone());
@@ -384,7 +387,11 @@ mod tests {
         }
 
         fn answer(&mut self, request: u64) -> GroupResponse {
-            let i = self.answers.iter().position(|(r, _)| *r == request).unwrap();
+            let i = self
+                .answers
+                .iter()
+                .position(|(r, _)| *r == request)
+                .unwrap();
             self.answers.remove(i).1
         }
 
@@ -446,14 +453,18 @@ mod tests {
 
         // m2, classic, alone: it owns all 6 partitions.
         t.join(1, "");
-        let GroupResponse::Join(r) = t.answer(1) else { panic!() };
+        let GroupResponse::Join(r) = t.answer(1) else {
+            panic!()
+        };
         let m2 = r.member_id;
         t.join(2, &m2);
         t.now += 6_001;
         while let Some(r) = t.c.fire_next_due(t.now) {
             t.take(r);
         }
-        let GroupResponse::Join(r) = t.answer(2) else { panic!() };
+        let GroupResponse::Join(r) = t.answer(2) else {
+            panic!()
+        };
         let all = ProtocolAssignment {
             partitions: vec![crate::consumer_protocol::TopicPartitions {
                 topic: "t".into(),
@@ -472,7 +483,9 @@ mod tests {
         };
         let r = t.c.sync_group(t.now, 3, req);
         t.take(r);
-        let GroupResponse::Sync(r) = t.answer(3) else { panic!() };
+        let GroupResponse::Sync(r) = t.answer(3) else {
+            panic!()
+        };
         assert_eq!(r.error, crate::Errors::None);
 
         // m3 joins (upgrade) and leaves (downgrade) before m2 heard of either.
