@@ -8,8 +8,9 @@
 //! ([`super::classic_members`]).
 //!
 //! Downgrade: when only classic members would be left after a member is fenced, the group turns
-//! back into a classic group at the group epoch, each member given its target assignment, and a
-//! rebalance starts so that the members rejoin through the classic protocol.
+//! back into a classic group at the group epoch, each member given the partitions it may still
+//! own (its assignment and those pending revocation, where Kafka writes the target assignment),
+//! and a rebalance starts so that the members rejoin through the classic protocol.
 
 use std::collections::BTreeMap;
 
@@ -276,7 +277,22 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
         let mut assignments = BTreeMap::new();
         for m in classic.members.values_mut() {
             let version = protocol_version(&m.metadata(&protocol));
-            let a = to_protocol_assignment(&g.target_of(&m.member_id), &self.topic_image, g);
+            // Kafka writes the target assignment here. But a classic group's assignments are
+            // what a later upgrade takes the members to own, and a member still revoking
+            // partitions the target took away owns them until it rejoins: written as the
+            // target, an upgrade during the downgrade's rebalance would hand them to another
+            // member while this one still consumes them. So: what it may still own.
+            let a = g
+                .members
+                .get(&m.member_id)
+                .map_or_else(Assignment::new, |c| {
+                    let mut a = c.assigned.clone();
+                    for (t, ps) in &c.pending_revocation {
+                        a.entry(*t).or_default().extend(ps.iter().copied());
+                    }
+                    normalize(a)
+                });
+            let a = to_protocol_assignment(&a, &self.topic_image, g);
             m.assignment = a.encode(version);
             assignments.insert(m.member_id.clone(), m.assignment.clone());
         }
@@ -320,5 +336,175 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
             self.schedule(Self::heartbeat_key(group_id, &m), timeout as i64);
         }
         records.extend(self.prepare_rebalance(group_id));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use josef_protocol::Uuid;
+
+    use crate::api::{
+        GroupResponse, JoinGroupRequest, JoinProtocol, RequestContext, SyncGroupRequest,
+    };
+    use crate::consumer::api::ConsumerGroupHeartbeatRequest;
+    use crate::consumer::{TopicInfo, LEAVE_GROUP_MEMBER_EPOCH};
+    use crate::consumer_protocol::{Assignment as ProtocolAssignment, Subscription};
+    use crate::{GroupConfig, GroupCoordinator, GroupResult, NoopTimer, SeededMemberIds};
+
+    type C = GroupCoordinator<NoopTimer, SeededMemberIds>;
+
+    struct T {
+        c: C,
+        now: i64,
+        offset: i64,
+        answers: Vec<(u64, GroupResponse)>,
+    }
+
+    fn topic() -> Uuid {
+        Uuid::from_u64_pair(7, 7)
+    }
+
+    fn ctx(api_version: i16) -> RequestContext {
+        RequestContext {
+            client_id: "client".into(),
+            client_host: "/127.0.0.1".into(),
+            api_version,
+        }
+    }
+
+    impl T {
+        fn take<R>(&mut self, r: GroupResult<R>) -> R {
+            for rec in &r.records {
+                self.c.replay(self.offset, -1, -1, rec);
+                self.offset += 1;
+            }
+            for c in r.completions {
+                self.answers.push((c.request, c.response));
+            }
+            r.response
+        }
+
+        fn answer(&mut self, request: u64) -> GroupResponse {
+            let i = self
+                .answers
+                .iter()
+                .position(|(r, _)| *r == request)
+                .unwrap();
+            self.answers.remove(i).1
+        }
+
+        fn join(&mut self, request: u64, member_id: &str) {
+            let req = JoinGroupRequest {
+                group_id: "g".into(),
+                session_timeout_ms: 10_000,
+                rebalance_timeout_ms: 30_000,
+                member_id: member_id.into(),
+                group_instance_id: None,
+                protocol_type: "consumer".into(),
+                protocols: vec![JoinProtocol {
+                    name: "range".into(),
+                    metadata: Subscription {
+                        topics: vec!["t".into()],
+                        ..Default::default()
+                    }
+                    .encode(1),
+                }],
+                reason: None,
+            };
+            let r = self.c.join_group(self.now, request, &ctx(5), req);
+            self.take(r);
+        }
+
+        fn heartbeat(&mut self, member_id: &str, epoch: i32) -> BTreeSet<i32> {
+            let req = ConsumerGroupHeartbeatRequest {
+                group_id: "g".into(),
+                member_id: member_id.into(),
+                member_epoch: epoch,
+                rebalance_timeout_ms: 30_000,
+                subscribed_topic_names: (epoch == 0).then(|| vec!["t".to_string()]),
+                topic_partitions: (epoch == 0).then(Default::default),
+                ..Default::default()
+            };
+            let r = self.c.consumer_group_heartbeat(self.now, &ctx(1), req);
+            let r = self.take(r);
+            assert_eq!(r.error, crate::Errors::None, "{r:?}");
+            r.assignment
+                .and_then(|a| a.get(&topic()).cloned())
+                .unwrap_or_default()
+        }
+    }
+
+    /// A classic member owning every partition; a consumer member joins (upgrade: the classic
+    /// member must revoke half) and leaves before it revoked them (downgrade); another consumer
+    /// member joins (upgrade again) while the classic member still owns all of them.
+    #[test]
+    fn upgrade_during_the_downgrade_rebalance_keeps_what_a_classic_member_still_owns() {
+        let mut t = T {
+            c: GroupCoordinator::new(GroupConfig::default(), NoopTimer, SeededMemberIds::new(1)),
+            now: 1_000,
+            offset: 0,
+            answers: Vec::new(),
+        };
+        let image = [("t".to_string(), TopicInfo::new(topic(), 6))].into();
+        let r = t.c.on_topics_changed(t.now, image);
+        t.take(r);
+
+        // m2, classic, alone: it owns all 6 partitions.
+        t.join(1, "");
+        let GroupResponse::Join(r) = t.answer(1) else {
+            panic!()
+        };
+        let m2 = r.member_id;
+        t.join(2, &m2);
+        t.now += 6_001;
+        while let Some(r) = t.c.fire_next_due(t.now) {
+            t.take(r);
+        }
+        let GroupResponse::Join(r) = t.answer(2) else {
+            panic!()
+        };
+        let all = ProtocolAssignment {
+            partitions: vec![crate::consumer_protocol::TopicPartitions {
+                topic: "t".into(),
+                partitions: (0..6).collect(),
+            }],
+            user_data: None,
+        };
+        let req = SyncGroupRequest {
+            group_id: "g".into(),
+            generation_id: r.generation_id,
+            member_id: m2.clone(),
+            group_instance_id: None,
+            protocol_type: Some("consumer".into()),
+            protocol_name: r.protocol_name.clone(),
+            assignments: vec![(m2.clone(), all.encode(1))],
+        };
+        let r = t.c.sync_group(t.now, 3, req);
+        t.take(r);
+        let GroupResponse::Sync(r) = t.answer(3) else {
+            panic!()
+        };
+        assert_eq!(r.error, crate::Errors::None);
+
+        // m3 joins (upgrade) and leaves (downgrade) before m2 heard of either.
+        t.heartbeat("m3", 0);
+        t.heartbeat("m3", LEAVE_GROUP_MEMBER_EPOCH);
+        assert!(t.c.group("g").is_some(), "downgraded");
+
+        // m0 joins (upgrade): m2 still owns every partition, so m0 gets none yet.
+        let got = t.heartbeat("m0", 0);
+        assert_eq!(got, BTreeSet::new(), "m0 is given partitions m2 still owns");
+        let g = t.c.consumer_group("g").unwrap();
+        let m2 = g.member(&m2).unwrap();
+        let mut held = m2.assigned.get(&topic()).cloned().unwrap_or_default();
+        held.extend(
+            m2.pending_revocation
+                .get(&topic())
+                .cloned()
+                .unwrap_or_default(),
+        );
+        assert_eq!(held, (0..6).collect::<BTreeSet<i32>>());
     }
 }
