@@ -554,22 +554,24 @@ class Cluster:
         (out / "why.txt").write_text(f"{time.strftime('%H:%M:%S')} {why}\n")
         with open(out / "pytest-threads.txt", "w") as f:
             faulthandler.dump_traceback(file=f, all_threads=True)
+        jobs = {"pytest-c-stacks.txt": ["gdb", "-p", str(os.getpid()), "-batch", "-ex", "set pagination off",
+                                        "-ex", "thread apply all bt"]}
         for i, nd in self.nodes.items():
             if not nd.running or nd.pid is None:
                 continue
-            jobs = {f"node{i}-stacks.txt": ["gdb", "-p", str(nd.pid), "-batch", "-ex", "set pagination off",
-                                            "-ex", "thread apply all bt"],
-                    f"node{i}-metadata.txt": ["kcat", "-L", "-b", nd.bootstrap, "-m", "5",
-                                              "-X", "topic.metadata.refresh.interval.ms=-1"]}
-            for name, cmd in jobs.items():
-                if shutil.which(cmd[0]) is None:
-                    (out / name).write_text(f"{cmd[0]} is not installed\n")
-                    continue
-                try:
-                    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-                    (out / name).write_text(r.stdout + r.stderr)
-                except subprocess.TimeoutExpired as e:
-                    (out / name).write_text(f"timed out: {e}\n")
+            jobs[f"node{i}-stacks.txt"] = ["gdb", "-p", str(nd.pid), "-batch", "-ex", "set pagination off",
+                                           "-ex", "thread apply all bt"]
+            jobs[f"node{i}-metadata.txt"] = ["kcat", "-L", "-b", nd.bootstrap, "-m", "5",
+                                             "-X", "topic.metadata.refresh.interval.ms=-1"]
+        for name, cmd in jobs.items():
+            if shutil.which(cmd[0]) is None:
+                (out / name).write_text(f"{cmd[0]} is not installed\n")
+                continue
+            try:
+                r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+                (out / name).write_text(r.stdout + r.stderr)
+            except subprocess.TimeoutExpired as e:
+                (out / name).write_text(f"timed out: {e}\n")
         return out
 
     # ---- logs
