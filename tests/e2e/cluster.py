@@ -31,6 +31,7 @@ Without faults the files are exactly the contract's shape.
 """
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import shutil
@@ -539,6 +540,39 @@ class Cluster:
             wait_until(ok, timeout=timeout, interval=0.2, what=f"every node's view of {topic} settled")
         except AssertionError as e:
             raise AssertionError(f"{e}; last seen per node {{partition: (leader, isr)}}: {seen.get('last')}") from None
+
+    # ---- diagnostics
+    def dump_stacks(self, why="") -> Path:
+        """For a test about to fail on a stall, while the nodes still run: every running node's all-thread
+        stacks (gdb batch attach; a stuck task or a deadlock shows as threads parked in the same lock) and
+        its own Metadata view (kcat -L at that node only; a node whose metadata stopped shows stale
+        leaders), and this test process's Python threads (a workload stuck in a client call or on a lock).
+        Saved under base_dir/diag-<time>/ (kept with the failed test's dir); returns that dir.
+        Best effort: a missing gdb or kcat leaves a note in the file instead."""
+        out = self.base_dir / f"diag-{time.strftime('%H%M%S')}"
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "why.txt").write_text(f"{time.strftime('%H:%M:%S')} {why}\n")
+        with open(out / "pytest-threads.txt", "w") as f:
+            faulthandler.dump_traceback(file=f, all_threads=True)
+        jobs = {"pytest-c-stacks.txt": ["gdb", "-p", str(os.getpid()), "-batch", "-ex", "set pagination off",
+                                        "-ex", "thread apply all bt"]}
+        for i, nd in self.nodes.items():
+            if not nd.running or nd.pid is None:
+                continue
+            jobs[f"node{i}-stacks.txt"] = ["gdb", "-p", str(nd.pid), "-batch", "-ex", "set pagination off",
+                                           "-ex", "thread apply all bt"]
+            jobs[f"node{i}-metadata.txt"] = ["kcat", "-L", "-b", nd.bootstrap, "-m", "5",
+                                             "-X", "topic.metadata.refresh.interval.ms=-1"]
+        for name, cmd in jobs.items():
+            if shutil.which(cmd[0]) is None:
+                (out / name).write_text(f"{cmd[0]} is not installed\n")
+                continue
+            try:
+                r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+                (out / name).write_text(r.stdout + r.stderr)
+            except subprocess.TimeoutExpired as e:
+                (out / name).write_text(f"timed out: {e}\n")
+        return out
 
     # ---- logs
     def logs(self, tail=12000) -> str:

@@ -54,7 +54,8 @@ def run_txn_groups_and_ctp_through_coordinator_kills(c, fault):
             wait_until(lambda: txp.txns >= t0 + n and ctp.txns >= c0 + n, timeout=60, interval=0.1,
                        what=f"{n} more transactions of txp ({t0}) and ctp ({c0})")
         except AssertionError as e:
-            raise AssertionError(f"{e}; now txp {txp.txns}, ctp {ctp.txns}; ctp client hangs {ctp.client_hangs}; ctp thread alive {ctp.is_alive()}; errors: "
+            diag = c.dump_stacks(str(e))
+            raise AssertionError(f"{e}; now txp {txp.txns}, ctp {ctp.txns}; stacks and metadata in {diag}; ctp client hangs {ctp.client_hangs}; ctp thread alive {ctp.is_alive()}; errors: "
                                  + "; ".join(f"{w.name}: {w.errors[-3:]}" for w in ws if w.errors)) from None
 
     txns_grow(5)

@@ -129,3 +129,47 @@ def test_consume_transform_produce_is_exactly_once_across_an_app_crash(broker):
     values = sorted(int(m["value"]) for m in got)
     assert values == [2 * i for i in range(n)], "a record was lost or duplicated across the crash"
     assert cfk_watermarks(broker.bootstrap, dst, isolation="read_committed")[1] >= n
+
+
+def test_a_fenced_ctp_session_ends_without_leaking_the_history_lock(broker):
+    """The e2e consume-transform-produce workload's session end (workloads.end_session) after its
+    producer was fenced in send_offsets_to_transaction: confluent-kafka's flush() of that fatal
+    producer runs the delivery callbacks with the fatal error still pending, so History's lock was
+    taken inside a callback and never released, and every workload sharing the History hung (the
+    coordinator-kill tests' "both workloads stalled" flake). The lock must stay free."""
+    from history import History
+    from workloads import _returns_within, end_session
+
+    topic = unique("fenced-ctp")
+    cfk_create_topic(broker.bootstrap, topic, partitions=1)
+    h = History()
+    conf = {"bootstrap.servers": broker.bootstrap, "transactional.id": unique("tid"), "linger.ms": 5,
+            "transaction.timeout.ms": 10000}
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": unique("g")})
+    p = Producer(conf)
+    p.init_transactions(30)
+    p.begin_transaction()
+
+    def produce(prefix, n=200):
+        for i in range(n):
+            v = f"{prefix}{i}".encode()
+            h.send(topic, v, "ctp")
+            p.produce(topic, value=v, partition=0, on_delivery=h.on_delivery)
+
+    produce("a")
+    assert p.flush(30) == 0
+    produce("b")
+    Producer(conf).init_transactions(30)  # a newer instance fences p
+    produce("c")
+    fatal, errors = False, []
+    try:
+        _returns_within(lambda: p.send_offsets_to_transaction(
+            [TopicPartition(topic, 0, 5)], c.consumer_group_metadata(), 30), 25)
+        p.commit_transaction(30)
+    except KafkaException as e:
+        fatal = e.args[0].fatal()
+    assert fatal, "the fenced producer should have failed fatally"
+    # On threads: with the lock leaked, the session end itself hangs in a delivery callback.
+    ended = _returns_within(lambda: end_session(c, p, fatal, errors), 30)
+    noted = _returns_within(lambda: h.note("after the session"), 10)
+    assert ended and noted, f"History's lock was left held (session ended {ended}; errors {errors})"

@@ -215,6 +215,7 @@ class ConsumeTransformProduce(Workload):
                           "session.timeout.ms": 6000})
             p = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": f"{self.name}-tid",
                           "transaction.timeout.ms": 10000, **PRODUCER_BASE})
+            fatal = False  # the producer hit a fatal error: it has nothing left to flush
             try:
                 p.init_transactions(30)
                 c.subscribe([self.src])
@@ -256,21 +257,32 @@ class ConsumeTransformProduce(Workload):
                             self.h.end_txn(txn, ABORTED)
                             rewind(c)
                         else:
+                            fatal = e.args[0].fatal()
                             self.h.end_txn(txn, UNKNOWN)
                             break
             except KafkaException as e:
+                fatal = fatal or e.args[0].fatal()
                 self.errors.append(repr(e))
             finally:
-                # A producer with a fatal error (e.g. _FENCED after the coordinator aborted its
-                # transaction at the timeout with a bumped epoch) raises that error again from
-                # flush(): the session is over either way, and the thread must go on to the next.
-                for end in (c.close, (lambda: p.flush(10)) if p is not None else None):
-                    if end is None:
-                        continue
-                    try:
-                        end()
-                    except KafkaException as e:
-                        self.errors.append(f"session end: {e!r}")
+                end_session(c, p, fatal, self.errors)
+
+
+def end_session(c: Consumer, p: Producer | None, fatal: bool, errors: list):
+    """Ends a consume-transform-produce session: closes the consumer and flushes the producer unless
+    it is gone (left to a stuck call) or hit a fatal error. A fatal producer (e.g. _FENCED after the
+    coordinator aborted its transaction at the timeout with a bumped epoch) delivers nothing more,
+    and confluent-kafka 2.16's flush() of it runs the delivery callbacks with the fatal error still
+    set as the pending Python exception: the first call inside the callback fails with SystemError
+    after it ran, so History's `with self._lock` acquired the lock and never released it, and every
+    workload thread then waited on it forever (seen as txp, ctp and the feed all stalling at once
+    after ctp's _FENCED; the nodes were idle). The records it never delivered stay unacknowledged
+    in the history, which is what they are."""
+    ends = [c.close] + ([lambda: p.flush(10)] if p is not None and not fatal else [])
+    for end in ends:
+        try:
+            end()
+        except KafkaException as e:
+            errors.append(f"session end: {e!r}")
 
 
 def _returns_within(call, timeout: float) -> bool:
