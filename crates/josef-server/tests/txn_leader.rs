@@ -8,7 +8,6 @@ mod common;
 
 use bytes::Bytes;
 use josef_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
-use josef_protocol::messages::fetch_request::FetchTopic;
 use josef_protocol::messages::write_txn_markers_request::{
     WritableTxnMarker, WritableTxnMarkerTopic,
 };
@@ -182,22 +181,7 @@ async fn markers(
 }
 
 async fn last_stable_offset(c: &mut Client, partition: i32) -> (i64, i64) {
-    let req = FetchRequest {
-        replica_id: -1,
-        max_wait_ms: 0,
-        min_bytes: 0,
-        max_bytes: 1 << 20,
-        isolation_level: 1,
-        session_epoch: -1,
-        topics: vec![FetchTopic {
-            topic: "t".into(),
-            partitions: vec![common::fetch_partition(partition, 0)],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let r = c.fetch(12, req).await;
-    let p = &r.responses[0].partitions[0];
+    let p = common::read_committed_partition(c, "t", partition).await;
     (p.last_stable_offset, p.high_watermark)
 }
 

@@ -10,11 +10,7 @@ mod common;
 
 use bytes::Bytes;
 use josef_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
-use josef_protocol::messages::fetch_request::FetchTopic;
 use josef_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
-use josef_protocol::messages::txn_offset_commit_request::{
-    TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
-};
 use josef_protocol::messages::*;
 use josef_protocol::{ErrorCode, ResponseBody};
 use josef_records::RecordBatchBuilder;
@@ -114,34 +110,8 @@ async fn add_offsets(c: &mut Client, pid: i64, epoch: i16) {
 
 /// TxnOffsetCommit of `offset` for group `g` on `t-0` at `version`; the partition's error.
 async fn commit(c: &mut Client, version: i16, pid: i64, epoch: i16, offset: i64) -> i16 {
-    let req = TxnOffsetCommitRequest {
-        transactional_id: "tx".into(),
-        group_id: "g".into(),
-        producer_id: pid,
-        producer_epoch: epoch,
-        generation_id: -1,
-        member_id: "".into(),
-        topics: vec![TxnOffsetCommitRequestTopic {
-            name: "t".into(),
-            partitions: vec![TxnOffsetCommitRequestPartition {
-                partition_index: 0,
-                committed_offset: offset,
-                committed_leader_epoch: -1,
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let ResponseBody::TxnOffsetCommit(r) = c.call(version, req).await else {
-        panic!()
-    };
-    let codes: Vec<i16> = r
-        .topics
-        .iter()
-        .flat_map(|t| t.partitions.iter().map(|p| p.error_code))
-        .collect();
-    assert_eq!(codes.len(), 1, "{r:?}");
+    let codes = common::txn_offset_commit_codes(c, version, pid, epoch, offset).await;
+    assert_eq!(codes.len(), 1, "{codes:?}");
     codes[0]
 }
 
@@ -162,22 +132,7 @@ async fn end_txn(c: &mut Client, pid: i64, epoch: i16, commit: bool) {
 /// (LSO, HW) of `__consumer_offsets-0`: what the group coordinator wrote, and whether an open
 /// transaction holds it back.
 async fn offsets_log(c: &mut Client) -> (i64, i64) {
-    let req = FetchRequest {
-        replica_id: -1,
-        max_wait_ms: 0,
-        min_bytes: 0,
-        max_bytes: 1 << 20,
-        isolation_level: 1,
-        session_epoch: -1,
-        topics: vec![FetchTopic {
-            topic: "__consumer_offsets".into(),
-            partitions: vec![common::fetch_partition(0, 0)],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let r = c.fetch(12, req).await;
-    let p = &r.responses[0].partitions[0];
+    let p = common::read_committed_partition(c, "__consumer_offsets", 0).await;
     assert_eq!(p.error_code, 0, "{p:?}");
     (p.last_stable_offset, p.high_watermark)
 }

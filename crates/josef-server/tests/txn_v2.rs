@@ -8,11 +8,7 @@ mod common;
 
 use bytes::Bytes;
 use josef_protocol::messages::add_partitions_to_txn_request::AddPartitionsToTxnTopic;
-use josef_protocol::messages::fetch_request::FetchTopic;
 use josef_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
-use josef_protocol::messages::txn_offset_commit_request::{
-    TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
-};
 use josef_protocol::messages::*;
 use josef_protocol::{ApiKey, ErrorCode, ResponseBody};
 use josef_records::RecordBatchBuilder;
@@ -101,25 +97,11 @@ async fn end_txn(
     (r.error_code, r.producer_id, r.producer_epoch)
 }
 
-/// read_committed Fetch of `t-<partition>` from 0: (LSO, HW, producer ids of the aborted
-/// transactions).
+/// The committed offset of group `g` on `t-0` (-1 if none).
+/// A read_committed fetch of `t`-`partition`: its LSO, HW and the producer ids of the aborted
+/// transactions.
 async fn read_committed(c: &mut Client, partition: i32) -> (i64, i64, Vec<i64>) {
-    let req = FetchRequest {
-        replica_id: -1,
-        max_wait_ms: 0,
-        min_bytes: 0,
-        max_bytes: 1 << 20,
-        isolation_level: 1,
-        session_epoch: -1,
-        topics: vec![FetchTopic {
-            topic: "t".into(),
-            partitions: vec![common::fetch_partition(partition, 0)],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let r = c.fetch(12, req).await;
-    let p = &r.responses[0].partitions[0];
+    let p = common::read_committed_partition(c, "t", partition).await;
     let aborted = p
         .aborted_transactions
         .iter()
@@ -129,42 +111,6 @@ async fn read_committed(c: &mut Client, partition: i32) -> (i64, i64, Vec<i64>) 
     (p.last_stable_offset, p.high_watermark, aborted)
 }
 
-async fn txn_offset_commit(
-    c: &mut Client,
-    version: i16,
-    pid: i64,
-    epoch: i16,
-    offset: i64,
-) -> Vec<i16> {
-    let req = TxnOffsetCommitRequest {
-        transactional_id: "tx".into(),
-        group_id: "g".into(),
-        producer_id: pid,
-        producer_epoch: epoch,
-        generation_id: -1,
-        member_id: "".into(),
-        topics: vec![TxnOffsetCommitRequestTopic {
-            name: "t".into(),
-            partitions: vec![TxnOffsetCommitRequestPartition {
-                partition_index: 0,
-                committed_offset: offset,
-                committed_leader_epoch: -1,
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let ResponseBody::TxnOffsetCommit(r) = c.call(version, req).await else {
-        panic!()
-    };
-    r.topics
-        .iter()
-        .flat_map(|t| t.partitions.iter().map(|p| p.error_code))
-        .collect()
-}
-
-/// The committed offset of group `g` on `t-0` (-1 if none).
 async fn committed_offset(c: &mut Client) -> i64 {
     let req = OffsetFetchRequest {
         group_id: "g".into(),
@@ -245,7 +191,10 @@ async fn a_v2_producer_adds_partitions_by_producing_and_each_end_txn_bumps_its_e
     // Offsets in the transaction without AddOffsetsToTxn: TxnOffsetCommit v5 adds the group's
     // __consumer_offsets partition; the offset shows only once committed.
     assert_eq!(produce_txn(&mut c, 12, "tx", pid, e2, 0, 0).await, 0);
-    assert_eq!(txn_offset_commit(&mut c, 5, pid, e2, 42).await, vec![0]);
+    assert_eq!(
+        common::txn_offset_commit_codes(&mut c, 5, pid, e2, 42).await,
+        vec![0]
+    );
     assert_eq!(
         committed_offset(&mut c).await,
         -1,

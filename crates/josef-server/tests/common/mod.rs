@@ -236,3 +236,67 @@ pub async fn init_producer_id<S: Stream>(
     };
     r
 }
+
+/// TxnOffsetCommit of `offset` for group `g` on `t-0` by transactional id `tx` at `version`: each
+/// partition's error code.
+pub async fn txn_offset_commit_codes<S: Stream>(
+    c: &mut Client<S>,
+    version: i16,
+    pid: i64,
+    epoch: i16,
+    offset: i64,
+) -> Vec<i16> {
+    use josef_protocol::messages::txn_offset_commit_request::{
+        TxnOffsetCommitRequestPartition, TxnOffsetCommitRequestTopic,
+    };
+    let req = josef_protocol::messages::TxnOffsetCommitRequest {
+        transactional_id: "tx".into(),
+        group_id: "g".into(),
+        producer_id: pid,
+        producer_epoch: epoch,
+        generation_id: -1,
+        member_id: "".into(),
+        topics: vec![TxnOffsetCommitRequestTopic {
+            name: "t".into(),
+            partitions: vec![TxnOffsetCommitRequestPartition {
+                partition_index: 0,
+                committed_offset: offset,
+                committed_leader_epoch: -1,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let ResponseBody::TxnOffsetCommit(r) = c.call(version, req).await else {
+        panic!("TxnOffsetCommit answered with another response type")
+    };
+    r.topics
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(|p| p.error_code))
+        .collect()
+}
+
+/// A read_committed Fetch (v12) of `topic`-`partition` from offset 0: that partition's answer.
+pub async fn read_committed_partition<S: Stream>(
+    c: &mut Client<S>,
+    topic: &str,
+    partition: i32,
+) -> josef_protocol::messages::fetch_response::PartitionData {
+    let req = FetchRequest {
+        replica_id: -1,
+        max_wait_ms: 0,
+        min_bytes: 0,
+        max_bytes: 1 << 20,
+        isolation_level: 1,
+        session_epoch: -1,
+        topics: vec![josef_protocol::messages::fetch_request::FetchTopic {
+            topic: topic.into(),
+            partitions: vec![fetch_partition(partition, 0)],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let mut r = c.fetch(12, req).await;
+    r.responses.swap_remove(0).partitions.swap_remove(0)
+}
