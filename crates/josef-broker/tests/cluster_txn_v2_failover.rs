@@ -25,7 +25,7 @@ use josef_protocol::messages::write_txn_markers_request::{
 use josef_protocol::messages::*;
 use josef_protocol::{ErrorCode, RequestBody, ResponseBody};
 use josef_records::{Batches, DecompressLimits, EndTxnMarker, RecordBatchBuilder};
-use josef_testbed::{client, wait_until, Cluster};
+use josef_testbed::{client, wait_for, wait_until, Cluster};
 
 const WAIT: Duration = Duration::from_secs(60);
 const EVERY: Duration = Duration::from_millis(100);
@@ -37,16 +37,8 @@ fn call(addr: SocketAddr, version: i16, body: impl Into<RequestBody>) -> Option<
 }
 
 /// Calls until `f` accepts the answer (bounded by [`WAIT`]); the accepted value.
-fn until<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let mut out = None;
-    assert!(
-        wait_until(WAIT, EVERY, || {
-            out = f();
-            out.is_some()
-        }),
-        "{what}: no answer within {WAIT:?}"
-    );
-    out.unwrap()
+fn until<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
+    wait_for(WAIT, EVERY, f).unwrap_or_else(|| panic!("{what}: no answer within {WAIT:?}"))
 }
 
 /// Codes a client retries while a coordinator or a leader moves.

@@ -49,7 +49,7 @@ mod process;
 pub use cluster::{Cluster, ClusterBuilder};
 pub use contract::Properties;
 pub use node::{Node, READY_TIMEOUT, STOP_TIMEOUT};
-pub use process::{free_ports, proc_state, wait_until, BrokerCommand};
+pub use process::{free_ports, proc_state, wait_for, wait_until, BrokerCommand};
 
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -62,6 +62,31 @@ pub fn wait_until(timeout: Duration, every: Duration, mut cond: impl FnMut() -> 
     }
 }
 
+/// [`wait_until`] for a condition that yields a value: polls `f` every `every` until it gives
+/// `Some`, for at most `timeout`; that value, or `None` if the time ran out first.
+///
+/// ```
+/// use std::time::Duration;
+/// let mut n = 0;
+/// let got = josef_testbed::wait_for(Duration::from_secs(1), Duration::ZERO, || {
+///     n += 1;
+///     (n == 3).then_some(n)
+/// });
+/// assert_eq!(got, Some(3));
+/// ```
+pub fn wait_for<T>(
+    timeout: Duration,
+    every: Duration,
+    mut f: impl FnMut() -> Option<T>,
+) -> Option<T> {
+    let mut out = None;
+    wait_until(timeout, every, || {
+        out = f();
+        out.is_some()
+    });
+    out
+}
+
 /// The program a node runs: `PROGRAM ARGS... -c node.properties`.
 #[derive(Debug, Clone)]
 pub struct BrokerCommand {
