@@ -699,6 +699,48 @@ mod tests {
         }
     }
 
+    /// What the coordinator tests run on: a cluster node's config in a fresh data dir, its topics,
+    /// a group service and a producer id allocator, for an [`Env`] at transaction version 0.
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        config: Arc<BrokerConfig>,
+        topics: TopicManager,
+        groups: GroupService,
+        pids: Mutex<ProducerIdManager<FileBlockStore>>,
+    }
+
+    impl Fixture {
+        fn new() -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            let config = Arc::new(cluster_config(dir.path()));
+            let topics = TopicManager::load(config.clone(), None).unwrap();
+            let groups = GroupService::new(&config);
+            let pids = Mutex::new(
+                ProducerIdManager::new(
+                    FileBlockStore::new(dir.path()),
+                    DEFAULT_PRODUCER_ID_BLOCK_SIZE,
+                )
+                .unwrap(),
+            );
+            Fixture {
+                _dir: dir,
+                config,
+                topics,
+                groups,
+                pids,
+            }
+        }
+
+        fn env(&self) -> Env<'_> {
+            Env {
+                topics: &self.topics,
+                groups: &self.groups,
+                pids: &self.pids,
+                transaction_version: TransactionVersion::V0,
+            }
+        }
+    }
+
     fn cluster_config(dir: &std::path::Path) -> BrokerConfig {
         let props: BTreeMap<String, String> = [
             ("process.roles", "broker,controller"),
@@ -765,24 +807,10 @@ mod tests {
     /// restart (UpdateFeatures).
     #[test]
     fn records_follow_the_finalized_transaction_version() {
-        let dir = tempfile::tempdir().unwrap();
-        let config = Arc::new(cluster_config(dir.path()));
-        let topics = TopicManager::load(config.clone(), None).unwrap();
-        let groups = GroupService::new(&config);
-        let pids = Mutex::new(
-            ProducerIdManager::new(
-                FileBlockStore::new(dir.path()),
-                DEFAULT_PRODUCER_ID_BLOCK_SIZE,
-            )
-            .unwrap(),
-        );
-        let mut env = Env {
-            topics: &topics,
-            groups: &groups,
-            pids: &pids,
-            transaction_version: TransactionVersion::V0,
-        };
-        let svc = TxnService::new(&config);
+        let f = Fixture::new();
+        let (config, topics) = (&f.config, &f.topics);
+        let mut env = f.env();
+        let svc = TxnService::new(config);
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -813,24 +841,10 @@ mod tests {
     /// the new epoch.
     #[test]
     fn a_transaction_partition_is_served_only_while_led_with_its_leader_epoch() {
-        let dir = tempfile::tempdir().unwrap();
-        let config = Arc::new(cluster_config(dir.path()));
-        let topics = TopicManager::load(config.clone(), None).unwrap();
-        let groups = GroupService::new(&config);
-        let pids = Mutex::new(
-            ProducerIdManager::new(
-                FileBlockStore::new(dir.path()),
-                DEFAULT_PRODUCER_ID_BLOCK_SIZE,
-            )
-            .unwrap(),
-        );
-        let env = Env {
-            topics: &topics,
-            groups: &groups,
-            pids: &pids,
-            transaction_version: TransactionVersion::V0,
-        };
-        let svc = TxnService::new(&config);
+        let f = Fixture::new();
+        let (config, topics) = (&f.config, &f.topics);
+        let env = f.env();
+        let svc = TxnService::new(config);
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -906,24 +920,10 @@ mod tests {
         use std::task::Poll;
         use std::time::Duration;
 
-        let dir = tempfile::tempdir().unwrap();
-        let config = Arc::new(cluster_config(dir.path()));
-        let topics = TopicManager::load(config.clone(), None).unwrap();
-        let groups = GroupService::new(&config);
-        let pids = Mutex::new(
-            ProducerIdManager::new(
-                FileBlockStore::new(dir.path()),
-                DEFAULT_PRODUCER_ID_BLOCK_SIZE,
-            )
-            .unwrap(),
-        );
-        let env = Env {
-            topics: &topics,
-            groups: &groups,
-            pids: &pids,
-            transaction_version: TransactionVersion::V0,
-        };
-        let svc = TxnService::new(&config);
+        let f = Fixture::new();
+        let (config, topics) = (&f.config, &f.topics);
+        let env = f.env();
+        let svc = TxnService::new(config);
         let held = Arc::new(HeldMarkers::default());
         svc.set_marker_sender(held.clone());
         let rt = tokio::runtime::Builder::new_current_thread()
