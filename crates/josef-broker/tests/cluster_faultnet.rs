@@ -1,0 +1,247 @@
+//! Network and disk faults through josef-testbed's fault network and disk mounts, against the
+//! built broker:
+//! - a partition leader cut off from the other two nodes both ways (its inter-broker and
+//!   controller links dropped through the proxies) loses its leadership to a leader the
+//!   controller elects among the others, and every write acked with acks=all (before, during,
+//!   after) is read back at its offset once the links heal;
+//! - a single node whose log dir (a small tmpfs) fills up answers KAFKA_STORAGE_ERROR to a
+//!   produce, stays up, and after kill -9, space back and a restart serves every record it
+//!   acknowledged (tests/e2e/test_cluster_disk.py asks the same of librdkafka). Mounting needs
+//!   root: without it the test says SKIPPED and why (JOSEF_TESTBED_REQUIRE_MOUNT=1 makes that a
+//!   failure).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use josef_protocol::ErrorCode;
+use josef_testbed::client::{self, PartitionState};
+use josef_testbed::disk::{DiskKind, DiskMount};
+use josef_testbed::faultnet::Way;
+use josef_testbed::{wait_for, BrokerCommand, Cluster};
+
+const WAIT: Duration = Duration::from_secs(60);
+const EVERY: Duration = Duration::from_millis(100);
+/// The broker's own bound on an acks=all produce.
+const ACK_TIMEOUT: Duration = Duration::from_secs(3);
+const TOPIC: &str = "t";
+
+fn broker() -> BrokerCommand {
+    BrokerCommand::new(env!("CARGO_BIN_EXE_josef-broker"))
+}
+
+fn addrs(c: &Cluster) -> BTreeMap<i32, SocketAddr> {
+    c.nodes()
+        .filter_map(|n| Some((n.id(), n.client_addr()?)))
+        .collect()
+}
+
+/// Each acknowledged value and the offset it was acknowledged at.
+#[derive(Default)]
+struct Acked(Vec<(String, i64)>);
+
+impl Acked {
+    /// Produces `value` alone with acks=all at `addr`; recorded if acknowledged. The error code,
+    /// or None when no answer came.
+    fn produce(&mut self, addr: SocketAddr, value: &str) -> Option<i16> {
+        let r = client::produce(addr, TOPIC, 0, -1, ACK_TIMEOUT, &[value.as_bytes()]).ok()?;
+        if r.error_code == 0 {
+            self.0.push((value.to_string(), r.base_offset));
+        }
+        Some(r.error_code)
+    }
+
+    /// Produces `value` until acknowledged at the leader `leader` names, within [`WAIT`].
+    fn produce_acked(&mut self, value: &str, leader: impl Fn() -> Option<SocketAddr>) {
+        let ok = wait_for(WAIT, EVERY, || {
+            (self.produce(leader()?, value) == Some(0)).then_some(())
+        });
+        assert!(ok.is_some(), "{value} not acknowledged within {WAIT:?}");
+    }
+
+    /// Every acknowledged value is in `records` at its offset.
+    fn check(&self, records: &[client::Record]) {
+        let by_offset: BTreeMap<i64, String> = records
+            .iter()
+            .map(|r| {
+                let v = r.value.as_deref().unwrap_or_default();
+                (r.offset, String::from_utf8_lossy(v).into_owned())
+            })
+            .collect();
+        let lost: Vec<_> = self
+            .0
+            .iter()
+            .filter(|(v, o)| by_offset.get(o) != Some(v))
+            .collect();
+        assert!(
+            lost.is_empty(),
+            "{} of {} acked records not read back at their offsets: {lost:?}",
+            lost.len(),
+            self.0.len()
+        );
+    }
+}
+
+/// The partition as each of `nodes` sees it, if they all agree and `ok` holds.
+fn agreed(
+    addrs: &BTreeMap<i32, SocketAddr>,
+    nodes: &[i32],
+    ok: impl Fn(&PartitionState) -> bool,
+) -> Option<PartitionState> {
+    let views: Vec<PartitionState> = nodes
+        .iter()
+        .map(|n| client::partition(addrs[n], TOPIC, 0).ok().flatten())
+        .collect::<Option<_>>()?;
+    let first = views.first()?.clone();
+    (views.iter().all(|v| v.leader == first.leader && v.isr.len() == first.isr.len()) && ok(&first))
+        .then_some(first)
+}
+
+#[test]
+fn a_leader_cut_off_both_ways_is_replaced_and_no_acked_write_is_lost() {
+    let mut c = Cluster::builder()
+        .command(broker())
+        .combined(3)
+        .faults(true)
+        .property("min.insync.replicas", 2)
+        .start()
+        .unwrap();
+    let addrs = addrs(&c);
+    let all: Vec<i32> = addrs.keys().copied().collect();
+    assert_eq!(
+        client::create_topic(addrs[&1], TOPIC, 1, 3, &[("min.insync.replicas", "2")]).unwrap(),
+        0
+    );
+    let before = wait_for(WAIT, EVERY, || {
+        agreed(&addrs, &all, |p| p.leader >= 0 && p.isr.len() == 3)
+    })
+    .unwrap_or_else(|| panic!("no leader with a full ISR\n{}", c.logs(20)));
+    let old = before.leader;
+    let others: Vec<i32> = all.iter().copied().filter(|n| *n != old).collect();
+    let mut acked = Acked::default();
+    for i in 0..20 {
+        acked.produce_acked(&format!("before-{i}"), || Some(addrs[&old]));
+    }
+    // The followers' fetches went through the leader's proxy, named by the node holding the
+    // socket: the links the rules below act on are the ones replication uses.
+    let net = c.net().unwrap().clone();
+    for f in &others {
+        assert!(
+            net.stats(*f, old).delivered > 0,
+            "no bytes from node {f} to leader {old} through the proxies: {:?}",
+            net.all_stats()
+        );
+    }
+
+    net.isolate(old, others.iter().copied(), Way::TwoWay);
+    // Whatever the cut-off leader answers is recorded: were it to ack, the check would find it.
+    for i in 0..3 {
+        let code = acked.produce(addrs[&old], &format!("cut-off-{i}"));
+        assert_ne!(code, Some(0), "the cut-off leader acked an acks=all write");
+    }
+    let after = wait_for(WAIT, EVERY, || {
+        agreed(&addrs, &others, |p| {
+            p.leader >= 0 && p.leader != old && p.leader_epoch > before.leader_epoch
+        })
+    })
+    .unwrap_or_else(|| panic!("no new leader among {others:?}\n{}", c.logs(30)));
+    eprintln!("leader {old} (epoch {}) cut off; {} elected (epoch {}), isr {:?}",
+        before.leader_epoch, after.leader, after.leader_epoch, after.isr);
+    for i in 0..20 {
+        acked.produce_acked(&format!("during-{i}"), || Some(addrs[&after.leader]));
+    }
+
+    net.heal();
+    let healed = wait_for(WAIT, EVERY, || {
+        agreed(&addrs, &all, |p| p.leader >= 0 && p.isr.len() == 3)
+    })
+    .unwrap_or_else(|| panic!("node {old} not back in the ISR after heal\n{}", c.logs(30)));
+    let leader = || {
+        let p = client::partition(addrs[&others[0]], TOPIC, 0).ok()??;
+        addrs.get(&p.leader).copied()
+    };
+    for i in 0..10 {
+        acked.produce_acked(&format!("after-{i}"), leader);
+    }
+    let records = wait_for(WAIT, EVERY, || client::read_all(leader()?, TOPIC, 0, 100).ok())
+        .expect("the partition read back");
+    acked.check(&records);
+    assert_eq!(acked.0.len(), 50, "exactly the 50 retried writes acked");
+    eprintln!(
+        "{} acked, {} read back; leader after heal {}",
+        acked.0.len(),
+        records.len(),
+        healed.leader
+    );
+    let exits = c.stop_all().unwrap();
+    assert!(exits.values().all(|s| s.success()), "{exits:?}");
+}
+
+/// Why disk faults cannot run here, or `None`; a reason is a failure when
+/// `JOSEF_TESTBED_REQUIRE_MOUNT` is set (a CI that must run them).
+fn skip_reason(kind: DiskKind) -> Option<String> {
+    let why = DiskMount::unavailable(kind)?;
+    assert!(
+        std::env::var_os("JOSEF_TESTBED_REQUIRE_MOUNT").is_none(),
+        "JOSEF_TESTBED_REQUIRE_MOUNT is set but a {kind:?} cannot be mounted: {why}"
+    );
+    Some(why)
+}
+
+#[test]
+fn a_full_disk_answers_kafka_storage_error_and_loses_no_acked_record() {
+    if let Some(why) = skip_reason(DiskKind::Tmpfs) {
+        eprintln!("SKIPPED: cannot mount a tmpfs for ENOSPC: {why}");
+        return;
+    }
+    let mut c = Cluster::builder()
+        .command(broker())
+        .single()
+        .build()
+        .unwrap();
+    c.node_mut(1)
+        .unwrap()
+        .mount_disk(DiskKind::Tmpfs, 24)
+        .unwrap();
+    c.start().unwrap();
+    let addr = c.node(1).unwrap().client_addr().unwrap();
+    assert_eq!(client::create_topic(addr, TOPIC, 1, 1, &[]).unwrap(), 0);
+    let mut acked = Acked::default();
+    let pad = "x".repeat(1000);
+    for i in 0..100 {
+        acked.produce_acked(&format!("before-{i}|{pad}"), || Some(addr));
+    }
+
+    let disk = c.node(1).unwrap().disk().unwrap();
+    disk.fill(0).unwrap();
+    // Writes the broker buffered before the disk filled may still be acked; then one is refused.
+    let mut refused = None;
+    for i in 0..2000 {
+        let code = acked.produce(addr, &format!("full-{i}|{pad}"));
+        if code != Some(0) {
+            refused = code;
+            break;
+        }
+    }
+    assert_eq!(
+        refused,
+        Some(ErrorCode::KafkaStorageError.code()),
+        "a produce to a full disk\n{}",
+        c.logs(20)
+    );
+    let node = c.node_mut(1).unwrap();
+    assert!(node.is_running(), "the broker died of ENOSPC\n{}", node.log_tail(30));
+
+    // Space back, then a restart recovers the log: every ack is there, and it takes writes.
+    node.kill9().unwrap();
+    node.disk().unwrap().unfill().unwrap();
+    node.start().unwrap();
+    for i in 0..20 {
+        acked.produce_acked(&format!("after-{i}|{pad}"), || Some(addr));
+    }
+    let records = client::read_all(addr, TOPIC, 0, 100).unwrap();
+    acked.check(&records);
+    eprintln!("{} acked, {} read back", acked.0.len(), records.len());
+    let exits = c.stop_all().unwrap();
+    assert!(exits.values().all(|s| s.success()), "{exits:?}");
+}
