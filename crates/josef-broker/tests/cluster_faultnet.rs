@@ -68,16 +68,19 @@ impl Acked {
                 (r.offset, String::from_utf8_lossy(v).into_owned())
             })
             .collect();
-        let lost: Vec<_> = self
+        // Named by the part before the padding, the first few only.
+        let lost: Vec<(&str, i64)> = self
             .0
             .iter()
             .filter(|(v, o)| by_offset.get(o) != Some(v))
+            .map(|(v, o)| (v.split('|').next().unwrap_or(v), *o))
             .collect();
         assert!(
             lost.is_empty(),
-            "{} of {} acked records not read back at their offsets: {lost:?}",
+            "{} of {} acked records not read back at their offsets, first (value, offset): {:?}",
             lost.len(),
-            self.0.len()
+            self.0.len(),
+            &lost[..lost.len().min(10)]
         );
     }
 }
@@ -93,8 +96,11 @@ fn agreed(
         .map(|n| client::partition(addrs[n], TOPIC, 0).ok().flatten())
         .collect::<Option<_>>()?;
     let first = views.first()?.clone();
-    (views.iter().all(|v| v.leader == first.leader && v.isr.len() == first.isr.len()) && ok(&first))
-        .then_some(first)
+    (views
+        .iter()
+        .all(|v| v.leader == first.leader && v.isr.len() == first.isr.len())
+        && ok(&first))
+    .then_some(first)
 }
 
 #[test]
@@ -125,10 +131,11 @@ fn a_leader_cut_off_both_ways_is_replaced_and_no_acked_write_is_lost() {
     // The followers' fetches went through the leader's proxy, named by the node holding the
     // socket: the links the rules below act on are the ones replication uses.
     let net = c.net().unwrap().clone();
+    let proxy = c.advertised_proxy(old).unwrap();
     for f in &others {
         assert!(
-            net.stats(*f, old).delivered > 0,
-            "no bytes from node {f} to leader {old} through the proxies: {:?}",
+            proxy.stats(*f, old).delivered > 0,
+            "no bytes from node {f} through leader {old}'s advertised proxy: {:?}",
             net.all_stats()
         );
     }
@@ -145,8 +152,10 @@ fn a_leader_cut_off_both_ways_is_replaced_and_no_acked_write_is_lost() {
         })
     })
     .unwrap_or_else(|| panic!("no new leader among {others:?}\n{}", c.logs(30)));
-    eprintln!("leader {old} (epoch {}) cut off; {} elected (epoch {}), isr {:?}",
-        before.leader_epoch, after.leader, after.leader_epoch, after.isr);
+    eprintln!(
+        "leader {old} (epoch {}) cut off; {} elected (epoch {}), isr {:?}",
+        before.leader_epoch, after.leader, after.leader_epoch, after.isr
+    );
     for i in 0..20 {
         acked.produce_acked(&format!("during-{i}"), || Some(addrs[&after.leader]));
     }
@@ -163,8 +172,10 @@ fn a_leader_cut_off_both_ways_is_replaced_and_no_acked_write_is_lost() {
     for i in 0..10 {
         acked.produce_acked(&format!("after-{i}"), leader);
     }
-    let records = wait_for(WAIT, EVERY, || client::read_all(leader()?, TOPIC, 0, 100).ok())
-        .expect("the partition read back");
+    let records = wait_for(WAIT, EVERY, || {
+        client::read_all(leader()?, TOPIC, 0, 100).ok()
+    })
+    .expect("the partition read back");
     acked.check(&records);
     assert_eq!(acked.0.len(), 50, "exactly the 50 retried writes acked");
     eprintln!(
@@ -230,7 +241,11 @@ fn a_full_disk_answers_kafka_storage_error_and_loses_no_acked_record() {
         c.logs(20)
     );
     let node = c.node_mut(1).unwrap();
-    assert!(node.is_running(), "the broker died of ENOSPC\n{}", node.log_tail(30));
+    assert!(
+        node.is_running(),
+        "the broker died of ENOSPC\n{}",
+        node.log_tail(30)
+    );
 
     // Space back, then a restart recovers the log: every ack is there, and it takes writes.
     node.kill9().unwrap();

@@ -10,7 +10,7 @@ use crate::contract::{self, NodeValues, Properties};
 use crate::faultnet::cluster::ClusterFaults;
 use crate::faultnet::{FaultNet, Proxy};
 use crate::node::{Node, READY_TIMEOUT, STOP_TIMEOUT};
-use crate::process::{free_ports, wait_until, BrokerCommand};
+use crate::process::{ports_of, reserve_ports, wait_until, BrokerCommand};
 use crate::{client, Error, Role};
 
 /// How a [`Cluster`] is laid out; [`Cluster::builder`].
@@ -142,7 +142,9 @@ impl ClusterBuilder {
                     .map_err(|e| Error::io("creating a temporary directory", e))?,
             )),
         };
-        let mut ports = free_ports(layout.len() * 2)?.into_iter();
+        // Held until the proxies are bound, so that none of them is given a node's port.
+        let reserved = reserve_ports(layout.len() * 2)?;
+        let mut ports = ports_of(&reserved)?.into_iter();
         let mut nodes: Vec<Node> = layout
             .iter()
             .map(|&(id, role)| {
@@ -158,6 +160,7 @@ impl ClusterBuilder {
         } else {
             None
         };
+        drop(reserved);
         let voters: Vec<String> = nodes
             .iter()
             .map(|n| match &faults {
@@ -283,6 +286,12 @@ impl Cluster {
     /// faults.
     pub fn proxies(&self) -> impl Iterator<Item = &Proxy> {
         self.faults.iter().flat_map(ClusterFaults::proxies)
+    }
+
+    /// The proxy node `id` advertises in front of its PLAINTEXT listener (the one replication
+    /// and clients after bootstrap reach), if built with faults.
+    pub fn advertised_proxy(&self, id: i32) -> Option<&Proxy> {
+        self.faults.as_ref()?.advertised(id)
     }
 
     /// The directory holding `node<ID>/` for every node.

@@ -89,7 +89,9 @@ fn run(args: &[&str], ok: &[i32]) -> Result<String, Error> {
     let Some(status) = status else {
         let _ = child.kill();
         let _ = child.wait();
-        return Err(fail(format!("still running after {TOOL_TIMEOUT:?} (killed)")));
+        return Err(fail(format!(
+            "still running after {TOOL_TIMEOUT:?} (killed)"
+        )));
     };
     let mut out = String::new();
     let mut err = String::new();
@@ -141,7 +143,12 @@ impl DiskMount {
     /// ext4 error that does not turn the filesystem read-only), or `None` when it can: a probe
     /// mounts, for ext4 also makes read-only, and unmounts one in a temporary directory.
     pub fn unavailable(kind: DiskKind) -> Option<String> {
-        let missing: Vec<&str> = kind.tools().iter().copied().filter(|t| !on_path(t)).collect();
+        let missing: Vec<&str> = kind
+            .tools()
+            .iter()
+            .copied()
+            .filter(|t| !on_path(t))
+            .collect();
         if !missing.is_empty() {
             return Some(format!("missing {}", missing.join(", ")));
         }
@@ -169,7 +176,11 @@ impl DiskMount {
 
     /// Mounts a new `kind` filesystem of `size_mb` MiB on `path` (created if missing; for ext4,
     /// its image is `<path>.ext4.img` beside it).
-    pub fn mount(path: impl Into<PathBuf>, kind: DiskKind, size_mb: u64) -> Result<DiskMount, Error> {
+    pub fn mount(
+        path: impl Into<PathBuf>,
+        kind: DiskKind,
+        size_mb: u64,
+    ) -> Result<DiskMount, Error> {
         let path = path.into();
         std::fs::create_dir_all(&path).map_err(|e| Error::io(path.display().to_string(), e))?;
         let name = path

@@ -138,7 +138,11 @@ fn setup() -> (FaultNet, Echo, josef_testbed::faultnet::Proxy) {
     let net = FaultNet::new();
     let echo = Echo::start();
     let proxy = net
-        .proxy(echo.addr, Endpoint::Node(B), Source::Fixed(Endpoint::Node(A)))
+        .proxy(
+            echo.addr,
+            Endpoint::Node(B),
+            Source::Fixed(Endpoint::Node(A)),
+        )
         .unwrap();
     (net, echo, proxy)
 }
@@ -172,7 +176,10 @@ fn one_way_drop_stalls_only_its_direction_until_heal() {
     net.heal();
     let mut back = [0u8; 7];
     s.read_exact(&mut back).unwrap();
-    assert_eq!(&back, b"stalled", "the stalled bytes flow after heal, in order");
+    assert_eq!(
+        &back, b"stalled",
+        "the stalled bytes flow after heal, in order"
+    );
 
     // B -> A dropped: the request arrives, its answer does not.
     net.drop(B, A, Way::OneWay);
@@ -247,7 +254,10 @@ fn delay_holds_each_chunk_that_long_in_its_direction_without_accumulating() {
 
     net.heal();
     let healed = round_trip(&mut s, b"w");
-    assert!(healed < d, "healed: {healed:?} (before any delay: {fast:?})");
+    assert!(
+        healed < d,
+        "healed: {healed:?} (before any delay: {fast:?})"
+    );
 }
 
 #[test]
@@ -261,7 +271,11 @@ fn cut_closes_open_connections_and_refuses_new_ones_until_heal() {
 
     let mut refused = connect(proxy.addr());
     assert!(ends(&mut refused), "a new connection passed a cut link");
-    assert_eq!(echo.accepted(), 1, "a refused connection reached the target");
+    assert_eq!(
+        echo.accepted(),
+        1,
+        "a refused connection reached the target"
+    );
 
     net.heal();
     let mut again = connect(proxy.addr());
@@ -341,7 +355,8 @@ fn a_stalled_link_holds_a_bounded_amount() {
     round_trip(&mut s, b"connected"); // onward too: a new connection would be held whole
     net.drop(B, A, Way::OneWay); // the echo's answers pile up in the proxy, then in the echo
     let mut w = s.try_clone().unwrap();
-    w.set_write_timeout(Some(Duration::from_millis(500))).unwrap();
+    w.set_write_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
     let chunk = vec![7u8; 1 << 20];
     let mut sent = 0u64;
     // Writes succeed until every buffer on the way is full; then one times out.
@@ -351,7 +366,10 @@ fn a_stalled_link_holds_a_bounded_amount() {
             Err(_) => break,
         }
     }
-    eprintln!("{sent} bytes written, {} echoed before the link stalled them", echo.received());
+    eprintln!(
+        "{sent} bytes written, {} echoed before the link stalled them",
+        echo.received()
+    );
     // The proxy holds at most 4 MiB a direction; the rest is the kernel's socket buffers (about
     // 20 MiB here in all). Unbounded buffering in the proxy would take all 256 MiB.
     assert!(sent < (64 << 20), "{sent} bytes went into a stalled link");

@@ -52,14 +52,15 @@ pub fn create_topic(
         ..Default::default()
     };
     match call(addr, 5, req.into())? {
-        ResponseBody::CreateTopics(r) => r
-            .topics
-            .first()
-            .map(|t| t.error_code)
-            .ok_or_else(|| Error::Request {
-                addr,
-                reason: "CreateTopics answered no topic".into(),
-            }),
+        ResponseBody::CreateTopics(r) => {
+            r.topics
+                .first()
+                .map(|t| t.error_code)
+                .ok_or_else(|| Error::Request {
+                    addr,
+                    reason: "CreateTopics answered no topic".into(),
+                })
+        }
         other => Err(unexpected(addr, "CreateTopics", &other)),
     }
 }
@@ -91,7 +92,9 @@ pub fn produce(
         .unwrap_or(0);
     let batch = values
         .iter()
-        .fold(RecordBatchBuilder::new(), |b, v| b.record(now, None, Some(v)))
+        .fold(RecordBatchBuilder::new(), |b, v| {
+            b.record(now, None, Some(v))
+        })
         .build_bytes()
         .map_err(|e| Error::Request {
             addr,
@@ -233,14 +236,21 @@ pub fn read_all(
         if f.error_code != 0 {
             return Err(Error::Request {
                 addr,
-                reason: format!("fetch of {topic}-{partition} at {next}: error {}", f.error_code),
+                reason: format!(
+                    "fetch of {topic}-{partition} at {next}: error {}",
+                    f.error_code
+                ),
             });
         }
         if let Some(last) = f.records.last() {
             next = last.offset + 1;
         }
         let done = next >= f.high_watermark || f.records.is_empty();
-        out.extend(f.records.into_iter().filter(|r| r.offset < f.high_watermark));
+        out.extend(
+            f.records
+                .into_iter()
+                .filter(|r| r.offset < f.high_watermark),
+        );
         if done {
             return Ok(out);
         }

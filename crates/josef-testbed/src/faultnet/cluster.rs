@@ -51,7 +51,10 @@ impl ClusterFaults {
             let Some(port) = j.controller_port else {
                 continue;
             };
-            for i in nodes.iter().filter(|i| i.id != j.id && i.role != Role::Single) {
+            for i in nodes
+                .iter()
+                .filter(|i| i.id != j.id && i.role != Role::Single)
+            {
                 let p = net.proxy(
                     local(port),
                     Endpoint::Node(j.id),
@@ -70,6 +73,11 @@ impl ClusterFaults {
     /// The port node `id` advertises for PLAINTEXT: its proxy's.
     pub(crate) fn advertised_port(&self, id: i32) -> Option<u16> {
         self.advertised.get(&id).map(Proxy::port)
+    }
+
+    /// The proxy in front of node `id`'s PLAINTEXT listener.
+    pub(crate) fn advertised(&self, id: i32) -> Option<&Proxy> {
+        self.advertised.get(&id)
     }
 
     /// `controller.quorum.voters` as node `id` is to see it: the others through its own proxies.

@@ -223,11 +223,17 @@ impl FaultNet {
     }
 
     pub(crate) fn count_accepted(&self, src: Endpoint, dst: Endpoint) {
-        lock(&self.inner.stats).entry((src, dst)).or_default().accepted += 1;
+        lock(&self.inner.stats)
+            .entry((src, dst))
+            .or_default()
+            .accepted += 1;
     }
 
     pub(crate) fn count_delivered(&self, src: Endpoint, dst: Endpoint, bytes: usize) {
-        lock(&self.inner.stats).entry((src, dst)).or_default().delivered += bytes as u64;
+        lock(&self.inner.stats)
+            .entry((src, dst))
+            .or_default()
+            .delivered += bytes as u64;
     }
 
     pub(crate) fn register(&self, conn: &Arc<Conn>) {

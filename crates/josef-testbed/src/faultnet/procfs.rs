@@ -49,9 +49,8 @@ pub fn pid_holds_inode(pid: u32, inode: u64) -> bool {
     let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
         return false;
     };
-    fds.flatten().any(|fd| {
-        fs::read_link(fd.path()).is_ok_and(|target| target.as_os_str() == want.as_str())
-    })
+    fds.flatten()
+        .any(|fd| fs::read_link(fd.path()).is_ok_and(|target| target.as_os_str() == want.as_str()))
 }
 
 #[cfg(test)]

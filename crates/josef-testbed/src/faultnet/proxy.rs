@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::{Endpoint, FaultNet};
+use super::{Endpoint, FaultNet, LinkStats};
 use crate::Error;
 
 /// How often a stalled stream looks at the rule table again.
@@ -80,6 +80,8 @@ struct Shared {
     source: Source,
     stop: AtomicBool,
     conns: Mutex<Vec<(Arc<Conn>, JoinHandle<()>)>>,
+    /// What went through this proxy, by link (the net's counts are over all its proxies).
+    stats: Mutex<std::collections::BTreeMap<(Endpoint, Endpoint), LinkStats>>,
 }
 
 impl Proxy {
@@ -89,8 +91,8 @@ impl Proxy {
         dst: Endpoint,
         source: Source,
     ) -> Result<Proxy, Error> {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .map_err(|e| Error::io("binding a proxy port", e))?;
+        let listener =
+            TcpListener::bind("127.0.0.1:0").map_err(|e| Error::io("binding a proxy port", e))?;
         let addr = listener
             .local_addr()
             .map_err(|e| Error::io("reading a proxy port", e))?;
@@ -105,6 +107,7 @@ impl Proxy {
             source,
             stop: AtomicBool::new(false),
             conns: Mutex::new(Vec::new()),
+            stats: Mutex::new(std::collections::BTreeMap::new()),
         });
         let s = shared.clone();
         let accept = std::thread::Builder::new()
@@ -139,6 +142,16 @@ impl Proxy {
         self.dst
     }
 
+    /// What went through it on the link `src -> dst` (connections accepted from `src` when
+    /// `dst` is its destination, bytes delivered).
+    pub fn stats(&self, src: impl Into<Endpoint>, dst: impl Into<Endpoint>) -> LinkStats {
+        let stats = self.shared.stats.lock().unwrap_or_else(|e| e.into_inner());
+        stats
+            .get(&(src.into(), dst.into()))
+            .copied()
+            .unwrap_or_default()
+    }
+
     /// Connections open through it now.
     pub fn open_connections(&self) -> usize {
         let conns = self.shared.conns.lock().unwrap_or_else(|e| e.into_inner());
@@ -152,7 +165,8 @@ impl Drop for Proxy {
         if let Some(h) = self.accept.take() {
             let _ = h.join();
         }
-        let conns = std::mem::take(&mut *self.shared.conns.lock().unwrap_or_else(|e| e.into_inner()));
+        let conns =
+            std::mem::take(&mut *self.shared.conns.lock().unwrap_or_else(|e| e.into_inner()));
         for (c, _) in &conns {
             c.close();
         }
@@ -197,6 +211,11 @@ impl Shared {
         self.stop.load(Ordering::SeqCst)
     }
 
+    fn count(&self, src: Endpoint, dst: Endpoint, f: impl FnOnce(&mut LinkStats)) {
+        let mut stats = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+        f(stats.entry((src, dst)).or_default());
+    }
+
     fn accept_loop(self: Arc<Self>, listener: TcpListener) {
         let own_port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
         while !self.stopped() {
@@ -209,11 +228,14 @@ impl Shared {
             };
             let src = self.source.of(peer.port(), own_port);
             self.net.count_accepted(src, self.dst);
-            let refused = self.net.rule(src, self.dst).refuse || self.net.rule(self.dst, src).refuse;
+            self.count(src, self.dst, |s| s.accepted += 1);
+            let refused =
+                self.net.rule(src, self.dst).refuse || self.net.rule(self.dst, src).refuse;
             let mut conns = self.conns.lock().unwrap_or_else(|e| e.into_inner());
             // Reap the connections that ended, so the list stays as long as what is open.
-            let (done, open): (Vec<_>, Vec<_>) =
-                std::mem::take(&mut *conns).into_iter().partition(|(_, h)| h.is_finished());
+            let (done, open): (Vec<_>, Vec<_>) = std::mem::take(&mut *conns)
+                .into_iter()
+                .partition(|(_, h)| h.is_finished());
             *conns = open;
             for (_, h) in done {
                 let _ = h.join();
@@ -270,8 +292,7 @@ impl Shared {
             return conn.close();
         };
         for s in [&conn.client, up] {
-            if s.set_read_timeout(Some(TICK)).is_err() || s.set_write_timeout(Some(TICK)).is_err()
-            {
+            if s.set_read_timeout(Some(TICK)).is_err() || s.set_write_timeout(Some(TICK)).is_err() {
                 return conn.close();
             }
         }
@@ -355,7 +376,10 @@ impl Pump<'_> {
                 }
                 Ok(n) => {
                     // Blocks while QUEUED chunks wait: the bound on what a stalled link holds.
-                    if tx.send(Item::Chunk(Instant::now(), buf[..n].to_vec())).is_err() {
+                    if tx
+                        .send(Item::Chunk(Instant::now(), buf[..n].to_vec()))
+                        .is_err()
+                    {
                         return;
                     }
                 }
@@ -404,6 +428,8 @@ impl Pump<'_> {
             }
             // Counted before the peer can see the bytes, so a test that saw them sees the count.
             net.count_delivered(self.src, self.dst, data.len());
+            self.shared
+                .count(self.src, self.dst, |s| s.delivered += data.len() as u64);
             let mut sent = 0;
             while sent < data.len() {
                 if self.over() {
