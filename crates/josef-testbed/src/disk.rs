@@ -263,14 +263,26 @@ impl DiskMount {
         Ok(filler)
     }
 
-    /// Removes the filler: the space is back.
+    /// Removes the filler and returns once the space shows (within [`TOOL_TIMEOUT`]).
     pub fn unfill(&self) -> Result<(), Error> {
         let filler = self.path.join("filler");
         match std::fs::remove_file(&filler) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(Error::io(filler.display().to_string(), e))
+                return Err(Error::io(filler.display().to_string(), e));
             }
-            _ => Ok(()),
+            _ => {}
+        }
+        // The blocks are freed with the last descriptor, and a child forked by another thread
+        // of this process (a node, a mount tool) holds a copy of the filler's until its exec.
+        if wait_until(TOOL_TIMEOUT, Duration::from_millis(5), || {
+            available(&self.path).is_ok_and(|a| a > 0)
+        }) {
+            Ok(())
+        } else {
+            Err(Error::Timeout {
+                what: format!("free space on {} after unfill", self.path.display()),
+                timeout: TOOL_TIMEOUT,
+            })
         }
     }
 
