@@ -80,5 +80,8 @@ fn an_ext4_error_makes_the_disk_read_only_under_an_open_file_until_restored() {
     let image = path.with_file_name("data.ext4.img");
     assert!(image.exists());
     drop(m);
-    assert!(!mounted_at(&path) && !image.exists(), "unmounted and removed");
+    assert!(
+        !mounted_at(&path) && !image.exists(),
+        "unmounted and removed"
+    );
 }
