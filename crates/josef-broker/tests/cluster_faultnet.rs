@@ -4,10 +4,11 @@
 //!   controller links dropped through the proxies) loses its leadership to a leader the
 //!   controller elects among the others, and every write acked with acks=all (before, during,
 //!   after) is read back at its offset once the links heal;
-//! - a single node whose log dir (a small tmpfs) fills up answers KAFKA_STORAGE_ERROR to a
-//!   produce, stays up, and after kill -9, space back and a restart serves every record it
-//!   acknowledged (tests/e2e/test_cluster_disk.py asks the same of librdkafka). Mounting needs
-//!   root: without it the test says SKIPPED and why (JOSEF_TESTBED_REQUIRE_MOUNT=1 makes that a
+//! - a single node whose log dir fills up (a small tmpfs) or turns read-only under it (an ext4
+//!   image with an error raised) answers KAFKA_STORAGE_ERROR to a produce, stays up, and after
+//!   kill -9, the disk back and a restart serves every record it acknowledged
+//!   (tests/e2e/test_cluster_disk.py asks the same through librdkafka). Mounting needs root:
+//!   without it the test says SKIPPED and why (JOSEF_TESTBED_REQUIRE_MOUNT=1 makes that a
 //!   failure).
 
 use std::collections::BTreeMap;
@@ -199,10 +200,18 @@ fn skip_reason(kind: DiskKind) -> Option<String> {
     Some(why)
 }
 
-#[test]
-fn a_full_disk_answers_kafka_storage_error_and_loses_no_acked_record() {
-    if let Some(why) = skip_reason(DiskKind::Tmpfs) {
-        eprintln!("SKIPPED: cannot mount a tmpfs for ENOSPC: {why}");
+/// A single node on a `kind` disk of `size_mb` MiB: 100 acked records, then `fault` on its disk
+/// while it runs; a produce must then be refused KAFKA_STORAGE_ERROR (the records written
+/// before the refusal may be acked) with the node still up. Then kill -9, `recover` the disk,
+/// start again: it takes writes and every acked record is read back at its offset.
+fn single_node_disk_fault(
+    kind: DiskKind,
+    size_mb: u64,
+    fault: impl FnOnce(&DiskMount),
+    recover: impl FnOnce(&DiskMount),
+) {
+    if let Some(why) = skip_reason(kind) {
+        eprintln!("SKIPPED: cannot mount a {kind:?}: {why}");
         return;
     }
     let mut c = Cluster::builder()
@@ -210,10 +219,7 @@ fn a_full_disk_answers_kafka_storage_error_and_loses_no_acked_record() {
         .single()
         .build()
         .unwrap();
-    c.node_mut(1)
-        .unwrap()
-        .mount_disk(DiskKind::Tmpfs, 24)
-        .unwrap();
+    c.node_mut(1).unwrap().mount_disk(kind, size_mb).unwrap();
     c.start().unwrap();
     let addr = c.node(1).unwrap().client_addr().unwrap();
     assert_eq!(client::create_topic(addr, TOPIC, 1, 1, &[]).unwrap(), 0);
@@ -223,12 +229,10 @@ fn a_full_disk_answers_kafka_storage_error_and_loses_no_acked_record() {
         acked.produce_acked(&format!("before-{i}|{pad}"), || Some(addr));
     }
 
-    let disk = c.node(1).unwrap().disk().unwrap();
-    disk.fill(0).unwrap();
-    // Writes the broker buffered before the disk filled may still be acked; then one is refused.
+    fault(c.node(1).unwrap().disk().unwrap());
     let mut refused = None;
     for i in 0..2000 {
-        let code = acked.produce(addr, &format!("full-{i}|{pad}"));
+        let code = acked.produce(addr, &format!("faulty-{i}|{pad}"));
         if code != Some(0) {
             refused = code;
             break;
@@ -237,26 +241,58 @@ fn a_full_disk_answers_kafka_storage_error_and_loses_no_acked_record() {
     assert_eq!(
         refused,
         Some(ErrorCode::KafkaStorageError.code()),
-        "a produce to a full disk\n{}",
+        "a produce to a {kind:?} disk with a fault\n{}",
         c.logs(20)
     );
     let node = c.node_mut(1).unwrap();
     assert!(
         node.is_running(),
-        "the broker died of ENOSPC\n{}",
+        "the broker died of the disk fault\n{}",
         node.log_tail(30)
     );
 
-    // Space back, then a restart recovers the log: every ack is there, and it takes writes.
     node.kill9().unwrap();
-    node.disk().unwrap().unfill().unwrap();
+    recover(node.disk().unwrap());
     node.start().unwrap();
     for i in 0..20 {
         acked.produce_acked(&format!("after-{i}|{pad}"), || Some(addr));
     }
     let records = client::read_all(addr, TOPIC, 0, 100).unwrap();
     acked.check(&records);
-    eprintln!("{} acked, {} read back", acked.0.len(), records.len());
+    eprintln!(
+        "{kind:?}: {} acked, {} read back",
+        acked.0.len(),
+        records.len()
+    );
     let exits = c.stop_all().unwrap();
     assert!(exits.values().all(|s| s.success()), "{exits:?}");
+}
+
+#[test]
+fn a_full_disk_answers_kafka_storage_error_and_loses_no_acked_record() {
+    single_node_disk_fault(
+        DiskKind::Tmpfs,
+        24,
+        |d| {
+            d.fill(0).unwrap();
+        },
+        |d| d.unfill().unwrap(),
+    );
+}
+
+#[test]
+fn a_disk_gone_read_only_answers_kafka_storage_error_and_loses_no_acked_record() {
+    single_node_disk_fault(
+        DiskKind::Ext4,
+        24,
+        |d| {
+            // What the broker acked but the kernel had not written back is lost with the disk,
+            // as on a power cut (acks=all promises replication, not fsync): sync first, so the
+            // check is the broker's.
+            let synced = std::process::Command::new("sync").status();
+            assert!(synced.is_ok_and(|s| s.success()), "sync(1)");
+            d.make_read_only().unwrap();
+        },
+        |d| d.restore().unwrap(),
+    );
 }
