@@ -7,8 +7,10 @@ use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use crate::contract::{self, NodeValues, Properties};
+use crate::faultnet::cluster::ClusterFaults;
+use crate::faultnet::{FaultNet, Proxy};
 use crate::node::{Node, READY_TIMEOUT, STOP_TIMEOUT};
-use crate::process::{free_ports, wait_until, BrokerCommand};
+use crate::process::{ports_of, reserve_ports, wait_until, BrokerCommand};
 use crate::{client, Error, Role};
 
 /// How a [`Cluster`] is laid out; [`Cluster::builder`].
@@ -20,6 +22,7 @@ pub struct ClusterBuilder {
     timeouts: Option<Properties>,
     command: Option<BrokerCommand>,
     dir: Option<PathBuf>,
+    faults: bool,
 }
 
 impl ClusterBuilder {
@@ -101,6 +104,15 @@ impl ClusterBuilder {
         self
     }
 
+    /// Puts every link between two nodes through a fault proxy (see [`crate::faultnet`]): each
+    /// node is told a proxy port for each other voter in its `controller.quorum.voters`, and each
+    /// broker advertises a proxy in front of its PLAINTEXT listener (the inter-broker one).
+    /// Clients still bootstrap on the real ports. [`Cluster::net`] then drops, delays and cuts.
+    pub fn faults(mut self, on: bool) -> Self {
+        self.faults = on;
+        self
+    }
+
     /// Chooses the ports, creates the directories and computes every node's properties; starts
     /// nothing.
     pub fn build(self) -> Result<Cluster, Error> {
@@ -111,6 +123,7 @@ impl ClusterBuilder {
             timeouts,
             command,
             dir,
+            faults,
         } = self;
         check_layout(&layout)?;
         let command = match command {
@@ -129,7 +142,9 @@ impl ClusterBuilder {
                     .map_err(|e| Error::io("creating a temporary directory", e))?,
             )),
         };
-        let mut ports = free_ports(layout.len() * 2)?.into_iter();
+        // Held until the proxies are bound, so that none of them is given a node's port.
+        let reserved = reserve_ports(layout.len() * 2)?;
+        let mut ports = ports_of(&reserved)?.into_iter();
         let mut nodes: Vec<Node> = layout
             .iter()
             .map(|&(id, role)| {
@@ -140,22 +155,35 @@ impl ClusterBuilder {
                 Node::new(id, role, node_dir, (client, controller), command.clone())
             })
             .collect();
-        let voters = nodes
+        let faults = if faults {
+            Some(ClusterFaults::new(&nodes)?)
+        } else {
+            None
+        };
+        drop(reserved);
+        let voters: Vec<String> = nodes
             .iter()
-            .filter_map(|n| Some(format!("{}@127.0.0.1:{}", n.id, n.controller_port?)))
-            .collect::<Vec<_>>()
-            .join(",");
+            .map(|n| match &faults {
+                Some(f) => f.voters_for(n.id, &nodes),
+                None => nodes
+                    .iter()
+                    .filter_map(|n| Some(format!("{}@127.0.0.1:{}", n.id, n.controller_port?)))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            })
+            .collect();
         let timeouts = match timeouts {
             Some(t) => t,
             None => contract::timeouts()?,
         };
-        for n in &mut nodes {
+        for (n, voters) in nodes.iter_mut().zip(voters) {
+            let advertised = faults.as_ref().and_then(|f| f.advertised_port(n.id));
             let values = NodeValues {
                 node_id: n.id,
-                voters: voters.clone(),
+                voters,
                 client_port: n.client_port,
                 controller_port: n.controller_port,
-                advertised_port: n.client_port,
+                advertised_port: advertised.or(n.client_port),
                 log_dirs: n.data_dir().display().to_string(),
             };
             let mut props = contract::properties(n.role, &values)?;
@@ -182,7 +210,7 @@ impl ClusterBuilder {
             std::fs::create_dir_all(&n.dir)
                 .map_err(|e| Error::io(n.dir.display().to_string(), e))?;
         }
-        Ok(Cluster { nodes, dir })
+        Ok(Cluster { nodes, faults, dir })
     }
 
     /// [`build`](Self::build), then [`Cluster::start`].
@@ -235,8 +263,10 @@ impl ClusterDir {
 /// (and its path printed with each node's log tail) when the thread is panicking.
 #[derive(Debug)]
 pub struct Cluster {
-    // Declared before `dir`: the processes die before their directories go.
+    // Declared in this order: the processes die before their proxies stop and before their
+    // directories go.
     nodes: Vec<Node>,
+    faults: Option<ClusterFaults>,
     dir: ClusterDir,
 }
 
@@ -244,6 +274,24 @@ impl Cluster {
     /// A builder: add nodes, properties, a program, a directory.
     pub fn builder() -> ClusterBuilder {
         ClusterBuilder::default()
+    }
+
+    /// The fault network between the nodes, if built with [`ClusterBuilder::faults`]: drop,
+    /// delay, cut, isolate and heal links, read what went through them.
+    pub fn net(&self) -> Option<&FaultNet> {
+        self.faults.as_ref().map(|f| &f.net)
+    }
+
+    /// The fault proxies (advertised PLAINTEXT ones, then the controller ones), none without
+    /// faults.
+    pub fn proxies(&self) -> impl Iterator<Item = &Proxy> {
+        self.faults.iter().flat_map(ClusterFaults::proxies)
+    }
+
+    /// The proxy node `id` advertises in front of its PLAINTEXT listener (the one replication
+    /// and clients after bootstrap reach), if built with faults.
+    pub fn advertised_proxy(&self, id: i32) -> Option<&Proxy> {
+        self.faults.as_ref()?.advertised(id)
     }
 
     /// The directory holding `node<ID>/` for every node.

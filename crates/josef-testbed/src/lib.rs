@@ -36,6 +36,23 @@
 //! parent-death signal), so a test binary killed on a timeout leaves no broker behind: start and
 //! restart nodes from the test's own thread.
 //!
+//! Faults: [`ClusterBuilder::faults`] puts every link between nodes through a TCP proxy of one
+//! [`faultnet::FaultNet`] ([`Cluster::net`]: drop, delay, cut, isolate one way or both, heal);
+//! [`Node::mount_disk`] puts a small tmpfs or ext4 image under a node's data dir
+//! ([`disk::DiskMount`]: fill for ENOSPC, a live read-only remount).
+//!
+//! ```no_run
+//! use josef_testbed::{faultnet::Way, Cluster};
+//!
+//! # fn main() -> Result<(), josef_testbed::Error> {
+//! let c = Cluster::builder().combined(3).faults(true).start()?;
+//! let net = c.net().expect("built with faults");
+//! net.isolate(1, [2, 3], Way::TwoWay); // node 1 neither reaches nor is reached by 2 and 3
+//! // ... node 1's leaderships move; acks=all writes to it are not acknowledged ...
+//! net.heal();
+//! # Ok(()) }
+//! ```
+//!
 //! `cargo run -p josef-testbed -- up --nodes 3 --dir DIR` runs a cluster until Ctrl-C.
 
 #![deny(missing_docs)]
@@ -43,6 +60,8 @@
 pub mod client;
 mod cluster;
 mod contract;
+pub mod disk;
+pub mod faultnet;
 mod node;
 mod process;
 
@@ -153,6 +172,14 @@ pub enum Error {
         what: String,
         /// The bound.
         timeout: Duration,
+    },
+    /// A tool the test bed runs (mount, losetup, ...) failed or did not finish.
+    #[error("{command}: {reason}")]
+    Command {
+        /// The command line.
+        command: String,
+        /// Its stderr, or its exit status.
+        reason: String,
     },
     /// A Kafka request failed (connection, framing or decoding).
     #[error("request to {addr}: {reason}")]

@@ -5,9 +5,12 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::contract::{self, Properties};
+use crate::disk::{DiskKind, DiskMount};
 use crate::process::{proc_state, signal, wait_until, BrokerCommand};
 use crate::{client, Error, Role};
 
@@ -41,6 +44,11 @@ pub struct Node {
     crashed: bool,
     log_start: u64,
     exits: Vec<ExitStatus>,
+    /// The PID of the current process, 0 without one; shared with the fault proxies, which name
+    /// a connection's source by the node process holding its socket.
+    pub(crate) pid_cell: Arc<AtomicU32>,
+    /// A filesystem mounted on `data/` by the test; unmounted after the process is killed.
+    disk: Option<DiskMount>,
 }
 
 impl Node {
@@ -65,6 +73,8 @@ impl Node {
             crashed: false,
             log_start: 0,
             exits: Vec::new(),
+            pid_cell: Arc::new(AtomicU32::new(0)),
+            disk: None,
         }
     }
 
@@ -155,6 +165,37 @@ impl Node {
         self.child.as_ref().map(Child::id)
     }
 
+    /// Mounts a new `kind` filesystem of `size_mb` MiB on its data dir (see [`DiskMount`]), to
+    /// fill or make read-only while it runs; only while it is not running, since a broker keeps
+    /// files open there. Unmounted when the node is dropped, after its process is killed.
+    pub fn mount_disk(&mut self, kind: DiskKind, size_mb: u64) -> Result<&mut DiskMount, Error> {
+        if self.is_running() {
+            return Err(Error::AlreadyRunning {
+                node: self.id,
+                pid: self.pid().unwrap_or(0),
+            });
+        }
+        if self.disk.is_some() {
+            return Err(Error::Invalid(format!(
+                "node {} already has a disk mounted",
+                self.id
+            )));
+        }
+        Ok(self
+            .disk
+            .insert(DiskMount::mount(self.data_dir(), kind, size_mb)?))
+    }
+
+    /// The filesystem [`mount_disk`](Self::mount_disk) put under its data dir.
+    pub fn disk(&self) -> Option<&DiskMount> {
+        self.disk.as_ref()
+    }
+
+    /// The same, mutably (to resize it).
+    pub fn disk_mut(&mut self) -> Option<&mut DiskMount> {
+        self.disk.as_mut()
+    }
+
     /// Whether its process is alive (a paused one is).
     pub fn is_running(&mut self) -> bool {
         match self.child.as_mut().map(Child::try_wait) {
@@ -162,6 +203,7 @@ impl Node {
             Some(Ok(Some(status))) => {
                 self.exits.push(status);
                 self.child = None;
+                self.pid_cell.store(0, Ordering::SeqCst);
                 self.paused = false;
                 self.crashed = !self.stopping;
                 false
@@ -233,6 +275,7 @@ impl Node {
             .stderr(err)
             .spawn()
             .map_err(|e| Error::io(format!("spawning {}", self.command.program().display()), e))?;
+        self.pid_cell.store(child.id(), Ordering::SeqCst);
         self.child = Some(child);
         self.paused = false;
         self.stopping = false;
@@ -318,6 +361,7 @@ impl Node {
     pub fn kill9(&mut self) -> Result<ExitStatus, Error> {
         self.running_pid()?;
         let mut child = self.child.take().ok_or(Error::NotRunning(self.id))?;
+        self.pid_cell.store(0, Ordering::SeqCst);
         let _ = child.kill();
         let status = child.wait().map_err(|e| Error::io("waitpid", e))?;
         self.exits.push(status);

@@ -13,10 +13,20 @@ use crate::Error;
 /// `n` distinct free ports on 127.0.0.1. All are bound before any is released, so one call never
 /// hands out the same port twice (another process may still take one before the node binds it).
 pub fn free_ports(n: usize) -> Result<Vec<u16>, Error> {
-    let listeners = (0..n)
+    ports_of(&reserve_ports(n)?)
+}
+
+/// `n` listeners on free 127.0.0.1 ports, held so that nothing else binds those ports (the fault
+/// proxies, bound to port 0, could be given one) until they are dropped.
+pub(crate) fn reserve_ports(n: usize) -> Result<Vec<TcpListener>, Error> {
+    (0..n)
         .map(|_| TcpListener::bind("127.0.0.1:0"))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| Error::io("binding a free port", e))?;
+        .map_err(|e| Error::io("binding a free port", e))
+}
+
+/// The ports of `listeners`.
+pub(crate) fn ports_of(listeners: &[TcpListener]) -> Result<Vec<u16>, Error> {
     listeners
         .iter()
         .map(|l| l.local_addr().map(|a| a.port()))

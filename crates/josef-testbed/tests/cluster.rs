@@ -160,3 +160,62 @@ fn a_node_gets_sigterm_even_if_the_test_bed_blocks_it() {
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
     assert_eq!(stopped.unwrap().signal(), Some(libc::SIGTERM));
 }
+
+fn prop(c: &Cluster, id: i32, key: &str) -> String {
+    let n = c.node(id).unwrap();
+    n.properties()
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.clone())
+        .unwrap_or_else(|| panic!("node {id} has no {key}"))
+}
+
+#[test]
+fn with_faults_each_node_reaches_its_peers_through_proxies_it_alone_is_given() {
+    let c = Cluster::builder()
+        .broker_program("/bin/true")
+        .combined(3)
+        .faults(true)
+        .build()
+        .unwrap();
+    let proxies: Vec<u16> = c.proxies().map(|p| p.port()).collect();
+    assert_eq!(
+        proxies.len(),
+        3 + 3 * 2,
+        "one advertised proxy per broker, one per voter pair"
+    );
+    let mut seen = std::collections::BTreeSet::new();
+    for n in c.nodes() {
+        let id = n.id();
+        // The advertised PLAINTEXT listener is its proxy, forwarding to the real one.
+        let proxy = c.advertised_proxy(id).unwrap();
+        assert_eq!(proxy.target(), n.client_addr().unwrap());
+        assert_eq!(
+            prop(&c, id, "advertised.listeners"),
+            format!("PLAINTEXT://127.0.0.1:{}", proxy.port())
+        );
+        // Its own voter entry is its real CONTROLLER port; the others are proxy ports that no
+        // other node's file names.
+        for entry in prop(&c, id, "controller.quorum.voters").split(',') {
+            let (voter, addr) = entry.split_once('@').unwrap();
+            let port: u16 = addr.rsplit(':').next().unwrap().parse().unwrap();
+            if voter == id.to_string() {
+                assert_eq!(Some(port), n.controller_port());
+            } else {
+                assert!(proxies.contains(&port), "{entry} of node {id}");
+                assert!(seen.insert(port), "{port} given to two nodes");
+            }
+        }
+    }
+    let plain = Cluster::builder()
+        .broker_program("/bin/true")
+        .combined(2)
+        .build()
+        .unwrap();
+    assert!(plain.net().is_none() && plain.proxies().next().is_none());
+    let n1 = plain.node(1).unwrap();
+    assert_eq!(
+        prop(&plain, 1, "advertised.listeners"),
+        format!("PLAINTEXT://127.0.0.1:{}", n1.client_port().unwrap())
+    );
+}

@@ -1,5 +1,12 @@
-//! Just enough of a Kafka client to tell a node is up: one request per connection, blocking, with
+//! Just enough of a Kafka client for a test bed: tell a node is up, create a topic, produce,
+//! fetch, read a partition's leader and ISR. One request per connection, blocking, with
 //! timeouts, over josef-protocol's frame codec.
+
+mod data;
+
+pub use data::{
+    create_topic, fetch, partition, produce, read_all, Fetched, PartitionState, Produced, Record,
+};
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
