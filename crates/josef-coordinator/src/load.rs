@@ -266,7 +266,10 @@ mod tests {
             ],
             &FirstByte,
         );
-        assert_eq!(log.entries, vec![record(0, -1, -1, b'a'), record(2, -1, -1, b'e')]);
+        assert_eq!(
+            log.entries,
+            vec![record(0, -1, -1, b'a'), record(2, -1, -1, b'e')]
+        );
         assert_eq!(log.skipped_batches, 3);
         assert_eq!(log.skipped_records, 2);
         assert_eq!(log.log_end_offset, 4);
