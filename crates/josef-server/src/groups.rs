@@ -1037,6 +1037,75 @@ mod tests {
         assert_eq!(rt.block_on(waiting).unwrap(), Ok(43));
     }
 
+    /// Answers run through the shard's `CoordinatorDriver`: one that writes nothing waits while
+    /// an earlier write is not committed (its answer may depend on it), and every answer held
+    /// for the HW is failed NOT_COORDINATOR as soon as the shard is unloaded (`fail_all`), not
+    /// at `offsets.commit.timeout.ms`.
+    #[test]
+    fn held_answers_wait_for_earlier_writes_and_fail_when_the_shard_is_unloaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = cluster_config(dir.path());
+        config.offsets_commit_timeout_ms = 60_000;
+        let config = Arc::new(config);
+        let purgatory = crate::delayed_fetch::new_purgatory();
+        let listener = crate::delayed_fetch::append_listener(&purgatory);
+        let topics = TopicManager::load(config.clone(), Some(listener)).unwrap();
+        let svc = Arc::new(GroupService::new(&config));
+        svc.set_purgatory(purgatory.clone());
+        let (p, me) = offsets_partition(&topics);
+        let other = me + 1;
+        p.make_leader(0, 0, &[me, other], &[me, other], 1, now_ms())
+            .unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let _reaper = rt.block_on(async { josef_timer::tokio_driver::spawn_reaper(purgatory) });
+        let shard = svc.shard(&topics, None, "g").unwrap();
+        let (s, sh) = (svc.clone(), shard.clone());
+        let commit = rt.spawn(async move {
+            s.run(&sh, |c, now| c.commit_offsets(now, &ctx(), commit("g", 42)))
+                .await
+        });
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while p.log_end_offset() < 1 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(p.log_end_offset(), 1);
+        let (s, sh) = (svc.clone(), shard.clone());
+        let nothing = rt.spawn(async move {
+            s.run(&sh, |_, _| GroupResult {
+                records: Vec::new(),
+                response: (),
+                completions: Vec::new(),
+                transaction: None,
+            })
+            .await
+        });
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(
+            !commit.is_finished(),
+            "answered before the HW passed the write"
+        );
+        assert!(
+            !nothing.is_finished(),
+            "answered before the HW passed an earlier write"
+        );
+        // Another broker leads in epoch 1; the ticker unloads the shard.
+        p.make_follower(2, 1, 1);
+        svc.tick();
+        let answers = rt.block_on(async {
+            tokio::time::timeout(std::time::Duration::from_secs(5), async {
+                (commit.await.unwrap(), nothing.await.unwrap())
+            })
+            .await
+        });
+        let (commit, nothing) = answers.expect("held answers failed when the shard was unloaded");
+        assert_eq!(commit.err(), Some(ShardError::NotCoordinator));
+        assert_eq!(nothing.err(), Some(ShardError::NotCoordinator));
+    }
+
     fn txn_commit(
         group: &str,
         producer_epoch: i16,
