@@ -2,8 +2,8 @@
 //! the records are committed.
 
 use crate::{
-    CoordinatorResult, CoordinatorShard, DeferredResponses, DriverError, LogEntry, PartitionWriter,
-    ReplayError, TransactionResult, NO_PRODUCER_EPOCH, NO_PRODUCER_ID,
+    CoordinatorResult, CoordinatorShard, DeferredResponses, DriverError, LoadedLog, LogEntry,
+    PartitionWriter, ReplayError, TransactionResult, NO_PRODUCER_EPOCH, NO_PRODUCER_ID,
 };
 
 /// Drives one coordinator shard over one partition writer, the way Kafka's `CoordinatorRuntime`
@@ -16,7 +16,8 @@ use crate::{
 /// - If the append fails, nothing is replayed: the shard is exactly as before.
 /// - [`on_high_watermark`](Self::on_high_watermark) releases the responses the new high watermark
 ///   makes durable; [`fail_all`](Self::fail_all) hands back the held ones when the partition is lost.
-/// - [`load`](Self::load) rebuilds the shard from the stored entries with the same `replay`.
+/// - [`load`](Self::load) / [`load_log`](Self::load_log) rebuild the shard from the stored
+///   entries with the same `replay`.
 ///
 /// `T` is whatever the broker needs to answer later (usually the response plus a correlation id
 /// or a channel).
@@ -158,6 +159,65 @@ where
         I: IntoIterator,
         I::Item: Into<LogEntry<S::Record>>,
     {
+        let n = self.replay_entries(entries)?;
+        self.high_watermark = self.high_watermark.max(self.last_written_offset + 1);
+        Ok(n)
+    }
+
+    /// Replays a partition read with [`LoadedLog::read`] whose high watermark is `high_watermark`,
+    /// as a new leader loads it: everything up to the log end is replayed, but only what is
+    /// below the high watermark counts as committed (a new leader can hold records its followers
+    /// do not have yet), so answers given before the high watermark passes the log end wait for
+    /// it, as later writes do (Kafka's loader sets the last written offset to the log end and the
+    /// last committed one to the high watermark). Returns how many entries were replayed; on
+    /// error the shard is partially loaded and should be discarded.
+    ///
+    /// ```
+    /// use josef_coordinator::{
+    ///     CoordinatorDriver, CoordinatorShard, InMemoryPartitionWriter, LoadedLog, ReplayError,
+    /// };
+    /// # #[derive(Default)]
+    /// # struct Counter { total: u64 }
+    /// # impl CoordinatorShard for Counter {
+    /// #     type Record = u64;
+    /// #     fn replay(&mut self, _o: i64, _p: i64, _e: i16, r: &u64) -> Result<(), ReplayError> {
+    /// #         self.total += r;
+    /// #         Ok(())
+    /// #     }
+    /// # }
+    /// let log: LoadedLog<u64> = LoadedLog::read(Vec::new(), &NoSerde);
+    /// # struct NoSerde;
+    /// # impl josef_coordinator::RecordSerde<u64> for NoSerde {
+    /// #     fn serialize(&self, _: &u64) -> (Option<bytes::Bytes>, Option<bytes::Bytes>) { (None, None) }
+    /// #     fn deserialize(&self, _: &[u8], _: Option<&[u8]>) -> Result<u64, josef_coordinator::SerdeError> { Ok(0) }
+    /// # }
+    /// let log = LoadedLog { log_end_offset: 5, ..log };
+    /// let mut d: CoordinatorDriver<_, _, &str> =
+    ///     CoordinatorDriver::new(Counter::default(), InMemoryPartitionWriter::new());
+    /// d.load_log(log, 3).unwrap();
+    /// assert_eq!((d.last_written_offset(), d.high_watermark()), (4, 3));
+    /// // A read-only answer waits for offsets 3 and 4 to be committed.
+    /// assert_eq!(d.write(|_| josef_coordinator::CoordinatorResult::new(vec![], "read")), Ok(None));
+    /// assert_eq!(d.on_high_watermark(5), vec!["read"]);
+    /// ```
+    pub fn load_log(
+        &mut self,
+        log: LoadedLog<S::Record>,
+        high_watermark: i64,
+    ) -> Result<usize, ReplayError> {
+        let n = self.replay_entries(log.entries)?;
+        self.last_written_offset = self.last_written_offset.max(log.log_end_offset - 1);
+        self.high_watermark = self
+            .high_watermark
+            .max(high_watermark.min(self.last_written_offset + 1));
+        Ok(n)
+    }
+
+    fn replay_entries<I>(&mut self, entries: I) -> Result<usize, ReplayError>
+    where
+        I: IntoIterator,
+        I::Item: Into<LogEntry<S::Record>>,
+    {
         let mut n = 0;
         for entry in entries {
             let entry = entry.into();
@@ -165,7 +225,6 @@ where
             self.last_written_offset = self.last_written_offset.max(entry.offset());
             n += 1;
         }
-        self.high_watermark = self.high_watermark.max(self.last_written_offset + 1);
         Ok(n)
     }
 

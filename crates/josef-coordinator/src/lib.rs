@@ -5,8 +5,9 @@
 //! return a [`CoordinatorResult`] (records to append + response) without mutating anything. The
 //! [`CoordinatorDriver`] appends the records through a [`PartitionWriter`], replays them into the
 //! shard, and releases the response once the high watermark passes them. Loading a partition at
-//! startup replays the stored records through the same `replay`, so live serving and recovery run
-//! the same code. Timers are keyed ([`CoordinatorTimer`], [`ManualTimer`]).
+//! startup reads its stored batches with [`LoadedLog::read`] (every coordinator loads the same
+//! way) and replays them through the same `replay`, so live serving and recovery run the same
+//! code. Timers are keyed ([`CoordinatorTimer`], [`ManualTimer`]).
 //!
 //! This crate does no I/O, spawns no threads and reads no clock; a broker drives it from a task.
 //!
@@ -44,6 +45,7 @@
 mod deferred;
 mod driver;
 mod error;
+mod load;
 pub mod placement;
 mod result;
 mod serde;
@@ -57,6 +59,7 @@ pub use error::{
     DriverError, ReplayError, SerdeError, WriteError, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR,
     UNKNOWN_SERVER_ERROR,
 };
+pub use load::LoadedLog;
 pub use result::CoordinatorResult;
 pub use serde::RecordSerde;
 pub use shard::{CoordinatorShard, TransactionResult};

@@ -1,66 +1,81 @@
-//! Drives josef-group: one `GroupCoordinator` shard per `__consumer_offsets` partition, loaded
-//! on first use by replaying the partition; each handler result's records are appended to the
-//! partition (Kafka's key/value format) and replayed; completions of parked JoinGroup/SyncGroup
-//! requests are delivered through oneshot channels; a ticker fires due timers.
+//! Drives josef-group: one `GroupCoordinator` shard per `__consumer_offsets` partition, run by
+//! a josef-coordinator `CoordinatorDriver` as the transaction coordinator's shards are. A shard is
+//! loaded on first use through the coordinators' one loading path
+//! ([`crate::coordinator_log::read_partition`], `CoordinatorDriver::load_log`); a handler runs on
+//! the shard, and the driver appends its records to the partition (Kafka's key/value format,
+//! through [`CoordinatorLogWriter`]), replays them and holds its answer (the response and the
+//! completions of parked JoinGroup/SyncGroup requests, delivered through oneshot channels) until
+//! the partition's HW passes them; a ticker fires due timers.
 //!
 //! A write is answered once the partition's HW passes it (Kafka's coordinator runtime completes
 //! a write at the HW, appending with acks=-1): only then are the records on every ISR replica, so
-//! an acknowledged offset commit or group generation survives a failover to any of them. The
-//! wait is a [`DelayedProduce`] in the broker's purgatory, bounded by `offsets.commit.timeout.ms`;
-//! a write that times out or loses leadership unloads the shard (its state is rebuilt from the
-//! log by the next request) and is answered COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR, as Kafka
-//! maps REQUEST_TIMED_OUT and NOT_LEADER_OR_FOLLOWER. On one node the HW reaches the LEO inside
-//! the append, so nothing waits.
+//! an acknowledged offset commit or group generation survives a failover to any of them. A
+//! handler that writes nothing waits too while earlier writes are not committed (its answer may
+//! depend on them). The wait is a [`DelayedProduce`] in the broker's purgatory, bounded by
+//! `offsets.commit.timeout.ms`, whose completion tells the driver the HW passed it
+//! (`on_high_watermark`); a write that times out or loses leadership unloads the shard (its state
+//! is rebuilt from the log by the next request), and the driver fails every answer it holds
+//! (`fail_all`): COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR, as Kafka maps REQUEST_TIMED_OUT and
+//! NOT_LEADER_OR_FOLLOWER. On one node the HW reaches the LEO inside the append, so nothing waits.
 //!
 //! **Exclusivity** (Kafka's `CoordinatorRuntime` load/unload on election/resignation, C12): a
 //! shard is served only while this broker leads its partition, and belongs to the leader epoch it
 //! was loaded under (its coordinator epoch). A request for a partition not led here gets
 //! NOT_COORDINATOR; a shard whose partition moved to another epoch or broker is unloaded (parked
-//! JoinGroup/SyncGroup answered NOT_COORDINATOR, timers cancelled) by the next request or tick
-//! (every 20 ms) that sees it, and the next request after a re-election loads it again by
-//! replaying the partition to its LEO. On a cluster node the image must also name this broker
-//! leader at that epoch (a partition opened at start is a leader of epoch 0 until the publisher
-//! applies its role), and `__consumer_offsets` is never created here (the controller does it).
+//! JoinGroup/SyncGroup and held writes answered NOT_COORDINATOR, timers cancelled) by the next
+//! request or tick (every 20 ms) that sees it, and the next request after a re-election loads it
+//! again by replaying the partition to its LEO. On a cluster node the image must also name this
+//! broker leader at that epoch (a partition opened at start is a leader of epoch 0 until the
+//! publisher applies its role), and `__consumer_offsets` is never created here (the controller
+//! does it).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use josef_coordinator::RecordSerde;
+use josef_coordinator::{CoordinatorDriver, CoordinatorResult, NO_PRODUCER_EPOCH, NO_PRODUCER_ID};
 use josef_group::api::{Completion, GroupResponse, RequestId};
-use josef_group::record::GroupRecord;
 use josef_group::serde::GroupRecordSerde;
 use josef_group::{
     placement, GroupConfig, GroupCoordinator, GroupResult, NoopTimer, RandomMemberIds,
 };
-use josef_log::BatchHeader;
-use josef_records::{DecompressLimits, RecordBatch, RecordBatchBuilder};
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
 use crate::cluster::ClusterNode;
 use crate::config::BrokerConfig;
+use crate::coordinator_log::{read_partition, CoordinatorLogWriter};
 use crate::delayed_fetch::{DelayedOp, DelayedProduce, FetchPurgatory, ProducingPartition};
-use crate::partition::{control_type_of, Partition};
+use crate::partition::Partition;
 use crate::topics::{now_ms, Topic, TopicManager, GROUP_METADATA_TOPIC};
 use josef_protocol::ErrorCode;
 
 /// The coordinator type the broker runs.
 pub type Coordinator = GroupCoordinator<NoopTimer, RandomMemberIds>;
 
+/// How a write's answer comes back from the driver: once its records are committed, or failed
+/// with the reason the shard was unloaded.
+type AnswerSender = oneshot::Sender<Result<(), ShardError>>;
+
+/// What the driver holds until a write is committed: the completions of parked requests it
+/// answers, and the sender its waiter listens on.
+struct Held {
+    completions: Vec<Completion>,
+    done: AnswerSender,
+}
+
+/// A shard's driver: the group coordinator over its `__consumer_offsets` partition.
+type Driver = CoordinatorDriver<Coordinator, CoordinatorLogWriter<GroupRecordSerde>, Held>;
+
 /// One loaded shard.
 pub struct Shard {
-    /// The state machine.
-    pub coord: Coordinator,
+    /// The state machine, its partition writer and the answers waiting for the HW.
+    driver: Driver,
     partition: Arc<Partition>,
     /// The partition's leader epoch the shard was loaded under (the coordinator epoch).
     epoch: i32,
     /// Unloaded: whoever still holds it gets NOT_COORDINATOR.
     closed: bool,
-    /// The end of what the state machine has replayed: the log end at load (a new leader can
-    /// hold records above the HW) and then past each append. Reads wait for the HW to reach
-    /// it, so they never show state a failover could still take back.
-    replayed_up_to: i64,
 }
 
 impl Shard {
@@ -69,12 +84,14 @@ impl Shard {
         !self.closed && local_leader_epoch(&self.partition) == Some(self.epoch)
     }
 
-    /// What a read must wait for: the replayed records not yet below the HW.
+    /// What a read must wait for: the replayed records (the log end at load, a new leader can
+    /// hold records above the HW, and everything written since) not yet below the HW, so a
+    /// read never shows state a failover could still take back.
     fn uncommitted(&self) -> Option<Uncommitted> {
-        let hw = self.partition.high_watermark();
-        (hw < self.replayed_up_to).then(|| Uncommitted {
+        let required_offset = self.driver.last_written_offset() + 1;
+        (self.partition.high_watermark() < required_offset).then(|| Uncommitted {
             partition: self.partition.clone(),
-            required_offset: self.replayed_up_to,
+            required_offset,
             leader_epoch: self.epoch,
         })
     }
@@ -132,11 +149,11 @@ struct Uncommitted {
     leader_epoch: i32,
 }
 
-/// What a handler's result leaves to do once its records are written.
-struct Written<T> {
-    response: T,
-    completions: Vec<Completion>,
-    uncommitted: Option<Uncommitted>,
+/// The answer to a write the driver may hold: the receiver its [`Held`] entry answers, and the
+/// offset the HW must reach for it.
+struct Answer {
+    answer: oneshot::Receiver<Result<(), ShardError>>,
+    uncommitted: Uncommitted,
 }
 
 /// Waits until `u`'s records are below the HW, at most `timeout_ms`.
@@ -190,6 +207,65 @@ fn drop_from(pending: &Pending, completions: &[Completion]) {
     for c in completions {
         pending.remove(&c.request);
     }
+}
+
+/// Hands out what the driver released: completions delivered, waiters answered.
+fn release(pending: &Pending, released: Vec<Held>) {
+    for held in released {
+        deliver_to(pending, held.completions);
+        let _ = held.done.send(Ok(()));
+    }
+}
+
+/// Unloads `shard`: parked requests answered NOT_COORDINATOR, timers cancelled, every answer
+/// the driver holds failed with `error`; holders of it get NOT_COORDINATOR from then on.
+fn close_shard(pending: &Pending, shard: &mut Shard, error: ShardError) {
+    if shard.closed {
+        return;
+    }
+    shard.closed = true;
+    let completions = shard.driver.shard_mut().unload();
+    deliver_to(pending, completions);
+    for held in shard.driver.fail_all() {
+        drop_from(pending, &held.completions);
+        let _ = held.done.send(Err(error));
+    }
+    tracing::info!(
+        partition = shard.partition.index,
+        epoch = shard.epoch,
+        "unloaded group coordinator shard"
+    );
+}
+
+/// Waits for `a`'s answer: given at once if the driver already released it, else once the HW
+/// passes its records (the driver then releases it and every earlier one), or failed when the
+/// wait fails (the shard is unloaded) or the shard is unloaded meanwhile.
+async fn settle_answer(
+    pending: Arc<Pending>,
+    purgatory: Option<Arc<FetchPurgatory>>,
+    timeout_ms: u64,
+    shard: Arc<Mutex<Shard>>,
+    mut a: Answer,
+) -> Result<(), ShardError> {
+    match a.answer.try_recv() {
+        Ok(answer) => return answer,
+        Err(oneshot::error::TryRecvError::Closed) => return Err(ShardError::NotCoordinator),
+        Err(oneshot::error::TryRecvError::Empty) => {}
+    }
+    let required_offset = a.uncommitted.required_offset;
+    tokio::select! {
+        answer = &mut a.answer => return answer.unwrap_or(Err(ShardError::NotCoordinator)),
+        waited = wait_committed(purgatory, a.uncommitted, timeout_ms) => {
+            let mut s = shard.lock();
+            match waited {
+                // The wait completes only once the HW reached `required_offset` in the shard's
+                // epoch.
+                Ok(()) => release(&pending, s.driver.on_high_watermark(required_offset)),
+                Err(e) => close_shard(&pending, &mut s, e),
+            }
+        }
+    }
+    a.answer.await.unwrap_or(Err(ShardError::NotCoordinator))
 }
 
 /// All group coordinator shards of the node.
@@ -320,20 +396,10 @@ impl GroupService {
         Ok(shard)
     }
 
-    /// Unloads the shard: parked requests answered NOT_COORDINATOR, timers cancelled; holders
-    /// of it get NOT_COORDINATOR from then on.
+    /// Unloads the shard because its leadership is gone (see [`close_shard`]): everything it
+    /// holds is answered NOT_COORDINATOR.
     fn close(&self, shard: &mut Shard) {
-        if shard.closed {
-            return;
-        }
-        shard.closed = true;
-        let completions = shard.coord.unload();
-        self.deliver(completions);
-        tracing::info!(
-            partition = shard.partition.index,
-            epoch = shard.epoch,
-            "unloaded group coordinator shard"
-        );
+        close_shard(&self.pending, shard, ShardError::NotCoordinator);
     }
 
     /// Removes `shard` from the map (if it is still the one at `index`) and unloads it.
@@ -347,190 +413,132 @@ impl GroupService {
         self.close(&mut shard.lock());
     }
 
+    /// A shard over `partition` led here at `epoch`, loaded from the partition's log.
     fn load(&self, partition: Arc<Partition>, epoch: i32) -> Shard {
-        let mut coord = Coordinator::new(self.config.clone(), NoopTimer, RandomMemberIds);
-        let (batches, log_end) = match partition.batches_from_log_start() {
-            Ok(b) => (b.batches, b.log_end_offset),
-            Err(_) => (Vec::new(), partition.log_end_offset()),
-        };
-        let mut count = 0usize;
-        for bytes in batches {
-            let Ok(h) = BatchHeader::parse(&bytes) else {
-                continue;
-            };
-            if h.is_control() {
-                if let Some(ct) = control_type_of(&bytes) {
-                    coord.complete_transaction(
-                        h.producer_id,
-                        ct == josef_sequencer::ControlType::Commit,
-                    );
-                }
-                continue;
-            }
-            let Ok(batch) = RecordBatch::parse(bytes) else {
-                continue;
-            };
-            let Ok(records) = batch.records(&DecompressLimits::default()) else {
-                continue;
-            };
-            for r in records.flatten() {
-                let Some(key) = r.key.as_deref() else {
-                    continue;
-                };
-                match self.serde.deserialize(key, r.value.as_deref()) {
-                    Ok(rec) => {
-                        coord.replay(r.offset, h.producer_id, h.producer_epoch, &rec);
-                        count += 1;
-                    }
-                    Err(e) => tracing::debug!(error = %e, "skipping unreadable group record"),
-                }
-            }
+        let coord = Coordinator::new(self.config.clone(), NoopTimer, RandomMemberIds);
+        let writer = CoordinatorLogWriter::new(partition.clone(), epoch, self.serde);
+        let mut driver = Driver::new(coord, writer);
+        let (log, high_watermark) = read_partition(&partition, &self.serde);
+        let entries = log.entries.len();
+        if let Err(e) = driver.load_log(log, high_watermark) {
+            // The group coordinator replays any record (what it cannot use it ignores), so this
+            // is not expected; what was replayed is served.
+            tracing::error!(partition = partition.index, epoch, error = %e, "group coordinator load stopped early");
         }
         tracing::info!(
             partition = partition.index,
             epoch,
-            records = count,
+            records = entries,
             "loaded group coordinator shard"
         );
         Shard {
-            coord,
+            driver,
             partition,
             epoch,
             closed: false,
-            replayed_up_to: log_end,
         }
     }
 
-    /// Appends and replays a result's records. A failed append unloads the shard (the state
-    /// machine already counted the records) and fails the request: its completions are dropped
-    /// (their waiters get NOT_COORDINATOR) and the next request reloads the shard from the log.
-    /// Else the caller delivers the completions and the response once the records are below the
-    /// HW ([`GroupService::settle`]).
-    fn finish<T>(
-        &self,
-        shard: &mut Shard,
-        result: GroupResult<T>,
-    ) -> Result<Written<T>, ShardError> {
+    /// Runs `result` through the shard's driver: its records appended (transactionally for
+    /// TxnOffsetCommit) and replayed, its completions and answer held until the HW passes them
+    /// (or released at once if it already does). A failed append unloads the shard (the state
+    /// machine already took the handler's changes) and fails the request: its completions are
+    /// dropped (their waiters get NOT_COORDINATOR) and the next request reloads the shard.
+    fn write<T>(&self, s: &mut Shard, result: GroupResult<T>) -> Result<(T, Answer), ShardError> {
         let GroupResult {
             records,
             response,
             completions,
             transaction,
         } = result;
-        let mut uncommitted = None;
-        if !records.is_empty() {
-            match self.write(shard, &records, transaction) {
-                Ok(u) => uncommitted = u,
-                Err(e) => {
-                    drop_from(&self.pending, &completions);
-                    self.close(shard);
-                    return Err(e);
-                }
-            }
-        }
-        Ok(Written {
-            response,
-            completions,
-            uncommitted,
-        })
-    }
-
-    /// Waits for `w`'s records to be below the HW, then delivers its completions. A write that
-    /// is not committed within `offsets.commit.timeout.ms` (or loses leadership) unloads `shard`.
-    async fn settle<T>(&self, shard: &Arc<Mutex<Shard>>, w: Written<T>) -> Result<T, ShardError> {
-        if let Some(u) = w.uncommitted {
-            let purgatory = self.purgatory.get().cloned();
-            if let Err(e) = wait_committed(purgatory, u, self.commit_timeout_ms).await {
-                drop_from(&self.pending, &w.completions);
-                let index = shard.lock().partition.index;
-                self.unload_if_same(index, shard);
-                return Err(e);
-            }
-        }
-        self.deliver(w.completions);
-        Ok(w.response)
-    }
-
-    /// [`GroupService::settle`] off the caller's task (the ticker's results): completions are
-    /// delivered, or dropped, when the HW decides.
-    fn settle_later(&self, w: Written<()>) {
-        let Some(u) = w.uncommitted else {
-            self.deliver(w.completions);
-            return;
-        };
-        let (pending, purgatory, timeout) = (
-            self.pending.clone(),
-            self.purgatory.get().cloned(),
-            self.commit_timeout_ms,
-        );
-        tokio::spawn(async move {
-            match wait_committed(purgatory, u, timeout).await {
-                Ok(()) => deliver_to(&pending, w.completions),
-                Err(e) => {
-                    tracing::warn!(error = ?e, "group coordinator write not committed; its answers dropped");
-                    drop_from(&pending, &w.completions);
-                }
-            }
-        });
-    }
-
-    /// Appends `records`; what is not below the HW yet comes back as [`Uncommitted`].
-    fn write(
-        &self,
-        shard: &mut Shard,
-        records: &[GroupRecord],
-        transaction: Option<(i64, i16)>,
-    ) -> Result<Option<Uncommitted>, ShardError> {
-        // Never write to a partition this shard's epoch no longer leads (Kafka appends with the
-        // coordinator's leader epoch and gets NOT_LEADER_OR_FOLLOWER -> NOT_COORDINATOR).
-        if !shard.current() {
-            return Err(ShardError::NotCoordinator);
-        }
-        let now = now_ms();
-        let mut b = RecordBatchBuilder::new().create_time();
-        if let Some((pid, epoch)) = transaction {
-            b = b.producer(pid, epoch, 0).transactional(true);
-        }
-        for r in records {
-            let (k, v) = self.serde.serialize(r);
-            b = b.record(now, k.as_deref(), v.as_deref());
-        }
-        let (pid, epoch) = transaction.unwrap_or((-1, -1));
-        let appended = b.build().map_err(|e| e.to_string()).and_then(|batch| {
-            shard
-                .partition
-                .append_internal(batch, now)
-                .map_err(|e| format!("{:?}", e.code))
-        });
-        match appended {
-            Ok(info) => {
-                for (i, r) in records.iter().enumerate() {
-                    shard
-                        .coord
-                        .replay(info.first_offset + i as i64, pid, epoch, r);
-                }
-                let required_offset = info.last_offset + 1;
-                shard.replayed_up_to = shard.replayed_up_to.max(required_offset);
-                let hw = shard.partition.high_watermark();
-                Ok((hw < required_offset).then(|| Uncommitted {
-                    partition: shard.partition.clone(),
-                    required_offset,
-                    leader_epoch: shard.epoch,
-                }))
+        let parked: Vec<RequestId> = completions.iter().map(|c| c.request).collect();
+        let (producer_id, producer_epoch) =
+            transaction.unwrap_or((NO_PRODUCER_ID, NO_PRODUCER_EPOCH));
+        let (done, answer) = oneshot::channel();
+        let held = Held { completions, done };
+        let written = s
+            .driver
+            .write_transactional(producer_id, producer_epoch, move |_| {
+                CoordinatorResult::new(records, held)
+            });
+        match written {
+            Ok(Some(held)) => release(&self.pending, vec![held]),
+            Ok(None) => {
+                let hw = s.partition.high_watermark();
+                release(&self.pending, s.driver.on_high_watermark(hw));
             }
             Err(e) => {
-                tracing::error!(error = %e, "cannot append group records; unloading the shard");
-                Err(if shard.current() {
+                let mut pending = self.pending.lock();
+                for id in parked {
+                    pending.remove(&id);
+                }
+                drop(pending);
+                let error = if s.current() {
                     ShardError::NotAvailable
                 } else {
                     ShardError::NotCoordinator
-                })
+                };
+                tracing::error!(error = %e, "cannot append group records; unloading the shard");
+                close_shard(&self.pending, s, error);
+                return Err(error);
             }
         }
+        let uncommitted = Uncommitted {
+            partition: s.partition.clone(),
+            required_offset: s.driver.last_written_offset() + 1,
+            leader_epoch: s.epoch,
+        };
+        Ok((
+            response,
+            Answer {
+                answer,
+                uncommitted,
+            },
+        ))
     }
 
-    fn deliver(&self, completions: Vec<Completion>) {
-        deliver_to(&self.pending, completions);
+    /// Waits for a write's answer (see [`settle_answer`]).
+    async fn settle(&self, shard: &Arc<Mutex<Shard>>, a: Answer) -> Result<(), ShardError> {
+        settle_answer(
+            self.pending.clone(),
+            self.purgatory.get().cloned(),
+            self.commit_timeout_ms,
+            shard.clone(),
+            a,
+        )
+        .await
+    }
+
+    /// Runs a timer's (or a topic change's) result, whose answers are completions only: those
+    /// the HW does not pass yet are delivered, or dropped, off the caller's task when it decides.
+    fn write_in_background(
+        &self,
+        shard: &Arc<Mutex<Shard>>,
+        s: &mut Shard,
+        result: GroupResult<()>,
+    ) -> Result<(), ShardError> {
+        if result.records.is_empty() && result.completions.is_empty() {
+            return Ok(());
+        }
+        let (_, mut a) = self.write(s, result)?;
+        if !matches!(
+            a.answer.try_recv(),
+            Err(oneshot::error::TryRecvError::Empty)
+        ) {
+            return Ok(());
+        }
+        let (pending, purgatory, timeout, shard) = (
+            self.pending.clone(),
+            self.purgatory.get().cloned(),
+            self.commit_timeout_ms,
+            shard.clone(),
+        );
+        tokio::spawn(async move {
+            if let Err(e) = settle_answer(pending, purgatory, timeout, shard, a).await {
+                tracing::warn!(error = ?e, "group coordinator write not committed; its answers dropped");
+            }
+        });
+        Ok(())
     }
 
     /// Runs a handler and answers once its records are committed; NOT_COORDINATOR if the
@@ -540,16 +548,17 @@ impl GroupService {
         shard: &Arc<Mutex<Shard>>,
         f: impl FnOnce(&mut Coordinator, i64) -> GroupResult<T>,
     ) -> Result<T, ShardError> {
-        let written = {
+        let (response, answer) = {
             let mut s = shard.lock();
             if !s.current() {
                 self.close(&mut s);
                 return Err(ShardError::NotCoordinator);
             }
-            let result = f(&mut s.coord, now_ms());
-            self.finish(&mut s, result)?
+            let result = f(s.driver.shard_mut(), now_ms());
+            self.write(&mut s, result)?
         };
-        self.settle(shard, written).await
+        self.settle(shard, answer).await?;
+        Ok(response)
     }
 
     /// [`GroupService::run`] for a handler writing in the transaction of `producer_id` at
@@ -564,7 +573,7 @@ impl GroupService {
         producer_epoch: i16,
         f: impl FnOnce(&mut Coordinator, i64) -> GroupResult<T>,
     ) -> Result<T, ShardError> {
-        let written = {
+        let (response, answer) = {
             let mut s = shard.lock();
             if !s.current() {
                 self.close(&mut s);
@@ -574,10 +583,11 @@ impl GroupService {
             if seen.is_some_and(|e| e > producer_epoch) {
                 return Err(ShardError::ProducerFenced);
             }
-            let result = f(&mut s.coord, now_ms());
-            self.finish(&mut s, result)?
+            let result = f(s.driver.shard_mut(), now_ms());
+            self.write(&mut s, result)?
         };
-        self.settle(shard, written).await
+        self.settle(shard, answer).await?;
+        Ok(response)
     }
 
     /// Runs a handler whose answer may come later as a completion (JoinGroup, SyncGroup). A
@@ -615,15 +625,20 @@ impl GroupService {
                     return Err(ShardError::NotCoordinator);
                 }
                 match s.uncommitted() {
-                    None => return Ok(f(&s.coord)),
+                    None => return Ok(f(s.driver.shard())),
                     Some(u) => u,
                 }
             };
+            let required_offset = pending.required_offset;
             let purgatory = self.purgatory.get().cloned();
-            if let Err(e) = wait_committed(purgatory, pending, self.commit_timeout_ms).await {
-                let index = shard.lock().partition.index;
-                self.unload_if_same(index, shard);
-                return Err(e);
+            let waited = wait_committed(purgatory, pending, self.commit_timeout_ms).await;
+            let mut s = shard.lock();
+            match waited {
+                Ok(()) => release(&self.pending, s.driver.on_high_watermark(required_offset)),
+                Err(e) => {
+                    close_shard(&self.pending, &mut s, e);
+                    return Err(e);
+                }
             }
         }
         self.read(shard, f)
@@ -641,7 +656,7 @@ impl GroupService {
             self.close(&mut s);
             return Err(ShardError::NotCoordinator);
         }
-        Ok(f(&s.coord))
+        Ok(f(s.driver.shard()))
     }
 
     /// The shards of every partition led here (for ListGroups), loading those not loaded yet so
@@ -668,7 +683,7 @@ impl GroupService {
             .iter()
             .map(|s| s.lock())
             .filter(|s| s.current())
-            .map(|s| s.coord.list_groups(&all).groups.len())
+            .map(|s| s.driver.shard().list_groups(&all).groups.len())
             .sum()
     }
 
@@ -695,16 +710,14 @@ impl GroupService {
             }
             let mut s = shard.lock();
             if let Some(image) = image {
-                let result = s.coord.on_topics_changed(now, image.clone());
-                match self.finish(&mut s, result) {
-                    Ok(w) => self.settle_later(w),
-                    Err(_) => continue,
+                let result = s.driver.shard_mut().on_topics_changed(now, image.clone());
+                if self.write_in_background(&shard, &mut s, result).is_err() {
+                    continue;
                 }
             }
-            while let Some(result) = s.coord.fire_next_due(now) {
-                match self.finish(&mut s, result) {
-                    Ok(w) => self.settle_later(w),
-                    Err(_) => break,
+            while let Some(result) = s.driver.shard_mut().fire_next_due(now) {
+                if self.write_in_background(&shard, &mut s, result).is_err() {
+                    break;
                 }
             }
         }
@@ -716,7 +729,8 @@ impl GroupService {
         for shard in shards {
             shard
                 .lock()
-                .coord
+                .driver
+                .shard_mut()
                 .complete_transaction(producer_id, committed);
         }
     }
@@ -1021,6 +1035,75 @@ mod tests {
         follower_fetch(2);
         assert_eq!(p.high_watermark(), 2);
         assert_eq!(rt.block_on(waiting).unwrap(), Ok(43));
+    }
+
+    /// Answers run through the shard's `CoordinatorDriver`: one that writes nothing waits while
+    /// an earlier write is not committed (its answer may depend on it), and every answer held
+    /// for the HW is failed NOT_COORDINATOR as soon as the shard is unloaded (`fail_all`), not
+    /// at `offsets.commit.timeout.ms`.
+    #[test]
+    fn held_answers_wait_for_earlier_writes_and_fail_when_the_shard_is_unloaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = cluster_config(dir.path());
+        config.offsets_commit_timeout_ms = 60_000;
+        let config = Arc::new(config);
+        let purgatory = crate::delayed_fetch::new_purgatory();
+        let listener = crate::delayed_fetch::append_listener(&purgatory);
+        let topics = TopicManager::load(config.clone(), Some(listener)).unwrap();
+        let svc = Arc::new(GroupService::new(&config));
+        svc.set_purgatory(purgatory.clone());
+        let (p, me) = offsets_partition(&topics);
+        let other = me + 1;
+        p.make_leader(0, 0, &[me, other], &[me, other], 1, now_ms())
+            .unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let _reaper = rt.block_on(async { josef_timer::tokio_driver::spawn_reaper(purgatory) });
+        let shard = svc.shard(&topics, None, "g").unwrap();
+        let (s, sh) = (svc.clone(), shard.clone());
+        let commit = rt.spawn(async move {
+            s.run(&sh, |c, now| c.commit_offsets(now, &ctx(), commit("g", 42)))
+                .await
+        });
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while p.log_end_offset() < 1 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(p.log_end_offset(), 1);
+        let (s, sh) = (svc.clone(), shard.clone());
+        let nothing = rt.spawn(async move {
+            s.run(&sh, |_, _| GroupResult {
+                records: Vec::new(),
+                response: (),
+                completions: Vec::new(),
+                transaction: None,
+            })
+            .await
+        });
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(
+            !commit.is_finished(),
+            "answered before the HW passed the write"
+        );
+        assert!(
+            !nothing.is_finished(),
+            "answered before the HW passed an earlier write"
+        );
+        // Another broker leads in epoch 1; the ticker unloads the shard.
+        p.make_follower(2, 1, 1);
+        svc.tick();
+        let answers = rt.block_on(async {
+            tokio::time::timeout(std::time::Duration::from_secs(5), async {
+                (commit.await.unwrap(), nothing.await.unwrap())
+            })
+            .await
+        });
+        let (commit, nothing) = answers.expect("held answers failed when the shard was unloaded");
+        assert_eq!(commit.err(), Some(ShardError::NotCoordinator));
+        assert_eq!(nothing.err(), Some(ShardError::NotCoordinator));
     }
 
     fn txn_commit(

@@ -36,6 +36,7 @@ pub mod cluster_config;
 pub mod config;
 pub mod connection;
 pub mod connection_quotas;
+pub mod coordinator_log;
 pub mod delayed_delete_records;
 pub mod delayed_fetch;
 pub mod dispatch;

@@ -20,11 +20,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicI16, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use josef_coordinator::{
-    LogEntry, PartitionWriter, RecordSerde, StoredRecord, TransactionResult, WriteError,
-};
-use josef_log::BatchHeader;
-use josef_records::{DecompressLimits, RecordBatch, RecordBatchBuilder};
+use josef_coordinator::{RecordSerde, SerdeError, TransactionResult};
 use josef_txn::{
     EndTxnRequest, EndTxnResponse, PartitionStatus, ProducerIdGenerator, Released,
     TransactionVersion, TxnConfig, TxnCoordinator, TxnError, TxnLogRecord, TxnMarkerRequest,
@@ -37,52 +33,40 @@ use crate::cluster::broker_connections::BrokerConnections;
 use crate::cluster::txn_marker_sender::TxnMarkerSender;
 use crate::cluster::ClusterNode;
 use crate::config::BrokerConfig;
+use crate::coordinator_log::{read_partition, CoordinatorLogWriter};
 use crate::groups::{coordinator_epoch, local_leader_epoch, GroupService};
 use crate::handlers::write_txn_markers::end_txn_marker;
 use crate::partition::Partition;
 use crate::state::FileBlockStore;
 use crate::topics::{now_ms, TopicManager, GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC};
 
-/// Appends coordinator records to a `__transaction_state` partition, only while it is led
-/// here in the coordinator epoch the shard was loaded under (else NOT_LEADER, which the
-/// coordinator answers NOT_COORDINATOR).
-pub struct LogWriter {
-    partition: Arc<Partition>,
-    epoch: i32,
-    /// The finalized `transaction.version` level, which picks the record value's schema version.
-    transaction_version: Arc<AtomicI16>,
-}
+/// Encodes transaction coordinator records with the value schema of the finalized
+/// `transaction.version` level, followed without a restart (UpdateFeatures).
+#[derive(Clone)]
+pub struct FollowedTxnSerde(Arc<AtomicI16>);
 
-impl PartitionWriter<TxnLogRecord> for LogWriter {
-    fn append(
-        &mut self,
-        producer_id: i64,
-        producer_epoch: i16,
-        records: &[TxnLogRecord],
-    ) -> Result<i64, WriteError> {
-        if local_leader_epoch(&self.partition) != Some(self.epoch) {
-            return Err(WriteError::NotLeader);
-        }
-        let now = now_ms();
-        let mut b = RecordBatchBuilder::new().create_time();
-        if producer_id >= 0 {
-            b = b.producer(producer_id, producer_epoch, 0);
-        }
-        let serde = TxnRecordSerde::new(TransactionVersion::from_feature_level(
-            self.transaction_version.load(Ordering::Relaxed),
-        ));
-        for r in records {
-            let (k, v) = serde.serialize(r);
-            b = b.record(now, k.as_deref(), v.as_deref());
-        }
-        let batch = b.build().map_err(|e| WriteError::Storage(e.to_string()))?;
-        let info = self
-            .partition
-            .append_internal(batch, now)
-            .map_err(|e| WriteError::Storage(format!("{:?}", e.code)))?;
-        Ok(info.last_offset)
+impl FollowedTxnSerde {
+    fn current(&self) -> TxnRecordSerde {
+        TxnRecordSerde::new(TransactionVersion::from_feature_level(
+            self.0.load(Ordering::Relaxed),
+        ))
     }
 }
+
+impl RecordSerde<TxnLogRecord> for FollowedTxnSerde {
+    fn serialize(&self, r: &TxnLogRecord) -> (Option<bytes::Bytes>, Option<bytes::Bytes>) {
+        self.current().serialize(r)
+    }
+
+    fn deserialize(&self, key: &[u8], value: Option<&[u8]>) -> Result<TxnLogRecord, SerdeError> {
+        // Reading does not depend on the level: every value version reads.
+        self.current().deserialize(key, value)
+    }
+}
+
+/// Appends coordinator records to a `__transaction_state` partition (see
+/// [`CoordinatorLogWriter`]).
+pub type LogWriter = CoordinatorLogWriter<FollowedTxnSerde>;
 
 /// Producer ids for the transaction coordinator from the broker's persisted allocator.
 struct Pids<'a>(&'a Mutex<josef_sequencer::ProducerIdManager<FileBlockStore>>);
@@ -379,14 +363,11 @@ impl TxnService {
         let (Some(partition), Some(epoch)) = (partition, epoch) else {
             return out;
         };
-        let entries = read_entries(&partition);
-        let n = entries.len();
-        let writer = LogWriter {
-            partition: partition.clone(),
-            epoch,
-            transaction_version: self.transaction_version.clone(),
-        };
-        match coord.complete_loading(p, epoch, writer, entries, now_ms()) {
+        let serde = FollowedTxnSerde(self.transaction_version.clone());
+        let (log, _) = read_partition(&partition, &serde);
+        let n = log.entries.len();
+        let writer = CoordinatorLogWriter::new(partition.clone(), epoch, serde);
+        match coord.complete_loading(p, epoch, writer, log.entries, now_ms()) {
             Ok(released) => {
                 tracing::info!(
                     partition = p,
@@ -572,67 +553,6 @@ fn resend(markers: Vec<TxnMarkerRequest>) -> Vec<Released<Ctx>> {
     }]
 }
 
-/// The entry of a transaction marker found in the log, with the coordinator epoch the marker was
-/// written under (its control record's value), as a loader replays it.
-fn end_transaction_entry(h: &BatchHeader, bytes: bytes::Bytes) -> Option<LogEntry<TxnLogRecord>> {
-    let marker = RecordBatch::parse(bytes)
-        .ok()?
-        .control_marker(&DecompressLimits::default())
-        .ok()??;
-    let result = match marker.control_type {
-        josef_records::ControlRecordType::Commit => TransactionResult::Commit,
-        josef_records::ControlRecordType::Abort => TransactionResult::Abort,
-    };
-    Some(LogEntry::EndTransaction {
-        offset: h.base_offset,
-        producer_id: h.producer_id,
-        producer_epoch: h.producer_epoch,
-        coordinator_epoch: marker.coordinator_epoch,
-        result,
-    })
-}
-
-fn read_entries(partition: &Partition) -> Vec<LogEntry<TxnLogRecord>> {
-    let batches = partition
-        .batches_from_log_start()
-        .map(|b| b.batches)
-        .unwrap_or_default();
-    let mut out = Vec::new();
-    for bytes in batches {
-        let Ok(h) = BatchHeader::parse(&bytes) else {
-            continue;
-        };
-        if h.is_control() {
-            if let Some(e) = end_transaction_entry(&h, bytes) {
-                out.push(e);
-            }
-            continue;
-        }
-        let Ok(batch) = RecordBatch::parse(bytes) else {
-            continue;
-        };
-        let Ok(records) = batch.records(&DecompressLimits::default()) else {
-            continue;
-        };
-        for r in records.flatten() {
-            let Some(key) = r.key.as_deref() else {
-                continue;
-            };
-            if let Ok(rec) =
-                TxnRecordSerde::new(TransactionVersion::V0).deserialize(key, r.value.as_deref())
-            {
-                out.push(LogEntry::Record(StoredRecord {
-                    offset: r.offset,
-                    producer_id: h.producer_id,
-                    producer_epoch: h.producer_epoch,
-                    record: rec,
-                }));
-            }
-        }
-    }
-    out
-}
-
 /// Writes the COMMIT/ABORT marker of `m` to every partition of the transaction (one node: every
 /// partition is led here and the HW follows the append).
 fn write_markers(env: &Env<'_>, m: &TxnMarkerRequest) {
@@ -656,48 +576,10 @@ fn write_markers(env: &Env<'_>, m: &TxnMarkerRequest) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use josef_records::{DecompressLimits, RecordBatch};
     use josef_sequencer::{ProducerIdManager, DEFAULT_PRODUCER_ID_BLOCK_SIZE};
     use josef_txn::{InitProducerIdRequest, InitProducerIdResponse};
     use std::collections::BTreeMap;
-
-    /// A marker in the log is loaded with the coordinator epoch it was written under, not 0.
-    #[test]
-    fn a_loaded_marker_keeps_its_coordinator_epoch() {
-        for (control_type, result) in [
-            (
-                josef_records::ControlRecordType::Commit,
-                TransactionResult::Commit,
-            ),
-            (
-                josef_records::ControlRecordType::Abort,
-                TransactionResult::Abort,
-            ),
-        ] {
-            let bytes = josef_records::build_control_batch(
-                9,
-                2,
-                josef_records::EndTxnMarker {
-                    control_type,
-                    coordinator_epoch: 7,
-                },
-                40,
-                3,
-                0,
-            )
-            .freeze();
-            let h = BatchHeader::parse(&bytes).unwrap();
-            assert_eq!(
-                end_transaction_entry(&h, bytes),
-                Some(LogEntry::EndTransaction {
-                    offset: 40,
-                    producer_id: 9,
-                    producer_epoch: 2,
-                    coordinator_epoch: 7,
-                    result,
-                })
-            );
-        }
-    }
 
     /// What the coordinator tests run on: a cluster node's config in a fresh data dir, its topics,
     /// a group service and a producer id allocator, for an [`Env`] at transaction version 0.
