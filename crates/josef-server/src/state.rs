@@ -103,7 +103,7 @@ pub struct BrokerState {
     pub cluster_id: String,
     /// Topics and partitions.
     pub topics: Arc<TopicManager>,
-    /// The partitions ListOffsets and Produce go through: [`BrokerState::topics`] unless a
+    /// The partitions ListOffsets, Produce and Fetch go through: [`BrokerState::topics`] unless a
     /// builder set another ([`BrokerState::with_partition_store`]).
     pub partition_store: Arc<dyn PartitionStore>,
     /// What Metadata reports on a single node: [`SingleNodeMetadata`] over
@@ -191,7 +191,7 @@ impl BrokerState {
         })
     }
 
-    /// Serves ListOffsets and Produce from `store` instead (a wrapper around
+    /// Serves ListOffsets, Produce and Fetch from `store` instead (a wrapper around
     /// [`BrokerState::partition_store`], or a store of the builder's own).
     pub fn with_partition_store(mut self, store: Arc<dyn PartitionStore>) -> Self {
         self.partition_store = store;

@@ -8,10 +8,13 @@ mod common;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use common::{create_topic, produce_records, Client};
+use common::{create_topic, fetch_partition, produce_records, Client};
+use josef_protocol::messages::fetch_request::FetchTopic;
 use josef_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use josef_protocol::messages::metadata_request::MetadataRequestTopic;
-use josef_protocol::messages::{ListOffsetsRequest, MetadataRequest, MetadataResponse};
+use josef_protocol::messages::{
+    FetchRequest, ListOffsetsRequest, MetadataRequest, MetadataResponse,
+};
 use josef_protocol::{ErrorCode, ResponseBody, Uuid};
 use josef_records::{BatchHeader, RecordBatchBuilder};
 use josef_server::config::BrokerConfig;
@@ -21,7 +24,7 @@ use josef_server::kit::partition_store::{ProduceSettings, TopicPartition};
 use josef_server::kit::{MetadataView, PartitionStore};
 use josef_server::log_storage::LogStorage;
 use josef_server::partition::{
-    ClientBatch, FetchIsolation, Partition, PartitionError, ProduceResult,
+    ClientBatch, FetchIsolation, Partition, PartitionError, ProduceResult, ReadParams, ReadResult,
 };
 use josef_server::state::BrokerState;
 use tokio::io::DuplexStream;
@@ -182,6 +185,7 @@ async fn metadata_answers_from_the_plugged_in_view() {
 struct Guarded {
     inner: Arc<dyn PartitionStore>,
     appends: Arc<AtomicU64>,
+    reads: Arc<AtomicU64>,
 }
 
 impl Guarded {
@@ -248,9 +252,49 @@ impl PartitionStore for Guarded {
             .append(tp, batch, header, acks, min_insync_replicas, now_ms)
     }
 
+    fn topic_name(&self, topic_id: Uuid) -> Option<String> {
+        self.inner.topic_name(topic_id)
+    }
+
+    fn topic_config(&self, topic: &str, name: &str) -> Option<String> {
+        self.inner.topic_config(topic, name)
+    }
+
+    fn read(&self, tp: TopicPartition<'_>, params: &ReadParams) -> Result<ReadResult, ErrorCode> {
+        Self::check(tp)?;
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        self.inner.read(tp, params)
+    }
+
     fn delayed_operation_target(&self, tp: TopicPartition<'_>) -> Option<Arc<Partition>> {
         self.inner.delayed_operation_target(tp)
     }
+}
+
+/// A consumer's Fetch at `version` of partition 0 of `topic` (by id from v13) from offset 0,
+/// answered at once: (error code, bytes of records).
+async fn fetch(c: &mut Client<DuplexStream>, version: i16, topic: &str, id: Uuid) -> (i16, usize) {
+    let req = FetchRequest {
+        replica_id: -1,
+        max_wait_ms: 0,
+        min_bytes: 1,
+        max_bytes: 1 << 20,
+        session_epoch: -1,
+        topics: vec![FetchTopic {
+            topic: if version < 13 {
+                topic.into()
+            } else {
+                Default::default()
+            },
+            topic_id: if version < 13 { Uuid::ZERO } else { id },
+            partitions: vec![fetch_partition(0, 0)],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let r = c.fetch(version, req).await;
+    let p = &r.responses[0].partitions[0];
+    (p.error_code, p.records.as_ref().map_or(0, |r| r.len()))
 }
 
 fn list_offsets(topic: &str, timestamp: i64, version: i16) -> ListOffsetsRequest {
@@ -283,17 +327,18 @@ async fn latest(c: &mut Client<DuplexStream>, version: i16, topic: &str) -> (i16
 }
 
 #[tokio::test]
-async fn produce_and_list_offsets_go_through_the_plugged_in_store() {
+async fn produce_list_offsets_and_fetch_go_through_the_plugged_in_store() {
     let dir = tempfile::tempdir().unwrap();
     let state = open_state(dir.path());
-    let appends = Arc::new(AtomicU64::new(0));
+    let (appends, reads) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let guarded = Guarded {
         inner: state.partition_store.clone(),
         appends: appends.clone(),
+        reads: reads.clone(),
     };
     let (mut c, stop) = serve(state.with_partition_store(Arc::new(guarded)));
-    create_topic(&mut c, "open", 1).await;
-    create_topic(&mut c, "closed", 1).await;
+    let open_id = create_topic(&mut c, "open", 1).await;
+    let closed_id = create_topic(&mut c, "closed", 1).await;
     let batch = || {
         RecordBatchBuilder::new()
             .record(1_700_000_000_000, Some(b"k"), Some(b"v"))
@@ -320,5 +365,18 @@ async fn produce_and_list_offsets_go_through_the_plugged_in_store() {
     assert_eq!(latest(&mut c, 7, "closed").await.0, refused);
     assert_eq!(latest(&mut c, 0, "open").await, (0, -1, vec![1, 0]));
     assert_eq!(latest(&mut c, 0, "closed").await.0, refused);
+
+    for version in [4, 12, 16] {
+        let before = reads.load(Ordering::SeqCst);
+        let (code, bytes) = fetch(&mut c, version, "open", open_id).await;
+        assert_eq!(code, 0, "Fetch v{version}");
+        assert!(bytes > 0, "Fetch v{version} read nothing");
+        assert!(
+            reads.load(Ordering::SeqCst) > before,
+            "Fetch v{version} read around the store"
+        );
+        let (code, _) = fetch(&mut c, version, "closed", closed_id).await;
+        assert_eq!(code, refused, "Fetch v{version}");
+    }
     stop.cancel();
 }

@@ -2,7 +2,8 @@
 //! handlers ask of it and documented with the Kafka rules every method keeps:
 //!
 //! - [`PartitionStore`]: the partitions the data-path handlers read and write (ListOffsets,
-//!   Produce). Josef's is the [`TopicManager`](crate::topics::TopicManager) over josef-partition;
+//!   Produce, Fetch; a follower's fetch and the delayed operations still need josef-partition's
+//!   partition, which the store hands out). Josef's is the [`TopicManager`](crate::topics::TopicManager) over josef-partition;
 //!   a builder wraps it or brings another.
 //! - [`MetadataView`]: the brokers, topics and leaders the Metadata API reports. Josef's single
 //!   node has [`SingleNodeMetadata`]; a cluster node answers from its metadata image

@@ -1,15 +1,17 @@
-//! The partition store: where the data-path handlers (ListOffsets, Produce) find a partition and
-//! what they ask of it. Josef's own is the [`TopicManager`](crate::topics::TopicManager) over
+//! The partition store: where the data-path handlers (ListOffsets, Produce, Fetch) find a
+//! partition and what they ask of it. Josef's own is the [`TopicManager`](crate::topics::TopicManager) over
 //! josef-partition's [`Partition`]; a builder may wrap it (quotas of their own, a topic policy,
 //! counting) or answer from another store altogether.
 
 use std::sync::Arc;
 
-use josef_protocol::ErrorCode;
+use josef_protocol::{ErrorCode, Uuid};
 use josef_records::validate::ValidationConfig;
 use josef_records::BatchHeader;
 
-use crate::partition::{ClientBatch, FetchIsolation, Partition, PartitionError, ProduceResult};
+use crate::partition::{
+    ClientBatch, FetchIsolation, Partition, PartitionError, ProduceResult, ReadParams, ReadResult,
+};
 
 /// A partition as clients name it: topic name and partition index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -42,11 +44,12 @@ pub struct ProduceSettings {
 /// use std::sync::atomic::{AtomicU64, Ordering};
 /// use std::sync::Arc;
 ///
-/// use josef_protocol::ErrorCode;
+/// use josef_protocol::{ErrorCode, Uuid};
 /// use josef_records::BatchHeader;
 /// use josef_server::kit::partition_store::{PartitionStore, ProduceSettings, TopicPartition};
 /// use josef_server::partition::{
-///     ClientBatch, FetchIsolation, Partition, PartitionError, ProduceResult,
+///     ClientBatch, FetchIsolation, Partition, PartitionError, ProduceResult, ReadParams,
+///     ReadResult,
 /// };
 ///
 /// /// Josef's store, with appends counted and one topic closed to writes.
@@ -78,6 +81,15 @@ pub struct ProduceSettings {
 ///         min_isr: i32, now_ms: i64) -> Result<ProduceResult, PartitionError> {
 ///         self.appends.fetch_add(1, Ordering::Relaxed);
 ///         self.inner.append(tp, batch, header, acks, min_isr, now_ms)
+///     }
+///     fn topic_name(&self, topic_id: Uuid) -> Option<String> {
+///         self.inner.topic_name(topic_id)
+///     }
+///     fn topic_config(&self, topic: &str, name: &str) -> Option<String> {
+///         self.inner.topic_config(topic, name)
+///     }
+///     fn read(&self, tp: TopicPartition<'_>, params: &ReadParams) -> Result<ReadResult, ErrorCode> {
+///         self.inner.read(tp, params)
 ///     }
 ///     fn delayed_operation_target(&self, tp: TopicPartition<'_>) -> Option<Arc<Partition>> {
 ///         self.inner.delayed_operation_target(tp)
@@ -152,9 +164,33 @@ pub trait PartitionStore: Send + Sync {
         now_ms: i64,
     ) -> Result<ProduceResult, PartitionError>;
 
+    /// The name of the topic with id `topic_id` (Fetch v13+ names topics by id), `None` when no
+    /// topic has it (the partition is answered UNKNOWN_TOPIC_ID).
+    fn topic_name(&self, topic_id: Uuid) -> Option<String>;
+
+    /// A topic's own setting `name` (its override; `None` when the broker default applies).
+    /// Fetch reads `compression.type` and `message.downconversion.enable` for Kafka's refusals
+    /// of old fetchers (UNSUPPORTED_COMPRESSION_TYPE for zstd below v10, UNSUPPORTED_VERSION for
+    /// v0–3 without down-conversion).
+    fn topic_config(&self, topic: &str, name: &str) -> Option<String>;
+
+    /// A consumer's read of one partition (Kafka's `Partition.fetchRecords` for a consumer).
+    /// Kafka's rules, in this order: UNKNOWN_TOPIC_OR_PARTITION when not hosted;
+    /// FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH against `current_leader_epoch` (−1: not
+    /// checked); NOT_LEADER_OR_FOLLOWER with `require_leader` on a follower;
+    /// OFFSET_OUT_OF_RANGE when `fetch_offset` is below the log start or beyond the log end.
+    /// Nothing at or past the isolation bound (HW, or LSO for read_committed) is returned; the
+    /// first batch comes whole if `min_one_message` (KIP-74); read_committed reads carry the
+    /// aborted transactions overlapping the data. The HW, LSO and log start are sampled before
+    /// the read.
+    fn read(&self, tp: TopicPartition<'_>, params: &ReadParams) -> Result<ReadResult, ErrorCode>;
+
     /// The josef-partition partition that delayed operations watch (an acks=−1 produce waits
-    /// on its HW; Kafka's `DelayedProduce`). `None` (a store not built on josef-partition)
-    /// answers an acks=−1 produce as soon as the append returns, which keeps Kafka's promise
-    /// only where the append itself waits for the ISR.
+    /// on its HW, Kafka's `DelayedProduce`; a fetch short of `min_bytes` waits for appends,
+    /// `DelayedFetch`) and that answers a follower's fetch (replication between Josef brokers).
+    /// `None` (a store not built on josef-partition) answers an acks=−1 produce as soon as the
+    /// append returns, which keeps Kafka's promise only where the append itself waits for the
+    /// ISR, answers a fetch at once with what there is, and refuses a follower's fetch with
+    /// NOT_LEADER_OR_FOLLOWER.
     fn delayed_operation_target(&self, tp: TopicPartition<'_>) -> Option<Arc<Partition>>;
 }

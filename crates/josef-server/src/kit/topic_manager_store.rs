@@ -3,11 +3,13 @@
 
 use std::sync::Arc;
 
-use josef_protocol::ErrorCode;
+use josef_protocol::{ErrorCode, Uuid};
 use josef_records::BatchHeader;
 
 use super::partition_store::{PartitionStore, ProduceSettings, TopicPartition};
-use crate::partition::{ClientBatch, FetchIsolation, Partition, PartitionError, ProduceResult};
+use crate::partition::{
+    ClientBatch, FetchIsolation, Partition, PartitionError, ProduceResult, ReadParams, ReadResult,
+};
 use crate::topics::TopicManager;
 
 impl TopicManager {
@@ -72,6 +74,18 @@ impl PartitionStore for TopicManager {
     ) -> Result<ProduceResult, PartitionError> {
         let p = self.hosted(tp)?;
         p.append_from_client(batch, header, acks, min_insync_replicas, now_ms)
+    }
+
+    fn topic_name(&self, topic_id: Uuid) -> Option<String> {
+        self.get_by_id(&topic_id).map(|t| t.name.clone())
+    }
+
+    fn topic_config(&self, topic: &str, name: &str) -> Option<String> {
+        self.get(topic)?.configs.get(name).cloned()
+    }
+
+    fn read(&self, tp: TopicPartition<'_>, params: &ReadParams) -> Result<ReadResult, ErrorCode> {
+        self.hosted(tp)?.read(params)
     }
 
     fn delayed_operation_target(&self, tp: TopicPartition<'_>) -> Option<Arc<Partition>> {
