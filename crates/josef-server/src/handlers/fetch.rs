@@ -24,6 +24,8 @@
 //! hard byte limit (no KIP-74): a first batch larger than partition_max_bytes comes as a partial
 //! message of exactly that many bytes, which old clients report as "message too large".
 
+use std::sync::Arc;
+
 use josef_fetch::{
     forgotten_partitions, request_metadata, request_partitions, uses_topic_ids, PartitionFetch,
     PartitionOutcome, TopicIdPartition,
@@ -133,10 +135,10 @@ impl Fetcher {
 /// Answers a follower's fetch of one partition into `out` (josef-partition's
 /// `fetch_from_follower`: epoch and replica checks, diverging epoch, read to the LEO, follower
 /// state); returns the bytes read and whether the follower diverged. Replication is between
-/// josef-partition partitions: a store without one refuses the follower.
+/// josef-partition partitions: `p` is the store's, or why there is none.
 #[allow(clippy::too_many_arguments)]
 fn read_follower_partition(
-    p: Option<&Partition>,
+    p: Result<&Partition, ErrorCode>,
     fp: &PartitionFetch,
     replica_id: i32,
     broker_epoch: i64,
@@ -159,9 +161,12 @@ fn read_follower_partition(
         max_bytes: limit,
         min_one_message: min_one,
     };
-    let Some(p) = p else {
-        out.error_code = ErrorCode::NotLeaderOrFollower.code();
-        return (0, false);
+    let p = match p {
+        Ok(p) => p,
+        Err(code) => {
+            out.error_code = code.code();
+            return (0, false);
+        }
     };
     match p.fetch_from_follower(&fetch, now_ms()) {
         Ok(r) => {
@@ -181,6 +186,21 @@ fn read_follower_partition(
             (0, false)
         }
     }
+}
+
+/// The josef-partition partition a follower replicates from: UNKNOWN_TOPIC_OR_PARTITION (or the
+/// store's own refusal) when the store does not host it, NOT_LEADER_OR_FOLLOWER when the store
+/// hosts it without one.
+fn replicated_partition(
+    store: &dyn PartitionStore,
+    tp: TopicPartition<'_>,
+) -> Result<Arc<Partition>, ErrorCode> {
+    store.delayed_operation_target(tp).ok_or_else(|| {
+        store
+            .check_leader_epoch(tp, NO_PARTITION_LEADER_EPOCH, false)
+            .err()
+            .unwrap_or(ErrorCode::NotLeaderOrFollower)
+    })
 }
 
 /// Reads every wanted partition in order; returns the partition data (same order), the bytes
@@ -242,8 +262,9 @@ fn read_all(
                         replica_id,
                         broker_epoch,
                     } => {
+                        let partition = replicated_partition(store, tp);
                         let (n, diverged) = read_follower_partition(
-                            store.delayed_operation_target(tp).as_deref(),
+                            partition.as_deref().map_err(|e| *e),
                             &w.fetch,
                             replica_id,
                             broker_epoch,
