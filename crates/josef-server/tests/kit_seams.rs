@@ -380,3 +380,31 @@ async fn produce_list_offsets_and_fetch_go_through_the_plugged_in_store() {
     }
     stop.cancel();
 }
+
+/// A follower's fetch needs the store's josef-partition partition; one the store does not host
+/// is UNKNOWN_TOPIC_OR_PARTITION as in Kafka, not the NOT_LEADER_OR_FOLLOWER of a store that
+/// hosts the partition without one.
+#[tokio::test]
+async fn a_followers_fetch_of_a_partition_not_hosted_is_unknown_topic_or_partition() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut c, stop) = serve(open_state(dir.path()));
+    create_topic(&mut c, "one", 1).await;
+    let req = FetchRequest {
+        replica_id: 1,
+        max_wait_ms: 0,
+        min_bytes: 1,
+        max_bytes: 1 << 20,
+        topics: vec![FetchTopic {
+            topic: "one".into(),
+            partitions: vec![fetch_partition(5, 0)],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let r = c.fetch(12, req).await;
+    assert_eq!(
+        r.responses[0].partitions[0].error_code,
+        ErrorCode::UnknownTopicOrPartition.code()
+    );
+    stop.cancel();
+}
