@@ -43,7 +43,7 @@ use josef_records::{down_convert, AnyBatches, DecompressLimits, RecordsError};
 use crate::config::BrokerConfig;
 use crate::delayed_fetch::{DelayedFetch, DelayedOp, WaitingPartition};
 use crate::kit::partition_store::{PartitionStore, TopicPartition};
-use crate::partition::{FetchIsolation, FollowerFetch, Partition, ReadParams};
+use crate::partition::{FetchIsolation, FollowerFetch, Partition, ReadParams, ReadResult};
 use crate::state::BrokerState;
 use crate::topic_config;
 use crate::topics::now_ms;
@@ -64,14 +64,13 @@ fn isolation(read_committed: bool) -> FetchIsolation {
     }
 }
 
-/// Reads one partition into `out` (josef-partition's read path: epoch, leadership and range
+/// Reads one partition into `out` through `read` (the store's: epoch, leadership and range
 /// checks, HW or LSO bound, aborted transactions); returns the bytes read and where to cut them.
 /// `hard_limit` (Fetch v0–2): a first batch larger than `limit` is read whole with the cut at
 /// `limit`, for the caller to cut its converted form there (Kafka sends those clients the first
 /// `limit` bytes of the log, a partial message); the returned count is then `limit`.
 fn read_partition(
-    store: &dyn PartitionStore,
-    tp: TopicPartition<'_>,
+    read: impl FnOnce(&ReadParams) -> Result<ReadResult, ErrorCode>,
     fp: &PartitionFetch,
     read_committed: bool,
     limit: i64,
@@ -88,7 +87,7 @@ fn read_partition(
         isolation: isolation(read_committed),
         require_leader: true,
     };
-    match store.read(tp, &params) {
+    match read(&params) {
         Ok(r) => {
             out.high_watermark = r.high_watermark;
             out.last_stable_offset = r.last_stable_offset;
@@ -244,8 +243,7 @@ fn read_all(
                 match fetcher {
                     Fetcher::Consumer { read_committed } => {
                         let (n, cut_to) = read_partition(
-                            store,
-                            tp,
+                            |params| store.read(tp, params),
                             &w.fetch,
                             read_committed,
                             limit,
