@@ -3,8 +3,9 @@
 //!
 //! - [`PartitionStore`]: the partitions the data-path handlers read and write (ListOffsets,
 //!   Produce, Fetch; a follower's fetch and the delayed operations still need josef-partition's
-//!   partition, which the store hands out). Josef's is the [`TopicManager`](crate::topics::TopicManager) over josef-partition;
-//!   a builder wraps it or brings another.
+//!   partition, which the store hands out). Josef's is the
+//!   [`TopicManager`](crate::topics::TopicManager) over josef-partition; a builder wraps it or
+//!   brings another.
 //! - [`MetadataView`]: the brokers, topics and leaders the Metadata API reports. Josef's single
 //!   node has [`SingleNodeMetadata`]; a cluster node answers from its metadata image
 //!   (`handlers/cluster.rs`, not yet through this trait).
@@ -13,9 +14,10 @@
 //!   (josef-group's pure state machine, sharded by `__consumer_offsets` partition) and
 //!   [`TxnService`](crate::txns::TxnService) (josef-txn's, by `__transaction_state` partition),
 //!   with producer ids from josef-sequencer's `ProducerIdManager` over a
-//!   `ProducerIdBlockStore` (a builder's own store is that trait). The group and transaction
-//!   handlers call the services' methods; a builder replaces a coordinator by replacing the
-//!   state machine those services drive, which persist through the partition logs.
+//!   `ProducerIdBlockStore` (a builder's own block store is that trait). The group and
+//!   transaction handlers call the services' methods, and the services persist through the
+//!   partition logs; there is no plug-in point yet, so replacing a coordinator means replacing
+//!   its service.
 //!
 //! Both traits are held as `Arc<dyn Trait>` on the state ([`BrokerState::with_partition_store`],
 //! [`BrokerState::with_metadata_view`]): a handler costs one indirect call per partition or
