@@ -13,6 +13,11 @@
 //!   transaction index stay Josef's, so Kafka's semantics hold over a memory map, an object store or
 //!   a database alike. `examples/memory_broker.rs` at the repository root is a whole broker on
 //!   in-memory storage in a page of code.
+//! - **Partitions and metadata** ([`kit`]): the handlers reach partitions through a
+//!   [`kit::PartitionStore`] and report brokers and topics from a [`kit::MetadataView`], two
+//!   small traits documented with the Kafka rules each method keeps. The state opened by
+//!   [`state::BrokerState::open`] has Josef's own; `with_partition_store` / `with_metadata_view`
+//!   plug in a builder's (`tests/kit_seams.rs` wraps the store and serves a fixed image).
 //! - **Transport**: [`connection::serve_connection`] over any stream, with any
 //!   [`connection::FrameHandler`] (the assembled [`state::BrokerState`] is one).
 //! - **Everything else**: [`Broker::start`] assembles a whole node from a [`config::BrokerConfig`]
@@ -42,6 +47,7 @@ pub mod delayed_fetch;
 pub mod dispatch;
 pub mod features;
 pub mod groups;
+pub mod kit;
 pub mod local_metadata;
 pub mod log_dir_space;
 pub mod log_storage;

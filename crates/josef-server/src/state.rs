@@ -10,6 +10,7 @@ use josef_sequencer::{ProducerIdBlockStore, ProducerIdManager, DEFAULT_PRODUCER_
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::config::BrokerConfig;
+use crate::kit::{MetadataView, PartitionStore, SingleNodeMetadata};
 use crate::meta::write_atomically;
 use crate::topics::TopicManager;
 
@@ -101,7 +102,14 @@ pub struct BrokerState {
     /// From meta.properties.
     pub cluster_id: String,
     /// Topics and partitions.
-    pub topics: TopicManager,
+    pub topics: Arc<TopicManager>,
+    /// The partitions ListOffsets, Produce and Fetch go through: [`BrokerState::topics`] unless a
+    /// builder set another ([`BrokerState::with_partition_store`]).
+    pub partition_store: Arc<dyn PartitionStore>,
+    /// What Metadata reports on a single node: [`SingleNodeMetadata`] over
+    /// [`BrokerState::topics`] unless a builder set another ([`BrokerState::with_metadata_view`]).
+    /// A cluster node answers from its metadata image instead.
+    pub metadata_view: Arc<dyn MetadataView>,
     /// Producer-id allocation.
     pub producer_ids: Mutex<ProducerIdManager<FileBlockStore>>,
     /// Group coordinator shards.
@@ -137,7 +145,7 @@ impl BrokerState {
             Some(node) => crate::cluster::with_isr_change_sender(wake_parked, node.clone()),
             None => wake_parked,
         };
-        let topics = TopicManager::load(config.clone(), Some(listener))?;
+        let topics = Arc::new(TopicManager::load(config.clone(), Some(listener))?);
         let store = match &cluster {
             Some(node) => FileBlockStore::from_controller(node.clone()),
             None => FileBlockStore::new(&config.log_dirs[0]),
@@ -173,12 +181,27 @@ impl BrokerState {
                 // Random, so a session id of an earlier run is not taken for a live one.
                 id_seed: rand::random(),
             })),
+            partition_store: topics.clone(),
+            metadata_view: Arc::new(SingleNodeMetadata::new(config.clone(), topics.clone())),
             config,
             cluster_id,
             cluster,
             topics,
             producer_ids: Mutex::new(producer_ids),
         })
+    }
+
+    /// Serves ListOffsets, Produce and Fetch from `store` instead (a wrapper around
+    /// [`BrokerState::partition_store`], or a store of the builder's own).
+    pub fn with_partition_store(mut self, store: Arc<dyn PartitionStore>) -> Self {
+        self.partition_store = store;
+        self
+    }
+
+    /// Answers a single node's Metadata requests from `view` instead.
+    pub fn with_metadata_view(mut self, view: Arc<dyn MetadataView>) -> Self {
+        self.metadata_view = view;
+        self
     }
 
     /// The metadata image ACLs, SCRAM credentials and client quotas are read from: the metadata

@@ -1,4 +1,5 @@
-//! Fetch (api 1): read up to the HW (or the LSO for read_committed), and if fewer than
+//! Fetch (api 1): read through the state's [`PartitionStore`](crate::kit::PartitionStore) up
+//! to the HW (or the LSO for read_committed), and if fewer than
 //! `min_bytes` are there, park a `DelayedFetch` in the fetch purgatory (josef-timer) keyed by its
 //! partitions until an append to one of them completes it (at once, from the appending task) or
 //! the purgatory's timer expires it at `max_wait_ms`; then read again and answer.
@@ -29,6 +30,7 @@ use josef_fetch::{
     forgotten_partitions, request_metadata, request_partitions, uses_topic_ids, PartitionFetch,
     PartitionOutcome, TopicIdPartition,
 };
+use josef_protocol::constants::NO_PARTITION_LEADER_EPOCH;
 use josef_protocol::messages::fetch_response::{
     AbortedTransaction, FetchableTopicResponse, PartitionData,
 };
@@ -38,17 +40,19 @@ use josef_protocol::{ErrorCode, StrBytes};
 use bytes::Bytes;
 use josef_records::{down_convert, AnyBatches, DecompressLimits, RecordsError};
 
+use crate::config::BrokerConfig;
 use crate::delayed_fetch::{DelayedFetch, DelayedOp, WaitingPartition};
-use crate::partition::{FetchIsolation, FollowerFetch, Partition, ReadParams};
+use crate::kit::partition_store::{PartitionStore, TopicPartition};
+use crate::partition::{FetchIsolation, FollowerFetch, Partition, ReadParams, ReadResult};
 use crate::state::BrokerState;
 use crate::topic_config;
-use crate::topics::{now_ms, Topic};
+use crate::topics::now_ms;
 
-/// One partition to read: its key, the fetcher's parameters, and the partition (or why not).
+/// One partition to read: its key, the fetcher's parameters, and its topic's name (or why not).
 struct Wanted {
     key: TopicIdPartition,
     fetch: PartitionFetch,
-    partition: Result<Arc<Partition>, ErrorCode>,
+    topic: Result<String, ErrorCode>,
 }
 
 /// The read bound of a consumer fetch.
@@ -60,13 +64,13 @@ fn isolation(read_committed: bool) -> FetchIsolation {
     }
 }
 
-/// Reads one partition into `out` (josef-partition's read path: epoch, leadership and range
+/// Reads one partition into `out` through `read` (the store's: epoch, leadership and range
 /// checks, HW or LSO bound, aborted transactions); returns the bytes read and where to cut them.
 /// `hard_limit` (Fetch v0–2): a first batch larger than `limit` is read whole with the cut at
 /// `limit`, for the caller to cut its converted form there (Kafka sends those clients the first
 /// `limit` bytes of the log, a partial message); the returned count is then `limit`.
 fn read_partition(
-    p: &Partition,
+    read: impl FnOnce(&ReadParams) -> Result<ReadResult, ErrorCode>,
     fp: &PartitionFetch,
     read_committed: bool,
     limit: i64,
@@ -83,7 +87,7 @@ fn read_partition(
         isolation: isolation(read_committed),
         require_leader: true,
     };
-    match p.read(&params) {
+    match read(&params) {
         Ok(r) => {
             out.high_watermark = r.high_watermark;
             out.last_stable_offset = r.last_stable_offset;
@@ -129,10 +133,11 @@ impl Fetcher {
 
 /// Answers a follower's fetch of one partition into `out` (josef-partition's
 /// `fetch_from_follower`: epoch and replica checks, diverging epoch, read to the LEO, follower
-/// state); returns the bytes read and whether the follower diverged.
+/// state); returns the bytes read and whether the follower diverged. Replication is between
+/// josef-partition partitions: `p` is the store's, or why there is none.
 #[allow(clippy::too_many_arguments)]
 fn read_follower_partition(
-    p: &Partition,
+    p: Result<&Partition, ErrorCode>,
     fp: &PartitionFetch,
     replica_id: i32,
     broker_epoch: i64,
@@ -155,6 +160,13 @@ fn read_follower_partition(
         max_bytes: limit,
         min_one_message: min_one,
     };
+    let p = match p {
+        Ok(p) => p,
+        Err(code) => {
+            out.error_code = code.code();
+            return (0, false);
+        }
+    };
     match p.fetch_from_follower(&fetch, now_ms()) {
         Ok(r) => {
             out.high_watermark = r.read.high_watermark;
@@ -175,10 +187,26 @@ fn read_follower_partition(
     }
 }
 
+/// The josef-partition partition a follower replicates from: UNKNOWN_TOPIC_OR_PARTITION (or the
+/// store's own refusal) when the store does not host it, NOT_LEADER_OR_FOLLOWER when the store
+/// hosts it without one.
+fn replicated_partition(
+    store: &dyn PartitionStore,
+    tp: TopicPartition<'_>,
+) -> Result<Arc<Partition>, ErrorCode> {
+    store.delayed_operation_target(tp).ok_or_else(|| {
+        store
+            .check_leader_epoch(tp, NO_PARTITION_LEADER_EPOCH, false)
+            .err()
+            .unwrap_or(ErrorCode::NotLeaderOrFollower)
+    })
+}
+
 /// Reads every wanted partition in order; returns the partition data (same order), the bytes
 /// read and whether the fetch must be answered at once (a partition failed, or a follower
 /// diverged and must truncate).
 fn read_all(
+    store: &dyn PartitionStore,
     wanted: &[Wanted],
     fetcher: Fetcher,
     max_bytes: i64,
@@ -198,12 +226,16 @@ fn read_all(
             records: Some(bytes::Bytes::new()),
             ..Default::default()
         };
-        match &w.partition {
+        match &w.topic {
             Err(code) => {
                 out.error_code = code.code();
                 any_error = true;
             }
-            Ok(p) => {
+            Ok(topic) => {
+                let tp = TopicPartition {
+                    topic,
+                    partition: w.key.partition,
+                };
                 let limit = i64::from(w.fetch.max_bytes).min(max_bytes - total);
                 // KIP-74: the first batch of the first non-empty partition comes whole.
                 let min_one = version >= 3 && total == 0;
@@ -211,7 +243,7 @@ fn read_all(
                 match fetcher {
                     Fetcher::Consumer { read_committed } => {
                         let (n, cut_to) = read_partition(
-                            p,
+                            |params| store.read(tp, params),
                             &w.fetch,
                             read_committed,
                             limit,
@@ -228,8 +260,9 @@ fn read_all(
                         replica_id,
                         broker_epoch,
                     } => {
+                        let partition = replicated_partition(store, tp);
                         let (n, diverged) = read_follower_partition(
-                            p,
+                            partition.as_deref().map_err(|e| *e),
                             &w.fetch,
                             replica_id,
                             broker_epoch,
@@ -335,43 +368,48 @@ fn outcome(d: &PartitionData) -> PartitionOutcome {
     }
 }
 
-/// Resolves a partition key against the topic registry (by id from v13, else by name), with the
+/// Resolves a partition key to its topic's name (by id from v13, else as named), with the
 /// refusals for old fetchers.
 fn resolve(
-    state: &BrokerState,
+    store: &dyn PartitionStore,
+    broker: &BrokerConfig,
     key: &TopicIdPartition,
     by_id: bool,
     version: i16,
-) -> Result<Arc<Partition>, ErrorCode> {
+) -> Result<String, ErrorCode> {
     let topic = if by_id {
-        state.topics.get_by_id(&key.topic_id)
+        store
+            .topic_name(key.topic_id)
+            .ok_or(ErrorCode::UnknownTopicId)?
     } else {
-        state.topics.get(key.topic.as_str())
+        key.topic.to_string()
     };
-    match topic {
-        None if by_id => Err(ErrorCode::UnknownTopicId),
-        None => Err(ErrorCode::UnknownTopicOrPartition),
-        Some(topic) => {
-            let p = usize::try_from(key.partition)
-                .ok()
-                .and_then(|i| topic.partitions.get(i).cloned())
-                .ok_or(ErrorCode::UnknownTopicOrPartition)?;
-            old_client_check(state, &topic, version)?;
-            Ok(p)
-        }
+    if version < 10 {
+        // Kafka refuses an old fetcher only a partition it hosts: an unknown one is told so
+        // first. Newer fetchers never see the order, so they skip the extra lookup.
+        let tp = TopicPartition {
+            topic: &topic,
+            partition: key.partition,
+        };
+        store.check_leader_epoch(tp, NO_PARTITION_LEADER_EPOCH, false)?;
+        old_client_check(store, broker, &topic, version)?;
     }
+    Ok(topic)
 }
 
 /// Kafka's per-topic refusals for old fetchers (`KafkaApis.handleFetchRequest`): a topic whose
 /// `compression.type` is zstd cannot be read below v10 (UNSUPPORTED_COMPRESSION_TYPE), and with
 /// `message.downconversion.enable=false` v0–3 get UNSUPPORTED_VERSION.
-fn old_client_check(state: &BrokerState, topic: &Topic, version: i16) -> Result<(), ErrorCode> {
+fn old_client_check(
+    store: &dyn PartitionStore,
+    broker: &BrokerConfig,
+    topic: &str,
+    version: i16,
+) -> Result<(), ErrorCode> {
     let config = |name: &str| {
-        topic
-            .configs
-            .get(name)
-            .cloned()
-            .unwrap_or_else(|| topic_config::default_value(name, &state.config))
+        store
+            .topic_config(topic, name)
+            .unwrap_or_else(|| topic_config::default_value(name, broker))
     };
     if version < 10 && config("compression.type").eq_ignore_ascii_case("zstd") {
         return Err(ErrorCode::UnsupportedCompressionType);
@@ -461,21 +499,26 @@ pub async fn handle(state: &BrokerState, req: FetchRequest, version: i16) -> Fet
         cap
     };
     let min_bytes = i64::from(req.min_bytes).min(max_bytes);
+    let store = state.partition_store.as_ref();
     let wanted: Vec<Wanted> = context
         .partitions()
         .iter()
         .map(|(key, fetch)| Wanted {
-            partition: resolve(state, key, by_id, version),
+            topic: resolve(store, &state.config, key, by_id, version),
             key: key.clone(),
             fetch: *fetch,
         })
         .collect();
-    let (mut parts, total, any_error) = read_all(&wanted, fetcher, max_bytes, version);
+    let (mut parts, total, any_error) = read_all(store, &wanted, fetcher, max_bytes, version);
     let waiting: Vec<WaitingPartition> = wanted
         .iter()
         .filter_map(|w| {
-            w.partition.as_ref().ok().map(|p| WaitingPartition {
-                partition: p.clone(),
+            let tp = TopicPartition {
+                topic: w.topic.as_deref().ok()?,
+                partition: w.key.partition,
+            };
+            Some(WaitingPartition {
+                partition: store.delayed_operation_target(tp)?,
                 fetch_offset: w.fetch.fetch_offset,
                 current_leader_epoch: w.fetch.current_leader_epoch,
                 max_bytes: w.fetch.max_bytes,
@@ -494,7 +537,7 @@ pub async fn handle(state: &BrokerState, req: FetchRequest, version: i16) -> Fet
             // An error means the purgatory went away (shutdown): answer with what is there.
             let _ = done.await;
         }
-        parts = read_all(&wanted, fetcher, max_bytes, version).0;
+        parts = read_all(store, &wanted, fetcher, max_bytes, version).0;
     }
     let mut parts: Vec<(&TopicIdPartition, PartitionData)> =
         wanted.iter().map(|w| &w.key).zip(parts).collect();

@@ -11,6 +11,7 @@ use josef_protocol::messages::list_offsets_response::{
 use josef_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use josef_protocol::ErrorCode;
 
+use crate::kit::partition_store::TopicPartition;
 use crate::partition::FetchIsolation;
 use crate::state::BrokerState;
 
@@ -101,11 +102,13 @@ fn answer(
     if !seen.insert((topic.to_string(), rp.partition_index)) {
         return ErrorCode::InvalidRequest;
     }
-    let Some(p) = state.topics.partition(topic, rp.partition_index) else {
-        return ErrorCode::UnknownTopicOrPartition;
+    let store = state.partition_store.as_ref();
+    let tp = TopicPartition {
+        topic,
+        partition: rp.partition_index,
     };
     let leader_epoch =
-        match p.check_current_leader_epoch(rp.current_leader_epoch, isolation.leader_only) {
+        match store.check_leader_epoch(tp, rp.current_leader_epoch, isolation.leader_only) {
             Ok(epoch) => epoch,
             Err(e) => return e,
         };
@@ -120,7 +123,7 @@ fn answer(
     } else {
         FetchIsolation::HighWatermark
     };
-    match p.fetch_offset_for_timestamp(rp.timestamp, bound) {
+    match store.offset_for_timestamp(tp, rp.timestamp, bound) {
         Ok(Some((offset, timestamp))) => {
             out.offset = offset;
             out.timestamp = timestamp;
@@ -155,21 +158,19 @@ fn handle_v0(state: &BrokerState, req: &ListOffsetsRequest) -> ListOffsetsRespon
                         leader_epoch: -1,
                         ..Default::default()
                     };
-                    match state.topics.partition(&t.name, rp.partition_index) {
-                        None => out.error_code = ErrorCode::UnknownTopicOrPartition.code(),
-                        Some(p) => {
-                            let offsets = p.legacy_offsets_before(
-                                rp.timestamp,
-                                rp.max_num_offsets,
-                                from_consumer,
-                                now,
-                            );
-                            match offsets {
-                                Some(offsets) => out.old_style_offsets = offsets.into(),
-                                // Kafka fails on a negative max_num_offsets (a negative array size).
-                                None => out.error_code = ErrorCode::UnknownServerError.code(),
-                            }
-                        }
+                    let tp = TopicPartition {
+                        topic: &t.name,
+                        partition: rp.partition_index,
+                    };
+                    match state.partition_store.legacy_offsets(
+                        tp,
+                        rp.timestamp,
+                        rp.max_num_offsets,
+                        from_consumer,
+                        now,
+                    ) {
+                        Ok(offsets) => out.old_style_offsets = offsets.into(),
+                        Err(e) => out.error_code = e.code(),
                     }
                     out
                 })

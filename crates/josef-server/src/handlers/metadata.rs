@@ -1,8 +1,6 @@
-//! Metadata (api 3): brokers = this node at its advertised address, controller = self, topics
-//! with auto-creation.
-
-use std::collections::BTreeMap;
-use std::sync::Arc;
+//! Metadata (api 3) on a single node: brokers, controller and topics from the state's
+//! [`MetadataView`](crate::kit::MetadataView) (this node at its advertised address, controller
+//! of itself, unless a builder plugged in another view), with auto-creation through the view.
 
 use josef_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
@@ -11,54 +9,36 @@ use josef_protocol::messages::{MetadataRequest, MetadataResponse};
 use josef_protocol::{ErrorCode, StrBytes, Uuid};
 
 use crate::connection::ConnectionInfo;
+use crate::kit::metadata_view::TopicMetadata;
 use crate::state::BrokerState;
-use crate::topics::{validate_topic_name, Topic, GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC};
+use crate::topics::validate_topic_name;
 
 /// Kafka's "authorized operations not requested" marker.
 const AUTHORIZED_OPERATIONS_OMITTED: i32 = i32::MIN;
 
-/// The metadata of one topic as this node reports it.
-pub fn topic_metadata(state: &BrokerState, t: &Topic) -> MetadataResponseTopic {
-    let node = state.config.node_id;
+/// One topic of the view, in the response's shape.
+fn topic_response(t: TopicMetadata) -> MetadataResponseTopic {
     MetadataResponseTopic {
         error_code: 0,
-        name: Some(StrBytes::from(t.name.as_str())),
-        topic_id: t.id,
-        is_internal: t.is_internal(),
+        name: Some(StrBytes::from(t.name)),
+        topic_id: t.topic_id,
+        is_internal: t.is_internal,
         partitions: t
             .partitions
-            .iter()
+            .into_iter()
             .map(|p| MetadataResponsePartition {
-                error_code: 0,
-                partition_index: p.index,
-                leader_id: node,
-                leader_epoch: p.leader_epoch(),
-                replica_nodes: josef_protocol::smallvec![node],
-                isr_nodes: josef_protocol::smallvec![node],
-                offline_replicas: josef_protocol::smallvec![],
+                error_code: p.error.code(),
+                partition_index: p.partition_index,
+                leader_id: p.leader_id,
+                leader_epoch: p.leader_epoch,
+                replica_nodes: p.replica_nodes.into_iter().collect(),
+                isr_nodes: p.isr_nodes.into_iter().collect(),
+                offline_replicas: p.offline_replicas.into_iter().collect(),
                 ..Default::default()
             })
             .collect(),
         topic_authorized_operations: AUTHORIZED_OPERATIONS_OMITTED,
         ..Default::default()
-    }
-}
-
-/// Creates a topic a client named, with the broker defaults (or the internal topics' own).
-pub fn auto_create(state: &BrokerState, name: &str) -> Result<Arc<Topic>, ErrorCode> {
-    if name == GROUP_METADATA_TOPIC || name == TRANSACTION_STATE_TOPIC {
-        return state.topics.ensure_internal(name).map_err(|e| e.code);
-    }
-    match state
-        .topics
-        .create(name, state.config.num_partitions, BTreeMap::new())
-    {
-        Ok(t) => Ok(t),
-        Err(e) if e.code == josef_protocol::ErrorCode::TopicAlreadyExists => state
-            .topics
-            .get(name)
-            .ok_or(ErrorCode::UnknownTopicOrPartition),
-        Err(e) => Err(e.code),
     }
 }
 
@@ -74,24 +54,28 @@ fn missing(name: Option<StrBytes>, id: Uuid, code: ErrorCode) -> MetadataRespons
     }
 }
 
-/// Handles a Metadata request.
+/// Handles a Metadata request from the state's [`MetadataView`](crate::kit::MetadataView).
 pub fn handle(
     state: &BrokerState,
     conn: &ConnectionInfo,
     req: MetadataRequest,
     version: i16,
 ) -> MetadataResponse {
-    let (host, port) = state.advertised(conn);
+    let view = state.metadata_view.as_ref();
     let mut resp = MetadataResponse {
-        brokers: vec![MetadataResponseBroker {
-            node_id: state.config.node_id,
-            host: StrBytes::from(host),
-            port: i32::from(port),
-            rack: None,
-            ..Default::default()
-        }],
+        brokers: view
+            .brokers(conn)
+            .into_iter()
+            .map(|b| MetadataResponseBroker {
+                node_id: b.node_id,
+                host: StrBytes::from(b.host),
+                port: b.port,
+                rack: b.rack.map(StrBytes::from),
+                ..Default::default()
+            })
+            .collect(),
         cluster_id: Some(StrBytes::from(state.cluster_id.as_str())),
-        controller_id: state.config.node_id,
+        controller_id: view.controller_id(conn),
         cluster_authorized_operations: AUTHORIZED_OPERATIONS_OMITTED,
         ..Default::default()
     };
@@ -100,12 +84,7 @@ pub fn handle(
         Some(t) => t.is_empty() && version == 0,
     };
     if all {
-        resp.topics = state
-            .topics
-            .all()
-            .iter()
-            .map(|t| topic_metadata(state, t))
-            .collect();
+        resp.topics = view.topics(conn).into_iter().map(topic_response).collect();
         return resp;
     }
     let allow_auto =
@@ -114,16 +93,16 @@ pub fn handle(
         let name = rt.name.filter(|n| !n.is_empty());
         let Some(name) = name else {
             // By id (v12).
-            match state.topics.get_by_id(&rt.topic_id) {
-                Some(t) => resp.topics.push(topic_metadata(state, &t)),
+            match view.topic_by_id(rt.topic_id, conn) {
+                Some(t) => resp.topics.push(topic_response(t)),
                 None => resp
                     .topics
                     .push(missing(None, rt.topic_id, ErrorCode::UnknownTopicId)),
             }
             continue;
         };
-        if let Some(t) = state.topics.get(&name) {
-            resp.topics.push(topic_metadata(state, &t));
+        if let Some(t) = view.topic(&name, conn) {
+            resp.topics.push(topic_response(t));
             continue;
         }
         if validate_topic_name(&name).is_err() {
@@ -134,17 +113,22 @@ pub fn handle(
             ));
             continue;
         }
-        if allow_auto {
-            match auto_create(state, &name) {
-                Ok(t) => resp.topics.push(topic_metadata(state, &t)),
-                Err(code) => resp.topics.push(missing(Some(name), Uuid::ZERO, code)),
-            }
-        } else {
+        if !allow_auto {
             resp.topics.push(missing(
                 Some(name),
                 Uuid::ZERO,
                 ErrorCode::UnknownTopicOrPartition,
             ));
+            continue;
+        }
+        let created = view.create_topic(&name).and_then(|()| {
+            // Deleted again before we looked: as if it had never been there.
+            view.topic(&name, conn)
+                .ok_or(ErrorCode::UnknownTopicOrPartition)
+        });
+        match created {
+            Ok(t) => resp.topics.push(topic_response(t)),
+            Err(code) => resp.topics.push(missing(Some(name), Uuid::ZERO, code)),
         }
     }
     resp

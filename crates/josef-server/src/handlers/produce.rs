@@ -1,12 +1,11 @@
 //! Produce (api 0): per-partition checks in Kafka's order, the records prepared by
 //! `josef_records::prepare` (up-conversion, Kafka's `LogValidator`, recompression, timestamp fix)
-//! with the partition's parsed config, append through the partition (which runs
+//! with the partition's parsed config, append through the state's
+//! [`PartitionStore`](crate::kit::PartitionStore) (Josef's partition runs
 //! the sequencer and, for acks=−1, the `min.insync.replicas` check), answer. On one node the HW
 //! reaches the LEO inside the append, so acks=−1 completes at once (Kafka's first
 //! `DelayedProduce.tryComplete` succeeds the same way); `min.insync.replicas` is capped by the
 //! replica count, so a single replica never gets NOT_ENOUGH_REPLICAS.
-
-use std::sync::Arc;
 
 use josef_protocol::messages::produce_request::PartitionProduceData;
 use josef_protocol::messages::produce_response::{
@@ -17,14 +16,15 @@ use josef_protocol::{ErrorCode, RequestHeader, StrBytes};
 use josef_records::prepare::{
     check_produce_records, prepare_client_batch, PrepareError, PreparedRecords, ProduceFormat,
 };
-use josef_records::validate::{RecordError, ValidationConfig};
+use josef_records::validate::RecordError;
 use josef_records::BatchHeader;
 
 use crate::delayed_fetch::{DelayedOp, DelayedProduce, ProducingPartition};
 use crate::dispatch::{reply, Reply};
-use crate::partition::{ClientBatch, Partition, PartitionError, ProduceResult};
+use crate::kit::partition_store::{PartitionStore, TopicPartition};
+use crate::partition::{ClientBatch, PartitionError, ProduceResult};
 use crate::state::BrokerState;
-use crate::topics::{now_ms, Topic, INTERNAL_TOPICS};
+use crate::topics::{now_ms, INTERNAL_TOPICS};
 
 /// A failed partition: its error, the v8+ `error_message` and the per-record errors.
 struct Failure {
@@ -70,34 +70,19 @@ impl From<PrepareError> for Failure {
     }
 }
 
-/// The parsed settings of a partition's produce path: what record preparation needs
-/// (`compression.type`, timestamp type and bounds, compaction, `max.message.bytes`) and
-/// `min.insync.replicas`. They come from the partition's log config, which
-/// `topic_config::log_config` parses once when the partition opens and again on every config
-/// change, so no topic config string is read per request.
-fn produce_settings(partition: &Partition) -> (ValidationConfig, i32) {
-    (
-        partition.validation_config(),
-        partition.min_insync_replicas(),
-    )
-}
-
 /// B7 "Produce" steps 1–11 for one partition.
 fn produce_partition(
+    store: &dyn PartitionStore,
     header: &RequestHeader,
     acks: i16,
-    topic: Option<&Arc<Topic>>,
-    topic_name: &str,
+    tp: TopicPartition<'_>,
     data: &PartitionProduceData,
     version: i16,
 ) -> Result<(ProduceResult, i32), Failure> {
-    let (index, records) = (data.index, data.records.as_ref());
-    // Step 1.
-    let topic = topic.ok_or(ErrorCode::UnknownTopicOrPartition)?;
-    let partition = usize::try_from(index)
-        .ok()
-        .and_then(|i| topic.partitions.get(i))
-        .ok_or(ErrorCode::UnknownTopicOrPartition)?;
+    let (topic_name, records) = (tp.topic, data.records.as_ref());
+    // Step 1, and the parsed settings of the partition's produce path (parsed when the
+    // partition opened and on every config change, not per request).
+    let settings = store.produce_settings(tp)?;
     let records = records.ok_or(ErrorCode::InvalidRecord)?;
     // Step 2: framing (`ProduceRequest.validateRecords`), before the acks and internal-topic
     // checks as in Kafka; Produce v0–v2 legacy message sets are checked when converted.
@@ -117,7 +102,7 @@ fn produce_partition(
         });
     }
     // Steps 7–9: up-conversion, validation, recompression, timestamp fix, in josef-records.
-    let (config, min_isr) = produce_settings(partition);
+    let (config, min_isr) = (settings.validation, settings.min_insync_replicas);
     let now = now_ms();
     let prepared = prepare_client_batch(records, format, &config, now)?;
     let batch = match prepared.records {
@@ -128,7 +113,7 @@ fn produce_partition(
     };
     // Steps 10–11 happen in the partition (min.insync.replicas for acks=-1, log limits,
     // producer state).
-    let result = partition.append_from_client(batch, &prepared.header, acks, min_isr, now)?;
+    let result = store.append(tp, batch, &prepared.header, acks, min_isr, now)?;
     Ok((result, min_isr))
 }
 
@@ -162,25 +147,26 @@ pub async fn handle(
         Vec::with_capacity(req.topic_data.len());
     let mut waiting: Vec<ProducingPartition> = Vec::new();
     let mut waiting_at: Vec<(usize, usize)> = Vec::new();
+    let store = state.partition_store.as_ref();
     for (ti, t) in req.topic_data.iter().enumerate() {
-        let topic = state.topics.get(&t.name);
         let mut parts = Vec::with_capacity(t.partition_data.len());
         for (pi, p) in t.partition_data.iter().enumerate() {
+            let tp = TopicPartition {
+                topic: &t.name,
+                partition: p.index,
+            };
             let result = if txn_without_id {
                 Err(ErrorCode::TransactionalIdAuthorizationFailed.into())
             } else if let Some(&code) = unverified.get(&(t.name.to_string(), p.index)) {
                 Err(code.into())
             } else {
-                produce_partition(header, req.acks, topic.as_ref(), &t.name, p, version)
+                produce_partition(store, header, req.acks, tp, p, version)
             };
-            if let (Ok((r, min_isr)), Some(topic)) = (&result, &topic) {
+            if let Ok((r, min_isr)) = &result {
                 if req.acks == -1 {
-                    if let Some(partition) = usize::try_from(p.index)
-                        .ok()
-                        .and_then(|i| topic.partitions.get(i))
-                    {
+                    if let Some(partition) = store.delayed_operation_target(tp) {
                         waiting.push(ProducingPartition {
-                            partition: partition.clone(),
+                            partition,
                             required_offset: r.last_offset + 1,
                             min_insync_replicas: *min_isr,
                             leader_epoch: r.leader_epoch,
