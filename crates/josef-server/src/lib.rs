@@ -39,6 +39,7 @@ pub mod connection_quotas;
 pub mod delayed_delete_records;
 pub mod delayed_fetch;
 pub mod dispatch;
+pub mod dynamic_config;
 pub mod features;
 pub mod groups;
 pub mod local_metadata;

@@ -121,6 +121,8 @@ pub struct BrokerState {
     pub quotas: Arc<crate::quotas::BrokerQuotas>,
     /// The authorizer (`authorizer.class.name`), following the image's ACLs.
     pub authorizer: crate::authorization::BrokerAuthorizer,
+    /// Broker configs changed without a restart (BROKER resources in the image).
+    pub dynamic: crate::dynamic_config::DynamicBrokerConfig,
 }
 
 impl BrokerState {
@@ -152,10 +154,13 @@ impl BrokerState {
             ),
         };
         let quotas = Arc::new(crate::quotas::BrokerQuotas::new(config.quota));
+        let dynamic = crate::dynamic_config::DynamicBrokerConfig::new(config.clone());
         if let Some(store) = &local_metadata {
             quotas.refresh(&store.image());
+            dynamic.apply(&store.image(), &topics);
         }
         Ok(BrokerState {
+            dynamic,
             quotas,
             authorizer: crate::authorization::BrokerAuthorizer::new(config.authorizer.clone()),
             local_metadata,

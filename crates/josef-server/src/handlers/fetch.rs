@@ -367,11 +367,9 @@ fn resolve(
 /// `message.downconversion.enable=false` v0–3 get UNSUPPORTED_VERSION.
 fn old_client_check(state: &BrokerState, topic: &Topic, version: i16) -> Result<(), ErrorCode> {
     let config = |name: &str| {
-        topic
-            .configs
-            .get(name)
-            .cloned()
-            .unwrap_or_else(|| topic_config::default_value(name, &state.config))
+        topic.configs.get(name).cloned().unwrap_or_else(|| {
+            topic_config::effective_default(name, &state.topics.dynamic_defaults(), &state.config)
+        })
     };
     if version < 10 && config("compression.type").eq_ignore_ascii_case("zstd") {
         return Err(ErrorCode::UnsupportedCompressionType);

@@ -1,0 +1,61 @@
+"""Dynamic broker configs (KIP-226) with confluent-kafka's AdminClient on a running single node:
+a cluster-wide `message.max.bytes` set through IncrementalAlterConfigs on the BROKER resource makes
+the next produce of a bigger record fail with MSG_SIZE_TOO_LARGE, without a restart, while a topic
+with its own `max.message.bytes` keeps it; deleting it restores the old limit; a setting Kafka
+cannot change at runtime (`log.dirs`) is refused with INVALID_REQUEST."""
+import pytest
+from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource,
+                                   ResourceType)
+
+from clients import cfk_create_topic
+from conftest import unique
+
+BIG = b"x" * 50_000
+
+
+def produce_error(bootstrap, topic, value):
+    """The delivery error of one record (None when it was written)."""
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "retries": 0, "enable.idempotence": False})
+    out = []
+    p.produce(topic, value=value, on_delivery=lambda err, msg: out.append(err))
+    p.flush(30)
+    assert out, "no delivery report"
+    return out[0]
+
+
+def alter_broker(admin, name, key, op, value=None):
+    r = ConfigResource(ResourceType.BROKER, name, incremental_configs=[
+        ConfigEntry(key, value, incremental_operation=op)])
+    for f in admin.incremental_alter_configs([r]).values():
+        f.result(timeout=30)
+
+
+def test_message_max_bytes_lowered_at_runtime(broker):
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    plain, own = unique("dyn-plain"), unique("dyn-own")
+    cfk_create_topic(broker.bootstrap, plain)
+    cfk_create_topic(broker.bootstrap, own, config={"max.message.bytes": "200000"})
+    pid = broker.proc.pid
+    assert produce_error(broker.bootstrap, plain, BIG) is None
+
+    alter_broker(admin, "", "message.max.bytes", AlterConfigOpType.SET, "10000")
+    err = produce_error(broker.bootstrap, plain, BIG)
+    assert err is not None and err.code() == KafkaError.MSG_SIZE_TOO_LARGE, err
+    assert produce_error(broker.bootstrap, own, BIG) is None
+    assert broker.proc.pid == pid and broker.proc.poll() is None, "the broker restarted"
+
+    described = next(iter(admin.describe_configs([ConfigResource(ResourceType.TOPIC, plain)]).values())).result()
+    e = described["max.message.bytes"]
+    assert (e.value, e.source) == ("10000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
+
+    alter_broker(admin, "", "message.max.bytes", AlterConfigOpType.DELETE)
+    assert produce_error(broker.bootstrap, plain, BIG) is None
+
+
+def test_a_static_only_setting_is_refused(broker):
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    with pytest.raises(KafkaException) as e:
+        alter_broker(admin, "1", "log.dirs", AlterConfigOpType.SET, "/elsewhere")
+    assert e.value.args[0].code() == KafkaError.INVALID_REQUEST
+    assert "Cannot update these configs dynamically" in e.value.args[0].str()
