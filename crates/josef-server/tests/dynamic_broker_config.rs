@@ -72,8 +72,13 @@ async fn delete(c: &mut Client, broker: &str, key: &str) {
 /// The produce error code of one record of `size` bytes to `topic`.
 async fn produce(c: &mut Client, topic: &str, size: usize) -> i16 {
     let value = vec![b'x'; size];
+    // Stamped now: time-based retention (7 days by default) keeps it.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
     let batch: Bytes = RecordBatchBuilder::new()
-        .record(0, None, Some(&value))
+        .record(now, None, Some(&value))
         .build_bytes()
         .unwrap();
     produce_records(c, 9, topic, batch).await.error_code
