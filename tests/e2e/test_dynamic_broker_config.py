@@ -61,3 +61,25 @@ def test_a_static_only_setting_is_refused(broker):
         alter_broker(admin, "1", "log.dirs", AlterConfigOpType.SET, "/elsewhere")
     assert e.value.args[0].code() == KafkaError.INVALID_REQUEST
     assert "Cannot update these configs dynamically" in e.value.args[0].str()
+
+
+@pytest.mark.cluster
+def test_every_broker_applies_its_own_value_from_the_metadata_log(cluster_factory):
+    """On a cluster the change goes through the controller and comes back in the metadata image:
+    with each broker's `message.max.bytes` lowered, a big record fails wherever its leader is."""
+    from cluster import wait_until
+
+    c = cluster_factory(3)
+    topic = unique("dyn-cluster")
+    c.create_topic(topic, 1, rf=3)
+    c.wait_topic_ready(topic, 1, rf=3)
+    assert produce_error(c.bootstrap, topic, BIG) is None
+    admin = c.admin()
+    for node in c.nodes:
+        alter_broker(admin, str(node), "message.max.bytes", AlterConfigOpType.SET, "10000")
+
+    def refused():
+        err = produce_error(c.bootstrap, topic, BIG)
+        return err is not None and err.code() == KafkaError.MSG_SIZE_TOO_LARGE
+
+    wait_until(refused, timeout=15, what="the lowered limit on the leader")
