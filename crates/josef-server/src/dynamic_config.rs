@@ -88,10 +88,14 @@ const CLUSTER_LEVEL_LISTENER_CONFIGS: &[&str] = &[
     "num.network.threads",
 ];
 
-/// The rest of Kafka's `AllDynamicConfigs`: the log cleaner's, the thread pools', the socket
-/// server's, the producer state manager's, remote storage's, replication's, metric reporters,
-/// config providers.
+/// The rest of Kafka's dynamic broker settings: `AllDynamicConfigs` (the log cleaner's, the
+/// thread pools', the socket server's, the producer state manager's, remote storage's,
+/// replication's, metric reporters, config providers) and the broker quotas of
+/// `DynamicConfig.Broker` (KIP-73 replication throttles).
 const OTHER_DYNAMIC_CONFIGS: &[&str] = &[
+    "leader.replication.throttled.rate",
+    "follower.replication.throttled.rate",
+    "replica.alter.log.dirs.io.max.bytes.per.second",
     "log.cleaner.threads",
     "log.cleaner.dedupe.buffer.size",
     "log.cleaner.io.buffer.load.factor",
@@ -494,6 +498,11 @@ mod tests {
             "Cannot update these configs dynamically: Set(log.retention.hours)"
         );
         assert!(validate(&props(&[("log.retention.ms", "1000")]), false).is_ok());
+        assert!(validate(
+            &props(&[("leader.replication.throttled.rate", "1000")]),
+            true
+        )
+        .is_ok());
         // Not a Kafka name: a custom setting, which Kafka keeps.
         assert!(validate(&props(&[("my.plugin.setting", "1")]), true).is_ok());
     }
