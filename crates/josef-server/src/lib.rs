@@ -31,6 +31,7 @@
 #![deny(missing_docs)]
 
 pub mod authorization;
+pub mod broker_logger;
 pub mod cluster;
 pub mod cluster_config;
 pub mod config;

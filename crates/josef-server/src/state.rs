@@ -123,6 +123,8 @@ pub struct BrokerState {
     pub authorizer: crate::authorization::BrokerAuthorizer,
     /// Broker configs changed without a restart (BROKER resources in the image).
     pub dynamic: crate::dynamic_config::DynamicBrokerConfig,
+    /// Log levels changed at runtime (the BROKER_LOGGER resource).
+    pub loggers: crate::broker_logger::BrokerLoggers,
 }
 
 impl BrokerState {
@@ -161,6 +163,7 @@ impl BrokerState {
         }
         Ok(BrokerState {
             dynamic,
+            loggers: crate::broker_logger::BrokerLoggers::new(config.node_id),
             quotas,
             authorizer: crate::authorization::BrokerAuthorizer::new(config.authorizer.clone()),
             local_metadata,

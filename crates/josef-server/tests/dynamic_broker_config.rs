@@ -373,3 +373,71 @@ async fn a_listener_keystore_altered_dynamically_serves_new_handshakes() {
     drop(old);
     broker.shutdown().await;
 }
+
+#[tokio::test]
+async fn log_levels_change_through_the_broker_logger_resource() {
+    const BROKER_LOGGER: i8 = 8;
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start_with(dir.path(), &[]).await;
+    let mut c = Client::connect(&broker).await;
+    let applied = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = applied.clone();
+    broker
+        .state()
+        .loggers
+        .set_filter_reload(Arc::new(move |d: &str| {
+            seen.lock().unwrap().push(d.to_string());
+            Ok(())
+        }));
+    let op = |logger: &'static str, level: &'static str| (logger, 0i8, Some(level));
+    assert_eq!(
+        alter(
+            &mut c,
+            BROKER_LOGGER,
+            "1",
+            &[op("josef_server::topics", "DEBUG")],
+            false
+        )
+        .await,
+        (0, None)
+    );
+    assert_eq!(
+        *applied.lock().unwrap(),
+        ["info,josef_server::topics=debug"]
+    );
+    assert_eq!(
+        alter(&mut c, BROKER_LOGGER, "1", &[op("root", "LOUD")], false)
+            .await
+            .0,
+        ErrorCode::InvalidConfig.code()
+    );
+    let ResponseBody::DescribeConfigs(r) = c
+        .call(
+            4,
+            DescribeConfigsRequest {
+                resources: vec![DescribeConfigsResource {
+                    resource_type: BROKER_LOGGER,
+                    resource_name: "1".into(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+        )
+        .await
+    else {
+        panic!("not a DescribeConfigs response")
+    };
+    let levels: Vec<(String, String)> = r.results[0]
+        .configs
+        .iter()
+        .map(|e| (e.name.to_string(), e.value.as_ref().unwrap().to_string()))
+        .collect();
+    assert_eq!(
+        levels,
+        [
+            ("root".to_string(), "INFO".to_string()),
+            ("josef_server::topics".to_string(), "DEBUG".to_string())
+        ]
+    );
+    broker.shutdown().await;
+}

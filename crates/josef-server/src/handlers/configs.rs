@@ -14,6 +14,7 @@ use josef_protocol::messages::*;
 use josef_protocol::{ErrorCode, StrBytes};
 
 use super::broker_configs;
+use crate::broker_logger::BROKER_LOGGER_RESOURCE;
 use crate::cluster::ClusterNode;
 use crate::dynamic_config;
 use crate::state::BrokerState;
@@ -231,6 +232,34 @@ fn overlay_dynamic_broker_configs(
     }
 }
 
+/// Kafka's DYNAMIC_BROKER_LOGGER_CONFIG.
+const SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG: i8 = 6;
+
+/// The BROKER_LOGGER resource: every logger with a level.
+fn describe_loggers(
+    state: &BrokerState,
+    name: &str,
+) -> Result<Vec<DescribeConfigsResourceResult>, (ErrorCode, String)> {
+    if name != state.config.node_id.to_string() {
+        return Err((
+            ErrorCode::InvalidRequest,
+            format!("Unexpected broker id {name}"),
+        ));
+    }
+    Ok(state
+        .loggers
+        .levels()
+        .into_iter()
+        .map(|(logger, level)| DescribeConfigsResourceResult {
+            name: s(logger),
+            value: Some(s(level)),
+            config_source: SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG,
+            config_type: ConfigType::String as i8,
+            ..Default::default()
+        })
+        .collect())
+}
+
 /// DescribeConfigs.
 pub fn describe(
     state: &BrokerState,
@@ -284,6 +313,7 @@ pub fn describe(
                         ))
                     }
                 }
+                BROKER_LOGGER_RESOURCE => describe_loggers(state, &r.resource_name),
                 _ => Err((
                     ErrorCode::InvalidRequest,
                     format!("Unsupported resource type {}", r.resource_type),
@@ -472,6 +502,8 @@ pub async fn incremental_alter_cluster(
     version: i16,
 ) -> IncrementalAlterConfigsResponse {
     let mut refused = BTreeMap::new();
+    // Log levels are this broker's alone: set here, never forwarded (Kafka's preprocess).
+    let mut loggers = BTreeMap::new();
     for r in &req.resources {
         if r.resource_type == RESOURCE_BROKER {
             if let Err(e) =
@@ -479,11 +511,19 @@ pub async fn incremental_alter_cluster(
             {
                 refused.insert(r.resource_name.to_string(), e);
             }
+        } else if r.resource_type == BROKER_LOGGER_RESOURCE {
+            let outcome =
+                state
+                    .loggers
+                    .alter(&r.resource_name, &incremental_ops(r), req.validate_only);
+            loggers.insert(r.resource_name.to_string(), outcome);
         }
     }
     let mut forwarded = req.clone();
     forwarded.resources.retain(|r| {
-        r.resource_type != RESOURCE_BROKER || !refused.contains_key(r.resource_name.as_str())
+        r.resource_type != BROKER_LOGGER_RESOURCE
+            && (r.resource_type != RESOURCE_BROKER
+                || !refused.contains_key(r.resource_name.as_str()))
     });
     let mut answers = BTreeMap::new();
     if !forwarded.resources.is_empty() {
@@ -501,6 +541,13 @@ pub async fn incremental_alter_cluster(
         .iter()
         .map(|r| {
             let key = (r.resource_type, r.resource_name.to_string());
+            if r.resource_type == BROKER_LOGGER_RESOURCE {
+                let outcome = loggers
+                    .get(r.resource_name.as_str())
+                    .cloned()
+                    .unwrap_or(Ok(()));
+                return result(r.resource_type, r.resource_name.clone(), outcome);
+            }
             match refused.get(r.resource_name.as_str()) {
                 Some(e) if r.resource_type == RESOURCE_BROKER => {
                     result(r.resource_type, r.resource_name.clone(), Err(e.clone()))
@@ -609,6 +656,10 @@ pub fn incremental_alter(
                     false,
                     req.validate_only,
                 )
+            } else if r.resource_type == BROKER_LOGGER_RESOURCE {
+                state
+                    .loggers
+                    .alter(&r.resource_name, &incremental_ops(r), req.validate_only)
             } else {
                 unsupported(r.resource_type)
             };
