@@ -83,3 +83,29 @@ def test_every_broker_applies_its_own_value_from_the_metadata_log(cluster_factor
         return err is not None and err.code() == KafkaError.MSG_SIZE_TOO_LARGE
 
     wait_until(refused, timeout=15, what="the lowered limit on the leader")
+
+
+def test_the_root_log_level_changes_through_the_broker_logger_resource(broker):
+    """KIP-412 with kafka-python (confluent-kafka has no BROKER_LOGGER resource): root at DEBUG makes
+    the broker log a new connection's DEBUG line, without a restart."""
+    import socket
+
+    from kafka.admin import ConfigResource as KpResource, ConfigResourceType, KafkaAdminClient
+    from conftest import wait_until
+
+    a = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        def debug_lines():
+            return sum(1 for line in broker.log().splitlines() if " DEBUG " in line)
+
+        host, port = broker.bootstrap.split(":")
+        socket.create_connection((host, int(port))).close()
+        assert debug_lines() == 0
+        assert a.alter_configs([KpResource(ConfigResourceType.BROKER_LOGGER, "1",
+                                           configs={"root": "DEBUG"})])["broker_logger"]["1"] == "OK"
+        described = a.describe_configs([KpResource(ConfigResourceType.BROKER_LOGGER, "1")])
+        assert described["broker_logger"]["1"]["root"]["value"] == "DEBUG"
+        socket.create_connection((host, int(port))).close()
+        wait_until(lambda: debug_lines() > 0, timeout=10, what="a DEBUG line in the broker log")
+    finally:
+        a.close()
