@@ -69,14 +69,17 @@ async fn wait_for_signal() {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
+    let subscriber = tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+        .with_filter_reloading();
+    // Log levels set through the BROKER_LOGGER resource replace the filter.
+    let filter = subscriber.reload_handle();
+    subscriber.init();
     let config = match build_config(Args::parse()) {
         Ok(c) => c,
         Err(e) => {
@@ -102,6 +105,14 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+        broker
+            .state()
+            .loggers
+            .set_filter_reload(std::sync::Arc::new(move |directives| {
+                let f = tracing_subscriber::EnvFilter::try_new(directives)
+                    .map_err(|e| e.to_string())?;
+                filter.reload(f).map_err(|e| e.to_string())
+            }));
         for l in broker.listeners() {
             println!("listening on {}", l.addr);
         }

@@ -128,12 +128,18 @@ impl Broker {
         let fetch_reaper = josef_timer::tokio_driver::spawn_reaper(state.fetch_purgatory.clone());
         if let Some(node) = &cluster {
             crate::quotas::spawn_image_watch(state.quotas.clone(), node.log.subscribe_image());
+            crate::dynamic_config::spawn_image_watch(state.clone(), node.log.subscribe_image());
         }
         let security = {
             let state = state.clone();
             crate::server::listener_security(&config, Arc::new(move || state.metadata_image()))
                 .map_err(StartError::Security)?
         };
+        state.dynamic.register_tls(
+            security
+                .iter()
+                .filter_map(|(name, s)| Some((name.clone(), s.tls.clone()?))),
+        );
         let connection_quotas = crate::connection_quotas::ConnectionQuotas::new(
             config.connection_quotas.clone(),
             config.quota.client,

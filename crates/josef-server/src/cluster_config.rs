@@ -38,6 +38,7 @@ pub const CLUSTER_SETTINGS: &[&str] = &[
     "replica.fetch.response.max.bytes",
     "replica.fetch.wait.max.ms",
     "replica.lag.time.max.ms",
+    "security.inter.broker.protocol",
     "unclean.leader.election.enable",
 ];
 
@@ -323,10 +324,35 @@ pub(crate) fn parse(
     let controlled_shutdown_retry_backoff_ms =
         p.num("controlled.shutdown.retry.backoff.ms", 5000, 0)?;
     let broker_rack = p.take("broker.rack").filter(|r| !r.is_empty());
-    let inter_broker_listener_name = p
-        .take("inter.broker.listener.name")
-        .map(|s| s.trim().to_ascii_uppercase())
-        .unwrap_or_else(|| "PLAINTEXT".to_string());
+    // Kafka's `interBrokerListenerNameAndSecurityProtocol`: the listener by name, or by protocol
+    // (whose listener has the protocol's name), never both.
+    const BY_PROTOCOL: &str = "security.inter.broker.protocol";
+    let inter_broker_listener_name = match (
+        p.take("inter.broker.listener.name"),
+        p.take(BY_PROTOCOL),
+    ) {
+        (Some(_), Some(protocol)) => {
+            return Err(Props::invalid(
+                BY_PROTOCOL,
+                &protocol,
+                "Only one of inter.broker.listener.name and security.inter.broker.protocol should be set.",
+            ))
+        }
+        (Some(name), None) => name.trim().to_ascii_uppercase(),
+        (None, Some(protocol)) => {
+            crate::security_config::SecurityProtocol::from_name(protocol.trim())
+                .ok_or_else(|| {
+                    Props::invalid(
+                        BY_PROTOCOL,
+                        &protocol,
+                        "not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL",
+                    )
+                })?
+                .name()
+                .to_string()
+        }
+        (None, None) => "PLAINTEXT".to_string(),
+    };
     let controller_listener_names: Vec<String> = p
         .take("controller.listener.names")
         .map(|v| {
@@ -522,6 +548,24 @@ mod tests {
         );
         assert_eq!(cl.broker_session_timeout_ms, 9000);
         assert_eq!(cl.replica_lag_time_max_ms, 30_000);
+    }
+
+    #[test]
+    fn the_inter_broker_listener_is_named_or_given_by_its_protocol_not_both() {
+        let mut m = node(1, "broker,controller");
+        m.remove("inter.broker.listener.name");
+        m.insert("security.inter.broker.protocol".into(), "plaintext".into());
+        let c = BrokerConfig::from_properties(m.clone()).unwrap();
+        assert_eq!(c.cluster.unwrap().inter_broker_listener_name, "PLAINTEXT");
+        m.insert("security.inter.broker.protocol".into(), "SSL".into());
+        let e = BrokerConfig::from_properties(m.clone()).unwrap_err();
+        assert!(e.to_string().contains("not one of the listeners"), "{e}");
+        m.insert("security.inter.broker.protocol".into(), "TLS".into());
+        assert!(BrokerConfig::from_properties(m.clone()).is_err());
+        m.insert("security.inter.broker.protocol".into(), "PLAINTEXT".into());
+        m.insert("inter.broker.listener.name".into(), "PLAINTEXT".into());
+        let e = BrokerConfig::from_properties(m).unwrap_err();
+        assert!(e.to_string().contains("Only one of"), "{e}");
     }
 
     #[test]

@@ -36,6 +36,7 @@
 #![deny(missing_docs)]
 
 pub mod authorization;
+pub mod broker_logger;
 pub mod cluster;
 pub mod cluster_config;
 pub mod config;
@@ -45,6 +46,7 @@ pub mod coordinator_log;
 pub mod delayed_delete_records;
 pub mod delayed_fetch;
 pub mod dispatch;
+pub mod dynamic_config;
 pub mod features;
 pub mod groups;
 pub mod kit;

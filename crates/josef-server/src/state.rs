@@ -129,6 +129,10 @@ pub struct BrokerState {
     pub quotas: Arc<crate::quotas::BrokerQuotas>,
     /// The authorizer (`authorizer.class.name`), following the image's ACLs.
     pub authorizer: crate::authorization::BrokerAuthorizer,
+    /// Broker configs changed without a restart (BROKER resources in the image).
+    pub dynamic: crate::dynamic_config::DynamicBrokerConfig,
+    /// Log levels changed at runtime (the BROKER_LOGGER resource).
+    pub loggers: crate::broker_logger::BrokerLoggers,
 }
 
 impl BrokerState {
@@ -160,10 +164,14 @@ impl BrokerState {
             ),
         };
         let quotas = Arc::new(crate::quotas::BrokerQuotas::new(config.quota));
+        let dynamic = crate::dynamic_config::DynamicBrokerConfig::new(config.clone());
         if let Some(store) = &local_metadata {
             quotas.refresh(&store.image());
+            dynamic.apply(&store.image(), &topics);
         }
         Ok(BrokerState {
+            dynamic,
+            loggers: crate::broker_logger::BrokerLoggers::new(config.node_id),
             quotas,
             authorizer: crate::authorization::BrokerAuthorizer::new(config.authorizer.clone()),
             local_metadata,

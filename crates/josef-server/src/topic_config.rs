@@ -25,7 +25,8 @@ pub enum ConfigType {
     List = 7,
 }
 
-/// One topic config: name, type, broker synonym (if any).
+/// One topic config: name, type, broker synonym (if any: Kafka's `ServerTopicConfigSynonyms`, the
+/// first of each list, which is also the name a dynamic broker default is set under).
 #[derive(Debug, Clone, Copy)]
 pub struct TopicConfigDef {
     /// The topic-level name.
@@ -58,9 +59,17 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
         ConfigType::String,
         Some("compression.type"),
     ),
-    def("compression.gzip.level", Int, None),
-    def("compression.lz4.level", Int, None),
-    def("compression.zstd.level", Int, None),
+    def(
+        "compression.gzip.level",
+        Int,
+        Some("compression.gzip.level"),
+    ),
+    def("compression.lz4.level", Int, Some("compression.lz4.level")),
+    def(
+        "compression.zstd.level",
+        Int,
+        Some("compression.zstd.level"),
+    ),
     def(
         "delete.retention.ms",
         Long,
@@ -80,8 +89,12 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
         Some("log.index.interval.bytes"),
     ),
     def("leader.replication.throttled.replicas", List, None),
-    def("local.retention.bytes", Long, None),
-    def("local.retention.ms", Long, None),
+    def(
+        "local.retention.bytes",
+        Long,
+        Some("log.local.retention.bytes"),
+    ),
+    def("local.retention.ms", Long, Some("log.local.retention.ms")),
     def(
         "max.compaction.lag.ms",
         Long,
@@ -89,9 +102,21 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
     ),
     def("max.message.bytes", Int, Some("message.max.bytes")),
     def("message.downconversion.enable", Boolean, None),
-    def("message.format.version", ConfigType::String, None),
-    def("message.timestamp.after.max.ms", Long, None),
-    def("message.timestamp.before.max.ms", Long, None),
+    def(
+        "message.format.version",
+        ConfigType::String,
+        Some("log.message.format.version"),
+    ),
+    def(
+        "message.timestamp.after.max.ms",
+        Long,
+        Some("log.message.timestamp.after.max.ms"),
+    ),
+    def(
+        "message.timestamp.before.max.ms",
+        Long,
+        Some("log.message.timestamp.before.max.ms"),
+    ),
     def("message.timestamp.difference.max.ms", Long, None),
     def(
         "message.timestamp.type",
@@ -109,7 +134,7 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
         Some("log.cleaner.min.compaction.lag.ms"),
     ),
     def("min.insync.replicas", Int, Some("min.insync.replicas")),
-    def("preallocate", Boolean, None),
+    def("preallocate", Boolean, Some("log.preallocate")),
     def("remote.log.copy.disable", Boolean, None),
     def("remote.log.delete.on.disable", Boolean, None),
     def("remote.storage.enable", Boolean, None),
@@ -117,7 +142,7 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
     def("retention.ms", Long, Some("log.retention.ms")),
     def("segment.bytes", Int, Some("log.segment.bytes")),
     def("segment.index.bytes", Int, Some("log.index.size.max.bytes")),
-    def("segment.jitter.ms", Long, None),
+    def("segment.jitter.ms", Long, Some("log.roll.jitter.ms")),
     def("segment.ms", Long, Some("log.roll.ms")),
     def(
         "unclean.leader.election.enable",
@@ -125,6 +150,13 @@ pub const TOPIC_CONFIGS: &[TopicConfigDef] = &[
         Some("unclean.leader.election.enable"),
     ),
 ];
+
+/// The topic config whose broker default `broker_name` is (`log.retention.ms` → `retention.ms`).
+pub fn by_synonym(broker_name: &str) -> Option<&'static TopicConfigDef> {
+    TOPIC_CONFIGS
+        .iter()
+        .find(|d| d.synonym == Some(broker_name))
+}
 
 /// Looks a topic config up by name.
 pub fn lookup(name: &str) -> Option<&'static TopicConfigDef> {
@@ -199,25 +231,53 @@ pub fn validate(name: &str, value: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn get(overrides: &BTreeMap<String, String>, name: &str, b: &BrokerConfig) -> String {
-    overrides
+/// The default of a topic config on this broker: the dynamic broker default (by topic config
+/// name, see [`crate::dynamic_config`]), else the static one.
+pub fn effective_default(
+    name: &str,
+    dynamic: &BTreeMap<String, String>,
+    b: &BrokerConfig,
+) -> String {
+    dynamic
         .get(name)
         .cloned()
         .unwrap_or_else(|| default_value(name, b))
 }
 
-/// Builds the log config of a topic from its overrides on top of the broker defaults
-/// ([`LogConfig::set_property`] parses each Kafka name). This is the one place topic config
-/// strings are parsed: the partitions keep the result (creation, new partitions, and every
-/// config change through `TopicManager::set_configs`, from AlterConfigs or the metadata image),
-/// and the produce path reads it typed. Overrides were validated on the way in; a value that
-/// still fails (a hand-edited file) keeps the broker's default, with a warning.
+/// [`log_config_with`] without dynamic broker defaults.
 pub fn log_config(overrides: &BTreeMap<String, String>, b: &BrokerConfig) -> LogConfig {
+    log_config_with(overrides, &BTreeMap::new(), b)
+}
+
+/// Builds the log config of a topic from its overrides on top of the dynamic broker defaults on
+/// top of the static ones (Kafka's order: topic override, dynamic per-broker, dynamic cluster
+/// default, static; `dynamic` already merges the two dynamic layers), [`LogConfig::set_property`]
+/// parsing each Kafka name. This is the one place topic config strings are parsed: the
+/// partitions keep the result (creation, new partitions, every config change through
+/// `TopicManager::set_configs`, from AlterConfigs or the metadata image, and every change of the
+/// dynamic defaults), and the produce path reads it typed. Values were validated on the way in;
+/// one that still fails (a hand-edited file) falls back to the next layer, with a warning.
+pub fn log_config_with(
+    overrides: &BTreeMap<String, String>,
+    dynamic: &BTreeMap<String, String>,
+    b: &BrokerConfig,
+) -> LogConfig {
     let mut c = LogConfig::default();
     for name in josef_log::config::LOG_CONFIG_PROPERTY_NAMES {
-        let value = get(overrides, name, b);
-        if let Err(e) = c.set_property(name, &value) {
-            tracing::warn!(config = name, %value, error = %e, "ignoring invalid topic config");
+        let layers = [overrides.get(*name), dynamic.get(*name)];
+        let mut applied = false;
+        for value in layers.into_iter().flatten() {
+            match c.set_property(name, value) {
+                Ok(_) => {
+                    applied = true;
+                    break;
+                }
+                Err(e) => {
+                    tracing::warn!(config = name, %value, error = %e, "ignoring invalid topic config")
+                }
+            }
+        }
+        if !applied {
             let _ = c.set_property(name, &default_value(name, b));
         }
     }
@@ -244,6 +304,27 @@ mod tests {
         assert!(validate("message.timestamp.type", "LogAppendTime").is_ok());
         assert!(validate("compression.type", "brotli").is_err());
         assert!(validate("min.insync.replicas", "2").is_ok());
+    }
+
+    #[test]
+    fn dynamic_defaults_sit_between_overrides_and_static_settings() {
+        let b = BrokerConfig {
+            log_retention_ms: 1000,
+            log_segment_bytes: 1 << 20,
+            ..BrokerConfig::default()
+        };
+        let mut dynamic = BTreeMap::new();
+        dynamic.insert("retention.ms".to_string(), "2000".to_string());
+        let mut o = BTreeMap::new();
+        let c = log_config_with(&o, &dynamic, &b);
+        assert_eq!((c.retention_ms, c.segment_bytes), (2000, 1 << 20));
+        o.insert("retention.ms".to_string(), "3000".to_string());
+        assert_eq!(log_config_with(&o, &dynamic, &b).retention_ms, 3000);
+        // A bad dynamic value falls back to the static setting.
+        dynamic.insert("segment.bytes".to_string(), "many".to_string());
+        assert_eq!(log_config_with(&o, &dynamic, &b).segment_bytes, 1 << 20);
+        assert_eq!(effective_default("retention.ms", &dynamic, &b), "2000");
+        assert_eq!(by_synonym("log.retention.ms").unwrap().name, "retention.ms");
     }
 
     #[test]

@@ -111,6 +111,9 @@ struct Inner {
 /// All topics of the node.
 pub struct TopicManager {
     config: Arc<BrokerConfig>,
+    /// Topic config defaults set dynamically on the broker (by topic config name; see
+    /// [`crate::dynamic_config`]): between a topic's own overrides and the static settings.
+    dynamic_defaults: RwLock<Arc<BTreeMap<String, String>>>,
     /// Where the partition logs and the topics file live (`log.storage`).
     storage: Arc<dyn Storage>,
     /// Given to every partition opened here (wakes delayed fetches on append).
@@ -164,6 +167,7 @@ impl TopicManager {
         }
         let mgr = TopicManager {
             config,
+            dynamic_defaults: RwLock::default(),
             storage,
             append_listener,
             inner: RwLock::new(Inner::default()),
@@ -200,7 +204,7 @@ impl TopicManager {
         }
         let now = now_ms();
         for (name, (id, parts, configs)) in specs {
-            let log_config = topic_config::log_config(&configs, &mgr.config);
+            let log_config = mgr.log_config(&configs);
             let partitions = mgr.open_partitions_at_load(&name, id, parts, &log_config, now)?;
             let topic = Arc::new(Topic {
                 name: name.clone(),
@@ -483,7 +487,7 @@ impl TopicManager {
     ) -> Result<Arc<Topic>, TopicError> {
         let _admin = self.admin.lock();
         self.check_new(name, partitions, &configs)?;
-        let log_config = topic_config::log_config(&configs, &self.config);
+        let log_config = self.log_config(&configs);
         let now = now_ms();
         let mut parts = Vec::new();
         for i in 0..partitions {
@@ -603,7 +607,7 @@ impl TopicManager {
         if validate_only {
             return Ok(());
         }
-        let log_config = topic_config::log_config(&t.configs, &self.config);
+        let log_config = self.log_config(&t.configs);
         let mut parts = t.partitions.clone();
         for i in current..count {
             let dir = self.partition_dir(name, i);
@@ -641,7 +645,7 @@ impl TopicManager {
                 format!("The topic '{name}' does not exist."),
             ));
         };
-        let log_config = topic_config::log_config(&configs, &self.config);
+        let log_config = self.log_config(&configs);
         for p in &t.partitions {
             p.set_log_config(log_config.clone())
                 .map_err(|e| TopicError::new(ErrorCode::InvalidConfig, e.to_string()))?;
@@ -652,6 +656,31 @@ impl TopicManager {
             partitions: t.partitions.clone(),
             configs,
         })
+    }
+
+    /// A topic's log config: its overrides, else the dynamic broker defaults, else the settings.
+    fn log_config(&self, overrides: &BTreeMap<String, String>) -> josef_log::LogConfig {
+        topic_config::log_config_with(overrides, &self.dynamic_defaults(), &self.config)
+    }
+
+    /// The topic config defaults set dynamically on the broker (by topic config name).
+    pub fn dynamic_defaults(&self) -> Arc<BTreeMap<String, String>> {
+        self.dynamic_defaults.read().clone()
+    }
+
+    /// Replaces the dynamic broker defaults and applies them at once to every partition of every
+    /// topic (what a topic overrides stays), as Kafka's `DynamicLogConfig.reconfigure` does.
+    pub fn set_dynamic_defaults(&self, defaults: BTreeMap<String, String>) {
+        let _admin = self.admin.lock();
+        *self.dynamic_defaults.write() = Arc::new(defaults);
+        for t in self.all() {
+            let log_config = self.log_config(&t.configs);
+            for p in &t.partitions {
+                if let Err(e) = p.set_log_config(log_config.clone()) {
+                    tracing::warn!(topic = %t.name, partition = p.index, error = %e, "cannot apply the broker defaults");
+                }
+            }
+        }
     }
 
     fn replace(&self, topic: Topic) -> Result<(), TopicError> {

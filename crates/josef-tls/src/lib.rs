@@ -13,7 +13,9 @@
 //!   uses to reach another broker's SSL listener;
 //! - [`subject_dn`]: a certificate's subject as Java's RFC 2253 text, what the mapping rules match.
 //!
-//! Certificates are read once when the listener is built; changing them needs a new listener.
+//! Certificates are read when the listener is built and again on [`TlsListener::reload`] (Kafka's
+//! dynamic `listener.name.<l>.ssl.keystore.*` update): new handshakes use the new stores, open
+//! connections keep theirs, and stores that do not load leave the old ones in place.
 //!
 //! ```
 //! use std::collections::BTreeMap;

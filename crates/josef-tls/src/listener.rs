@@ -2,7 +2,7 @@
 //! settings, the handshake under a timeout over any stream, and the principal of a client
 //! certificate through `ssl.principal.mapping.rules`.
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use josef_sasl::ssl_principal::{MappingRuleError, NoMatchingRule, SslPrincipalMapper};
@@ -126,10 +126,13 @@ pub(crate) fn protocol_versions(s: &SslSettings) -> Vec<&'static rustls::Support
         .collect()
 }
 
-/// A TLS listener: the acceptor and how client certificates become principals. Cheap to clone.
+/// A TLS listener: the rustls configuration and how client certificates become principals. Cheap
+/// to clone; clones share the configuration, so [`TlsListener::reload`] on one changes what every
+/// clone's next handshake uses (Kafka's dynamic keystore update: connections already
+/// established keep the certificate they were opened with).
 #[derive(Clone)]
 pub struct TlsListener {
-    acceptor: TlsAcceptor,
+    config: Arc<RwLock<Arc<ServerConfig>>>,
     mapper: Arc<SslPrincipalMapper>,
     handshake_timeout: Duration,
 }
@@ -143,47 +146,77 @@ impl std::fmt::Debug for TlsListener {
     }
 }
 
+/// The rustls server configuration of `s`: keystore, truststore, client authentication.
+fn server_config(s: &SslSettings) -> Result<Arc<ServerConfig>, TlsConfigError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let (chain, key) = keystore(s)?;
+    let versions = protocol_versions(s);
+    let builder = ServerConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&versions)
+        .map_err(|source| TlsConfigError::Rustls {
+            what: "ssl.enabled.protocols",
+            source,
+        })?;
+    let builder = match (s.client_auth, truststore(s)?) {
+        (ClientAuth::None, _) | (_, None) => builder.with_no_client_auth(),
+        (auth, Some(roots)) => {
+            let v = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+            let v = if auth == ClientAuth::Requested {
+                v.allow_unauthenticated()
+            } else {
+                v
+            };
+            builder.with_client_cert_verifier(
+                v.build()
+                    .map_err(|e| TlsConfigError::Verifier(e.to_string()))?,
+            )
+        }
+    };
+    let mut config =
+        builder
+            .with_single_cert(chain, key)
+            .map_err(|source| TlsConfigError::Rustls {
+                what: "ssl.keystore",
+                source,
+            })?;
+    // Kafka clients do not negotiate ALPN.
+    config.alpn_protocols.clear();
+    Ok(Arc::new(config))
+}
+
 impl TlsListener {
     /// Reads the keystore and truststore and builds the rustls configuration.
     pub fn new(s: &SslSettings) -> Result<TlsListener, TlsConfigError> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let (chain, key) = keystore(s)?;
-        let versions = protocol_versions(s);
-        let builder = ServerConfig::builder_with_provider(provider.clone())
-            .with_protocol_versions(&versions)
-            .map_err(|source| TlsConfigError::Rustls {
-                what: "ssl.enabled.protocols",
-                source,
-            })?;
-        let builder = match (s.client_auth, truststore(s)?) {
-            (ClientAuth::None, _) | (_, None) => builder.with_no_client_auth(),
-            (auth, Some(roots)) => {
-                let v = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
-                let v = if auth == ClientAuth::Requested {
-                    v.allow_unauthenticated()
-                } else {
-                    v
-                };
-                builder.with_client_cert_verifier(
-                    v.build()
-                        .map_err(|e| TlsConfigError::Verifier(e.to_string()))?,
-                )
-            }
-        };
-        let mut config =
-            builder
-                .with_single_cert(chain, key)
-                .map_err(|source| TlsConfigError::Rustls {
-                    what: "ssl.keystore",
-                    source,
-                })?;
-        // Kafka clients do not negotiate ALPN.
-        config.alpn_protocols.clear();
         Ok(TlsListener {
-            acceptor: TlsAcceptor::from(Arc::new(config)),
+            config: Arc::new(RwLock::new(server_config(s)?)),
             mapper: Arc::new(SslPrincipalMapper::parse(&s.principal_mapping_rules)?),
             handshake_timeout: HANDSHAKE_TIMEOUT,
         })
+    }
+
+    /// Checks that `s` builds a listener (the keystore and truststore read and accepted), without
+    /// building one: what a dynamic update is validated with before it is stored.
+    pub fn check(s: &SslSettings) -> Result<(), TlsConfigError> {
+        server_config(s).map(drop)
+    }
+
+    /// Reads the keystore and truststore of `s` again and makes the next handshakes (of this
+    /// listener and every clone) use them. On an error nothing changes: the listener keeps the
+    /// stores it had. The principal mapping rules are not reloaded (Kafka does not update them
+    /// dynamically either).
+    pub fn reload(&self, s: &SslSettings) -> Result<(), TlsConfigError> {
+        let config = server_config(s)?;
+        *self.config.write().unwrap_or_else(|e| e.into_inner()) = config;
+        Ok(())
+    }
+
+    fn acceptor(&self) -> TlsAcceptor {
+        TlsAcceptor::from(
+            self.config
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+        )
     }
 
     /// The same listener with another handshake timeout (default [`HANDSHAKE_TIMEOUT`]).
@@ -199,7 +232,7 @@ impl TlsListener {
         &self,
         stream: S,
     ) -> Result<(TlsStream<S>, KafkaPrincipal), HandshakeError> {
-        let tls = match tokio::time::timeout(self.handshake_timeout, self.acceptor.accept(stream))
+        let tls = match tokio::time::timeout(self.handshake_timeout, self.acceptor().accept(stream))
             .await
         {
             Ok(Ok(s)) => s,

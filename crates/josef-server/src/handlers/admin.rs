@@ -139,7 +139,11 @@ pub fn create_topics(
                             CreatableTopicConfigs {
                                 name: StrBytes::from(d.name),
                                 value: Some(StrBytes::from(over.cloned().unwrap_or_else(|| {
-                                    topic_config::default_value(d.name, &state.config)
+                                    topic_config::effective_default(
+                                        d.name,
+                                        &state.topics.dynamic_defaults(),
+                                        &state.config,
+                                    )
                                 }))),
                                 read_only: false,
                                 config_source: if over.is_some() {

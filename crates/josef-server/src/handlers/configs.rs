@@ -1,5 +1,8 @@
-//! DescribeConfigs (32), IncrementalAlterConfigs (44) and AlterConfigs (33) for topics; broker
-//! resources are described (read-only) from the static configuration.
+//! DescribeConfigs (32), IncrementalAlterConfigs (44) and AlterConfigs (33). Topics on a single
+//! node are altered here; BROKER resources go through [`super::broker_configs`] (checked here,
+//! then stored locally or forwarded); a cluster node forwards topic changes to the controller.
+//! Described values carry Kafka's source: topic override, dynamic per-broker, dynamic cluster
+//! default, static.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -10,6 +13,10 @@ use josef_protocol::messages::incremental_alter_configs_response::AlterConfigsRe
 use josef_protocol::messages::*;
 use josef_protocol::{ErrorCode, StrBytes};
 
+use super::broker_configs;
+use crate::broker_logger::BROKER_LOGGER_RESOURCE;
+use crate::cluster::ClusterNode;
+use crate::dynamic_config;
 use crate::state::BrokerState;
 use crate::topic_config::{self, ConfigType};
 use crate::topics::validate_topic_name;
@@ -40,6 +47,7 @@ fn describe_topic(
         ErrorCode::UnknownTopicOrPartition,
         format!("Topic {name} does not exist"),
     ))?;
+    let layers = dynamic_config::Layers::of(&state.metadata_image(), state.config.node_id);
     let mut out = Vec::new();
     for d in topic_config::TOPIC_CONFIGS {
         if let Some(keys) = keys {
@@ -49,9 +57,26 @@ fn describe_topic(
         }
         let over = topic.configs.get(d.name);
         let default = topic_config::default_value(d.name, &state.config);
-        let (value, source) = match over {
-            Some(v) => (v.clone(), SOURCE_TOPIC_CONFIG),
-            None => (default.clone(), SOURCE_DEFAULT_CONFIG),
+        // The broker synonym's dynamic values, this broker's own first (Kafka's order).
+        let dynamic: Vec<(&str, &str, i8)> = d
+            .synonym
+            .map(|syn| {
+                [
+                    (layers.per_broker.get(syn), SOURCE_DYNAMIC_BROKER_CONFIG),
+                    (
+                        layers.cluster_default.get(syn),
+                        SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG,
+                    ),
+                ]
+                .into_iter()
+                .filter_map(|(v, src)| Some((syn, v?.as_str(), src)))
+                .collect()
+            })
+            .unwrap_or_default();
+        let (value, source) = match (over, dynamic.first()) {
+            (Some(v), _) => (v.clone(), SOURCE_TOPIC_CONFIG),
+            (None, Some((_, v, src))) => (v.to_string(), *src),
+            (None, None) => (default.clone(), SOURCE_DEFAULT_CONFIG),
         };
         let mut synonyms = Vec::new();
         if include_synonyms {
@@ -60,6 +85,14 @@ fn describe_topic(
                     name: s(d.name),
                     value: Some(s(v.clone())),
                     source: SOURCE_TOPIC_CONFIG,
+                    ..Default::default()
+                });
+            }
+            for (syn, v, src) in &dynamic {
+                synonyms.push(DescribeConfigsSynonym {
+                    name: s(*syn),
+                    value: Some(s(*v)),
+                    source: *src,
                     ..Default::default()
                 });
             }
@@ -76,7 +109,7 @@ fn describe_topic(
             name: s(d.name),
             value: Some(s(value)),
             read_only: false,
-            is_default: version == 0 && over.is_none(),
+            is_default: version == 0 && source == SOURCE_DEFAULT_CONFIG,
             config_source: source,
             is_sensitive: false,
             synonyms,
@@ -157,18 +190,15 @@ fn broker_configs(state: &BrokerState) -> Vec<(&'static str, String, ConfigType)
     v
 }
 
-/// On a cluster node, broker configs set through the controller (IncrementalAlterConfigs /
-/// AlterConfigs on a BROKER resource, kept in the metadata log) replace the static values: the
-/// ones for this broker id first, then the cluster-wide defaults (empty resource name).
+/// Broker configs set dynamically (IncrementalAlterConfigs / AlterConfigs on a BROKER resource,
+/// kept in the metadata log or a single node's metadata store) replace the static values: this
+/// broker's own over the cluster-wide defaults (empty resource name).
 fn overlay_dynamic_broker_configs(
     state: &BrokerState,
     out: &mut Vec<DescribeConfigsResourceResult>,
     wanted: &dyn Fn(&str) -> bool,
 ) {
-    let Some(node) = &state.cluster else {
-        return;
-    };
-    let image = node.log.image();
+    let image = state.metadata_image();
     let id = state.config.node_id.to_string();
     let layers = [
         (
@@ -200,6 +230,34 @@ fn overlay_dynamic_broker_configs(
             }
         }
     }
+}
+
+/// Kafka's DYNAMIC_BROKER_LOGGER_CONFIG.
+const SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG: i8 = 6;
+
+/// The BROKER_LOGGER resource: every logger with a level.
+fn describe_loggers(
+    state: &BrokerState,
+    name: &str,
+) -> Result<Vec<DescribeConfigsResourceResult>, (ErrorCode, String)> {
+    if name != state.config.node_id.to_string() {
+        return Err((
+            ErrorCode::InvalidRequest,
+            format!("Unexpected broker id {name}"),
+        ));
+    }
+    Ok(state
+        .loggers
+        .levels()
+        .into_iter()
+        .map(|(logger, level)| DescribeConfigsResourceResult {
+            name: s(logger),
+            value: Some(s(level)),
+            config_source: SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG,
+            config_type: ConfigType::String as i8,
+            ..Default::default()
+        })
+        .collect())
 }
 
 /// DescribeConfigs.
@@ -240,7 +298,7 @@ pub fn describe(
                             .map(|(n, v, kind)| DescribeConfigsResourceResult {
                                 name: s(n),
                                 value: Some(s(v)),
-                                read_only: true,
+                                read_only: !dynamic_config::is_dynamic(n),
                                 config_source: SOURCE_STATIC_BROKER_CONFIG,
                                 config_type: kind as i8,
                                 ..Default::default()
@@ -255,6 +313,7 @@ pub fn describe(
                         ))
                     }
                 }
+                BROKER_LOGGER_RESOURCE => describe_loggers(state, &r.resource_name),
                 _ => Err((
                     ErrorCode::InvalidRequest,
                     format!("Unsupported resource type {}", r.resource_type),
@@ -382,17 +441,195 @@ fn result(
     }
 }
 
-fn not_topic(t: i8) -> Result<(), (ErrorCode, String)> {
-    if t == RESOURCE_BROKER {
-        Err((
-            ErrorCode::InvalidRequest,
-            "broker configs are static on this broker".into(),
-        ))
-    } else {
-        Err((
-            ErrorCode::InvalidRequest,
-            format!("Unsupported resource type {t}"),
-        ))
+fn unsupported(t: i8) -> Result<(), (ErrorCode, String)> {
+    Err((
+        ErrorCode::InvalidRequest,
+        format!("Unknown resource type {t}"),
+    ))
+}
+
+/// One resource's changes as (name, op, value); AlterConfigs' are all SET.
+fn incremental_ops(r: &IncrementalAlterConfigsResource) -> Vec<broker_configs::Op> {
+    r.configs
+        .iter()
+        .map(|c| {
+            (
+                c.name.to_string(),
+                c.config_operation,
+                c.value.as_ref().map(|v| v.to_string()),
+            )
+        })
+        .collect()
+}
+
+fn legacy_ops(r: &LegacyAlterConfigsResource) -> Vec<broker_configs::Op> {
+    r.configs
+        .iter()
+        .map(|c| {
+            (
+                c.name.to_string(),
+                0i8,
+                c.value.as_ref().map(|v| v.to_string()),
+            )
+        })
+        .collect()
+}
+
+type IncrementalAlterConfigsResource =
+    josef_protocol::messages::incremental_alter_configs_request::AlterConfigsResource;
+type LegacyAlterConfigsResource =
+    josef_protocol::messages::alter_configs_request::AlterConfigsResource;
+type LegacyResourceResponse =
+    josef_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
+
+fn legacy_result(x: AlterConfigsResourceResponse) -> LegacyResourceResponse {
+    LegacyResourceResponse {
+        error_code: x.error_code,
+        error_message: x.error_message,
+        resource_type: x.resource_type,
+        resource_name: x.resource_name,
+        ..Default::default()
+    }
+}
+
+/// Cluster node: BROKER resources are checked here (Kafka's `ConfigAdminManager.preprocess`),
+/// the rest, and the BROKER resources that passed, go to the controller; the answers come back
+/// in the request's order.
+pub async fn incremental_alter_cluster(
+    state: &BrokerState,
+    node: &ClusterNode,
+    req: IncrementalAlterConfigsRequest,
+    version: i16,
+) -> IncrementalAlterConfigsResponse {
+    let mut refused = BTreeMap::new();
+    // Log levels are this broker's alone: set here, never forwarded (Kafka's preprocess).
+    let mut loggers = BTreeMap::new();
+    for r in &req.resources {
+        if r.resource_type == RESOURCE_BROKER {
+            if let Err(e) =
+                broker_configs::preprocess(state, &r.resource_name, &incremental_ops(r), false)
+            {
+                refused.insert(r.resource_name.to_string(), e);
+            }
+        } else if r.resource_type == BROKER_LOGGER_RESOURCE {
+            let outcome =
+                state
+                    .loggers
+                    .alter(&r.resource_name, &incremental_ops(r), req.validate_only);
+            loggers.insert(r.resource_name.to_string(), outcome);
+        }
+    }
+    let mut forwarded = req.clone();
+    forwarded.resources.retain(|r| {
+        r.resource_type != BROKER_LOGGER_RESOURCE
+            && (r.resource_type != RESOURCE_BROKER
+                || !refused.contains_key(r.resource_name.as_str()))
+    });
+    let mut answers = BTreeMap::new();
+    if !forwarded.resources.is_empty() {
+        let body = josef_protocol::RequestBody::IncrementalAlterConfigs(forwarded);
+        if let josef_protocol::ResponseBody::IncrementalAlterConfigs(r) =
+            super::cluster::forward(node, body, version).await
+        {
+            for x in r.responses {
+                answers.insert((x.resource_type, x.resource_name.to_string()), x);
+            }
+        }
+    }
+    let responses = req
+        .resources
+        .iter()
+        .map(|r| {
+            let key = (r.resource_type, r.resource_name.to_string());
+            if r.resource_type == BROKER_LOGGER_RESOURCE {
+                let outcome = loggers
+                    .get(r.resource_name.as_str())
+                    .cloned()
+                    .unwrap_or(Ok(()));
+                return result(r.resource_type, r.resource_name.clone(), outcome);
+            }
+            match refused.get(r.resource_name.as_str()) {
+                Some(e) if r.resource_type == RESOURCE_BROKER => {
+                    result(r.resource_type, r.resource_name.clone(), Err(e.clone()))
+                }
+                _ => answers.remove(&key).unwrap_or_else(|| {
+                    result(
+                        r.resource_type,
+                        r.resource_name.clone(),
+                        Err((
+                            ErrorCode::UnknownServerError,
+                            "no answer from the controller".into(),
+                        )),
+                    )
+                }),
+            }
+        })
+        .collect();
+    IncrementalAlterConfigsResponse {
+        responses,
+        ..Default::default()
+    }
+}
+
+/// [`incremental_alter_cluster`] for the legacy AlterConfigs.
+pub async fn alter_cluster(
+    state: &BrokerState,
+    node: &ClusterNode,
+    req: AlterConfigsRequest,
+    version: i16,
+) -> AlterConfigsResponse {
+    let mut refused = BTreeMap::new();
+    for r in &req.resources {
+        if r.resource_type == RESOURCE_BROKER {
+            if let Err(e) =
+                broker_configs::preprocess(state, &r.resource_name, &legacy_ops(r), true)
+            {
+                refused.insert(r.resource_name.to_string(), e);
+            }
+        }
+    }
+    let mut forwarded = req.clone();
+    forwarded.resources.retain(|r| {
+        r.resource_type != RESOURCE_BROKER || !refused.contains_key(r.resource_name.as_str())
+    });
+    let mut answers = BTreeMap::new();
+    if !forwarded.resources.is_empty() {
+        let body = josef_protocol::RequestBody::AlterConfigs(forwarded);
+        if let josef_protocol::ResponseBody::AlterConfigs(r) =
+            super::cluster::forward(node, body, version).await
+        {
+            for x in r.responses {
+                answers.insert((x.resource_type, x.resource_name.to_string()), x);
+            }
+        }
+    }
+    let responses = req
+        .resources
+        .iter()
+        .map(|r| {
+            let key = (r.resource_type, r.resource_name.to_string());
+            match refused.get(r.resource_name.as_str()) {
+                Some(e) if r.resource_type == RESOURCE_BROKER => legacy_result(result(
+                    r.resource_type,
+                    r.resource_name.clone(),
+                    Err(e.clone()),
+                )),
+                _ => answers.remove(&key).unwrap_or_else(|| {
+                    legacy_result(result(
+                        r.resource_type,
+                        r.resource_name.clone(),
+                        Err((
+                            ErrorCode::UnknownServerError,
+                            "no answer from the controller".into(),
+                        )),
+                    ))
+                }),
+            }
+        })
+        .collect();
+    AlterConfigsResponse {
+        responses,
+        ..Default::default()
     }
 }
 
@@ -409,20 +646,22 @@ pub fn incremental_alter(
             let outcome = if !seen.insert((r.resource_type, r.resource_name.to_string())) {
                 Err((ErrorCode::InvalidRequest, "Duplicate resource".into()))
             } else if r.resource_type == RESOURCE_TOPIC {
-                let ops: Vec<_> = r
-                    .configs
-                    .iter()
-                    .map(|c| {
-                        (
-                            c.name.to_string(),
-                            c.config_operation,
-                            c.value.as_ref().map(|v| v.to_string()),
-                        )
-                    })
-                    .collect();
+                let ops = incremental_ops(r);
                 apply_topic_ops(state, &r.resource_name, &ops, false, req.validate_only)
+            } else if r.resource_type == RESOURCE_BROKER {
+                broker_configs::alter_single_node(
+                    state,
+                    &r.resource_name,
+                    &incremental_ops(r),
+                    false,
+                    req.validate_only,
+                )
+            } else if r.resource_type == BROKER_LOGGER_RESOURCE {
+                state
+                    .loggers
+                    .alter(&r.resource_name, &incremental_ops(r), req.validate_only)
             } else {
-                not_topic(r.resource_type)
+                unsupported(r.resource_type)
             };
             result(r.resource_type, r.resource_name.clone(), outcome)
         })
@@ -440,29 +679,25 @@ pub fn alter(state: &BrokerState, req: AlterConfigsRequest) -> AlterConfigsRespo
         .iter()
         .map(|r| {
             let outcome = if r.resource_type == RESOURCE_TOPIC {
-                let ops: Vec<_> = r
-                    .configs
-                    .iter()
-                    .map(|c| {
-                        (
-                            c.name.to_string(),
-                            0i8,
-                            c.value.as_ref().map(|v| v.to_string()),
-                        )
-                    })
-                    .collect();
-                apply_topic_ops(state, &r.resource_name, &ops, true, req.validate_only)
+                apply_topic_ops(
+                    state,
+                    &r.resource_name,
+                    &legacy_ops(r),
+                    true,
+                    req.validate_only,
+                )
+            } else if r.resource_type == RESOURCE_BROKER {
+                broker_configs::alter_single_node(
+                    state,
+                    &r.resource_name,
+                    &legacy_ops(r),
+                    true,
+                    req.validate_only,
+                )
             } else {
-                not_topic(r.resource_type)
+                unsupported(r.resource_type)
             };
-            let x = result(r.resource_type, r.resource_name.clone(), outcome);
-            josef_protocol::messages::alter_configs_response::AlterConfigsResourceResponse {
-                error_code: x.error_code,
-                error_message: x.error_message,
-                resource_type: x.resource_type,
-                resource_name: x.resource_name,
-                ..Default::default()
-            }
+            legacy_result(result(r.resource_type, r.resource_name.clone(), outcome))
         })
         .collect();
     AlterConfigsResponse {

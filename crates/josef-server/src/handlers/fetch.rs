@@ -40,7 +40,6 @@ use josef_protocol::{ErrorCode, StrBytes};
 use bytes::Bytes;
 use josef_records::{down_convert, AnyBatches, DecompressLimits, RecordsError};
 
-use crate::config::BrokerConfig;
 use crate::delayed_fetch::{DelayedFetch, DelayedOp, WaitingPartition};
 use crate::kit::partition_store::{PartitionStore, TopicPartition};
 use crate::partition::{FetchIsolation, FollowerFetch, Partition, ReadParams, ReadResult};
@@ -372,7 +371,7 @@ fn outcome(d: &PartitionData) -> PartitionOutcome {
 /// refusals for old fetchers.
 fn resolve(
     store: &dyn PartitionStore,
-    broker: &BrokerConfig,
+    broker_default: &dyn Fn(&str) -> String,
     key: &TopicIdPartition,
     by_id: bool,
     version: i16,
@@ -392,7 +391,7 @@ fn resolve(
             partition: key.partition,
         };
         store.check_leader_epoch(tp, NO_PARTITION_LEADER_EPOCH, false)?;
-        old_client_check(store, broker, &topic, version)?;
+        old_client_check(store, broker_default, &topic, version)?;
     }
     Ok(topic)
 }
@@ -402,14 +401,14 @@ fn resolve(
 /// `message.downconversion.enable=false` v0–3 get UNSUPPORTED_VERSION.
 fn old_client_check(
     store: &dyn PartitionStore,
-    broker: &BrokerConfig,
+    broker_default: &dyn Fn(&str) -> String,
     topic: &str,
     version: i16,
 ) -> Result<(), ErrorCode> {
     let config = |name: &str| {
         store
             .topic_config(topic, name)
-            .unwrap_or_else(|| topic_config::default_value(name, broker))
+            .unwrap_or_else(|| broker_default(name))
     };
     if version < 10 && config("compression.type").eq_ignore_ascii_case("zstd") {
         return Err(ErrorCode::UnsupportedCompressionType);
@@ -500,11 +499,15 @@ pub async fn handle(state: &BrokerState, req: FetchRequest, version: i16) -> Fet
     };
     let min_bytes = i64::from(req.min_bytes).min(max_bytes);
     let store = state.partition_store.as_ref();
+    // A topic without its own setting follows the broker's dynamic default, then its static one.
+    let dynamic = state.topics.dynamic_defaults();
+    let broker_default =
+        |name: &str| topic_config::effective_default(name, &dynamic, &state.config);
     let wanted: Vec<Wanted> = context
         .partitions()
         .iter()
         .map(|(key, fetch)| Wanted {
-            topic: resolve(store, &state.config, key, by_id, version),
+            topic: resolve(store, &broker_default, key, by_id, version),
             key: key.clone(),
             fetch: *fetch,
         })

@@ -8,6 +8,7 @@ use crate::dispatch::{reply, Reply};
 use crate::state::BrokerState;
 
 mod admin;
+mod broker_configs;
 mod client_quotas;
 pub mod cluster;
 mod cluster_coordinator;
@@ -129,8 +130,6 @@ async fn route(
             b @ (RequestBody::CreateTopics(_)
             | RequestBody::DeleteTopics(_)
             | RequestBody::CreatePartitions(_)
-            | RequestBody::IncrementalAlterConfigs(_)
-            | RequestBody::AlterConfigs(_)
             | RequestBody::ElectLeaders(_)
             | RequestBody::AlterPartitionReassignments(_)
             | RequestBody::ListPartitionReassignments(_)
@@ -143,6 +142,12 @@ async fn route(
             }
             RequestBody::FindCoordinator(r) => {
                 return reply(cluster_coordinator::find_coordinator(state, &node, conn, r, v).await)
+            }
+            RequestBody::IncrementalAlterConfigs(r) => {
+                return reply(configs::incremental_alter_cluster(state, &node, r, v).await)
+            }
+            RequestBody::AlterConfigs(r) => {
+                return reply(configs::alter_cluster(state, &node, r, v).await)
             }
             other => return handle_local(state, conn, header, other).await,
         }
