@@ -37,6 +37,7 @@ pub mod index;
 pub mod leader_epoch;
 pub mod legacy_offsets;
 mod loader;
+pub mod log_dir;
 mod log;
 pub mod naming;
 pub mod producer_state;
