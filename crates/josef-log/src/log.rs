@@ -1308,9 +1308,10 @@ impl Log {
         if standalone {
             self.write_standalone_checkpoints()?;
         }
+        // `flush` above made every segment's data durable (the recovery point is at the LEO).
         let segments = std::mem::take(&mut self.segments);
         for (_, seg) in segments {
-            seg.close()?;
+            seg.close_flushed()?;
         }
         // Nothing reads the log any more: scheduled deletions need not wait.
         for (_, seg) in std::mem::take(&mut self.pending_deletes) {

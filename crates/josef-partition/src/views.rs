@@ -71,6 +71,11 @@ impl Partition {
         (d.log.recovery_point(), d.log.log_start_offset())
     }
 
+    /// What the log's open found (clean shutdown or not, segments recovered).
+    pub fn log_load_report(&self) -> josef_log::LoadReport {
+        self.data.lock().log.load_report().clone()
+    }
+
     /// The LSO: the first offset of the oldest open transaction, else the HW.
     pub fn last_stable_offset(&self) -> i64 {
         self.data.lock().last_stable_offset()

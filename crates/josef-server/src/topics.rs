@@ -860,4 +860,177 @@ mod tests {
             "no log or index file opened after the shutdown"
         );
     }
+
+    fn two_dirs(storage: Arc<dyn Storage>, threads: usize) -> Arc<BrokerConfig> {
+        Arc::new(BrokerConfig {
+            log_dirs: vec!["/josef/a".into(), "/josef/b".into()],
+            log_storage: LogStorage::Custom(storage),
+            num_recovery_threads_per_data_dir: threads,
+            ..BrokerConfig::default()
+        })
+    }
+
+    fn text(storage: &dyn Storage, path: &str) -> String {
+        String::from_utf8(storage.read(Path::new(path)).unwrap()).unwrap()
+    }
+
+    fn all_clean(topics: &TopicManager) -> Vec<bool> {
+        topics
+            .all()
+            .iter()
+            .flat_map(|t| t.partitions.iter().map(|p| p.log_load_report().clean_shutdown))
+            .collect()
+    }
+
+    /// Kafka's layout: one recovery-point checkpoint, one log-start checkpoint and one marker
+    /// per log dir, written once at shutdown; nothing per partition, and no fsync per idle
+    /// partition (issue #22: a SIGTERM with 100,000 partitions took 61-88 s).
+    #[test]
+    fn a_shutdown_writes_each_log_dirs_checkpoints_and_marker_once() {
+        let counting = Arc::new(CountingStorage::new(Arc::new(MemoryStorage::new())));
+        let config = two_dirs(counting.clone(), 3);
+        let topics = TopicManager::load(config.clone(), None).unwrap();
+        topics.create("t", 40, BTreeMap::new()).unwrap();
+        let before = counting.calls();
+        topics.shutdown();
+        let after = counting.calls();
+        // The recovery-point file of each dir (the log-start one, all zeros, was written at the
+        // start and has not changed); no producer snapshot for empty partitions, no sync of
+        // segments the recovery point already covers.
+        assert_eq!(after.atomic_writes - before.atomic_writes, 2, "{after:?}");
+        assert_eq!(after.syncs - before.syncs, 0, "{after:?}");
+        for d in ["/josef/a", "/josef/b"] {
+            let rp = text(&*counting, &format!("{d}/recovery-point-offset-checkpoint"));
+            let lines: Vec<&str> = rp.lines().collect();
+            assert_eq!(lines[0], "0");
+            let n: usize = lines[1].parse().unwrap();
+            assert_eq!(n, lines.len() - 2);
+            assert!((15..=25).contains(&n), "{n} partitions in {d}: {rp}");
+            assert!(lines[2..].iter().all(|l| l.starts_with("t ") && l.ends_with(" 0")));
+            assert!(counting.exists(&Path::new(d).join(".kafka_cleanshutdown")));
+        }
+        for i in 0..40 {
+            let dir = ["/josef/a", "/josef/b"]
+                .iter()
+                .map(|d| Path::new(d).join(format!("t-{i}")))
+                .find(|p| counting.is_dir(p))
+                .unwrap();
+            for f in [
+                ".kafka_cleanshutdown",
+                "recovery-point-offset-checkpoint",
+                "log-start-offset-checkpoint",
+            ] {
+                assert!(!counting.exists(&dir.join(f)), "{}/{f}", dir.display());
+            }
+        }
+        drop(topics);
+        // The restart opens every log as cleanly shut down and consumes the markers.
+        let topics = TopicManager::load(config.clone(), None).unwrap();
+        assert_eq!(all_clean(&topics), vec![true; 40]);
+        for d in ["/josef/a", "/josef/b"] {
+            assert!(!counting.exists(&Path::new(d).join(".kafka_cleanshutdown")));
+        }
+        // Stopped without a shutdown (kill -9): recovered, from the checkpoints.
+        drop(topics);
+        let topics = TopicManager::load(config, None).unwrap();
+        assert_eq!(all_clean(&topics), vec![false; 40]);
+    }
+
+    /// The marker vouches for every log of its dir: a partition that could not be closed (still
+    /// in use) leaves its dir unmarked, so the next start recovers it.
+    #[test]
+    fn a_log_dir_with_a_partition_left_open_is_not_marked_clean() {
+        let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+        let config = Arc::new(BrokerConfig {
+            log_dirs: vec!["/josef/a".into()],
+            log_storage: LogStorage::Custom(storage.clone()),
+            ..BrokerConfig::default()
+        });
+        let topics = TopicManager::load(config.clone(), None).unwrap();
+        topics.create("t", 4, BTreeMap::new()).unwrap();
+        let held = topics.partition("t", 2).unwrap();
+        topics.shutdown();
+        assert!(!storage.exists(Path::new("/josef/a/.kafka_cleanshutdown")));
+        // Its offsets are checkpointed all the same.
+        assert!(text(&*storage, "/josef/a/recovery-point-offset-checkpoint").contains("t 2 0"));
+        drop(held);
+        drop(topics);
+        let topics = TopicManager::load(config, None).unwrap();
+        assert_eq!(all_clean(&topics), vec![false; 4]);
+    }
+
+    /// A data dir written when each partition kept its own checkpoints and marker still opens
+    /// (clean where the partition was closed cleanly), and the first start moves them to the
+    /// log dir.
+    #[test]
+    fn a_data_dir_of_the_per_partition_layout_opens_and_is_migrated() {
+        let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+        let config = Arc::new(BrokerConfig {
+            log_dirs: vec!["/josef/a".into()],
+            log_storage: LogStorage::Custom(storage.clone()),
+            ..BrokerConfig::default()
+        });
+        let topics = TopicManager::load(config.clone(), None).unwrap();
+        topics.create("t", 3, BTreeMap::new()).unwrap();
+        topics.shutdown();
+        drop(topics);
+        // Back to the previous layout: standalone logs closed in each partition directory.
+        for f in [
+            ".kafka_cleanshutdown",
+            "recovery-point-offset-checkpoint",
+            "log-start-offset-checkpoint",
+        ] {
+            storage.remove_file(&Path::new("/josef/a").join(f)).unwrap();
+        }
+        for i in 0..3 {
+            let dir = PathBuf::from(format!("/josef/a/t-{i}"));
+            let log = josef_log::Log::open_in(
+                storage.clone(),
+                &dir,
+                josef_log::LogConfig::default(),
+                0,
+                josef_log::PartitionState::Standalone,
+            )
+            .unwrap();
+            log.close().unwrap();
+        }
+        // Partition 1 crashed in the old layout: no marker of its own.
+        storage
+            .remove_file(Path::new("/josef/a/t-1/.kafka_cleanshutdown"))
+            .unwrap();
+        let topics = TopicManager::load(config.clone(), None).unwrap();
+        assert_eq!(all_clean(&topics), vec![true, false, true]);
+        assert!(text(&*storage, "/josef/a/recovery-point-offset-checkpoint").starts_with("0\n3\n"));
+        for i in 0..3 {
+            let dir = PathBuf::from(format!("/josef/a/t-{i}"));
+            assert!(!storage.exists(&dir.join(".kafka_cleanshutdown")));
+            assert!(!storage.exists(&dir.join("recovery-point-offset-checkpoint")));
+        }
+        topics.shutdown();
+        drop(topics);
+        let topics = TopicManager::load(config, None).unwrap();
+        assert_eq!(all_clean(&topics), vec![true; 3]);
+    }
+
+    /// A deleted topic leaves the log dir's checkpoints at once (Kafka's `asyncDelete`): a topic
+    /// created again under its name must not start at the old log start offset after a crash.
+    #[test]
+    fn a_deleted_topic_leaves_the_checkpoints_at_once() {
+        let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+        let config = Arc::new(BrokerConfig {
+            log_dirs: vec!["/josef/a".into()],
+            log_storage: LogStorage::Custom(storage.clone()),
+            ..BrokerConfig::default()
+        });
+        let topics = TopicManager::load(config, None).unwrap();
+        topics.create("gone", 2, BTreeMap::new()).unwrap();
+        topics.create("kept", 1, BTreeMap::new()).unwrap();
+        topics.checkpoint();
+        assert!(text(&*storage, "/josef/a/recovery-point-offset-checkpoint").contains("gone 1 0"));
+        topics.delete("gone").unwrap();
+        assert_eq!(
+            text(&*storage, "/josef/a/recovery-point-offset-checkpoint"),
+            "0\n1\nkept 0 0\n"
+        );
+    }
 }
