@@ -371,8 +371,11 @@ mod tests {
         let written = [entry("a", 0, 10, 0), entry("b.c", 3, 42, 40)];
         write_log_dir_checkpoints(&s, &dir, &written).unwrap();
         assert_eq!(
-            String::from_utf8(s.read(&dir.join("recovery-point-offset-checkpoint")).unwrap())
-                .unwrap(),
+            String::from_utf8(
+                s.read(&dir.join("recovery-point-offset-checkpoint"))
+                    .unwrap()
+            )
+            .unwrap(),
             "0\n2\na 0 10\nb.c 3 42\n"
         );
         // Only log starts past 0 are listed: a missing line reads as 0.
@@ -434,8 +437,11 @@ mod tests {
             let (s, dir) = setup();
             write_log_dir_checkpoints(&s, &dir, &[entry("a", 0, 10, 5)]).unwrap();
             mark_clean_shutdown(&s, &dir).unwrap();
-            s.write_atomically(&dir.join("recovery-point-offset-checkpoint"), text.as_bytes())
-                .unwrap();
+            s.write_atomically(
+                &dir.join("recovery-point-offset-checkpoint"),
+                text.as_bytes(),
+            )
+            .unwrap();
             let (read, warnings) = LogDirCheckpoints::read(&s, &dir);
             assert_eq!(warnings.len(), 1, "{text:?}: {warnings:?}");
             assert!(warnings[0]

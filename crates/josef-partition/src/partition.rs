@@ -1530,9 +1530,8 @@ impl Partition {
         // producers needs none either. An atomic write (two fsyncs) per idle partition was most
         // of a shutdown with 100,000 partitions (issue #22).
         let snapshotted = d.log.producer_snapshot_offsets();
-        let nothing_to_keep = leo == d.log.log_start_offset()
-            && d.producers.is_empty()
-            && snapshotted.is_empty();
+        let nothing_to_keep =
+            leo == d.log.log_start_offset() && d.producers.is_empty() && snapshotted.is_empty();
         if !snapshotted.contains(&leo) && !nothing_to_keep {
             let snapshot = d.producers.encode_snapshot();
             d.log.write_producer_snapshot(leo, &snapshot)?;

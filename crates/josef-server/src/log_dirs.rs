@@ -121,7 +121,9 @@ impl LogDirs {
         index: i32,
     ) -> PartitionState {
         match self.index_of(partition_dir) {
-            Some(i) => self.at_start[i].partition_state(&*self.storage, partition_dir, topic, index),
+            Some(i) => {
+                self.at_start[i].partition_state(&*self.storage, partition_dir, topic, index)
+            }
             None => new_partition_state(),
         }
     }
@@ -137,7 +139,8 @@ impl LogDirs {
         };
         for (i, dir) in self.dirs.iter().enumerate() {
             if self.at_start[i].is_per_partition() {
-                let entries: Vec<PartitionCheckpoint> = by_dir[i].iter().map(|p| entry(p)).collect();
+                let entries: Vec<PartitionCheckpoint> =
+                    by_dir[i].iter().map(|p| entry(p)).collect();
                 writers[i]
                     .write(&*self.storage, dir, &entries)
                     .map_err(|e| e.to_string())?;
@@ -185,7 +188,11 @@ impl LogDirs {
     /// marker (Kafka's `LogManager.shutdown`): the marker only ever follows the flush of every
     /// log it vouches for. A partition still shared elsewhere is only flushed: its indexes are
     /// not closed, so its dir is not marked clean and recovers from the recovery points.
-    pub(crate) fn close(&self, partitions: Vec<Arc<Partition>>, mut writers: Vec<CheckpointWriter>) {
+    pub(crate) fn close(
+        &self,
+        partitions: Vec<Arc<Partition>>,
+        mut writers: Vec<CheckpointWriter>,
+    ) {
         let mut groups: Vec<Vec<Mutex<Option<Arc<Partition>>>>> =
             self.dirs.iter().map(|_| Vec::new()).collect();
         let mut elsewhere = Vec::new();
@@ -200,8 +207,8 @@ impl LogDirs {
         });
         for (i, dir) in self.dirs.iter().enumerate() {
             let closed = &results[i];
-            let all_closed = closed.len() == groups[i].len()
-                && closed.iter().all(|r| matches!(r, Some(Ok(_))));
+            let all_closed =
+                closed.len() == groups[i].len() && closed.iter().all(|r| matches!(r, Some(Ok(_))));
             let entries: Vec<PartitionCheckpoint> = closed
                 .iter()
                 .filter_map(|r| match r {
@@ -287,5 +294,38 @@ fn close_one(p: Arc<Partition>) -> Result<PartitionCheckpoint, PartitionCheckpoi
             tracing::warn!(topic = %p.topic, index = p.index, "log still in use at shutdown: flushed, not closed");
             Err(entry(&p))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `num.recovery.threads.per.data.dir` threads work on each dir's jobs at once, every dir
+    /// at the same time, and the results come back in job order.
+    #[test]
+    fn each_dir_gets_its_own_threads() {
+        let running: Vec<AtomicUsize> = (0..2).map(|_| AtomicUsize::new(0)).collect();
+        let peak: Vec<AtomicUsize> = (0..2).map(|_| AtomicUsize::new(0)).collect();
+        let groups: Vec<Vec<(usize, usize)>> =
+            (0..2).map(|g| (0..24).map(|j| (g, j)).collect()).collect();
+        let results = on_threads_per_dir(&groups, 3, |&(g, j)| {
+            let now = running[g].fetch_add(1, Ordering::SeqCst) + 1;
+            peak[g].fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            running[g].fetch_sub(1, Ordering::SeqCst);
+            (g, j)
+        });
+        assert_eq!(results, groups);
+        for p in &peak {
+            assert_eq!(
+                p.load(Ordering::SeqCst),
+                3,
+                "jobs of one dir running at once"
+            );
+        }
+        // Never more threads than jobs.
+        let one = on_threads_per_dir(&[vec![1]], 8, |&x| x * 2);
+        assert_eq!(one, vec![vec![2]]);
     }
 }

@@ -256,21 +256,22 @@ impl TopicManager {
                 groups[g].push((t, i, dir));
             }
         }
-        let results = on_threads_per_dir(&groups, self.log_dirs.threads_per_dir(), |(t, i, dir)| {
-            let spec = &specs[*t];
-            let state = self.log_dirs.state_at_start(dir, &spec.name, *i);
-            self.open_partition(
-                dir,
-                &spec.name,
-                *i,
-                spec.id,
-                spec.log_config.clone(),
-                self.producer_config(),
-                now,
-                state,
-            )
-            .map_err(|e| format!("cannot open {}: {e}", dir.display()))
-        });
+        let results =
+            on_threads_per_dir(&groups, self.log_dirs.threads_per_dir(), |(t, i, dir)| {
+                let spec = &specs[*t];
+                let state = self.log_dirs.state_at_start(dir, &spec.name, *i);
+                self.open_partition(
+                    dir,
+                    &spec.name,
+                    *i,
+                    spec.id,
+                    spec.log_config.clone(),
+                    self.producer_config(),
+                    now,
+                    state,
+                )
+                .map_err(|e| format!("cannot open {}: {e}", dir.display()))
+            });
         let mut opened: Vec<Vec<Option<Arc<Partition>>>> = specs
             .iter()
             .map(|s| vec![None; usize::try_from(s.partitions).unwrap_or(0)])
@@ -287,9 +288,10 @@ impl TopicManager {
             .into_iter()
             .zip(specs)
             .map(|(parts, spec)| {
-                parts.into_iter().collect::<Option<Vec<_>>>().ok_or_else(|| {
-                    format!("topic {}: not every partition opened", spec.name)
-                })
+                parts
+                    .into_iter()
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| format!("topic {}: not every partition opened", spec.name))
             })
             .collect()
     }
@@ -314,13 +316,7 @@ impl TopicManager {
                 std::io::Error::other("the broker is shutting down"),
             ));
         }
-        let log = josef_log::Log::open_in(
-            self.storage.clone(),
-            dir,
-            log_config,
-            now,
-            state,
-        )?;
+        let log = josef_log::Log::open_in(self.storage.clone(), dir, log_config, now, state)?;
         match &self.config.cluster {
             None => Partition::single_replica_from_log(log, topic, index, id, producer_config, now),
             Some(cl) => {
@@ -878,7 +874,11 @@ mod tests {
         topics
             .all()
             .iter()
-            .flat_map(|t| t.partitions.iter().map(|p| p.log_load_report().clean_shutdown))
+            .flat_map(|t| {
+                t.partitions
+                    .iter()
+                    .map(|p| p.log_load_report().clean_shutdown)
+            })
             .collect()
     }
 
@@ -906,7 +906,9 @@ mod tests {
             let n: usize = lines[1].parse().unwrap();
             assert_eq!(n, lines.len() - 2);
             assert!((15..=25).contains(&n), "{n} partitions in {d}: {rp}");
-            assert!(lines[2..].iter().all(|l| l.starts_with("t ") && l.ends_with(" 0")));
+            assert!(lines[2..]
+                .iter()
+                .all(|l| l.starts_with("t ") && l.ends_with(" 0")));
             assert!(counting.exists(&Path::new(d).join(".kafka_cleanshutdown")));
         }
         for i in 0..40 {
