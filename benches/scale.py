@@ -101,7 +101,7 @@ class Broker:
         return time.monotonic() - t
 
     def admin(self):
-        return AdminClient({"bootstrap.servers": f"127.0.0.1:{self.port}", "socket.timeout.ms": 600000, "log_level": 0})
+        return AdminClient({"bootstrap.servers": f"127.0.0.1:{self.port}", "socket.timeout.ms": 300000, "log_level": 0})
 
 
 def partitions_listed(admin, timeout):
