@@ -9,10 +9,11 @@ port is started, and the script measures:
 - idle: RSS, open file descriptors and memory mappings of the broker with the N partitions idle;
 - metadata: a Metadata request for all topics, wall time (best of 3);
 - restart (clean): SIGTERM, start again, time until Metadata lists all N partitions;
-- restart (kill -9): the same after SIGKILL, which makes the broker recover its logs.
+- restart (kill -9): the same after SIGKILL, which makes the broker recover its logs;
+- shutdown: how long the SIGTERM before the clean restart takes until the process exits.
 
     python3 benches/scale.py --broker-bin target/release/josef-broker [--counts 1,10,100,1000]
-        [--per-topic 100] [--out benches/results/scale]
+        [--per-topic 100] [--out benches/results/scale] [--broker-opt KEY=VALUE ...]
 
 Prints a table and writes `<out>.csv` and one SVG plot per metric (`<out>-<metric>.svg`, log-log).
 Needs confluent-kafka (the e2e venv has it: `.venv/bin/python benches/scale.py ...`). Numbers are
@@ -67,8 +68,8 @@ def mappings(pid):
 
 
 class Broker:
-    def __init__(self, binary, data_dir, port):
-        self.binary, self.data_dir, self.port = binary, data_dir, port
+    def __init__(self, binary, data_dir, port, opts=()):
+        self.binary, self.data_dir, self.port, self.opts = binary, data_dir, port, list(opts)
         self.proc = None
 
     def start(self):
@@ -82,22 +83,25 @@ class Broker:
                 # The bench measures partitions, not the internal topics' creation.
                 "-o", "offsets.topic.num.partitions=1",
                 "-o", "transaction.state.log.num.partitions=1",
-            ],
+            ] + [a for o in self.opts for a in ("-o", o)],
             stdout=log,
             stderr=subprocess.STDOUT,
         )
         return time.monotonic()
 
     def stop(self, sig):
+        """Seconds until the process exited."""
+        t = time.monotonic()
         self.proc.send_signal(sig)
         try:
             self.proc.wait(timeout=300)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        return time.monotonic() - t
 
     def admin(self):
-        return AdminClient({"bootstrap.servers": f"127.0.0.1:{self.port}", "socket.timeout.ms": 60000, "log_level": 0})
+        return AdminClient({"bootstrap.servers": f"127.0.0.1:{self.port}", "socket.timeout.ms": 300000, "log_level": 0})
 
 
 def partitions_listed(admin, timeout):
@@ -131,11 +135,11 @@ def wait_serving(broker, expected, limit_s):
     raise RuntimeError(f"not serving {expected} partitions after {limit_s} s")
 
 
-def measure(binary, n, per_topic, limit_s):
+def measure(binary, n, per_topic, limit_s, opts=()):
     root = tempfile.mkdtemp(prefix=f"josef-scale-{n}-")
     data = os.path.join(root, "data")
     os.makedirs(data)
-    broker = Broker(binary, data, free_port())
+    broker = Broker(binary, data, free_port(), opts)
     try:
         started = broker.start()
         wait_serving(broker, 0, limit_s)
@@ -163,7 +167,7 @@ def measure(binary, n, per_topic, limit_s):
             assert partitions_listed(admin, timeout=limit_s) == n
             best = min(best, time.monotonic() - t)
         row["metadata_s"] = best
-        broker.stop(signal.SIGTERM)
+        row["shutdown_s"] = broker.stop(signal.SIGTERM)
         broker.start()
         row["restart_clean_s"] = wait_serving(broker, n, limit_s)
         broker.stop(signal.SIGKILL)
@@ -191,6 +195,7 @@ METRICS = [
     ("restart_clean_s", "serving again after SIGTERM (s)"),
     ("restart_kill9_s", "serving again after kill -9 (s)"),
     ("restart_kill9_cpu_s", "broker CPU until serving after kill -9 (s)"),
+    ("shutdown_s", "SIGTERM until the broker exited (s)"),
 ]
 
 
@@ -240,6 +245,8 @@ def main():
     ap.add_argument("--per-topic", type=int, default=100)
     ap.add_argument("--limit-s", type=float, default=600, help="bound on every wait")
     ap.add_argument("--out", default="benches/results/scale")
+    ap.add_argument("--broker-opt", action="append", default=[], metavar="KEY=VALUE",
+                    help="a broker setting for every start (repeatable)")
     args = ap.parse_args()
     counts = [int(c) for c in args.counts.split(",")]
     rows = []
@@ -248,7 +255,7 @@ def main():
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     for n in counts:
         try:
-            row = measure(os.path.abspath(args.broker_bin), n, args.per_topic, args.limit_s)
+            row = measure(os.path.abspath(args.broker_bin), n, args.per_topic, args.limit_s, args.broker_opt)
         except Exception as e:
             print(f"{n} partitions failed: {e}", file=sys.stderr, flush=True)
             break

@@ -77,7 +77,6 @@ fn zookeeper_mode_server_properties_is_a_single_node() {
         [
             "num.io.threads",
             "num.network.threads",
-            "num.recovery.threads.per.data.dir",
             "socket.receive.buffer.bytes",
             "socket.send.buffer.bytes",
             "zookeeper.connect",

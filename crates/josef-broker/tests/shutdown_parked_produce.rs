@@ -1,8 +1,8 @@
 //! SIGTERM of a leader whose acks=-1 produce is parked for followers that do not fetch (both
 //! paused with SIGSTOP), on nodes with `controlled.shutdown.enable=false`: leadership does not
 //! move first, so the parked produce would hold the partition when its log closes. The node must
-//! answer it (REQUEST_TIMED_OUT: not acknowledged), exit 0, and leave the partition marked clean
-//! (`.kafka_cleanshutdown`), so its next start runs no log recovery.
+//! answer it (REQUEST_TIMED_OUT: not acknowledged), exit 0, and leave the partition's log dir
+//! marked clean (`.kafka_cleanshutdown`), so its next start runs no log recovery.
 //!
 //! Three combined nodes of the built binary on free ports with their own data dirs (josef-testbed);
 //! every wait is on a condition, bounded.
@@ -99,6 +99,8 @@ fn sigterm_of_a_leader_with_a_parked_acks_all_produce_closes_its_logs_clean() {
     let addr = node.client_addr().unwrap();
     let dir = node.data_dir().join(format!("{TOPIC}-0"));
     let segment = dir.join("00000000000000000000.log");
+    // One marker per log dir, written once every log of the dir is closed.
+    let marker = node.data_dir().join(".kafka_cleanshutdown");
     // One acks=-1 produce completes first: every replica exists and fetches.
     let mut first = None;
     assert!(
@@ -123,7 +125,7 @@ fn sigterm_of_a_leader_with_a_parked_acks_all_produce_closes_its_logs_clean() {
         segment.display(),
         cluster.logs(40)
     );
-    assert!(!dir.join(".kafka_cleanshutdown").exists());
+    assert!(!marker.exists());
 
     let status = cluster
         .node_mut(leader)
@@ -134,7 +136,7 @@ fn sigterm_of_a_leader_with_a_parked_acks_all_produce_closes_its_logs_clean() {
     assert!(status.success(), "leader {leader} exited {status}\n{log}");
     let answer = producer.join().unwrap();
     assert!(
-        dir.join(".kafka_cleanshutdown").exists(),
+        marker.exists(),
         "leader {leader} closed {} without the clean-shutdown marker (answer {answer:?})\n{log}",
         dir.display()
     );

@@ -38,6 +38,7 @@ pub mod leader_epoch;
 pub mod legacy_offsets;
 mod loader;
 mod log;
+pub mod log_dir;
 pub mod naming;
 pub mod producer_state;
 mod records;

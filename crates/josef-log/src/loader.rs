@@ -367,21 +367,18 @@ pub(crate) fn load(
         leader_epoch_cache.flush()?;
     }
 
-    // 9. Where the last compaction ended (standalone logs keep it in their directory).
-    let cleaner_checkpoint = match &state {
-        PartitionState::Standalone => {
-            read_offset_checkpoint_in(st, &dir.join(naming::CLEANER_OFFSET_CHECKPOINT_FILE))
-                .ok()
-                .and_then(|e| {
-                    e.iter()
-                        .find(|e| e.topic == topic && e.partition == partition)
-                        .or(e.first())
-                        .map(|e| e.offset)
-                })
-                .filter(|&c| c >= log_start_offset && c <= log_end_offset)
-        }
-        PartitionState::Managed { .. } => None,
-    };
+    // 9. Where the last compaction ended: kept in the partition directory whatever the state,
+    //    since it changes only when a compaction ends and so costs nothing per idle partition.
+    let cleaner_checkpoint =
+        read_offset_checkpoint_in(st, &dir.join(naming::CLEANER_OFFSET_CHECKPOINT_FILE))
+            .ok()
+            .and_then(|e| {
+                e.iter()
+                    .find(|e| e.topic == topic && e.partition == partition)
+                    .or(e.first())
+                    .map(|e| e.offset)
+            })
+            .filter(|&c| c >= log_start_offset && c <= log_end_offset);
 
     let state_is_standalone = state == PartitionState::Standalone;
     let marker_removal_unsynced = clean_shutdown && state_is_standalone;

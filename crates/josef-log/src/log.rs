@@ -30,8 +30,8 @@ pub enum PartitionState {
     /// and a `.kafka_cleanshutdown` marker written by [`Log::close`] and removed by the next open.
     #[default]
     Standalone,
-    /// A log manager keeps them per log dir, as Kafka does, and passes them in; the log then
-    /// writes none of these files.
+    /// A log manager keeps them per log dir, as Kafka does ([`crate::log_dir`]), and passes them
+    /// in; the log then writes none of these files (only its `cleaner-offset-checkpoint`).
     Managed {
         /// Offset below which everything was flushed (from `recovery-point-offset-checkpoint`).
         recovery_point: i64,
@@ -1128,18 +1128,15 @@ impl Log {
         self.cleaner_checkpoint
     }
 
-    /// Sets the cleaner checkpoint (for a log manager that keeps `cleaner-offset-checkpoint` per
-    /// log dir, as Kafka does, and opens logs with [`PartitionState::Managed`]).
+    /// Sets the cleaner checkpoint and writes it to the partition's `cleaner-offset-checkpoint`.
     pub fn set_cleaner_checkpoint(&mut self, offset: Option<i64>) -> Result<(), LogError> {
         self.cleaner_checkpoint = offset;
         self.write_cleaner_checkpoint()
     }
 
-    /// A standalone log keeps a one-entry `cleaner-offset-checkpoint` in its directory.
+    /// A one-entry `cleaner-offset-checkpoint` in the partition directory (also for a managed
+    /// log: it changes only when a compaction ends or a truncation passes it).
     pub(crate) fn write_cleaner_checkpoint(&self) -> Result<(), LogError> {
-        if self.state != PartitionState::Standalone {
-            return Ok(());
-        }
         let path = self.dir.join(naming::CLEANER_OFFSET_CHECKPOINT_FILE);
         let entries: Vec<CheckpointEntry> = self
             .cleaner_checkpoint
@@ -1311,9 +1308,10 @@ impl Log {
         if standalone {
             self.write_standalone_checkpoints()?;
         }
+        // `flush` above made every segment's data durable (the recovery point is at the LEO).
         let segments = std::mem::take(&mut self.segments);
         for (_, seg) in segments {
-            seg.close()?;
+            seg.close_flushed()?;
         }
         // Nothing reads the log any more: scheduled deletions need not wait.
         for (_, seg) in std::mem::take(&mut self.pending_deletes) {

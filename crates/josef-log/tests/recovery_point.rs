@@ -149,3 +149,71 @@ fn a_clean_open_reads_no_segment() {
         "{read} bytes read on a clean open (budget {budget})"
     );
 }
+
+/// The same crash for a log whose recovery point lives in its log dir's
+/// `recovery-point-offset-checkpoint` (the broker's layout, `josef_log::log_dir`): the open
+/// recovers from the checkpointed recovery point, not from 0, and a crash after a checkpoint that
+/// does not list the partition recovers it whole.
+#[test]
+fn an_unclean_open_of_a_managed_log_recovers_from_its_log_dirs_checkpoint() {
+    use josef_log::log_dir::{self, LogDirCheckpoints, PartitionCheckpoint};
+    let log_dir = Path::new("/data");
+    let dir = log_dir.join("t-0");
+    let counting = Arc::new(CountingStorage::new(Arc::new(MemoryStorage::new())));
+    let storage: Arc<dyn Storage> = counting.clone();
+    let managed = |storage: &Arc<dyn Storage>| {
+        let (read, warnings) = LogDirCheckpoints::read(&**storage, log_dir);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let state = read.partition_state(&**storage, &dir, "t", 0);
+        Log::open_in(storage.clone(), &dir, config(), 0, state).unwrap()
+    };
+    let mut log = managed(&storage);
+    let mut i = 0;
+    for _ in 0..SEGMENTS {
+        for _ in 0..BATCHES_PER_SEGMENT {
+            append(&mut log, i);
+            i += 1;
+        }
+        log.roll(log.log_end_offset(), 0).unwrap();
+    }
+    for _ in 0..7 {
+        append(&mut log, i);
+        i += 1;
+    }
+    let flushed = SEGMENTS * BATCHES_PER_SEGMENT;
+    assert_eq!(log.recovery_point(), flushed);
+    // The periodic checkpoint, then kill -9.
+    log_dir::write_log_dir_checkpoints(
+        &*storage,
+        log_dir,
+        &[PartitionCheckpoint {
+            topic: "t".into(),
+            partition: 0,
+            recovery_point: log.recovery_point(),
+            log_start_offset: log.log_start_offset(),
+        }],
+    )
+    .unwrap();
+    drop(log);
+    for f in [
+        "recovery-point-offset-checkpoint",
+        "log-start-offset-checkpoint",
+        ".kafka_cleanshutdown",
+    ] {
+        assert!(!storage.exists(&dir.join(f)), "a managed log wrote {f}");
+    }
+    let log = managed(&storage);
+    assert!(!log.load_report().clean_shutdown);
+    assert_eq!(log.load_report().recovered_segments, vec![flushed]);
+    assert_eq!(log.recovery_point(), flushed);
+    assert_eq!(log.log_end_offset(), flushed + 7);
+    drop(log);
+    // A checkpoint written before the partition existed: everything is recovered.
+    log_dir::write_log_dir_checkpoints(&*storage, log_dir, &[]).unwrap();
+    let log = managed(&storage);
+    assert_eq!(
+        log.load_report().recovered_segments.len() as i64,
+        SEGMENTS + 1
+    );
+    assert_eq!(log.log_end_offset(), flushed + 7);
+}

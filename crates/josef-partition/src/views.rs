@@ -64,6 +64,18 @@ impl Partition {
         self.data.lock().log.log_start_offset()
     }
 
+    /// The recovery point and the log start offset together, for the log dir's checkpoints
+    /// (Kafka's `recovery-point-offset-checkpoint` and `log-start-offset-checkpoint`).
+    pub fn checkpoint_offsets(&self) -> (i64, i64) {
+        let d = self.data.lock();
+        (d.log.recovery_point(), d.log.log_start_offset())
+    }
+
+    /// What the log's open found (clean shutdown or not, segments recovered).
+    pub fn log_load_report(&self) -> josef_log::LoadReport {
+        self.data.lock().log.load_report().clone()
+    }
+
     /// The LSO: the first offset of the oldest open transaction, else the HW.
     pub fn last_stable_offset(&self) -> i64 {
         self.data.lock().last_stable_offset()

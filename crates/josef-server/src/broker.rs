@@ -34,6 +34,8 @@ pub struct Broker {
     server: Server<BrokerState>,
     cluster: Option<Arc<crate::cluster::ClusterNode>>,
     background: tokio::task::JoinHandle<()>,
+    /// Writes the log dirs' checkpoints periodically.
+    checkpointer: tokio::task::JoinHandle<()>,
     ticker: tokio::task::JoinHandle<()>,
     /// Expires delayed fetches at their max wait.
     fetch_reaper: josef_timer::tokio_driver::TokioDriver,
@@ -101,6 +103,24 @@ impl Broker {
                     tick.tick().await;
                     let s = state.clone();
                     let _ = tokio::task::spawn_blocking(move || s.topics.run_retention()).await;
+                }
+            })
+        };
+        let checkpointer = {
+            let state = state.clone();
+            // Kafka has a task per file; both files are written at the shorter of the two
+            // intervals here, each only when it changed.
+            let every = config
+                .log_flush_offset_checkpoint_interval_ms
+                .min(config.log_flush_start_offset_checkpoint_interval_ms)
+                .max(1);
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(Duration::from_millis(every as u64));
+                tick.tick().await;
+                loop {
+                    tick.tick().await;
+                    let s = state.clone();
+                    let _ = tokio::task::spawn_blocking(move || s.topics.checkpoint()).await;
                 }
             })
         };
@@ -195,6 +215,7 @@ impl Broker {
             server,
             cluster,
             background,
+            checkpointer,
         })
     }
 
@@ -235,8 +256,8 @@ impl Broker {
         self.server.handler()
     }
 
-    /// Graceful shutdown: stop accepting, finish in-flight requests, then flush every log,
-    /// snapshot producer state and mark the logs clean.
+    /// Graceful shutdown: stop accepting, finish in-flight requests, then flush and close every
+    /// log, snapshot producer state, write each log dir's checkpoints and mark the dirs clean.
     pub async fn shutdown(self) {
         // Leaderships move away while this node still serves (Kafka's controlled shutdown).
         if let Some(c) = &self.cluster {
@@ -252,6 +273,7 @@ impl Broker {
             m.stop().await;
         }
         self.background.abort();
+        self.checkpointer.abort();
         self.ticker.abort();
         // Anything parked while the connections drained.
         answer_parked_requests(&state);

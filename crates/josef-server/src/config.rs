@@ -28,7 +28,6 @@ pub const NOT_USED: &[(&str, &str)] = &[
     ("num.network.threads", TOKIO),
     ("num.io.threads", TOKIO),
     ("background.threads", TOKIO),
-    ("num.recovery.threads.per.data.dir", TOKIO),
     ("queued.max.requests", TOKIO),
     (
         "socket.send.buffer.bytes",
@@ -45,11 +44,6 @@ pub const NOT_USED: &[(&str, &str)] = &[
     ("log.cleaner.io.max.bytes.per.second", NOT_IMPLEMENTED),
     ("log.cleaner.backoff.ms", NOT_IMPLEMENTED),
     ("log.flush.scheduler.interval.ms", NOT_IMPLEMENTED),
-    ("log.flush.offset.checkpoint.interval.ms", NOT_IMPLEMENTED),
-    (
-        "log.flush.start.offset.checkpoint.interval.ms",
-        NOT_IMPLEMENTED,
-    ),
     (
         "replica.high.watermark.checkpoint.interval.ms",
         NOT_IMPLEMENTED,
@@ -223,6 +217,15 @@ pub struct BrokerConfig {
     pub log_cleaner_min_compaction_lag_ms: i64,
     /// `log.cleaner.max.compaction.lag.ms` (Long.MAX).
     pub log_cleaner_max_compaction_lag_ms: i64,
+    /// `num.recovery.threads.per.data.dir` (1): threads per log dir that open (and recover) the
+    /// logs at startup and close them at shutdown.
+    pub num_recovery_threads_per_data_dir: usize,
+    /// `log.flush.offset.checkpoint.interval.ms` (60000): how often each log dir's
+    /// `recovery-point-offset-checkpoint` is written.
+    pub log_flush_offset_checkpoint_interval_ms: i64,
+    /// `log.flush.start.offset.checkpoint.interval.ms` (60000): how often each log dir's
+    /// `log-start-offset-checkpoint` is written.
+    pub log_flush_start_offset_checkpoint_interval_ms: i64,
     /// `compression.type` (producer).
     pub compression_type: String,
     /// `log.message.timestamp.type` (CreateTime).
@@ -600,6 +603,17 @@ impl BrokerConfig {
                 &["delete", "compact", "compact,delete", "delete,compact"],
             )?,
             log_cleaner_enable: p.boolean("log.cleaner.enable", true)?,
+            num_recovery_threads_per_data_dir: p.num("num.recovery.threads.per.data.dir", 1, 1)?,
+            log_flush_offset_checkpoint_interval_ms: p.num(
+                "log.flush.offset.checkpoint.interval.ms",
+                60_000,
+                0,
+            )?,
+            log_flush_start_offset_checkpoint_interval_ms: p.num(
+                "log.flush.start.offset.checkpoint.interval.ms",
+                60_000,
+                0,
+            )?,
             log_cleaner_min_cleanable_ratio: p.num("log.cleaner.min.cleanable.ratio", 0.5, 0.0)?,
             log_cleaner_delete_retention_ms: p.num(
                 "log.cleaner.delete.retention.ms",
@@ -837,6 +851,35 @@ mod tests {
             BrokerConfig::from_properties_with_warnings(p),
             Err(ConfigError::Invalid { .. })
         ));
+    }
+
+    #[test]
+    fn log_dir_threads_and_checkpoint_intervals_are_read() {
+        let c = BrokerConfig::default();
+        assert_eq!(c.num_recovery_threads_per_data_dir, 1);
+        assert_eq!(c.log_flush_offset_checkpoint_interval_ms, 60_000);
+        assert_eq!(c.log_flush_start_offset_checkpoint_interval_ms, 60_000);
+        let p = props(&[
+            ("num.recovery.threads.per.data.dir", "4"),
+            ("log.flush.offset.checkpoint.interval.ms", "5000"),
+            ("log.flush.start.offset.checkpoint.interval.ms", "7000"),
+        ]);
+        let (c, warnings) = BrokerConfig::from_properties_with_warnings(p).unwrap();
+        assert_eq!(c.num_recovery_threads_per_data_dir, 4);
+        assert_eq!(c.log_flush_offset_checkpoint_interval_ms, 5000);
+        assert_eq!(c.log_flush_start_offset_checkpoint_interval_ms, 7000);
+        // Read, so no longer reported as a setting Josef ignores.
+        assert!(warnings.is_empty(), "{warnings:?}");
+        for bad in ["0", "-1", "two"] {
+            let p = props(&[("num.recovery.threads.per.data.dir", bad)]);
+            assert!(
+                matches!(
+                    BrokerConfig::from_properties_with_warnings(p),
+                    Err(ConfigError::Invalid { .. })
+                ),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -52,6 +52,7 @@ pub mod groups;
 pub mod kit;
 pub mod local_metadata;
 pub mod log_dir_space;
+mod log_dirs;
 pub mod log_storage;
 pub mod meta;
 pub mod metrics;

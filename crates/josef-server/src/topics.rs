@@ -13,6 +13,7 @@ use parking_lot::{Mutex, RwLock};
 use josef_log::storage::Storage;
 
 use crate::config::BrokerConfig;
+use crate::log_dirs::{new_partition_state, on_threads_per_dir, LogDirs};
 use crate::meta::{uuid_from_base64, uuid_to_base64};
 use crate::partition::{AppendListener, Partition};
 use crate::topic_config;
@@ -129,11 +130,19 @@ pub struct TopicManager {
     /// count per new partition would make creating N partitions cost N² directory lookups.
     /// `None` until needed (only with several log dirs) and after a delete.
     dir_counts: Mutex<Option<Vec<usize>>>,
+    /// Each log dir's checkpoints and clean-shutdown marker, and the threads per dir that open
+    /// and close the logs.
+    log_dirs: LogDirs,
 }
 
-/// Threads per log dir that open partitions at startup (Kafka's default of
-/// `num.recovery.threads.per.data.dir`; the setting itself is accepted and not read yet).
-const RECOVERY_THREADS_PER_DATA_DIR: usize = 2;
+/// A topic read from the topics file, to be opened.
+struct TopicSpec {
+    name: String,
+    id: Uuid,
+    partitions: i32,
+    configs: BTreeMap<String, String>,
+    log_config: josef_log::LogConfig,
+}
 
 fn partition_dir_name(topic: &str, index: i32) -> String {
     format!("{topic}-{index}")
@@ -165,7 +174,13 @@ impl TopicManager {
                 .create_dir_all(d)
                 .map_err(|e| format!("{}: {e}", d.display()))?;
         }
+        let log_dirs = LogDirs::read(
+            storage.clone(),
+            &config.log_dirs,
+            config.num_recovery_threads_per_data_dir,
+        );
         let mgr = TopicManager {
+            log_dirs,
             config,
             dynamic_defaults: RwLock::default(),
             storage,
@@ -202,87 +217,87 @@ impl TopicManager {
                 _ => return Err(bad()),
             }
         }
-        let now = now_ms();
-        for (name, (id, parts, configs)) in specs {
-            let log_config = mgr.log_config(&configs);
-            let partitions = mgr.open_partitions_at_load(&name, id, parts, &log_config, now)?;
-            let topic = Arc::new(Topic {
-                name: name.clone(),
+        let specs: Vec<TopicSpec> = specs
+            .into_iter()
+            .map(|(name, (id, partitions, configs))| TopicSpec {
+                log_config: mgr.log_config(&configs),
+                name,
                 id,
                 partitions,
                 configs,
+            })
+            .collect();
+        let opened = mgr.open_at_start(&specs)?;
+        let all: Vec<Arc<Partition>> = opened.iter().flatten().cloned().collect();
+        mgr.log_dirs.finish_start(&all)?;
+        let mut inner = mgr.inner.write();
+        for (spec, partitions) in specs.into_iter().zip(opened) {
+            let topic = Arc::new(Topic {
+                name: spec.name.clone(),
+                id: spec.id,
+                partitions,
+                configs: spec.configs,
             });
-            let mut inner = mgr.inner.write();
-            inner.by_id.insert(id, topic.clone());
-            inner.by_name.insert(name, topic);
+            inner.by_id.insert(spec.id, topic.clone());
+            inner.by_name.insert(spec.name, topic);
         }
+        drop(inner);
         Ok(mgr)
     }
 
-    /// Opens the partitions of a topic at startup on `RECOVERY_THREADS_PER_DATA_DIR` threads per
-    /// log dir (Kafka's `num.recovery.threads.per.data.dir`, at its default): opening is mostly
-    /// small file reads and system calls per partition, and a restart with 100,000 partitions
-    /// spent 25 s doing them on one thread (issue #22).
-    fn open_partitions_at_load(
-        &self,
-        name: &str,
-        id: Uuid,
-        parts: i32,
-        log_config: &josef_log::LogConfig,
-        now: i64,
-    ) -> Result<Vec<Arc<Partition>>, String> {
-        let count = usize::try_from(parts).unwrap_or(0);
-        let threads =
-            (RECOVERY_THREADS_PER_DATA_DIR * self.config.log_dirs.len()).clamp(1, count.max(1));
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let open_one = |i: i32| -> Result<Partition, String> {
-            let dir = self.partition_dir(name, i);
-            self.open_partition(
-                &dir,
-                name,
-                i,
-                id,
-                log_config.clone(),
-                self.producer_config(),
-                now,
-            )
-            .map_err(|e| format!("cannot open {}: {e}", dir.display()))
-        };
-        let mut opened: Vec<(usize, Result<Partition, String>)> = std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..threads)
-                .map(|_| {
-                    scope.spawn(|| {
-                        let mut mine = Vec::new();
-                        loop {
-                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                            if i >= count {
-                                break mine;
-                            }
-                            mine.push((i, open_one(i as i32)));
-                        }
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                .flat_map(|w| {
-                    w.join()
-                        .unwrap_or_else(|_| vec![(0, Err("a log-opening thread panicked".into()))])
-                })
-                .collect()
-        });
-        opened.sort_by_key(|(i, _)| *i);
-        let mut partitions = Vec::with_capacity(count);
-        for (_, p) in opened {
-            partitions.push(self.attach(p?));
+    /// Opens every partition at startup on `num.recovery.threads.per.data.dir` threads per log
+    /// dir, all dirs at once (Kafka's `LogManager.loadLogs`): opening is mostly small file reads
+    /// and system calls per partition, and a restart with 100,000 partitions spent 25 s doing
+    /// them on one thread (issue #22). Returns each topic's partitions in order.
+    fn open_at_start(&self, specs: &[TopicSpec]) -> Result<Vec<Vec<Arc<Partition>>>, String> {
+        let now = now_ms();
+        let mut groups: Vec<Vec<(usize, i32, PathBuf)>> =
+            self.config.log_dirs.iter().map(|_| Vec::new()).collect();
+        for (t, spec) in specs.iter().enumerate() {
+            for i in 0..spec.partitions.max(0) {
+                let dir = self.partition_dir(&spec.name, i);
+                let g = self.log_dirs.index_of(&dir).unwrap_or(0);
+                groups[g].push((t, i, dir));
+            }
         }
-        if partitions.len() != count {
-            return Err(format!(
-                "topic {name}: {} of {count} partitions opened",
-                partitions.len()
-            ));
+        let results =
+            on_threads_per_dir(&groups, self.log_dirs.threads_per_dir(), |(t, i, dir)| {
+                let spec = &specs[*t];
+                let state = self.log_dirs.state_at_start(dir, &spec.name, *i);
+                self.open_partition(
+                    dir,
+                    &spec.name,
+                    *i,
+                    spec.id,
+                    spec.log_config.clone(),
+                    self.producer_config(),
+                    now,
+                    state,
+                )
+                .map_err(|e| format!("cannot open {}: {e}", dir.display()))
+            });
+        let mut opened: Vec<Vec<Option<Arc<Partition>>>> = specs
+            .iter()
+            .map(|s| vec![None; usize::try_from(s.partitions).unwrap_or(0)])
+            .collect();
+        for (jobs, results) in groups.iter().zip(results) {
+            if results.len() != jobs.len() {
+                return Err("a log-opening thread panicked".into());
+            }
+            for ((t, i, _), r) in jobs.iter().zip(results) {
+                opened[*t][*i as usize] = Some(self.attach(r?));
+            }
         }
-        Ok(partitions)
+        opened
+            .into_iter()
+            .zip(specs)
+            .map(|(parts, spec)| {
+                parts
+                    .into_iter()
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| format!("topic {}: not every partition opened", spec.name))
+            })
+            .collect()
     }
 
     /// Opens a partition's log: on one node a single replica (ISR = [self]); on a cluster node a
@@ -297,6 +312,7 @@ impl TopicManager {
         log_config: josef_log::LogConfig,
         producer_config: ProducerStateConfig,
         now: i64,
+        state: josef_log::PartitionState,
     ) -> Result<Partition, josef_log::LogError> {
         if self.closed.load(std::sync::atomic::Ordering::Acquire) {
             return Err(josef_log::LogError::io(
@@ -304,13 +320,7 @@ impl TopicManager {
                 std::io::Error::other("the broker is shutting down"),
             ));
         }
-        let log = josef_log::Log::open_in(
-            self.storage.clone(),
-            dir,
-            log_config,
-            now,
-            josef_log::PartitionState::Standalone,
-        )?;
+        let log = josef_log::Log::open_in(self.storage.clone(), dir, log_config, now, state)?;
         match &self.config.cluster {
             None => Partition::single_replica_from_log(log, topic, index, id, producer_config, now),
             Some(cl) => {
@@ -339,14 +349,14 @@ impl TopicManager {
     /// partitions.
     fn partition_dir(&self, topic: &str, index: i32) -> PathBuf {
         let name = partition_dir_name(topic, index);
+        if self.config.log_dirs.len() == 1 {
+            return self.config.log_dirs[0].join(name);
+        }
         for d in &self.config.log_dirs {
             let p = d.join(&name);
             if self.storage.is_dir(&p) {
                 return p;
             }
-        }
-        if self.config.log_dirs.len() == 1 {
-            return self.config.log_dirs[0].join(name);
         }
         let mut counts = self.dir_counts.lock();
         let counts = counts.get_or_insert_with(|| {
@@ -501,6 +511,7 @@ impl TopicManager {
                     log_config.clone(),
                     self.producer_config(),
                     now,
+                    new_partition_state(),
                 )
                 .map_err(|e| TopicError::new(ErrorCode::KafkaStorageError, e.to_string()))?;
             let _ = self.storage.write_atomically(
@@ -573,6 +584,9 @@ impl TopicManager {
             t
         };
         *self.dir_counts.lock() = None;
+        // Before the directories go (and a topic of the same name can be created): a crash must
+        // not give a new partition the deleted one's log start offset (Kafka's `asyncDelete`).
+        self.checkpoint();
         for p in &topic.partitions {
             let dir = p.dir();
             if let Err(e) = self.storage.remove_dir_all(&dir) {
@@ -620,6 +634,7 @@ impl TopicManager {
                     log_config.clone(),
                     self.producer_config(),
                     now_ms(),
+                    new_partition_state(),
                 )
                 .map_err(|e| TopicError::new(ErrorCode::KafkaStorageError, e.to_string()))?;
             parts.push(self.attach(p));
@@ -716,39 +731,53 @@ impl TopicManager {
         }
     }
 
-    /// Flushes every log and closes it (producer snapshot at the LEO, clean-shutdown marker).
+    /// Writes each log dir's recovery-point and log-start checkpoints where they changed (every
+    /// `log.flush.offset.checkpoint.interval.ms`; nothing after the shutdown began).
+    pub fn checkpoint(&self) {
+        self.log_dirs.checkpoint(|| {
+            self.inner
+                .read()
+                .by_name
+                .values()
+                .flat_map(|t| t.partitions.iter().cloned())
+                .collect()
+        });
+    }
+
+    /// Flushes every log and closes it (producer snapshot at the LEO) on
+    /// `num.recovery.threads.per.data.dir` threads per log dir, then writes each dir's
+    /// checkpoints and clean-shutdown marker.
     pub fn shutdown(&self) {
         // Creates and partition additions serialize on `admin`: once it is held and `closed` set,
         // none is in flight and none starts.
         let _admin = self.admin.lock();
         self.closed
             .store(true, std::sync::atomic::Ordering::Release);
+        // First: a periodic checkpoint in progress holds partitions, which could then not close.
+        let Some(writers) = self.log_dirs.begin_shutdown() else {
+            return;
+        };
         let topics: Vec<Arc<Topic>> = {
             let mut inner = self.inner.write();
             inner.by_id.clear();
             inner.by_name.drain().map(|(_, t)| t).collect()
         };
+        let mut partitions = Vec::new();
         for t in topics {
-            let partitions = match Arc::try_unwrap(t) {
-                Ok(t) => t.partitions,
-                Err(t) => t.partitions.clone(),
-            };
-            for p in partitions {
-                match Arc::try_unwrap(p) {
-                    Ok(p) => {
-                        let (topic, index) = (p.topic.clone(), p.index);
-                        if let Err(e) = p.close() {
-                            tracing::warn!(%topic, index, error = %e, "closing log failed");
-                        }
-                    }
-                    Err(p) => {
-                        if let Err(e) = p.flush() {
-                            tracing::warn!(topic = %p.topic, index = p.index, error = %e, "flush failed");
-                        }
-                    }
-                }
+            match Arc::try_unwrap(t) {
+                Ok(t) => partitions.extend(t.partitions),
+                Err(t) => partitions.extend(t.partitions.iter().cloned()),
             }
         }
+        let count = partitions.len();
+        let started = std::time::Instant::now();
+        self.log_dirs.close(partitions, writers);
+        tracing::info!(
+            partitions = count,
+            threads_per_dir = self.log_dirs.threads_per_dir(),
+            took_ms = started.elapsed().as_millis() as u64,
+            "logs closed"
+        );
     }
 }
 
@@ -854,6 +883,185 @@ mod tests {
             counting.calls().opens,
             opens,
             "no log or index file opened after the shutdown"
+        );
+    }
+
+    fn two_dirs(storage: Arc<dyn Storage>, threads: usize) -> Arc<BrokerConfig> {
+        Arc::new(BrokerConfig {
+            log_dirs: vec!["/josef/a".into(), "/josef/b".into()],
+            log_storage: LogStorage::Custom(storage),
+            num_recovery_threads_per_data_dir: threads,
+            ..BrokerConfig::default()
+        })
+    }
+
+    fn text(storage: &dyn Storage, path: &str) -> String {
+        String::from_utf8(storage.read(Path::new(path)).unwrap()).unwrap()
+    }
+
+    fn all_clean(topics: &TopicManager) -> Vec<bool> {
+        topics
+            .all()
+            .iter()
+            .flat_map(|t| {
+                t.partitions
+                    .iter()
+                    .map(|p| p.log_load_report().clean_shutdown)
+            })
+            .collect()
+    }
+
+    /// Kafka's layout: one recovery-point checkpoint, one log-start checkpoint and one marker
+    /// per log dir, written once at shutdown; nothing per partition, and no fsync per idle
+    /// partition (issue #22: a SIGTERM with 100,000 partitions took 61-88 s).
+    #[test]
+    fn a_shutdown_writes_each_log_dirs_checkpoints_and_marker_once() {
+        let counting = Arc::new(CountingStorage::new(Arc::new(MemoryStorage::new())));
+        let config = two_dirs(counting.clone(), 3);
+        let topics = TopicManager::load(config.clone(), None).unwrap();
+        topics.create("t", 40, BTreeMap::new()).unwrap();
+        let before = counting.calls();
+        topics.shutdown();
+        let after = counting.calls();
+        // The recovery-point file of each dir (the log-start one, all zeros, was written at the
+        // start and has not changed); no producer snapshot for empty partitions, no sync of
+        // segments the recovery point already covers.
+        assert_eq!(after.atomic_writes - before.atomic_writes, 2, "{after:?}");
+        assert_eq!(after.syncs - before.syncs, 0, "{after:?}");
+        for d in ["/josef/a", "/josef/b"] {
+            let rp = text(&*counting, &format!("{d}/recovery-point-offset-checkpoint"));
+            let lines: Vec<&str> = rp.lines().collect();
+            assert_eq!(lines[0], "0");
+            let n: usize = lines[1].parse().unwrap();
+            assert_eq!(n, lines.len() - 2);
+            assert!((15..=25).contains(&n), "{n} partitions in {d}: {rp}");
+            assert!(lines[2..]
+                .iter()
+                .all(|l| l.starts_with("t ") && l.ends_with(" 0")));
+            assert!(counting.exists(&Path::new(d).join(".kafka_cleanshutdown")));
+        }
+        for i in 0..40 {
+            let dir = ["/josef/a", "/josef/b"]
+                .iter()
+                .map(|d| Path::new(d).join(format!("t-{i}")))
+                .find(|p| counting.is_dir(p))
+                .unwrap();
+            for f in [
+                ".kafka_cleanshutdown",
+                "recovery-point-offset-checkpoint",
+                "log-start-offset-checkpoint",
+            ] {
+                assert!(!counting.exists(&dir.join(f)), "{}/{f}", dir.display());
+            }
+        }
+        drop(topics);
+        // The restart opens every log as cleanly shut down and consumes the markers.
+        let topics = TopicManager::load(config.clone(), None).unwrap();
+        assert_eq!(all_clean(&topics), vec![true; 40]);
+        for d in ["/josef/a", "/josef/b"] {
+            assert!(!counting.exists(&Path::new(d).join(".kafka_cleanshutdown")));
+        }
+        // Stopped without a shutdown (kill -9): recovered, from the checkpoints.
+        drop(topics);
+        let topics = TopicManager::load(config, None).unwrap();
+        assert_eq!(all_clean(&topics), vec![false; 40]);
+    }
+
+    /// The marker vouches for every log of its dir: a partition that could not be closed (still
+    /// in use) leaves its dir unmarked, so the next start recovers it.
+    #[test]
+    fn a_log_dir_with_a_partition_left_open_is_not_marked_clean() {
+        let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+        let config = Arc::new(BrokerConfig {
+            log_dirs: vec!["/josef/a".into()],
+            log_storage: LogStorage::Custom(storage.clone()),
+            ..BrokerConfig::default()
+        });
+        let topics = TopicManager::load(config.clone(), None).unwrap();
+        topics.create("t", 4, BTreeMap::new()).unwrap();
+        let held = topics.partition("t", 2).unwrap();
+        topics.shutdown();
+        assert!(!storage.exists(Path::new("/josef/a/.kafka_cleanshutdown")));
+        // Its offsets are checkpointed all the same.
+        assert!(text(&*storage, "/josef/a/recovery-point-offset-checkpoint").contains("t 2 0"));
+        drop(held);
+        drop(topics);
+        let topics = TopicManager::load(config, None).unwrap();
+        assert_eq!(all_clean(&topics), vec![false; 4]);
+    }
+
+    /// A data dir written when each partition kept its own checkpoints and marker still opens
+    /// (clean where the partition was closed cleanly), and the first start moves them to the
+    /// log dir.
+    #[test]
+    fn a_data_dir_of_the_per_partition_layout_opens_and_is_migrated() {
+        let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+        let config = Arc::new(BrokerConfig {
+            log_dirs: vec!["/josef/a".into()],
+            log_storage: LogStorage::Custom(storage.clone()),
+            ..BrokerConfig::default()
+        });
+        let topics = TopicManager::load(config.clone(), None).unwrap();
+        topics.create("t", 3, BTreeMap::new()).unwrap();
+        topics.shutdown();
+        drop(topics);
+        // Back to the previous layout: standalone logs closed in each partition directory.
+        for f in [
+            ".kafka_cleanshutdown",
+            "recovery-point-offset-checkpoint",
+            "log-start-offset-checkpoint",
+        ] {
+            storage.remove_file(&Path::new("/josef/a").join(f)).unwrap();
+        }
+        for i in 0..3 {
+            let dir = PathBuf::from(format!("/josef/a/t-{i}"));
+            let log = josef_log::Log::open_in(
+                storage.clone(),
+                &dir,
+                josef_log::LogConfig::default(),
+                0,
+                josef_log::PartitionState::Standalone,
+            )
+            .unwrap();
+            log.close().unwrap();
+        }
+        // Partition 1 crashed in the old layout: no marker of its own.
+        storage
+            .remove_file(Path::new("/josef/a/t-1/.kafka_cleanshutdown"))
+            .unwrap();
+        let topics = TopicManager::load(config.clone(), None).unwrap();
+        assert_eq!(all_clean(&topics), vec![true, false, true]);
+        assert!(text(&*storage, "/josef/a/recovery-point-offset-checkpoint").starts_with("0\n3\n"));
+        for i in 0..3 {
+            let dir = PathBuf::from(format!("/josef/a/t-{i}"));
+            assert!(!storage.exists(&dir.join(".kafka_cleanshutdown")));
+            assert!(!storage.exists(&dir.join("recovery-point-offset-checkpoint")));
+        }
+        topics.shutdown();
+        drop(topics);
+        let topics = TopicManager::load(config, None).unwrap();
+        assert_eq!(all_clean(&topics), vec![true; 3]);
+    }
+
+    /// A deleted topic leaves the log dir's checkpoints at once (Kafka's `asyncDelete`): a topic
+    /// created again under its name must not start at the old log start offset after a crash.
+    #[test]
+    fn a_deleted_topic_leaves_the_checkpoints_at_once() {
+        let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+        let config = Arc::new(BrokerConfig {
+            log_dirs: vec!["/josef/a".into()],
+            log_storage: LogStorage::Custom(storage.clone()),
+            ..BrokerConfig::default()
+        });
+        let topics = TopicManager::load(config, None).unwrap();
+        topics.create("gone", 2, BTreeMap::new()).unwrap();
+        topics.create("kept", 1, BTreeMap::new()).unwrap();
+        topics.checkpoint();
+        assert!(text(&*storage, "/josef/a/recovery-point-offset-checkpoint").contains("gone 1 0"));
+        topics.delete("gone").unwrap();
+        assert_eq!(
+            text(&*storage, "/josef/a/recovery-point-offset-checkpoint"),
+            "0\n1\nkept 0 0\n"
         );
     }
 }
