@@ -133,6 +133,9 @@ impl Broker {
                     tick.tick().await;
                     // Every 100 ms the shards also see the topics (consumer group regexes).
                     if n % 5 == 0 {
+                        state
+                            .groups
+                            .load_led(&state.topics, state.cluster.as_deref());
                         let image = crate::handlers::consumer_group::topic_image(&state);
                         state.groups.tick_with(Some(&image));
                     } else {
@@ -140,7 +143,9 @@ impl Broker {
                     }
                     n += 1;
                     if n % 10 == 0 {
-                        state.txns.tick(&crate::txns::Env::of(&state));
+                        state
+                            .txns
+                            .tick(&crate::txns::Env::of(&state), state.cluster.as_deref());
                     }
                 }
             })

@@ -1,6 +1,7 @@
 //! Drives josef-group: one `GroupCoordinator` shard per `__consumer_offsets` partition, run by
 //! a josef-coordinator `CoordinatorDriver` as the transaction coordinator's shards are. A shard is
-//! loaded on first use through the coordinators' one loading path
+//! loaded when its partition's leadership arrives (the ticker, [`GroupService::load_led`]; a
+//! request that comes first loads it itself) through the coordinators' one loading path
 //! ([`crate::coordinator_log::read_partition`], `CoordinatorDriver::load_log`); a handler runs on
 //! the shard, and the driver appends its records to the partition (Kafka's key/value format,
 //! through [`CoordinatorLogWriter`]), replays them and holds its answer (the response and the
@@ -23,13 +24,13 @@
 //! was loaded under (its coordinator epoch). A request for a partition not led here gets
 //! NOT_COORDINATOR; a shard whose partition moved to another epoch or broker is unloaded (parked
 //! JoinGroup/SyncGroup and held writes answered NOT_COORDINATOR, timers cancelled) by the next
-//! request or tick (every 20 ms) that sees it, and the next request after a re-election loads it
-//! again by replaying the partition to its LEO. On a cluster node the image must also name this
+//! request or tick (every 20 ms) that sees it, and the ticker (or a request) after a re-election
+//! loads it again by replaying the partition to its LEO. On a cluster node the image must also name this
 //! broker leader at that epoch (a partition opened at start is a leader of epoch 0 until the
 //! publisher applies its role), and `__consumer_offsets` is never created here (the controller
 //! does it).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -113,6 +114,9 @@ pub enum ShardError {
     /// partition has seen (INVALID_PRODUCER_EPOCH): a zombie's offsets must not open a
     /// transaction no coordinator will ever end.
     ProducerFenced,
+    /// The ticker is loading the group's partition, just elected here
+    /// (COORDINATOR_LOAD_IN_PROGRESS): the client retries instead of loading it a second time.
+    LoadInProgress,
 }
 
 /// The leader epoch of `p` if this broker's replica of it is the leader.
@@ -281,6 +285,8 @@ pub struct GroupService {
     serde: GroupRecordSerde,
     /// A cluster node: the internal topic comes from the controller, never created here.
     cluster: bool,
+    /// Partitions the ticker is loading (see [`GroupService::load_led`]).
+    loading: Mutex<HashSet<i32>>,
 }
 
 impl GroupService {
@@ -319,6 +325,7 @@ impl GroupService {
             commit_timeout_ms: u64::try_from(c.offsets_commit_timeout_ms).unwrap_or(5000),
             serde: GroupRecordSerde::default(),
             cluster: c.cluster.is_some(),
+            loading: Mutex::new(HashSet::new()),
         }
     }
 
@@ -380,6 +387,9 @@ impl GroupService {
             self.unload_if_same(index, &s);
         }
         let epoch = epoch.ok_or(ShardError::NotCoordinator)?;
+        if self.loading.lock().contains(&index) {
+            return Err(ShardError::LoadInProgress);
+        }
         let shard = Arc::new(Mutex::new(self.load(partition.clone(), epoch)));
         let mut shards = self.shards.lock();
         if let Some(s) = shards.get(&index) {
@@ -674,6 +684,57 @@ impl GroupService {
             .collect()
     }
 
+    /// Loads the shard of every `__consumer_offsets` partition led here in an epoch it is not
+    /// loaded under (called by the broker's ticker), so loading follows leadership as Kafka's
+    /// `onElection` does: after a failover the new leader expires the groups whose members died
+    /// with the old one, without waiting for a request. A request meanwhile gets
+    /// COORDINATOR_LOAD_IN_PROGRESS. A request still loads a shard the ticker has not reached.
+    pub fn load_led(&self, topics: &TopicManager, cluster: Option<&ClusterNode>) {
+        let Some(topic) = topics.get(GROUP_METADATA_TOPIC) else {
+            return;
+        };
+        for (index, partition) in topic.partitions.iter().enumerate() {
+            let index = index as i32;
+            let Some(epoch) = local_leader_epoch(partition) else {
+                continue;
+            };
+            let is_current = |s: &Arc<Mutex<Shard>>| {
+                let s = s.lock();
+                !s.closed && s.epoch == epoch && Arc::ptr_eq(&s.partition, partition)
+            };
+            if self.shards.lock().get(&index).is_some_and(is_current)
+                || coordinator_epoch(partition, cluster) != Some(epoch)
+            {
+                continue;
+            }
+            if !self.loading.lock().insert(index) {
+                continue;
+            }
+            // A request may have loaded it before `loading` said so.
+            let existing = self.shards.lock().get(&index).cloned();
+            let load = match existing {
+                Some(s) if is_current(&s) => false,
+                Some(s) => {
+                    self.unload_if_same(index, &s);
+                    true
+                }
+                None => true,
+            };
+            if load {
+                let shard = Arc::new(Mutex::new(self.load(partition.clone(), epoch)));
+                let mut shards = self.shards.lock();
+                if !shards.get(&index).is_some_and(is_current) {
+                    let stale = shards.insert(index, shard);
+                    drop(shards);
+                    if let Some(stale) = stale {
+                        self.close(&mut stale.lock());
+                    }
+                }
+            }
+            self.loading.lock().remove(&index);
+        }
+    }
+
     /// Groups (classic and consumer) in the shards loaded here, without loading any (Kafka's
     /// NumGroups).
     pub fn num_groups(&self) -> usize {
@@ -852,6 +913,58 @@ mod tests {
             }],
             reason: None,
         }
+    }
+
+    /// Loading follows leadership (issue #17): the ticker loads the shard of a partition elected
+    /// here with no request (so groups whose members died with the old leader expire), and a
+    /// request for a partition it is loading is told COORDINATOR_LOAD_IN_PROGRESS.
+    #[test]
+    fn the_ticker_loads_a_shard_elected_here_without_any_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Arc::new(cluster_config(dir.path()));
+        let topics = TopicManager::load(config.clone(), None).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let (p, me) = offsets_partition(&topics);
+        let old = GroupService::new(&config);
+        p.make_follower(2, 1, 1);
+        old.load_led(&topics, None);
+        assert!(old.shards.lock().is_empty(), "led elsewhere: not loaded");
+
+        p.make_leader(2, 2, &[me], &[me], 1, now_ms()).unwrap();
+        old.load_led(&topics, None);
+        let shard = old
+            .shards
+            .lock()
+            .get(&0)
+            .cloned()
+            .expect("loaded by the ticker");
+        let answer = rt.block_on(old.run(&shard, |c, now| {
+            c.commit_offsets(now, &ctx(), commit("g", 42))
+        }));
+        assert_eq!(answer.unwrap().topics[0].partitions[0].error, Errors::None);
+
+        // Elected again in epoch 3: a new coordinator has the group after one tick.
+        p.make_leader(3, 3, &[me], &[me], 1, now_ms()).unwrap();
+        let new = GroupService::new(&config);
+        new.load_led(&topics, None);
+        let shard = new
+            .shards
+            .lock()
+            .get(&0)
+            .cloned()
+            .expect("loaded by the ticker");
+        assert_eq!(shard.lock().epoch, 3);
+        assert_eq!(fetched(&new, &shard, "g"), Ok(42));
+
+        let loading = GroupService::new(&config);
+        loading.loading.lock().insert(0);
+        assert_eq!(
+            loading.shard(&topics, None, "g").err(),
+            Some(ShardError::LoadInProgress)
+        );
     }
 
     /// Served only while led here, in the epoch loaded under: a lost leadership answers

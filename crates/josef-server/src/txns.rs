@@ -1,5 +1,6 @@
-//! Drives josef-txn's `TxnCoordinator`: partitions of `__transaction_state` are loaded on first
-//! use; records go through a `PartitionWriter` that appends Kafka-format batches to the log;
+//! Drives josef-txn's `TxnCoordinator`: partitions of `__transaction_state` are loaded when
+//! their leadership arrives (the tick sees it; a request that comes first loads it itself);
+//! records go through a `PartitionWriter` that appends Kafka-format batches to the log;
 //! since one node's HW reaches the LEO inside the append, held answers are released right after
 //! each call. Marker effects are carried out locally (WriteTxnMarkers without the network hop):
 //! a COMMIT/ABORT control batch on every partition of the transaction (aborts indexed in the
@@ -12,8 +13,8 @@
 //! broker leader at that epoch too, see [`crate::groups::coordinator_epoch`]). Ids whose
 //! partition is not led here get NOT_COORDINATOR (josef-txn's routing). A partition loaded under
 //! one epoch is resigned (held answers NOT_COORDINATOR, its state dropped) by the next request or
-//! tick that sees its leader epoch changed or its leadership gone; the next request after a
-//! re-election loads it again (replaying the partition to its LEO, markers of Prepare* states
+//! tick that sees its leader epoch changed or its leadership gone; the next tick (or request)
+//! after a re-election loads it again (replaying the partition to its LEO, markers of Prepare* states
 //! re-sent). On a cluster node `__transaction_state` is never created here (the controller does).
 
 use std::collections::{HashMap, VecDeque};
@@ -385,6 +386,44 @@ impl TxnService {
         out
     }
 
+    /// Loads every `__transaction_state` partition led here in an epoch it is not loaded under,
+    /// so loading follows leadership as Kafka's `onElection` does: after a failover the new
+    /// leader re-sends the markers of Prepare* transactions and aborts the ones that time out
+    /// although no client asks about them (their producer may have died with the old leader;
+    /// the LSO of their partitions would hang). Requests meanwhile wait on the coordinator lock
+    /// rather than getting COORDINATOR_LOAD_IN_PROGRESS. Never creates the topic (one node: the
+    /// first request does).
+    fn load_led(
+        &self,
+        env: &Env<'_>,
+        cluster: Option<&ClusterNode>,
+        coord: &mut TxnCoordinator<LogWriter, Ctx>,
+    ) -> Vec<Released<Ctx>> {
+        let Some(topic) = env.topics.get(TRANSACTION_STATE_TOPIC) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (p, partition) in topic.partitions.iter().enumerate() {
+            let p = p as i32;
+            let Some(epoch) = local_leader_epoch(partition) else {
+                continue;
+            };
+            let loaded = self
+                .loaded
+                .lock()
+                .get(&p)
+                .is_some_and(|l| Arc::ptr_eq(l, partition))
+                && coord.status(p)
+                    == Some(PartitionStatus::Active {
+                        coordinator_epoch: epoch,
+                    });
+            if !loaded && coordinator_epoch(partition, cluster) == Some(epoch) {
+                out.extend(self.refresh(env, cluster, coord, p));
+            }
+        }
+        out
+    }
+
     /// Loads the partition owning `transactional_id` if needed (see [`TxnService::refresh`]).
     fn ensure_loaded(
         &self,
@@ -474,12 +513,12 @@ impl TxnService {
         }
     }
 
-    /// Periodic work: resigns partitions no longer led here in their epoch, aborts timed-out
-    /// transactions, expires idle ids.
-    pub fn tick(&self, env: &Env<'_>) {
+    /// Periodic work: loads partitions newly led here, resigns partitions no longer led here in
+    /// their epoch, aborts timed-out transactions, expires idle ids.
+    pub fn tick(&self, env: &Env<'_>, cluster: Option<&ClusterNode>) {
         let mut coord = self.lock_following(env);
         let now = now_ms();
-        let mut work: VecDeque<Released<Ctx>> = VecDeque::new();
+        let mut work: VecDeque<Released<Ctx>> = self.load_led(env, cluster, &mut coord).into();
         let loaded: Vec<(i32, Arc<Partition>)> = self
             .loaded
             .lock()
@@ -759,7 +798,7 @@ mod tests {
         // Another broker leads in epoch 4.
         p.make_follower(2, 4, 4);
         assert_eq!(init(&svc, &env, &rt).error, Some(TxnError::NotCoordinator));
-        svc.tick(&env);
+        svc.tick(&env, None);
         assert_eq!(status(&svc), None);
         assert_eq!(p.log_end_offset(), written, "nothing written as a follower");
 
@@ -773,6 +812,56 @@ mod tests {
             status(&svc),
             Some(PartitionStatus::Active {
                 coordinator_epoch: 5
+            })
+        );
+    }
+
+    /// Loading follows leadership (issue #17): a partition elected here is loaded by the tick
+    /// alone, with the transactions the previous leader wrote, in the new leader epoch, so
+    /// Prepare* markers are re-sent and timed-out transactions aborted although no client asks.
+    #[test]
+    fn the_tick_loads_a_partition_elected_here_without_any_request() {
+        let f = Fixture::new();
+        let env = f.env();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let quiet = TxnService::new(&f.config);
+        // Nothing to load before the controller creates the topic, and the tick does not.
+        quiet.tick(&env, None);
+        assert!(f.topics.get(TRANSACTION_STATE_TOPIC).is_none());
+        f.topics
+            .create_with_id(
+                TRANSACTION_STATE_TOPIC,
+                josef_protocol::Uuid::from_u128(9),
+                1,
+                BTreeMap::new(),
+            )
+            .unwrap();
+        let p = f.topics.partition(TRANSACTION_STATE_TOPIC, 0).unwrap();
+        let me = p.local_id();
+        p.make_follower(2, 1, 1);
+        quiet.tick(&env, None);
+        assert_eq!(
+            quiet.num_transactional_ids(),
+            0,
+            "led elsewhere: not loaded"
+        );
+
+        p.make_leader(2, 2, &[me], &[me], 1, now_ms()).unwrap();
+        let old = TxnService::new(&f.config);
+        assert_eq!(init(&old, &env, &rt).error, None);
+
+        // Elected here in epoch 3: the new coordinator has it after one tick.
+        p.make_leader(3, 3, &[me], &[me], 1, now_ms()).unwrap();
+        let new = TxnService::new(&f.config);
+        new.tick(&env, None);
+        assert_eq!(new.num_transactional_ids(), 1);
+        assert_eq!(
+            new.read(&env, None, None, |c| c.status(0)),
+            Some(PartitionStatus::Active {
+                coordinator_epoch: 3
             })
         );
     }

@@ -71,6 +71,7 @@ fn shard_error(e: ShardError) -> Errors {
         ShardError::NotAvailable => Errors::CoordinatorNotAvailable,
         ShardError::NotCoordinator => Errors::NotCoordinator,
         ShardError::ProducerFenced => Errors::InvalidProducerEpoch,
+        ShardError::LoadInProgress => Errors::CoordinatorLoadInProgress,
     }
 }
 

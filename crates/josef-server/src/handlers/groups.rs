@@ -35,6 +35,7 @@ fn shard_error(e: ShardError) -> Errors {
         ShardError::NotAvailable => Errors::CoordinatorNotAvailable,
         ShardError::NotCoordinator => Errors::NotCoordinator,
         ShardError::ProducerFenced => Errors::InvalidProducerEpoch,
+        ShardError::LoadInProgress => Errors::CoordinatorLoadInProgress,
     }
 }
 
