@@ -16,7 +16,7 @@ use josef_protocol::messages::create_topics_request::{CreatableReplicaAssignment
 use josef_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use josef_protocol::messages::*;
-use josef_protocol::{ErrorCode, RequestBody, ResponseBody};
+use josef_protocol::{RequestBody, ResponseBody};
 use josef_records::{Batches, RecordBatchBuilder};
 use josef_testbed::{client, wait_for, Cluster};
 
@@ -32,58 +32,6 @@ fn call(addr: SocketAddr, version: i16, body: impl Into<RequestBody>) -> Option<
 /// Calls until `f` accepts the answer (bounded by [`WAIT`]); the accepted value.
 fn until<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
     wait_for(WAIT, EVERY, f).unwrap_or_else(|| panic!("{what}: no answer within {WAIT:?}"))
-}
-
-fn retriable(code: i16) -> bool {
-    [
-        ErrorCode::NotEnoughReplicas,
-        ErrorCode::NotLeaderOrFollower,
-        ErrorCode::ConcurrentTransactions,
-        ErrorCode::CoordinatorLoadInProgress,
-        ErrorCode::CoordinatorNotAvailable,
-        ErrorCode::NotCoordinator,
-    ]
-    .iter()
-    .any(|e| e.code() == code)
-}
-
-/// (leader, leader epoch) of `topic-partition` as `addr` sees it.
-fn leader(addr: SocketAddr, topic: &str, partition: i32) -> Option<(i32, i32)> {
-    let m = client::metadata(addr).ok()?;
-    let t = m.topics.iter().find(|t| t.name.as_deref() == Some(topic))?;
-    let p = t
-        .partitions
-        .iter()
-        .find(|p| p.partition_index == partition && p.leader_id >= 0)?;
-    Some((p.leader_id, p.leader_epoch))
-}
-
-/// The node FindCoordinator names for transactional id `id`, asked at `addr`.
-fn coordinator(addr: SocketAddr, id: &str) -> Option<i32> {
-    let req = FindCoordinatorRequest {
-        key: id.into(),
-        key_type: 1,
-        ..Default::default()
-    };
-    match call(addr, 3, req)? {
-        ResponseBody::FindCoordinator(r) if r.error_code == 0 => Some(r.node_id),
-        _ => None,
-    }
-}
-
-/// InitProducerId v5 for `id` at `addr`: (error, producer id, epoch).
-fn init(addr: SocketAddr, id: &str, timeout_ms: i32) -> Option<(i16, i64, i16)> {
-    let req = InitProducerIdRequest {
-        transactional_id: Some(id.into()),
-        transaction_timeout_ms: timeout_ms,
-        producer_id: -1,
-        producer_epoch: -1,
-        ..Default::default()
-    };
-    match call(addr, 5, req)? {
-        ResponseBody::InitProducerId(r) => Some((r.error_code, r.producer_id, r.producer_epoch)),
-        _ => None,
-    }
 }
 
 /// One transactional batch of `id` on `t-0`, Produce v12 (the leader adds the partition to the
@@ -179,9 +127,11 @@ fn an_open_transaction_whose_coordinator_and_producer_died_is_aborted_by_the_nex
     let addr = |id: i32| addrs[&id];
 
     let id = "tx-hanging";
-    let old = until("FindCoordinator", || coordinator(addr(ids[0]), id));
+    let old = until("FindCoordinator", || {
+        client::transaction_coordinator(addr(ids[0]), id)
+    });
     let (_, old_epoch) = until("__transaction_state leader", || {
-        leader(addr(ids[0]), TXN_STATE, 0).filter(|(l, _)| *l == old)
+        client::partition_leader(addr(ids[0]), TXN_STATE, 0).filter(|(l, _)| *l == old)
     });
     // t-0 is led by another node, which outlives the coordinator: its LSO is what must move.
     let mut replicas: Vec<i32> = ids.iter().copied().filter(|&i| i != old).collect();
@@ -208,14 +158,14 @@ fn an_open_transaction_whose_coordinator_and_producer_died_is_aborted_by_the_nex
     );
     assert!(matches!(created, Some(ResponseBody::CreateTopics(_))));
     until("t-0 led by its first replica", || {
-        leader(addr(data_leader), "t", 0).filter(|(l, _)| *l == data_leader)
+        client::partition_leader(addr(data_leader), "t", 0).filter(|(l, _)| *l == data_leader)
     });
 
     let (_, pid, epoch) = until("InitProducerId", || {
-        init(addr(old), id, TXN_TIMEOUT_MS).filter(|(e, _, _)| *e == 0)
+        client::init_producer_id(addr(old), id, TXN_TIMEOUT_MS).filter(|(e, _, _)| *e == 0)
     });
     let code = until("Produce v12", || {
-        produce(addr(data_leader), id, pid, epoch, 0).filter(|c| !retriable(*c))
+        produce(addr(data_leader), id, pid, epoch, 0).filter(|c| !client::txn_retriable(*c))
     });
     assert_eq!(code, 0);
     let (lso, hw, _) = until("read_committed", || read_committed(addr(data_leader), pid));
@@ -227,7 +177,7 @@ fn an_open_transaction_whose_coordinator_and_producer_died_is_aborted_by_the_nex
     // The coordinator dies with the transaction open; its producer is never heard from again.
     cluster.node_mut(old).unwrap().kill9().unwrap();
     let (new, new_epoch) = until("a new __transaction_state leader", || {
-        leader(addr(data_leader), TXN_STATE, 0).filter(|(l, _)| *l != old)
+        client::partition_leader(addr(data_leader), TXN_STATE, 0).filter(|(l, _)| *l != old)
     });
     assert!(new_epoch > old_epoch, "{new_epoch} after {old_epoch}");
 

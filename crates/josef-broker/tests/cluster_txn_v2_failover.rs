@@ -42,58 +42,6 @@ fn until<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
 }
 
 /// Codes a client retries while a coordinator or a leader moves.
-const RETRIABLE: [ErrorCode; 6] = [
-    ErrorCode::NotEnoughReplicas,
-    ErrorCode::NotLeaderOrFollower,
-    ErrorCode::ConcurrentTransactions,
-    ErrorCode::CoordinatorLoadInProgress,
-    ErrorCode::CoordinatorNotAvailable,
-    ErrorCode::NotCoordinator,
-];
-
-fn retriable(code: i16) -> bool {
-    RETRIABLE.iter().any(|e| e.code() == code)
-}
-
-/// (leader, leader epoch) of `topic-partition` as `addr` sees it.
-fn leader(addr: SocketAddr, topic: &str, partition: i32) -> Option<(i32, i32)> {
-    let m = client::metadata(addr).ok()?;
-    let t = m.topics.iter().find(|t| t.name.as_deref() == Some(topic))?;
-    let p = t
-        .partitions
-        .iter()
-        .find(|p| p.partition_index == partition && p.leader_id >= 0)?;
-    Some((p.leader_id, p.leader_epoch))
-}
-
-/// The node FindCoordinator names for transactional id `id`, asked at `addr`.
-fn coordinator(addr: SocketAddr, id: &str) -> Option<i32> {
-    let req = FindCoordinatorRequest {
-        key: id.into(),
-        key_type: 1,
-        ..Default::default()
-    };
-    match call(addr, 3, req)? {
-        ResponseBody::FindCoordinator(r) if r.error_code == 0 => Some(r.node_id),
-        _ => None,
-    }
-}
-
-/// InitProducerId v5 for `id` at `addr`: (error, producer id, epoch).
-fn init(addr: SocketAddr, id: &str, timeout_ms: i32) -> Option<(i16, i64, i16)> {
-    let req = InitProducerIdRequest {
-        transactional_id: Some(id.into()),
-        transaction_timeout_ms: timeout_ms,
-        producer_id: -1,
-        producer_epoch: -1,
-        ..Default::default()
-    };
-    match call(addr, 5, req)? {
-        ResponseBody::InitProducerId(r) => Some((r.error_code, r.producer_id, r.producer_epoch)),
-        _ => None,
-    }
-}
-
 /// One transactional batch of `id` with value `value` on `t-<partition>`, Produce v12, at `addr`.
 #[allow(clippy::too_many_arguments)]
 fn produce(
@@ -282,20 +230,22 @@ fn a_v2_transaction_open_when_its_coordinator_is_killed_is_completed_or_aborted_
     assert!(matches!(created, Some(ResponseBody::CreateTopics(_))));
 
     // Both ids live on the one __transaction_state partition: one coordinator.
-    let old = until("FindCoordinator", || coordinator(addr(ids[0]), "tx-commit"));
+    let old = until("FindCoordinator", || {
+        client::transaction_coordinator(addr(ids[0]), "tx-commit")
+    });
     assert_eq!(
-        until("FindCoordinator", || coordinator(
+        until("FindCoordinator", || client::transaction_coordinator(
             addr(ids[0]),
             "tx-timeout"
         )),
         old
     );
     let (_, old_epoch) = until("__transaction_state leader", || {
-        leader(addr(ids[0]), TXN_STATE, 0).filter(|(l, _)| *l == old)
+        client::partition_leader(addr(ids[0]), TXN_STATE, 0).filter(|(l, _)| *l == old)
     });
     let producer = |id: &str, timeout_ms: i32| {
         until("InitProducerId", || {
-            init(addr(old), id, timeout_ms).filter(|(e, _, _)| *e == 0)
+            client::init_producer_id(addr(old), id, timeout_ms).filter(|(e, _, _)| *e == 0)
         })
     };
     let (_, pc, c0) = producer("tx-commit", 60_000);
@@ -305,9 +255,9 @@ fn a_v2_transaction_open_when_its_coordinator_is_killed_is_completed_or_aborted_
     for p in 0..PARTITIONS {
         for (id, pid, epoch, value) in [("tx-commit", pc, c0, "A"), ("tx-timeout", pt, t0, "B")] {
             let code = until("Produce v12", || {
-                let (l, _) = leader(addr(old), "t", p)?;
+                let (l, _) = client::partition_leader(addr(old), "t", p)?;
                 produce(addr(l), id, pid, epoch, 0, p, &format!("{value}{p}"))
-                    .filter(|c| !retriable(*c))
+                    .filter(|c| !client::txn_retriable(*c))
             });
             assert_eq!(code, 0, "{id} on t-{p}");
         }
@@ -318,17 +268,17 @@ fn a_v2_transaction_open_when_its_coordinator_is_killed_is_completed_or_aborted_
     let alive: Vec<i32> = ids.iter().copied().filter(|&i| i != old).collect();
     let any = addr(alive[0]);
     let new = until("a new coordinator", || {
-        coordinator(any, "tx-commit").filter(|&n| n != old)
+        client::transaction_coordinator(any, "tx-commit").filter(|&n| n != old)
     });
     let (_, new_epoch) = until("__transaction_state leader epoch", || {
-        leader(any, TXN_STATE, 0).filter(|(l, _)| *l == new)
+        client::partition_leader(any, TXN_STATE, 0).filter(|(l, _)| *l == new)
     });
     assert!(new_epoch > old_epoch, "{new_epoch} after {old_epoch}");
 
     // tx-commit's producer completes its transaction at the new coordinator (it loaded the
     // partitions the leaders added) and is answered the bumped epoch.
     let (err, pid, c1) = until("EndTxn v5 commit", || {
-        end_txn(addr(new), "tx-commit", pc, c0, true).filter(|(e, _, _)| !retriable(*e))
+        end_txn(addr(new), "tx-commit", pc, c0, true).filter(|(e, _, _)| !client::txn_retriable(*e))
     });
     assert_eq!((err, pid, c1), (0, pc, c0 + 1), "tx-commit");
 
@@ -337,7 +287,7 @@ fn a_v2_transaction_open_when_its_coordinator_is_killed_is_completed_or_aborted_
     for p in 0..PARTITIONS {
         assert!(
             wait_until(WAIT, EVERY, || {
-                leader(any, "t", p)
+                client::partition_leader(any, "t", p)
                     .and_then(|(l, _)| read_committed(addr(l), p))
                     .is_some_and(|c| {
                         c.lso == c.hw
@@ -351,7 +301,8 @@ fn a_v2_transaction_open_when_its_coordinator_is_killed_is_completed_or_aborted_
     // The epoch of tx-timeout was bumped: the producer cannot end the transaction with the old
     // one.
     let (err, _, _) = until("EndTxn v5 at the aborted epoch", || {
-        end_txn(addr(new), "tx-timeout", pt, t0, true).filter(|(e, _, _)| !retriable(*e))
+        end_txn(addr(new), "tx-timeout", pt, t0, true)
+            .filter(|(e, _, _)| !client::txn_retriable(*e))
     });
     assert!(
         err == ErrorCode::ProducerFenced.code() || err == ErrorCode::InvalidProducerEpoch.code(),
@@ -360,38 +311,40 @@ fn a_v2_transaction_open_when_its_coordinator_is_killed_is_completed_or_aborted_
 
     // tx-commit's old epoch is fenced on the partitions; the bumped one writes the next
     // transaction.
-    let (l0, _) = until("leader of t-0", || leader(any, "t", 0));
+    let (l0, _) = until("leader of t-0", || client::partition_leader(any, "t", 0));
     assert_eq!(
         until("Produce at the old epoch", || {
-            produce(addr(l0), "tx-commit", pc, c0, 1, 0, "X").filter(|c| !retriable(*c))
+            produce(addr(l0), "tx-commit", pc, c0, 1, 0, "X").filter(|c| !client::txn_retriable(*c))
         }),
         ErrorCode::InvalidProducerEpoch.code()
     );
     for p in 0..PARTITIONS {
         let code = until("Produce v12 at the bumped epoch", || {
-            let (l, _) = leader(any, "t", p)?;
-            produce(addr(l), "tx-commit", pc, c1, 0, p, &format!("D{p}")).filter(|c| !retriable(*c))
+            let (l, _) = client::partition_leader(any, "t", p)?;
+            produce(addr(l), "tx-commit", pc, c1, 0, p, &format!("D{p}"))
+                .filter(|c| !client::txn_retriable(*c))
         });
         assert_eq!(code, 0, "tx-commit D on t-{p}");
     }
     let (err, _, c2) = until("EndTxn v5 commit", || {
-        end_txn(addr(new), "tx-commit", pc, c1, true).filter(|(e, _, _)| !retriable(*e))
+        end_txn(addr(new), "tx-commit", pc, c1, true).filter(|(e, _, _)| !client::txn_retriable(*e))
     });
     assert_eq!((err, c2), (0, c1 + 1));
 
     // tx-timeout's producer goes on after InitProducerId, with an epoch above the bumped one.
     let (_, pt2, t1) = until("InitProducerId", || {
-        init(addr(new), "tx-timeout", 3_000).filter(|(e, _, _)| *e == 0)
+        client::init_producer_id(addr(new), "tx-timeout", 3_000).filter(|(e, _, _)| *e == 0)
     });
     assert_eq!(pt2, pt);
     assert!(t1 > t0 + 1, "{t1} after the abort of {t0}");
     let code = until("Produce v12 after InitProducerId", || {
-        let (l, _) = leader(any, "t", 1)?;
-        produce(addr(l), "tx-timeout", pt, t1, 0, 1, "C1").filter(|c| !retriable(*c))
+        let (l, _) = client::partition_leader(any, "t", 1)?;
+        produce(addr(l), "tx-timeout", pt, t1, 0, 1, "C1").filter(|c| !client::txn_retriable(*c))
     });
     assert_eq!(code, 0);
     let (err, _, _) = until("EndTxn v5 commit", || {
-        end_txn(addr(new), "tx-timeout", pt, t1, true).filter(|(e, _, _)| !retriable(*e))
+        end_txn(addr(new), "tx-timeout", pt, t1, true)
+            .filter(|(e, _, _)| !client::txn_retriable(*e))
     });
     assert_eq!(err, 0);
 
@@ -402,7 +355,7 @@ fn a_v2_transaction_open_when_its_coordinator_is_killed_is_completed_or_aborted_
             want.push("C1".into());
         }
         let seen = || {
-            leader(any, "t", p)
+            client::partition_leader(any, "t", p)
                 .and_then(|(l, _)| read_committed(addr(l), p))
                 .map(|c| (c.values, c.lso == c.hw))
         };
@@ -419,7 +372,7 @@ fn a_v2_transaction_open_when_its_coordinator_is_killed_is_completed_or_aborted_
     // are covered.
     let mut leaders = BTreeSet::new();
     for p in 0..PARTITIONS {
-        let (l, _) = until("leader", || leader(any, "t", p));
+        let (l, _) = until("leader", || client::partition_leader(any, "t", p));
         leaders.insert(l);
         let c = until("read", || read_committed(addr(l), p));
         assert_eq!(

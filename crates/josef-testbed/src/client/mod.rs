@@ -3,9 +3,13 @@
 //! timeouts, over josef-protocol's frame codec.
 
 mod data;
+mod txn;
 
 pub use data::{
     create_topic, fetch, partition, produce, read_all, Fetched, PartitionState, Produced, Record,
+};
+pub use txn::{
+    init_producer_id, partition_leader, transaction_coordinator, txn_retriable, TXN_RETRIABLE,
 };
 
 use std::io::{Read, Write};
