@@ -853,6 +853,41 @@ mod tests {
 
     /// Creates `__consumer_offsets` with one partition (as the controller would): the
     /// partition and this broker's id.
+    /// A group coordinator whose `__consumer_offsets` partition is led here and replicated to
+    /// one follower (`other`), so its HW moves only when the test fetches as that follower.
+    struct Replicated {
+        _dir: tempfile::TempDir,
+        purgatory: Arc<crate::delayed_fetch::FetchPurgatory>,
+        topics: TopicManager,
+        svc: Arc<GroupService>,
+        p: Arc<Partition>,
+        other: i32,
+    }
+
+    fn replicated_offsets_partition(offsets_commit_timeout_ms: i64) -> Replicated {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = cluster_config(dir.path());
+        config.offsets_commit_timeout_ms = offsets_commit_timeout_ms;
+        let config = Arc::new(config);
+        let purgatory = crate::delayed_fetch::new_purgatory();
+        let listener = crate::delayed_fetch::append_listener(&purgatory);
+        let topics = TopicManager::load(config.clone(), Some(listener)).unwrap();
+        let svc = Arc::new(GroupService::new(&config));
+        svc.set_purgatory(purgatory.clone());
+        let (p, me) = offsets_partition(&topics);
+        let other = me + 1;
+        p.make_leader(0, 0, &[me, other], &[me, other], 1, now_ms())
+            .unwrap();
+        Replicated {
+            _dir: dir,
+            purgatory,
+            topics,
+            svc,
+            p,
+            other,
+        }
+    }
+
     fn offsets_partition(topics: &TopicManager) -> (Arc<Partition>, i32) {
         topics
             .create_with_id(
@@ -1061,19 +1096,14 @@ mod tests {
     /// shard is unloaded (the next request rebuilds it from the log).
     #[test]
     fn a_write_is_answered_once_the_high_watermark_passes_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut config = cluster_config(dir.path());
-        config.offsets_commit_timeout_ms = 200;
-        let config = Arc::new(config);
-        let purgatory = crate::delayed_fetch::new_purgatory();
-        let listener = crate::delayed_fetch::append_listener(&purgatory);
-        let topics = TopicManager::load(config.clone(), Some(listener)).unwrap();
-        let svc = Arc::new(GroupService::new(&config));
-        svc.set_purgatory(purgatory.clone());
-        let (p, me) = offsets_partition(&topics);
-        let other = me + 1;
-        p.make_leader(0, 0, &[me, other], &[me, other], 1, now_ms())
-            .unwrap();
+        let Replicated {
+            _dir,
+            purgatory,
+            topics,
+            svc,
+            p,
+            other,
+        } = replicated_offsets_partition(200);
         let follower_fetch = |offset: i64| {
             let fetch = josef_partition::FollowerFetch::new(other, offset, 0);
             p.fetch_from_follower(&fetch, now_ms()).unwrap();
@@ -1156,19 +1186,14 @@ mod tests {
     /// at `offsets.commit.timeout.ms`.
     #[test]
     fn held_answers_wait_for_earlier_writes_and_fail_when_the_shard_is_unloaded() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut config = cluster_config(dir.path());
-        config.offsets_commit_timeout_ms = 60_000;
-        let config = Arc::new(config);
-        let purgatory = crate::delayed_fetch::new_purgatory();
-        let listener = crate::delayed_fetch::append_listener(&purgatory);
-        let topics = TopicManager::load(config.clone(), Some(listener)).unwrap();
-        let svc = Arc::new(GroupService::new(&config));
-        svc.set_purgatory(purgatory.clone());
-        let (p, me) = offsets_partition(&topics);
-        let other = me + 1;
-        p.make_leader(0, 0, &[me, other], &[me, other], 1, now_ms())
-            .unwrap();
+        let Replicated {
+            _dir,
+            purgatory,
+            topics,
+            svc,
+            p,
+            other: _,
+        } = replicated_offsets_partition(60_000);
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
