@@ -282,6 +282,10 @@ impl Broker {
         self.ticker.abort();
         // Anything parked while the connections drained.
         answer_parked_requests(&state);
+        // The coordinators go before the logs (Kafka's shutdown order): a loaded shard holds its
+        // partition, which could then not close, and its dir would not be marked clean.
+        state.groups.unload_all();
+        state.txns.unload_all(&crate::txns::Env::of(&state));
         self.fetch_reaper.shutdown().await;
         let _ = tokio::task::spawn_blocking(move || state.topics.shutdown()).await;
     }

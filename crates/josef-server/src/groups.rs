@@ -412,6 +412,17 @@ impl GroupService {
         close_shard(&self.pending, shard, ShardError::NotCoordinator);
     }
 
+    /// Unloads every shard (broker shutdown, as Kafka shuts its coordinators down before its
+    /// log manager): parked and held answers get NOT_COORDINATOR, and the shards let go of
+    /// their `__consumer_offsets` partitions so the logs can close and their dir be marked
+    /// clean.
+    pub fn unload_all(&self) {
+        let shards: Vec<Arc<Mutex<Shard>>> = self.shards.lock().drain().map(|(_, s)| s).collect();
+        for shard in shards {
+            self.close(&mut shard.lock());
+        }
+    }
+
     /// Removes `shard` from the map (if it is still the one at `index`) and unloads it.
     fn unload_if_same(&self, index: i32, shard: &Arc<Mutex<Shard>>) {
         {

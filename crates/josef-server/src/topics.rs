@@ -771,6 +771,15 @@ impl TopicManager {
         }
         let count = partitions.len();
         let started = std::time::Instant::now();
+        // A task the shutdown just answered (a coordinator's failed write, a parked request) may
+        // still hold its partition for a moment; a partition still held is only flushed and its
+        // dir is not marked clean, so give them a bounded moment to let go.
+        let deadline = started + std::time::Duration::from_secs(2);
+        while partitions.iter().any(|p| Arc::strong_count(p) > 1)
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         self.log_dirs.close(partitions, writers);
         tracing::info!(
             partitions = count,

@@ -513,6 +513,24 @@ impl TxnService {
         }
     }
 
+    /// Resigns every loaded partition (broker shutdown): held answers get NOT_COORDINATOR, and
+    /// the coordinator lets go of its `__transaction_state` partitions so the logs can close and
+    /// their dir be marked clean.
+    pub fn unload_all(&self, env: &Env<'_>) {
+        let mut coord = self.lock_following(env);
+        let loaded: Vec<i32> = self.loaded.lock().keys().copied().collect();
+        let mut work: VecDeque<Released<Ctx>> = VecDeque::new();
+        for p in loaded {
+            work.extend(self.resign(&mut coord, p));
+        }
+        // Only answers: a resigned partition has no markers left to send.
+        while let Some(r) = work.pop_front() {
+            if let Some(tx) = r.context.and_then(|ctx| self.pending.lock().remove(&ctx)) {
+                let _ = tx.send(r.reply.clone());
+            }
+        }
+    }
+
     /// Periodic work: loads partitions newly led here, resigns partitions no longer led here in
     /// their epoch, aborts timed-out transactions, expires idle ids.
     pub fn tick(&self, env: &Env<'_>, cluster: Option<&ClusterNode>) {
