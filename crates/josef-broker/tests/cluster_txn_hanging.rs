@@ -13,7 +13,6 @@ use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use josef_protocol::messages::create_topics_request::{CreatableReplicaAssignment, CreatableTopic};
-use josef_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use josef_protocol::messages::*;
 use josef_protocol::{RequestBody, ResponseBody};
@@ -71,33 +70,7 @@ fn produce(addr: SocketAddr, id: &str, pid: i64, epoch: i16, seq: i32) -> Option
 /// What a read_committed fetch of `t-0` from `addr` sees: (LSO, HW, whether a control batch of
 /// producer `pid` is in the log).
 fn read_committed(addr: SocketAddr, pid: i64) -> Option<(i64, i64, bool)> {
-    let req = FetchRequest {
-        replica_id: -1,
-        max_bytes: 1 << 20,
-        isolation_level: 1,
-        session_epoch: -1,
-        topics: vec![FetchTopic {
-            topic: "t".into(),
-            partitions: vec![FetchPartition {
-                partition: 0,
-                fetch_offset: 0,
-                partition_max_bytes: 1 << 20,
-                current_leader_epoch: -1,
-                last_fetched_epoch: -1,
-                log_start_offset: -1,
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let ResponseBody::Fetch(r) = call(addr, 12, req)? else {
-        return None;
-    };
-    let p = &r.responses[0].partitions[0];
-    if p.error_code != 0 {
-        return None;
-    }
+    let p = client::fetch_read_committed(addr, "t", 0)?;
     let mut marker = false;
     for batch in Batches::new(p.records.clone().unwrap_or_default()) {
         let h = *batch.ok()?.header();

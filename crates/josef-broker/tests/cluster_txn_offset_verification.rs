@@ -9,7 +9,6 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use josef_protocol::messages::create_topics_request::CreatableTopic;
-use josef_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use josef_protocol::messages::*;
 use josef_protocol::{ErrorCode, RequestBody, ResponseBody};
 use josef_testbed::{client, wait_for, wait_until, Cluster};
@@ -80,33 +79,8 @@ fn commit(addr: SocketAddr, version: i16, group: &str, pid: i64, epoch: i16, off
 
 /// (LSO, HW) of `__consumer_offsets-<partition>` on its leader `addr`.
 fn offsets_log(addr: SocketAddr, partition: i32) -> Option<(i64, i64)> {
-    let req = FetchRequest {
-        replica_id: -1,
-        max_bytes: 1 << 20,
-        isolation_level: 1,
-        session_epoch: -1,
-        topics: vec![FetchTopic {
-            topic: "__consumer_offsets".into(),
-            partitions: vec![FetchPartition {
-                partition,
-                fetch_offset: 0,
-                partition_max_bytes: 1 << 20,
-                current_leader_epoch: -1,
-                last_fetched_epoch: -1,
-                log_start_offset: -1,
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    match call(addr, 12, req)? {
-        ResponseBody::Fetch(r) => {
-            let p = &r.responses[0].partitions[0];
-            (p.error_code == 0).then_some((p.last_stable_offset, p.high_watermark))
-        }
-        _ => None,
-    }
+    let p = client::fetch_read_committed(addr, "__consumer_offsets", partition)?;
+    Some((p.last_stable_offset, p.high_watermark))
 }
 
 #[test]

@@ -11,7 +11,6 @@ use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use josef_protocol::messages::create_topics_request::CreatableTopic;
-use josef_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use josef_protocol::messages::*;
 use josef_protocol::{ErrorCode, RequestBody, ResponseBody};
@@ -63,33 +62,8 @@ fn produce(addr: SocketAddr, pid: i64, epoch: i16, seq: i32, partition: i32) -> 
 }
 
 fn lso_hw(addr: SocketAddr, partition: i32) -> Option<(i64, i64)> {
-    let req = FetchRequest {
-        replica_id: -1,
-        max_bytes: 1 << 20,
-        isolation_level: 1,
-        session_epoch: -1,
-        topics: vec![FetchTopic {
-            topic: "t".into(),
-            partitions: vec![FetchPartition {
-                partition,
-                fetch_offset: 0,
-                partition_max_bytes: 1 << 20,
-                current_leader_epoch: -1,
-                last_fetched_epoch: -1,
-                log_start_offset: -1,
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    match call(addr, 12, req)? {
-        ResponseBody::Fetch(r) => {
-            let p = &r.responses[0].partitions[0];
-            (p.error_code == 0).then_some((p.last_stable_offset, p.high_watermark))
-        }
-        _ => None,
-    }
+    let p = client::fetch_read_committed(addr, "t", partition)?;
+    Some((p.last_stable_offset, p.high_watermark))
 }
 
 /// (EndTxn max version, finalized `transaction.version`) in the ApiVersions of `addr`.

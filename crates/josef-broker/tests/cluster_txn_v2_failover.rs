@@ -17,7 +17,6 @@ use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use josef_protocol::messages::create_topics_request::CreatableTopic;
-use josef_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use josef_protocol::messages::write_txn_markers_request::{
     WritableTxnMarker, WritableTxnMarkerTopic,
@@ -116,33 +115,7 @@ struct Committed {
 }
 
 fn read_committed(addr: SocketAddr, partition: i32) -> Option<Committed> {
-    let req = FetchRequest {
-        replica_id: -1,
-        max_bytes: 1 << 20,
-        isolation_level: 1,
-        session_epoch: -1,
-        topics: vec![FetchTopic {
-            topic: "t".into(),
-            partitions: vec![FetchPartition {
-                partition,
-                fetch_offset: 0,
-                partition_max_bytes: 1 << 20,
-                current_leader_epoch: -1,
-                last_fetched_epoch: -1,
-                log_start_offset: -1,
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
-    let ResponseBody::Fetch(r) = call(addr, 12, req)? else {
-        return None;
-    };
-    let p = &r.responses[0].partitions[0];
-    if p.error_code != 0 {
-        return None;
-    }
+    let p = client::fetch_read_committed(addr, "t", partition)?;
     // The consumer's rule: a producer's batches from an aborted transaction's first offset up to
     // its abort marker are skipped.
     let mut aborted: Vec<(i64, i64)> = p

@@ -9,7 +9,8 @@ pub use data::{
     create_topic, fetch, partition, produce, read_all, Fetched, PartitionState, Produced, Record,
 };
 pub use txn::{
-    init_producer_id, partition_leader, transaction_coordinator, txn_retriable, TXN_RETRIABLE,
+    fetch_read_committed, init_producer_id, partition_leader, transaction_coordinator,
+    txn_retriable, TXN_RETRIABLE,
 };
 
 use std::io::{Read, Write};

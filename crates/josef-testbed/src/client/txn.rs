@@ -3,7 +3,9 @@
 
 use std::net::SocketAddr;
 
-use josef_protocol::messages::{FindCoordinatorRequest, InitProducerIdRequest};
+use josef_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use josef_protocol::messages::fetch_response::PartitionData;
+use josef_protocol::messages::{FetchRequest, FindCoordinatorRequest, InitProducerIdRequest};
 use josef_protocol::{ErrorCode, ResponseBody};
 
 use super::{call, metadata};
@@ -63,4 +65,44 @@ pub fn init_producer_id(addr: SocketAddr, id: &str, timeout_ms: i32) -> Option<(
         ResponseBody::InitProducerId(r) => Some((r.error_code, r.producer_id, r.producer_epoch)),
         _ => None,
     }
+}
+
+/// A read_committed Fetch (v12) of `topic`-`partition` from offset 0 at `addr`: the partition's
+/// answer (its LSO, HW and records) when it carries no error, else `None`.
+pub fn fetch_read_committed(
+    addr: SocketAddr,
+    topic: &str,
+    partition: i32,
+) -> Option<PartitionData> {
+    let req = FetchRequest {
+        replica_id: -1,
+        max_bytes: 1 << 20,
+        isolation_level: 1,
+        session_epoch: -1,
+        topics: vec![FetchTopic {
+            topic: topic.into(),
+            partitions: vec![FetchPartition {
+                partition,
+                fetch_offset: 0,
+                partition_max_bytes: 1 << 20,
+                current_leader_epoch: -1,
+                last_fetched_epoch: -1,
+                log_start_offset: -1,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let ResponseBody::Fetch(r) = call(addr, 12, req.into()).ok()? else {
+        return None;
+    };
+    let p = r
+        .responses
+        .into_iter()
+        .next()?
+        .partitions
+        .into_iter()
+        .next()?;
+    (p.error_code == 0).then_some(p)
 }
