@@ -7,6 +7,17 @@
 # data dir each), waits until Metadata lists 3 brokers, and measures in the same run, R times over:
 # produce throughput of RF=1 acks=1, RF=3 acks=1 and RF=3 acks=all, then latency at --rate msg/s
 # (produce-ack and end-to-end p50/p99) for the same three; the load average is printed before each.
+#   bash benches/run-load.sh --metrics-overhead [--records N] [--repeat R]
+# --metrics-overhead (issue #21) starts two josef-broker processes, one without metrics (no
+# prometheus.listener: no recorder is installed) and one with prometheus.listener set and its
+# /metrics scraped every second, and measures produce then consume of N 100 B records on each, R
+# rounds (the order of the two swapped every round), then prints the broker CPU per record summed
+# over the rounds for both and their ratio (the issue's target: on within 5% of off).
+#   bash benches/run-load.sh --tls [--records N] [--repeat R] [--sizes 100,1024]
+# --tls (issue #20) makes a CA and a server certificate for 127.0.0.1 with the openssl CLI, starts
+# one josef-broker with a PLAINTEXT and an SSL listener, and runs the fast produce mode against
+# each listener alternately, R times per record size (N records of 100 B, N/4 of larger ones), then
+# prints the broker CPU summed per listener and size and the ratio SSL / PLAINTEXT (target <= 1.5).
 # JOSEF_LOAD_BIN=path reuses a built load tool (building it builds librdkafka); TANSU_BIN=path a
 # Tansu binary; JOSEF_BROKER_BIN=path runs that josef-broker build (e.g. an older commit's, to compare)
 # instead of building this checkout's.
@@ -15,6 +26,9 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 WITH_TANSU=0
 CLUSTER=0
+OVERHEAD=0
+TLS=0
+SIZES=100,1024
 REPEAT=2
 RATE=5000
 RECORDS=200000
@@ -23,6 +37,9 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --tansu) WITH_TANSU=1 ;;
     --cluster) CLUSTER=1 ;;
+    --metrics-overhead) OVERHEAD=1 ;;
+    --tls) TLS=1; REPEAT=3 ;;
+    --sizes) SIZES=$2; shift ;;
     --repeat) REPEAT=$2; shift ;;
     --rate) RATE=$2; shift ;;
     --records) RECORDS=$2; shift ;;
@@ -35,13 +52,14 @@ done
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 1 300); do (echo > /dev/tcp/127.0.0.1/$1) 2>/dev/null && return 0; sleep 0.1; done; return 1; }
 
+# Both builds honour CARGO_TARGET_DIR (the load tool is its own package: its own target dir by default).
 if [ -z "${JOSEF_BROKER_BIN:-}" ]; then cargo build --release -p josef-broker; fi
-BROKER_BIN=${JOSEF_BROKER_BIN:-$ROOT/target/release/josef-broker}
+BROKER_BIN=${JOSEF_BROKER_BIN:-${CARGO_TARGET_DIR:-$ROOT/target}/release/josef-broker}
 if [ -n "${JOSEF_LOAD_BIN:-}" ]; then
   LOAD=$JOSEF_LOAD_BIN
 else
   (cd benches/load && cargo build --release)
-  LOAD="$ROOT/benches/load/target/release/josef-load"
+  LOAD="${CARGO_TARGET_DIR:-$ROOT/benches/load/target}/release/josef-load"
 fi
 has_mode() { case ",$MODES," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 
@@ -62,6 +80,119 @@ run_modes() { # label port pid
     "$LOAD" --bootstrap 127.0.0.1:$2 --broker-pid $3 --label $1 latency --rate 10000 --seconds 10
   fi
 }
+
+if [ "$OVERHEAD" = 1 ]; then
+  DATA=$(mktemp -d)
+  OPORT=$(free_port); NPORT=$(free_port); MPORT=$(free_port)
+  mkdir -p "$DATA/off" "$DATA/on"
+  printf 'node.id=1\nlisteners=PLAINTEXT://127.0.0.1:%s\nlog.dirs=%s\n' "$OPORT" "$DATA/off/logs" > "$DATA/off/server.properties"
+  printf 'node.id=1\nlisteners=PLAINTEXT://127.0.0.1:%s\nlog.dirs=%s\nprometheus.listener=127.0.0.1:%s\n' \
+    "$NPORT" "$DATA/on/logs" "$MPORT" > "$DATA/on/server.properties"
+  "$BROKER_BIN" --config "$DATA/off/server.properties" > "$DATA/off/broker.log" 2>&1 &
+  OFF_PID=$!
+  "$BROKER_BIN" --config "$DATA/on/server.properties" > "$DATA/on/broker.log" 2>&1 &
+  ON_PID=$!
+  SCRAPER=
+  trap 'kill $OFF_PID $ON_PID $SCRAPER 2>/dev/null || true; wait $OFF_PID $ON_PID 2>/dev/null || true; rm -rf "$DATA"' EXIT
+  wait_port "$OPORT"; wait_port "$NPORT"; wait_port "$MPORT"
+  # What an operator's Prometheus does, at a 1 s interval (its default is 1 min): the scrape's
+  # rendering is part of the cost of metrics on.
+  ( while true; do curl -s -o /dev/null "http://127.0.0.1:$MPORT/metrics" || true; sleep 1; done ) &
+  SCRAPER=$!
+  echo "metrics off: pid $OFF_PID port $OPORT; metrics on: pid $ON_PID port $NPORT, /metrics on $MPORT scraped every 1 s"
+  OUT="$DATA/results"
+  on() { "$LOAD" --bootstrap 127.0.0.1:$NPORT --broker-pid $ON_PID --label metrics-on "$@" | tee -a "$OUT"; }
+  off() { "$LOAD" --bootstrap 127.0.0.1:$OPORT --broker-pid $OFF_PID --label metrics-off "$@" | tee -a "$OUT"; }
+  # Warm-up, not reported (see run_modes).
+  on consume --records 1000 --size 100 > /dev/null
+  off consume --records 1000 --size 100 > /dev/null
+  : > "$OUT"
+  for r in $(seq 1 "$REPEAT"); do
+    echo "round $r $(uptime | sed 's/.*load/load/')"
+    for mode in produce consume; do
+      if [ $((r % 2)) = 1 ]; then
+        off $mode --records "$RECORDS" --size 100; on $mode --records "$RECORDS" --size 100
+      else
+        on $mode --records "$RECORDS" --size 100; off $mode --records "$RECORDS" --size 100
+      fi
+    done
+  done
+  echo "$(curl -s "http://127.0.0.1:$MPORT/metrics" | grep -c '^kafka_') kafka_* samples on the metrics-on broker's /metrics at the end"
+  awk '/^RESULT/ {
+      for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+      k = f["label"] " " f["mode"]; cpu[k] += f["broker_cpu_ms"]; n[k] += f["records"]
+    }
+    END {
+      split("produce consume", ms, " ")
+      for (j = 1; j <= 2; j++) {
+        m = ms[j]; on = "metrics-on " m; off = "metrics-off " m
+        if (n[on] == 0 || n[off] == 0) continue
+        pon = cpu[on] * 1000 / n[on]; poff = cpu[off] * 1000 / n[off]
+        printf "OVERHEAD mode=%s records=%d off_cpu_ms=%.0f on_cpu_ms=%.0f off_us_per_record=%.4f on_us_per_record=%.4f ratio=%.3f\n", m, n[on], cpu[off], cpu[on], poff, pon, pon / poff
+      }
+    }' "$OUT"
+  exit 0
+fi
+
+if [ "$TLS" = 1 ]; then
+  DATA=$(mktemp -d)
+  PPORT=$(free_port); SPORT=$(free_port)
+  # ECDSA P-256 (the handshake is a negligible part of a run; the record cipher is what rustls and
+  # librdkafka negotiate, TLS 1.3 AES-GCM on a CPU with AES instructions).
+  (
+    cd "$DATA"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem \
+      -days 2 -subj "/CN=josef-load-ca" 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout server.key -out server.csr \
+      -subj "/CN=127.0.0.1" 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' > san.ext
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile san.ext \
+      -out server.crt 2>/dev/null
+    cat server.key server.crt > server.pem
+  )
+  cat > "$DATA/server.properties" <<EOF
+node.id=1
+listeners=PLAINTEXT://127.0.0.1:$PPORT,SSL://127.0.0.1:$SPORT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SSL:SSL
+log.dirs=$DATA/logs
+ssl.keystore.type=PEM
+ssl.keystore.location=$DATA/server.pem
+EOF
+  "$BROKER_BIN" --config "$DATA/server.properties" > "$DATA/broker.log" 2>&1 &
+  JPID=$!
+  trap 'kill $JPID 2>/dev/null || true; rm -rf "$DATA"' EXIT
+  wait_port "$PPORT" && wait_port "$SPORT" || { tail -n 30 "$DATA/broker.log"; exit 1; }
+  echo "josef-broker pid $JPID: PLAINTEXT 127.0.0.1:$PPORT, SSL 127.0.0.1:$SPORT, broker $BROKER_BIN"
+  SSL_CONF=(--config security.protocol=SSL --config "ssl.ca.location=$DATA/ca.pem")
+  OUT="$DATA/results.txt"
+  # Warm-up, not reported: connections, the first topic, page cache.
+  "$LOAD" --bootstrap 127.0.0.1:$PPORT --broker-pid $JPID --label warmup produce --records 20000 > /dev/null
+  "$LOAD" --bootstrap 127.0.0.1:$SPORT --broker-pid $JPID "${SSL_CONF[@]}" --label warmup produce --records 20000 > /dev/null
+  for r in $(seq 1 "$REPEAT"); do
+    for size in ${SIZES//,/ }; do
+      n=$RECORDS; [ "$size" -gt 100 ] && n=$((RECORDS / 4))
+      echo "round $r size $size $(uptime | sed 's/.*load/load/')"
+      "$LOAD" --bootstrap 127.0.0.1:$PPORT --broker-pid $JPID --label "plaintext-$size" \
+        produce --records "$n" --size "$size" | tee -a "$OUT"
+      "$LOAD" --bootstrap 127.0.0.1:$SPORT --broker-pid $JPID "${SSL_CONF[@]}" --label "ssl-$size" \
+        produce --records "$n" --size "$size" | tee -a "$OUT"
+    done
+  done
+  # Broker CPU summed over the rounds, per listener and size, and SSL / PLAINTEXT.
+  awk '/^RESULT/ {
+      for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+      split(f["label"], l, "-"); cpu[l[1], l[2]] += f["broker_cpu_ms"]; recs[l[1], l[2]] += f["records"]
+      sizes[l[2]] = 1
+    }
+    END {
+      for (s in sizes) {
+        p = cpu["plaintext", s]; t = cpu["ssl", s]
+        printf "TLS size=%s plaintext_cpu_ms=%.0f ssl_cpu_ms=%.0f plaintext_us_per_record=%.3f ssl_us_per_record=%.3f ratio=%.2f\n", \
+          s, p, t, 1000 * p / recs["plaintext", s], 1000 * t / recs["ssl", s], (p > 0 ? t / p : 0)
+      }
+    }' "$OUT"
+  exit 0
+fi
 
 if [ "$CLUSTER" = 1 ]; then
   DATA=$(mktemp -d)

@@ -15,6 +15,16 @@ port is started, and the script measures:
     python3 benches/scale.py --broker-bin target/release/josef-broker [--counts 1,10,100,1000]
         [--per-topic 100] [--out benches/results/scale] [--broker-opt KEY=VALUE ...]
 
+Two more curves, each with a fresh broker per count:
+
+- `--curve connections --counts 1,100,1000,10000`: that many plain TCP connections held open idle
+  (broker RSS per connection, descriptors, idle CPU), then each sends ApiVersions, Metadata and one
+  Produce (all answered?), and the p50/p99 of single produces on a separate connection before and
+  while they are open. The client needs a descriptor per connection too (`ulimit -n`).
+- `--curve active --counts 1,100,1000,10000 [--records 200000]`: records of 100 B produced with
+  librdkafka spread round-robin over all N partitions (two rounds: the first includes each
+  partition's first write), then consumed from the start of every partition; broker CPU per record.
+
 Prints a table and writes `<out>.csv` and one SVG plot per metric (`<out>-<metric>.svg`, log-log).
 Needs confluent-kafka (the e2e venv has it: `.venv/bin/python benches/scale.py ...`). Numbers are
 from one noisy shared machine: compare curves in one run, not across runs.
@@ -24,8 +34,10 @@ import argparse
 import csv
 import math
 import os
+import resource
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -185,6 +197,247 @@ def measure(binary, n, per_topic, limit_s, opts=()):
     return row
 
 
+# Raw Kafka requests for the connection curve: a Python client holding 10,000 librdkafka instances
+# would measure the client, so each connection is a plain socket (the encoding of raw-produce.py).
+def _frame(key, version, corr, body):
+    msg = struct.pack(">hhi", key, version, corr) + _s16(b"scale") + body
+    return struct.pack(">i", len(msg)) + msg
+
+
+def _s16(b):
+    return struct.pack(">h", len(b)) + b
+
+
+def _varint(v):
+    v = (v << 1) ^ (v >> 63)
+    out = b""
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+
+def _crc32c(data):
+    c = 0xFFFFFFFF
+    for b in data:
+        c ^= b
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+    return c ^ 0xFFFFFFFF
+
+
+def produce_request(topic, corr):
+    """Produce v3, acks=-1, one 100-byte record to partition 0 of `topic`."""
+    value = b"x" * 100
+    rec = b"\x00" + _varint(0) + _varint(0) + _varint(-1) + _varint(len(value)) + value + _varint(0)
+    rec = _varint(len(rec)) + rec
+    ts = int(time.time() * 1000)
+    after_crc = struct.pack(">hiqqqhii", 0, 0, ts, ts, -1, -1, -1, 1) + rec
+    body = struct.pack(">ib", -1, 2) + struct.pack(">I", _crc32c(after_crc)) + after_crc
+    batch = struct.pack(">qi", 0, len(body)) + body
+    req = (struct.pack(">hhi", -1, -1, 30000) + struct.pack(">i", 1) + _s16(topic)
+           + struct.pack(">i", 1) + struct.pack(">ii", 0, len(batch)) + batch)
+    return _frame(0, 3, corr, req)
+
+
+def produce_error(resp, topic):
+    """The error code of the one partition of a Produce v3 response (after the correlation id)."""
+    at = 4 + 4 + 2 + len(topic) + 4 + 4
+    return struct.unpack(">h", resp[at:at + 2])[0]
+
+
+def recv_response(sock):
+    def exact(k):
+        d = b""
+        while len(d) < k:
+            chunk = sock.recv(k - len(d))
+            if not chunk:
+                raise ConnectionError("broker closed the connection")
+            d += chunk
+        return d
+    return exact(struct.unpack(">i", exact(4))[0])
+
+
+def produce_latencies(port, topic, n):
+    """p50 and p99 (ms) of `n` single-record produces, one at a time, on a connection of their own."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        lat = []
+        for i in range(n):
+            req = produce_request(topic, i)
+            t = time.perf_counter()
+            s.sendall(req)
+            err = produce_error(recv_response(s), topic)
+            lat.append((time.perf_counter() - t) * 1000)
+            if err != 0:
+                raise RuntimeError(f"produce error {err}")
+    lat.sort()
+    return lat[len(lat) // 2], lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+
+
+def idle_cpu_pct(pid, seconds):
+    c0, t0 = cpu_seconds(pid), time.monotonic()
+    time.sleep(seconds)
+    return 100 * (cpu_seconds(pid) - c0) / (time.monotonic() - t0)
+
+
+def measure_connections(binary, c, limit_s, opts=(), probes=500, idle_s=5):
+    """The connection curve: `c` plain TCP connections held open idle, then each sends ApiVersions,
+    Metadata and one Produce (pipelined) and stays open; the broker's RSS, descriptors and idle CPU
+    at each stage, and the p50/p99 of single produces on a separate connection before and while
+    the connections are open."""
+    root = tempfile.mkdtemp(prefix=f"josef-scale-conn-{c}-")
+    data = os.path.join(root, "data")
+    os.makedirs(data)
+    broker = Broker(binary, data, free_port(), opts)
+    socks = []
+    topic = b"scale-conn"
+    try:
+        broker.start()
+        wait_serving(broker, 0, limit_s)
+        admin = broker.admin()
+        for f in admin.create_topics([NewTopic(topic.decode(), num_partitions=1, replication_factor=1)]).values():
+            f.result()
+        wait_serving(broker, 1, limit_s)
+        del admin  # its connections would count as the curve's
+        time.sleep(1)
+        pid = broker.proc.pid
+        row = {"connections": c}
+        row["p50_before_ms"], row["p99_before_ms"] = produce_latencies(broker.port, topic, probes)
+        base_rss, base_fds = rss_mib(pid), open_fds(pid)
+        row["base_rss_mib"] = base_rss
+        t0 = time.monotonic()
+        for _ in range(c):
+            s = socket.create_connection(("127.0.0.1", broker.port), timeout=limit_s)
+            socks.append(s)
+        row["connect_s"] = time.monotonic() - t0
+        # Connected is not accepted: wait until the broker holds a descriptor for each.
+        while open_fds(pid) < base_fds + c and time.monotonic() - t0 < limit_s:
+            time.sleep(0.1)
+        time.sleep(1)
+        row["idle_fds"] = open_fds(pid)
+        row["idle_rss_mib"] = rss_mib(pid)
+        row["idle_kib_per_conn"] = (row["idle_rss_mib"] - base_rss) * 1024 / c
+        row["idle_cpu_pct"] = idle_cpu_pct(pid, idle_s)
+        md = struct.pack(">i", 1) + _s16(topic) + b"\x00"
+        t0 = time.monotonic()
+        for i, s in enumerate(socks):
+            s.sendall(_frame(18, 0, 1, b"") + _frame(3, 4, 2, md) + produce_request(topic, 3))
+        answered = 0
+        for s in socks:
+            recv_response(s)
+            recv_response(s)
+            if produce_error(recv_response(s), topic) == 0:
+                answered += 1
+        row["requests_s"] = time.monotonic() - t0
+        row["answered"] = answered
+        time.sleep(1)
+        row["used_rss_mib"] = rss_mib(pid)
+        row["used_kib_per_conn"] = (row["used_rss_mib"] - base_rss) * 1024 / c
+        row["used_idle_cpu_pct"] = idle_cpu_pct(pid, idle_s)
+        row["p50_during_ms"], row["p99_during_ms"] = produce_latencies(broker.port, topic, probes)
+        for s in socks:
+            s.close()
+        socks = []
+        broker.stop(signal.SIGTERM)
+    finally:
+        for s in socks:
+            s.close()
+        if broker.proc is not None and broker.proc.poll() is None:
+            broker.proc.kill()
+            broker.proc.wait()
+        subprocess.run(["rm", "-rf", root], check=False)
+    return row
+
+
+def measure_active(binary, n, per_topic, limit_s, opts=(), records=200_000, rounds=2):
+    """The active-partition curve: `records` records of 100 B produced with librdkafka (its
+    defaults, acks=all) spread round-robin over all `n` partitions, then consumed from the start of
+    every partition by one consumer; broker CPU per record for each. Round 1 includes each
+    partition's first write (its index files); later rounds are the steady state."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    root = tempfile.mkdtemp(prefix=f"josef-scale-active-{n}-")
+    data = os.path.join(root, "data")
+    os.makedirs(data)
+    broker = Broker(binary, data, free_port(), opts)
+    try:
+        broker.start()
+        wait_serving(broker, 0, limit_s)
+        admin = broker.admin()
+        tps, left, i = [], n, 0
+        new = []
+        while left > 0:
+            p = min(per_topic, left)
+            new.append(NewTopic(f"scale-{i:05d}", num_partitions=p, replication_factor=1))
+            tps += [(f"scale-{i:05d}", k) for k in range(p)]
+            left, i = left - p, i + 1
+        for batch in range(0, len(new), 100):
+            for f in admin.create_topics(new[batch:batch + 100], operation_timeout=limit_s).values():
+                f.result()
+        wait_serving(broker, n, limit_s)
+        pid = broker.proc.pid
+        row = {"partitions": n, "records": records}
+        bootstrap = f"127.0.0.1:{broker.port}"
+        producer = Producer({"bootstrap.servers": bootstrap, "log_level": 0})
+        value = b"x" * 100
+        for r in range(1, rounds + 1):
+            c0, t0 = cpu_seconds(pid), time.monotonic()
+            for k in range(records):
+                t, p = tps[k % n]
+                while True:
+                    try:
+                        producer.produce(t, value, partition=p)
+                        break
+                    except BufferError:
+                        producer.poll(0.01)
+            if producer.flush(limit_s) != 0:
+                raise RuntimeError("produce did not finish")
+            row[f"produce{r}_s"] = time.monotonic() - t0
+            row[f"produce{r}_us_per_rec"] = (cpu_seconds(pid) - c0) * 1e6 / records
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "scale-active",
+                             "enable.auto.commit": False, "log_level": 0})
+        consumer.assign([TopicPartition(t, p, 0) for t, p in tps])
+        total, got = records * rounds, 0
+        c0, t0 = cpu_seconds(pid), time.monotonic()
+        while got < total and time.monotonic() - t0 < limit_s:
+            for m in consumer.consume(10000, timeout=1):
+                if m.error() is None:
+                    got += 1
+        row["consume_s"] = time.monotonic() - t0
+        row["consume_us_per_rec"] = (cpu_seconds(pid) - c0) * 1e6 / max(got, 1)
+        row["consumed"] = got
+        consumer.close()
+        row["rss_mib"] = rss_mib(pid)
+        row["fds"] = open_fds(pid)
+        broker.stop(signal.SIGTERM)
+    finally:
+        if broker.proc is not None and broker.proc.poll() is None:
+            broker.proc.kill()
+            broker.proc.wait()
+        subprocess.run(["rm", "-rf", root], check=False)
+    return row
+
+
+CONN_METRICS = [
+    ("idle_kib_per_conn", "broker RSS per idle connection (KiB)"),
+    ("used_kib_per_conn", "broker RSS per connection after one request each (KiB)"),
+    ("idle_rss_mib", "broker RSS, connections idle (MiB)"),
+    ("idle_cpu_pct", "broker CPU with the connections idle (% of a core)"),
+    ("p99_during_ms", "p99 of a single produce on another connection (ms)"),
+    ("requests_s", "ApiVersions + Metadata + Produce on every connection (s)"),
+]
+
+ACTIVE_METRICS = [
+    ("produce1_us_per_rec", "broker CPU per record produced, first round (us)"),
+    ("produce2_us_per_rec", "broker CPU per record produced, second round (us)"),
+    ("consume_us_per_rec", "broker CPU per record consumed (us)"),
+    ("produce2_s", "produce wall time, second round (s)"),
+]
+
 METRICS = [
     ("create_s", "CreateTopics wall time (s)"),
     ("create_cpu_s", "broker CPU for CreateTopics (s)"),
@@ -199,9 +452,10 @@ METRICS = [
 ]
 
 
-def svg_plot(rows, key, title, path):
-    """A log-log line plot of `key` against the partition count, as a small standalone SVG."""
-    pts = [(r["partitions"], r[key]) for r in rows if r[key] > 0]
+def svg_plot(rows, key, title, path, x="partitions"):
+    """A log-log line plot of `key` against `x` (the partition or connection count), as a small
+    standalone SVG."""
+    pts = [(r[x], r[key]) for r in rows if isinstance(r.get(key), (int, float)) and r[key] > 0]
     if len(pts) < 2:
         return
     w, h, m = 480, 300, 50
@@ -232,7 +486,7 @@ def svg_plot(rows, key, title, path):
         parts.append(f'<text x="{sx(a) + 4:.1f}" y="{sy(b) - 6:.1f}">{y:.3g}</text>')
     for e in range(y0, y1 + 1):
         parts.append(f'<text x="{m - 6}" y="{sy(e) + 4:.1f}" text-anchor="end">1e{e}</text>')
-    parts.append(f'<text x="{w / 2}" y="{h - 12}" text-anchor="middle">partitions (log scale)</text>')
+    parts.append(f'<text x="{w / 2}" y="{h - 12}" text-anchor="middle">{x} (log scale)</text>')
     parts.append("</svg>")
     with open(path, "w") as f:
         f.write("\n".join(parts) + "\n")
@@ -241,34 +495,67 @@ def svg_plot(rows, key, title, path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--broker-bin", default="target/release/josef-broker")
+    ap.add_argument("--curve", choices=["partitions", "connections", "active"], default="partitions",
+                    help="partitions: create/restart cost against the partition count (default); "
+                    "connections: cost against the connection count; active: produce/consume CPU per "
+                    "record against the number of partitions the records are spread over")
     ap.add_argument("--counts", default="1,10,100,1000,10000")
     ap.add_argument("--per-topic", type=int, default=100)
+    ap.add_argument("--records", type=int, default=200_000, help="records per produce round (--curve active)")
     ap.add_argument("--limit-s", type=float, default=600, help="bound on every wait")
-    ap.add_argument("--out", default="benches/results/scale")
+    ap.add_argument("--out", default=None, help="default benches/results/scale, -conn or -active by curve")
     ap.add_argument("--broker-opt", action="append", default=[], metavar="KEY=VALUE",
                     help="a broker setting for every start (repeatable)")
     args = ap.parse_args()
     counts = [int(c) for c in args.counts.split(",")]
+    binary = os.path.abspath(args.broker_bin)
+    if args.curve == "partitions":
+        x, metrics = "partitions", METRICS
+        cols = ["partitions", "start_s"] + [k for k, _ in METRICS] + ["restart_rss_mib"]
+        out = args.out or "benches/results/scale"
+
+        def run(n):
+            return measure(binary, n, args.per_topic, args.limit_s, args.broker_opt)
+    elif args.curve == "connections":
+        x, metrics = "connections", CONN_METRICS
+        cols = ["connections", "connect_s", "base_rss_mib", "idle_fds", "idle_rss_mib", "idle_kib_per_conn",
+                "idle_cpu_pct", "requests_s", "answered", "used_rss_mib", "used_kib_per_conn",
+                "used_idle_cpu_pct", "p50_before_ms", "p99_before_ms", "p50_during_ms", "p99_during_ms"]
+        out = args.out or "benches/results/scale-conn"
+
+        def run(n):
+            return measure_connections(binary, n, args.limit_s, args.broker_opt)
+    else:
+        x, metrics = "partitions", ACTIVE_METRICS
+        cols = ["partitions", "records", "produce1_s", "produce1_us_per_rec", "produce2_s", "produce2_us_per_rec",
+                "consume_s", "consume_us_per_rec", "consumed", "rss_mib", "fds"]
+        out = args.out or "benches/results/scale-active"
+
+        def run(n):
+            return measure_active(binary, n, args.per_topic, args.limit_s, args.broker_opt, args.records)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    print(f"# curve {args.curve}, RLIMIT_NOFILE {soft}/{hard} (the broker inherits it), "
+          f"load average {os.getloadavg()[0]:.2f}", flush=True)
     rows = []
-    cols = ["partitions", "start_s"] + [k for k, _ in METRICS] + ["restart_rss_mib"]
     print(" ".join(f"{c:>16}" for c in cols), flush=True)
-    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
     for n in counts:
         try:
-            row = measure(os.path.abspath(args.broker_bin), n, args.per_topic, args.limit_s, args.broker_opt)
+            row = run(n)
         except Exception as e:
-            print(f"{n} partitions failed: {e}", file=sys.stderr, flush=True)
+            print(f"{n} {x} failed: {e}", file=sys.stderr, flush=True)
             break
         rows.append(row)
-        print(" ".join(f"{row[c]:>16.3f}" if isinstance(row[c], float) else f"{row[c]:>16}" for c in cols), flush=True)
+        print(" ".join(f"{row[c]:>16.3f}" if isinstance(row[c], float) else f"{row[c]:>16}" for c in cols)
+              + f"   (load average {os.getloadavg()[0]:.2f})", flush=True)
         # Written after every count: a long last count that fails or is stopped keeps the others.
-        with open(args.out + ".csv", "w", newline="") as f:
+        with open(out + ".csv", "w", newline="") as f:
             wr = csv.DictWriter(f, fieldnames=cols)
             wr.writeheader()
             wr.writerows(rows)
-        for key, title in METRICS:
-            svg_plot(rows, key, title, f"{args.out}-{key}.svg")
-    print(f"wrote {args.out}.csv and {args.out}-*.svg", file=sys.stderr)
+        for key, title in metrics:
+            svg_plot(rows, key, title, f"{out}-{key}.svg", x)
+    print(f"wrote {out}.csv and {out}-*.svg", file=sys.stderr)
 
 
 if __name__ == "__main__":

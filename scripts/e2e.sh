@@ -37,6 +37,7 @@ echo "== cluster tests (3 nodes per test: control plane, replication, crashes, p
 .venv/bin/python -m pytest tests/e2e/test_cluster_basic.py tests/e2e/test_cluster_faults.py tests/e2e/test_cluster_min_isr.py \
   tests/e2e/test_cluster_rebalance.py tests/e2e/test_cluster_configs.py tests/e2e/test_cluster_admin.py tests/e2e/test_metrics.py tests/e2e/test_cluster_coordinators.py \
   tests/e2e/test_cluster_clock.py tests/e2e/test_cluster_delete_records.py tests/e2e/test_cluster_interbroker_security.py \
+  tests/e2e/test_cluster_consumer_racks.py \
   "tests/e2e/test_cluster_txn.py::test_a_transaction_across_leaders_commits_aborts_and_survives_kill9_of_its_coordinator" \
   "tests/e2e/test_cluster_txn.py::test_transactions_groups_and_ctp_survive_kill9_of_their_coordinators" \
   "tests/e2e/test_acls.py::test_an_acl_created_through_one_broker_applies_on_every_broker" \

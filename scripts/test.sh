@@ -8,6 +8,15 @@ ROOT=$(pwd)
 # A one-shot build gains nothing from incremental state, which doubled the target directory.
 export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 
+# The disk-fault tests (josef-testbed, cluster_faultnet) say SKIPPED where disks cannot be mounted;
+# where they can, they must run, so a broken mount path fails instead of passing unchecked.
+echo "== can this machine mount the disk-fault tests' disks?"
+if cargo run -q -p josef-testbed -- can-mount; then
+  export JOSEF_TESTBED_REQUIRE_MOUNT=1
+else
+  echo "(the disk-fault tests will report SKIPPED)"
+fi
+
 echo "== cargo test (workspace)"
 cargo test --workspace --all-targets
 cargo test --workspace --doc

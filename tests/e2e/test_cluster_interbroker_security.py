@@ -1,13 +1,13 @@
 """Security between cluster nodes: 3 nodes whose inter-broker listener (INTERNAL) is SSL with client certificates
 required, or SASL_SSL with PLAIN, or SASL_PLAINTEXT with SCRAM-SHA-512; clients stay on a PLAINTEXT listener.
-The CONTROLLER listener is PLAINTEXT, or SSL with client certificates required (the quorum and the controller
-requests over TLS; SASL is not implemented there).
+The CONTROLLER listener is PLAINTEXT, SSL with client certificates required (the quorum and the controller
+requests over TLS), or SASL_SSL with PLAIN (every connection to it logs in first).
 
 A produce with acks=all and min.insync.replicas=3 succeeds only once both followers fetched it, so it proves
 replication over the secured listener; the ISR still holds all three replicas after replica.lag.time.max.ms
 (3 s here), and the records are read back. Negative: with a wrong inter-broker password or a certificate of
 another CA, that node's replicas leave the ISR and never come back, and the node logs why; with a controller
-certificate of another CA the node never registers."""
+certificate of another CA, or a wrong controller password, the node never registers."""
 import datetime
 import ipaddress
 import time
@@ -263,6 +263,70 @@ def test_a_controller_certificate_of_another_ca_keeps_the_node_out_of_the_quorum
     while time.monotonic() < deadline:
         assert 3 not in c.brokers_seen(1), "node 3 registered"
         time.sleep(0.5)
+    for nd in c.nodes.values():
+        assert nd.running, f"node {nd.id} exited"
+        assert "panicked" not in nd.log(10**7), f"node {nd.id} panicked"
+
+
+CONTROLLER_REFUSED = "SASL authentication on the controller listener failed"
+
+
+def controller_sasl_ssl_props(tmp_path, ca, i, password="controller-secret"):
+    """CONTROLLER:SASL_SSL: TLS with the cluster CA (no client certificates), then PLAIN with
+    sasl.mechanism.controller.protocol; the JAAS entry's user_controller is the login the node's own controller
+    listener accepts (the same password: a node configured with a wrong one refuses the others too)."""
+    props = controller_tls_props(tmp_path, ca, i)
+    del props["listener.name.controller.ssl.client.auth"]
+    props.update({
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SSL,CONTROLLER:SASL_SSL",
+        "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+        "sasl.mechanism.controller.protocol": "PLAIN",
+        "listener.name.controller.plain.sasl.jaas.config":
+            'org.apache.kafka.common.security.plain.PlainLoginModule required '
+            f'username="controller" password="{password}" user_controller="{password}";',
+    })
+    return props
+
+
+def test_sasl_ssl_controller_listener_carries_the_quorum_and_the_controller_requests(cluster_factory, tmp_path):
+    """CONTROLLER:SASL_SSL with PLAIN: the Raft quorum, registration, heartbeats, AlterPartition and forwarded
+    CreateTopics all log in over TLS before anything else (the listener serves nothing else), beside an SSL
+    inter-broker listener."""
+    ca = Ca("josef cluster CA")
+    c = secured_cluster(cluster_factory, tmp_path, "SSL",
+                        lambda i: {**tls_props(tmp_path, ca, i), **controller_sasl_ssl_props(tmp_path, ca, i)})
+    c.start()
+    replicate_and_read_back(c, unique("ctl-sasl-ssl"))
+    assert c.active_controller() in c.nodes
+    refused = c.grep_logs(CONTROLLER_REFUSED)
+    assert not any(refused.values()), refused
+
+
+def test_a_wrong_controller_password_keeps_the_node_from_registering(cluster_factory, tmp_path):
+    """Node 3's controller password is wrong (its login and the login its own listener accepts): nodes 1 and 2
+    form the quorum and serve, node 3 never registers, it logs why and the controllers log the refusal; nobody
+    panics. (A voter that others reach but that reaches no one keeps campaigning at ever higher terms and
+    disrupts the elections of the others: the quorum has no pre-vote, so the test keeps node 3 unreachable both
+    ways, as the certificate test does.)"""
+    ca = Ca("josef cluster CA")
+    c = secured_cluster(cluster_factory, tmp_path, "SSL", lambda i: {
+        **tls_props(tmp_path, ca, i),
+        **controller_sasl_ssl_props(tmp_path, ca, i, password="wrong-secret" if i == 3 else "controller-secret")})
+    for i in (1, 2, 3):
+        c.nodes[i].launch()
+    wait_until(lambda: c.brokers_seen(1) >= {1, 2}, timeout=60, interval=0.3, what="nodes 1 and 2 registered")
+    wait_until(lambda: c.grep_logs(PEER_FAILED)[3] and (c.grep_logs(CONTROLLER_REFUSED)[1]
+                                                      or c.grep_logs(CONTROLLER_REFUSED)[2]),
+               timeout=30, interval=0.3, what="the refused login logged on both sides")
+    assert any("Invalid username or password" in ln for ln in c.grep_logs(PEER_FAILED)[3])
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        assert 3 not in c.brokers_seen(1), "node 3 registered"
+        time.sleep(0.5)
+    # Nodes 1 and 2 fail only where node 3 refuses them.
+    to_node3 = f'peer="127.0.0.1:{c.nodes[3].controller_port}"'
+    peer_failed = c.grep_logs(PEER_FAILED)
+    assert all(to_node3 in ln for i in (1, 2) for ln in peer_failed[i]), peer_failed
     for nd in c.nodes.values():
         assert nd.running, f"node {nd.id} exited"
         assert "panicked" not in nd.log(10**7), f"node {nd.id} panicked"

@@ -27,10 +27,10 @@ class Member:
     """A consumer polled by its own thread that commits each record synchronously; remembers the
     records whose commit failed (only those may legitimately be consumed again)."""
 
-    def __init__(self, bootstrap, group, topic, protocol, strategy="range"):
+    def __init__(self, bootstrap, group, topic, protocol, strategy="range", extra=None):
         conf = {
             "bootstrap.servers": bootstrap, "group.id": group, "group.protocol": protocol,
-            "auto.offset.reset": "earliest", "enable.auto.commit": False,
+            "auto.offset.reset": "earliest", "enable.auto.commit": False, **(extra or {}),
         }
         if protocol == "classic":
             conf.update({"session.timeout.ms": 10000, "heartbeat.interval.ms": 500,
@@ -79,6 +79,24 @@ def group_type(admin, group):
 
 # Eager members give everything up when they rejoin; cooperative ones report what they own and
 # revoke only what the consumer group's target takes away (told by their SyncGroup answer).
+def shares_evenly(members, n):
+    """Whether `members` own every partition between them, `n` each."""
+    parts = [m.partitions() for m in members]
+    return set().union(*parts) == set(range(PARTITIONS)) and all(len(p) == n for p in parts)
+
+
+def assert_each_record_consumed_once(members, per_partition):
+    """Every record of the topic was consumed, and none twice after its committed position: a
+    record seen twice had its commit fail."""
+    everything = [r for m in members for r in m.consumed]
+    assert set(everything) == {(p, o) for p in range(PARTITIONS) for o in range(per_partition)}
+    failed_commits = set().union(*(m.uncommitted for m in members))
+    seen = set()
+    for r in everything:
+        assert r not in seen or r in failed_commits, f"record {r} consumed again after it was committed"
+        seen.add(r)
+
+
 @pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
 def test_a_classic_group_migrates_member_by_member_to_the_consumer_protocol_keeping_its_offsets(broker_factory,
                                                                                                   strategy):
@@ -144,16 +162,9 @@ def test_a_classic_group_migrates_member_by_member_to_the_consumer_protocol_keep
         for m in members:
             m.close()
 
-    # None skipped: every produced record was consumed.
-    everything = [r for m in everyone() for r in m.consumed]
+    # None skipped, none consumed twice after it was committed.
     per_partition = BATCH * 4 // PARTITIONS
-    assert set(everything) == {(p, o) for p in range(PARTITIONS) for o in range(per_partition)}
-    # None consumed twice after its committed position: a record seen twice had its commit fail.
-    seen = set()
-    failed_commits = set().union(*(m.uncommitted for m in everyone()))
-    for r in everything:
-        assert r not in seen or r in failed_commits, f"record {r} consumed again after it was committed"
-        seen.add(r)
+    assert_each_record_consumed_once(everyone(), per_partition)
     committed = Consumer({"bootstrap.servers": b.bootstrap, "group.id": group})
     try:
         got = committed.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=20)
@@ -173,15 +184,11 @@ def test_a_consumer_group_left_with_classic_members_only_goes_back_to_the_classi
     members = list(classic)
     retired = []
 
-    def share(ms, n):
-        parts = [m.partitions() for m in ms]
-        return set().union(*parts) == set(range(PARTITIONS)) and all(len(p) == n for p in parts)
-
     try:
-        wait_until(lambda: share(classic, 3), timeout=90, what="two classic members owning 3 partitions each")
+        wait_until(lambda: shares_evenly(classic, 3), timeout=90, what="two classic members owning 3 partitions each")
         newcomer = Member(b.bootstrap, group, topic, "consumer")
         members.append(newcomer)
-        wait_until(lambda: share(members, 2), timeout=120, what="2 partitions each once upgraded")
+        wait_until(lambda: shares_evenly(members, 2), timeout=120, what="2 partitions each once upgraded")
         assert group_type(admin, group) == "CONSUMER"
         # The only consumer-protocol member leaves: the group becomes a classic group again and
         # its members rebalance through JoinGroup/SyncGroup with the leader's assignment.
@@ -189,7 +196,7 @@ def test_a_consumer_group_left_with_classic_members_only_goes_back_to_the_classi
         newcomer.close()
         retired.append(newcomer)
         wait_until(lambda: group_type(admin, group) == "CLASSIC", timeout=60, what="a classic group again")
-        wait_until(lambda: share(classic, 3), timeout=120, what="the classic members owning 3 partitions each")
+        wait_until(lambda: shares_evenly(classic, 3), timeout=120, what="the classic members owning 3 partitions each")
         cfk_produce(b.bootstrap, topic, [{"value": f"b{i}".encode(), "partition": i % PARTITIONS}
                                          for i in range(BATCH)])
         wait_until(lambda: len({r for m in members + retired for r in m.consumed}) == 2 * BATCH, timeout=60,
@@ -197,10 +204,43 @@ def test_a_consumer_group_left_with_classic_members_only_goes_back_to_the_classi
     finally:
         for m in members:
             m.close()
-    everything = [r for m in members + retired for r in m.consumed]
-    assert set(everything) == {(p, o) for p in range(PARTITIONS) for o in range(2 * BATCH // PARTITIONS)}
-    failed_commits = set().union(*(m.uncommitted for m in members + retired))
-    seen = set()
-    for r in everything:
-        assert r not in seen or r in failed_commits, f"record {r} consumed again after it was committed"
-        seen.add(r)
+    assert_each_record_consumed_once(members + retired, 2 * BATCH // PARTITIONS)
+
+
+def test_a_static_classic_member_replacing_the_last_consumer_member_goes_back_to_classic(broker_factory):
+    """Kafka's `validateOnlineDowngradeWithReplacedMemberId`: the one consumer-protocol member is
+    static; its instance restarts as a classic consumer and takes its place, which leaves only
+    classic members, so the group becomes a classic group again."""
+    b = broker_factory(BROKER)
+    topic = unique("down-static")
+    group = unique("g-down-static")
+    cfk_create_topic(b.bootstrap, topic, partitions=PARTITIONS)
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    cfk_produce(b.bootstrap, topic, [{"value": f"a{i}".encode(), "partition": i % PARTITIONS} for i in range(BATCH)])
+    static = {"group.instance.id": "instance-1"}
+    classic = [Member(b.bootstrap, group, topic, "classic") for _ in range(2)]
+    members = list(classic)
+    retired = []
+
+    try:
+        wait_until(lambda: shares_evenly(classic, 3), timeout=90, what="two classic members owning 3 partitions each")
+        newcomer = Member(b.bootstrap, group, topic, "consumer", extra=static)
+        members.append(newcomer)
+        wait_until(lambda: shares_evenly(members, 2), timeout=120, what="2 partitions each once upgraded")
+        assert group_type(admin, group) == "CONSUMER"
+        # The static instance restarts with the classic protocol.
+        members.remove(newcomer)
+        newcomer.close()
+        retired.append(newcomer)
+        restarted = Member(b.bootstrap, group, topic, "classic", extra=static)
+        members.append(restarted)
+        wait_until(lambda: group_type(admin, group) == "CLASSIC", timeout=60, what="a classic group again")
+        wait_until(lambda: shares_evenly(members, 2), timeout=120, what="the three classic members owning 2 each")
+        cfk_produce(b.bootstrap, topic, [{"value": f"b{i}".encode(), "partition": i % PARTITIONS}
+                                         for i in range(BATCH)])
+        wait_until(lambda: len({r for m in members + retired for r in m.consumed}) == 2 * BATCH, timeout=60,
+                   what="both batches consumed")
+    finally:
+        for m in members:
+            m.close()
+    assert_each_record_consumed_once(members + retired, 2 * BATCH // PARTITIONS)

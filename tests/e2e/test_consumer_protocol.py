@@ -4,6 +4,7 @@ import threading
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import ConsumerGroupState, ConsumerGroupType
 from confluent_kafka.admin import AdminClient
 
 from clients import cfk_create_topic, cfk_produce
@@ -24,10 +25,10 @@ def kip848_broker(broker_factory):
 class Member:
     """A consumer of the new protocol polled by its own thread; records what it consumed."""
 
-    def __init__(self, bootstrap, group, topics, commit=False):
+    def __init__(self, bootstrap, group, topics, commit=False, extra=None):
         self.c = Consumer({
             "bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
-            "auto.offset.reset": "earliest", "enable.auto.commit": False,
+            "auto.offset.reset": "earliest", "enable.auto.commit": False, **(extra or {}),
         })
         self.c.subscribe(topics)
         self.commit = commit
@@ -120,5 +121,38 @@ def test_a_regex_subscription_picks_up_a_topic_created_later(kip848_broker):
         cfk_produce(b.bootstrap, f"{prefix}_b", [{"value": b"late", "partition": 0}])
         wait_until(lambda: any(t == f"{prefix}_b" for t, _, _ in m.consumed), timeout=60,
                    what="a record of the new topic consumed")
+    finally:
+        m.close()
+
+
+def test_describe_consumer_groups_describes_a_consumer_group_field_by_field(kip848_broker):
+    b = kip848_broker
+    topic = unique("kip848-desc")
+    cfk_create_topic(b.bootstrap, topic, partitions=4)
+    group = unique("g848-desc")
+    m = Member(b.bootstrap, group, [topic],
+               extra={"client.id": "desc-client", "group.instance.id": "desc-instance"})
+    try:
+        wait_until(lambda: len(m.partitions()) == 4, timeout=60, what="the member owning all 4 partitions")
+        admin = AdminClient({"bootstrap.servers": b.bootstrap})
+
+        def stable():
+            d = admin.describe_consumer_groups([group])[group].result(timeout=30)
+            return d if d.state == ConsumerGroupState.STABLE else None
+        desc = wait_until(stable, timeout=30, what="the group described Stable")
+        assert desc.group_id == group
+        assert desc.type == ConsumerGroupType.CONSUMER
+        assert not desc.is_simple_consumer_group
+        assert desc.partition_assignor == "uniform"
+        assert desc.coordinator is not None and desc.coordinator.port > 0
+        [member] = desc.members
+        assert member.member_id
+        assert member.client_id == "desc-client"
+        assert member.group_instance_id == "desc-instance"
+        assert member.host
+        owned = sorted((tp.topic, tp.partition) for tp in member.assignment.topic_partitions)
+        assert owned == [(topic, p) for p in range(4)]
+        target = sorted((tp.topic, tp.partition) for tp in member.target_assignment.topic_partitions)
+        assert target == owned
     finally:
         m.close()

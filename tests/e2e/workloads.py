@@ -149,15 +149,22 @@ class TransactionalProducer(Workload):
 
 
 class GroupConsumer(Workload):
-    """A group member reading `topic`, committing synchronously every `every` records; records commits."""
+    """A group member reading `topic`, committing synchronously every `every` records; records commits.
+    With `client_debug` (e.g. "cgrp"), librdkafka writes its debug lines of those contexts to stderr from
+    its own threads (not through a Python logger, whose lines are only served by poll() and so stop
+    exactly when the application is blocked in a client call): what a hang inside the client is
+    diagnosed from."""
 
-    def __init__(self, bootstrap, topic, group, history: History, name="group", every=20, conf=None):
+    def __init__(self, bootstrap, topic, group, history: History, name="group", every=20, conf=None,
+                 client_debug=None):
         super().__init__(name)
         self.topic, self.group, self.h, self.every = topic, group, history, every
         self.conf = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
                      "auto.offset.reset": "earliest", "session.timeout.ms": 6000, "socket.timeout.ms": 5000,
                      **(conf or {})}
         self.consumed = 0
+        if client_debug:
+            self.conf["debug"] = client_debug
 
     def run(self):
         c = Consumer(self.conf)

@@ -11,6 +11,8 @@
 //! # a cluster: CPU summed over the nodes, a replicated topic, acks=all also for the latency producer
 //! josef-load --bootstrap 127.0.0.1:19092 --broker-pid 11,12,13 --replication-factor 3 latency --rate 5000 --acks all
 //! josef-load --bootstrap 127.0.0.1:19092 brokers --expect 3   # waits until Metadata lists 3 brokers
+//! # any librdkafka property on every client the tool makes, e.g. an SSL listener:
+//! josef-load --bootstrap 127.0.0.1:9093 --config security.protocol=SSL --config ssl.ca.location=ca.pem produce
 //! ```
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -45,6 +47,10 @@ struct Args {
     /// Label printed in the result line (e.g. josef or tansu).
     #[arg(long, default_value = "broker")]
     label: String,
+    /// A librdkafka property `key=value` set on every client (admin, producers, consumers), e.g.
+    /// `security.protocol=SSL` and `ssl.ca.location=ca.pem` for an SSL listener; repeatable.
+    #[arg(long = "config", value_name = "KEY=VALUE", value_parser = parse_kv)]
+    config: Vec<(String, String)>,
     #[command(subcommand)]
     mode: Mode,
 }
@@ -95,6 +101,21 @@ enum Mode {
     },
 }
 
+fn parse_kv(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s.split_once('=').ok_or_else(|| format!("expected key=value, got {s:?}"))?;
+    Ok((k.to_string(), v.to_string()))
+}
+
+/// A client configuration with the bootstrap servers and every `--config` property.
+fn client_config(bootstrap: &str, extra: &[(String, String)]) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", bootstrap);
+    for (k, v) in extra {
+        c.set(k, v);
+    }
+    c
+}
+
 /// CPU time (user + system) of a process in microseconds, from /proc/PID/stat (clock ticks of 1/100 s).
 fn cpu_us(pids: &[u32]) -> Option<u64> {
     if pids.is_empty() {
@@ -130,9 +151,8 @@ fn now_ns() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos() as u64
 }
 
-async fn ensure_topic(bootstrap: &str, topic: &str, rf: i32) {
-    let admin: AdminClient<DefaultClientContext> =
-        ClientConfig::new().set("bootstrap.servers", bootstrap).create().expect("admin client");
+async fn ensure_topic(base: &ClientConfig, topic: &str, rf: i32) {
+    let admin: AdminClient<DefaultClientContext> = base.create().expect("admin client");
     let t = NewTopic::new(topic, 1, TopicReplication::Fixed(rf));
     let _ = admin.create_topics(&[t], &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)))).await;
     // Wait for a leader and a full ISR (on a cluster the topic reaches the other nodes' metadata a
@@ -196,9 +216,9 @@ fn report(label: &str, mode: &str, units: u64, unit: &str, wall: Duration, cpu: 
     );
 }
 
-fn produce_fast(bootstrap: &str, topic: &str, records: u64, size: usize, acks: &str) {
-    let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
+fn produce_fast(base: &ClientConfig, topic: &str, records: u64, size: usize, acks: &str) {
+    let producer: ThreadedProducer<DefaultProducerContext> = base
+        .clone()
         .set("acks", acks)
         .set("linger.ms", "5")
         .set("queue.buffering.max.messages", "1000000")
@@ -224,9 +244,9 @@ fn produce_fast(bootstrap: &str, topic: &str, records: u64, size: usize, acks: &
 async fn main() {
     let args = Args::parse();
     let topic = args.topic.clone().unwrap_or_else(|| format!("load-{}", now_ns() % 1_000_000_000));
+    let base = client_config(&args.bootstrap, &args.config);
     if let Mode::Brokers { expect, timeout_s } = args.mode {
-        let admin: AdminClient<DefaultClientContext> =
-            ClientConfig::new().set("bootstrap.servers", &args.bootstrap).create().expect("admin client");
+        let admin: AdminClient<DefaultClientContext> = base.create().expect("admin client");
         let t0 = Instant::now();
         loop {
             let n = admin.inner().fetch_metadata(None, Duration::from_secs(5)).map(|m| m.brokers().len()).unwrap_or(0);
@@ -241,14 +261,14 @@ async fn main() {
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
-    ensure_topic(&args.bootstrap, &topic, args.replication_factor).await;
+    ensure_topic(&base, &topic, args.replication_factor).await;
     match args.mode {
         Mode::Produce { records, size, single, acks } => {
             let cpu0 = cpu_us(&args.broker_pid);
             let t0 = Instant::now();
             if single {
-                let producer: FutureProducer = ClientConfig::new()
-                    .set("bootstrap.servers", &args.bootstrap)
+                let producer: FutureProducer = base
+                    .clone()
                     .set("acks", &acks)
                     .set("linger.ms", "0")
                     .create()
@@ -259,7 +279,7 @@ async fn main() {
                     producer.send(rec, Duration::from_secs(30)).await.expect("delivery");
                 }
             } else {
-                produce_fast(&args.bootstrap, &topic, records, size, &acks);
+                produce_fast(&base, &topic, records, size, &acks);
             }
             let wall = t0.elapsed();
             let cpu = cpu0.and_then(|c0| cpu_us(&args.broker_pid).map(|c1| c1 - c0));
@@ -267,9 +287,9 @@ async fn main() {
             report(&args.label, mode, records, if single { "request" } else { "record" }, wall, cpu, &args.broker_pid);
         }
         Mode::Consume { records, size } => {
-            produce_fast(&args.bootstrap, &topic, records, size, "1");
-            let consumer: BaseConsumer = ClientConfig::new()
-                .set("bootstrap.servers", &args.bootstrap)
+            produce_fast(&base, &topic, records, size, "1");
+            let consumer: BaseConsumer = base
+                .clone()
                 .set("group.id", "josef-load")
                 .set("enable.auto.commit", "false")
                 .create()
@@ -291,8 +311,8 @@ async fn main() {
         }
         Mode::Brokers { .. } => unreachable!(),
         Mode::Latency { rate, seconds, size, linger_ms, acks } => {
-            let consumer: BaseConsumer = ClientConfig::new()
-                .set("bootstrap.servers", &args.bootstrap)
+            let consumer: BaseConsumer = base
+                .clone()
                 .set("group.id", "josef-load-latency")
                 .set("enable.auto.commit", "false")
                 .create()
@@ -306,13 +326,12 @@ async fn main() {
                 consumer.poll(Duration::from_millis(50));
             }
             let total = rate * seconds;
-            let bootstrap = args.bootstrap.clone();
+            let producer_base = base.clone();
             let topic2 = topic.clone();
             let ack_hist = std::sync::Arc::new(std::sync::Mutex::new(Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap()));
             let ack_ctx = AckLatency(ack_hist.clone());
             let producer_thread = std::thread::spawn(move || {
-                let mut config = ClientConfig::new();
-                config.set("bootstrap.servers", &bootstrap);
+                let mut config = producer_base;
                 if let Some(l) = linger_ms {
                     config.set("linger.ms", l.to_string());
                 }

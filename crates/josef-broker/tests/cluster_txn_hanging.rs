@@ -12,7 +12,6 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use josef_protocol::messages::create_topics_request::{CreatableReplicaAssignment, CreatableTopic};
 use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use josef_protocol::messages::*;
 use josef_protocol::{RequestBody, ResponseBody};
@@ -110,26 +109,8 @@ fn an_open_transaction_whose_coordinator_and_producer_died_is_aborted_by_the_nex
     let mut replicas: Vec<i32> = ids.iter().copied().filter(|&i| i != old).collect();
     let data_leader = replicas[0];
     replicas.push(old);
-    let created = call(
-        addr(data_leader),
-        5,
-        CreateTopicsRequest {
-            topics: vec![CreatableTopic {
-                name: "t".into(),
-                num_partitions: -1,
-                replication_factor: -1,
-                assignments: vec![CreatableReplicaAssignment {
-                    partition_index: 0,
-                    broker_ids: replicas.iter().copied().collect(),
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }],
-            timeout_ms: 30_000,
-            ..Default::default()
-        },
-    );
-    assert!(matches!(created, Some(ResponseBody::CreateTopics(_))));
+    let created = client::create_topic_assigned(addr(data_leader), "t", &replicas);
+    assert!(created.is_ok(), "CreateTopics: {created:?}");
     until("t-0 led by its first replica", || {
         client::partition_leader(addr(data_leader), "t", 0).filter(|(l, _)| *l == data_leader)
     });

@@ -626,3 +626,188 @@ fn a_static_classic_member_of_a_consumer_group_is_replaced_by_its_restart() {
     t.h.assert_replay_rebuilds();
     t.h.assert_invariants();
 }
+
+/// The scenario of Kafka's `validateOnlineDowngradeWithReplacedMemberId`: a classic group of two
+/// members, upgraded by the static consumer-protocol member `c` (instance `ic`), plus the
+/// consumer-protocol members `others`, all reconciled; then the instance `ic` restarts as a
+/// classic consumer (JoinGroup with no member id). Returns the join's answer, the group epoch
+/// before it and how many partitions `c` owned.
+fn replace_static_consumer_member_by_a_classic_one(
+    policy: MigrationPolicy,
+    others: &[&str],
+) -> (T, JoinGroupResponse, i32, usize) {
+    replace_static_consumer_member(policy, others, true)
+}
+
+/// [`replace_static_consumer_member_by_a_classic_one`]; with `settle` false, `c` is replaced
+/// while it still waits for partitions the classic members have not released.
+fn replace_static_consumer_member(
+    policy: MigrationPolicy,
+    others: &[&str],
+    settle: bool,
+) -> (T, JoinGroupResponse, i32, usize) {
+    let mut t = T::new(policy);
+    let (classic, _) = t.classic_group();
+    let mut req = join(G, "c", &["t"]);
+    req.instance_id = Some("ic".into());
+    assert_eq!(t.hb(req).error, Errors::None);
+    if !settle {
+        let epoch = t.h.c.consumer_group(G).unwrap().group_epoch;
+        let mut restart = join_req("");
+        restart.group_instance_id = Some("ic".into());
+        let j = t.join(restart);
+        let r = t.join_response(j);
+        assert_eq!(r.error, Errors::None);
+        return (t, r, epoch, 0);
+    }
+    for o in others {
+        assert_eq!(t.hb(join(G, o, &["t"])).error, Errors::None);
+    }
+    for id in &classic {
+        let j = t.join(join_req(id));
+        let r = t.join_response(j);
+        assert_eq!(r.error, Errors::None);
+        assert_eq!(t.sync(id, r.generation_id, vec![]).error, Errors::None);
+    }
+    let consumers: Vec<&str> = std::iter::once("c").chain(others.iter().copied()).collect();
+    for _ in 0..3 {
+        for m in &consumers {
+            let member = t.h.c.consumer_group(G).unwrap().member(m).unwrap().clone();
+            let mut b = beat(G, m, member.member_epoch, Some(member.assigned.clone()));
+            b.instance_id = member.instance_id.clone();
+            assert_eq!(t.hb(b).error, Errors::None);
+        }
+    }
+    let g = t.h.c.consumer_group(G).unwrap();
+    assert_eq!(g.state(), ConsumerGroupState::Stable);
+    let c_owned: usize = g
+        .member("c")
+        .unwrap()
+        .assigned
+        .values()
+        .map(|p| p.len())
+        .sum();
+    assert!(c_owned > 0, "c owns partitions");
+    let epoch = g.group_epoch;
+
+    let mut restart = join_req("");
+    restart.group_instance_id = Some("ic".into());
+    let j = t.join(restart);
+    let r = t.join_response(j);
+    assert_eq!(r.error, Errors::None);
+    assert_ne!(r.member_id, "c");
+    (t, r, epoch, c_owned)
+}
+
+#[test]
+fn a_static_classic_member_replacing_the_last_consumer_member_downgrades_the_group() {
+    let (mut t, r, epoch, c_owned) =
+        replace_static_consumer_member_by_a_classic_one(MigrationPolicy::Bidirectional, &[]);
+    assert!(
+        t.h.c.consumer_group(G).is_none(),
+        "no consumer group any more"
+    );
+    let g = t.h.c.group(G).expect("a classic group again");
+    assert_eq!(g.num_members(), 3);
+    assert_eq!(g.generation_id(), epoch);
+    assert_eq!(
+        r.generation_id, epoch,
+        "the join answers the classic generation"
+    );
+    assert_eq!(r.protocol_name.as_deref(), g.protocol_name());
+    let m = g
+        .member(&r.member_id)
+        .expect("the new member is in the classic group");
+    assert_eq!(m.group_instance_id.as_deref(), Some("ic"));
+    // Every member owned its target: nothing to converge, so no rebalance (as Kafka).
+    assert_eq!(g.state(), GroupState::Stable);
+    // Written as Kafka does: the consumer group's tombstones name the new member, not `c`,
+    // then the classic GroupMetadata.
+    assert!(matches!(
+        t.last.last(),
+        Some(GroupRecord::GroupMetadata { value: Some(_), .. })
+    ));
+    assert!(t.last.iter().any(|rec| matches!(
+        rec,
+        GroupRecord::Consumer {
+            record: ConsumerRecord::MemberMetadata { member_id, value: None },
+            ..
+        } if *member_id == r.member_id
+    )));
+    let replayed = t.h.replayed();
+    assert!(replayed.consumer_group(G).is_none());
+    let rg = replayed.group(G).expect("replayed classic group");
+    assert_eq!(rg.generation_id(), epoch);
+    assert_eq!(rg.num_members(), 3);
+    assert_eq!(
+        rg.member(&r.member_id).unwrap().assignment,
+        t.h.c
+            .group(G)
+            .unwrap()
+            .member(&r.member_id)
+            .unwrap()
+            .assignment
+    );
+
+    // The new member syncs at the classic generation and gets c's partitions; together the
+    // three members own the four partitions once each.
+    let mine = t.sync(&r.member_id, r.generation_id, vec![]);
+    assert_eq!(mine.error, Errors::None);
+    let mine = partitions_of(&mine.assignment);
+    assert_eq!(
+        mine.len(),
+        c_owned,
+        "the replacement takes over c's partitions"
+    );
+    let mut all: Vec<(String, i32)> =
+        t.h.c
+            .group(G)
+            .unwrap()
+            .members()
+            .flat_map(|m| partitions_of(&m.assignment))
+            .collect();
+    all.sort();
+    assert_eq!(
+        all,
+        (0..4).map(|p| ("t".to_string(), p)).collect::<Vec<_>>()
+    );
+    assert_eq!(t.heartbeat(&r.member_id, r.generation_id), Errors::None);
+}
+
+#[test]
+fn a_static_classic_replacement_does_not_downgrade_without_the_policy_or_with_consumer_members_left(
+) {
+    // Upgrade only: the group stays a consumer group, the new member in c's place.
+    let (t, r, _, _) =
+        replace_static_consumer_member_by_a_classic_one(MigrationPolicy::Upgrade, &[]);
+    assert!(t.h.c.group(G).is_none());
+    let g = t.h.c.consumer_group(G).expect("still a consumer group");
+    assert!(g.member(&r.member_id).unwrap().uses_classic_protocol());
+    assert!(g.member("c").is_none());
+    t.h.assert_replay_rebuilds();
+
+    // Another consumer-protocol member is left: still a consumer group.
+    let (t, r, _, _) =
+        replace_static_consumer_member_by_a_classic_one(MigrationPolicy::Bidirectional, &["d"]);
+    assert!(t.h.c.group(G).is_none());
+    let g = t.h.c.consumer_group(G).expect("still a consumer group");
+    assert_eq!(g.members.len(), 4);
+    assert!(g.member(&r.member_id).is_some());
+    t.h.assert_replay_rebuilds();
+    t.h.assert_invariants();
+}
+
+#[test]
+fn a_downgrade_by_replacement_rebalances_when_members_do_not_own_their_targets() {
+    // `c` waits for partitions the classic members still own: the classic group starts a
+    // rebalance so that they converge.
+    let (t, r, epoch, _) =
+        replace_static_consumer_member(MigrationPolicy::Bidirectional, &[], false);
+    assert!(t.h.c.consumer_group(G).is_none());
+    let g = t.h.c.group(G).expect("a classic group again");
+    assert_eq!(g.num_members(), 3);
+    assert_eq!(r.generation_id, epoch);
+    assert_eq!(g.state(), GroupState::PreparingRebalance);
+    let replayed = t.h.replayed();
+    assert_eq!(replayed.group(G).unwrap().num_members(), 3);
+}

@@ -1,6 +1,7 @@
 //! Properties of the server-side assignors: every subscribed partition assigned exactly once,
 //! to a subscriber; `uniform` balanced and sticky (moves no more than balance needs) and
-//! rack-aware; `range` contiguous per topic.
+//! rack-aware without giving up either; `range` contiguous per topic and, as Kafka's, blind to
+//! racks.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -159,6 +160,65 @@ proptest! {
             }
             prop_assert_eq!(assignment_len(a), k as usize);
         }
+    }
+
+    #[test]
+    fn racks_never_cost_uniform_its_balance_or_stickiness(
+        members in prop::collection::vec(prop::option::of(0usize..3), 1..8),
+        partitions in prop::collection::vec(
+            prop::collection::vec(prop::collection::btree_set(0usize..3, 0..3), 0..12), 1..3),
+    ) {
+        // Any racks, matching or not: the sizes still differ by at most one, every partition
+        // is assigned once, and assigning again from the result moves nothing.
+        let topics: BTreeSet<Uuid> = (0..partitions.len()).map(t).collect();
+        let spec = GroupSpec {
+            members: members.iter().enumerate().map(|(i, r)| (format!("m{i:02}"), MemberSpec {
+                rack_id: r.map(|r| format!("r{r}")),
+                ..MemberSpec::new(topics.clone())
+            })).collect(),
+            topics: partitions.iter().enumerate().map(|(i, ps)| {
+                let mut topic = TopicSpec::new(ps.len() as i32);
+                for (p, rs) in ps.iter().enumerate() {
+                    topic.racks.insert(p as i32, rs.iter().map(|r| format!("r{r}")).collect());
+                }
+                (t(i), topic)
+            }).collect(),
+        };
+        let out = UniformAssignor.assign(&spec).unwrap();
+        check_complete(&spec, &out);
+        let sizes: Vec<usize> = out.values().map(assignment_len).collect();
+        prop_assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1);
+        let mut again = spec.clone();
+        for (id, m) in again.members.iter_mut() { m.current = out[id].clone(); }
+        prop_assert_eq!(UniformAssignor.assign(&again).unwrap(), out);
+    }
+
+    #[test]
+    fn range_ignores_racks_as_kafka_does(
+        members in prop::collection::vec(prop::option::of(0usize..3), 1..6),
+        partitions in prop::collection::vec(prop::collection::btree_set(0usize..3, 0..3), 0..12),
+    ) {
+        // Kafka's server-side range assignor is not rack-aware (KAFKA-16694 took rack
+        // awareness out of the server-side assignors): racks change nothing.
+        let with_racks = GroupSpec {
+            members: members.iter().enumerate().map(|(i, r)| (format!("m{i}"), MemberSpec {
+                rack_id: r.map(|r| format!("r{r}")),
+                ..MemberSpec::new(BTreeSet::from([t(0)]))
+            })).collect(),
+            topics: BTreeMap::from([(t(0), TopicSpec {
+                partitions: partitions.len() as i32,
+                racks: partitions.iter().enumerate()
+                    .map(|(p, rs)| (p as i32, rs.iter().map(|r| format!("r{r}")).collect()))
+                    .collect(),
+            })]),
+        };
+        let mut without = with_racks.clone();
+        for m in without.members.values_mut() { m.rack_id = None; }
+        for topic in without.topics.values_mut() { topic.racks.clear(); }
+        prop_assert_eq!(
+            RangeAssignor.assign(&with_racks).unwrap(),
+            RangeAssignor.assign(&without).unwrap()
+        );
     }
 }
 

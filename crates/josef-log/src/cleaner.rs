@@ -58,6 +58,7 @@ use josef_records::{
 };
 
 use crate::batch::{crc_is_valid, next_batch, BatchHeader, Next, BATCH_HEADER_LEN};
+use crate::cleaner_manager::Dirtiness;
 use crate::config::LogConfig;
 use crate::error::LogError;
 use crate::index::AbortedTxn;
@@ -140,6 +141,15 @@ pub struct CompactionStats {
     pub swapped: bool,
 }
 
+/// What [`Log::prepare_compaction`] decided before opening the source segments.
+struct CleaningPlan {
+    /// `(base, next_base)` of each cleanable segment.
+    picked: Vec<(i64, i64)>,
+    first_dirty: i64,
+    end_offset: i64,
+    dirtiness: Dirtiness,
+}
+
 impl Log {
     /// Decides whether the log needs cleaning (see the module docs) and, if so, picks the
     /// cleanable segments: closed, wholly below `max_offset` (pass the last stable offset, so that
@@ -150,6 +160,60 @@ impl Log {
         now_ms: i64,
         max_offset: i64,
     ) -> Result<Option<CompactionTask>, LogError> {
+        let Some(plan) = self.plan_compaction(now_ms, max_offset)? else {
+            return Ok(None);
+        };
+        let CleaningPlan {
+            picked,
+            first_dirty,
+            end_offset,
+            ..
+        } = plan;
+        let mut sources = Vec::with_capacity(picked.len());
+        for &(base, next_base) in &picked {
+            let seg = &self.segments[&base];
+            let path = seg.log_path().to_path_buf();
+            let file = self
+                .storage
+                .open_file(&path, false)
+                .map_err(|e| LogError::io(&path, e))?;
+            sources.push(SourceSegment {
+                base_offset: base,
+                next_base,
+                file,
+                path,
+                size: seg.size(),
+                txn_entries: seg.txn_index().entries().to_vec(),
+            });
+        }
+        let mut aborted = self.collect_aborted_transactions(self.log_start_offset, end_offset);
+        aborted.sort_by_key(|t| t.first_offset);
+        Ok(Some(CompactionTask {
+            dir: self.dir.clone(),
+            storage: self.storage.clone(),
+            config: self.config.clone(),
+            now_ms,
+            sources,
+            first_dirty_offset: first_dirty,
+            end_offset,
+            aborted,
+            active_producers: None,
+        }))
+    }
+
+    /// Whether the log needs cleaning now (the test [`Log::prepare_compaction`] makes, with the
+    /// same arguments) and how much, for the cleaner threads to pick the filthiest log first.
+    pub fn cleanable(&self, now_ms: i64, max_offset: i64) -> Result<Option<Dirtiness>, LogError> {
+        Ok(self
+            .plan_compaction(now_ms, max_offset)?
+            .map(|p| p.dirtiness))
+    }
+
+    fn plan_compaction(
+        &self,
+        now_ms: i64,
+        max_offset: i64,
+    ) -> Result<Option<CleaningPlan>, LogError> {
         if !self.config.cleanup_policy.compacts() {
             return Ok(None);
         }
@@ -206,35 +270,19 @@ impl Log {
         if !(ratio_reached || must_clean || horizon_passed) {
             return Ok(None);
         }
-        let mut sources = Vec::with_capacity(picked.len());
-        for &(base, next_base) in &picked {
-            let seg = &self.segments[&base];
-            let path = seg.log_path().to_path_buf();
-            let file = self
-                .storage
-                .open_file(&path, false)
-                .map_err(|e| LogError::io(&path, e))?;
-            sources.push(SourceSegment {
-                base_offset: base,
-                next_base,
-                file,
-                path,
-                size: seg.size(),
-                txn_entries: seg.txn_index().entries().to_vec(),
-            });
-        }
-        let mut aborted = self.collect_aborted_transactions(self.log_start_offset, end_offset);
-        aborted.sort_by_key(|t| t.first_offset);
-        Ok(Some(CompactionTask {
-            dir: self.dir.clone(),
-            storage: self.storage.clone(),
-            config: self.config.clone(),
-            now_ms,
-            sources,
-            first_dirty_offset: first_dirty,
+        let total = clean_bytes + dirty_bytes;
+        Ok(Some(CleaningPlan {
+            picked,
+            first_dirty,
             end_offset,
-            aborted,
-            active_producers: None,
+            dirtiness: Dirtiness {
+                overdue: must_clean,
+                dirty_ratio: if total == 0 {
+                    0.0
+                } else {
+                    dirty_bytes as f64 / total as f64
+                },
+            },
         }))
     }
 
@@ -648,6 +696,7 @@ impl CompactionTask {
                 &self.config,
                 self.now_ms,
                 naming::CLEANED_FILE_SUFFIX,
+                crate::segment::AbsentFiles::UNKNOWN,
             )?;
             stats.segments_read += 1;
             stats.bytes_read += u64::from(src.size);

@@ -31,6 +31,7 @@
 mod batch;
 pub mod checkpoint;
 pub mod cleaner;
+pub mod cleaner_manager;
 pub mod config;
 pub mod error;
 pub mod index;

@@ -11,7 +11,7 @@ use crate::error::LogError;
 use crate::leader_epoch::{LeaderEpochFileCache, LEADER_EPOCH_CHECKPOINT_FILE};
 use crate::log::{delete_segment, LoadReport, Log, PartitionState};
 use crate::naming::{self, offset_from_file_name};
-use crate::segment::LogSegment;
+use crate::segment::{AbsentFiles, LogSegment};
 use crate::storage::{self, FileStorage, Storage};
 
 /// Contents of the clean-shutdown marker (Kafka's `CleanShutdownFileHandler` format; a standalone
@@ -101,6 +101,11 @@ pub(crate) fn load(
     let mut index_files: Vec<(i64, PathBuf)> = Vec::new();
     let mut snapshots = BTreeMap::new();
     let names = st.read_dir(dir).map_err(|e| LogError::io(dir, e))?;
+    // What the listing shows is not asked of the storage again: a new partition's directory is
+    // empty, and looking up or reading each file it might hold (indexes, leader epochs, cleaner
+    // checkpoint) cost more system calls than creating it (issue #22).
+    let listed: std::collections::HashSet<String> = names.iter().cloned().collect();
+    report.partition_metadata_exists = listed.contains(naming::PARTITION_METADATA_FILE);
     for name in names {
         let path = dir.join(&name);
         if name.ends_with(naming::TMP_FILE_SUFFIX)
@@ -147,6 +152,7 @@ pub(crate) fn load(
             &config,
             now_ms,
             naming::SWAP_FILE_SUFFIX,
+            AbsentFiles::UNKNOWN,
         )?;
         let r = swap.recover()?;
         let end = r.next_offset.max(base + 1);
@@ -203,14 +209,26 @@ pub(crate) fn load(
     let mut segments: BTreeMap<i64, LogSegment> = BTreeMap::new();
     // The first segment whose tail was cut: everything after it is beyond the valid prefix.
     let mut first_cut: Option<i64> = None;
+    // Swaps renamed files after the listing: then it no longer says what is absent.
+    let absent = |base: i64| match swap_bases.is_empty() {
+        true => AbsentFiles {
+            offset_index: !listed.contains(&file_name(base, naming::INDEX_FILE_SUFFIX)),
+            time_index: !listed.contains(&file_name(base, naming::TIME_INDEX_FILE_SUFFIX)),
+            txn_index: !listed.contains(&file_name(base, naming::TXN_INDEX_FILE_SUFFIX)),
+        },
+        false => AbsentFiles::UNKNOWN,
+    };
     for &base in &log_bases {
-        let mut seg = LogSegment::open_in(storage.clone(), dir, base, &config, now_ms)?;
+        let mut seg =
+            LogSegment::open_listed(storage.clone(), dir, base, &config, now_ms, absent(base))?;
         if recover_from.is_some_and(|from| base >= from) {
             // Rebuilt by step 5 whatever its indexes say: checking them would only read them.
             segments.insert(base, seg);
             continue;
         }
-        let indexes_exist = !seg.index_file_was_missing();
+        // An empty segment needs no index file: the files are created by their first entry, so
+        // a new partition's segment has none.
+        let indexes_exist = seg.size() == 0 || !seg.index_file_was_missing();
         // A segment with data always has a time index entry (its max timestamp is appended on
         // roll, close and recovery), so an empty time index means a lost file.
         let time_index_lost = seg.size() > 0 && seg.time_index().entries() == 0;
@@ -284,9 +302,18 @@ pub(crate) fn load(
         }
         log_start_offset = log_start_offset.max(0);
         log_end_offset = log_start_offset;
+        // Nothing is left at this base: index files without a `.log` were removed above, and
+        // deleted segments took theirs.
         segments.insert(
             log_start_offset,
-            LogSegment::open_in(storage.clone(), dir, log_start_offset, &config, now_ms)?,
+            LogSegment::open_listed(
+                storage.clone(),
+                dir,
+                log_start_offset,
+                &config,
+                now_ms,
+                AbsentFiles::ALL,
+            )?,
         );
     }
     if let Some(active) = segments.values_mut().next_back() {
@@ -332,13 +359,16 @@ pub(crate) fn load(
     // 8. The leader epoch cache: entries past the LEO or before the log start are stale; segments
     //    that recovery scanned re-assign their batches' epochs (Kafka's `LogSegment.recover`), and
     //    a directory without the file (written before it existed) is rebuilt from every batch.
-    let epoch_file_exists = st.exists(&dir.join(LEADER_EPOCH_CHECKPOINT_FILE));
+    let epoch_file_exists = listed.contains(LEADER_EPOCH_CHECKPOINT_FILE);
     // A malformed file is rebuilt like a missing one.
-    let (mut leader_epoch_cache, rebuild_all) =
-        match LeaderEpochFileCache::open_in(storage.clone(), dir) {
-            Ok(c) => (c, !epoch_file_exists && log_end_offset > log_start_offset),
-            Err(_) => (LeaderEpochFileCache::empty_in(storage.clone(), dir), true),
-        };
+    let opened = match epoch_file_exists {
+        true => LeaderEpochFileCache::open_in(storage.clone(), dir),
+        false => Ok(LeaderEpochFileCache::empty_in(storage.clone(), dir)),
+    };
+    let (mut leader_epoch_cache, rebuild_all) = match opened {
+        Ok(c) => (c, !epoch_file_exists && log_end_offset > log_start_offset),
+        Err(_) => (LeaderEpochFileCache::empty_in(storage.clone(), dir), true),
+    };
     leader_epoch_cache.truncate_from_end(log_end_offset)?;
     let rescan: Vec<i64> = if rebuild_all {
         segments.keys().copied().collect()
@@ -369,16 +399,17 @@ pub(crate) fn load(
 
     // 9. Where the last compaction ended: kept in the partition directory whatever the state,
     //    since it changes only when a compaction ends and so costs nothing per idle partition.
-    let cleaner_checkpoint =
-        read_offset_checkpoint_in(st, &dir.join(naming::CLEANER_OFFSET_CHECKPOINT_FILE))
-            .ok()
-            .and_then(|e| {
-                e.iter()
-                    .find(|e| e.topic == topic && e.partition == partition)
-                    .or(e.first())
-                    .map(|e| e.offset)
-            })
-            .filter(|&c| c >= log_start_offset && c <= log_end_offset);
+    let cleaner_checkpoint = listed
+        .contains(naming::CLEANER_OFFSET_CHECKPOINT_FILE)
+        .then(|| read_offset_checkpoint_in(st, &dir.join(naming::CLEANER_OFFSET_CHECKPOINT_FILE)))
+        .and_then(|r| r.ok())
+        .and_then(|e| {
+            e.iter()
+                .find(|e| e.topic == topic && e.partition == partition)
+                .or(e.first())
+                .map(|e| e.offset)
+        })
+        .filter(|&c| c >= log_start_offset && c <= log_end_offset);
 
     let state_is_standalone = state == PartitionState::Standalone;
     let marker_removal_unsynced = clean_shutdown && state_is_standalone;
@@ -416,4 +447,9 @@ pub(crate) fn load(
         log.write_standalone_checkpoints()?;
     }
     Ok(log)
+}
+
+/// The name of the file of the segment based at `base` with `suffix`, as a listing shows it.
+fn file_name(base: i64, suffix: &str) -> String {
+    format!("{}{suffix}", naming::filename_prefix_from_offset(base))
 }

@@ -158,6 +158,10 @@ pub struct LoadReport {
     pub truncated_bytes: u64,
     /// Base offsets of segments deleted because an earlier one was truncated.
     pub deleted_segments: Vec<i64>,
+    /// Whether the directory holds Kafka's `partition.metadata` (the topic id, written by the
+    /// broker): known from the listing the open makes anyway, so a broker can write a missing
+    /// one without a lookup per partition.
+    pub partition_metadata_exists: bool,
 }
 
 impl Log {

@@ -32,6 +32,8 @@ pub const RECOVERY_POINT_CHECKPOINT_FILE: &str = "recovery-point-offset-checkpoi
 pub const CLEANER_OFFSET_CHECKPOINT_FILE: &str = "cleaner-offset-checkpoint";
 /// Name of the log-start-offset checkpoint (per log dir in Kafka).
 pub const LOG_START_OFFSET_CHECKPOINT_FILE: &str = "log-start-offset-checkpoint";
+/// Name of the file holding a partition's topic id (Kafka's `PartitionMetadataFile`).
+pub const PARTITION_METADATA_FILE: &str = "partition.metadata";
 
 /// The 20-digit zero-padded file name prefix of `offset` (`00000000000000000042`).
 ///

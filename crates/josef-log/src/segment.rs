@@ -34,6 +34,30 @@ pub struct SegmentRecovery {
     pub next_offset: i64,
 }
 
+/// Which of a segment's index files the caller's directory listing showed absent: each is then
+/// taken as missing without asking the storage (a new partition's files cost no lookups).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct AbsentFiles {
+    pub(crate) offset_index: bool,
+    pub(crate) time_index: bool,
+    pub(crate) txn_index: bool,
+}
+
+impl AbsentFiles {
+    /// Nothing known: every file is looked up.
+    pub(crate) const UNKNOWN: AbsentFiles = AbsentFiles {
+        offset_index: false,
+        time_index: false,
+        txn_index: false,
+    };
+    /// A segment being created: none of its index files exists.
+    pub(crate) const ALL: AbsentFiles = AbsentFiles {
+        offset_index: true,
+        time_index: true,
+        txn_index: true,
+    };
+}
+
 /// One segment of a partition log.
 #[derive(Debug)]
 pub struct LogSegment {
@@ -56,7 +80,9 @@ pub struct LogSegment {
 }
 
 impl LogSegment {
-    /// Opens the segment based at `base_offset` in `dir`, creating empty files if missing.
+    /// Opens the segment based at `base_offset` in `dir`, creating its `.log` if missing; the
+    /// index files are created by their first entry (or when the segment with data rolls,
+    /// closes or is recovered).
     pub fn open(
         dir: &Path,
         base_offset: i64,
@@ -74,7 +100,27 @@ impl LogSegment {
         config: &LogConfig,
         now_ms: i64,
     ) -> Result<Self, LogError> {
-        Self::open_with_suffix(storage, dir, base_offset, config, now_ms, "")
+        Self::open_with_suffix(
+            storage,
+            dir,
+            base_offset,
+            config,
+            now_ms,
+            "",
+            AbsentFiles::UNKNOWN,
+        )
+    }
+
+    /// [`LogSegment::open_in`] with what the directory listing said of its index files.
+    pub(crate) fn open_listed(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        base_offset: i64,
+        config: &LogConfig,
+        now_ms: i64,
+        absent: AbsentFiles,
+    ) -> Result<Self, LogError> {
+        Self::open_with_suffix(storage, dir, base_offset, config, now_ms, "", absent)
     }
 
     /// Opens segment files that carry an extra suffix (`.cleaned`, `.swap`).
@@ -85,6 +131,7 @@ impl LogSegment {
         config: &LogConfig,
         now_ms: i64,
         suffix: &str,
+        absent: AbsentFiles,
     ) -> Result<Self, LogError> {
         let with = |p: PathBuf| -> PathBuf {
             let mut s = p.into_os_string();
@@ -103,23 +150,26 @@ impl LogSegment {
             ))
         })?;
         let max_index = config.segment_index_bytes as usize;
-        let offset_index = OffsetIndex::open_in(
+        let offset_index = OffsetIndex::open_known(
             storage.clone(),
             &with(naming::offset_index_file(dir, base_offset)),
             base_offset,
             max_index,
+            absent.offset_index,
         )?;
-        let time_index = TimeIndex::open_in(
+        let time_index = TimeIndex::open_known(
             storage.clone(),
             &with(naming::time_index_file(dir, base_offset)),
             base_offset,
             max_index,
+            absent.time_index,
         )?;
-        let txn_index = TransactionIndex::open_in(
-            storage.clone(),
-            &with(naming::txn_index_file(dir, base_offset)),
-            base_offset,
-        )?;
+        let txn_path = with(naming::txn_index_file(dir, base_offset));
+        let txn_index = if absent.txn_index {
+            TransactionIndex::absent_in(storage.clone(), &txn_path, base_offset)
+        } else {
+            TransactionIndex::open_in(storage.clone(), &txn_path, base_offset)?
+        };
         let max_timestamp_so_far = time_index.last_entry();
         Ok(LogSegment {
             base_offset,
@@ -165,7 +215,18 @@ impl LogSegment {
 
     /// Whether the offset or time index file was missing when the segment was opened.
     pub(crate) fn index_file_was_missing(&self) -> bool {
-        self.offset_index.newly_created() || self.time_index.newly_created()
+        self.offset_index.missing_at_open() || self.time_index.missing_at_open()
+    }
+
+    /// Creates the index files a segment with data lacks (it may have had no entry to write):
+    /// a segment with data always has both files after a roll, a close or a recovery, so a
+    /// missing one on a clean open means a lost file. An empty segment needs none.
+    fn materialize_indexes(&mut self) -> Result<(), LogError> {
+        if self.size > 0 {
+            self.offset_index.materialize()?;
+            self.time_index.materialize()?;
+        }
+        Ok(())
     }
 
     /// The aborted-transaction index.
@@ -530,6 +591,7 @@ impl LogSegment {
             true,
         )?;
         self.time_index.trim_to_valid_size()?;
+        self.materialize_indexes()?;
         Ok(SegmentRecovery {
             truncated_bytes: truncated,
             next_offset,
@@ -607,7 +669,8 @@ impl LogSegment {
             true,
         )?;
         self.offset_index.trim_to_valid_size()?;
-        self.time_index.trim_to_valid_size()
+        self.time_index.trim_to_valid_size()?;
+        self.materialize_indexes()
     }
 
     /// Makes the segment ready to take appends: indexes grown to their preallocated size.

@@ -4,6 +4,7 @@
 //! which keeps the active producers' last batches.
 
 use josef_log::cleaner::{CompactionStats, LastRecord};
+use josef_log::cleaner_manager::Dirtiness;
 use josef_protocol::ErrorCode;
 
 use crate::error::PartitionError;
@@ -54,6 +55,14 @@ impl Partition {
             d.producers.on_log_start_offset_incremented(start);
         }
         Ok(n)
+    }
+
+    /// Whether [`Partition::compact`] would clean now, and how dirty the log is (for the cleaner
+    /// threads to pick the filthiest partition first); `None` when it would not.
+    pub fn cleanable(&self, now_ms: i64) -> Result<Option<Dirtiness>, PartitionError> {
+        let d = self.data.lock();
+        let lso = d.last_stable_offset();
+        Ok(d.log.cleanable(now_ms, lso)?)
     }
 
     /// Compaction by josef-log's cleaner, if the topic's `cleanup.policy` compacts: the work is

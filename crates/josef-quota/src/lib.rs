@@ -16,7 +16,8 @@
 //!   answered as Kafka does. [`QuotaManagers`] keeps the store and the managers in step.
 //! * [`ThrottledChannels`]: channels muted until their throttle ends (KIP-219).
 //! * [`client_throttles`]: which responses the client backs off on by itself (KIP-219).
-//! * [`ReplicationQuotaManager`], [`ThrottledReplicas`]: replication throttling (KIP-73).
+//! * [`ReplicationQuotaManager`], [`ThrottledReplicas`]: replication throttling (KIP-73);
+//!   [`ReplicationThrottles`]: the rates and throttled replicas a broker's configs set.
 //! * [`RequestQuotas`]: which request counts against which quota, a throttled fetch emptied,
 //!   `throttle_time_ms` written into the response, THROTTLING_QUOTA_EXCEEDED for the topics a
 //!   strict mutation quota refuses ([`charge_mutation`]); the quotas follow a metadata image.
@@ -53,6 +54,7 @@ mod mutation_request;
 mod precedence;
 mod rate;
 mod replication;
+mod replication_config;
 mod request_quotas;
 mod sensors;
 mod settings;
@@ -88,6 +90,7 @@ pub use replication::{
     FOLLOWER_REPLICATION_THROTTLED_REPLICAS_CONFIG, LEADER_REPLICATION_THROTTLED_RATE_CONFIG,
     LEADER_REPLICATION_THROTTLED_REPLICAS_CONFIG,
 };
+pub use replication_config::ReplicationThrottles;
 pub use request_quotas::{ImageQuotaUpdate, QuotaClient, RequestQuota, RequestQuotas};
 pub use settings::QuotaSettings;
 pub use store::{

@@ -21,6 +21,9 @@ pub struct QuotaManagersConfig {
     pub client: QuotaWindow,
     /// `controller.quota.window.num` / `controller.quota.window.size.seconds`: mutation quotas.
     pub controller: QuotaWindow,
+    /// `replication.quota.window.num` / `replication.quota.window.size.seconds`: replication
+    /// throttles (KIP-73).
+    pub replication: QuotaWindow,
 }
 
 /// The store of client quotas and a manager per quota type, kept in step.

@@ -147,6 +147,18 @@ impl ReplicationQuotaManager {
         }
     }
 
+    /// Replaces the throttled replicas of every topic with `throttled` (Kafka applies each
+    /// topic's config as it changes; a broker following a metadata image applies them all).
+    pub fn set_throttled(
+        &mut self,
+        throttled: impl IntoIterator<Item = (String, ThrottledReplicas)>,
+    ) {
+        self.throttled = throttled
+            .into_iter()
+            .filter(|(_, r)| *r != ThrottledReplicas::None)
+            .collect();
+    }
+
     /// Forgets the throttled replicas of `topic` (its config was removed or the topic deleted).
     pub fn remove_throttle(&mut self, topic: &str) {
         self.throttled.remove(topic);
@@ -163,6 +175,29 @@ impl ReplicationQuotaManager {
     /// Adds `bytes` of throttled traffic at `now_ms` (never throttles by itself).
     pub fn record(&mut self, bytes: u64, now_ms: u64) {
         self.rate.record(bytes as f64, now_ms);
+    }
+
+    /// The throttled traffic's rate in bytes/s at `now_ms` (Kafka's `byte-rate` metric of
+    /// `LeaderReplication` / `FollowerReplication`).
+    pub fn byte_rate(&mut self, now_ms: u64) -> f64 {
+        self.rate.measure(now_ms)
+    }
+
+    /// How long from `now_ms` until the rate is back within the quota if nothing more is
+    /// recorded: Kafka's throttle-time formula ([`crate::throttle::throttle_time_ms`]) over the
+    /// rate's window. 0 when within the quota or without one. A leader holding a fetch back waits
+    /// this long, not the fetch's whole `max_wait_ms`, before it reads again: waiting longer
+    /// leaves the quota unused (64 KiB per 500 ms wait is 128 KB/s, whatever the quota).
+    pub fn throttle_time_ms(&mut self, now_ms: u64) -> u64 {
+        let Some(bound) = self.quota else {
+            return 0;
+        };
+        let observed = self.rate.measure(now_ms);
+        if observed <= bound {
+            return 0;
+        }
+        let window_ms = self.rate.window_size_ms(now_ms);
+        crate::throttle::throttle_time_ms(observed, bound, window_ms)
     }
 
     /// True when the throttled traffic's rate is above the quota at `now_ms`.
@@ -192,5 +227,55 @@ impl ReplicationQuotaManager {
     /// The sampling window.
     pub fn window(&self) -> QuotaWindow {
         self.window
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T0: u64 = 1_700_000_000_000;
+
+    #[test]
+    fn a_burst_over_the_quota_is_paid_back_over_the_windows_then_forgotten() {
+        // 100 B/s; SimpleRate divides by the time since the oldest kept sample (at least 1 s).
+        let mut q = ReplicationQuotaManager::new(QuotaWindow::default());
+        q.update_quota(Some(100.0));
+        q.record(1_000, T0);
+        assert_eq!(q.byte_rate(T0 + 500), 1_000.0);
+        assert!(q.is_quota_exceeded(T0 + 500));
+        // 1 000 bytes over 9.999 s is just over 100 B/s; over 10 s it is the quota itself, which
+        // Kafka's bound allows.
+        assert!(q.is_quota_exceeded(T0 + 9_999));
+        assert!(!q.is_quota_exceeded(T0 + 10_000));
+        // After num × size (11 s) the sample is gone: a new burst starts from nothing.
+        assert_eq!(q.byte_rate(T0 + 11_000), 0.0);
+    }
+
+    #[test]
+    fn the_throttle_time_is_when_the_rate_is_back_within_the_quota() {
+        let mut q = ReplicationQuotaManager::new(QuotaWindow::default());
+        assert_eq!(q.throttle_time_ms(T0), 0);
+        q.update_quota(Some(100.0));
+        q.record(1_000, T0);
+        // 1 000 B over 5 s is 200 B/s: another 5 s brings it to 100 B/s.
+        assert_eq!(q.throttle_time_ms(T0 + 5_000), 5_000);
+        assert!(q.is_quota_exceeded(T0 + 9_999));
+        assert!(!q.is_quota_exceeded(T0 + 5_000 + 5_000));
+        assert_eq!(q.throttle_time_ms(T0 + 10_000), 0);
+    }
+
+    #[test]
+    fn set_throttled_replaces_every_topic() {
+        let mut q = ReplicationQuotaManager::new(QuotaWindow::default());
+        q.mark_throttled("old", ThrottledReplicas::All);
+        q.set_throttled([
+            ("a".to_string(), ThrottledReplicas::parse("3:1").unwrap()),
+            ("b".to_string(), ThrottledReplicas::None),
+        ]);
+        assert!(!q.is_throttled("old", 0, 1));
+        assert!(q.is_throttled("a", 3, 1));
+        assert!(!q.is_throttled("a", 3, 2));
+        assert!(!q.is_throttled("b", 0, 1));
     }
 }

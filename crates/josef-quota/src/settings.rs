@@ -5,17 +5,20 @@ use josef_config::settings::{ConfigError, Props};
 use crate::config::{
     QuotaWindow, CONTROLLER_QUOTA_WINDOW_NUM_CONFIG, CONTROLLER_QUOTA_WINDOW_SIZE_SECONDS_CONFIG,
     DEFAULT_QUOTA_WINDOW_NUM, DEFAULT_QUOTA_WINDOW_SIZE_SECONDS, QUOTA_WINDOW_NUM_CONFIG,
-    QUOTA_WINDOW_SIZE_SECONDS_CONFIG,
+    QUOTA_WINDOW_SIZE_SECONDS_CONFIG, REPLICATION_QUOTA_WINDOW_NUM_CONFIG,
+    REPLICATION_QUOTA_WINDOW_SIZE_SECONDS_CONFIG,
 };
 use crate::managers::QuotaManagersConfig;
 
-/// A broker's client quota settings: `quota.window.*` and `controller.quota.window.*`.
+/// A broker's quota settings: `quota.window.*`, `controller.quota.window.*` and
+/// `replication.quota.window.*`.
 pub type QuotaSettings = QuotaManagersConfig;
 
 impl QuotaManagersConfig {
-    /// Takes `quota.window.num`, `quota.window.size.seconds`, `controller.quota.window.num` and
-    /// `controller.quota.window.size.seconds` (each at least 1, default 11 samples of 1 s) out of
-    /// `p`.
+    /// Takes `quota.window.num`, `quota.window.size.seconds`, `controller.quota.window.num`,
+    /// `controller.quota.window.size.seconds`, `replication.quota.window.num` and
+    /// `replication.quota.window.size.seconds` (each at least 1, default 11 samples of 1 s) out
+    /// of `p`.
     ///
     /// ```
     /// use josef_config::settings::Props;
@@ -33,6 +36,11 @@ impl QuotaManagersConfig {
                 p,
                 CONTROLLER_QUOTA_WINDOW_NUM_CONFIG,
                 CONTROLLER_QUOTA_WINDOW_SIZE_SECONDS_CONFIG,
+            )?,
+            replication: window(
+                p,
+                REPLICATION_QUOTA_WINDOW_NUM_CONFIG,
+                REPLICATION_QUOTA_WINDOW_SIZE_SECONDS_CONFIG,
             )?,
         })
     }
@@ -71,10 +79,13 @@ mod tests {
             ("quota.window.size.seconds", "2"),
             ("controller.quota.window.num", "5"),
             ("controller.quota.window.size.seconds", "4"),
+            ("replication.quota.window.num", "7"),
+            ("replication.quota.window.size.seconds", "3"),
         ]);
         let s = QuotaSettings::from_props(&mut p).unwrap();
         assert_eq!(s.client, QuotaWindow::new(3, 2).unwrap());
         assert_eq!(s.controller, QuotaWindow::new(5, 4).unwrap());
+        assert_eq!(s.replication, QuotaWindow::new(7, 3).unwrap());
         assert_eq!(p.into_remaining_keys().count(), 0);
         let e = QuotaSettings::from_props(&mut props(&[("controller.quota.window.num", "0")]));
         assert!(

@@ -33,6 +33,7 @@ fn quotas(key: &str, value: f64) -> RequestQuotas {
     let mut q = RequestQuotas::new(QuotaManagersConfig {
         client: QuotaWindow::new(2, 1).unwrap(),
         controller: QuotaWindow::new(2, 1).unwrap(),
+        replication: QuotaWindow::default(),
     });
     q.apply(&QuotaChange {
         entity: QuotaEntity::ClientId(EntityName::from("app")),

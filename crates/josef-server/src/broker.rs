@@ -34,9 +34,12 @@ pub struct Broker {
     server: Server<BrokerState>,
     cluster: Option<Arc<crate::cluster::ClusterNode>>,
     background: tokio::task::JoinHandle<()>,
+    /// The `log.cleaner.threads` cleaner workers.
+    cleaners: Vec<tokio::task::JoinHandle<()>>,
     /// Writes the log dirs' checkpoints periodically.
     checkpointer: tokio::task::JoinHandle<()>,
-    ticker: tokio::task::JoinHandle<()>,
+    /// The group and the transaction coordinator tickers.
+    tickers: [tokio::task::JoinHandle<()>; 2],
     /// Expires delayed fetches at their max wait.
     fetch_reaper: josef_timer::tokio_driver::TokioDriver,
     /// `/metrics`, when `prometheus.listener` is set.
@@ -106,6 +109,15 @@ impl Broker {
                 }
             })
         };
+        let cleaners = if config.log_cleaner_enable {
+            Arc::new(crate::log_cleaner::LogCleaner::new()).spawn(
+                state.topics.clone(),
+                config.log_cleaner_threads,
+                Duration::from_millis(config.log_cleaner_backoff_ms.max(0) as u64),
+            )
+        } else {
+            Vec::new()
+        };
         let checkpointer = {
             let state = state.clone();
             // Kafka has a task per file; both files are written at the shorter of the two
@@ -124,31 +136,28 @@ impl Broker {
                 }
             })
         };
+        // One ticker per coordinator (Kafka gives each coordinator runtime its own timer): the
+        // transaction coordinator's tick may wait up to a controller round trip for its lock
+        // (a producer-id block is fetched under it), and the group coordinator's heartbeat
+        // expirations, shard loads and unloads must not wait behind it.
         let ticker = {
-            let state = state.clone();
-            tokio::spawn(async move {
-                let mut tick = tokio::time::interval(Duration::from_millis(20));
-                let mut n: u64 = 0;
+            let (groups, txns) = (state.clone(), state.clone());
+            let every = Duration::from_millis(crate::kit::coordinators::COORDINATOR_TICK_MS);
+            let group_ticker = tokio::spawn(async move {
+                let mut tick = tokio::time::interval(every);
                 loop {
                     tick.tick().await;
-                    // Every 100 ms the shards also see the topics (consumer group regexes).
-                    if n % 5 == 0 {
-                        state
-                            .groups
-                            .load_led(&state.topics, state.cluster.as_deref());
-                        let image = crate::handlers::consumer_group::topic_image(&state);
-                        state.groups.tick_with(Some(&image));
-                    } else {
-                        state.groups.tick();
-                    }
-                    n += 1;
-                    if n % 10 == 0 {
-                        state
-                            .txns
-                            .tick(&crate::txns::Env::of(&state), state.cluster.as_deref());
-                    }
+                    groups.tick_group_coordinator(crate::topics::now_ms());
                 }
-            })
+            });
+            let txn_ticker = tokio::spawn(async move {
+                let mut tick = tokio::time::interval(every);
+                loop {
+                    tick.tick().await;
+                    txns.tick_txn_coordinator(crate::topics::now_ms());
+                }
+            });
+            [group_ticker, txn_ticker]
         };
         let fetch_reaper = josef_timer::tokio_driver::spawn_reaper(state.fetch_purgatory.clone());
         if let Some(node) = &cluster {
@@ -197,7 +206,7 @@ impl Broker {
                     node_id: config.node_id,
                     cluster_id: state.cluster_id.clone(),
                     listeners,
-                    rack: node.config.broker_rack.clone(),
+                    rack: config.broker_rack.clone(),
                     log_dirs: metas
                         .iter()
                         .filter_map(|m| crate::meta::uuid_from_base64(&m.directory_id))
@@ -215,11 +224,12 @@ impl Broker {
         }
         Ok(Broker {
             metrics,
-            ticker,
+            tickers: ticker,
             fetch_reaper,
             server,
             cluster,
             background,
+            cleaners,
             checkpointer,
         })
     }
@@ -278,14 +288,18 @@ impl Broker {
             m.stop().await;
         }
         self.background.abort();
+        for c in &self.cleaners {
+            c.abort();
+        }
         self.checkpointer.abort();
-        self.ticker.abort();
+        for t in &self.tickers {
+            t.abort();
+        }
         // Anything parked while the connections drained.
         answer_parked_requests(&state);
         // The coordinators go before the logs (Kafka's shutdown order): a loaded shard holds its
         // partition, which could then not close, and its dir would not be marked clean.
-        state.groups.unload_all();
-        state.txns.unload_all(&crate::txns::Env::of(&state));
+        state.shutdown_coordinators();
         self.fetch_reaper.shutdown().await;
         let _ = tokio::task::spawn_blocking(move || state.topics.shutdown()).await;
     }

@@ -13,7 +13,6 @@ use crate::config::{ConfigError, ConfigWarning, Listener, Props};
 pub const CLUSTER_SETTINGS: &[&str] = &[
     "broker.heartbeat.interval.ms",
     "broker.session.timeout.ms",
-    "broker.rack",
     "controller.listener.names",
     "controller.quorum.bootstrap.servers",
     "controller.quorum.election.timeout.ms",
@@ -227,8 +226,6 @@ pub struct ClusterConfig {
     pub controlled_shutdown_max_retries: i32,
     /// `controlled.shutdown.retry.backoff.ms` (5000).
     pub controlled_shutdown_retry_backoff_ms: i64,
-    /// `broker.rack` (none).
-    pub broker_rack: Option<String>,
 }
 
 impl ClusterConfig {
@@ -323,7 +320,6 @@ pub(crate) fn parse(
     let controlled_shutdown_max_retries = p.num("controlled.shutdown.max.retries", 3, 0)?;
     let controlled_shutdown_retry_backoff_ms =
         p.num("controlled.shutdown.retry.backoff.ms", 5000, 0)?;
-    let broker_rack = p.take("broker.rack").filter(|r| !r.is_empty());
     // Kafka's `interBrokerListenerNameAndSecurityProtocol`: the listener by name, or by protocol
     // (whose listener has the protocol's name), never both.
     const BY_PROTOCOL: &str = "security.inter.broker.protocol";
@@ -500,7 +496,6 @@ pub(crate) fn parse(
         controlled_shutdown_enable,
         controlled_shutdown_max_retries,
         controlled_shutdown_retry_backoff_ms,
-        broker_rack,
     }))
 }
 

@@ -37,12 +37,10 @@ pub const NOT_USED: &[(&str, &str)] = &[
         "socket.receive.buffer.bytes",
         "the operating system's socket buffer sizes are kept",
     ),
-    ("log.cleaner.threads", NOT_IMPLEMENTED),
     ("log.cleaner.dedupe.buffer.size", NOT_IMPLEMENTED),
     ("log.cleaner.io.buffer.size", NOT_IMPLEMENTED),
     ("log.cleaner.io.buffer.load.factor", NOT_IMPLEMENTED),
     ("log.cleaner.io.max.bytes.per.second", NOT_IMPLEMENTED),
-    ("log.cleaner.backoff.ms", NOT_IMPLEMENTED),
     ("log.flush.scheduler.interval.ms", NOT_IMPLEMENTED),
     (
         "replica.high.watermark.checkpoint.interval.ms",
@@ -172,6 +170,10 @@ pub struct BrokerConfig {
     pub advertised_listeners: Vec<Listener>,
     /// `log.dirs` / `log.dir` (default `./josef-data`).
     pub log_dirs: Vec<PathBuf>,
+    /// `broker.rack` (none; an empty value is none): reported in Metadata and DescribeCluster,
+    /// registered with the controller on a cluster node, and the rack of every partition this
+    /// node holds for the consumer groups' rack-aware assignment.
+    pub broker_rack: Option<String>,
     /// `log.storage`, Josef's own setting: `file` (default) or `memory` (see
     /// [`crate::log_storage`]).
     pub log_storage: crate::log_storage::LogStorage,
@@ -209,6 +211,12 @@ pub struct BrokerConfig {
     pub log_cleanup_policy: String,
     /// `log.cleaner.enable` (true).
     pub log_cleaner_enable: bool,
+    /// `log.cleaner.threads` (1): cleaner threads, each cleaning the filthiest log no other
+    /// thread holds ([`crate::log_cleaner`]); 0 cleans nothing.
+    pub log_cleaner_threads: usize,
+    /// `log.cleaner.backoff.ms` (15000): how long a cleaner thread sleeps when no log needs
+    /// cleaning.
+    pub log_cleaner_backoff_ms: i64,
     /// `log.cleaner.min.cleanable.ratio` (0.5).
     pub log_cleaner_min_cleanable_ratio: f64,
     /// `log.cleaner.delete.retention.ms` (86400000).
@@ -465,20 +473,6 @@ impl BrokerConfig {
             protocol_map_raw.as_deref(),
             &controller_names,
         )?;
-        for c in &controller_names {
-            if let Some(proto) = protocol_map.get(c) {
-                if proto.uses_sasl() {
-                    return Err(Props::invalid(
-                        "listener.security.protocol.map",
-                        protocol_map_raw.as_deref().unwrap_or(""),
-                        format!(
-                            "controller listener {c} uses {}; controller listeners are PLAINTEXT or SSL (SASL is not implemented there)",
-                            proto.name()
-                        ),
-                    ));
-                }
-            }
-        }
         let mut security = crate::security_config::parse(
             &mut p,
             &listeners,
@@ -571,6 +565,7 @@ impl BrokerConfig {
             listeners,
             advertised_listeners,
             log_dirs,
+            broker_rack: p.take("broker.rack").filter(|r| !r.is_empty()),
             log_storage: crate::log_storage::LogStorage::parse(
                 p.take(crate::log_storage::LOG_STORAGE).as_deref(),
             )?,
@@ -603,6 +598,8 @@ impl BrokerConfig {
                 &["delete", "compact", "compact,delete", "delete,compact"],
             )?,
             log_cleaner_enable: p.boolean("log.cleaner.enable", true)?,
+            log_cleaner_threads: p.num("log.cleaner.threads", 1, 0)?,
+            log_cleaner_backoff_ms: p.num("log.cleaner.backoff.ms", 15_000, 0)?,
             num_recovery_threads_per_data_dir: p.num("num.recovery.threads.per.data.dir", 1, 1)?,
             log_flush_offset_checkpoint_interval_ms: p.num(
                 "log.flush.offset.checkpoint.interval.ms",
@@ -1175,6 +1172,15 @@ mod tests {
     fn values_are_trimmed_as_kafka_does() {
         let c = BrokerConfig::from_properties(props(&[("num.partitions", " 4  ")])).unwrap();
         assert_eq!(c.num_partitions, 4);
+    }
+
+    #[test]
+    fn broker_rack_is_used_on_a_single_node() {
+        assert!(warnings(&[("broker.rack", "r1")]).is_empty());
+        let c = BrokerConfig::from_properties(props(&[("broker.rack", "r1")])).unwrap();
+        assert_eq!(c.broker_rack.as_deref(), Some("r1"));
+        let c = BrokerConfig::from_properties(props(&[("broker.rack", "")])).unwrap();
+        assert_eq!(c.broker_rack, None);
     }
 
     #[test]

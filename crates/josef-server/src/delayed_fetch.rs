@@ -203,6 +203,9 @@ pub struct WaitingPartition {
     pub current_leader_epoch: i32,
     /// `partition_max_bytes`.
     pub max_bytes: i32,
+    /// False for a replica the leader holds back (KIP-73): its bytes do not complete the wait,
+    /// its errors still do.
+    pub counts_bytes: bool,
 }
 
 /// A fetch that could not be answered yet. Completion (by data or by expiry) only signals the
@@ -268,7 +271,8 @@ impl DelayedFetch {
                 exact,
             ) {
                 None => return true,
-                Some(n) => available += n,
+                Some(n) if w.counts_bytes => available += n,
+                Some(_) => {}
             }
             if available > 0 && available >= self.min_bytes {
                 return true;
@@ -494,6 +498,7 @@ mod tests {
                 fetch_offset: 0,
                 current_leader_epoch: NO_PARTITION_LEADER_EPOCH,
                 max_bytes: 1 << 20,
+                counts_bytes: true,
             }],
             1,
             FetchIsolation::HighWatermark,
@@ -507,5 +512,27 @@ mod tests {
         // consumer fetch completes now, long before its 60 s max wait.
         follower_fetch(&p, 1);
         assert!(rx.try_recv().is_ok());
+    }
+
+    #[test]
+    fn the_bytes_of_a_held_back_replica_do_not_complete_the_wait() {
+        let (_dir, p, purgatory) = wired_leader();
+        append(&p, 1);
+        let waiting = |counts_bytes| WaitingPartition {
+            partition: p.clone(),
+            fetch_offset: 0,
+            current_leader_epoch: NO_PARTITION_LEADER_EPOCH,
+            max_bytes: 1 << 20,
+            counts_bytes,
+        };
+        // A follower's fetch from offset 0 with a record there: complete at once, unless the
+        // leader holds the replica back (KIP-73).
+        for (counts, completes) in [(true, true), (false, false)] {
+            let (op, _rx) =
+                DelayedFetch::new(vec![waiting(counts)], 1, FetchIsolation::LogEnd, 60_000);
+            let op = DelayedOp::Fetch(op);
+            let keys = op.keys();
+            assert_eq!(purgatory.try_complete_else_watch(op, keys), completes);
+        }
     }
 }

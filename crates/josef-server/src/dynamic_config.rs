@@ -15,6 +15,10 @@
 //! Precedence, as Kafka: topic override > dynamic per-broker > dynamic cluster default > static
 //! (`server.properties`) > Kafka's default.
 //!
+//! The replication throttle rates (`leader/follower.replication.throttled.rate`) are applied by
+//! [`crate::replication_quotas`] from the same image (the cluster publisher refreshes them before
+//! it gives partitions to the replica fetchers).
+//!
 //! Settings Kafka can change dynamically but Josef has nothing to apply to (thread pools,
 //! `log.cleaner.*` tuning, remote storage, metric reporters, ...) are accepted and stored, as
 //! Kafka accepts them, and described; they change nothing here.
@@ -179,6 +183,29 @@ fn validate_log_value(name: &str, value: &str) -> Result<(), String> {
         .map_err(|why| format!("Invalid value {value} for configuration {name}: {why}"))
 }
 
+/// The byte rates of Kafka's `DynamicConfig.Broker` (KIP-73 throttles and the log-dir mover's):
+/// LONG, at least 0, with Kafka's `ConfigException` messages.
+const BYTE_RATE_CONFIGS: &[&str] = &[
+    "leader.replication.throttled.rate",
+    "follower.replication.throttled.rate",
+    "replica.alter.log.dirs.io.max.bytes.per.second",
+];
+
+fn validate_byte_rate(name: &str, value: &str) -> Result<(), String> {
+    if !BYTE_RATE_CONFIGS.contains(&name) {
+        return Ok(());
+    }
+    match value.trim().parse::<i64>() {
+        Ok(v) if v >= 0 => Ok(()),
+        Ok(_) => Err(format!(
+            "Invalid value {value} for configuration {name}: Value must be at least 0"
+        )),
+        Err(_) => Err(format!(
+            "Invalid value {value} for configuration {name}: Not a number of type LONG"
+        )),
+    }
+}
+
 /// Kafka's `DynamicBrokerConfig.validateConfigs` on the configs a BROKER resource would have
 /// after the request (`per_broker`: a broker id, else the cluster default). The message is
 /// Kafka's.
@@ -207,6 +234,7 @@ pub fn validate(props: &BTreeMap<String, String>, per_broker: bool) -> Result<()
     }
     for (k, v) in props {
         validate_log_value(k, v)?;
+        validate_byte_rate(k, v)?;
     }
     if !per_broker {
         let per_broker_only: BTreeSet<&str> = props
@@ -503,6 +531,16 @@ mod tests {
             true
         )
         .is_ok());
+        assert_eq!(
+            validate(&props(&[("follower.replication.throttled.rate", "fast")]), false)
+                .unwrap_err(),
+            "Invalid value fast for configuration follower.replication.throttled.rate: Not a number of type LONG"
+        );
+        assert_eq!(
+            validate(&props(&[("leader.replication.throttled.rate", "-1")]), true).unwrap_err(),
+            "Invalid value -1 for configuration leader.replication.throttled.rate: Value must be at least 0"
+        );
+        assert!(validate(&props(&[("leader.replication.throttled.rate", "0")]), false).is_ok());
         // Not a Kafka name: a custom setting, which Kafka keeps.
         assert!(validate(&props(&[("my.plugin.setting", "1")]), true).is_ok());
     }

@@ -13,11 +13,14 @@
 //!   transaction index stay Josef's, so Kafka's semantics hold over a memory map, an object store or
 //!   a database alike. `examples/memory_broker.rs` at the repository root is a whole broker on
 //!   in-memory storage in a page of code.
-//! - **Partitions and metadata** ([`kit`]): the handlers reach partitions through a
-//!   [`kit::PartitionStore`] and report brokers and topics from a [`kit::MetadataView`], two
-//!   small traits documented with the Kafka rules each method keeps. The state opened by
-//!   [`state::BrokerState::open`] has Josef's own; `with_partition_store` / `with_metadata_view`
-//!   plug in a builder's (`tests/kit_seams.rs` wraps the store and serves a fixed image).
+//! - **Partitions, metadata and coordinators** ([`kit`]): the handlers reach partitions through
+//!   a [`kit::PartitionStore`], report brokers and topics from a [`kit::MetadataView`] (a single
+//!   node's topics or a cluster node's image) and answer the group and transaction APIs through a
+//!   [`kit::GroupCoordinator`] and a [`kit::TxnCoordinator`], small traits documented with the
+//!   Kafka rules each method keeps. The state opened by [`state::BrokerState::open`] has Josef's
+//!   own; `with_partition_store`, `with_metadata_view`, `with_group_coordinator` and
+//!   `with_txn_coordinator` plug in a builder's (`tests/kit_seams.rs` wraps the store and the
+//!   coordinators and serves a fixed image).
 //! - **Transport**: [`connection::serve_connection`] over any stream, with any
 //!   [`connection::FrameHandler`] (the assembled [`state::BrokerState`] is one).
 //! - **Everything else**: [`Broker::start`] assembles a whole node from a [`config::BrokerConfig`]
@@ -51,14 +54,17 @@ pub mod features;
 pub mod groups;
 pub mod kit;
 pub mod local_metadata;
+pub mod log_cleaner;
 pub mod log_dir_space;
 mod log_dirs;
 pub mod log_storage;
 pub mod meta;
 pub mod metrics;
 pub mod partition;
+mod partition_metadata;
 pub mod peer_connection;
 pub mod quotas;
+pub mod replication_quotas;
 pub mod sasl_session;
 pub mod security_config;
 pub mod server;

@@ -76,4 +76,12 @@ fn describe_partition_series() {
     for (name, mbean) in counters {
         ::metrics::describe_counter!(name, mbean);
     }
+    ::metrics::describe_counter!(
+        crate::replication_quotas::HELD_BACK,
+        "partition fetches held back by a replication throttle (KIP-73; no Kafka MBean)"
+    );
+    // Served from the start (at 0), not only after the first throttle.
+    for d in ["leader", "follower"] {
+        ::metrics::counter!(crate::replication_quotas::HELD_BACK, "direction" => d).increment(0);
+    }
 }

@@ -4,8 +4,9 @@
 //! single replica (ISR = [self], leader epoch 0): the HW follows the LEO inside the append.
 
 pub use josef_partition::{
-    control_type_of, log_error_code, AppendListener, ClientBatch, FetchIsolation, FollowerFetch,
-    Partition, PartitionError, PartitionEvent, ProduceResult, ReadParams, ReadResult,
+    control_type_of, log_error_code, ActiveProducer, AppendListener, ClientBatch,
+    DeleteRecordsOutcome, EpochEndOffset, FetchIsolation, FollowerFetch, Partition, PartitionError,
+    PartitionEvent, ProduceResult, ReadParams, ReadResult,
 };
 
 /// The partition's `min.insync.replicas` (its topic's override, else the broker's), as its log

@@ -2,8 +2,9 @@
 //! verification, ListOffsets for a reset follower, requests to the controller), authenticated
 //! as the listener they go to requires: TCP, then TLS on SSL / SASL_SSL (the listener's
 //! truststore checks the peer, its keystore is this node's certificate), then the SASL login on
-//! SASL_PLAINTEXT / SASL_SSL (`sasl.mechanism.inter.broker.protocol`, the listener's JAAS
-//! `username` / `password`). Every inter-node client opens its connections through
+//! SASL_PLAINTEXT / SASL_SSL (`sasl.mechanism.inter.broker.protocol`, or
+//! `sasl.mechanism.controller.protocol` to the controllers; the listener's JAAS `username` /
+//! `password`). Every inter-node client opens its connections through
 //! [`PeerConnector::connect`].
 
 use std::time::Duration;
@@ -24,8 +25,14 @@ use tokio::net::TcpStream;
 use crate::connection::Transport;
 use crate::security_config::{PeerClientSettings, SecurityProtocol};
 
+/// What a connection to another node is carried over: TCP or TLS, shareable between threads
+/// (the metadata quorum's connections must be).
+pub trait PeerIo: Transport + Sync {}
+
+impl<T: Transport + Sync> PeerIo for T {}
+
 /// An open, authenticated connection to another node.
-pub type PeerStream = Box<dyn Transport>;
+pub type PeerStream = Box<dyn PeerIo>;
 
 /// SaslHandshake v1: the exchange goes on in SaslAuthenticate requests.
 const SASL_HANDSHAKE_VERSION: i16 = 1;

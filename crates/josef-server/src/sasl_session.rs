@@ -106,6 +106,11 @@ impl SaslConnection {
         self.gate.max_receive_size()
     }
 
+    /// Whether the connection has authenticated (and is not re-authenticating).
+    pub fn is_authenticated(&self) -> bool {
+        self.gate.principal().is_some()
+    }
+
     /// Decides about one frame; sets `info.principal` once authenticated.
     pub fn on_frame(&mut self, info: &mut ConnectionInfo, frame: &Bytes) -> Gate {
         match self.gate.on_frame(frame, now_ms()) {

@@ -42,33 +42,84 @@ pub struct SecurityConfig {
     pub listeners: BTreeMap<String, ListenerSecurity>,
     /// How this broker connects to the other brokers' inter-broker listener (cluster brokers).
     pub inter_broker_client: Option<PeerClientSettings>,
-    /// The TLS settings of each controller listener mapped to SSL (its own
+    /// The TLS settings of each controller listener mapped to SSL or SASL_SSL (its own
     /// `listener.name.<l>.ssl.*`, else the unprefixed ones): the server side on controllers,
     /// and for the first of `controller.listener.names` the client side every node uses to
     /// reach the controllers (Raft, observers, broker-to-controller requests).
     pub controller_tls: BTreeMap<String, SslSettings>,
+    /// The SASL settings of each controller listener mapped to SASL_PLAINTEXT or SASL_SSL: the
+    /// server side on controllers.
+    pub controller_sasl: BTreeMap<String, SaslSettings>,
+    /// The login every node uses to reach the controllers when the first of
+    /// `controller.listener.names` is SASL: `sasl.mechanism.controller.protocol` with that
+    /// listener's JAAS `username` / `password`.
+    pub controller_login: Option<josef_sasl::settings::ClientCredentials>,
 }
 
 impl SecurityConfig {
     /// How this node connects to the controllers: the first of `controller.listener.names`,
-    /// PLAINTEXT or SSL.
+    /// with its protocol, TLS settings and SASL login.
     pub fn controller_client(&self, controller_listener_names: &[String]) -> PeerClientSettings {
         let name = controller_listener_names
             .first()
             .cloned()
             .unwrap_or_default();
         let ssl = self.controller_tls.get(&name).cloned();
+        let sasl = self
+            .controller_login
+            .clone()
+            .filter(|_| self.controller_sasl.contains_key(&name));
+        let protocol = match (ssl.is_some(), sasl.is_some()) {
+            (false, false) => SecurityProtocol::Plaintext,
+            (true, false) => SecurityProtocol::Ssl,
+            (false, true) => SecurityProtocol::SaslPlaintext,
+            (true, true) => SecurityProtocol::SaslSsl,
+        };
         PeerClientSettings {
-            protocol: if ssl.is_some() {
-                SecurityProtocol::Ssl
-            } else {
-                SecurityProtocol::Plaintext
-            },
+            protocol,
             listener: name,
             ssl,
-            sasl: None,
+            sasl,
         }
     }
+}
+
+/// The setting naming the mechanism nodes log in to the controllers with.
+const CONTROLLER_MECHANISM_KEY: &str = "sasl.mechanism.controller.protocol";
+
+/// The login to the SASL controller listener `listener` (`settings` are its own) with
+/// `mechanism` (`sasl.mechanism.controller.protocol`; Kafka's default GSSAPI when unset).
+fn controller_login(
+    settings: &SaslSettings,
+    listener: &str,
+    protocol: SecurityProtocol,
+    mechanism: Option<String>,
+) -> Result<josef_sasl::settings::ClientCredentials, ConfigError> {
+    let m = mechanism.unwrap_or_else(|| "GSSAPI".to_string());
+    let m = m.trim();
+    if m.to_ascii_uppercase().starts_with("SCRAM-") {
+        // Kafka's bootstrap problem: SCRAM credentials are records of the metadata log, which a
+        // node can only read once it has authenticated to the controllers. Kafka seeds them with
+        // `kafka-storage format --add-scram`; Josef has no such step, so they never exist first.
+        return Err(Props::invalid(
+            CONTROLLER_MECHANISM_KEY,
+            m,
+            format!(
+                "controller listener {listener} uses {}: SCRAM credentials are kept in the metadata log, which nodes read through the controllers, so none exist when the quorum forms (Josef cannot add them before it, as kafka-storage format --add-scram does); use PLAIN on the controller listener, as Kafka's documentation recommends",
+                protocol.name()
+            ),
+        ));
+    }
+    settings.client_credentials(m).map_err(|e| {
+        Props::invalid(
+            CONTROLLER_MECHANISM_KEY,
+            m,
+            format!(
+                "controller listener {listener} uses {}: {e}",
+                protocol.name()
+            ),
+        )
+    })
 }
 
 impl SecurityConfig {
@@ -155,17 +206,35 @@ pub(crate) fn parse(
     controller_listener_names: &[String],
 ) -> Result<SecurityConfig, ConfigError> {
     let mut out = SecurityConfig::default();
+    let controller_mechanism = p.take(CONTROLLER_MECHANISM_KEY);
     for name in controller_listener_names {
-        if map.get(name) == Some(&SecurityProtocol::Ssl) {
-            let s = SslSettings::from_props(p, name, SecurityProtocol::Ssl)?;
+        let protocol = map
+            .get(name)
+            .copied()
+            .unwrap_or(SecurityProtocol::Plaintext);
+        if protocol.uses_tls() {
+            let s = SslSettings::from_props(p, name, protocol)?;
             if s.truststore_location.is_none() && s.truststore_certificates.is_none() {
                 return Err(Props::invalid(
                     "ssl.truststore.location",
                     "",
-                    format!("controller listener {name} uses SSL: nodes verify the controllers with its truststore (ssl.truststore.location or ssl.truststore.certificates)"),
+                    format!("controller listener {name} uses {}: nodes verify the controllers with its truststore (ssl.truststore.location or ssl.truststore.certificates)", protocol.name()),
                 ));
             }
             out.controller_tls.insert(name.clone(), s);
+        }
+        if protocol.uses_sasl() {
+            let s = SaslSettings::from_props(p, name)?;
+            // Every node logs in to the first controller listener, as Kafka's nodes do.
+            if controller_listener_names.first() == Some(name) {
+                out.controller_login = Some(controller_login(
+                    &s,
+                    name,
+                    protocol,
+                    controller_mechanism.clone(),
+                )?);
+            }
+            out.controller_sasl.insert(name.clone(), s);
         }
     }
     for l in listeners {
@@ -210,6 +279,12 @@ mod tests {
     use crate::config::BrokerConfig;
 
     fn cluster(extra: &[(&str, &str)]) -> Result<BrokerConfig, String> {
+        cluster_with_warnings(extra).map(|(c, _)| c)
+    }
+
+    fn cluster_with_warnings(
+        extra: &[(&str, &str)],
+    ) -> Result<(BrokerConfig, Vec<crate::config::ConfigWarning>), String> {
         let mut m: std::collections::BTreeMap<String, String> = [
             ("process.roles", "broker,controller"),
             ("node.id", "1"),
@@ -228,7 +303,7 @@ mod tests {
         for (k, v) in extra {
             m.insert(k.to_string(), v.to_string());
         }
-        BrokerConfig::from_properties(m).map_err(|e| e.to_string())
+        BrokerConfig::from_properties_with_warnings(m).map_err(|e| e.to_string())
     }
 
     const PLAIN_JAAS: &str = r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" password="pw" user_broker="pw";"#;
@@ -314,27 +389,17 @@ mod tests {
     }
 
     #[test]
-    fn a_controller_listener_may_be_ssl_with_a_truststore_never_sasl() {
-        let map = |c: &'static str| {
-            (
-                "listener.security.protocol.map",
-                match c {
-                    "SSL" => "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:SSL",
-                    _ => "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:SASL_SSL",
-                },
-            )
-        };
-        let e = cluster(&[map("SASL_SSL")]).unwrap_err();
-        assert!(
-            e.contains("controller listeners are PLAINTEXT or SSL"),
-            "{e}"
+    fn a_controller_listener_may_be_ssl_with_a_truststore() {
+        let map = (
+            "listener.security.protocol.map",
+            "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:SSL",
         );
         let ks = [
             ("listener.name.controller.ssl.keystore.type", "PEM"),
             ("listener.name.controller.ssl.keystore.location", "/c.pem"),
         ];
         let mut pairs = ks.to_vec();
-        pairs.push(map("SSL"));
+        pairs.push(map);
         let e = cluster(&pairs).unwrap_err();
         assert!(e.contains("nodes verify the controllers"), "{e}");
         pairs.push(("ssl.truststore.type", "PEM"));
@@ -348,7 +413,149 @@ mod tests {
             client.ssl.unwrap().keystore_location.unwrap(),
             std::path::PathBuf::from("/c.pem")
         );
+        assert!(client.sasl.is_none());
         // Not a client listener: the controller listener stays out of `listeners`.
         assert!(!c.security.listeners.contains_key("CONTROLLER"));
+    }
+
+    const CONTROLLER_JAAS: &str = r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="controller" password="ctl" user_controller="ctl";"#;
+
+    fn sasl_controller(
+        protocol: &str,
+        extra: &[(&'static str, &'static str)],
+    ) -> Result<BrokerConfig, String> {
+        let map = match protocol {
+            "SASL_SSL" => "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:SASL_SSL",
+            _ => "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+        };
+        let mut pairs = vec![("listener.security.protocol.map", map)];
+        pairs.extend_from_slice(extra);
+        cluster(&pairs)
+    }
+
+    #[test]
+    fn a_sasl_controller_listener_logs_in_with_the_controller_mechanism() {
+        let plain = [
+            ("listener.name.controller.sasl.enabled.mechanisms", "PLAIN"),
+            ("sasl.mechanism.controller.protocol", "PLAIN"),
+            (
+                "listener.name.controller.plain.sasl.jaas.config",
+                CONTROLLER_JAAS,
+            ),
+        ];
+        let c = sasl_controller("SASL_PLAINTEXT", &plain).unwrap();
+        let client = c
+            .security
+            .controller_client(&c.cluster.as_ref().unwrap().controller_listener_names);
+        assert_eq!(client.protocol, super::SecurityProtocol::SaslPlaintext);
+        assert!(client.ssl.is_none());
+        let login = client.sasl.unwrap();
+        assert_eq!(
+            (login.username.as_str(), login.password.as_str()),
+            ("controller", "ctl")
+        );
+        assert_eq!(login.mechanism, josef_sasl::SaslMechanism::Plain);
+        // The server side: the listener's own SASL settings.
+        assert_eq!(
+            c.security.controller_sasl["CONTROLLER"].enabled_mechanisms,
+            ["PLAIN"]
+        );
+        // The client listeners' mechanisms are not the controller listener's.
+        assert!(!c.security.listeners.contains_key("CONTROLLER"));
+
+        // SASL_SSL: TLS first (with its truststore), then the same login.
+        let mut tls = plain.to_vec();
+        tls.push(("listener.name.controller.ssl.keystore.type", "PEM"));
+        tls.push(("listener.name.controller.ssl.keystore.location", "/c.pem"));
+        let e = sasl_controller("SASL_SSL", &tls).unwrap_err();
+        assert!(e.contains("nodes verify the controllers"), "{e}");
+        tls.push(("listener.name.controller.ssl.truststore.type", "PEM"));
+        tls.push((
+            "listener.name.controller.ssl.truststore.location",
+            "/ca.pem",
+        ));
+        let c = sasl_controller("SASL_SSL", &tls).unwrap();
+        let client = c
+            .security
+            .controller_client(&c.cluster.as_ref().unwrap().controller_listener_names);
+        assert_eq!(client.protocol, super::SecurityProtocol::SaslSsl);
+        assert!(client.ssl.is_some() && client.sasl.is_some());
+    }
+
+    #[test]
+    fn a_sasl_controller_listener_is_refused_at_start_without_a_usable_login() {
+        let jaas = (
+            "listener.name.controller.plain.sasl.jaas.config",
+            CONTROLLER_JAAS,
+        );
+        let enabled = ("listener.name.controller.sasl.enabled.mechanisms", "PLAIN");
+        // Kafka's default mechanism, GSSAPI, is not implemented.
+        let e = sasl_controller("SASL_PLAINTEXT", &[enabled, jaas]).unwrap_err();
+        assert!(
+            e.contains("sasl.mechanism.controller.protocol") && e.contains("GSSAPI"),
+            "{e}"
+        );
+        // A mechanism the controller listener does not enable.
+        let e = sasl_controller(
+            "SASL_PLAINTEXT",
+            &[
+                (
+                    "listener.name.controller.sasl.enabled.mechanisms",
+                    "SCRAM-SHA-512",
+                ),
+                ("sasl.mechanism.controller.protocol", "PLAIN"),
+                jaas,
+            ],
+        )
+        .unwrap_err();
+        assert!(e.contains("must be in sasl.enabled.mechanisms"), "{e}");
+        // No password of its own.
+        let e = sasl_controller(
+            "SASL_PLAINTEXT",
+            &[
+                enabled,
+                ("sasl.mechanism.controller.protocol", "PLAIN"),
+                (
+                    "listener.name.controller.plain.sasl.jaas.config",
+                    r#"org.apache.kafka.common.security.plain.PlainLoginModule required username="controller" user_controller="ctl";"#,
+                ),
+            ],
+        )
+        .unwrap_err();
+        assert!(e.contains("no password option"), "{e}");
+        // SCRAM: the credentials would be in the metadata log the login is needed to read.
+        let e = sasl_controller(
+            "SASL_PLAINTEXT",
+            &[
+                ("listener.name.controller.sasl.enabled.mechanisms", "SCRAM-SHA-512"),
+                ("sasl.mechanism.controller.protocol", "SCRAM-SHA-512"),
+                (
+                    "listener.name.controller.scram-sha-512.sasl.jaas.config",
+                    r#"org.apache.kafka.common.security.scram.ScramLoginModule required username="c" password="p";"#,
+                ),
+            ],
+        )
+        .unwrap_err();
+        assert!(e.contains("use PLAIN on the controller listener"), "{e}");
+    }
+
+    #[test]
+    fn the_controller_mechanism_is_read_where_no_controller_listener_uses_sasl() {
+        // Kafka's setting, read and unused: not reported as unknown or unused.
+        let (c, warnings) = cluster_with_warnings(&[
+            (
+                "listener.security.protocol.map",
+                "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            ),
+            ("sasl.mechanism.controller.protocol", "PLAIN"),
+        ])
+        .unwrap();
+        assert!(c.security.controller_login.is_none());
+        assert!(
+            !warnings
+                .iter()
+                .any(|w| w.to_string().contains("sasl.mechanism.controller.protocol")),
+            "{warnings:?}"
+        );
     }
 }

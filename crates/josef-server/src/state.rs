@@ -10,7 +10,10 @@ use josef_sequencer::{ProducerIdBlockStore, ProducerIdManager, DEFAULT_PRODUCER_
 use parking_lot::{Mutex, MutexGuard};
 
 use crate::config::BrokerConfig;
-use crate::kit::{MetadataView, PartitionStore, SingleNodeMetadata};
+use crate::kit::{
+    ClusterMetadata, GroupCoordinator, JosefGroupCoordinator, JosefTxnCoordinator, MetadataView,
+    PartitionStore, SingleNodeMetadata, TxnCoordinator,
+};
 use crate::meta::write_atomically;
 use crate::topics::TopicManager;
 
@@ -106,10 +109,18 @@ pub struct BrokerState {
     /// The partitions ListOffsets, Produce and Fetch go through: [`BrokerState::topics`] unless a
     /// builder set another ([`BrokerState::with_partition_store`]).
     pub partition_store: Arc<dyn PartitionStore>,
-    /// What Metadata reports on a single node: [`SingleNodeMetadata`] over
-    /// [`BrokerState::topics`] unless a builder set another ([`BrokerState::with_metadata_view`]).
-    /// A cluster node answers from its metadata image instead.
+    /// What Metadata and DescribeCluster report: [`SingleNodeMetadata`] over
+    /// [`BrokerState::topics`] on a single node, [`ClusterMetadata`] over the metadata image on a
+    /// cluster node, unless a builder set another ([`BrokerState::with_metadata_view`]).
     pub metadata_view: Arc<dyn MetadataView>,
+    /// What the group APIs are answered by: [`JosefGroupCoordinator`] over
+    /// [`BrokerState::groups`] unless a builder set another
+    /// ([`BrokerState::with_group_coordinator`]).
+    pub group_coordinator: Arc<dyn GroupCoordinator>,
+    /// What the transaction APIs and InitProducerId are answered by: [`JosefTxnCoordinator`]
+    /// over [`BrokerState::txns`] and [`BrokerState::producer_ids`] unless a builder set another
+    /// ([`BrokerState::with_txn_coordinator`]).
+    pub txn_coordinator: Arc<dyn TxnCoordinator>,
     /// Producer-id allocation.
     pub producer_ids: Mutex<ProducerIdManager<FileBlockStore>>,
     /// Group coordinator shards.
@@ -127,6 +138,8 @@ pub struct BrokerState {
     pub local_metadata: Option<crate::local_metadata::LocalMetadataStore>,
     /// Client quotas (producer/consumer byte rates, request percentage), from the image.
     pub quotas: Arc<crate::quotas::BrokerQuotas>,
+    /// Replication throttles (KIP-73), from the image.
+    pub replication_quotas: crate::replication_quotas::ReplicationQuotas,
     /// The authorizer (`authorizer.class.name`), following the image's ACLs.
     pub authorizer: crate::authorization::BrokerAuthorizer,
     /// Broker configs changed without a restart (BROKER resources in the image).
@@ -173,6 +186,10 @@ impl BrokerState {
             dynamic,
             loggers: crate::broker_logger::BrokerLoggers::new(config.node_id),
             quotas,
+            replication_quotas: crate::replication_quotas::ReplicationQuotas::new(
+                config.node_id,
+                config.quota.replication,
+            ),
             authorizer: crate::authorization::BrokerAuthorizer::new(config.authorizer.clone()),
             local_metadata,
             groups: {
@@ -190,7 +207,16 @@ impl BrokerState {
                 id_seed: rand::random(),
             })),
             partition_store: topics.clone(),
-            metadata_view: Arc::new(SingleNodeMetadata::new(config.clone(), topics.clone())),
+            metadata_view: match &cluster {
+                Some(node) => Arc::new(ClusterMetadata::new(
+                    node.clone(),
+                    config.clone(),
+                    topics.clone(),
+                )),
+                None => Arc::new(SingleNodeMetadata::new(config.clone(), topics.clone())),
+            },
+            group_coordinator: Arc::new(JosefGroupCoordinator::default()),
+            txn_coordinator: Arc::new(JosefTxnCoordinator::default()),
             config,
             cluster_id,
             cluster,
@@ -206,10 +232,83 @@ impl BrokerState {
         self
     }
 
-    /// Answers a single node's Metadata requests from `view` instead.
+    /// Answers Metadata and DescribeCluster from `view` instead.
     pub fn with_metadata_view(mut self, view: Arc<dyn MetadataView>) -> Self {
         self.metadata_view = view;
         self
+    }
+
+    /// Answers the group APIs with `coordinator` instead (a wrapper around
+    /// [`BrokerState::group_coordinator`], or a coordinator of the builder's own).
+    pub fn with_group_coordinator(mut self, coordinator: Arc<dyn GroupCoordinator>) -> Self {
+        self.group_coordinator = coordinator;
+        self
+    }
+
+    /// Answers InitProducerId and the transaction APIs with `coordinator` instead.
+    pub fn with_txn_coordinator(mut self, coordinator: Arc<dyn TxnCoordinator>) -> Self {
+        self.txn_coordinator = coordinator;
+        self
+    }
+
+    /// One beat of the coordinators' background work: the group and transaction coordinators
+    /// set on the state are ticked ([`GroupCoordinator::tick`], [`TxnCoordinator::tick`]), and
+    /// only they, so Josef's shards are neither loaded nor timed out under a builder's
+    /// coordinator. A running broker calls it every
+    /// [`COORDINATOR_TICK_MS`](crate::kit::coordinators::COORDINATOR_TICK_MS); a builder
+    /// serving connections themselves calls it the same way.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    ///
+    /// use josef_server::config::BrokerConfig;
+    /// use josef_server::log_storage::LogStorage;
+    /// use josef_server::state::BrokerState;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let dir = tempfile::tempdir()?;
+    /// let config = BrokerConfig {
+    ///     log_dirs: vec![dir.path().to_path_buf()],
+    ///     log_storage: LogStorage::Memory,
+    ///     ..BrokerConfig::default()
+    /// };
+    /// let state = BrokerState::open(Arc::new(config), "cluster".into(), None)?;
+    /// let offsets = state.topics.ensure_internal("__consumer_offsets").expect("created");
+    /// // Josef's group coordinator loads the shard of every partition led here, unasked.
+    /// tokio::runtime::Runtime::new()?.block_on(async {
+    ///     state.tick_coordinators(josef_server::topics::now_ms());
+    /// });
+    /// assert_eq!(state.groups.loaded_partitions().len(), offsets.partitions.len());
+    /// state.shutdown_coordinators();
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn tick_coordinators(&self, now_ms: i64) {
+        self.tick_group_coordinator(now_ms);
+        self.tick_txn_coordinator(now_ms);
+    }
+
+    /// The group coordinator's part of [`tick_coordinators`](Self::tick_coordinators), for a
+    /// broker that ticks each coordinator on its own task, as Josef's does: the transaction
+    /// coordinator's tick can wait for a controller round trip, which must not hold back
+    /// heartbeat expirations.
+    pub fn tick_group_coordinator(&self, now_ms: i64) {
+        self.group_coordinator.tick(self, now_ms);
+    }
+
+    /// The transaction coordinator's part of [`tick_coordinators`](Self::tick_coordinators).
+    pub fn tick_txn_coordinator(&self, now_ms: i64) {
+        self.txn_coordinator.tick(self, now_ms);
+    }
+
+    /// Lets the coordinators release their partitions before the logs close. Josef's services
+    /// are unloaded whatever coordinator is set: a builder's wrapper that delegated requests to
+    /// them has had shards loaded, which would keep their partitions from closing clean.
+    pub fn shutdown_coordinators(&self) {
+        self.group_coordinator.shutdown(self);
+        self.txn_coordinator.shutdown(self);
+        self.groups.unload_all();
+        self.txns.unload_all(&crate::txns::Env::of(self));
     }
 
     /// The metadata image ACLs, SCRAM credentials and client quotas are read from: the metadata

@@ -560,6 +560,13 @@ impl TxnService {
         self.process(env, &mut coord, work);
     }
 
+    /// The `__transaction_state` partitions loaded here, in order, without loading any.
+    pub fn loaded_partitions(&self) -> Vec<i32> {
+        let mut v: Vec<i32> = self.loaded.lock().keys().copied().collect();
+        v.sort_unstable();
+        v
+    }
+
     /// Transactional ids in the partitions of `__transaction_state` loaded here.
     pub fn num_transactional_ids(&self) -> usize {
         let coord = self.lock_coord();

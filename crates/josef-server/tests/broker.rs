@@ -474,3 +474,36 @@ async fn an_aborted_transaction_is_listed_for_read_committed_and_moves_the_lso()
     );
     b.shutdown().await;
 }
+
+/// Kafka reports a single broker's `broker.rack` as it does a cluster node's: in Metadata's and
+/// DescribeCluster's broker list (librdkafka's `client.rack` fetch-from-follower and rack-aware
+/// assignors read it there).
+#[tokio::test]
+async fn a_single_node_reports_its_broker_rack_in_metadata_and_describe_cluster() {
+    for rack in [Some("r1"), None] {
+        let dir = tempfile::tempdir().unwrap();
+        let props: Vec<(&str, &str)> = rack.map(|r| ("broker.rack", r)).into_iter().collect();
+        let b = start_with(dir.path(), &props).await;
+        let mut c = Client::connect(&b).await;
+        let ResponseBody::Metadata(m) = c.call(12, MetadataRequest::default()).await else {
+            panic!()
+        };
+        assert_eq!(m.brokers.len(), 1);
+        assert_eq!(m.brokers[0].rack.as_deref(), rack, "Metadata");
+        let ResponseBody::DescribeCluster(d) = c
+            .call(
+                0,
+                DescribeClusterRequest {
+                    endpoint_type: 1,
+                    ..Default::default()
+                },
+            )
+            .await
+        else {
+            panic!()
+        };
+        assert_eq!(d.brokers.len(), 1);
+        assert_eq!(d.brokers[0].rack.as_deref(), rack, "DescribeCluster");
+        b.shutdown().await;
+    }
+}

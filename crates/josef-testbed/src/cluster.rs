@@ -299,6 +299,13 @@ impl Cluster {
         self.dir.path()
     }
 
+    /// Each running node's client address, by node id (what the client functions take).
+    pub fn client_addrs(&self) -> BTreeMap<i32, std::net::SocketAddr> {
+        self.nodes()
+            .filter_map(|n| Some((n.id(), n.client_addr()?)))
+            .collect()
+    }
+
     /// The nodes, in the order they were added.
     pub fn nodes(&self) -> impl Iterator<Item = &Node> {
         self.nodes.iter()

@@ -41,6 +41,9 @@
 //! [`Node::mount_disk`] puts a small tmpfs or ext4 image under a node's data dir
 //! ([`disk::DiskMount`]: fill for ENOSPC, a live read-only remount).
 //!
+//! Checking: [`history::History`] records what clients did and [`history::check`] reports what
+//! Kafka promises that they saw broken (lost, duplicated, reordered, aborted seen, ...).
+//!
 //! ```no_run
 //! use josef_testbed::{faultnet::Way, Cluster};
 //!
@@ -62,6 +65,7 @@ mod cluster;
 mod contract;
 pub mod disk;
 pub mod faultnet;
+pub mod history;
 mod node;
 mod process;
 

@@ -1,9 +1,11 @@
-//! `josef-testbed up --nodes 3 --dir DIR`: a cluster on this machine until Ctrl-C or SIGTERM.
+//! `josef-testbed up --nodes 3 --dir DIR`: a cluster on this machine until Ctrl-C or SIGTERM;
+//! `josef-testbed can-mount`: whether the disk-fault tests can mount their disks here.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use josef_testbed::disk::{DiskKind, DiskMount};
 use josef_testbed::{BrokerCommand, Cluster, Node};
 
 #[derive(Parser)]
@@ -30,6 +32,11 @@ enum Cmd {
         #[arg(long)]
         broker: Option<PathBuf>,
     },
+    /// Says whether this machine can mount the disks of the disk-fault tests (tmpfs, and ext4 on
+    /// a loop device turning read-only on an error); exits 0 only when it can mount both. The
+    /// test command runs it so that, where mounting works, those tests must run rather than
+    /// report SKIPPED.
+    CanMount,
 }
 
 /// Blocks SIGINT and SIGTERM in this thread (and the threads it starts), so `wait_for_signal`
@@ -94,13 +101,34 @@ fn up(nodes: usize, dir: PathBuf, set: Vec<String>, broker: Option<PathBuf>) -> 
     Ok(())
 }
 
+fn can_mount() -> ExitCode {
+    let mut all = true;
+    for kind in [DiskKind::Tmpfs, DiskKind::Ext4] {
+        match DiskMount::unavailable(kind) {
+            None => println!("{kind:?}: can be mounted"),
+            Some(why) => {
+                all = false;
+                println!("{kind:?}: cannot be mounted: {why}");
+            }
+        }
+    }
+    if all {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
 fn main() -> ExitCode {
-    let Cmd::Up {
-        nodes,
-        dir,
-        set,
-        broker,
-    } = Args::parse().command;
+    let (nodes, dir, set, broker) = match Args::parse().command {
+        Cmd::CanMount => return can_mount(),
+        Cmd::Up {
+            nodes,
+            dir,
+            set,
+            broker,
+        } => (nodes, dir, set, broker),
+    };
     match up(nodes, dir, set, broker) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

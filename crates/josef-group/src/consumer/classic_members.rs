@@ -201,6 +201,23 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
             self.upsert_member(group_id, &member, updated, old, replaced.as_ref(), records)?;
         let owned = to_assignment(sub.owned_partitions.iter(), &self.topic_image);
         let reconciled = self.maybe_reconcile(group_id, &current, Some(&owned), records)?;
+        if let Some(holder) = &replaced {
+            if self.maybe_downgrade_after_replacement(group_id, holder, records) {
+                // The member now belongs to a classic group: it syncs at that group's
+                // generation and protocol, and the classic timers watch it.
+                let g = &self.groups[group_id];
+                return Ok(JoinGroupResponse {
+                    error: Errors::None,
+                    generation_id: g.generation_id(),
+                    protocol_type: Some(CONSUMER_PROTOCOL_TYPE.to_string()),
+                    protocol_name: g.protocol_name().map(str::to_string),
+                    leader: String::new(),
+                    skip_assignment: false,
+                    member_id,
+                    members: Vec::new(),
+                });
+            }
+        }
         self.cancel(&Self::classic_join_key(group_id, &member_id));
         self.schedule(
             Self::session_key(group_id, &member_id),

@@ -7,10 +7,12 @@
 //! target. The classic members stay classic-protocol members of the consumer group
 //! ([`super::classic_members`]).
 //!
-//! Downgrade: when only classic members would be left after a member is fenced, the group turns
+//! Downgrade: when only classic members would be left after a member is fenced (or after a
+//! static classic member took the place of the last consumer-protocol one), the group turns
 //! back into a classic group at the group epoch, each member given the partitions it may still
 //! own (its assignment and those pending revocation, where Kafka writes the target assignment),
-//! and a rebalance starts so that the members rejoin through the classic protocol.
+//! and a rebalance starts so that the members rejoin through the classic protocol (after a
+//! replacement, only if some member does not own exactly its target).
 
 use std::collections::BTreeMap;
 
@@ -19,7 +21,7 @@ use bytes::Bytes;
 use super::group::ConsumerGroup;
 use super::handlers::Failure;
 use super::member::ConsumerMember;
-use super::types::{normalize, Assignment, MemberState, TopicImage};
+use super::types::{normalize, Assignment, ConsumerGroupState, MemberState, TopicImage};
 use crate::classic::{ClassicGroup, ClassicMember, GroupState};
 use crate::consumer_protocol::{
     Assignment as ProtocolAssignment, Subscription, TopicPartitions, CONSUMER_PROTOCOL_TYPE,
@@ -312,6 +314,38 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
         leaving: &[String],
         records: &mut Vec<GroupRecord>,
     ) {
+        self.convert(group_id, leaving, true, records);
+    }
+
+    /// Kafka's `validateOnlineDowngradeWithReplacedMemberId`: a static classic member has just
+    /// taken the place of `replaced`; if that was the last consumer-protocol member and the
+    /// policy allows, the group becomes a classic group. Returns true if it did.
+    ///
+    /// Unlike a downgrade on fencing, nobody left, so Kafka starts no rebalance. But each
+    /// classic member is given what it may still own, not its target (see
+    /// [`Self::downgraded_group`]): unless every member already owns exactly its target, a
+    /// rebalance starts so that the group converges.
+    pub(crate) fn maybe_downgrade_after_replacement(
+        &mut self,
+        group_id: &str,
+        replaced: &ConsumerMember,
+        records: &mut Vec<GroupRecord>,
+    ) -> bool {
+        if replaced.uses_classic_protocol() || !self.can_downgrade(group_id, &[]) {
+            return false;
+        }
+        let settled = self.consumer_groups[group_id].state() == ConsumerGroupState::Stable;
+        self.convert(group_id, &[], !settled, records);
+        true
+    }
+
+    fn convert(
+        &mut self,
+        group_id: &str,
+        leaving: &[String],
+        rebalance: bool,
+        records: &mut Vec<GroupRecord>,
+    ) {
         let Some((classic, assignments)) = self.downgraded_group(group_id, leaving) else {
             return;
         };
@@ -335,7 +369,9 @@ impl<T: CoordinatorTimer<GroupTimerKey>, G: MemberIdGenerator> GroupCoordinator<
         for (m, timeout) in sessions {
             self.schedule(Self::heartbeat_key(group_id, &m), timeout as i64);
         }
-        records.extend(self.prepare_rebalance(group_id));
+        if rebalance {
+            records.extend(self.prepare_rebalance(group_id));
+        }
     }
 }
 

@@ -1,8 +1,8 @@
 //! The preallocated array of fixed-size entries under the offset and time indexes (Kafka's
 //! `AbstractIndex`), memory-mapped on the file system (see [`crate::storage::IndexFile`]).
 //!
-//! An index file is preallocated to `segment.index.bytes` rounded down to the entry size when its
-//! first entry is written; the number of valid entries is tracked in memory (Kafka's mmap
+//! An index file is created and preallocated to `segment.index.bytes` rounded down to the entry
+//! size when its first entry is written (a missing file reads as an empty index); the number of valid entries is tracked in memory (Kafka's mmap
 //! position). An existing file is taken to be full of valid entries (it was trimmed when its
 //! segment rolled or closed); the active segment's index grows back to the preallocated size with
 //! its next entry, and is trimmed to its entries on roll and close.
@@ -40,60 +40,74 @@ pub(crate) struct MmapIndex {
     entries: usize,
     entry_size: usize,
     max_index_size: usize,
-    /// The file did not exist before [`MmapIndex::open`] created it.
-    newly_created: bool,
+    /// The file was missing when the index was opened.
+    missing_at_open: bool,
+    /// The file exists: a missing one is created by the first entry (or by
+    /// [`MmapIndex::materialize`]), so a partition that never gets an entry costs no index file
+    /// (issue #22: creating 100,000 empty partitions created 200,000 empty index files).
+    exists: bool,
     /// Written or resized since the last flush: a flush of an unmapped index must still reach
     /// the disk (pages dirtied through a dropped mapping stay dirty in the page cache).
     dirty: AtomicBool,
 }
 
 impl MmapIndex {
-    /// Opens (creating and preallocating if missing) an index file, without mapping it.
+    /// Opens an index file without mapping it; a missing file is an empty index, created by its
+    /// first entry. `known_absent` says the caller's directory listing showed no such file, which
+    /// spares asking the storage again.
     pub(crate) fn open(
         storage: Arc<dyn Storage>,
         path: &Path,
         entry_size: usize,
         max_index_size: usize,
+        known_absent: bool,
     ) -> Result<MmapIndex, LogError> {
         debug_assert!(entry_size <= MAX_ENTRY_SIZE);
         let max_index_size = round_down(max_index_size, entry_size);
-        let (len, entries, newly_created) = match storage.file_len(path) {
-            Ok(file_len) => {
-                let file_len = usize::try_from(file_len).map_err(|_| {
+        let found = if known_absent {
+            None
+        } else {
+            match storage.file_len(path) {
+                Ok(file_len) => Some(usize::try_from(file_len).map_err(|_| {
                     LogError::io(path, std::io::Error::other("index file too large"))
-                })?;
-                (
-                    file_len,
-                    round_down(file_len, entry_size) / entry_size,
-                    false,
-                )
+                })?),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => return Err(LogError::io(path, e)),
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                // Created empty: the first entry preallocates it (Kafka's `newlyCreated` file is
-                // preallocated at once), so an index that never gets an entry never changes
-                // length and its segment's close syncs nothing. A lost empty file is found again
-                // by `newly_created` on the next open.
-                storage
-                    .open_file(path, true)
-                    .map_err(|e| LogError::io(path, e))?;
-                (0, 0, true)
-            }
-            Err(e) => return Err(LogError::io(path, e)),
         };
+        let len = found.unwrap_or(0);
         Ok(MmapIndex {
             path: path.to_path_buf(),
             storage,
             file: OnceLock::new(),
             len,
-            entries,
+            entries: round_down(len, entry_size) / entry_size,
             entry_size,
             max_index_size,
-            newly_created,
+            missing_at_open: found.is_none(),
+            exists: found.is_some(),
             dirty: AtomicBool::new(false),
         })
     }
 
+    /// Creates the file, empty, if it does not exist: what a segment with data does on roll,
+    /// close and recovery, so that a clean reopen finds both indexes and trusts them rather than
+    /// scanning the segment for an index that was merely never needed.
+    pub(crate) fn materialize(&mut self) -> Result<(), LogError> {
+        if !self.exists {
+            self.storage
+                .open_file(&self.path, true)
+                .map_err(|e| LogError::io(&self.path, e))?;
+            self.exists = true;
+        }
+        Ok(())
+    }
+
     fn map(&self) -> std::io::Result<Box<dyn IndexFile>> {
+        if !self.exists {
+            // Mapping would create the file; a missing index has nothing to map.
+            return Err(std::io::ErrorKind::NotFound.into());
+        }
         let (mut f, _) = self.storage.open_index(&self.path)?;
         if f.len() != self.len {
             // Changed behind the log's back: the log's view of the length wins, as it did when
@@ -147,9 +161,9 @@ impl MmapIndex {
         &self.path
     }
 
-    /// Whether the file did not exist before this index was opened.
-    pub(crate) fn newly_created(&self) -> bool {
-        self.newly_created
+    /// Whether the file was missing when this index was opened.
+    pub(crate) fn missing_at_open(&self) -> bool {
+        self.missing_at_open
     }
 
     pub(crate) fn entries(&self) -> usize {
@@ -257,15 +271,17 @@ impl MmapIndex {
         match self.file.get_mut() {
             Some(Some(f)) => f.set_len(new_len),
             // Unmapped, the length changes through a descriptor opened for it (a failed mapping
-            // is forgotten: the next read tries again).
+            // is forgotten: the next read tries again); a missing file is created here, by the
+            // first entry.
             _ => {
                 self.file = OnceLock::new();
                 self.storage
-                    .open_file(&self.path, false)
+                    .open_file(&self.path, !self.exists)
                     .and_then(|f| f.set_len(new_len as u64))
             }
         }
         .map_err(|e| LogError::io(&self.path, e))?;
+        self.exists = true;
         self.dirty.store(true, Ordering::Relaxed);
         self.len = new_len;
         self.entries = self.entries.min(new_len / self.entry_size);
@@ -306,6 +322,10 @@ impl MmapIndex {
 
     /// Renames the file (used when swapping cleaned segments in).
     pub(crate) fn rename(&mut self, storage: &dyn Storage, to: &Path) -> Result<(), LogError> {
+        if !self.exists {
+            self.path = to.to_path_buf();
+            return Ok(());
+        }
         storage
             .rename(&self.path, to)
             .map_err(|e| LogError::io(&self.path, e))?;
@@ -377,14 +397,14 @@ mod tests {
         let storage = crate::storage::file_system();
         let max = 1024 * 1024;
         {
-            let mut idx = MmapIndex::open(storage.clone(), &path, 8, max).unwrap();
+            let mut idx = MmapIndex::open(storage.clone(), &path, 8, max, false).unwrap();
             for i in 0..3u64 {
                 idx.push(&i.to_be_bytes()).unwrap();
             }
             idx.flush().unwrap();
             // Dropped without a trim: what kill -9 leaves of the active segment's index.
         }
-        let mut idx = MmapIndex::open(storage.clone(), &path, 8, max).unwrap();
+        let mut idx = MmapIndex::open(storage.clone(), &path, 8, max, false).unwrap();
         assert_eq!(idx.entries(), max / 8, "an untrimmed file counts as full");
         idx.reset().unwrap();
         idx.flush().unwrap();
@@ -410,7 +430,7 @@ mod tests {
         let counting = Arc::new(CountingStorage::new(Arc::new(MemoryStorage::new())));
         let storage: Arc<dyn Storage> = counting.clone();
         storage.create_dir_all(Path::new("/d")).unwrap();
-        let mut idx = MmapIndex::open(storage, Path::new("/d/x.index"), 8, 1024).unwrap();
+        let mut idx = MmapIndex::open(storage, Path::new("/d/x.index"), 8, 1024, false).unwrap();
         idx.flush().unwrap();
         assert_eq!(counting.calls().syncs, 0, "nothing written, nothing synced");
         idx.push(&1u64.to_be_bytes()).unwrap();
@@ -428,13 +448,14 @@ mod tests {
     fn new_index_is_preallocated_rounded_down_to_entry_size() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("x.index");
-        let mut idx = MmapIndex::open(crate::storage::file_system(), &p, 12, 100).unwrap();
-        assert!(idx.newly_created());
+        let mut idx = MmapIndex::open(crate::storage::file_system(), &p, 12, 100, false).unwrap();
+        assert!(idx.missing_at_open());
         assert_eq!(
             idx.file_len(),
             0,
             "nothing preallocated before the first entry"
         );
+        assert!(!p.exists(), "nor created");
         idx.push(&[1; 12]).unwrap();
         assert_eq!(idx.file_len(), 96);
         assert_eq!(std::fs::metadata(&p).unwrap().len(), 96);

@@ -32,8 +32,8 @@ pub struct OffsetIndex {
 }
 
 impl OffsetIndex {
-    /// Opens or creates the index of the segment based at `base_offset`; a new file is preallocated
-    /// to `max_index_size` rounded down to 8 bytes.
+    /// Opens the index of the segment based at `base_offset`. A missing file is an empty index,
+    /// created and preallocated to `max_index_size` rounded down to 8 bytes by its first entry.
     pub fn open(path: &Path, base_offset: i64, max_index_size: usize) -> Result<Self, LogError> {
         Self::open_in(storage::file_system(), path, base_offset, max_index_size)
     }
@@ -45,8 +45,26 @@ impl OffsetIndex {
         base_offset: i64,
         max_index_size: usize,
     ) -> Result<Self, LogError> {
+        Self::open_known(storage, path, base_offset, max_index_size, false)
+    }
+
+    /// [`OffsetIndex::open_in`] of a file the caller's directory listing showed absent when
+    /// `known_absent` (nothing is asked of the storage then).
+    pub(crate) fn open_known(
+        storage: Arc<dyn Storage>,
+        path: &Path,
+        base_offset: i64,
+        max_index_size: usize,
+        known_absent: bool,
+    ) -> Result<Self, LogError> {
         Ok(OffsetIndex {
-            inner: MmapIndex::open(storage, path, OFFSET_INDEX_ENTRY_SIZE, max_index_size)?,
+            inner: MmapIndex::open(
+                storage,
+                path,
+                OFFSET_INDEX_ENTRY_SIZE,
+                max_index_size,
+                known_absent,
+            )?,
             base_offset,
         })
     }
@@ -234,9 +252,14 @@ impl OffsetIndex {
         self.inner.is_mapped()
     }
 
-    /// Whether the file did not exist before this index was opened (a lost index).
-    pub(crate) fn newly_created(&self) -> bool {
-        self.inner.newly_created()
+    /// Whether the file was missing when this index was opened.
+    pub(crate) fn missing_at_open(&self) -> bool {
+        self.inner.missing_at_open()
+    }
+
+    /// Creates the file, empty, if it does not exist yet.
+    pub(crate) fn materialize(&mut self) -> Result<(), LogError> {
+        self.inner.materialize()
     }
 
     pub(crate) fn rename(&mut self, storage: &dyn Storage, to: &Path) -> Result<(), LogError> {

@@ -35,7 +35,8 @@ pub struct TimeIndex {
 }
 
 impl TimeIndex {
-    /// Opens or creates the time index of the segment based at `base_offset`.
+    /// Opens the time index of the segment based at `base_offset` (a missing file is an empty
+    /// index, created by its first entry).
     pub fn open(path: &Path, base_offset: i64, max_index_size: usize) -> Result<Self, LogError> {
         Self::open_in(storage::file_system(), path, base_offset, max_index_size)
     }
@@ -47,8 +48,26 @@ impl TimeIndex {
         base_offset: i64,
         max_index_size: usize,
     ) -> Result<Self, LogError> {
+        Self::open_known(storage, path, base_offset, max_index_size, false)
+    }
+
+    /// [`TimeIndex::open_in`] of a file the caller's directory listing showed absent when
+    /// `known_absent` (nothing is asked of the storage then).
+    pub(crate) fn open_known(
+        storage: Arc<dyn Storage>,
+        path: &Path,
+        base_offset: i64,
+        max_index_size: usize,
+        known_absent: bool,
+    ) -> Result<Self, LogError> {
         Ok(TimeIndex {
-            inner: MmapIndex::open(storage, path, TIME_INDEX_ENTRY_SIZE, max_index_size)?,
+            inner: MmapIndex::open(
+                storage,
+                path,
+                TIME_INDEX_ENTRY_SIZE,
+                max_index_size,
+                known_absent,
+            )?,
             base_offset,
         })
     }
@@ -235,9 +254,14 @@ impl TimeIndex {
         self.inner.is_mapped()
     }
 
-    /// Whether the file did not exist before this index was opened (a lost index).
-    pub(crate) fn newly_created(&self) -> bool {
-        self.inner.newly_created()
+    /// Whether the file was missing when this index was opened.
+    pub(crate) fn missing_at_open(&self) -> bool {
+        self.inner.missing_at_open()
+    }
+
+    /// Creates the file, empty, if it does not exist yet.
+    pub(crate) fn materialize(&mut self) -> Result<(), LogError> {
+        self.inner.materialize()
     }
 
     pub(crate) fn rename(&mut self, storage: &dyn Storage, to: &Path) -> Result<(), LogError> {

@@ -97,13 +97,7 @@ impl TransactionIndex {
         path: &Path,
         base_offset: i64,
     ) -> Result<Self, LogError> {
-        let mut idx = TransactionIndex {
-            path: path.to_path_buf(),
-            base_offset,
-            entries: Vec::new(),
-            storage,
-            file: None,
-        };
+        let mut idx = Self::absent_in(storage, path, base_offset);
         let bytes = match idx.storage.read(path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(idx),
@@ -124,6 +118,18 @@ impl TransactionIndex {
             f.set_len(valid).map_err(|e| LogError::io(path, e))?;
         }
         Ok(idx)
+    }
+
+    /// The empty index of a file the caller's directory listing showed absent (created by its
+    /// first entry, like a missing file found by [`TransactionIndex::open_in`]).
+    pub(crate) fn absent_in(storage: Arc<dyn Storage>, path: &Path, base_offset: i64) -> Self {
+        TransactionIndex {
+            path: path.to_path_buf(),
+            base_offset,
+            entries: Vec::new(),
+            storage,
+            file: None,
+        }
     }
 
     fn accepts(&self, t: &AbortedTxn) -> bool {

@@ -57,7 +57,7 @@ pub struct BrokerLifecycle {
     epoch: parking_lot::Mutex<i64>,
     want_shutdown: watch::Sender<bool>,
     /// Set (once, for good) by the first heartbeat answer with `is_caught_up`.
-    caught_up: Arc<watch::Sender<bool>>,
+    caught_up: Arc<watch::Sender<Option<u64>>>,
 }
 
 /// PLAINTEXT in Kafka's SecurityProtocol ids.
@@ -74,7 +74,7 @@ impl BrokerLifecycle {
         info: RegistrationInfo,
         channel: Arc<ControllerChannel>,
         log: Arc<MetadataLog>,
-        caught_up: Arc<watch::Sender<bool>>,
+        caught_up: Arc<watch::Sender<Option<u64>>>,
     ) -> Arc<BrokerLifecycle> {
         let (state_tx, _) = watch::channel(LifecycleState::Starting);
         let (want_shutdown, _) = watch::channel(false);
@@ -206,12 +206,12 @@ impl BrokerLifecycle {
                     .await;
                 match resp {
                     Ok(ResponseBody::BrokerHeartbeat(r)) if r.error_code == 0 => {
-                        if r.is_caught_up && !*self.caught_up.borrow() {
+                        if r.is_caught_up && self.caught_up.borrow().is_none() {
                             tracing::info!(
                                 metadata_offset = log.applied(),
                                 "caught up with the metadata log; serving clients"
                             );
-                            self.caught_up.send_replace(true);
+                            self.caught_up.send_replace(Some(log.applied()));
                         }
                         let next = if r.should_shut_down {
                             LifecycleState::ShuttingDown

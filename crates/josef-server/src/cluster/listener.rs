@@ -1,8 +1,10 @@
 //! The CONTROLLER listener: one port for the metadata quorum's Raft traffic and for the Kafka
 //! controller APIs brokers call. A connection that opens with one of josef-quorum's preambles (a
 //! negative number, so never a Kafka frame size: Raft's, or an observer's fetching the committed
-//! log) is handed to the quorum; any other is a Kafka connection. On an SSL controller listener
-//! the TLS handshake comes first and the preamble is read inside it.
+//! log) is handed to the quorum; any other is a Kafka connection. On an SSL or SASL_SSL
+//! controller listener the TLS handshake comes first and the preamble is read inside it; on a
+//! SASL_PLAINTEXT or SASL_SSL one the SASL exchange comes next ([`super::listener_sasl`]), and
+//! only an authenticated connection reaches the quorum or the controller APIs.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -10,13 +12,19 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use josef_quorum::QuorumStream;
+use josef_sasl::SaslListener;
 use josef_tls::TlsListener;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::connection::{serve_connection, ConnectionInfo, ConnectionLimits, FrameHandler};
+use super::listener_sasl::LoginEnd;
+use crate::connection::{
+    serve_authenticated, serve_connection, ConnectionInfo, ConnectionLimits, FrameHandler,
+    Transport,
+};
+use crate::sasl_session::SaslConnection;
 
 /// How long a new connection may take to send its first four bytes.
 const FIRST_BYTES_TIMEOUT: Duration = Duration::from_secs(10);
@@ -110,8 +118,79 @@ pub struct ControllerSocket {
     pub name: String,
     /// The bound socket.
     pub listener: TcpListener,
-    /// The TLS side of an SSL controller listener.
+    /// The TLS side of an SSL or SASL_SSL controller listener.
     pub tls: Option<TlsListener>,
+    /// The SASL side of a SASL_PLAINTEXT or SASL_SSL controller listener.
+    pub sasl: Option<Arc<SaslListener>>,
+}
+
+/// What one accepted connection is served with.
+struct Route<H, R> {
+    handler: Arc<H>,
+    raft: Arc<R>,
+    limits: ConnectionLimits,
+    shutdown: CancellationToken,
+}
+
+impl<H: FrameHandler, R: RaftAcceptor> Route<H, R> {
+    /// Serves a connection already through TLS (if any): the SASL exchange when the listener
+    /// has one, then the quorum or the controller APIs by the first four bytes.
+    async fn serve<S: Transport + Sync + 'static>(
+        self,
+        mut stream: S,
+        mut info: ConnectionInfo,
+        sasl: Option<Arc<SaslListener>>,
+    ) {
+        let peer = info.peer;
+        let (head, sasl) = match sasl {
+            Some(listener) => {
+                let mut conn = SaslConnection::new(&listener);
+                match super::listener_sasl::authenticate(
+                    &mut stream,
+                    &mut info,
+                    &mut conn,
+                    self.handler.as_ref(),
+                    self.limits.max_request_bytes,
+                    &self.shutdown,
+                )
+                .await
+                {
+                    Ok(head) => (head, Some(conn)),
+                    // A peer that went away (a port probe, a node restarting) is no refusal.
+                    Err(e @ (LoginEnd::Io(_) | LoginEnd::Shutdown)) => {
+                        tracing::debug!(%peer, listener = %info.listener, error = %e, "controller connection closed before it authenticated");
+                        return;
+                    }
+                    Err(e) => {
+                        tracing::warn!(%peer, listener = %info.listener, error = %e, "SASL authentication on the controller listener failed; connection closed");
+                        return;
+                    }
+                }
+            }
+            None => {
+                let mut head = [0u8; 4];
+                match tokio::time::timeout(FIRST_BYTES_TIMEOUT, stream.read_exact(&mut head)).await
+                {
+                    Ok(Ok(_)) => (head, None),
+                    _ => return,
+                }
+            }
+        };
+        if head == josef_quorum::RAFT_PREAMBLE {
+            tracing::debug!(%peer, principal = %info.principal, "metadata quorum connection");
+            self.raft.serve_raft(Box::new(stream), peer.to_string());
+        } else if head == josef_quorum::OBSERVER_PREAMBLE {
+            tracing::debug!(%peer, principal = %info.principal, "metadata observer connection");
+            self.raft.serve_observer(Box::new(stream), peer.to_string());
+        } else {
+            let s = Replayed {
+                head,
+                pos: 0,
+                inner: stream,
+            };
+            serve_authenticated(s, info, self.handler, self.limits, self.shutdown, sasl).await;
+        }
+    }
 }
 
 /// Accepts on `socket` until `shutdown`, routing each connection.
@@ -127,6 +206,7 @@ pub fn spawn_accept_loop<H: FrameHandler, R: RaftAcceptor>(
         name,
         listener,
         tls,
+        sasl,
     } = socket;
     let bound_port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
     let conns = tracker.clone();
@@ -144,36 +224,35 @@ pub fn spawn_accept_loop<H: FrameHandler, R: RaftAcceptor>(
                     continue;
                 }
             };
-            let handler = handler.clone();
-            let raft = raft.clone();
-            let shutdown = shutdown.clone();
-            let name = name.clone();
+            let route = Route {
+                handler: handler.clone(),
+                raft: raft.clone(),
+                limits,
+                shutdown: shutdown.clone(),
+            };
+            let info = ConnectionInfo::new(name.clone(), bound_port, peer);
             let tls = tls.clone();
+            let sasl = sasl.clone();
             conns.spawn(async move {
                 let _ = stream.set_nodelay(true);
                 if let Some(tls) = tls {
-                    let (mut s, principal) = match tls.accept(stream).await {
+                    let (s, principal) = match tls.accept(stream).await {
                         Ok(x) => x,
                         Err(e) => {
                             tracing::info!(%peer, error = %e, "TLS connection to the controller listener refused");
                             return;
                         }
                     };
-                    let mut head = [0u8; 4];
-                    match tokio::time::timeout(FIRST_BYTES_TIMEOUT, s.read_exact(&mut head)).await {
-                        Ok(Ok(_)) => {}
-                        _ => return,
+                    let mut info = info;
+                    // On SASL_SSL the SASL identity is the principal, not the certificate's.
+                    if sasl.is_none() {
+                        info.principal = crate::sasl_session::authorizer_principal(&principal);
                     }
-                    if head == josef_quorum::RAFT_PREAMBLE {
-                        raft.serve_raft(Box::new(s), peer.to_string());
-                    } else if head == josef_quorum::OBSERVER_PREAMBLE {
-                        raft.serve_observer(Box::new(s), peer.to_string());
-                    } else {
-                        let mut ci = ConnectionInfo::new(name, bound_port, peer);
-                        ci.principal = crate::sasl_session::authorizer_principal(&principal);
-                        let s = Replayed { head, pos: 0, inner: s };
-                        serve_connection(s, ci, handler, limits, shutdown).await;
-                    }
+                    route.serve(s, info, sasl).await;
+                    return;
+                }
+                if sasl.is_some() {
+                    route.serve(stream, info, sasl).await;
                     return;
                 }
                 match tokio::time::timeout(FIRST_BYTES_TIMEOUT, is_raft(&stream)).await {
@@ -182,15 +261,15 @@ pub fn spawn_accept_loop<H: FrameHandler, R: RaftAcceptor>(
                         let mut pre = [0u8; 4];
                         if stream.read_exact(&mut pre).await.is_ok() {
                             if preamble == josef_quorum::OBSERVER_PREAMBLE {
-                                raft.serve_observer(Box::new(stream), peer.to_string());
+                                route.raft.serve_observer(Box::new(stream), peer.to_string());
                             } else {
-                                raft.serve_raft(Box::new(stream), peer.to_string());
+                                route.raft.serve_raft(Box::new(stream), peer.to_string());
                             }
                         }
                     }
                     Ok(Ok(None)) => {
-                        let ci = ConnectionInfo::new(name, bound_port, peer);
-                        serve_connection(stream, ci, handler, limits, shutdown).await;
+                        serve_connection(stream, info, route.handler, limits, route.shutdown)
+                            .await;
                     }
                     Ok(Err(e)) => {
                         tracing::debug!(%peer, error = %e, "controller connection closed")

@@ -16,8 +16,8 @@ pub mod event_loop;
 pub mod fetcher_key;
 pub mod lifecycle;
 pub mod listener;
+mod listener_sasl;
 pub mod metadata_log;
-pub mod metadata_view;
 mod observer;
 mod out_of_range;
 pub mod publisher;
@@ -31,7 +31,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use josef_quorum::{MetadataQuorum, MetadataStateMachine, QuorumConfig};
-use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -67,6 +66,14 @@ pub enum ClusterStartError {
     /// The TLS settings of the listener this node connects to cannot be loaded.
     #[error(transparent)]
     PeerSecurity(#[from] crate::peer_connection::PeerConnectorError),
+    /// The SASL settings of a controller listener do not build (a PLAIN without users).
+    #[error("controller listener {listener}: {source}")]
+    ControllerSasl {
+        /// The listener.
+        listener: String,
+        /// Why.
+        source: crate::sasl_session::SaslConfigError,
+    },
     /// No cluster id arrived in time.
     #[error("no cluster id in the metadata log after {0:?} (is a majority of controller.quorum.voters up?)")]
     NoClusterId(Duration),
@@ -152,30 +159,29 @@ impl listener::RaftAcceptor for QuorumAcceptor {
     }
 }
 
-/// Dials the voters' controller listener for the quorum (Raft, observers): TCP, then TLS when
-/// that listener is SSL.
+/// Dials the voters' controller listener for the quorum (Raft, observers) as every other
+/// connection to the controllers: TCP, TLS when that listener is SSL or SASL_SSL, the SASL login
+/// when it is SASL_PLAINTEXT or SASL_SSL.
 #[derive(Debug)]
-struct ControllerStreams(Option<josef_tls::TlsConnector>);
+struct ControllerStreams {
+    connector: PeerConnector,
+    client_id: String,
+}
 
 impl josef_quorum::StreamConnector for ControllerStreams {
     fn connect<'a>(&'a self, addr: &'a str) -> josef_quorum::transport::ConnectFuture<'a> {
         Box::pin(async move {
-            let tcp = TcpStream::connect(addr).await?;
-            let _ = tcp.set_nodelay(true);
-            let Some(tls) = &self.0 else {
-                return Ok(Box::new(tcp) as josef_quorum::QuorumStream);
-            };
-            match tls
-                .connect(crate::peer_connection::host_of(addr), tcp)
-                .await
-            {
+            match self.connector.connect(addr, &self.client_id).await {
                 Ok(s) => Ok(Box::new(s) as josef_quorum::QuorumStream),
+                // `connect` has logged a configuration failure already.
+                Err(crate::peer_connection::PeerConnectError::Io(e)) => Err(e),
                 Err(e) => {
-                    tracing::warn!(peer = addr, error = %e, "authentication to a cluster peer failed: TLS to the controller listener");
-                    Err(std::io::Error::new(
-                        std::io::ErrorKind::PermissionDenied,
-                        e.to_string(),
-                    ))
+                    let kind = if e.is_authentication_failure() {
+                        std::io::ErrorKind::PermissionDenied
+                    } else {
+                        std::io::ErrorKind::Other
+                    };
+                    Err(std::io::Error::new(kind, e.to_string()))
                 }
             }
         })
@@ -213,8 +219,15 @@ pub struct ClusterNode {
     pub fetchers: OnceLock<Arc<replica_fetcher::ReplicaFetcherManager>>,
     pub(crate) shutdown: CancellationToken,
     tracker: TaskTracker,
-    /// Set once a heartbeat answer says this broker caught up with the metadata log.
-    caught_up: Arc<tokio::sync::watch::Sender<bool>>,
+    /// Set once a heartbeat answer says this broker caught up with the metadata log, to the
+    /// metadata offset it had applied then.
+    caught_up: Arc<tokio::sync::watch::Sender<Option<u64>>>,
+    /// The offset of the last image the publisher applied to this broker's partitions.
+    published: Arc<tokio::sync::watch::Sender<u64>>,
+    /// That image: what clients are answered from, so that a Metadata answer never shows a state
+    /// the partitions have not reached (a deleted topic gone from Metadata while its replica still
+    /// answers Produce with NOT_LEADER_OR_FOLLOWER).
+    published_image: parking_lot::Mutex<Option<josef_metadata::MetadataImage>>,
 }
 
 fn controller_config(
@@ -260,8 +273,10 @@ impl ClusterNode {
             .security
             .controller_client(&cl.controller_listener_names);
         let to_controller = PeerConnector::new(&controller_client)?;
-        let quorum_streams: Arc<dyn josef_quorum::StreamConnector> =
-            Arc::new(ControllerStreams(to_controller.tls().cloned()));
+        let quorum_streams: Arc<dyn josef_quorum::StreamConnector> = Arc::new(ControllerStreams {
+            connector: to_controller.clone(),
+            client_id: format!("josef-node-{}-metadata-quorum", config.node_id),
+        });
         let mut quorum = None;
         let mut driver = None;
         let mut controller_listeners = Vec::new();
@@ -350,11 +365,26 @@ impl ClusterNode {
                         }
                     })?),
                 };
+                let sasl = match config.security.controller_sasl.get(&name) {
+                    None => None,
+                    Some(s) => {
+                        let log = log.clone();
+                        let image: crate::sasl_session::ImageSource =
+                            Arc::new(move || Arc::new(log.image()));
+                        Some(crate::sasl_session::listener(s, image).map_err(|source| {
+                            ClusterStartError::ControllerSasl {
+                                listener: name.clone(),
+                                source,
+                            }
+                        })?)
+                    }
+                };
                 listener::spawn_accept_loop(
                     listener::ControllerSocket {
                         name,
                         listener: l,
                         tls,
+                        sasl,
                     },
                     apis.clone(),
                     acceptor.clone(),
@@ -414,7 +444,9 @@ impl ClusterNode {
             fetchers: OnceLock::new(),
             shutdown,
             tracker,
-            caught_up: Arc::new(tokio::sync::watch::channel(false).0),
+            caught_up: Arc::new(tokio::sync::watch::channel(None).0),
+            published: Arc::new(tokio::sync::watch::channel(0).0),
+            published_image: parking_lot::Mutex::new(None),
         }))
     }
 
@@ -499,12 +531,44 @@ impl ClusterNode {
     /// `initialCatchUpFuture`, which `BrokerServer` waits for before it enables request
     /// processing): until then its image may be older than what it restarted into, e.g. an ISR
     /// that still names it, and answering clients from it would mislead them.
+    ///
+    /// The catch-up is complete only once the publisher has also applied that image to the
+    /// partitions: the metadata log reaching the offset is not enough, because until the
+    /// partitions see it, a partition this broker led before it restarted (its log possibly lost)
+    /// still acts as leader in the old epoch, and a follower fetching from it would truncate to
+    /// its empty log (reliability bug 4).
     pub async fn initial_catch_up(&self) {
-        if *self.caught_up.borrow() {
-            return;
-        }
         let mut rx = self.caught_up.subscribe();
-        let _ = rx.wait_for(|c| *c).await;
+        let at = match rx.wait_for(|c| c.is_some()).await {
+            Ok(v) => v.unwrap_or(0),
+            Err(_) => return,
+        };
+        let mut rx = self.published.subscribe();
+        let _ = rx.wait_for(|p| *p >= at).await;
+    }
+
+    /// Records that the publisher applied `image` to the partitions.
+    pub(crate) fn mark_published(&self, image: josef_metadata::MetadataImage) {
+        let offset = image.provenance().last_offset;
+        *self.published_image.lock() = Some(image);
+        self.published.send_if_modified(|p| {
+            let newer = offset > *p;
+            if newer {
+                *p = offset;
+            }
+            newer
+        });
+    }
+
+    /// The newest image the publisher has applied to this broker's partitions; the newest
+    /// committed image before the first one (a node without partitions, or still starting).
+    /// Clients are answered from it, like Kafka's metadata cache, which its publisher updates
+    /// together with the replicas.
+    pub fn published_image(&self) -> josef_metadata::MetadataImage {
+        match &*self.published_image.lock() {
+            Some(image) => image.clone(),
+            None => self.log.image(),
+        }
     }
 
     /// The broker lifecycle, once started.

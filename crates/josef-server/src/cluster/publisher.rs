@@ -26,7 +26,13 @@ pub fn spawn(state: Arc<BrokerState>, node: Arc<ClusterNode>) {
             let image = rx.borrow_and_update().clone();
             let s = state.clone();
             let n = node.clone();
-            let _ = tokio::task::spawn_blocking(move || apply_image(&s, &n, &image)).await;
+            let applied = image.clone();
+            if tokio::task::spawn_blocking(move || apply_image(&s, &n, &applied))
+                .await
+                .is_ok()
+            {
+                node.mark_published(image);
+            }
             if rx.changed().await.is_err() {
                 break;
             }
@@ -34,8 +40,10 @@ pub fn spawn(state: Arc<BrokerState>, node: Arc<ClusterNode>) {
     });
 }
 
-/// Makes the local topics and replica roles match `image`.
+/// Makes the local topics, replica roles and replication throttles match `image`.
 pub fn apply_image(state: &BrokerState, node: &ClusterNode, image: &MetadataImage) {
+    // Before the roles: a restarted follower's fetchers start throttled, not after megabytes.
+    state.replication_quotas.refresh(image);
     apply_topics(state, image);
     apply_roles(state, node, image);
 }

@@ -9,7 +9,7 @@
 //! ([`ReplicaFetcherManager::reconcile`]): the publisher passes the partitions this broker follows
 //! and their leaders.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -29,6 +29,7 @@ use super::channel::{exchange, SendError};
 use super::fetcher_key::{self, FetcherKey};
 use super::ClusterNode;
 use crate::peer_connection::PeerStream;
+use crate::replication_quotas::Direction;
 use crate::state::BrokerState;
 use crate::topics::now_ms;
 
@@ -53,6 +54,9 @@ struct Fetcher {
     partitions: Mutex<BTreeMap<Key, (FetchTarget, Option<tokio::time::Instant>)>>,
     wake: Notify,
     stopped: std::sync::atomic::AtomicBool,
+    /// Partitions whose last answer left no lag behind the leader's high watermark (Kafka's
+    /// `PartitionFetchState.isReplicaInSync`): the follower throttle never holds them back.
+    caught_up: Mutex<BTreeSet<Key>>,
 }
 
 /// The fetchers of this broker.
@@ -106,11 +110,13 @@ impl ReplicaFetcherManager {
                     partitions: Mutex::new(BTreeMap::new()),
                     wake: Notify::new(),
                     stopped: std::sync::atomic::AtomicBool::new(false),
+                    caught_up: Mutex::new(BTreeSet::new()),
                 });
                 let (state, node, fc) = (self.state.clone(), self.node.clone(), f.clone());
                 tokio::spawn(async move { run(fc, state, node).await });
                 f
             });
+            f.caught_up.lock().retain(|k| parts.contains_key(k));
             let mut current = f.partitions.lock();
             current.retain(|k, _| parts.contains_key(k));
             for (k, t) in parts {
@@ -177,7 +183,21 @@ async fn run(f: Arc<Fetcher>, state: Weak<BrokerState>, node: Weak<ClusterNode>)
         // Build the request from each partition's position.
         let mut topics: BTreeMap<String, FetchTopic> = BTreeMap::new();
         let mut sent: BTreeMap<(String, i32), (Key, FollowerFetchRequest)> = BTreeMap::new();
+        let throttle_now = now_ms() as u64;
         for ((id, index), t) in &ready {
+            // KIP-73 (Kafka's `shouldFollowerThrottle`): a throttled replica still catching up
+            // is left out of the fetch while the follower rate is over its quota.
+            let in_sync = f.caught_up.lock().contains(&(*id, *index));
+            if state.replication_quotas.should_throttle(
+                Direction::Follower,
+                &t.topic,
+                *index,
+                in_sync,
+                throttle_now,
+            ) {
+                crate::replication_quotas::count_held_back(Direction::Follower);
+                continue;
+            }
             let Some(p) = state.topics.partition(&t.topic, *index) else {
                 continue;
             };
@@ -332,6 +352,17 @@ fn apply_response(
                 epoch: pd.diverging_epoch.epoch,
                 end_offset: pd.diverging_epoch.end_offset,
             });
+            let throttled = state.replication_quotas.is_throttled(
+                Direction::Follower,
+                &name,
+                pd.partition_index,
+            );
+            if throttled {
+                let bytes = pd.records.as_ref().map_or(0, |r| r.len());
+                state
+                    .replication_quotas
+                    .record(Direction::Follower, bytes as u64, now as u64);
+            }
             let answer = LeaderFetchAnswer {
                 error: ErrorCode::from_i16(pd.error_code).unwrap_or(ErrorCode::UnknownServerError),
                 high_watermark: pd.high_watermark,
@@ -339,8 +370,18 @@ fn apply_response(
                 diverging_epoch: diverging,
                 records: pd.records.clone().unwrap_or_default(),
             };
+            let leader_hw = pd.high_watermark;
             match p.on_follower_fetch_response(request, answer, now) {
-                Ok(FetchResponseAction::Appended(a)) => moved |= a.appended.is_some(),
+                Ok(FetchResponseAction::Appended(a)) => {
+                    moved |= a.appended.is_some();
+                    let leo = p.follower_fetch_request().map(|r| r.fetch_offset);
+                    let mut caught_up = f.caught_up.lock();
+                    if leader_hw >= 0 && leo.is_some_and(|leo| leo >= leader_hw) {
+                        caught_up.insert(*key);
+                    } else {
+                        caught_up.remove(key);
+                    }
+                }
                 Ok(FetchResponseAction::Truncated(d)) => {
                     tracing::info!(topic = %name, partition = pd.partition_index, offset = d.offset, "follower truncated by diverging epoch");
                     moved = true;

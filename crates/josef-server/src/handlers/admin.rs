@@ -22,6 +22,7 @@ use josef_protocol::{ErrorCode, StrBytes, Uuid};
 use crate::connection::ConnectionInfo;
 use crate::delayed_delete_records::{DelayedDeleteRecords, DeletingPartition};
 use crate::delayed_fetch::DelayedOp;
+use crate::kit::partition_store::TopicPartition;
 use crate::state::BrokerState;
 use crate::topic_config;
 use crate::topics::validate_topic_name;
@@ -336,11 +337,18 @@ pub async fn delete_records(
                 low_watermark: -1,
                 ..Default::default()
             };
-            match state.topics.partition(&t.name, rp.partition_index) {
-                None => out.error_code = ErrorCode::UnknownTopicOrPartition.code(),
-                Some(p) => match p.delete_records_on_leader(rp.offset, is_alive) {
-                    Ok(done) => {
-                        out.low_watermark = done.low_watermark;
+            let tp = TopicPartition {
+                topic: &t.name,
+                partition: rp.partition_index,
+            };
+            match state
+                .partition_store
+                .delete_records(tp, rp.offset, &is_alive)
+            {
+                Ok(done) => {
+                    out.low_watermark = done.low_watermark;
+                    // A store without josef-partition's partition answers at once.
+                    if let Some(p) = state.partition_store.delayed_operation_target(tp) {
                         waiting.push(DeletingPartition {
                             partition: p,
                             required_offset: done.requested_offset,
@@ -348,8 +356,8 @@ pub async fn delete_records(
                         });
                         waiting_at.push((ti, pi));
                     }
-                    Err(e) => out.error_code = e.code.code(),
-                },
+                }
+                Err(e) => out.error_code = e.code.code(),
             }
             partitions.push(out);
         }
@@ -382,24 +390,31 @@ pub async fn delete_records(
     }
 }
 
-/// DescribeCluster (api 60).
+/// DescribeCluster (api 60): the brokers and controller of the state's
+/// [`MetadataView`](crate::kit::MetadataView), in every mode.
 pub fn describe_cluster(
     state: &BrokerState,
     conn: &ConnectionInfo,
     req: DescribeClusterRequest,
 ) -> DescribeClusterResponse {
-    let (host, port) = state.advertised(conn);
+    // From one moment of the metadata view, as Metadata is.
+    let snapshot = state.metadata_view.snapshot();
+    let view = snapshot.as_deref().unwrap_or(state.metadata_view.as_ref());
     let mut r = DescribeClusterResponse {
         endpoint_type: req.endpoint_type,
         cluster_id: StrBytes::from(state.cluster_id.as_str()),
-        controller_id: state.config.node_id,
-        brokers: vec![DescribeClusterBroker {
-            broker_id: state.config.node_id,
-            host: StrBytes::from(host),
-            port: i32::from(port),
-            rack: None,
-            ..Default::default()
-        }],
+        controller_id: view.controller_id(conn),
+        brokers: view
+            .brokers(conn)
+            .into_iter()
+            .map(|b| DescribeClusterBroker {
+                broker_id: b.node_id,
+                host: StrBytes::from(b.host),
+                port: b.port,
+                rack: b.rack.map(StrBytes::from),
+                ..Default::default()
+            })
+            .collect(),
         cluster_authorized_operations: i32::MIN,
         ..Default::default()
     };

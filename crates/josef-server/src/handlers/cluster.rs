@@ -1,26 +1,20 @@
-//! Client requests on a cluster node that are answered from the metadata image (Metadata,
-//! DescribeCluster) or forwarded to the active controller (topic and config changes, elections,
-//! reassignments; Kafka's `ForwardingManager`, without the Envelope: the controller listener takes
-//! the request as the client sent it).
+//! Client requests a cluster node forwards to the active controller (topic and config changes,
+//! elections, reassignments; Kafka's `ForwardingManager`, without the Envelope: the controller
+//! listener takes the request as the client sent it), and the ApiVersions features. Metadata and
+//! DescribeCluster are answered from the metadata image through the kit's
+//! [`ClusterMetadata`](crate::kit::ClusterMetadata) view.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use josef_protocol::messages::create_topics_request::CreatableTopic;
-use josef_protocol::messages::describe_cluster_response::DescribeClusterBroker;
-use josef_protocol::messages::metadata_response::MetadataResponseTopic;
-use josef_protocol::messages::{
-    CreateTopicsRequest, DescribeClusterRequest, DescribeClusterResponse, MetadataRequest,
-    MetadataResponse,
-};
-use josef_protocol::{ErrorCode, RequestBody, ResponseBody, StrBytes, Uuid};
+use josef_protocol::messages::CreateTopicsRequest;
+use josef_protocol::{ErrorCode, RequestBody, ResponseBody, StrBytes};
 
-use crate::cluster::metadata_view;
 use crate::cluster::responses::error_response;
 use crate::cluster::ClusterNode;
-use crate::connection::ConnectionInfo;
-use crate::state::BrokerState;
-use crate::topics::{validate_topic_name, Topic, GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC};
+use crate::config::BrokerConfig;
+use crate::topics::{Topic, TopicManager, GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC};
 
 /// How long a forwarded request may look for the active controller.
 const FORWARD_DEADLINE: Duration = Duration::from_secs(30);
@@ -39,25 +33,14 @@ pub async fn forward(node: &ClusterNode, body: RequestBody, version: i16) -> Res
     }
 }
 
-fn missing(name: Option<StrBytes>, id: Uuid, code: ErrorCode) -> MetadataResponseTopic {
-    MetadataResponseTopic {
-        error_code: code.code(),
-        name,
-        topic_id: id,
-        partitions: vec![],
-        topic_authorized_operations: i32::MIN,
-        ..Default::default()
-    }
-}
-
 /// Asks the controller to create `name` (broker defaults, or the internal topics' own settings)
 /// and waits until this broker has opened it.
 pub async fn create_topic_via_controller(
-    state: &BrokerState,
+    c: &BrokerConfig,
+    topics: &TopicManager,
     node: &ClusterNode,
     name: &str,
 ) -> Result<Arc<Topic>, ErrorCode> {
-    let c = &state.config;
     let mut topic = CreatableTopic {
         name: StrBytes::from(name),
         num_partitions: -1,
@@ -120,7 +103,7 @@ pub async fn create_topic_via_controller(
     }
     let deadline = tokio::time::Instant::now() + TOPIC_VISIBLE_WAIT;
     loop {
-        if let Some(t) = state.topics.get(name) {
+        if let Some(t) = topics.get(name) {
             return Ok(t);
         }
         if tokio::time::Instant::now() >= deadline {
@@ -154,114 +137,4 @@ pub fn add_features(node: &ClusterNode, r: &mut josef_protocol::messages::ApiVer
             ..Default::default()
         })
         .collect();
-}
-
-/// Metadata (api 3) on a cluster node.
-pub async fn metadata(
-    state: &BrokerState,
-    node: &ClusterNode,
-    conn: &ConnectionInfo,
-    req: MetadataRequest,
-    version: i16,
-) -> MetadataResponse {
-    let listener = conn.listener.as_str();
-    let mut image = node.log.image();
-    let all = match &req.topics {
-        None => true,
-        Some(t) => t.is_empty() && version == 0,
-    };
-    let mut topics = Vec::new();
-    if all {
-        topics = image
-            .topics()
-            .map(|t| metadata_view::topic(&image, t, listener))
-            .collect();
-    } else {
-        let allow_auto = state.config.auto_create_topics_enable
-            && (version < 4 || req.allow_auto_topic_creation);
-        for rt in req.topics.unwrap_or_default() {
-            let Some(name) = rt.name.filter(|n| !n.is_empty()) else {
-                match image.topic_by_id(rt.topic_id) {
-                    Some(t) => topics.push(metadata_view::topic(&image, t, listener)),
-                    None => topics.push(missing(None, rt.topic_id, ErrorCode::UnknownTopicId)),
-                }
-                continue;
-            };
-            if let Some(t) = image.topic_by_name(&name) {
-                topics.push(metadata_view::topic(&image, t, listener));
-                continue;
-            }
-            if validate_topic_name(&name).is_err() {
-                topics.push(missing(
-                    Some(name),
-                    Uuid::ZERO,
-                    ErrorCode::InvalidTopicException,
-                ));
-                continue;
-            }
-            if !allow_auto {
-                topics.push(missing(
-                    Some(name),
-                    Uuid::ZERO,
-                    ErrorCode::UnknownTopicOrPartition,
-                ));
-                continue;
-            }
-            match create_topic_via_controller(state, node, &name).await {
-                Ok(_) => {
-                    image = node.log.image();
-                    match image.topic_by_name(&name) {
-                        Some(t) => topics.push(metadata_view::topic(&image, t, listener)),
-                        None => topics.push(missing(
-                            Some(name),
-                            Uuid::ZERO,
-                            ErrorCode::LeaderNotAvailable,
-                        )),
-                    }
-                }
-                Err(code) => topics.push(missing(Some(name), Uuid::ZERO, code)),
-            }
-        }
-    }
-    MetadataResponse {
-        brokers: metadata_view::brokers(&image, listener),
-        cluster_id: Some(StrBytes::from(state.cluster_id.as_str())),
-        controller_id: metadata_view::controller_id(&image, listener),
-        topics,
-        cluster_authorized_operations: i32::MIN,
-        ..Default::default()
-    }
-}
-
-/// DescribeCluster (api 60) on a cluster node.
-pub fn describe_cluster(
-    state: &BrokerState,
-    node: &ClusterNode,
-    conn: &ConnectionInfo,
-    req: DescribeClusterRequest,
-) -> DescribeClusterResponse {
-    let image = node.log.image();
-    let listener = conn.listener.as_str();
-    let mut r = DescribeClusterResponse {
-        endpoint_type: req.endpoint_type,
-        cluster_id: StrBytes::from(state.cluster_id.as_str()),
-        controller_id: metadata_view::controller_id(&image, listener),
-        brokers: metadata_view::brokers(&image, listener)
-            .into_iter()
-            .map(|b| DescribeClusterBroker {
-                broker_id: b.node_id,
-                host: b.host,
-                port: b.port,
-                rack: b.rack,
-                ..Default::default()
-            })
-            .collect(),
-        cluster_authorized_operations: i32::MIN,
-        ..Default::default()
-    };
-    if req.endpoint_type != 1 {
-        r.error_code = ErrorCode::UnsupportedEndpointType.code();
-        r.brokers.clear();
-    }
-    r
 }

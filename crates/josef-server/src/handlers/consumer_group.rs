@@ -20,32 +20,57 @@ use crate::topics::TopicManager;
 /// topics on one node (internal topics left out).
 pub fn topic_image(state: &BrokerState) -> TopicImage {
     match state.cluster.as_deref() {
-        Some(node) => node
-            .log
-            .image()
-            .topics()
-            .filter(|t| !crate::topics::INTERNAL_TOPICS.contains(&t.name.as_str()))
-            .map(|t| {
-                (
-                    t.name.clone(),
-                    TopicInfo::new(t.id, t.partitions.len() as i32),
-                )
-            })
-            .collect(),
-        None => local_topic_image(&state.topics),
+        Some(node) => cluster_topic_image(&node.log.image()),
+        None => local_topic_image(&state.topics, state.config.broker_rack.as_deref()),
     }
 }
 
-fn local_topic_image(topics: &TopicManager) -> TopicImage {
+/// The cluster's topics, each partition with the racks of its replicas' brokers (the
+/// `broker.rack` they registered with; none when no replica's broker has one).
+fn cluster_topic_image(image: &josef_metadata::MetadataImage) -> TopicImage {
+    image
+        .topics()
+        .filter(|t| !crate::topics::INTERNAL_TOPICS.contains(&t.name.as_str()))
+        .map(|t| {
+            let count = t.partitions.len() as i32;
+            let mut info = TopicInfo::new(t.id, count);
+            let racks: Vec<Vec<String>> = (0..count)
+                .map(|p| {
+                    let mut racks: Vec<String> = t
+                        .partitions
+                        .get(&p)
+                        .map(|r| r.replicas.as_slice())
+                        .unwrap_or_default()
+                        .iter()
+                        .filter_map(|b| image.broker(*b).and_then(|b| b.rack.clone()))
+                        .collect();
+                    racks.sort();
+                    racks.dedup();
+                    racks
+                })
+                .collect();
+            if racks.iter().any(|r| !r.is_empty()) {
+                info.racks = racks;
+            }
+            (t.name.clone(), info)
+        })
+        .collect()
+}
+
+/// The single node's topics; with `broker.rack` every partition's only replica is in that rack,
+/// as in the topic image Kafka builds from its one broker's registration.
+fn local_topic_image(topics: &TopicManager, rack: Option<&str>) -> TopicImage {
     topics
         .all()
         .into_iter()
         .filter(|t| !t.is_internal())
         .map(|t| {
-            (
-                t.name.clone(),
-                TopicInfo::new(t.id, t.partitions.len() as i32),
-            )
+            let count = t.partitions.len() as i32;
+            let mut info = TopicInfo::new(t.id, count);
+            if let Some(rack) = rack {
+                info.racks = vec![vec![rack.to_string()]; t.partitions.len()];
+            }
+            (t.name.clone(), info)
         })
         .collect()
 }
@@ -137,4 +162,95 @@ pub async fn describe(
         .include_authorized_operations
         .then_some(ALL_GROUP_OPERATIONS);
     wire::describe_response(&groups, ops)
+}
+
+#[cfg(test)]
+mod tests {
+    use josef_metadata::{MetadataDelta, MetadataImage, MetadataProvenance, MetadataRecord};
+    use josef_protocol::metadata_records::{PartitionRecord, RegisterBrokerRecord, TopicRecord};
+    use josef_protocol::{StrBytes, Uuid};
+
+    use super::{cluster_topic_image, local_topic_image};
+
+    fn image(topics: &[(&str, &[&[i32]])]) -> MetadataImage {
+        let mut delta = MetadataDelta::new(&MetadataImage::empty());
+        for (id, rack) in [
+            (1, Some("r-a")),
+            (2, Some("r-b")),
+            (3, None),
+            (4, Some("r-a")),
+        ] {
+            delta
+                .replay(&MetadataRecord::RegisterBroker(RegisterBrokerRecord {
+                    broker_id: id,
+                    rack: rack.map(StrBytes::from_static_str),
+                    fenced: false,
+                    ..Default::default()
+                }))
+                .unwrap();
+        }
+        for (i, (name, partitions)) in topics.iter().enumerate() {
+            let topic_id = Uuid::from_u128(i as u128 + 1);
+            delta
+                .replay(&MetadataRecord::Topic(TopicRecord {
+                    name: name.to_string().into(),
+                    topic_id,
+                    ..Default::default()
+                }))
+                .unwrap();
+            for (p, replicas) in partitions.iter().enumerate() {
+                delta
+                    .replay(&MetadataRecord::Partition(PartitionRecord {
+                        topic_id,
+                        partition_id: p as i32,
+                        replicas: replicas.to_vec().into(),
+                        isr: replicas.to_vec().into(),
+                        leader: replicas[0],
+                        ..Default::default()
+                    }))
+                    .unwrap();
+            }
+        }
+        delta.apply(MetadataProvenance {
+            last_offset: 1,
+            last_epoch: 1,
+        })
+    }
+
+    #[test]
+    fn each_partition_gets_the_racks_of_its_replicas_brokers() {
+        let img = cluster_topic_image(&image(&[
+            ("t", &[&[1, 2], &[3], &[4, 1, 3]]),
+            ("norack", &[&[3]]),
+            ("__consumer_offsets", &[&[1]]),
+        ]));
+        let t = &img["t"];
+        assert_eq!(t.partitions, 3);
+        assert_eq!(t.partition_racks(0), ["r-a", "r-b"]);
+        assert!(t.partition_racks(1).is_empty(), "broker 3 has no rack");
+        assert_eq!(t.partition_racks(2), ["r-a"], "one entry per rack");
+        assert!(img["norack"].racks.is_empty());
+        assert!(!img.contains_key("__consumer_offsets"));
+    }
+
+    #[test]
+    fn a_single_nodes_partitions_are_all_in_its_rack() {
+        use std::collections::BTreeMap;
+        use std::sync::Arc;
+
+        let config = Arc::new(crate::config::BrokerConfig {
+            log_dirs: vec!["/josef/a".into()],
+            log_storage: crate::log_storage::LogStorage::Custom(Arc::new(
+                josef_log::storage::MemoryStorage::new(),
+            )),
+            ..Default::default()
+        });
+        let topics = crate::topics::TopicManager::load(config, None).unwrap();
+        topics.create("t", 3, BTreeMap::new()).unwrap();
+        let img = local_topic_image(&topics, Some("r1"));
+        for p in 0..3 {
+            assert_eq!(img["t"].partition_racks(p), ["r1"]);
+        }
+        assert!(local_topic_image(&topics, None)["t"].racks.is_empty());
+    }
 }

@@ -43,6 +43,7 @@ use josef_records::{down_convert, AnyBatches, DecompressLimits, RecordsError};
 use crate::delayed_fetch::{DelayedFetch, DelayedOp, WaitingPartition};
 use crate::kit::partition_store::{PartitionStore, TopicPartition};
 use crate::partition::{FetchIsolation, FollowerFetch, Partition, ReadParams, ReadResult};
+use crate::replication_quotas::{Direction, ReplicationQuotas};
 use crate::state::BrokerState;
 use crate::topic_config;
 use crate::topics::now_ms;
@@ -206,6 +207,7 @@ fn replicated_partition(
 /// diverged and must truncate).
 fn read_all(
     store: &dyn PartitionStore,
+    throttles: &ReplicationQuotas,
     wanted: &[Wanted],
     fetcher: Fetcher,
     max_bytes: i64,
@@ -260,7 +262,7 @@ fn read_all(
                         broker_epoch,
                     } => {
                         let partition = replicated_partition(store, tp);
-                        let (n, diverged) = read_follower_partition(
+                        let (mut n, diverged) = read_follower_partition(
                             partition.as_deref().map_err(|e| *e),
                             &w.fetch,
                             replica_id,
@@ -270,6 +272,23 @@ fn read_all(
                             version,
                             &mut out,
                         );
+                        // KIP-73: read (the follower's state moved), then send nothing of a
+                        // throttled out-of-sync replica while the leader rate is over its quota.
+                        if let Ok(p) = &partition {
+                            if n > 0
+                                && throttles.leader_holds_back(
+                                    topic,
+                                    w.key.partition,
+                                    p,
+                                    replica_id,
+                                    now_ms() as u64,
+                                )
+                            {
+                                out.records = Some(Bytes::new());
+                                n = 0;
+                                crate::replication_quotas::count_held_back(Direction::Leader);
+                            }
+                        }
                         total += n as i64;
                         any_error |= diverged;
                     }
@@ -282,6 +301,26 @@ fn read_all(
         parts.push(out);
     }
     (parts, total, any_error)
+}
+
+/// Counts the bytes sent to a follower for the replicas listed for the leader direction, in sync
+/// or not (Kafka's `sizeOfThrottledPartitions`, here the records' bytes).
+fn record_leader_throttled(
+    throttles: &ReplicationQuotas,
+    wanted: &[Wanted],
+    parts: &[PartitionData],
+) {
+    let bytes: usize = wanted
+        .iter()
+        .zip(parts)
+        .filter(|(w, _)| {
+            w.topic
+                .as_deref()
+                .is_ok_and(|t| throttles.is_throttled(Direction::Leader, t, w.key.partition))
+        })
+        .map(|(_, d)| d.records.as_ref().map_or(0, |r| r.len()))
+        .sum();
+    throttles.record(Direction::Leader, bytes as u64, now_ms() as u64);
 }
 
 /// The legacy magic a Fetch v0–3 client reads: 0 for v0/v1, 1 for v2/v3.
@@ -512,7 +551,9 @@ pub async fn handle(state: &BrokerState, req: FetchRequest, version: i16) -> Fet
             fetch: *fetch,
         })
         .collect();
-    let (mut parts, total, any_error) = read_all(store, &wanted, fetcher, max_bytes, version);
+    let throttles = &state.replication_quotas;
+    let (mut parts, total, any_error) =
+        read_all(store, throttles, &wanted, fetcher, max_bytes, version);
     let waiting: Vec<WaitingPartition> = wanted
         .iter()
         .filter_map(|w| {
@@ -520,8 +561,21 @@ pub async fn handle(state: &BrokerState, req: FetchRequest, version: i16) -> Fet
                 topic: w.topic.as_deref().ok()?,
                 partition: w.key.partition,
             };
+            let partition = store.delayed_operation_target(tp)?;
+            // Kafka's DelayedFetch does not count the bytes of a replica the leader holds back.
+            let counts_bytes = match fetcher {
+                Fetcher::Follower { replica_id, .. } => !throttles.leader_holds_back(
+                    tp.topic,
+                    tp.partition,
+                    &partition,
+                    replica_id,
+                    now_ms() as u64,
+                ),
+                Fetcher::Consumer { .. } => true,
+            };
             Some(WaitingPartition {
-                partition: store.delayed_operation_target(tp)?,
+                partition,
+                counts_bytes,
                 fetch_offset: w.fetch.fetch_offset,
                 current_leader_epoch: w.fetch.current_leader_epoch,
                 max_bytes: w.fetch.max_bytes,
@@ -532,7 +586,14 @@ pub async fn handle(state: &BrokerState, req: FetchRequest, version: i16) -> Fet
     if !answer_now {
         // Park in the purgatory: an append to any of these partitions completes it at once
         // (from the appending task), the reaper at max_wait. Either way, read again.
-        let max_wait = u64::try_from(req.max_wait_ms).unwrap_or(0);
+        let mut max_wait = u64::try_from(req.max_wait_ms).unwrap_or(0);
+        // A replica held back by the leader throttle is read again once the leader rate is
+        // back within its quota, not only at max_wait: with no appends meanwhile the whole wait
+        // would go unused and the replica would catch up below the throttled rate.
+        if waiting.iter().any(|w| !w.counts_bytes) {
+            let resume = throttles.throttle_time_ms(Direction::Leader, now_ms() as u64);
+            max_wait = max_wait.min(resume.max(1));
+        }
         let (op, done) = DelayedFetch::new(waiting, min_bytes, fetcher.isolation(), max_wait);
         let op = DelayedOp::Fetch(op);
         let keys = op.keys();
@@ -540,7 +601,10 @@ pub async fn handle(state: &BrokerState, req: FetchRequest, version: i16) -> Fet
             // An error means the purgatory went away (shutdown): answer with what is there.
             let _ = done.await;
         }
-        parts = read_all(store, &wanted, fetcher, max_bytes, version).0;
+        parts = read_all(store, throttles, &wanted, fetcher, max_bytes, version).0;
+    }
+    if let Fetcher::Follower { .. } = fetcher {
+        record_leader_throttled(throttles, &wanted, &parts);
     }
     let mut parts: Vec<(&TopicIdPartition, PartitionData)> =
         wanted.iter().map(|w| &w.key).zip(parts).collect();

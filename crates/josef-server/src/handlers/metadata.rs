@@ -1,6 +1,8 @@
-//! Metadata (api 3) on a single node: brokers, controller and topics from the state's
-//! [`MetadataView`](crate::kit::MetadataView) (this node at its advertised address, controller
-//! of itself, unless a builder plugged in another view), with auto-creation through the view.
+//! Metadata (api 3): brokers, controller and topics from the state's
+//! [`MetadataView`](crate::kit::MetadataView) (a single node's own topics, a cluster node's
+//! metadata image, or a builder's view), with auto-creation through the view. The rules of the
+//! request (which topics, name validation, whether it may create) are kept here, the same in
+//! every mode.
 
 use josef_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
@@ -55,13 +57,16 @@ fn missing(name: Option<StrBytes>, id: Uuid, code: ErrorCode) -> MetadataRespons
 }
 
 /// Handles a Metadata request from the state's [`MetadataView`](crate::kit::MetadataView).
-pub fn handle(
+pub async fn handle(
     state: &BrokerState,
     conn: &ConnectionInfo,
     req: MetadataRequest,
     version: i16,
 ) -> MetadataResponse {
-    let view = state.metadata_view.as_ref();
+    let live = state.metadata_view.as_ref();
+    // One moment of the view for the whole response (Kafka's one cache snapshot per request).
+    let mut snapshot = live.snapshot();
+    let mut view = snapshot.as_deref().unwrap_or(live);
     let mut resp = MetadataResponse {
         brokers: view
             .brokers(conn)
@@ -121,11 +126,17 @@ pub fn handle(
             ));
             continue;
         }
-        let created = view.create_topic(&name).and_then(|()| {
-            // Deleted again before we looked: as if it had never been there.
-            view.topic(&name, conn)
-                .ok_or(ErrorCode::UnknownTopicOrPartition)
-        });
+        let created = match live.create_topic(&name).await {
+            Ok(()) => {
+                // The rest of the response from a moment that has the new topic.
+                snapshot = live.snapshot();
+                view = snapshot.as_deref().unwrap_or(live);
+                // Deleted again before we looked: as if it had never been there.
+                view.topic(&name, conn)
+                    .ok_or(ErrorCode::UnknownTopicOrPartition)
+            }
+            Err(code) => Err(code),
+        };
         match created {
             Ok(t) => resp.topics.push(topic_response(t)),
             Err(code) => resp.topics.push(missing(Some(name), Uuid::ZERO, code)),

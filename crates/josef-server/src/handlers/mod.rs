@@ -11,21 +11,20 @@ mod admin;
 mod broker_configs;
 mod client_quotas;
 pub mod cluster;
-mod cluster_coordinator;
 mod configs;
 pub mod consumer_group;
 mod fetch;
 mod find_coordinator;
-mod groups;
+pub(crate) mod groups;
 mod leader_hints;
 mod list_offsets;
 mod metadata;
 mod offset_for_leader_epoch;
 mod produce;
-mod producer_ids;
+pub(crate) mod producer_ids;
 mod sasl;
 pub mod scram_credentials;
-mod txn;
+pub(crate) mod txn;
 pub mod write_txn_markers;
 
 /// Versions of APIs served by handlers outside the core set (groups, transactions) — none until
@@ -115,12 +114,6 @@ async fn route(
     let v = header.request_api_version;
     if let Some(node) = state.cluster.clone() {
         match body {
-            RequestBody::Metadata(r) => {
-                return reply(cluster::metadata(state, &node, conn, r, v).await)
-            }
-            RequestBody::DescribeCluster(r) => {
-                return reply(cluster::describe_cluster(state, &node, conn, r))
-            }
             RequestBody::ApiVersions(_) => {
                 let level = crate::features::transaction_version_level(&state.config, Some(&node));
                 let mut r = crate::dispatch::api_versions_body(true, level);
@@ -139,9 +132,6 @@ async fn route(
             | RequestBody::AlterClientQuotas(_)
             | RequestBody::ControlledShutdown(_)) => {
                 return Reply::Body(cluster::forward(&node, b, v).await)
-            }
-            RequestBody::FindCoordinator(r) => {
-                return reply(cluster_coordinator::find_coordinator(state, &node, conn, r, v).await)
             }
             RequestBody::IncrementalAlterConfigs(r) => {
                 return reply(configs::incremental_alter_cluster(state, &node, r, v).await)
@@ -163,6 +153,16 @@ async fn handle_local(
     body: RequestBody,
 ) -> Reply {
     let v = header.request_api_version;
+    // The group and transaction APIs go to the coordinators through the kit's seam.
+    let (groups, txns) = (
+        state.group_coordinator.as_ref(),
+        state.txn_coordinator.as_ref(),
+    );
+    let rq = crate::kit::coordinators::CoordinatorRequest {
+        state,
+        conn,
+        header,
+    };
     match body {
         RequestBody::ApiVersions(_) => {
             let level =
@@ -172,7 +172,7 @@ async fn handle_local(
                 level,
             ))
         }
-        RequestBody::Metadata(r) => reply(metadata::handle(state, conn, r, v)),
+        RequestBody::Metadata(r) => reply(metadata::handle(state, conn, r, v).await),
         RequestBody::Produce(r) => produce::handle(state, conn, header, r, v).await,
         RequestBody::Fetch(r) => {
             let mut resp = fetch::handle(state, r, v).await;
@@ -189,36 +189,31 @@ async fn handle_local(
         RequestBody::DescribeConfigs(r) => reply(configs::describe(state, r, v)),
         RequestBody::IncrementalAlterConfigs(r) => reply(configs::incremental_alter(state, r)),
         RequestBody::AlterConfigs(r) => reply(configs::alter(state, r)),
-        RequestBody::FindCoordinator(r) => reply(find_coordinator::handle(state, conn, r, v)),
-        RequestBody::InitProducerId(r)
-            if r.transactional_id.as_ref().is_some_and(|t| !t.is_empty()) =>
-        {
-            reply(txn::init_producer_id(state, v, r).await)
-        }
-        RequestBody::InitProducerId(r) => reply(producer_ids::init_producer_id(state, r)),
-        RequestBody::AddPartitionsToTxn(r) => reply(txn::add_partitions(state, v, r).await),
-        RequestBody::AddOffsetsToTxn(r) => reply(txn::add_offsets(state, v, r).await),
-        RequestBody::EndTxn(r) => reply(txn::end_txn(state, v, r).await),
+        RequestBody::FindCoordinator(r) => reply(find_coordinator::handle(state, conn, r, v).await),
+        RequestBody::InitProducerId(r) => reply(txns.init_producer_id(rq, r).await),
+        RequestBody::AddPartitionsToTxn(r) => reply(txns.add_partitions_to_txn(rq, r).await),
+        RequestBody::AddOffsetsToTxn(r) => reply(txns.add_offsets_to_txn(rq, r).await),
+        RequestBody::EndTxn(r) => reply(txns.end_txn(rq, r).await),
         RequestBody::WriteTxnMarkers(r) => reply(write_txn_markers::handle(state, r).await),
-        RequestBody::DescribeTransactions(r) => reply(txn::describe(state, r)),
-        RequestBody::ListTransactions(r) => reply(txn::list(state, r)),
+        RequestBody::DescribeTransactions(r) => reply(txns.describe_transactions(rq, r).await),
+        RequestBody::ListTransactions(r) => reply(txns.list_transactions(rq, r).await),
         RequestBody::DescribeProducers(r) => reply(producer_ids::describe_producers(state, r)),
         RequestBody::OffsetForLeaderEpoch(r) => reply(offset_for_leader_epoch::handle(state, r)),
-        RequestBody::JoinGroup(r) => reply(groups::join(state, conn, header, r).await),
-        RequestBody::SyncGroup(r) => reply(groups::sync(state, header, r).await),
-        RequestBody::Heartbeat(r) => reply(groups::heartbeat(state, r).await),
-        RequestBody::LeaveGroup(r) => reply(groups::leave(state, v, r).await),
-        RequestBody::OffsetCommit(r) => reply(groups::offset_commit(state, conn, header, r).await),
-        RequestBody::TxnOffsetCommit(r) => reply(groups::txn_offset_commit(state, v, r).await),
-        RequestBody::OffsetFetch(r) => reply(groups::offset_fetch(state, v, r).await),
-        RequestBody::ListGroups(r) => reply(groups::list(state, v, r).await),
-        RequestBody::DescribeGroups(r) => reply(groups::describe(state, v, r).await),
-        RequestBody::DeleteGroups(r) => reply(groups::delete(state, r).await),
-        RequestBody::OffsetDelete(r) => reply(groups::offset_delete(state, r).await),
+        RequestBody::JoinGroup(r) => reply(groups.join_group(rq, r).await),
+        RequestBody::SyncGroup(r) => reply(groups.sync_group(rq, r).await),
+        RequestBody::Heartbeat(r) => reply(groups.heartbeat(rq, r).await),
+        RequestBody::LeaveGroup(r) => reply(groups.leave_group(rq, r).await),
+        RequestBody::OffsetCommit(r) => reply(groups.offset_commit(rq, r).await),
+        RequestBody::TxnOffsetCommit(r) => reply(groups.txn_offset_commit(rq, r).await),
+        RequestBody::OffsetFetch(r) => reply(groups.offset_fetch(rq, r).await),
+        RequestBody::ListGroups(r) => reply(groups.list_groups(rq, r).await),
+        RequestBody::DescribeGroups(r) => reply(groups.describe_groups(rq, r).await),
+        RequestBody::DeleteGroups(r) => reply(groups.delete_groups(rq, r).await),
+        RequestBody::OffsetDelete(r) => reply(groups.offset_delete(rq, r).await),
         RequestBody::ConsumerGroupHeartbeat(r) => {
-            reply(consumer_group::heartbeat(state, conn, header, r).await)
+            reply(groups.consumer_group_heartbeat(rq, r).await)
         }
-        RequestBody::ConsumerGroupDescribe(r) => reply(consumer_group::describe(state, r).await),
+        RequestBody::ConsumerGroupDescribe(r) => reply(groups.consumer_group_describe(rq, r).await),
         RequestBody::SaslHandshake(r) => reply(sasl::handshake(r)),
         RequestBody::SaslAuthenticate(r) => reply(sasl::authenticate(r)),
         RequestBody::DescribeUserScramCredentials(r) => {

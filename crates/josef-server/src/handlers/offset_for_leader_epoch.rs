@@ -3,13 +3,12 @@
 //! the current one). Answered by the leader only; consumers use it to check their position after a
 //! leader change, older followers to find where to truncate.
 
+use crate::kit::partition_store::TopicPartition;
+use crate::state::BrokerState;
 use josef_protocol::messages::offset_for_leader_epoch_response::{
     EpochEndOffset, OffsetForLeaderTopicResult,
 };
 use josef_protocol::messages::{OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse};
-use josef_protocol::ErrorCode;
-
-use crate::state::BrokerState;
 
 /// Handles an OffsetsForLeaderEpoch request.
 pub fn handle(
@@ -31,20 +30,20 @@ pub fn handle(
                         end_offset: -1,
                         ..Default::default()
                     };
-                    match state.topics.partition(&t.topic, p.partition) {
-                        None => out.error_code = ErrorCode::UnknownTopicOrPartition.code(),
-                        Some(part) => {
-                            match part.last_offset_for_leader_epoch(
-                                p.current_leader_epoch,
-                                p.leader_epoch,
-                            ) {
-                                Ok(e) => {
-                                    out.leader_epoch = e.epoch;
-                                    out.end_offset = e.end_offset;
-                                }
-                                Err(code) => out.error_code = code.code(),
-                            }
+                    let tp = TopicPartition {
+                        topic: &t.topic,
+                        partition: p.partition,
+                    };
+                    match state.partition_store.end_offset_for_leader_epoch(
+                        tp,
+                        p.current_leader_epoch,
+                        p.leader_epoch,
+                    ) {
+                        Ok(e) => {
+                            out.leader_epoch = e.epoch;
+                            out.end_offset = e.end_offset;
                         }
+                        Err(code) => out.error_code = code.code(),
                     }
                     out
                 })

@@ -7,6 +7,7 @@ use josef_protocol::messages::describe_producers_response::{
 use josef_protocol::messages::*;
 use josef_protocol::ErrorCode;
 
+use crate::kit::partition_store::TopicPartition;
 use crate::state::BrokerState;
 
 /// InitProducerId without a transactional id: a fresh producer id with epoch 0.
@@ -47,29 +48,36 @@ pub fn describe_producers(
             partitions: t
                 .partition_indexes
                 .iter()
-                .map(|&i| match state.topics.partition(&t.name, i) {
-                    None => PartitionResponse {
-                        partition_index: i,
-                        error_code: ErrorCode::UnknownTopicOrPartition.code(),
-                        ..Default::default()
-                    },
-                    Some(p) => PartitionResponse {
-                        partition_index: i,
-                        active_producers: p
-                            .active_producers()
-                            .into_iter()
-                            .map(|e| ProducerState {
-                                producer_id: e.producer_id,
-                                producer_epoch: i32::from(e.producer_epoch),
-                                last_sequence: e.last_sequence,
-                                last_timestamp: e.last_timestamp,
-                                coordinator_epoch: e.coordinator_epoch,
-                                current_txn_start_offset: e.current_txn_start_offset.unwrap_or(-1),
-                                ..Default::default()
-                            })
-                            .collect(),
-                        ..Default::default()
-                    },
+                .map(|&i| {
+                    let tp = TopicPartition {
+                        topic: &t.name,
+                        partition: i,
+                    };
+                    match state.partition_store.active_producers(tp) {
+                        Err(code) => PartitionResponse {
+                            partition_index: i,
+                            error_code: code.code(),
+                            ..Default::default()
+                        },
+                        Ok(producers) => PartitionResponse {
+                            partition_index: i,
+                            active_producers: producers
+                                .into_iter()
+                                .map(|e| ProducerState {
+                                    producer_id: e.producer_id,
+                                    producer_epoch: i32::from(e.producer_epoch),
+                                    last_sequence: e.last_sequence,
+                                    last_timestamp: e.last_timestamp,
+                                    coordinator_epoch: e.coordinator_epoch,
+                                    current_txn_start_offset: e
+                                        .current_txn_start_offset
+                                        .unwrap_or(-1),
+                                    ..Default::default()
+                                })
+                                .collect(),
+                            ..Default::default()
+                        },
+                    }
                 })
                 .collect(),
             ..Default::default()

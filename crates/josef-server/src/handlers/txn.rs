@@ -52,7 +52,18 @@ fn partition_exists(state: &BrokerState, tp: &t::TopicPartition) -> bool {
             .image()
             .topic_by_name(&tp.topic)
             .is_some_and(|t| t.partitions.contains_key(&tp.partition)),
-        None => state.topics.partition(&tp.topic, tp.partition).is_some(),
+        // Not checked against a leader epoch (−1) nor for leadership: Ok means hosted.
+        None => state
+            .partition_store
+            .check_leader_epoch(
+                crate::kit::partition_store::TopicPartition {
+                    topic: &tp.topic,
+                    partition: tp.partition,
+                },
+                -1,
+                false,
+            )
+            .is_ok(),
     }
 }
 
@@ -106,7 +117,13 @@ pub async fn add_offsets(
                 .is_none() =>
         {
             let topic = crate::topics::GROUP_METADATA_TOPIC;
-            if let Err(code) = super::cluster::create_topic_via_controller(state, node, topic).await
+            if let Err(code) = super::cluster::create_topic_via_controller(
+                &state.config,
+                &state.topics,
+                node,
+                topic,
+            )
+            .await
             {
                 tracing::warn!(%topic, ?code, "cannot create internal topic");
             }

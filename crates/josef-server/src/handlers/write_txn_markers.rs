@@ -1,12 +1,14 @@
 //! WriteTxnMarkers (api 27), served by partition leaders (Kafka's
 //! `KafkaApis.handleWriteTxnMarkersRequest`). The per-partition rules are josef-partition's
-//! `Partition::append_txn_marker`: the COMMIT/ABORT control batch carrying the coordinator epoch,
+//! `Partition::append_txn_marker`, reached through the state's
+//! [`PartitionStore`](crate::kit::PartitionStore): the COMMIT/ABORT control batch carrying the coordinator epoch,
 //! appended as leader with acks = −1 (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS), fenced by the
 //! producer state (TRANSACTION_COORDINATOR_FENCED for a deposed coordinator,
 //! INVALID_PRODUCER_EPOCH for an old producer epoch). This handler adds what needs the broker:
 //! UNKNOWN_TOPIC_OR_PARTITION for partitions it does not have, the wait for the ISR (the produce
 //! purgatory), and for a `__consumer_offsets` marker the end of the producer's pending
-//! TxnOffsetCommits in the group coordinator.
+//! TxnOffsetCommits in the group coordinator (the kit's
+//! [`GroupCoordinator::on_transaction_completed`](crate::kit::GroupCoordinator::on_transaction_completed)).
 //!
 //! The coordinator's marker sender (`cluster::txn_marker_sender`) calls [`write_markers`]
 //! directly for the partitions this broker leads.
@@ -18,6 +20,7 @@ use josef_txn::wire::{self, MarkerResult};
 use josef_txn::{TransactionResult, TxnMarkerRequest};
 
 use crate::delayed_fetch::{DelayedOp, DelayedProduce, ProducingPartition};
+use crate::kit::partition_store::TopicPartition;
 use crate::state::BrokerState;
 use crate::topics::{now_ms, GROUP_METADATA_TOPIC};
 
@@ -42,38 +45,43 @@ pub fn end_txn_marker(m: &TxnMarkerRequest) -> EndTxnMarker {
 /// [`MARKER_WRITE_TIMEOUT_MS`]) for the ISR to hold them; one answer per (producer id, partition).
 pub async fn write_markers(state: &BrokerState, markers: &[TxnMarkerRequest]) -> Vec<MarkerResult> {
     let now = now_ms();
+    let store = state.partition_store.as_ref();
     let mut results: Vec<MarkerResult> = Vec::new();
     let mut waiting: Vec<ProducingPartition> = Vec::new();
     // (index into results, producer id, commit, __consumer_offsets)
     let mut waiting_at: Vec<(usize, i64, bool, bool)> = Vec::new();
     for m in markers {
         for tp in &m.partitions {
-            let Some(partition) = state.topics.partition(&tp.topic, tp.partition) else {
-                results.push((
-                    m.producer_id,
-                    tp.clone(),
-                    ErrorCode::UnknownTopicOrPartition,
-                ));
-                continue;
+            let at = TopicPartition {
+                topic: &tp.topic,
+                partition: tp.partition,
             };
-            let min_isr = crate::partition::min_insync_replicas(&partition);
-            // The partition's own rules (josef-partition): leader, ISR, coordinator and
-            // producer epoch fencing.
-            let appended = partition.append_txn_marker(&end_txn_marker(m), -1, min_isr, now);
-            match appended {
-                Ok(offset) => {
-                    waiting_at.push((
-                        results.len(),
-                        m.producer_id,
-                        m.result == TransactionResult::Commit,
-                        tp.topic == GROUP_METADATA_TOPIC,
-                    ));
-                    waiting.push(ProducingPartition {
-                        leader_epoch: partition.leader_epoch(),
-                        partition,
-                        required_offset: offset + 1,
-                        min_insync_replicas: min_isr,
-                    });
+            // The partition's own rules (the store's): leader, ISR, coordinator and producer
+            // epoch fencing.
+            match store.append_txn_marker(at, &end_txn_marker(m), now) {
+                Ok(appended) => {
+                    // A store without josef-partition's partition answers once the append
+                    // returns (as for an acks=-1 produce).
+                    if let Some(partition) = store.delayed_operation_target(at) {
+                        waiting_at.push((
+                            results.len(),
+                            m.producer_id,
+                            m.result == TransactionResult::Commit,
+                            tp.topic == GROUP_METADATA_TOPIC,
+                        ));
+                        waiting.push(ProducingPartition {
+                            leader_epoch: appended.leader_epoch,
+                            partition,
+                            required_offset: appended.offset + 1,
+                            min_insync_replicas: appended.min_insync_replicas,
+                        });
+                    } else if tp.topic == GROUP_METADATA_TOPIC {
+                        state.group_coordinator.on_transaction_completed(
+                            state,
+                            m.producer_id,
+                            m.result == TransactionResult::Commit,
+                        );
+                    }
                     results.push((m.producer_id, tp.clone(), ErrorCode::None));
                 }
                 Err(e) => {
@@ -96,7 +104,9 @@ pub async fn write_markers(state: &BrokerState, markers: &[TxnMarkerRequest]) ->
                 .unwrap_or(ErrorCode::RequestTimedOut);
             results[at].2 = code;
             if code == ErrorCode::None && offsets {
-                state.groups.complete_transaction(pid, commit);
+                state
+                    .group_coordinator
+                    .on_transaction_completed(state, pid, commit);
             }
         }
     }

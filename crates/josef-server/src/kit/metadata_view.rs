@@ -3,9 +3,17 @@
 //! from the partition); a builder may serve any image instead (a static cluster behind a proxy,
 //! a registry of their own).
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
 use josef_protocol::{ErrorCode, Uuid};
 
 use crate::connection::ConnectionInfo;
+
+/// What [`MetadataView::create_topic`] returns: creating a topic may take a round trip (a
+/// cluster node asks its controller).
+pub type CreateTopicFuture<'a> = Pin<Box<dyn Future<Output = Result<(), ErrorCode>> + Send + 'a>>;
 
 /// A broker clients may connect to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,7 +66,9 @@ pub struct TopicMetadata {
 /// Kafka's rules an implementation keeps: every leader named in a topic is among
 /// [`brokers`](MetadataView::brokers) (clients connect to the leader by that list; Kafka answers
 /// a Metadata request from one snapshot of its cache, so an implementation whose answers change
-/// between calls should change brokers before naming them leaders); endpoints are the ones
+/// between calls hands the handler a frozen one from [`snapshot`](MetadataView::snapshot));
+/// a partition whose leader is not a live broker is LEADER_NOT_AVAILABLE with leader −1, and
+/// every replica that is not live is in its offline replicas; endpoints and racks are the ones
 /// advertised on the listener the client came in on; leader epochs only grow for a partition.
 /// The handler itself keeps the request-level rules (topic name validation, which topics a
 /// request names, whether it may create them, ACLs).
@@ -107,7 +117,8 @@ pub struct TopicMetadata {
 /// let conn = ConnectionInfo::new("PLAINTEXT", 9092, "127.0.0.1:50000".parse().unwrap());
 /// assert_eq!(Fixed.topic("events", &conn).unwrap().partitions[0].leader_id, 1);
 /// // No auto-creation unless the view provides it: the client is told the topic is unknown.
-/// assert_eq!(Fixed.create_topic("other"), Err(ErrorCode::UnknownTopicOrPartition));
+/// let created = futures::executor::block_on(Fixed.create_topic("other"));
+/// assert_eq!(created, Err(ErrorCode::UnknownTopicOrPartition));
 /// ```
 pub trait MetadataView: Send + Sync {
     /// The live brokers that have the client's listener, at their advertised endpoint on it
@@ -128,15 +139,25 @@ pub trait MetadataView: Send + Sync {
     /// The topic with id `id` (Metadata v12+), `None` if there is none (UNKNOWN_TOPIC_ID).
     fn topic_by_id(&self, id: Uuid, conn: &ConnectionInfo) -> Option<TopicMetadata>;
 
+    /// One moment of this view that answers every call the same, from which the handler builds
+    /// a whole response (Kafka's single `MetadataCache` snapshot per request: the brokers listed
+    /// are the ones the leaders were chosen among). `None`, the default, is right for a view
+    /// whose answers only change between requests, or which changes brokers before naming them
+    /// leaders; the handler then asks this view itself.
+    fn snapshot(&self) -> Option<Arc<dyn MetadataView>> {
+        None
+    }
+
     /// Creates `name` for a client that named it (`auto.create.topics.enable`; the handler has
     /// checked the setting, the request's `allow_auto_topic_creation` and the name), with the
     /// broker's defaults or, for `__consumer_offsets` and `__transaction_state`, their own
     /// settings. A topic that already exists is not an error. Once this returns `Ok`,
-    /// [`topic`](MetadataView::topic) finds it. The default creates nothing: a view over an
-    /// image it does not own answers UNKNOWN_TOPIC_OR_PARTITION, as Kafka does with
-    /// auto-creation off.
-    fn create_topic(&self, name: &str) -> Result<(), ErrorCode> {
+    /// [`topic`](MetadataView::topic) (and a new [`snapshot`](MetadataView::snapshot)) finds it;
+    /// an error is the topic's code in the response (LEADER_NOT_AVAILABLE while it is not yet
+    /// visible, which clients retry). The default creates nothing: a view over an image it does
+    /// not own answers UNKNOWN_TOPIC_OR_PARTITION, as Kafka does with auto-creation off.
+    fn create_topic<'a>(&'a self, name: &'a str) -> CreateTopicFuture<'a> {
         let _ = name;
-        Err(ErrorCode::UnknownTopicOrPartition)
+        Box::pin(std::future::ready(Err(ErrorCode::UnknownTopicOrPartition)))
     }
 }

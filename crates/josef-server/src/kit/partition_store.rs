@@ -1,16 +1,19 @@
-//! The partition store: where the data-path handlers (ListOffsets, Produce, Fetch) find a
-//! partition and what they ask of it. Josef's own is the [`TopicManager`](crate::topics::TopicManager) over
+//! The partition store: where the partition handlers (ListOffsets, Produce, Fetch,
+//! OffsetForLeaderEpoch, DescribeProducers, WriteTxnMarkers, DeleteRecords) find a partition and
+//! what they ask of it. Josef's own is the [`TopicManager`](crate::topics::TopicManager) over
 //! josef-partition's [`Partition`]; a builder may wrap it (quotas of their own, a topic policy,
 //! counting) or answer from another store altogether.
 
 use std::sync::Arc;
 
 use josef_protocol::{ErrorCode, Uuid};
-use josef_records::validate::ValidationConfig;
+use josef_records::validate::{RecordError, ValidationConfig};
 use josef_records::BatchHeader;
+use josef_sequencer::EndTxnMarker;
 
 use crate::partition::{
-    ClientBatch, FetchIsolation, Partition, PartitionError, ProduceResult, ReadParams, ReadResult,
+    ActiveProducer, ClientBatch, DeleteRecordsOutcome, EpochEndOffset, FetchIsolation, Partition,
+    PartitionError, ProduceResult, ReadParams, ReadResult,
 };
 
 /// A partition as clients name it: topic name and partition index.
@@ -32,7 +35,76 @@ pub struct ProduceSettings {
     pub min_insync_replicas: i32,
 }
 
-/// The partitions this broker serves to the data-path handlers.
+/// A partition's records as the produce handler hands them to the append, once checked and
+/// prepared against the partition's [`ProduceSettings`] (Kafka's `LogValidator` output).
+#[derive(Debug)]
+pub struct PreparedBatch {
+    /// The batch to append.
+    pub batch: ClientBatch,
+    /// Its header (producer id, epoch and sequence the sequencer checks).
+    pub header: BatchHeader,
+}
+
+/// A produce to one partition, appended ([`PartitionStore::produce`]).
+pub struct Produced {
+    /// Where the batch landed.
+    pub result: ProduceResult,
+    /// The `min.insync.replicas` it was appended under (an acks=−1 answer waits while the ISR
+    /// keeps that many).
+    pub min_insync_replicas: i32,
+    /// For acks −1, the partition the answer waits on
+    /// ([`PartitionStore::delayed_operation_target`]); `None` otherwise.
+    pub wait_on: Option<Arc<Partition>>,
+}
+
+/// Why a produce to one partition failed: the partition's slot of the Produce response.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProduceError {
+    /// The store refused the partition (UNKNOWN_TOPIC_OR_PARTITION, or a code of its own), or
+    /// the append failed (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, the sequencer's answers).
+    #[error(transparent)]
+    Partition(#[from] PartitionError),
+    /// The handler refused the records before any append (framing, acks, an internal topic,
+    /// Kafka's `LogValidator`), naming the records at fault (Produce v8+ `record_errors`).
+    #[error("{}: records refused", code.name())]
+    Records {
+        /// Kafka error code.
+        code: ErrorCode,
+        /// Message for the client (Produce v8+ `error_message`).
+        message: Option<String>,
+        /// The records at fault.
+        record_errors: Vec<RecordError>,
+    },
+}
+
+impl ProduceError {
+    /// The Kafka error code the partition is answered with.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            ProduceError::Partition(e) => e.code,
+            ProduceError::Records { code, .. } => *code,
+        }
+    }
+}
+
+impl From<ErrorCode> for ProduceError {
+    fn from(code: ErrorCode) -> Self {
+        ProduceError::Partition(code.into())
+    }
+}
+
+/// Where a transaction marker landed: what the WriteTxnMarkers answer waits on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MarkerAppended {
+    /// The marker's offset (the answer waits for the HW to pass it).
+    pub offset: i64,
+    /// The leader epoch it was written in (a leader change while waiting fails the wait).
+    pub leader_epoch: i32,
+    /// The `min.insync.replicas` the ISR must still have when the HW passes it.
+    pub min_insync_replicas: i32,
+}
+
+/// The partitions this broker serves to the partition handlers.
 ///
 /// The broker holds one as `Arc<dyn PartitionStore>` ([`crate::state::BrokerState::partition_store`]).
 /// Every method is called per partition of a request, with no lock of the caller held; an
@@ -46,10 +118,13 @@ pub struct ProduceSettings {
 ///
 /// use josef_protocol::{ErrorCode, Uuid};
 /// use josef_records::BatchHeader;
-/// use josef_server::kit::partition_store::{PartitionStore, ProduceSettings, TopicPartition};
+/// use josef_sequencer::EndTxnMarker;
+/// use josef_server::kit::partition_store::{
+///     MarkerAppended, PartitionStore, ProduceSettings, TopicPartition,
+/// };
 /// use josef_server::partition::{
-///     ClientBatch, FetchIsolation, Partition, PartitionError, ProduceResult, ReadParams,
-///     ReadResult,
+///     ActiveProducer, ClientBatch, DeleteRecordsOutcome, EpochEndOffset, FetchIsolation,
+///     Partition, PartitionError, ProduceResult, ReadParams, ReadResult,
 /// };
 ///
 /// /// Josef's store, with appends counted and one topic closed to writes.
@@ -94,6 +169,23 @@ pub struct ProduceSettings {
 ///     fn delayed_operation_target(&self, tp: TopicPartition<'_>) -> Option<Arc<Partition>> {
 ///         self.inner.delayed_operation_target(tp)
 ///     }
+///     fn end_offset_for_leader_epoch(&self, tp: TopicPartition<'_>, current: i32, epoch: i32)
+///         -> Result<EpochEndOffset, ErrorCode> {
+///         self.inner.end_offset_for_leader_epoch(tp, current, epoch)
+///     }
+///     fn active_producers(&self, tp: TopicPartition<'_>) -> Result<Vec<ActiveProducer>, ErrorCode> {
+///         self.inner.active_producers(tp)
+///     }
+///     fn append_txn_marker(&self, tp: TopicPartition<'_>, marker: &EndTxnMarker, now_ms: i64)
+///         -> Result<MarkerAppended, PartitionError> {
+///         self.inner.append_txn_marker(tp, marker, now_ms)
+///     }
+///     fn delete_records(&self, tp: TopicPartition<'_>, offset: i64, is_alive: &dyn Fn(i32) -> bool)
+///         -> Result<DeleteRecordsOutcome, PartitionError> {
+///         self.inner.delete_records(tp, offset, is_alive)
+///     }
+///     // `produce` keeps its default (settings, then append): the refusal and the count above
+///     // see every produced partition.
 /// }
 ///
 /// // Plugged in over the store a broker opened:
@@ -164,6 +256,45 @@ pub trait PartitionStore: Send + Sync {
         now_ms: i64,
     ) -> Result<ProduceResult, PartitionError>;
 
+    /// A produce to one partition, whole: its settings
+    /// ([`produce_settings`](PartitionStore::produce_settings)); the handler's `prepare` of the
+    /// records against them, whose error is the answer with nothing appended; the
+    /// [`append`](PartitionStore::append) under the settings' `min.insync.replicas`; and for
+    /// `acks` −1 the [`delayed_operation_target`](PartitionStore::delayed_operation_target) the
+    /// answer waits on. The default is those calls in that order, each finding the partition
+    /// again; a store that can find it once overrides this with the same steps (Josef's does:
+    /// one lookup per produced partition). A wrapper that intercepts none of those methods
+    /// delegates this one too, to keep its inner store's single lookup.
+    fn produce(
+        &self,
+        tp: TopicPartition<'_>,
+        acks: i16,
+        now_ms: i64,
+        prepare: &mut dyn FnMut(&ProduceSettings) -> Result<PreparedBatch, ProduceError>,
+    ) -> Result<Produced, ProduceError> {
+        let settings = self.produce_settings(tp)?;
+        let prepared = prepare(&settings)?;
+        let min_insync_replicas = settings.min_insync_replicas;
+        let result = self.append(
+            tp,
+            prepared.batch,
+            &prepared.header,
+            acks,
+            min_insync_replicas,
+            now_ms,
+        )?;
+        let wait_on = if acks == -1 {
+            self.delayed_operation_target(tp)
+        } else {
+            None
+        };
+        Ok(Produced {
+            result,
+            min_insync_replicas,
+            wait_on,
+        })
+    }
+
     /// The name of the topic with id `topic_id` (Fetch v13+ names topics by id), `None` when no
     /// topic has it (the partition is answered UNKNOWN_TOPIC_ID).
     fn topic_name(&self, topic_id: Uuid) -> Option<String>;
@@ -193,4 +324,53 @@ pub trait PartitionStore: Send + Sync {
     /// ISR, answers a fetch at once with what there is, and refuses a follower's fetch with
     /// NOT_LEADER_OR_FOLLOWER.
     fn delayed_operation_target(&self, tp: TopicPartition<'_>) -> Option<Arc<Partition>>;
+
+    /// OffsetsForLeaderEpoch (KIP-101, KIP-320) for one partition: the epoch check as
+    /// [`check_leader_epoch`](PartitionStore::check_leader_epoch) with the leader required
+    /// (Kafka lets only the leader answer), then the largest epoch at or below `leader_epoch`
+    /// and where it ends: the start offset of the next larger epoch, or the log end offset for
+    /// the current one; epoch −1 and offset −1 when the log has no such epoch.
+    fn end_offset_for_leader_epoch(
+        &self,
+        tp: TopicPartition<'_>,
+        current_leader_epoch: i32,
+        leader_epoch: i32,
+    ) -> Result<EpochEndOffset, ErrorCode>;
+
+    /// DescribeProducers (KIP-664): the producers with state in this replica's log (Kafka's
+    /// `Partition.activeProducerState`, answered by leader and follower alike;
+    /// NOT_LEADER_OR_FOLLOWER only for a partition hosted without a log),
+    /// UNKNOWN_TOPIC_OR_PARTITION when not hosted. An ongoing transaction shows its first
+    /// offset, which is what an operator aborts a hanging transaction by.
+    fn active_producers(&self, tp: TopicPartition<'_>) -> Result<Vec<ActiveProducer>, ErrorCode>;
+
+    /// WriteTxnMarkers for one partition (Kafka's `ReplicaManager.appendRecords` of a marker,
+    /// origin coordinator): written as the leader with acks −1 and the partition's
+    /// `min.insync.replicas` (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS), the COMMIT/ABORT
+    /// control batch at the current leader epoch, fenced by the producer state
+    /// (TRANSACTION_COORDINATOR_FENCED for a coordinator epoch below the last marker's,
+    /// INVALID_PRODUCER_EPOCH for an older producer epoch); the marker ends the producer's
+    /// transaction, so the LSO moves past it once it is the first open one.
+    /// UNKNOWN_TOPIC_OR_PARTITION when not hosted. The handler answers once the HW passes the
+    /// marker (through [`delayed_operation_target`](PartitionStore::delayed_operation_target)).
+    fn append_txn_marker(
+        &self,
+        tp: TopicPartition<'_>,
+        marker: &EndTxnMarker,
+        now_ms: i64,
+    ) -> Result<MarkerAppended, PartitionError>;
+
+    /// DeleteRecords on the leader (Kafka's `Partition.deleteRecordsOnLeader`): `offset` −1 is
+    /// the HW; NOT_LEADER_OR_FOLLOWER on a follower, OFFSET_OUT_OF_RANGE beyond the HW; the log
+    /// start moves up to the offset (never down) and the low watermark is returned, computed
+    /// over the replicas `is_alive` admits. The handler answers once every live replica's log
+    /// start reaches the offset (through
+    /// [`delayed_operation_target`](PartitionStore::delayed_operation_target), Kafka's
+    /// `DelayedDeleteRecords`). UNKNOWN_TOPIC_OR_PARTITION when not hosted.
+    fn delete_records(
+        &self,
+        tp: TopicPartition<'_>,
+        offset: i64,
+        is_alive: &dyn Fn(i32) -> bool,
+    ) -> Result<DeleteRecordsOutcome, PartitionError>;
 }

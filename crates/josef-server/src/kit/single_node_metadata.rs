@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use josef_protocol::{ErrorCode, Uuid};
 
-use super::metadata_view::{BrokerEndpoint, MetadataView, PartitionMetadata, TopicMetadata};
+use super::metadata_view::{
+    BrokerEndpoint, CreateTopicFuture, MetadataView, PartitionMetadata, TopicMetadata,
+};
 use crate::config::BrokerConfig;
 use crate::connection::ConnectionInfo;
 use crate::topics::{Topic, TopicManager, GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC};
@@ -53,7 +55,7 @@ impl MetadataView for SingleNodeMetadata {
             node_id: self.config.node_id,
             host,
             port: i32::from(port),
-            rack: None,
+            rack: self.config.broker_rack.clone(),
         }]
     }
 
@@ -73,7 +75,14 @@ impl MetadataView for SingleNodeMetadata {
         self.topics.get_by_id(&id).map(|t| self.describe(&t))
     }
 
-    fn create_topic(&self, name: &str) -> Result<(), ErrorCode> {
+    fn create_topic<'a>(&'a self, name: &'a str) -> CreateTopicFuture<'a> {
+        Box::pin(std::future::ready(self.create_now(name)))
+    }
+}
+
+impl SingleNodeMetadata {
+    /// The topic is created here and now, in this node's topics.
+    fn create_now(&self, name: &str) -> Result<(), ErrorCode> {
         if name == GROUP_METADATA_TOPIC || name == TRANSACTION_STATE_TOPIC {
             return self
                 .topics

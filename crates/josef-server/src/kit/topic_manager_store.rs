@@ -5,10 +5,15 @@ use std::sync::Arc;
 
 use josef_protocol::{ErrorCode, Uuid};
 use josef_records::BatchHeader;
+use josef_sequencer::EndTxnMarker;
 
-use super::partition_store::{PartitionStore, ProduceSettings, TopicPartition};
+use super::partition_store::{
+    MarkerAppended, PartitionStore, PreparedBatch, ProduceError, ProduceSettings, Produced,
+    TopicPartition,
+};
 use crate::partition::{
-    ClientBatch, FetchIsolation, Partition, PartitionError, ProduceResult, ReadParams, ReadResult,
+    ActiveProducer, ClientBatch, DeleteRecordsOutcome, EpochEndOffset, FetchIsolation, Partition,
+    PartitionError, ProduceResult, ReadParams, ReadResult,
 };
 use crate::topics::TopicManager;
 
@@ -16,6 +21,15 @@ impl TopicManager {
     fn hosted(&self, tp: TopicPartition<'_>) -> Result<Arc<Partition>, ErrorCode> {
         self.partition(tp.topic, tp.partition)
             .ok_or(ErrorCode::UnknownTopicOrPartition)
+    }
+}
+
+/// A partition's produce settings, parsed from the topic's configs when the partition opened
+/// and on every change, so nothing is parsed per request.
+fn produce_settings_of(p: &Partition) -> ProduceSettings {
+    ProduceSettings {
+        validation: p.validation_config(),
+        min_insync_replicas: p.min_insync_replicas(),
     }
 }
 
@@ -55,11 +69,32 @@ impl PartitionStore for TopicManager {
 
     fn produce_settings(&self, tp: TopicPartition<'_>) -> Result<ProduceSettings, ErrorCode> {
         let p = self.hosted(tp)?;
-        // Parsed from the topic's configs when the partition opened and on every change, so
-        // nothing is parsed per request.
-        Ok(ProduceSettings {
-            validation: p.validation_config(),
-            min_insync_replicas: p.min_insync_replicas(),
+        Ok(produce_settings_of(&p))
+    }
+
+    fn produce(
+        &self,
+        tp: TopicPartition<'_>,
+        acks: i16,
+        now_ms: i64,
+        prepare: &mut dyn FnMut(&ProduceSettings) -> Result<PreparedBatch, ProduceError>,
+    ) -> Result<Produced, ProduceError> {
+        // The default's steps on the partition found once: every lookup takes the topics' lock.
+        let p = self.hosted(tp)?;
+        let settings = produce_settings_of(&p);
+        let prepared = prepare(&settings)?;
+        let min_insync_replicas = settings.min_insync_replicas;
+        let result = p.append_from_client(
+            prepared.batch,
+            &prepared.header,
+            acks,
+            min_insync_replicas,
+            now_ms,
+        )?;
+        Ok(Produced {
+            result,
+            min_insync_replicas,
+            wait_on: (acks == -1).then_some(p),
         })
     }
 
@@ -90,5 +125,44 @@ impl PartitionStore for TopicManager {
 
     fn delayed_operation_target(&self, tp: TopicPartition<'_>) -> Option<Arc<Partition>> {
         self.partition(tp.topic, tp.partition)
+    }
+
+    fn end_offset_for_leader_epoch(
+        &self,
+        tp: TopicPartition<'_>,
+        current_leader_epoch: i32,
+        leader_epoch: i32,
+    ) -> Result<EpochEndOffset, ErrorCode> {
+        self.hosted(tp)?
+            .last_offset_for_leader_epoch(current_leader_epoch, leader_epoch)
+    }
+
+    fn active_producers(&self, tp: TopicPartition<'_>) -> Result<Vec<ActiveProducer>, ErrorCode> {
+        Ok(self.hosted(tp)?.active_producers())
+    }
+
+    fn append_txn_marker(
+        &self,
+        tp: TopicPartition<'_>,
+        marker: &EndTxnMarker,
+        now_ms: i64,
+    ) -> Result<MarkerAppended, PartitionError> {
+        let p = self.hosted(tp)?;
+        let min_insync_replicas = p.min_insync_replicas();
+        let offset = p.append_txn_marker(marker, -1, min_insync_replicas, now_ms)?;
+        Ok(MarkerAppended {
+            offset,
+            leader_epoch: p.leader_epoch(),
+            min_insync_replicas,
+        })
+    }
+
+    fn delete_records(
+        &self,
+        tp: TopicPartition<'_>,
+        offset: i64,
+        is_alive: &dyn Fn(i32) -> bool,
+    ) -> Result<DeleteRecordsOutcome, PartitionError> {
+        self.hosted(tp)?.delete_records_on_leader(offset, is_alive)
     }
 }

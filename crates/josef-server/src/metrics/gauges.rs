@@ -9,6 +9,7 @@ use josef_metrics::text::{
 };
 use josef_metrics::{MetricsSource, Recorder};
 
+use crate::replication_quotas::Direction;
 use crate::state::BrokerState;
 
 /// What the broker's `/metrics` answers: the recorder's series, then the state gauges.
@@ -140,6 +141,20 @@ pub fn render(state: &BrokerState, out: &mut String) {
             );
         }
     }
+    let now = crate::topics::now_ms() as u64;
+    let rq = &state.replication_quotas;
+    gauge(
+        out,
+        crate::replication_quotas::LEADER_BYTE_RATE,
+        "kafka.server:type=LeaderReplication,name=byte-rate",
+        rq.byte_rate(Direction::Leader, now),
+    );
+    gauge(
+        out,
+        crate::replication_quotas::FOLLOWER_BYTE_RATE,
+        "kafka.server:type=FollowerReplication,name=byte-rate",
+        rq.byte_rate(Direction::Follower, now),
+    );
     gauge(
         out,
         NUM_GROUPS,

@@ -3,11 +3,14 @@
 //! connection (see [`call`]), no retries: a test sees each answer's error code as the broker
 //! gave it, and decides itself what to retry.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use josef_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
+use josef_protocol::messages::create_topics_request::{
+    CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
+};
 use josef_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use josef_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use josef_protocol::messages::{CreateTopicsRequest, FetchRequest, ProduceRequest};
@@ -33,8 +36,9 @@ pub fn create_topic(
     replication_factor: i16,
     configs: &[(&str, &str)],
 ) -> Result<i16, Error> {
-    let req = CreateTopicsRequest {
-        topics: vec![CreatableTopic {
+    create(
+        addr,
+        CreatableTopic {
             name: name.into(),
             num_partitions: partitions,
             replication_factor,
@@ -47,7 +51,32 @@ pub fn create_topic(
                 })
                 .collect(),
             ..Default::default()
-        }],
+        },
+    )
+}
+
+/// Creates topic `name` with one partition on exactly `replicas` (the first is the preferred
+/// leader) and no configs; the topic's error code, as [`create_topic`].
+pub fn create_topic_assigned(addr: SocketAddr, name: &str, replicas: &[i32]) -> Result<i16, Error> {
+    create(
+        addr,
+        CreatableTopic {
+            name: name.into(),
+            num_partitions: -1,
+            replication_factor: -1,
+            assignments: vec![CreatableReplicaAssignment {
+                partition_index: 0,
+                broker_ids: replicas.iter().copied().collect(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        },
+    )
+}
+
+fn create(addr: SocketAddr, topic: CreatableTopic) -> Result<i16, Error> {
+    let req = CreateTopicsRequest {
+        topics: vec![topic],
         timeout_ms: 30_000,
         ..Default::default()
     };
@@ -63,6 +92,70 @@ pub fn create_topic(
         }
         other => Err(unexpected(addr, "CreateTopics", &other)),
     }
+}
+
+/// Partition `partition` of `topic` as every node of `nodes` describes it, when they agree on
+/// its leader and ISR size and `ok` holds; `None` while any node cannot answer or they differ.
+pub fn agreed_partition(
+    addrs: &BTreeMap<i32, SocketAddr>,
+    nodes: &[i32],
+    topic: &str,
+    partition: i32,
+    ok: impl Fn(&PartitionState) -> bool,
+) -> Option<PartitionState> {
+    let views: Vec<PartitionState> = nodes
+        .iter()
+        .map(|n| {
+            self::partition(*addrs.get(n)?, topic, partition)
+                .ok()
+                .flatten()
+        })
+        .collect::<Option<_>>()?;
+    let first = views.first()?.clone();
+    (views
+        .iter()
+        .all(|v| v.leader == first.leader && v.isr.len() == first.isr.len())
+        && ok(&first))
+    .then_some(first)
+}
+
+/// Creates `topic` with one partition replicated on every node of `addrs` and
+/// `min.insync.replicas` = `min_insync`, through the first node, then waits (at most `timeout`)
+/// until every node names the same leader with all of them in the ISR: that state.
+pub fn create_in_sync_topic(
+    addrs: &BTreeMap<i32, SocketAddr>,
+    topic: &str,
+    min_insync: usize,
+    timeout: Duration,
+) -> Result<PartitionState, Error> {
+    let (&first, nodes) = match addrs.values().next() {
+        Some(a) => (a, addrs.keys().copied().collect::<Vec<i32>>()),
+        None => return Err(Error::Invalid("no node to create a topic on".into())),
+    };
+    let replicas = i16::try_from(nodes.len()).unwrap_or(i16::MAX);
+    let min_isr = min_insync.to_string();
+    let code = create_topic(
+        first,
+        topic,
+        1,
+        replicas,
+        &[("min.insync.replicas", &min_isr)],
+    )?;
+    if code != 0 {
+        return Err(Error::Request {
+            addr: first,
+            reason: format!("CreateTopics {topic}: error {code}"),
+        });
+    }
+    crate::wait_for(timeout, Duration::from_millis(100), || {
+        agreed_partition(addrs, &nodes, topic, 0, |p| {
+            p.leader >= 0 && p.isr.len() == nodes.len()
+        })
+    })
+    .ok_or_else(|| Error::Request {
+        addr: first,
+        reason: format!("{topic}: no leader with a full ISR on every node within {timeout:?}"),
+    })
 }
 
 /// A partition's answer to a produce.
@@ -152,19 +245,21 @@ pub struct Fetched {
     pub records: Vec<Record>,
 }
 
-/// Fetch v12 at `addr` (a consumer's, read_uncommitted, no wait) of `topic`-`partition` from
-/// `offset`, at most `max_bytes`.
-pub fn fetch(
-    addr: SocketAddr,
+/// A consumer's one-partition Fetch (no session, no wait, no leader epoch) of `topic`-`partition`
+/// from `offset`, at most `max_bytes`, with `isolation_level` (0 read_uncommitted, 1
+/// read_committed).
+pub(crate) fn consumer_fetch(
     topic: &str,
     partition: i32,
     offset: i64,
     max_bytes: i32,
-) -> Result<Fetched, Error> {
-    let req = FetchRequest {
+    isolation_level: i8,
+) -> FetchRequest {
+    FetchRequest {
         replica_id: -1,
         max_wait_ms: 0,
         max_bytes,
+        isolation_level,
         session_epoch: -1,
         topics: vec![FetchTopic {
             topic: topic.into(),
@@ -180,7 +275,19 @@ pub fn fetch(
             ..Default::default()
         }],
         ..Default::default()
-    };
+    }
+}
+
+/// Fetch v12 at `addr` (a consumer's, read_uncommitted, no wait) of `topic`-`partition` from
+/// `offset`, at most `max_bytes`.
+pub fn fetch(
+    addr: SocketAddr,
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    max_bytes: i32,
+) -> Result<Fetched, Error> {
+    let req = consumer_fetch(topic, partition, offset, max_bytes, 0);
     let r = match call(addr, 12, req.into())? {
         ResponseBody::Fetch(r) => r,
         other => return Err(unexpected(addr, "Fetch", &other)),

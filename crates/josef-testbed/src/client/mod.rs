@@ -6,7 +6,8 @@ mod data;
 mod txn;
 
 pub use data::{
-    create_topic, fetch, partition, produce, read_all, Fetched, PartitionState, Produced, Record,
+    agreed_partition, create_in_sync_topic, create_topic, create_topic_assigned, fetch, partition,
+    produce, read_all, Fetched, PartitionState, Produced, Record,
 };
 pub use txn::{
     fetch_read_committed, init_producer_id, partition_leader, transaction_coordinator,

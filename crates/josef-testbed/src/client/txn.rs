@@ -3,9 +3,8 @@
 
 use std::net::SocketAddr;
 
-use josef_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use josef_protocol::messages::fetch_response::PartitionData;
-use josef_protocol::messages::{FetchRequest, FindCoordinatorRequest, InitProducerIdRequest};
+use josef_protocol::messages::{FindCoordinatorRequest, InitProducerIdRequest};
 use josef_protocol::{ErrorCode, ResponseBody};
 
 use super::{call, metadata};
@@ -74,26 +73,7 @@ pub fn fetch_read_committed(
     topic: &str,
     partition: i32,
 ) -> Option<PartitionData> {
-    let req = FetchRequest {
-        replica_id: -1,
-        max_bytes: 1 << 20,
-        isolation_level: 1,
-        session_epoch: -1,
-        topics: vec![FetchTopic {
-            topic: topic.into(),
-            partitions: vec![FetchPartition {
-                partition,
-                fetch_offset: 0,
-                partition_max_bytes: 1 << 20,
-                current_leader_epoch: -1,
-                last_fetched_epoch: -1,
-                log_start_offset: -1,
-                ..Default::default()
-            }],
-            ..Default::default()
-        }],
-        ..Default::default()
-    };
+    let req = super::data::consumer_fetch(topic, partition, 0, 1 << 20, 1);
     let ResponseBody::Fetch(r) = call(addr, 12, req.into()).ok()? else {
         return None;
     };
