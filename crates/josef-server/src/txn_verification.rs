@@ -14,20 +14,22 @@
 //! ([`add_offsets_partition`]).
 
 use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 use josef_protocol::messages::ProduceRequest;
-use josef_protocol::{ErrorCode, RequestBody, ResponseBody};
+use josef_protocol::{ApiKey, ErrorCode, RequestBody, RequestHeader, ResponseBody};
 use josef_records::BatchHeader;
 use josef_txn::{
     wire, AddPartitionsToTxnRequest, AddPartitionsToTxnResult, PartitionTxnState, TopicPartition,
-    TransactionalAppend, TxnError, TxnReply, Verification, ADD_PARTITIONS_TO_TXN_V2_VERSION,
+    TransactionalAppend, TxnError, Verification, ADD_PARTITIONS_TO_TXN_V2_VERSION,
     VERIFY_ADD_PARTITIONS_TO_TXN_VERSION,
 };
 
+use crate::connection::ConnectionInfo;
+use crate::kit::coordinators::CoordinatorRequest;
 use crate::state::BrokerState;
-use crate::topics::{now_ms, TRANSACTION_STATE_TOPIC};
-use crate::txns::Env;
+use crate::topics::TRANSACTION_STATE_TOPIC;
 
 /// How long a leader waits for the coordinator's answer.
 const VERIFY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -212,14 +214,24 @@ async fn add_with_retries(
 }
 
 /// The coordinator's answer for `req` (verify-only, or adding the partitions for a v2
-/// producer): in-process when this broker coordinates the id (always on a single node), else
-/// from the leader of its `__transaction_state` partition.
+/// producer): from the state's transaction coordinator when this broker coordinates the id
+/// (always on a single node), else from the leader of its `__transaction_state` partition. Both
+/// ask with the AddPartitionsToTxn request (v4+, the broker-to-broker form) Kafka's
+/// `AddPartitionsToTxnManager` sends, so a builder's coordinator set on the state
+/// ([`BrokerState::with_txn_coordinator`](crate::state::BrokerState::with_txn_coordinator))
+/// answers the verifications of its own transactions.
 pub async fn ask_coordinator(
     state: &BrokerState,
     req: &AddPartitionsToTxnRequest,
 ) -> AddPartitionsToTxnResult {
     let unavailable =
         || AddPartitionsToTxnResult::uniform(req, Some(TxnError::CoordinatorNotAvailable));
+    let version = if req.verify_only {
+        VERIFY_ADD_PARTITIONS_TO_TXN_VERSION
+    } else {
+        ADD_PARTITIONS_TO_TXN_V2_VERSION
+    };
+    let body = wire::add_partitions_to_txn_verify_request(req);
     if let Some(node) = &state.cluster {
         let p = josef_txn::partition_for(
             &req.transactional_id,
@@ -234,20 +246,14 @@ pub async fn ask_coordinator(
             return unavailable();
         }
         if leader != node.node_id {
-            let body =
-                RequestBody::AddPartitionsToTxn(wire::add_partitions_to_txn_verify_request(req));
             return match state
                 .txns
                 .verification_connections()
                 .call(
                     node,
                     leader,
-                    body,
-                    if req.verify_only {
-                        VERIFY_ADD_PARTITIONS_TO_TXN_VERSION
-                    } else {
-                        ADD_PARTITIONS_TO_TXN_V2_VERSION
-                    },
+                    RequestBody::AddPartitionsToTxn(body),
+                    version,
                     VERIFY_TIMEOUT,
                 )
                 .await
@@ -259,27 +265,26 @@ pub async fn ask_coordinator(
             };
         }
     }
-    let reply = state
-        .txns
-        .call(
-            &Env::of(state),
-            state.cluster.as_deref(),
-            &req.transactional_id,
-            |c, _, ctx| c.add_partitions_to_txn(req, now_ms(), client_version(req), ctx),
-        )
-        .await;
-    match reply {
-        Some(TxnReply::AddPartitionsToTxn(r)) => r,
-        _ => unavailable(),
-    }
+    let header = RequestHeader {
+        request_api_key: ApiKey::AddPartitionsToTxn as i16,
+        request_api_version: version,
+        client_id: Some(VERIFICATION_CLIENT_ID.into()),
+        ..RequestHeader::default()
+    };
+    let conn = ConnectionInfo::new(
+        VERIFICATION_CLIENT_ID,
+        0,
+        SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+    );
+    let rq = CoordinatorRequest {
+        state,
+        conn: &conn,
+        header: &header,
+    };
+    let answer = state.txn_coordinator.add_partitions_to_txn(rq, body).await;
+    wire::add_partitions_to_txn_result_for(req, &answer)
 }
 
-/// The client version the coordinator sees in `req`: transactions v2 when it adds partitions (a
-/// v2 producer's Produce / TxnOffsetCommit), as AddPartitionsToTxn v5 says over the network.
-fn client_version(req: &AddPartitionsToTxnRequest) -> josef_txn::TransactionVersion {
-    if req.verify_only {
-        wire::add_partitions_client_version(VERIFY_ADD_PARTITIONS_TO_TXN_VERSION)
-    } else {
-        wire::add_partitions_client_version(ADD_PARTITIONS_TO_TXN_V2_VERSION)
-    }
-}
+/// The client id (and listener name) a verification asked in-process carries, so a builder's
+/// coordinator can tell it from a client's request.
+pub const VERIFICATION_CLIENT_ID: &str = "josef-txn-verification";

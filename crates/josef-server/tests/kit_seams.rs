@@ -885,7 +885,14 @@ async fn every_group_and_transaction_api_goes_through_the_plugged_in_coordinator
             tokio::time::timeout(std::time::Duration::from_secs(20), c.call(version, body)).await;
         assert!(answered.is_ok(), "{api} was not answered");
         let now = seen.lock().unwrap()[before..].to_vec();
-        if now != [api] {
+        // A TxnOffsetCommit below v5 is verified with the transaction coordinator (KIP-890),
+        // the one plugged in too.
+        let expected: &[&str] = if api == "txn_offset_commit" {
+            &["txn_offset_commit", "add_partitions_to_txn"]
+        } else {
+            &[api]
+        };
+        if now != expected {
             around.push(format!("{api}: the coordinators saw {now:?}"));
         }
     }
@@ -921,6 +928,46 @@ async fn every_group_and_transaction_api_goes_through_the_plugged_in_coordinator
     assert!(
         around.is_empty(),
         "went around the coordinators: {around:#?}"
+    );
+    stop.cancel();
+}
+
+/// KIP-890 verification asks the transaction coordinator set on the state: a transactional
+/// Produce (v9, transactions v1) for a partition never added to the transaction is checked with
+/// the coordinator plugged in (the broker-to-broker AddPartitionsToTxn, verify only), and its
+/// answer (the partition is not in the transaction) refuses the append.
+#[tokio::test]
+async fn produce_verification_asks_the_plugged_in_transaction_coordinator() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = open_state(dir.path());
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let counting = Arc::new(CountingCoordinators {
+        groups: state.group_coordinator.clone(),
+        txns: state.txn_coordinator.clone(),
+        seen: seen.clone(),
+    });
+    let (mut c, stop) = serve(state.with_txn_coordinator(counting));
+    create_topic(&mut c, "v", 1).await;
+    let r = common::init_producer_id(&mut c, 4, "tx").await;
+    assert_eq!(r.error_code, 0);
+    let before = seen.lock().unwrap().len();
+    let batch = RecordBatchBuilder::new()
+        .producer(r.producer_id, r.producer_epoch, 0)
+        .transactional(true)
+        .record(0, None, Some(b"never added"))
+        .build_bytes()
+        .unwrap();
+    let mut req = common::produce_request("v", batch);
+    req.transactional_id = Some("tx".into());
+    let ResponseBody::Produce(p) = c.call(9, req).await else {
+        panic!("not a Produce response")
+    };
+    let error = p.responses[0].partition_responses[0].error_code;
+    assert_ne!(error, 0, "an append to a partition outside the transaction");
+    assert_eq!(
+        seen.lock().unwrap()[before..].to_vec(),
+        ["add_partitions_to_txn"],
+        "the verification went around the plugged-in coordinator"
     );
     stop.cancel();
 }

@@ -27,14 +27,16 @@
 //!   (josef-group's pure state machine, sharded by `__consumer_offsets` partition) and
 //!   [`TxnService`](crate::txns::TxnService) (josef-txn's, by `__transaction_state` partition),
 //!   with producer ids from josef-sequencer's `ProducerIdManager` over a
-//!   `ProducerIdBlockStore` (a builder's own block store is that trait). What a builder's
+//!   `ProducerIdBlockStore` (a builder's own block store is that trait).
 //!   Their background work (loading a coordinator partition when its leadership arrives,
 //!   timers) is theirs too: the broker calls the `tick` of the coordinators set
 //!   ([`BrokerState::tick_coordinators`](crate::state::BrokerState::tick_coordinators)), so
-//!   under a builder's coordinator Josef's shards are never loaded. What a builder's
+//!   under a builder's coordinator Josef's shards are never loaded. KIP-890's produce
+//!   verification asks the transaction coordinator set on the state (with the broker-to-broker
+//!   AddPartitionsToTxn request) when this broker coordinates the id. What a builder's
 //!   coordinator does not replace: FindCoordinator names the leader of the coordinator
-//!   partition from the [`MetadataView`], and KIP-890's produce verification and the marker
-//!   sender still talk to Josef's `TxnService`.
+//!   partition from the [`MetadataView`], and the transaction markers a builder's coordinator
+//!   decides are its own to send (Josef's marker sender serves Josef's coordinator).
 //!
 //! Every trait is held as `Arc<dyn Trait>` on the state ([`BrokerState::with_partition_store`],
 //! [`BrokerState::with_metadata_view`], `with_group_coordinator`, `with_txn_coordinator`): a handler costs one indirect call per partition or
