@@ -5,7 +5,9 @@
 //! syscalls otherwise:
 //! - one connection-owned read buffer (`read_buf`, no zeroing, no second copy through a
 //!   `BufReader`); every complete frame already buffered is handled before the next read, so a
-//!   client that pipelines requests costs one `recv` for several of them;
+//!   client that pipelines requests costs one `recv` for several of them; a connection waiting
+//!   with nothing buffered keeps only a small buffer (`connection/input.rs`);
+//! - the handler's future is boxed, so a connection's task is small whatever the handler;
 //! - responses of requests that complete at once are coalesced and written with one `send` when
 //!   the buffered input runs out; a request that has to wait (a parked fetch, a join) first
 //!   flushes the responses before it, so it never delays an earlier answer;
@@ -24,9 +26,11 @@ use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
 use josef_protocol::FrameChunks;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+mod input;
 
 /// What the connection knows about itself; handlers read it (e.g. the listener name for the
 /// advertised address in Metadata).
@@ -265,7 +269,7 @@ async fn run<S: Transport, H: FrameHandler>(
     sasl: &mut Option<crate::sasl_session::SaslConnection>,
 ) -> Stop {
     let peer = info.peer;
-    let mut input = BytesMut::with_capacity(READ_CHUNK);
+    let mut input = input::Input::default();
     let mut pending = Pending {
         buf: FrameChunks::new(),
         timers: Vec::new(),
@@ -287,8 +291,11 @@ async fn run<S: Transport, H: FrameHandler>(
                     .min(i32::try_from(m).unwrap_or(i32::MAX)),
                 None => limits.max_request_bytes,
             };
-            let frame = match next_frame(&mut input, max) {
-                Ok(Some(f)) => f,
+            let frame = match next_frame(&mut input.buf, max) {
+                Ok(Some(f)) => {
+                    input.request_seen(4 + f.len());
+                    f
+                }
                 Ok(None) => break,
                 Err(size) => {
                     tracing::warn!(peer = %peer, size, max = limits.max_request_bytes,
@@ -306,7 +313,10 @@ async fn run<S: Transport, H: FrameHandler>(
             let outcome = match gate {
                 crate::sasl_session::Gate::Answer(o) => o,
                 crate::sasl_session::Gate::Handle => {
-                    let mut fut = pin!(handler.handle(info, frame));
+                    // Boxed: the broker's handler future (its dispatch of every API) is many
+                    // KiB, and inline it would size every connection's task, idle ones too. One
+                    // allocation and a copy of the future per request are the price.
+                    let mut fut = Box::pin(handler.handle(info, frame));
                     // Poll once: most requests complete at once and their responses are
                     // coalesced; one that has to wait must not hold back the responses before it.
                     match futures::poll!(fut.as_mut()) {
@@ -381,15 +391,14 @@ async fn run<S: Transport, H: FrameHandler>(
             tracing::debug!(peer = %peer, error = %e, "response write failed");
             return Stop::Quiet;
         }
-        if input.is_empty() && input.capacity() > 4 * READ_CHUNK {
-            // A large request went through: an idle connection keeps only a chunk.
-            input = BytesMut::with_capacity(READ_CHUNK);
+        if input.buf.is_empty() && input.buf.capacity() > 4 * READ_CHUNK {
+            // A large request went through: a busy connection keeps only a chunk.
+            input.buf = BytesMut::new();
         }
-        reserve_for_next(&mut input);
         let read = tokio::select! {
             biased;
             _ = &mut cancelled => return Stop::Quiet,
-            r = stream.read_buf(&mut input) => r,
+            r = input.read_from(stream) => r,
             _ = &mut idle_timer, if limits.idle_timeout.is_some() => {
                 let deadline = last_activity + idle;
                 if Instant::now() >= deadline {
@@ -402,7 +411,7 @@ async fn run<S: Transport, H: FrameHandler>(
         };
         match read {
             Ok(0) => {
-                if !input.is_empty() {
+                if !input.buf.is_empty() {
                     tracing::debug!(peer = %peer, "connection closed mid-request");
                 }
                 return Stop::Quiet;

@@ -1,0 +1,118 @@
+//! The connection's read buffer, and how much of it a connection keeps while it waits.
+//!
+//! Most connections of a broker wait most of the time (idle consumers between fetches, producers
+//! between batches, clients that connected and sent nothing), so what a waiting connection holds
+//! is memory per connection. A read with nothing buffered is first tried with a whole
+//! [`READ_CHUNK`]: when the client's bytes are already there (a busy or pipelining client) they go
+//! straight into it, as before. When nothing is there yet, the chunk is given back and the wait
+//! reads into a buffer the size of the client's last request (at least [`WAIT_MIN`]): a client
+//! that sends requests of one size one at a time still gets each in one `recv`, and one that
+//! connected and sent nothing holds [`WAIT_MIN`] bytes.
+
+use std::pin::pin;
+use std::task::Poll;
+
+use bytes::BytesMut;
+use tokio::io::AsyncReadExt;
+
+use super::{reserve_for_next, Transport, READ_CHUNK};
+
+/// The smallest buffer a waiting connection reads into: most requests of consumers and of
+/// group members (Fetch, Heartbeat, OffsetCommit, Metadata) fit.
+pub(super) const WAIT_MIN: usize = 512;
+
+/// Bytes read from the client and not yet split into frames.
+#[derive(Debug, Default)]
+pub(super) struct Input {
+    /// The bytes.
+    pub(super) buf: BytesMut,
+    /// Size (prefix included) of the last complete request: how much the next one likely needs.
+    last_request: usize,
+}
+
+impl Input {
+    /// Notes a complete request of `size` bytes (prefix included) split off the buffer.
+    pub(super) fn request_seen(&mut self, size: usize) {
+        self.last_request = size;
+    }
+
+    /// The bytes to wait with when nothing is buffered.
+    fn wait_size(&self) -> usize {
+        self.last_request.clamp(WAIT_MIN, READ_CHUNK)
+    }
+
+    /// Reads what the client sends next; `Ok(0)` is the end of the stream. Cancel safe: bytes
+    /// read before a cancellation are in the buffer.
+    pub(super) async fn read_from<S: Transport>(
+        &mut self,
+        stream: &mut S,
+    ) -> std::io::Result<usize> {
+        reserve_for_next(&mut self.buf);
+        if !self.buf.is_empty() {
+            return stream.read_buf(&mut self.buf).await;
+        }
+        {
+            let mut read = pin!(stream.read_buf(&mut self.buf));
+            if let Poll::Ready(r) = futures::poll!(read.as_mut()) {
+                return r;
+            }
+        }
+        // A `Pending` read left the buffer as it was: empty.
+        self.buf = BytesMut::with_capacity(self.wait_size());
+        stream.read_buf(&mut self.buf).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+
+    #[tokio::test]
+    async fn a_connection_waiting_with_nothing_buffered_holds_no_read_chunk() {
+        let (mut client, mut server) = tokio::io::duplex(64 * 1024);
+        let mut input = Input::default();
+        // Cancelled while waiting, as the connection's `select!` does when its idle timer fires.
+        {
+            let mut read = pin!(input.read_from(&mut server));
+            assert!(futures::poll!(read.as_mut()).is_pending());
+        }
+        assert!(input.buf.is_empty());
+        assert!(
+            input.buf.capacity() < READ_CHUNK / 4,
+            "a waiting connection holds {} bytes",
+            input.buf.capacity()
+        );
+        // What arrives during a wait is read.
+        {
+            let mut read = pin!(input.read_from(&mut server));
+            assert!(futures::poll!(read.as_mut()).is_pending());
+            client.write_all(b"abc").await.unwrap();
+            assert_eq!(read.await.unwrap(), 3);
+        }
+        assert_eq!(&input.buf[..], b"abc");
+    }
+
+    #[tokio::test]
+    async fn bytes_already_there_are_read_into_a_whole_chunk() {
+        let (mut client, mut server) = tokio::io::duplex(64 * 1024);
+        client.write_all(&[7u8; 10_000]).await.unwrap();
+        let mut input = Input::default();
+        assert_eq!(input.read_from(&mut server).await.unwrap(), 10_000);
+        assert!(input.buf.capacity() >= READ_CHUNK);
+    }
+
+    #[tokio::test]
+    async fn a_request_as_large_as_the_last_one_is_read_whole_after_a_wait() {
+        let (mut client, mut server) = tokio::io::duplex(64 * 1024);
+        let mut input = Input::default();
+        input.request_seen(3000);
+        {
+            let mut read = pin!(input.read_from(&mut server));
+            assert!(futures::poll!(read.as_mut()).is_pending());
+            client.write_all(&[1u8; 3000]).await.unwrap();
+            assert_eq!(read.await.unwrap(), 3000);
+        }
+        assert!(input.buf.capacity() < READ_CHUNK);
+    }
+}
