@@ -34,7 +34,9 @@ pub struct Broker {
     server: Server<BrokerState>,
     cluster: Option<Arc<crate::cluster::ClusterNode>>,
     background: tokio::task::JoinHandle<()>,
-    /// The `log.cleaner.threads` cleaner workers.
+    /// The log cleaner (none with `log.cleaner.enable=false`).
+    log_cleaner: Option<Arc<crate::log_cleaner::LogCleaner>>,
+    /// The task running the log cleaner's `log.cleaner.threads` workers.
     cleaners: Vec<tokio::task::JoinHandle<()>>,
     /// Writes the log dirs' checkpoints periodically.
     checkpointer: tokio::task::JoinHandle<()>,
@@ -109,15 +111,19 @@ impl Broker {
                 }
             })
         };
-        let cleaners = if config.log_cleaner_enable {
-            Arc::new(crate::log_cleaner::LogCleaner::new()).spawn(
-                state.topics.clone(),
-                config.log_cleaner_threads,
-                Duration::from_millis(config.log_cleaner_backoff_ms.max(0) as u64),
-            )
-        } else {
-            Vec::new()
-        };
+        let log_cleaner = config
+            .log_cleaner_enable
+            .then(|| Arc::new(crate::log_cleaner::LogCleaner::new()));
+        let cleaners: Vec<_> = log_cleaner
+            .iter()
+            .map(|c| {
+                c.run(
+                    state.topics.clone(),
+                    state.dynamic.cleaner_threads(),
+                    Duration::from_millis(config.log_cleaner_backoff_ms.max(0) as u64),
+                )
+            })
+            .collect();
         let checkpointer = {
             let state = state.clone();
             // Kafka has a task per file; both files are written at the shorter of the two
@@ -229,6 +235,7 @@ impl Broker {
             server,
             cluster,
             background,
+            log_cleaner,
             cleaners,
             checkpointer,
         })
@@ -264,6 +271,11 @@ impl Broker {
     /// The cluster side of the node, if it is part of a cluster.
     pub fn cluster(&self) -> Option<&Arc<crate::cluster::ClusterNode>> {
         self.cluster.as_ref()
+    }
+
+    /// The log cleaner, unless `log.cleaner.enable=false`.
+    pub fn log_cleaner(&self) -> Option<&Arc<crate::log_cleaner::LogCleaner>> {
+        self.log_cleaner.as_ref()
     }
 
     /// The shared state (for tests and embedding).

@@ -19,9 +19,12 @@
 //! [`crate::replication_quotas`] from the same image (the cluster publisher refreshes them before
 //! it gives partitions to the replica fetchers).
 //!
-//! Settings Kafka can change dynamically but Josef has nothing to apply to (thread pools,
-//! `log.cleaner.*` tuning, remote storage, metric reporters, ...) are accepted and stored, as
-//! Kafka accepts them, and described; they change nothing here.
+//! `log.cleaner.threads` goes to the log cleaner, which starts or stops workers to match
+//! ([`DynamicBrokerConfig::cleaner_threads`]).
+//!
+//! Settings Kafka can change dynamically but Josef has nothing to apply to (thread pools, the
+//! rest of the `log.cleaner.*` tuning, remote storage, metric reporters, ...) are accepted and
+//! stored, as Kafka accepts them, and described; they change nothing here.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -151,6 +154,20 @@ fn set_text(names: &BTreeSet<&str>) -> String {
 
 /// Checks a value of a topic config's broker synonym: its type first (Kafka's wording), then the
 /// topic config's own validator.
+/// `log.cleaner.threads` is a count of at least one (Kafka's `LogCleaner.validateReconfiguration`).
+fn validate_cleaner_threads(name: &str, value: &str) -> Result<(), String> {
+    if name != "log.cleaner.threads" {
+        return Ok(());
+    }
+    match value.trim().parse::<i32>() {
+        Err(_) => Err(format!(
+            "Invalid value {value} for configuration {name}: Not a number of type INT"
+        )),
+        Ok(n) if n < 1 => Err("Log cleaner threads should be at least 1".into()),
+        Ok(_) => Ok(()),
+    }
+}
+
 fn validate_log_value(name: &str, value: &str) -> Result<(), String> {
     let Some(def) = topic_config::by_synonym(name) else {
         return Ok(());
@@ -235,6 +252,7 @@ pub fn validate(props: &BTreeMap<String, String>, per_broker: bool) -> Result<()
     for (k, v) in props {
         validate_log_value(k, v)?;
         validate_byte_rate(k, v)?;
+        validate_cleaner_threads(k, v)?;
     }
     if !per_broker {
         let per_broker_only: BTreeSet<&str> = props
@@ -395,16 +413,27 @@ pub struct DynamicBrokerConfig {
     config: Arc<BrokerConfig>,
     applied: Mutex<Option<Layers>>,
     tls: Mutex<BTreeMap<String, TlsListener>>,
+    /// The effective `log.cleaner.threads`, which the log cleaner follows.
+    cleaner_threads: tokio::sync::watch::Sender<usize>,
 }
 
 impl DynamicBrokerConfig {
     /// Nothing applied yet, no TLS listener known.
     pub fn new(config: Arc<BrokerConfig>) -> Self {
+        let cleaner_threads = tokio::sync::watch::Sender::new(config.log_cleaner_threads);
         DynamicBrokerConfig {
             config,
             applied: Mutex::new(None),
             tls: Mutex::new(BTreeMap::new()),
+            cleaner_threads,
         }
+    }
+
+    /// The effective `log.cleaner.threads` (this broker's dynamic value, else the cluster
+    /// default, else the static one), updated as the configs change: what
+    /// [`LogCleaner::run`](crate::log_cleaner::LogCleaner::run) follows.
+    pub fn cleaner_threads(&self) -> tokio::sync::watch::Receiver<usize> {
+        self.cleaner_threads.subscribe()
     }
 
     /// The TLS listeners (by listener name) whose stores a per-broker update reloads; what the
@@ -461,6 +490,21 @@ impl DynamicBrokerConfig {
         if previous.per_broker != layers.per_broker {
             self.reload_tls(&layers.per_broker);
         }
+        let threads = match layers.get("log.cleaner.threads") {
+            Some((v, _)) => match v.trim().parse::<usize>() {
+                Ok(n) if n >= 1 => n,
+                _ => {
+                    tracing::warn!(value = %v, "dynamic log.cleaner.threads ignored: not a count of at least 1");
+                    self.config.log_cleaner_threads
+                }
+            },
+            None => self.config.log_cleaner_threads,
+        };
+        self.cleaner_threads.send_if_modified(|t| {
+            let changed = *t != threads;
+            *t = threads;
+            changed
+        });
     }
 
     /// Rebuilds each TLS listener's stores from the static settings and `per_broker`; one that

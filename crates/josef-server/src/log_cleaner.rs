@@ -1,11 +1,14 @@
 //! The log cleaner threads (Kafka's `LogCleaner`): `log.cleaner.threads` workers (default 1),
 //! each repeatedly cleaning the filthiest compacted partition that no other worker holds
 //! (josef-log's [`CleanerManager`] marks it in progress), and sleeping `log.cleaner.backoff.ms`
-//! when none needs cleaning. Nothing runs with `log.cleaner.enable=false`.
+//! when none needs cleaning. Nothing runs with `log.cleaner.enable=false`. The number of workers
+//! follows the dynamic `log.cleaner.threads` without a restart (Kafka's
+//! `LogCleaner.reconfigure`): a worker stopped while it cleans lets that cleaning finish.
 //!
 //! Retention (`log.retention.check.interval.ms`) stays in [`TopicManager::run_retention`]; as in
 //! Kafka, cleaning is the cleaner threads' alone, so a large compaction never delays retention.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,6 +25,24 @@ pub type LogKey = (Uuid, i32);
 #[derive(Debug, Default)]
 pub struct LogCleaner {
     manager: CleanerManager<LogKey>,
+    /// Workers running now.
+    running: AtomicUsize,
+}
+
+/// Counts a worker as running for as long as its task lives (an aborted task drops it).
+struct Running<'a>(&'a AtomicUsize);
+
+impl<'a> Running<'a> {
+    fn new(n: &'a AtomicUsize) -> Self {
+        n.fetch_add(1, Ordering::SeqCst);
+        Running(n)
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl LogCleaner {
@@ -93,32 +114,65 @@ impl LogCleaner {
         cleaned
     }
 
-    /// Starts the `log.cleaner.threads` workers over `topics` (none with `log.cleaner.enable`
-    /// false), at most [`MAX_CLEANER_THREADS`]: each cleans while a partition needs it, else
-    /// sleeps `backoff`.
-    pub fn spawn(
+    /// Workers running now.
+    pub fn running_workers(&self) -> usize {
+        self.running.load(Ordering::SeqCst)
+    }
+
+    /// Runs as many workers over `topics` as `threads` says (`log.cleaner.threads`, at most
+    /// [`MAX_CLEANER_THREADS`]), starting or stopping workers whenever it changes: each cleans
+    /// while a partition needs it, else sleeps `backoff`. Aborting the returned task stops every
+    /// worker (a cleaning in progress on the blocking pool finishes).
+    pub fn run(
         self: &Arc<Self>,
         topics: Arc<TopicManager>,
-        threads: usize,
+        mut threads: tokio::sync::watch::Receiver<usize>,
         backoff: Duration,
-    ) -> Vec<tokio::task::JoinHandle<()>> {
-        (0..cleaner_workers(threads))
-            .map(|_| {
-                let cleaner = self.clone();
-                let topics = topics.clone();
-                tokio::spawn(async move {
-                    loop {
-                        let (c, t) = (cleaner.clone(), topics.clone());
-                        let cleaned = tokio::task::spawn_blocking(move || c.clean_filthiest(&t))
-                            .await
-                            .unwrap_or(false);
-                        if !cleaned {
-                            tokio::time::sleep(backoff).await;
-                        }
+    ) -> tokio::task::JoinHandle<()> {
+        let cleaner = self.clone();
+        tokio::spawn(async move {
+            // Dropped with this task: every worker aborts with it.
+            let mut workers = tokio::task::JoinSet::new();
+            let mut handles: Vec<tokio::task::AbortHandle> = Vec::new();
+            loop {
+                let want = cleaner_workers(*threads.borrow_and_update());
+                if want != handles.len() {
+                    tracing::info!(
+                        from = handles.len(),
+                        to = want,
+                        "log cleaner threads changed"
+                    );
+                }
+                while handles.len() > want {
+                    if let Some(h) = handles.pop() {
+                        h.abort();
                     }
-                })
-            })
-            .collect()
+                }
+                while handles.len() < want {
+                    let (c, t) = (cleaner.clone(), topics.clone());
+                    handles.push(workers.spawn(async move { c.work(t, backoff).await }));
+                }
+                while workers.try_join_next().is_some() {}
+                if threads.changed().await.is_err() {
+                    // The setting can no longer change: keep the workers as they are.
+                    std::future::pending::<()>().await;
+                }
+            }
+        })
+    }
+
+    /// One worker's loop.
+    async fn work(self: Arc<Self>, topics: Arc<TopicManager>, backoff: Duration) {
+        let _running = Running::new(&self.running);
+        loop {
+            let (c, t) = (self.clone(), topics.clone());
+            let cleaned = tokio::task::spawn_blocking(move || c.clean_filthiest(&t))
+                .await
+                .unwrap_or(false);
+            if !cleaned {
+                tokio::time::sleep(backoff).await;
+            }
+        }
     }
 }
 
@@ -183,6 +237,35 @@ mod tests {
             (c.log_cleaner_threads, c.log_cleaner_backoff_ms),
             (1, 15_000)
         );
+    }
+
+    /// Waits (bounded) until `cleaner` runs `n` workers.
+    async fn until_running(cleaner: &LogCleaner, n: usize) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while cleaner.running_workers() != n {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{} workers running, not {n}",
+                cleaner.running_workers()
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn the_workers_follow_the_thread_count_as_it_changes() {
+        let topics = topics();
+        let cleaner = Arc::new(LogCleaner::new());
+        let (threads, rx) = tokio::sync::watch::channel(2);
+        let run = cleaner.run(topics, rx, Duration::from_millis(10));
+        until_running(&cleaner, 2).await;
+        threads.send(3).unwrap();
+        until_running(&cleaner, 3).await;
+        threads.send(1).unwrap();
+        until_running(&cleaner, 1).await;
+        // Stopping the run stops its workers.
+        run.abort();
+        until_running(&cleaner, 0).await;
     }
 
     #[test]

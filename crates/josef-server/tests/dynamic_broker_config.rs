@@ -151,6 +151,52 @@ async fn a_broker_default_rules_every_topic_that_does_not_override_it() {
     broker.shutdown().await;
 }
 
+/// Waits (bounded) until the broker's log cleaner runs `n` workers.
+async fn cleaner_workers(broker: &josef_server::Broker, n: usize) {
+    let cleaner = broker
+        .log_cleaner()
+        .expect("log.cleaner.enable is on by default");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while cleaner.running_workers() != n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} cleaner workers, not {n}",
+            cleaner.running_workers()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
+/// `log.cleaner.threads` is dynamic in Kafka (`LogCleaner.reconfigure`): the worker count follows
+/// this broker's value, else the cluster default, else the static one, without a restart; below 1
+/// is refused.
+#[tokio::test]
+async fn log_cleaner_threads_change_without_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start_with(dir.path(), &[("log.cleaner.threads", "1")]).await;
+    let mut c = Client::connect(&broker).await;
+    cleaner_workers(&broker, 1).await;
+    set(&mut c, "", "log.cleaner.threads", "2").await;
+    cleaner_workers(&broker, 2).await;
+    set(&mut c, "1", "log.cleaner.threads", "3").await;
+    cleaner_workers(&broker, 3).await;
+    delete(&mut c, "1", "log.cleaner.threads").await;
+    cleaner_workers(&broker, 2).await;
+    delete(&mut c, "", "log.cleaner.threads").await;
+    cleaner_workers(&broker, 1).await;
+    let (code, _) = alter(
+        &mut c,
+        BROKER,
+        "1",
+        &[("log.cleaner.threads", 0, Some("0"))],
+        false,
+    )
+    .await;
+    assert_eq!(code, ErrorCode::InvalidRequest.code());
+    cleaner_workers(&broker, 1).await;
+    broker.shutdown().await;
+}
+
 #[tokio::test]
 async fn retention_and_min_insync_follow_the_broker_default_and_survive_a_restart() {
     let dir = tempfile::tempdir().unwrap();
