@@ -11,6 +11,7 @@ command must listen on 127.0.0.1:{port} and stop cleanly on SIGTERM. Unset, noth
 """
 import contextlib
 import os
+import random
 import shlex
 import shutil
 import signal
@@ -36,7 +37,30 @@ def broker_binary() -> Path:
     raise RuntimeError("josef-broker binary not found: build it with `cargo build -p josef-broker`")
 
 
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (where outgoing connections' local ports come from)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port() -> int:
+    """A free 127.0.0.1 port below the ephemeral range when there is room: a port there cannot be taken
+    by some process's outgoing connection between now and the node binding it, nor while the node is
+    down for a restart (two cluster runs failed on "Address already in use" that way); port 0's pick,
+    from the ephemeral range, otherwise."""
+    low = _ephemeral_low()
+    if low > 11000:
+        for _ in range(200):
+            port = random.randrange(10000, low)
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

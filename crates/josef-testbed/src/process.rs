@@ -18,11 +18,50 @@ pub fn free_ports(n: usize) -> Result<Vec<u16>, Error> {
 
 /// `n` listeners on free 127.0.0.1 ports, held so that nothing else binds those ports (the fault
 /// proxies, bound to port 0, could be given one) until they are dropped.
+///
+/// The ports are below the kernel's ephemeral range when there is room: a port there cannot be
+/// taken by some process's outgoing connection between its release and the node binding it, nor
+/// while the node is down for a restart (cluster runs failed on "Address already in use" that
+/// way). Port 0's pick, from the ephemeral range, otherwise.
 pub(crate) fn reserve_ports(n: usize) -> Result<Vec<TcpListener>, Error> {
     (0..n)
-        .map(|_| TcpListener::bind("127.0.0.1:0"))
+        .map(|_| reserve_port())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Error::io("binding a free port", e))
+}
+
+fn reserve_port() -> std::io::Result<TcpListener> {
+    let low = ephemeral_low();
+    if low > 11_000 {
+        for attempt in 0..200u64 {
+            let port = 10_000 + (random(attempt) % u64::from(low - 10_000)) as u16;
+            if let Ok(l) = TcpListener::bind(("127.0.0.1", port)) {
+                return Ok(l);
+            }
+        }
+    }
+    TcpListener::bind("127.0.0.1:0")
+}
+
+/// The first port of `net.ipv4.ip_local_port_range` (32768 when it cannot be read).
+fn ephemeral_low() -> u16 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32_768)
+}
+
+/// A random number (std's per-process random hash keys, mixed with the time and `salt`).
+fn random(salt: u64) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(salt);
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.finish()
 }
 
 /// The ports of `listeners`.
@@ -192,6 +231,17 @@ mod tests {
         let p = free_ports(8).unwrap();
         let set: std::collections::BTreeSet<_> = p.iter().collect();
         assert_eq!(set.len(), 8);
+    }
+
+    #[test]
+    fn free_ports_are_below_the_ephemeral_range() {
+        let low = ephemeral_low();
+        if low <= 11_000 {
+            return; // No room below it on this machine: port 0's picks are used.
+        }
+        for p in free_ports(16).unwrap() {
+            assert!((10_000..low).contains(&p), "{p} is not below {low}");
+        }
     }
 
     #[test]
