@@ -103,6 +103,8 @@ pub struct CompactionTask {
     /// Aborted transactions overlapping the cleaned range, by first offset.
     aborted: Vec<AbortedTxn>,
     active_producers: Option<HashMap<i64, LastRecord>>,
+    /// The log's truncation count when the task was prepared.
+    truncations: u64,
 }
 
 /// Cleaned segments ready to be swapped in by [`Log::finish_compaction`].
@@ -116,6 +118,8 @@ pub struct CompactionResult {
     next_delete_horizon_ms: Option<i64>,
     now_ms: i64,
     stats: CompactionStats,
+    /// See [`CompactionTask`]'s.
+    truncations: u64,
 }
 
 /// What a compaction did.
@@ -198,6 +202,7 @@ impl Log {
             end_offset,
             aborted,
             active_producers: None,
+            truncations: self.truncations,
         }))
     }
 
@@ -294,10 +299,12 @@ impl Log {
     ) -> Result<CompactionStats, LogError> {
         let mut stats = result.stats;
         self.last_now_ms = result.now_ms;
-        let unchanged = result
-            .sources
-            .iter()
-            .all(|(base, size)| self.segments.get(base).is_some_and(|s| s.size() == *size))
+        // A truncation meanwhile aborts the cleaning, whatever the sources look like now.
+        let unchanged = result.truncations == self.truncations
+            && result
+                .sources
+                .iter()
+                .all(|(base, size)| self.segments.get(base).is_some_and(|s| s.size() == *size))
             && self.segments.range(result.end_offset..).next().is_some();
         if !unchanged {
             for (base, _) in &result.cleaned {
@@ -776,6 +783,7 @@ impl CompactionTask {
             next_delete_horizon_ms: next_horizon,
             now_ms: self.now_ms,
             stats,
+            truncations: self.truncations,
         })
     }
 

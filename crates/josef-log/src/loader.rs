@@ -433,6 +433,7 @@ pub(crate) fn load(
         next_delete_horizon_ms: None,
         pending_deletes: Vec::new(),
         last_now_ms: now_ms,
+        truncations: 0,
         marker_removal_unsynced,
         checkpointed: match state_is_standalone {
             // A missing or unreadable checkpoint reads as 0, which is what was used.

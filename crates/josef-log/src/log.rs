@@ -139,6 +139,11 @@ pub struct Log {
     pub(crate) pending_deletes: Vec<(i64, LogSegment)>,
     /// The latest `now_ms` the log was given (deletions scheduled without a clock use it).
     pub(crate) last_now_ms: i64,
+    /// Truncations so far (a `truncate_to` that removed records, a `truncate_fully_and_start_at`):
+    /// a compaction prepared before one is never swapped in, as Kafka aborts the cleaning of a
+    /// log it truncates (`abortAndPauseCleaning`). Comparing the sources' sizes is not enough: a
+    /// follower truncated into a source segment can fetch it back to the same size and roll.
+    pub(crate) truncations: u64,
     /// The open removed the clean-shutdown marker without fsyncing the directory: done before the
     /// first write instead, so an idle partition's open costs no fsync (one per partition was
     /// most of a clean restart with thousands of partitions, issue #22).
@@ -1166,6 +1171,7 @@ impl Log {
             let leo = self.log_end_offset;
             return self.leader_epoch_cache.truncate_from_end(leo);
         }
+        self.truncations += 1;
         if offset < self.log_start_offset {
             return self.truncate_fully_and_start_at(offset, now_ms);
         }
@@ -1217,6 +1223,7 @@ impl Log {
     ) -> Result<(), LogError> {
         self.sync_marker_removal()?;
         self.last_now_ms = now_ms;
+        self.truncations += 1;
         let all: Vec<i64> = self.segments.keys().copied().collect();
         for base in all {
             if let Some(seg) = self.segments.remove(&base) {

@@ -319,6 +319,43 @@ fn cleaned_segments_are_not_swapped_in_when_the_log_changed_meanwhile() {
     assert_eq!(records(&log).len(), 3);
 }
 
+/// Kafka aborts the cleaning of a log it truncates (`abortAndPauseCleaning`): a follower truncated
+/// into the cleaned range that fetches the same number of bytes back (so every source segment has
+/// its old base and size again) must keep what it fetched, not the cleaned old records.
+#[test]
+fn a_truncation_meanwhile_aborts_the_cleaning_even_when_the_sizes_come_back() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("c-0");
+    let mut log = fill(&dir);
+    let task = log.prepare_compaction(10_000, 40).unwrap().unwrap();
+    let result = task.run().unwrap();
+    let bases = log.segment_base_offsets();
+    log.truncate_to(0, 0).unwrap();
+    // The same shapes with other values of the same length: the same segments and sizes.
+    for round in 0..10 {
+        for k in 0..4 {
+            put(
+                &mut log,
+                100 + round,
+                &format!("k{k}"),
+                Some(&format!("w{round}-{k}")),
+            );
+        }
+    }
+    assert_eq!(
+        log.segment_base_offsets(),
+        bases,
+        "the refill rolled elsewhere"
+    );
+    let refilled = records(&log);
+    let stats = log.finish_compaction(result).unwrap();
+    assert!(!stats.swapped);
+    assert_eq!(records(&log), refilled);
+    assert!(refilled
+        .iter()
+        .all(|(_, _, v)| v.as_deref().unwrap().starts_with('w')));
+}
+
 #[test]
 fn delete_policy_logs_are_never_compacted() {
     let d = tempfile::tempdir().unwrap();
