@@ -836,11 +836,10 @@ mod tests {
     #[test]
     fn each_new_partition_costs_the_same_file_operations_however_many_there_are() {
         let counting = Arc::new(CountingStorage::new(Arc::new(MemoryStorage::new())));
-        let config = Arc::new(BrokerConfig {
-            log_dirs: vec!["/josef/a".into(), "/josef/b".into()],
-            log_storage: LogStorage::Custom(counting.clone()),
-            ..BrokerConfig::default()
-        });
+        let config = two_dirs(
+            counting.clone(),
+            BrokerConfig::default().num_recovery_threads_per_data_dir,
+        );
         let topics = TopicManager::load(config, None).unwrap();
         let mut costs = Vec::new();
         for t in 0..4 {
@@ -893,12 +892,7 @@ mod tests {
     /// start writes it again, knowing from the open's listing that it is missing.
     #[test]
     fn a_lost_partition_metadata_is_written_again_at_start() {
-        let counting = Arc::new(CountingStorage::new(Arc::new(MemoryStorage::new())));
-        let config = Arc::new(BrokerConfig {
-            log_dirs: vec!["/josef/a".into()],
-            log_storage: LogStorage::Custom(counting.clone()),
-            ..BrokerConfig::default()
-        });
+        let (counting, config) = counted_in_one_dir();
         let topics = TopicManager::load(config.clone(), None).unwrap();
         topics.create("t", 3, BTreeMap::new()).unwrap();
         let id = topics.get("t").unwrap().id;
@@ -921,12 +915,7 @@ mod tests {
     /// two mappings per partition ran into `vm.max_map_count` near 30,000 partitions).
     #[test]
     fn idle_partitions_hold_one_open_file_each() {
-        let counting = Arc::new(CountingStorage::new(Arc::new(MemoryStorage::new())));
-        let config = Arc::new(BrokerConfig {
-            log_dirs: vec!["/josef/a".into()],
-            log_storage: LogStorage::Custom(counting.clone()),
-            ..BrokerConfig::default()
-        });
+        let (counting, config) = counted_in_one_dir();
         let topics = TopicManager::load(config.clone(), None).unwrap();
         let before = counting.calls().open_now;
         topics.create("t", 100, BTreeMap::new()).unwrap();
@@ -949,12 +938,7 @@ mod tests {
     /// truncated, and touching such a mapping past the new end is a SIGBUS.
     #[test]
     fn no_partition_opens_once_the_topics_are_shut_down() {
-        let counting = Arc::new(CountingStorage::new(Arc::new(MemoryStorage::new())));
-        let config = Arc::new(BrokerConfig {
-            log_dirs: vec!["/josef/a".into()],
-            log_storage: LogStorage::Custom(counting.clone()),
-            ..BrokerConfig::default()
-        });
+        let (counting, config) = counted_in_one_dir();
         let topics = TopicManager::load(config, None).unwrap();
         topics.create("before", 2, BTreeMap::new()).unwrap();
         topics.shutdown();
@@ -969,6 +953,17 @@ mod tests {
             opens,
             "no log or index file opened after the shutdown"
         );
+    }
+
+    /// A broker config with one log dir on counted in-memory storage, and the counter.
+    fn counted_in_one_dir() -> (Arc<CountingStorage>, Arc<BrokerConfig>) {
+        let counting = Arc::new(CountingStorage::new(Arc::new(MemoryStorage::new())));
+        let config = Arc::new(BrokerConfig {
+            log_dirs: vec!["/josef/a".into()],
+            log_storage: LogStorage::Custom(counting.clone()),
+            ..BrokerConfig::default()
+        });
+        (counting, config)
     }
 
     fn two_dirs(storage: Arc<dyn Storage>, threads: usize) -> Arc<BrokerConfig> {
