@@ -198,35 +198,18 @@ def measure(binary, n, per_topic, limit_s, opts=()):
 
 
 # Raw Kafka requests for the connection curve: a Python client holding 10,000 librdkafka instances
-# would measure the client, so each connection is a plain socket (the encoding of raw-produce.py).
-def _frame(key, version, corr, body):
-    msg = struct.pack(">hhi", key, version, corr) + _s16(b"scale") + body
-    return struct.pack(">i", len(msg)) + msg
+# would measure the client, so each connection is a plain socket, with raw-produce.py's encoding.
+def _load_raw_produce():
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "raw-produce.py")
+    spec = importlib.util.spec_from_file_location("raw_produce", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
-def _s16(b):
-    return struct.pack(">h", len(b)) + b
-
-
-def _varint(v):
-    v = (v << 1) ^ (v >> 63)
-    out = b""
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out += bytes([b | 0x80])
-        else:
-            return out + bytes([b])
-
-
-def _crc32c(data):
-    c = 0xFFFFFFFF
-    for b in data:
-        c ^= b
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-    return c ^ 0xFFFFFFFF
+_raw = _load_raw_produce()
+_frame, _s16, _varint, _crc32c = _raw.frame, _raw.s16, _raw.varint, _raw.crc32c
 
 
 def produce_request(topic, corr):
