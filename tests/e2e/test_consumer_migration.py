@@ -98,6 +98,15 @@ def assert_each_record_consumed_once(members, per_partition):
 
 
 @pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def produce_second_batch_and_wait(b, topic, members):
+    """Produces the second batch ("b0", "b1", ...) over every partition and waits (bounded) until
+    `members` together consumed both batches."""
+    cfk_produce(b.bootstrap, topic, [{"value": f"b{i}".encode(), "partition": i % PARTITIONS}
+                                     for i in range(BATCH)])
+    wait_until(lambda: len({r for m in members for r in m.consumed}) == 2 * BATCH, timeout=60,
+               what="both batches consumed")
+
+
 def test_a_classic_group_migrates_member_by_member_to_the_consumer_protocol_keeping_its_offsets(broker_factory,
                                                                                                   strategy):
     b = broker_factory(BROKER)
@@ -197,10 +206,7 @@ def test_a_consumer_group_left_with_classic_members_only_goes_back_to_the_classi
         retired.append(newcomer)
         wait_until(lambda: group_type(admin, group) == "CLASSIC", timeout=60, what="a classic group again")
         wait_until(lambda: shares_evenly(classic, 3), timeout=120, what="the classic members owning 3 partitions each")
-        cfk_produce(b.bootstrap, topic, [{"value": f"b{i}".encode(), "partition": i % PARTITIONS}
-                                         for i in range(BATCH)])
-        wait_until(lambda: len({r for m in members + retired for r in m.consumed}) == 2 * BATCH, timeout=60,
-                   what="both batches consumed")
+        produce_second_batch_and_wait(b, topic, members + retired)
     finally:
         for m in members:
             m.close()
@@ -236,10 +242,7 @@ def test_a_static_classic_member_replacing_the_last_consumer_member_goes_back_to
         members.append(restarted)
         wait_until(lambda: group_type(admin, group) == "CLASSIC", timeout=60, what="a classic group again")
         wait_until(lambda: shares_evenly(members, 2), timeout=120, what="the three classic members owning 2 each")
-        cfk_produce(b.bootstrap, topic, [{"value": f"b{i}".encode(), "partition": i % PARTITIONS}
-                                         for i in range(BATCH)])
-        wait_until(lambda: len({r for m in members + retired for r in m.consumed}) == 2 * BATCH, timeout=60,
-                   what="both batches consumed")
+        produce_second_batch_and_wait(b, topic, members + retired)
     finally:
         for m in members:
             m.close()
