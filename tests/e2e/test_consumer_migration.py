@@ -97,7 +97,6 @@ def assert_each_record_consumed_once(members, per_partition):
         seen.add(r)
 
 
-@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
 def produce_second_batch_and_wait(b, topic, members):
     """Produces the second batch ("b0", "b1", ...) over every partition and waits (bounded) until
     `members` together consumed both batches."""
@@ -107,6 +106,7 @@ def produce_second_batch_and_wait(b, topic, members):
                what="both batches consumed")
 
 
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
 def test_a_classic_group_migrates_member_by_member_to_the_consumer_protocol_keeping_its_offsets(broker_factory,
                                                                                                   strategy):
     b = broker_factory(BROKER)
