@@ -22,8 +22,12 @@ pub struct QuorumConfig {
     /// `controller.quorum.election.timeout.ms` (default 1000): a follower that hears nothing from a
     /// leader for a random time in `[t, 2t)` starts an election.
     pub election_timeout_ms: u64,
-    /// How often the leader sends heartbeats (AppendEntries) to the followers (default 250); must be
-    /// below `election_timeout_ms`.
+    /// How often the leader sends heartbeats (AppendEntries) to the followers (default 500, half
+    /// the election timeout; [`QuorumConfig::set_election_timeout`] keeps that ratio); must be
+    /// below `election_timeout_ms`. openraft also bounds every AppendEntries round trip by it (its
+    /// replication stream's own timeout, whatever `request_timeout_ms` says), so it is the time a
+    /// follower has to answer an append: too short, and a loaded follower's answers time out
+    /// again and again while it is alive, and the leader commits nothing.
     pub heartbeat_interval_ms: u64,
     /// `controller.quorum.request.timeout.ms` (default 2000): the bound of one Raft RPC (connect,
     /// send, answer). A full snapshot gets ten times this.
@@ -56,6 +60,18 @@ pub struct QuorumConfig {
     pub fsync: bool,
 }
 
+/// The heartbeat interval for an election timeout: half of it. Kafka's KRaft has no heartbeat
+/// (followers fetch, each request bounded by `controller.quorum.request.timeout.ms`), but openraft
+/// bounds each AppendEntries by its heartbeat interval, so the interval is also the budget of one
+/// append's round trip. A quarter of the election timeout (250 ms at Kafka's default) was too
+/// little: in a soak on a loaded machine the new leader's appends to two live followers timed out
+/// 211 times in a row and the cluster had no active controller for 2 minutes 22 seconds
+/// (docs/reliability.md, bug 19). Half still sends two heartbeats per election timeout, the
+/// earliest a follower starts an election.
+pub fn heartbeat_for(election_timeout_ms: u64) -> u64 {
+    (election_timeout_ms / 2).max(1)
+}
+
 impl QuorumConfig {
     /// A config with Kafka's defaults for the timeouts.
     pub fn new(node_id: u64, voters: BTreeMap<u64, String>, dir: impl Into<PathBuf>) -> Self {
@@ -64,7 +80,7 @@ impl QuorumConfig {
             voters,
             dir: dir.into(),
             election_timeout_ms: 1000,
-            heartbeat_interval_ms: 250,
+            heartbeat_interval_ms: heartbeat_for(1000),
             request_timeout_ms: 2000,
             fetch_timeout_ms: 2000,
             propose_timeout_ms: 30_000,
@@ -74,6 +90,13 @@ impl QuorumConfig {
             segment_bytes: 8 * 1024 * 1024,
             fsync: true,
         }
+    }
+
+    /// Sets `controller.quorum.election.timeout.ms` and the heartbeat interval that goes with it
+    /// ([`heartbeat_for`]).
+    pub fn set_election_timeout(&mut self, election_timeout_ms: u64) {
+        self.election_timeout_ms = election_timeout_ms;
+        self.heartbeat_interval_ms = heartbeat_for(election_timeout_ms);
     }
 
     /// Checks the config: this node is a voter, timeouts are positive and the heartbeat is

@@ -133,7 +133,7 @@ use tokio::net::TcpStream;
 use tokio::runtime::Handle;
 use tokio::sync::watch;
 
-pub use config::{parse_voters, QuorumConfig, VotersError};
+pub use config::{heartbeat_for, parse_voters, QuorumConfig, VotersError};
 pub use error::QuorumError;
 pub use inspect::{read_log_dir, StoredEntry, StoredPayload};
 pub use local_log::{
@@ -142,7 +142,7 @@ pub use local_log::{
 };
 pub use network::MAX_FRAME_BYTES;
 pub use observer::{MetadataObserver, ObserverConfig};
-pub use transport::{QuorumStream, StreamConnector, TcpConnector};
+pub use transport::{ConnectFuture, QuorumStream, StreamConnector, TcpConnector};
 
 use log_store::{LogStore, Progress};
 use network::{Contacts, Network};

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use josef_quorum::{MetadataQuorum, QuorumConfig, QuorumError};
+use josef_quorum::{MetadataQuorum, QuorumConfig, QuorumError, StreamConnector, TcpConnector};
 use tokio::runtime::Runtime;
 
 use super::{init_tracing, wait_until, Recorder};
@@ -28,11 +28,26 @@ pub struct Cluster {
     pub voters: BTreeMap<u64, String>,
     pub nodes: Vec<Node>,
     pub snapshot_every: u64,
+    /// How the voters dial each other (plain TCP unless a test slows the links).
+    pub connector: Arc<dyn StreamConnector>,
+    /// An election timeout set through `QuorumConfig::set_election_timeout` (the heartbeat follows
+    /// it) instead of the fast fixed timeouts below.
+    pub election_timeout_ms: Option<u64>,
     pub _tmp: tempfile::TempDir,
 }
 
 impl Cluster {
     pub fn new(n: u64, snapshot_every: u64) -> Cluster {
+        Cluster::with_links(n, snapshot_every, Arc::new(TcpConnector), None)
+    }
+
+    /// `n` voters dialling each other through `connector`, with `election_timeout_ms` if given.
+    pub fn with_links(
+        n: u64,
+        snapshot_every: u64,
+        connector: Arc<dyn StreamConnector>,
+        election_timeout_ms: Option<u64>,
+    ) -> Cluster {
         init_tracing();
         let tmp = tempfile::tempdir().unwrap();
         let mut listeners = Vec::new();
@@ -48,6 +63,8 @@ impl Cluster {
             voters,
             nodes: Vec::new(),
             snapshot_every,
+            connector,
+            election_timeout_ms,
             _tmp: tmp,
         };
         for (i, l) in listeners.into_iter().enumerate() {
@@ -82,6 +99,10 @@ impl Cluster {
         c.snapshot_every_n_entries = self.snapshot_every;
         c.entries_kept_after_snapshot = 2;
         c.segment_bytes = 256;
+        if let Some(ms) = self.election_timeout_ms {
+            c.set_election_timeout(ms);
+            c.fetch_timeout_ms = 2 * ms;
+        }
         c
     }
 
@@ -94,7 +115,11 @@ impl Cluster {
             .unwrap();
         node.sm = Arc::new(Recorder::default());
         let q = rt
-            .block_on(MetadataQuorum::start(self.config(node), node.sm.clone()))
+            .block_on(MetadataQuorum::start_with_connector(
+                self.config(node),
+                node.sm.clone(),
+                self.connector.clone(),
+            ))
             .unwrap();
         let listener = listener.unwrap_or_else(|| {
             // The port was freed when the crashed node's runtime went away.

@@ -318,8 +318,7 @@ impl ClusterNode {
                 .unwrap_or_else(|| config.log_dirs[0].clone())
                 .join("__cluster_metadata-0");
             let mut qc = QuorumConfig::new(config.node_id as u64, voters, dir);
-            qc.election_timeout_ms = cl.quorum_election_timeout_ms as u64;
-            qc.heartbeat_interval_ms = (cl.quorum_election_timeout_ms as u64 / 4).max(10);
+            qc.set_election_timeout(cl.quorum_election_timeout_ms as u64);
             qc.request_timeout_ms = cl.quorum_request_timeout_ms as u64;
             qc.snapshot_every_n_entries = cl.snapshot_every_n_entries();
             qc.entries_kept_after_snapshot = cl.entries_kept_after_snapshot();
