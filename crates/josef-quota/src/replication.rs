@@ -265,6 +265,61 @@ mod tests {
         assert_eq!(q.throttle_time_ms(T0 + 10_000), 0);
     }
 
+    /// A leader that holds a catching-up replica back until [`ReplicationQuotaManager::throttle_time_ms`]
+    /// and then sends one fetch's bytes sends at the quota: counted per one-second window on a
+    /// fake clock, no window after the first gets more than the quota plus one fetch, and the
+    /// 30 s total is within one fetch plus the first window's allowance of 30 × the quota.
+    #[test]
+    fn held_back_until_the_throttle_time_the_replica_gets_the_quota() {
+        const RATE: u64 = 200 * 1024;
+        const FETCH: u64 = 131_221; // one batch of 8 × 16 KiB records, as a fetch returns it
+        const SECONDS: u64 = 30;
+        let mut q = ReplicationQuotaManager::new(QuotaWindow::default());
+        q.update_quota(Some(RATE as f64));
+        q.mark_throttled("t", ThrottledReplicas::All);
+        let mut per_second = vec![0u64; SECONDS as usize];
+        let mut now = T0;
+        while now < T0 + SECONDS * 1_000 {
+            if q.should_throttle("t", 0, 1, false, now) {
+                // The wait never rounds to 0, as the broker's (at least 1 ms).
+                now += q.throttle_time_ms(now).max(1);
+                continue;
+            }
+            q.record(FETCH, now);
+            per_second[((now - T0) / 1_000) as usize] += FETCH;
+            // The follower's next fetch, 2 ms later.
+            now += 2;
+        }
+        let total: u64 = per_second.iter().sum();
+        assert!(
+            (SECONDS * RATE - FETCH..=SECONDS * RATE + RATE + FETCH).contains(&total),
+            "{total} bytes in {SECONDS} s at {RATE} B/s: {per_second:?}"
+        );
+        // The sample windows let a second catch up on a slower one, but never by much.
+        assert!(
+            per_second[1..].iter().all(|&b| b <= 2 * RATE + FETCH),
+            "{per_second:?}"
+        );
+    }
+
+    /// Kafka counts every follower's bytes of a throttled partition against the leader rate, the
+    /// in-sync replicas' too (they are only never held back): after 2 MiB went to an in-sync
+    /// replica, a catching-up one waits until they are paid off.
+    #[test]
+    fn in_sync_traffic_counts_and_holds_back_a_catching_up_replica() {
+        const RATE: f64 = 200.0 * 1024.0;
+        let mut q = ReplicationQuotaManager::new(QuotaWindow::default());
+        q.update_quota(Some(RATE));
+        q.mark_throttled("t", ThrottledReplicas::All);
+        q.record(2 * 1024 * 1024, T0);
+        assert!(!q.should_throttle("t", 0, 1, true, T0 + 1));
+        assert!(q.should_throttle("t", 0, 1, false, T0 + 1_000));
+        // 2 MiB over 1 s against 200 KiB/s: another 9.24 s.
+        assert_eq!(q.throttle_time_ms(T0 + 1_000), 9_240);
+        assert!(q.should_throttle("t", 0, 1, false, T0 + 10_239));
+        assert!(!q.should_throttle("t", 0, 1, false, T0 + 10_240));
+    }
+
     #[test]
     fn set_throttled_replaces_every_topic() {
         let mut q = ReplicationQuotaManager::new(QuotaWindow::default());
