@@ -167,6 +167,12 @@ impl<K: Hash + Eq + Clone> FetchSessionCache<K> {
         }
     }
 
+    /// Whether change tracking is on (callers can skip building keys for
+    /// [`record_change`](Self::record_change) when it is not).
+    pub fn tracks_changes(&self) -> bool {
+        self.tracking
+    }
+
     /// Records that a partition changed (see [`Self::sync_generation`]); nothing while change
     /// tracking is off. Keeps at most the change-log capacity.
     pub fn record_change(&mut self, key: K) {
