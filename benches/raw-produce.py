@@ -39,7 +39,12 @@ def s16(b: bytes) -> bytes:
 
 
 def varint(v: int) -> bytes:
-    v = (v << 1) ^ (v >> 63)
+    """A zigzag varint (record fields)."""
+    return uvarint((v << 1) ^ (v >> 63))
+
+
+def uvarint(v: int) -> bytes:
+    """An unsigned varint (flexible versions' lengths and counts)."""
     out = b""
     while True:
         b = v & 0x7F

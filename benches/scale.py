@@ -25,6 +25,17 @@ Two more curves, each with a fresh broker per count:
   librdkafka spread round-robin over all N partitions (two rounds: the first includes each
   partition's first write), then consumed from the start of every partition; broker CPU per record.
 
+- `--curve sessions [--counts 1,10,100,1000] [--changed 0,1,10] [--compare-bin OLD-BROKER]`: incremental
+  fetch sessions (KIP-227) through a raw Fetch v12 client (librdkafka has none), on one broker with
+  10 × 100 partitions: per point 20 sessions over the first `size` partitions (a full fetch, epoch 0,
+  then epochs 1, 2, ... listing only the partitions whose offset moved), per round one record
+  produced to each of `changed` of them, then one fetch per session (max_wait_ms 0, so none parks);
+  broker CPU per incremental fetch and partitions per response. A last point opens
+  `--big-sessions` (1,000) sessions of all 1,000 partitions (how many got a session id:
+  `max.incremental.fetch.session.cache.slots`) with one changed partition per round. Four
+  connections carry all sessions (a session belongs to whoever sends its id). With
+  `--compare-bin` a second broker runs every point too, alternated (columns `_b1`).
+
 Prints a table and writes `<out>.csv` and one SVG plot per metric (`<out>-<metric>.svg`, log-log).
 Needs confluent-kafka (the e2e venv has it: `.venv/bin/python benches/scale.py ...`). Numbers are
 from one noisy shared machine: compare curves in one run, not across runs.
@@ -210,10 +221,11 @@ def _load_raw_produce():
 
 _raw = _load_raw_produce()
 _frame, _s16, _varint, _crc32c = _raw.frame, _raw.s16, _raw.varint, _raw.crc32c
+_uvarint = _raw.uvarint
 
 
-def produce_request(topic, corr):
-    """Produce v3, acks=-1, one 100-byte record to partition 0 of `topic`."""
+def produce_request(topic, corr, partition=0):
+    """Produce v3, acks=-1, one 100-byte record to `partition` of `topic`."""
     value = b"x" * 100
     rec = b"\x00" + _varint(0) + _varint(0) + _varint(-1) + _varint(len(value)) + value + _varint(0)
     rec = _varint(len(rec)) + rec
@@ -222,7 +234,7 @@ def produce_request(topic, corr):
     body = struct.pack(">ib", -1, 2) + struct.pack(">I", _crc32c(after_crc)) + after_crc
     batch = struct.pack(">qi", 0, len(body)) + body
     req = (struct.pack(">hhi", -1, -1, 30000) + struct.pack(">i", 1) + _s16(topic)
-           + struct.pack(">i", 1) + struct.pack(">ii", 0, len(batch)) + batch)
+           + struct.pack(">i", 1) + struct.pack(">ii", partition, len(batch)) + batch)
     return _frame(0, 3, corr, req)
 
 
@@ -405,6 +417,223 @@ def measure_active(binary, n, per_topic, limit_s, opts=(), records=200_000, roun
     return row
 
 
+# Fetch sessions (KIP-227) need a raw client: librdkafka does not implement them. Fetch v12 is the
+# first version with flexible encoding and still names topics (v13 uses topic ids).
+def _read_uvarint(buf, pos):
+    v = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        v |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return v, pos
+        shift += 7
+
+
+def _skip_tags(buf, pos):
+    n, pos = _read_uvarint(buf, pos)
+    for _ in range(n):
+        _, pos = _read_uvarint(buf, pos)
+        size, pos = _read_uvarint(buf, pos)
+        pos += size
+    return pos
+
+
+def _cstr(b):
+    return _uvarint(len(b) + 1) + b
+
+
+def fetch_request(corr, session_id, epoch, topics, max_wait_ms=0):
+    """Fetch v12 (request header v2). `topics`: [(topic, [(partition, fetch_offset)])] — for an
+    incremental fetch only the partitions whose fetch offset changed."""
+    body = struct.pack(">iiiibii", -1, max_wait_ms, 1, 50 << 20, 0, session_id, epoch)
+    body += _uvarint(len(topics) + 1)
+    for topic, parts in topics:
+        body += _cstr(topic) + _uvarint(len(parts) + 1)
+        for p, offset in parts:
+            body += struct.pack(">iiqiqi", p, -1, offset, -1, -1, 1 << 20) + b"\x00"
+        body += b"\x00"
+    body += _uvarint(1) + _cstr(b"") + b"\x00"  # no forgotten topics, rack "", no tags
+    msg = struct.pack(">hhi", 1, 12, corr) + _s16(b"raw") + b"\x00" + body
+    return struct.pack(">i", len(msg)) + msg
+
+
+def parse_fetch(resp):
+    """(error_code, session_id, [(topic, partition, error_code, high_watermark, record bytes)])
+    of a Fetch v12 response (after the frame's size)."""
+    pos = _skip_tags(resp, 4)
+    _, err, sid = struct.unpack_from(">ihi", resp, pos)
+    pos += 10
+    out = []
+    nt, pos = _read_uvarint(resp, pos)
+    for _ in range(max(nt - 1, 0)):
+        ln, pos = _read_uvarint(resp, pos)
+        topic = bytes(resp[pos:pos + ln - 1])
+        pos += ln - 1
+        np_, pos = _read_uvarint(resp, pos)
+        for _ in range(max(np_ - 1, 0)):
+            idx, perr, hw = struct.unpack_from(">ihq", resp, pos)
+            pos += 30
+            na, pos = _read_uvarint(resp, pos)
+            for _ in range(max(na - 1, 0)):
+                pos = _skip_tags(resp, pos + 16)
+            pos += 4
+            rl, pos = _read_uvarint(resp, pos)
+            nrec = max(rl - 1, 0)
+            pos = _skip_tags(resp, pos + nrec)
+            out.append((topic, idx, perr, hw, nrec))
+        pos = _skip_tags(resp, pos)
+    return err, sid, out
+
+
+class Session:
+    """A consumer's fetch session: its partitions with the fetch offsets it believes in."""
+
+    def __init__(self, sock, parts, offsets):
+        self.sock, self.id, self.epoch = sock, 0, 0
+        self.offsets = {tp: offsets[tp] for tp in parts}
+        self.changed = set(parts)  # listed in the next request (all of them: full fetch)
+
+    def request(self, corr):
+        by_topic = {}
+        for t, p in sorted(self.changed):
+            by_topic.setdefault(t, []).append((p, self.offsets[(t, p)]))
+        self.changed = set()
+        return fetch_request(corr, self.id, self.epoch, list(by_topic.items()))
+
+    def answer(self, resp):
+        err, sid, parts = parse_fetch(resp)
+        if err != 0:
+            raise RuntimeError(f"fetch session error {err}")
+        if self.epoch == 0:
+            self.id = sid
+        self.epoch = self.epoch + 1 if self.id else 0
+        for t, p, perr, hw, nrec in parts:
+            if perr != 0:
+                raise RuntimeError(f"partition error {perr} on {t}-{p}")
+            if nrec and self.offsets[(t, p)] != hw:
+                self.offsets[(t, p)] = hw
+                self.changed.add((t, p))
+        return len(parts)
+
+
+def produce_to(sock, tp, corr):
+    """One 100 B record to a partition (Produce v3, acks=-1), answered."""
+    topic, p = tp
+    req = produce_request(topic, corr, p)
+    sock.sendall(req)
+    if produce_error(recv_response(sock), topic) != 0:
+        raise RuntimeError(f"produce to {topic}-{p} failed")
+
+
+def fetch_round(sessions, pid):
+    """One fetch per session, pipelined per socket; (broker CPU s, partitions in the responses)."""
+    c0 = cpu_seconds(pid)
+    by_sock = {}
+    for s in sessions:
+        by_sock.setdefault(s.sock, []).append(s)
+    parts = 0
+    # A window of 4 requests per socket: a full fetch of 1,000 partitions is ~30 KB and its answer
+    # ~40 KB, so sending all before reading could fill both socket buffers and stall.
+    for start in range(0, max(len(ss) for ss in by_sock.values()), 4):
+        for sock, ss in by_sock.items():
+            sock.sendall(b"".join(s.request(i) for i, s in enumerate(ss[start:start + 4])))
+        for sock, ss in by_sock.items():
+            for s in ss[start:start + 4]:
+                parts += s.answer(recv_response(sock))
+    return cpu_seconds(pid) - c0, parts
+
+
+class SessionBroker:
+    """A broker with `topics` × `per_topic` empty partitions and `conns` raw connections."""
+
+    def __init__(self, binary, topics, per_topic, limit_s, opts, conns=4):
+        self.root = tempfile.mkdtemp(prefix="josef-scale-sessions-")
+        data = os.path.join(self.root, "data")
+        os.makedirs(data)
+        self.broker = Broker(binary, data, free_port(), opts)
+        self.broker.start()
+        wait_serving(self.broker, 0, limit_s)
+        admin = self.broker.admin()
+        names = [f"scale-{i:05d}" for i in range(topics)]
+        for f in admin.create_topics([NewTopic(n, num_partitions=per_topic, replication_factor=1)
+                                      for n in names], operation_timeout=limit_s).values():
+            f.result()
+        wait_serving(self.broker, topics * per_topic, limit_s)
+        del admin
+        self.tps = [(n.encode(), p) for n in names for p in range(per_topic)]
+        self.offsets = {tp: 0 for tp in self.tps}
+        self.socks = [socket.create_connection(("127.0.0.1", self.broker.port), timeout=limit_s)
+                      for _ in range(conns)]
+        for s in self.socks:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.pid = self.broker.proc.pid
+
+    def point(self, size, changed, n_sessions, rounds):
+        """`n_sessions` sessions over the first `size` partitions; per round one record to each of
+        `changed` of them, then one incremental fetch per session. Broker CPU per fetch."""
+        parts = self.tps[:size]
+        sessions = [Session(self.socks[i % len(self.socks)], parts, self.offsets) for i in range(n_sessions)]
+        fetch_round(sessions, self.pid)  # the full fetches: create the sessions
+        kept = sum(1 for s in sessions if s.id != 0)
+        hot = [parts[i * size // changed] for i in range(changed)] if changed else []
+        cpu = 0.0
+        seen = 0
+        t0 = time.monotonic()
+        for r in range(rounds + 1):
+            for tp in hot:
+                produce_to(self.socks[0], tp, r)
+                self.offsets[tp] += 1
+            c, n = fetch_round(sessions, self.pid)
+            if r > 0:  # round 0 also answers the partitions listed after the full fetch
+                cpu += c
+                seen += n
+        row = {"session_size": size, "changed": changed, "sessions": n_sessions, "sessions_kept": kept,
+               "fetches": n_sessions * rounds, "us_per_fetch": cpu * 1e6 / (n_sessions * rounds),
+               "parts_per_response": seen / (n_sessions * rounds), "wall_s": time.monotonic() - t0,
+               "rss_mib": rss_mib(self.pid)}
+        for s in sessions:  # epoch -1 closes the session
+            s.sock.sendall(fetch_request(0, s.id, -1, []))
+            recv_response(s.sock)
+        return row
+
+    def close(self):
+        for s in self.socks:
+            s.close()
+        if self.broker.proc is not None and self.broker.proc.poll() is None:
+            self.broker.stop(signal.SIGTERM)
+        subprocess.run(["rm", "-rf", self.root], check=False)
+
+
+def measure_sessions(binaries, sizes, changes, limit_s, opts=(), fetches=2000, big_sessions=1000,
+                     big_rounds=3):
+    """The fetch-session curve: broker CPU per incremental fetch (max_wait_ms 0) against the
+    session size and the number of partitions changed between two fetches, on one broker with
+    10 × 100 partitions; then `big_sessions` sessions of all 1,000 partitions with one changed
+    partition per round. With several binaries (before/after) every point runs on each broker in
+    turn, in the same run."""
+    brokers = [SessionBroker(b, 10, 100, limit_s, opts) for b in binaries]
+    rows = []
+    try:
+        points = [(s, c, 20, max(1, fetches // 20)) for s in sizes for c in changes if c <= s]
+        if big_sessions:
+            points.append((1000, 1, big_sessions, big_rounds))
+        for size, changed, n, rounds in points:
+            row = None
+            for i, b in enumerate(brokers):
+                r = b.point(size, changed, n, rounds)
+                if row is None:
+                    row = r
+                else:
+                    row.update({f"{k}_b{i}": v for k, v in r.items()
+                                if k in ("us_per_fetch", "sessions_kept", "parts_per_response")})
+            rows.append(row)
+            yield row
+    finally:
+        for b in brokers:
+            b.close()
+
+
 CONN_METRICS = [
     ("idle_kib_per_conn", "broker RSS per idle connection (KiB)"),
     ("used_kib_per_conn", "broker RSS per connection after one request each (KiB)"),
@@ -419,6 +648,11 @@ ACTIVE_METRICS = [
     ("produce2_us_per_rec", "broker CPU per record produced, second round (us)"),
     ("consume_us_per_rec", "broker CPU per record consumed (us)"),
     ("produce2_s", "produce wall time, second round (s)"),
+]
+
+SESSION_METRICS = [
+    ("us_per_fetch", "broker CPU per incremental fetch (us)"),
+    ("us_per_fetch_b1", "broker CPU per incremental fetch, --compare-bin (us)"),
 ]
 
 METRICS = [
@@ -478,7 +712,7 @@ def svg_plot(rows, key, title, path, x="partitions"):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--broker-bin", default="target/release/josef-broker")
-    ap.add_argument("--curve", choices=["partitions", "connections", "active"], default="partitions",
+    ap.add_argument("--curve", choices=["partitions", "connections", "active", "sessions"], default="partitions",
                     help="partitions: create/restart cost against the partition count (default); "
                     "connections: cost against the connection count; active: produce/consume CPU per "
                     "record against the number of partitions the records are spread over")
@@ -487,6 +721,13 @@ def main():
     ap.add_argument("--records", type=int, default=200_000, help="records per produce round (--curve active)")
     ap.add_argument("--limit-s", type=float, default=600, help="bound on every wait")
     ap.add_argument("--out", default=None, help="default benches/results/scale, -conn or -active by curve")
+    ap.add_argument("--changed", default="0,1,10", help="partitions changed per fetch (--curve sessions)")
+    ap.add_argument("--fetches", type=int, default=2000, help="incremental fetches per point (--curve sessions)")
+    ap.add_argument("--big-sessions", type=int, default=1000,
+                    help="sessions of all 1,000 partitions in the last point (--curve sessions; 0: none)")
+    ap.add_argument("--compare-bin", default=None,
+                    help="a second broker binary (e.g. before a fix): --curve sessions runs every point "
+                    "on both, alternated in the same run; its columns end in _b1")
     ap.add_argument("--broker-opt", action="append", default=[], metavar="KEY=VALUE",
                     help="a broker setting for every start (repeatable)")
     args = ap.parse_args()
@@ -508,6 +749,20 @@ def main():
 
         def run(n):
             return measure_connections(binary, n, args.limit_s, args.broker_opt)
+    elif args.curve == "sessions":
+        x, metrics = "session_size", SESSION_METRICS
+        cols = ["session_size", "changed", "sessions", "sessions_kept", "fetches", "us_per_fetch",
+                "parts_per_response", "wall_s", "rss_mib"]
+        if args.compare_bin:
+            cols += ["us_per_fetch_b1", "parts_per_response_b1", "sessions_kept_b1"]
+        out = args.out or "benches/results/scale-sessions"
+        binaries = [binary] + ([os.path.abspath(args.compare_bin)] if args.compare_bin else [])
+        points = measure_sessions(binaries, counts, [int(c) for c in args.changed.split(",")],
+                                  args.limit_s, args.broker_opt, args.fetches, args.big_sessions)
+
+        def run(n):
+            return next(points)
+        counts = range(len(counts) * 3 + 1)
     else:
         x, metrics = "partitions", ACTIVE_METRICS
         cols = ["partitions", "records", "produce1_s", "produce1_us_per_rec", "produce2_s", "produce2_us_per_rec",
@@ -525,6 +780,8 @@ def main():
     for n in counts:
         try:
             row = run(n)
+        except StopIteration:
+            break
         except Exception as e:
             print(f"{n} {x} failed: {e}", file=sys.stderr, flush=True)
             break
@@ -536,8 +793,15 @@ def main():
             wr = csv.DictWriter(f, fieldnames=cols)
             wr.writeheader()
             wr.writerows(rows)
-        for key, title in metrics:
-            svg_plot(rows, key, title, f"{out}-{key}.svg", x)
+        if args.curve == "sessions":
+            # One plot per number of changed partitions (x: session size), before and after.
+            for c in sorted({r["changed"] for r in rows}):
+                sub = [r for r in rows if r["changed"] == c and r["sessions"] <= 20]
+                for key, title in metrics:
+                    svg_plot(sub, key, f"{title}, {c} changed", f"{out}-{key}-changed{c}.svg", x)
+        else:
+            for key, title in metrics:
+                svg_plot(rows, key, title, f"{out}-{key}.svg", x)
     print(f"wrote {out}.csv and {out}-*.svg", file=sys.stderr)
 
 

@@ -1,7 +1,7 @@
 //! The fetch-session cache (Kafka's `FetchSessionCache` / `FetchSessionCacheShard` and
 //! `FetchManager.newContext`).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::hash::Hash;
 
 use indexmap::IndexMap;
@@ -14,6 +14,10 @@ use crate::session::FetchSession;
 
 /// Kafka's `max.incremental.fetch.session.cache.slots` default.
 pub const DEFAULT_MAX_SESSIONS: usize = 1000;
+
+/// How many recorded partition changes the cache keeps for change tracking. A session that has
+/// not fetched while more changes than this were recorded reads all its partitions once.
+pub const DEFAULT_CHANGE_LOG_CAPACITY: usize = 65_536;
 
 /// Kafka's `MIN_INCREMENTAL_FETCH_SESSION_EVICTION_MS`: a session unused this long is stale and
 /// may be evicted by anyone; a younger one only by a follower.
@@ -104,6 +108,17 @@ pub struct FetchSessionCache<K> {
     num_partitions: usize,
     rng: u64,
     evictions: u64,
+    /// Change tracking on (the broker tells every partition change, see
+    /// [`Self::sync_generation`]).
+    tracking: bool,
+    /// The last generation [`Self::sync_generation`] saw.
+    generation: Option<u64>,
+    /// Partitions changed, in order; `changes[i]` has sequence number `changes_start + i`.
+    changes: VecDeque<K>,
+    changes_start: u64,
+    change_capacity: usize,
+    /// Partitions handed to incremental fetches to read, over all of them.
+    incremental_reads: u64,
 }
 
 impl<K: Hash + Eq + Clone> FetchSessionCache<K> {
@@ -118,6 +133,113 @@ impl<K: Hash + Eq + Clone> FetchSessionCache<K> {
             num_partitions: 0,
             rng: config.id_seed,
             evictions: 0,
+            tracking: false,
+            generation: None,
+            changes: VecDeque::new(),
+            changes_start: 0,
+            change_capacity: DEFAULT_CHANGE_LOG_CAPACITY,
+            incremental_reads: 0,
+        }
+    }
+
+    /// Change tracking, beyond Kafka (whose incremental fetch reads every partition of the
+    /// session to find the few that changed): `Some(generation)` turns it on. The caller then
+    /// promises to [`record_change`](Self::record_change) every partition whose HW, log end,
+    /// leadership or records change, and to bump `generation` on every other change of what a
+    /// fetch may answer (topics created or deleted, configs, log start moves): a new generation
+    /// makes every session read all its partitions once. An incremental fetch then reads only
+    /// its session's partitions that were listed, changed or not settled
+    /// ([`PartitionOutcome::settled`]), and answers exactly what Kafka would. `None` turns it
+    /// off (a partition store that cannot tell its changes).
+    pub fn sync_generation(&mut self, generation: Option<u64>) {
+        match generation {
+            None => {
+                self.tracking = false;
+                self.changes.clear();
+            }
+            Some(g) => {
+                if !self.tracking || self.generation != Some(g) {
+                    self.invalidate_all();
+                }
+                self.tracking = true;
+                self.generation = Some(g);
+            }
+        }
+    }
+
+    /// Whether change tracking is on (callers can skip building keys for
+    /// [`record_change`](Self::record_change) when it is not).
+    pub fn tracks_changes(&self) -> bool {
+        self.tracking
+    }
+
+    /// Records that a partition changed (see [`Self::sync_generation`]); nothing while change
+    /// tracking is off. Keeps at most the change-log capacity.
+    pub fn record_change(&mut self, key: K) {
+        if !self.tracking {
+            return;
+        }
+        self.changes.push_back(key);
+        while self.changes.len() > self.change_capacity {
+            self.changes.pop_front();
+            self.changes_start += 1;
+        }
+    }
+
+    /// Every session reads all its partitions on its next fetch (the changes recorded so far
+    /// are dropped).
+    pub fn invalidate_all(&mut self) {
+        // A gap of one: every session's `seen_seq` is below the new start.
+        self.changes_start += self.changes.len() as u64 + 1;
+        self.changes.clear();
+    }
+
+    /// Sets how many changes are kept (at least 1).
+    pub fn set_change_log_capacity(&mut self, capacity: usize) {
+        self.change_capacity = capacity.max(1);
+    }
+
+    /// Partitions handed to incremental fetches to read so far, over all sessions (what change
+    /// tracking saves shows here: without it, every incremental fetch adds its session size).
+    pub fn incremental_reads(&self) -> u64 {
+        self.incremental_reads
+    }
+
+    fn change_end(&self) -> u64 {
+        self.changes_start + self.changes.len() as u64
+    }
+
+    /// After a parked fetch woke up: adds to a partial context's partitions those of its session
+    /// changed since the context was made (or all of them if the change log moved past it), in
+    /// the session's order. Other contexts are left as they are.
+    pub fn refresh_context(&mut self, context: &mut FetchContext<K>) {
+        let ContextKind::Incremental { session_id, .. } = context.kind else {
+            return;
+        };
+        if !context.partial {
+            return;
+        }
+        let Some(session) = self.sessions.get_mut(&session_id) else {
+            return;
+        };
+        let end = self.changes_start + self.changes.len() as u64;
+        let mut added = 0;
+        if context.change_seq < self.changes_start || !self.tracking {
+            for k in session.partitions.keys() {
+                added += usize::from(session.dirty.insert(k.clone()));
+            }
+        } else {
+            let from = (context.change_seq - self.changes_start) as usize;
+            for k in self.changes.range(from..) {
+                if session.partitions.contains_key(k) {
+                    added += usize::from(session.dirty.insert(k.clone()));
+                }
+            }
+        }
+        context.change_seq = end;
+        session.seen_seq = session.seen_seq.max(end);
+        if added > 0 {
+            context.partitions = pending_in_order(session);
         }
     }
 
@@ -196,6 +318,8 @@ impl<K: Hash + Eq + Clone> FetchSessionCache<K> {
                 return FetchContext {
                     kind: ContextKind::Sessionless,
                     partitions: fetch_data.into_iter().collect(),
+                    change_seq: 0,
+                    partial: false,
                 };
             }
             // A full fetch names each partition once; a repeat replaces the earlier one in place.
@@ -206,11 +330,15 @@ impl<K: Hash + Eq + Clone> FetchSessionCache<K> {
                     uses_topic_ids,
                 },
                 partitions: partitions.into_iter().collect(),
+                change_seq: self.change_end(),
+                partial: false,
             };
         }
         let error = |e| FetchContext {
             kind: ContextKind::SessionError(e),
             partitions: Vec::new(),
+            change_seq: 0,
+            partial: false,
         };
         let Some(session) = self.sessions.get_mut(&metadata.session_id) else {
             return error(ErrorCode::FetchSessionIdNotFound);
@@ -228,13 +356,38 @@ impl<K: Hash + Eq + Clone> FetchSessionCache<K> {
             return FetchContext {
                 kind: ContextKind::Sessionless,
                 partitions: fetch_data,
+                change_seq: 0,
+                partial: false,
             };
         }
-        let partitions = session
-            .partitions
-            .iter()
-            .map(|(k, c)| (k.clone(), c.request))
-            .collect();
+        let end = self.changes_start + self.changes.len() as u64;
+        let partial = self.tracking;
+        let partitions: Vec<(K, PartitionFetch)> = if partial {
+            // Listed partitions are read (new parameters), and those changed since the last
+            // fetch; all of them if the change log no longer reaches back that far.
+            for (k, _) in &fetch_data {
+                session.dirty.insert(k.clone());
+            }
+            if session.seen_seq < self.changes_start {
+                session.dirty.extend(session.partitions.keys().cloned());
+            } else {
+                let from = (session.seen_seq - self.changes_start) as usize;
+                for k in self.changes.range(from..) {
+                    if session.partitions.contains_key(k) {
+                        session.dirty.insert(k.clone());
+                    }
+                }
+            }
+            session.seen_seq = end;
+            pending_in_order(session)
+        } else {
+            session
+                .partitions
+                .iter()
+                .map(|(k, c)| (k.clone(), c.request))
+                .collect()
+        };
+        self.incremental_reads += partitions.len() as u64;
         session.epoch = next_epoch(session.epoch);
         let next = session.epoch;
         self.touch(metadata.session_id, now_ms);
@@ -244,6 +397,8 @@ impl<K: Hash + Eq + Clone> FetchSessionCache<K> {
                 next_epoch: next,
             },
             partitions,
+            change_seq: end,
+            partial,
         }
     }
 
@@ -282,6 +437,8 @@ impl<K: Hash + Eq + Clone> FetchSessionCache<K> {
                 is_follower,
                 uses_topic_ids,
             } => {
+                let mut dirty = HashSet::new();
+                let tracking = self.tracking;
                 let session_id =
                     self.maybe_create_session(now_ms, is_follower, responses.len(), || {
                         let requested: HashMap<&K, &PartitionFetch> =
@@ -294,10 +451,17 @@ impl<K: Hash + Eq + Clone> FetchSessionCache<K> {
                                     key.clone(),
                                     CachedPartition::with_response(**req, &outcome),
                                 );
+                                if tracking && !outcome.settled {
+                                    dirty.insert(key.clone());
+                                }
                             }
                         }
                         (map, uses_topic_ids)
                     });
+                if let Some(session) = self.sessions.get_mut(&session_id) {
+                    session.seen_seq = context.change_seq;
+                    session.dirty = dirty;
+                }
                 ResponseSession {
                     error_code: 0,
                     session_id,
@@ -323,6 +487,7 @@ impl<K: Hash + Eq + Clone> FetchSessionCache<K> {
                 }
                 let mut to_back: Vec<K> = Vec::new();
                 let mut i = 0;
+                let tracking = context.partial;
                 responses.retain(|r| {
                     let (key, outcome) = view(r);
                     // Responses come in the context's order, which is the session's: try the
@@ -335,6 +500,13 @@ impl<K: Hash + Eq + Clone> FetchSessionCache<K> {
                     match cached {
                         Some(cached) => {
                             let must = cached.must_respond(&outcome, true);
+                            if tracking {
+                                if outcome.settled {
+                                    session.dirty.remove(key);
+                                } else {
+                                    session.dirty.insert(key.clone());
+                                }
+                            }
                             if must && outcome.has_records {
                                 to_back.push(key.clone());
                             }
@@ -394,6 +566,8 @@ impl<K: Hash + Eq + Clone> FetchSessionCache<K> {
                 epoch: next_epoch(INITIAL_EPOCH),
                 cached_size: None,
                 indexed_old: false,
+                seen_seq: 0,
+                dirty: HashSet::new(),
             },
         );
         self.last_used.insert((now_ms, id));
@@ -484,4 +658,23 @@ impl<K: Hash + Eq + Clone> FetchSessionCache<K> {
             }
         }
     }
+}
+
+/// The session's pending (dirty) partitions with their parameters, in the session's order;
+/// drops pending entries of partitions no longer in the session.
+fn pending_in_order<K: Hash + Eq + Clone>(
+    session: &mut FetchSession<K>,
+) -> Vec<(K, PartitionFetch)> {
+    let partitions = &session.partitions;
+    session.dirty.retain(|k| partitions.contains_key(k));
+    let mut idx: Vec<usize> = session
+        .dirty
+        .iter()
+        .filter_map(|k| partitions.get_index_of(k))
+        .collect();
+    idx.sort_unstable();
+    idx.into_iter()
+        .filter_map(|i| partitions.get_index(i))
+        .map(|(k, c)| (k.clone(), c.request))
+        .collect()
 }

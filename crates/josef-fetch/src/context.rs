@@ -38,6 +38,11 @@ pub enum ContextKind {
 pub struct FetchContext<K> {
     pub(crate) kind: ContextKind,
     pub(crate) partitions: Vec<(K, PartitionFetch)>,
+    /// The cache's change sequence when the context was made (its reads see every change
+    /// recorded before it).
+    pub(crate) change_seq: u64,
+    /// Whether `partitions` are only the session's changed ones (change tracking).
+    pub(crate) partial: bool,
 }
 
 impl<K> FetchContext<K> {
@@ -52,6 +57,14 @@ impl<K> FetchContext<K> {
     /// error.
     pub fn partitions(&self) -> &[(K, PartitionFetch)] {
         &self.partitions
+    }
+
+    /// Whether [`partitions`](Self::partitions) is only the part of an incremental session that
+    /// may have changed (change tracking on). A fetch that parks must then wait on all of the
+    /// session's partitions (see [`crate::FetchSession::partitions`]) and, once woken, call
+    /// [`crate::FetchSessionCache::refresh_context`] to add what changed meanwhile.
+    pub fn is_partial(&self) -> bool {
+        self.partial
     }
 
     /// The top-level error of a session error context.

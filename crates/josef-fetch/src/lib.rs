@@ -33,7 +33,8 @@ mod partition;
 mod session;
 
 pub use cache::{
-    FetchSessionCache, FetchSessionCacheConfig, DEFAULT_EVICTION_MS, DEFAULT_MAX_SESSIONS,
+    FetchSessionCache, FetchSessionCacheConfig, DEFAULT_CHANGE_LOG_CAPACITY, DEFAULT_EVICTION_MS,
+    DEFAULT_MAX_SESSIONS,
 };
 pub use context::{ContextKind, FetchContext, ResponseSession};
 pub use epoch::{next_epoch, FetchMetadata, FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID};

@@ -44,6 +44,11 @@ pub struct PartitionOutcome {
     pub has_preferred_read_replica: bool,
     /// Whether the response carries a diverging epoch (followers).
     pub has_diverging_epoch: bool,
+    /// Nothing more to read for now: no records, no error, and the fetch offset at the bound
+    /// (the HW). With change tracking ([`crate::FetchSessionCache::sync_generation`]) a settled
+    /// partition is not read again by its session until a change is recorded for it; an
+    /// unsettled one (the default, always safe) is read on every incremental fetch, as in Kafka.
+    pub settled: bool,
 }
 
 /// One partition of a session.

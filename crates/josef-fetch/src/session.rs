@@ -1,5 +1,6 @@
 //! One incremental fetch session (Kafka's `FetchSession`).
 
+use std::collections::HashSet;
 use std::hash::Hash;
 
 use indexmap::IndexMap;
@@ -31,6 +32,11 @@ pub struct FetchSession<K> {
     pub(crate) cached_size: Option<usize>,
     /// Whether the eviction index holds it as older than `eviction_ms` (at its last touch).
     pub(crate) indexed_old: bool,
+    /// Change tracking: the cache's change sequence up to which `dirty` is complete.
+    pub(crate) seen_seq: u64,
+    /// Change tracking: the partitions an incremental fetch must read (listed by a request,
+    /// changed since, or not settled at their last read). Others are skipped.
+    pub(crate) dirty: HashSet<K>,
 }
 
 impl<K: Hash + Eq + Clone> FetchSession<K> {
@@ -72,6 +78,13 @@ impl<K: Hash + Eq + Clone> FetchSession<K> {
     /// Whether it has no partitions.
     pub fn is_empty(&self) -> bool {
         self.partitions.is_empty()
+    }
+
+    /// Partitions the next incremental fetch reads with change tracking on (the others have
+    /// nothing new since their last read). Stale entries of forgotten partitions may be counted
+    /// until the next fetch drops them.
+    pub fn pending_len(&self) -> usize {
+        self.dirty.len()
     }
 
     /// The cached state of one partition.

@@ -13,6 +13,7 @@
 
 use std::sync::Arc;
 
+use josef_fetch::{FetchSessionCache, TopicIdPartition};
 use josef_protocol::{ErrorCode, Uuid};
 use josef_timer::{DelayedOperation, Purgatory, PurgatoryConfig, SystemClock};
 use parking_lot::Mutex;
@@ -176,6 +177,25 @@ pub fn append_listener(purgatory: &Arc<FetchPurgatory>) -> AppendListener {
     let purgatory = purgatory.clone();
     Arc::new(move |p: &Partition, _event: &PartitionEvent| {
         purgatory.check_and_complete(&(p.topic_id, p.index));
+    })
+}
+
+/// `listener`, and then records the partition's change in the fetch-session cache (both the
+/// by-name and the by-id key, as sessions name partitions either way), so incremental fetches
+/// read it again (`FetchSessionCache::record_change`; nothing while change tracking is off).
+pub fn with_session_changes(
+    listener: AppendListener,
+    sessions: &Arc<Mutex<FetchSessionCache<TopicIdPartition>>>,
+) -> AppendListener {
+    let sessions = sessions.clone();
+    Arc::new(move |p: &Partition, event: &PartitionEvent| {
+        listener(p, event);
+        let mut cache = sessions.lock();
+        if !cache.tracks_changes() {
+            return;
+        }
+        cache.record_change(TopicIdPartition::by_id(p.topic_id, p.index));
+        cache.record_change(TopicIdPartition::by_name(p.topic.as_str(), p.index));
     })
 }
 

@@ -130,7 +130,9 @@ pub struct BrokerState {
     /// Fetches waiting for `fetch.min.bytes` (completed by appends or by expiry).
     pub fetch_purgatory: Arc<crate::delayed_fetch::FetchPurgatory>,
     /// Incremental fetch sessions (KIP-227).
-    pub fetch_sessions: Mutex<FetchSessionCache<TopicIdPartition>>,
+    /// Shared with the partitions' listener, which records each partition's changes in it
+    /// (change tracking: incremental fetches read only what changed).
+    pub fetch_sessions: Arc<Mutex<FetchSessionCache<TopicIdPartition>>>,
     /// The cluster side of this node (`process.roles` set); `None` for the single-node broker.
     pub cluster: Option<Arc<crate::cluster::ClusterNode>>,
     /// The single-node broker's metadata records (ACLs, SCRAM credentials, client quotas);
@@ -156,7 +158,17 @@ impl BrokerState {
         cluster: Option<Arc<crate::cluster::ClusterNode>>,
     ) -> Result<BrokerState, String> {
         let fetch_purgatory = crate::delayed_fetch::new_purgatory();
+        let fetch_sessions = Arc::new(Mutex::new(FetchSessionCache::new(
+            FetchSessionCacheConfig {
+                max_sessions: usize::try_from(config.max_incremental_fetch_session_cache_slots)
+                    .unwrap_or(0),
+                eviction_ms: DEFAULT_EVICTION_MS,
+                // Random, so a session id of an earlier run is not taken for a live one.
+                id_seed: rand::random(),
+            },
+        )));
         let wake_parked = crate::delayed_fetch::append_listener(&fetch_purgatory);
+        let wake_parked = crate::delayed_fetch::with_session_changes(wake_parked, &fetch_sessions);
         let listener = match &cluster {
             // ISR changes a partition proposes (a follower caught up) go to the controller.
             Some(node) => crate::cluster::with_isr_change_sender(wake_parked, node.clone()),
@@ -199,13 +211,7 @@ impl BrokerState {
             },
             txns: crate::txns::TxnService::new(&config),
             fetch_purgatory,
-            fetch_sessions: Mutex::new(FetchSessionCache::new(FetchSessionCacheConfig {
-                max_sessions: usize::try_from(config.max_incremental_fetch_session_cache_slots)
-                    .unwrap_or(0),
-                eviction_ms: DEFAULT_EVICTION_MS,
-                // Random, so a session id of an earlier run is not taken for a live one.
-                id_seed: rand::random(),
-            })),
+            fetch_sessions,
             partition_store: topics.clone(),
             metadata_view: match &cluster {
                 Some(node) => Arc::new(ClusterMetadata::new(

@@ -134,6 +134,10 @@ pub struct TopicManager {
     /// Each log dir's checkpoints and clean-shutdown marker, and the threads per dir that open
     /// and close the logs.
     log_dirs: LogDirs,
+    /// Bumped on every change of what a fetch answers that no partition event tells: topics
+    /// created, deleted or altered, configs, log start moves (see
+    /// [`TopicManager::change_generation`]).
+    generation: std::sync::atomic::AtomicU64,
 }
 
 /// A topic read from the topics file, to be opened.
@@ -150,6 +154,23 @@ fn partition_dir_name(topic: &str, index: i32) -> String {
 }
 
 impl TopicManager {
+    /// With a partition listener, `Some` number that changes whenever what a fetch of a
+    /// partition answers changes without an event of that partition (a topic created,
+    /// deleted or altered, a config, a log start moved): lets incremental fetch sessions read
+    /// only the partitions whose events they saw (`josef_fetch::FetchSessionCache::sync_generation`).
+    /// `None` without a listener: nothing tells the partitions' changes.
+    pub fn change_generation(&self) -> Option<u64> {
+        self.append_listener
+            .as_ref()
+            .map(|_| self.generation.load(std::sync::atomic::Ordering::Acquire))
+    }
+
+    /// See [`TopicManager::change_generation`].
+    pub(crate) fn bump_generation(&self) {
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    }
+
     /// Shares a freshly opened partition, with the append listener set.
     fn attach(&self, p: Partition) -> Arc<Partition> {
         if let Some(l) = &self.append_listener {
@@ -190,6 +211,7 @@ impl TopicManager {
             admin: Mutex::new(()),
             closed: std::sync::atomic::AtomicBool::new(false),
             dir_counts: Mutex::new(None),
+            generation: std::sync::atomic::AtomicU64::new(0),
         };
         let path = mgr.config.log_dirs[0].join(TOPICS_FILE);
         let text = match mgr.storage.read(&path) {
@@ -543,6 +565,7 @@ impl TopicManager {
             configs,
         });
         let mut inner = self.inner.write();
+        self.bump_generation();
         inner.by_name.insert(name.to_string(), topic.clone());
         inner.by_id.insert(id, topic.clone());
         self.persist(&inner)?;
@@ -589,6 +612,7 @@ impl TopicManager {
         let _admin = self.admin.lock();
         let topic = {
             let mut inner = self.inner.write();
+            self.bump_generation();
             let Some(t) = inner.by_name.remove(name) else {
                 return Err(TopicError::new(
                     ErrorCode::UnknownTopicOrPartition,
@@ -704,6 +728,7 @@ impl TopicManager {
     pub fn set_dynamic_defaults(&self, defaults: BTreeMap<String, String>) {
         let _admin = self.admin.lock();
         *self.dynamic_defaults.write() = Arc::new(defaults);
+        self.bump_generation();
         for t in self.all() {
             let log_config = self.log_config(&t.configs);
             for p in &t.partitions {
@@ -717,6 +742,7 @@ impl TopicManager {
     fn replace(&self, topic: Topic) -> Result<(), TopicError> {
         let topic = Arc::new(topic);
         let mut inner = self.inner.write();
+        self.bump_generation();
         inner.by_name.insert(topic.name.clone(), topic.clone());
         inner.by_id.insert(topic.id, topic);
         self.persist(&inner)
@@ -731,6 +757,7 @@ impl TopicManager {
             for p in &t.partitions {
                 match p.delete_old_segments(now) {
                     Ok(n) if n > 0 => {
+                        self.bump_generation();
                         tracing::info!(topic = %t.name, partition = p.index, segments = n, "retention deleted segments");
                     }
                     Ok(_) => {}
@@ -770,6 +797,7 @@ impl TopicManager {
         };
         let topics: Vec<Arc<Topic>> = {
             let mut inner = self.inner.write();
+            self.bump_generation();
             inner.by_id.clear();
             inner.by_name.drain().map(|(_, t)| t).collect()
         };

@@ -346,3 +346,103 @@ async fn delayed_fetch_expires_at_max_wait_with_what_is_there() {
     assert_eq!(b.state().fetch_purgatory.num_delayed(), 0);
     b.shutdown().await;
 }
+
+/// How many partitions incremental fetches have been given to read so far.
+fn incremental_reads(b: &Broker) -> u64 {
+    b.state().fetch_sessions.lock().incremental_reads()
+}
+
+#[tokio::test]
+async fn incremental_fetch_reads_only_the_changed_partitions_of_its_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start(dir.path()).await;
+    let mut c = Client::connect(&b).await;
+    create_topic(&mut c, "many", 100).await;
+    let all = (0..100).map(|p| fetch_partition(p, 0)).collect();
+    let r = c.fetch(12, fetch(0, 0, "many", all, 0)).await;
+    let id = r.session_id;
+    assert!(id > 0);
+
+    // Nothing changed: nothing read, nothing answered (Kafka reads all 100 to find that out).
+    let before = incremental_reads(&b);
+    let r = c.fetch(12, fetch(id, 1, "many", vec![], 0)).await;
+    assert_eq!((r.error_code, seen(&r)), (0, vec![]));
+    assert_eq!(incremental_reads(&b) - before, 0);
+
+    // One partition got a record: it alone is read, and answered.
+    produce(&mut c, "many", 37, b"x").await;
+    let before = incremental_reads(&b);
+    let r = c.fetch(12, fetch(id, 2, "many", vec![], 0)).await;
+    assert_eq!(seen(&r), [(37, true)]);
+    assert_eq!(incremental_reads(&b) - before, 1);
+
+    // The consumer moves past it: that listed partition is read, nothing is answered.
+    let before = incremental_reads(&b);
+    let r = c
+        .fetch(12, fetch(id, 3, "many", vec![fetch_partition(37, 1)], 0))
+        .await;
+    assert_eq!(seen(&r), []);
+    assert_eq!(incremental_reads(&b) - before, 1);
+    let before = incremental_reads(&b);
+    let r = c.fetch(12, fetch(id, 4, "many", vec![], 0)).await;
+    assert_eq!(seen(&r), []);
+    assert_eq!(incremental_reads(&b) - before, 0);
+    b.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_log_start_moved_by_delete_records_is_answered_as_kafka_does() {
+    use josef_protocol::messages::delete_records_request::{
+        DeleteRecordsPartition, DeleteRecordsTopic,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let b = start(dir.path()).await;
+    let mut c = Client::connect(&b).await;
+    create_topic(&mut c, "ls", 2).await;
+    produce(&mut c, "ls", 0, b"a").await;
+    produce(&mut c, "ls", 0, b"b").await;
+    let r = c
+        .fetch(
+            12,
+            fetch(
+                0,
+                0,
+                "ls",
+                vec![fetch_partition(0, 2), fetch_partition(1, 0)],
+                0,
+            ),
+        )
+        .await;
+    let id = r.session_id;
+    let r = c.fetch(12, fetch(id, 1, "ls", vec![], 0)).await;
+    assert_eq!(seen(&r), []);
+    let ResponseBody::DeleteRecords(d) = c
+        .call(
+            2,
+            DeleteRecordsRequest {
+                topics: vec![DeleteRecordsTopic {
+                    name: "ls".into(),
+                    partitions: vec![DeleteRecordsPartition {
+                        partition_index: 0,
+                        offset: 1,
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }],
+                timeout_ms: 5000,
+                ..Default::default()
+            },
+        )
+        .await
+    else {
+        panic!()
+    };
+    assert_eq!(d.topics[0].partitions[0].error_code, 0);
+    // No record, no HW change: the log start alone makes partition 0 appear.
+    let r = c.fetch(12, fetch(id, 2, "ls", vec![], 0)).await;
+    assert_eq!(seen(&r), [(0, false)]);
+    assert_eq!(r.responses[0].partitions[0].log_start_offset, 1);
+    let r = c.fetch(12, fetch(id, 3, "ls", vec![], 0)).await;
+    assert_eq!(seen(&r), []);
+    b.shutdown().await;
+}

@@ -27,8 +27,8 @@
 use std::sync::Arc;
 
 use josef_fetch::{
-    forgotten_partitions, request_metadata, request_partitions, uses_topic_ids, PartitionFetch,
-    PartitionOutcome, TopicIdPartition,
+    forgotten_partitions, request_metadata, request_partitions, uses_topic_ids, ContextKind,
+    PartitionFetch, PartitionOutcome, TopicIdPartition,
 };
 use josef_protocol::constants::NO_PARTITION_LEADER_EPOCH;
 use josef_protocol::messages::fetch_response::{
@@ -394,9 +394,15 @@ fn convertible_prefix(
     good
 }
 
-/// What the session cache needs to know about one partition of the response.
-fn outcome(d: &PartitionData) -> PartitionOutcome {
+/// What the session cache needs to know about one partition of the response. `settled`: a
+/// consumer's partition with nothing to read at its fetch offset (no error, no records, the
+/// offset at the HW), which change tracking skips until the partition changes.
+fn outcome(d: &PartitionData, settled: bool) -> PartitionOutcome {
     PartitionOutcome {
+        settled: settled
+            && d.error_code == 0
+            && !d.records.as_ref().is_some_and(|r| !r.is_empty())
+            && d.preferred_read_replica < 0,
         error_code: d.error_code,
         high_watermark: d.high_watermark,
         log_start_offset: d.log_start_offset,
@@ -500,14 +506,21 @@ pub async fn handle(state: &BrokerState, req: FetchRequest, version: i16) -> Fet
     } else {
         req.replica_id
     };
-    let context = state.fetch_sessions.lock().new_context(
-        request_metadata(&req, version),
-        by_id,
-        replica_id >= 0,
-        request_partitions(&req, version),
-        forgotten_partitions(&req, version),
-        now_ms(),
-    );
+    let store = state.partition_store.as_ref();
+    let mut context = {
+        let mut sessions = state.fetch_sessions.lock();
+        // Change tracking when the store tells its partitions' changes (see
+        // `PartitionStore::change_generation`): an incremental fetch reads only those.
+        sessions.sync_generation(store.change_generation());
+        sessions.new_context(
+            request_metadata(&req, version),
+            by_id,
+            replica_id >= 0,
+            request_partitions(&req, version),
+            forgotten_partitions(&req, version),
+            now_ms(),
+        )
+    };
     if let Some(e) = context.session_error() {
         return FetchResponse {
             error_code: e.code(),
@@ -537,24 +550,48 @@ pub async fn handle(state: &BrokerState, req: FetchRequest, version: i16) -> Fet
         cap
     };
     let min_bytes = i64::from(req.min_bytes).min(max_bytes);
-    let store = state.partition_store.as_ref();
     // A topic without its own setting follows the broker's dynamic default, then its static one.
     let dynamic = state.topics.dynamic_defaults();
     let broker_default =
         |name: &str| topic_config::effective_default(name, &dynamic, &state.config);
-    let wanted: Vec<Wanted> = context
-        .partitions()
-        .iter()
-        .map(|(key, fetch)| Wanted {
-            topic: resolve(store, &broker_default, key, by_id, version),
-            key: key.clone(),
-            fetch: *fetch,
-        })
-        .collect();
+    let to_wanted = |partitions: &[(TopicIdPartition, PartitionFetch)]| -> Vec<Wanted> {
+        partitions
+            .iter()
+            .map(|(key, fetch)| Wanted {
+                topic: resolve(store, &broker_default, key, by_id, version),
+                key: key.clone(),
+                fetch: *fetch,
+            })
+            .collect()
+    };
+    let mut wanted = to_wanted(context.partitions());
     let throttles = &state.replication_quotas;
     let (mut parts, total, any_error) =
         read_all(store, throttles, &wanted, fetcher, max_bytes, version);
-    let waiting: Vec<WaitingPartition> = wanted
+    let must_answer = req.max_wait_ms <= 0 || total >= min_bytes || any_error;
+    // A fetch that reads only the changed part of its session still waits on all of it.
+    let park_on = match (must_answer, context.kind()) {
+        (false, ContextKind::Incremental { session_id, .. }) if context.is_partial() => {
+            let all: Vec<(TopicIdPartition, PartitionFetch)> = state
+                .fetch_sessions
+                .lock()
+                .get(session_id)
+                .map(|s| {
+                    s.partitions()
+                        .map(|(k, c)| (k.clone(), c.request))
+                        .collect()
+                })
+                .unwrap_or_default();
+            to_wanted(&all)
+        }
+        _ => Vec::new(),
+    };
+    let park_on = if park_on.is_empty() {
+        &wanted
+    } else {
+        &park_on
+    };
+    let waiting: Vec<WaitingPartition> = park_on
         .iter()
         .filter_map(|w| {
             let tp = TopicPartition {
@@ -582,7 +619,7 @@ pub async fn handle(state: &BrokerState, req: FetchRequest, version: i16) -> Fet
             })
         })
         .collect();
-    let answer_now = req.max_wait_ms <= 0 || total >= min_bytes || any_error || waiting.is_empty();
+    let answer_now = must_answer || waiting.is_empty();
     if !answer_now {
         // Park in the purgatory: an append to any of these partitions completes it at once
         // (from the appending task), the reaper at max_wait. Either way, read again.
@@ -601,19 +638,32 @@ pub async fn handle(state: &BrokerState, req: FetchRequest, version: i16) -> Fet
             // An error means the purgatory went away (shutdown): answer with what is there.
             let _ = done.await;
         }
+        if context.is_partial() {
+            // Read what changed while it waited, too.
+            state.fetch_sessions.lock().refresh_context(&mut context);
+            wanted = to_wanted(context.partitions());
+        }
         parts = read_all(store, throttles, &wanted, fetcher, max_bytes, version).0;
     }
     if let Fetcher::Follower { .. } = fetcher {
         record_leader_throttled(throttles, &wanted, &parts);
     }
-    let mut parts: Vec<(&TopicIdPartition, PartitionData)> =
-        wanted.iter().map(|w| &w.key).zip(parts).collect();
+    let consumer = matches!(fetcher, Fetcher::Consumer { .. });
+    let mut parts: Vec<(&TopicIdPartition, PartitionData, bool)> = wanted
+        .iter()
+        .zip(parts)
+        .map(|(w, d)| {
+            let at_bound = consumer && w.fetch.fetch_offset >= d.high_watermark;
+            (&w.key, d, at_bound)
+        })
+        .collect();
     let session = state.fetch_sessions.lock().update_and_generate_response(
         &context,
         now_ms(),
         &mut parts,
-        |(k, d)| (*k, outcome(d)),
+        |(k, d, at_bound)| (*k, outcome(d, *at_bound)),
     );
+    let parts = parts.into_iter().map(|(k, d, _)| (k, d)).collect();
     FetchResponse {
         error_code: session.error_code,
         session_id: session.session_id,

@@ -360,6 +360,16 @@ pub trait PartitionStore: Send + Sync {
         now_ms: i64,
     ) -> Result<MarkerAppended, PartitionError>;
 
+    /// `Some` when the store tells every change of what a fetch of one of its partitions
+    /// answers: appends, HW and leadership changes through the partitions' listener (which the
+    /// broker also uses to record them in the fetch-session cache), and everything else (topics
+    /// created, deleted or altered, configs, log start moves) by a new number here. Incremental
+    /// fetch sessions then read only the partitions that changed instead of all of theirs. The
+    /// default `None` (nothing told) keeps Kafka's walk over the whole session.
+    fn change_generation(&self) -> Option<u64> {
+        None
+    }
+
     /// DeleteRecords on the leader (Kafka's `Partition.deleteRecordsOnLeader`): `offset` −1 is
     /// the HW; NOT_LEADER_OR_FOLLOWER on a follower, OFFSET_OUT_OF_RANGE beyond the HW; the log
     /// start moves up to the offset (never down) and the low watermark is returned, computed

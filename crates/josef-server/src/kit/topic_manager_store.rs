@@ -163,6 +163,15 @@ impl PartitionStore for TopicManager {
         offset: i64,
         is_alive: &dyn Fn(i32) -> bool,
     ) -> Result<DeleteRecordsOutcome, PartitionError> {
-        self.hosted(tp)?.delete_records_on_leader(offset, is_alive)
+        let outcome = self
+            .hosted(tp)?
+            .delete_records_on_leader(offset, is_alive)?;
+        // The log start moved: fetch sessions must read this partition again.
+        self.bump_generation();
+        Ok(outcome)
+    }
+
+    fn change_generation(&self) -> Option<u64> {
+        TopicManager::change_generation(self)
     }
 }
