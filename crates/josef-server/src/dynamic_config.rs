@@ -640,6 +640,7 @@ mod tests {
             client_auth: josef_tls::ClientAuth::None,
             principal_mapping_rules: "DEFAULT".into(),
             enabled_protocols: vec!["TLSv1.3".into()],
+            cipher_suites: Vec::new(),
             endpoint_identification: true,
         };
         let s = listener_ssl_settings(

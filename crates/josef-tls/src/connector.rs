@@ -86,7 +86,7 @@ impl TlsConnector {
     /// Builds the client configuration of a listener's settings. The truststore is required
     /// (there is no system trust store here); the keystore is the client certificate.
     pub fn new(s: &SslSettings) -> Result<TlsConnector, TlsConfigError> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let provider = crate::suites::provider(s);
         let roots = truststore(s)?.ok_or(TlsConfigError::Pem {
             what: "ssl.truststore",
             reason: "a TLS client needs ssl.truststore.location or ssl.truststore.certificates to verify the server".into(),

@@ -2,7 +2,7 @@
 //! from the Josef crates:
 //!
 //! - [`settings`]: a listener's `ssl.*` settings as Kafka names them (PEM keystore and truststore,
-//!   inline or as files, `ssl.client.auth`, `ssl.enabled.protocols`,
+//!   inline or as files, `ssl.client.auth`, `ssl.enabled.protocols`, `ssl.cipher.suites`,
 //!   `ssl.principal.mapping.rules`), listener-prefixed first, read from a
 //!   [`josef_config::settings::Props`];
 //! - [`TlsListener`]: the rustls server configuration they build, and the handshake over any
@@ -45,6 +45,7 @@ mod listener;
 pub mod pem;
 pub mod settings;
 mod subject;
+mod suites;
 
 pub use connector::{tls_error, TlsConnector};
 pub use listener::{HandshakeError, TlsConfigError, TlsListener, HANDSHAKE_TIMEOUT};

@@ -23,6 +23,7 @@ pub const UNPREFIXED_KEYS: &[&str] = &[
     "ssl.client.auth",
     "ssl.principal.mapping.rules",
     "ssl.enabled.protocols",
+    "ssl.cipher.suites",
     "ssl.endpoint.identification.algorithm",
 ];
 
@@ -56,6 +57,12 @@ pub struct SslSettings {
     pub principal_mapping_rules: String,
     /// `ssl.enabled.protocols` (TLSv1.2, TLSv1.3).
     pub enabled_protocols: Vec<String>,
+    /// `ssl.cipher.suites`: the suites this listener offers, as Kafka (JSSE) names them
+    /// (`TLS_AES_128_GCM_SHA256`, `TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256`, ...), in the
+    /// operator's order of preference. Empty (Kafka's default) keeps rustls's suites and order.
+    /// A server with a list picks by its own order, not the client's, so an operator can prefer
+    /// the cheaper AES-128 over the AES-256 a client lists first.
+    pub cipher_suites: Vec<String>,
     /// `ssl.endpoint.identification.algorithm`: `https` (the default) makes a connecting client
     /// check that the server certificate names the host it dialled; empty turns that off. Used
     /// only when this listener's settings make a client ([`crate::TlsConnector`]).
@@ -183,6 +190,19 @@ impl SslSettings {
                 l
             }
         };
+        let cipher_suites = match p.listener_or_global(listener, "ssl.cipher.suites") {
+            None => Vec::new(),
+            Some(v) => {
+                let l = v.list();
+                if let Some(bad) = l.iter().find(|n| crate::suites::by_kafka_name(n).is_none()) {
+                    return Err(v.invalid(format!(
+                        "unknown cipher suite {bad} (supported: {})",
+                        crate::suites::kafka_names().join(", ")
+                    )));
+                }
+                l
+            }
+        };
         let endpoint_identification =
             match p.listener_or_global(listener, "ssl.endpoint.identification.algorithm") {
                 None => true,
@@ -200,6 +220,7 @@ impl SslSettings {
             client_auth,
             principal_mapping_rules,
             enabled_protocols,
+            cipher_suites,
         })
     }
 
@@ -267,6 +288,7 @@ mod tests {
         assert_eq!(s.client_auth, ClientAuth::None);
         assert_eq!(s.principal_mapping_rules, "DEFAULT");
         assert_eq!(s.enabled_protocols, ["TLSv1.2", "TLSv1.3"]);
+        assert!(s.cipher_suites.is_empty());
         assert!(s.endpoint_identification);
     }
 
@@ -288,6 +310,33 @@ mod tests {
                 Some(w) => assert_eq!(got, Ok(w), "{v:?}"),
                 None => assert!(got.unwrap_err().contains("expected https"), "{v:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn cipher_suites_are_kafka_names_and_unknown_ones_are_refused() {
+        let mut pairs = INLINE.to_vec();
+        pairs.push((
+            "listener.name.client.ssl.cipher.suites",
+            "TLS_AES_128_GCM_SHA256, TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        ));
+        let s = read(&pairs, SecurityProtocol::Ssl).unwrap();
+        assert_eq!(
+            s.cipher_suites,
+            [
+                "TLS_AES_128_GCM_SHA256",
+                "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"
+            ]
+        );
+        for bad in ["TLS_RSA_WITH_RC4_128_MD5", "TLS13_AES_128_GCM_SHA256"] {
+            let mut pairs = INLINE.to_vec();
+            pairs.push(("ssl.cipher.suites", bad));
+            let e = read(&pairs, SecurityProtocol::Ssl).unwrap_err();
+            assert!(
+                e.contains("ssl.cipher.suites")
+                    && e.contains(&format!("unknown cipher suite {bad}")),
+                "{e}"
+            );
         }
     }
 

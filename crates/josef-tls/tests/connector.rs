@@ -40,6 +40,7 @@ fn settings(n: &Node, client_auth: ClientAuth, endpoint_identification: bool) ->
         client_auth,
         principal_mapping_rules: "RULE:^CN=([^,]+)$/$1/".into(),
         enabled_protocols: vec!["TLSv1.2".into(), "TLSv1.3".into()],
+        cipher_suites: Vec::new(),
         endpoint_identification,
     }
 }

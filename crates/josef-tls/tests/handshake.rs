@@ -23,6 +23,7 @@ fn settings(
         client_auth,
         principal_mapping_rules: rules.into(),
         enabled_protocols: vec!["TLSv1.2".into(), "TLSv1.3".into()],
+        cipher_suites: Vec::new(),
         endpoint_identification: true,
     }
 }
@@ -106,6 +107,61 @@ async fn a_client_certificate_becomes_the_mapped_principal() {
         drop(client_side);
         assert_eq!(got.ok().as_deref(), expect, "{auth:?} cert={with_cert}");
     }
+}
+
+/// The suite a server with `cipher_suites` negotiates with a client that lists AES-256 first
+/// (as librdkafka over OpenSSL does).
+async fn negotiated_with_an_aes256_first_client(cipher_suites: &[&str]) -> String {
+    let Pki { ca, server_pem, .. } = pki();
+    let mut s = settings(server_pem, ca.pem(), ClientAuth::None, "DEFAULT");
+    s.cipher_suites = cipher_suites.iter().map(|n| n.to_string()).collect();
+    let listener = TlsListener::new(&s).unwrap();
+    let mut roots = RootCertStore::empty();
+    roots.add(ca.der().clone()).unwrap();
+    let mut provider = rustls::crypto::ring::default_provider();
+    provider.cipher_suites = vec![
+        rustls::crypto::ring::cipher_suite::TLS13_AES_256_GCM_SHA384,
+        rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256,
+    ];
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let (a, s) = tokio::io::duplex(64 * 1024);
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+    let (client_side, got) = tokio::join!(connector.connect(name, a), listener.accept(s));
+    let (server_side, _) = got.unwrap();
+    drop(client_side);
+    let suite = server_side.get_ref().1.negotiated_cipher_suite().unwrap();
+    format!("{:?}", suite.suite())
+}
+
+#[tokio::test]
+async fn ssl_cipher_suites_order_decides_over_the_clients() {
+    // Default: the client's preference, as before.
+    assert_eq!(
+        negotiated_with_an_aes256_first_client(&[]).await,
+        "TLS13_AES_256_GCM_SHA384"
+    );
+    // An operator's list: its order, whatever the client prefers.
+    assert_eq!(
+        negotiated_with_an_aes256_first_client(&[
+            "TLS_AES_128_GCM_SHA256",
+            "TLS_AES_256_GCM_SHA384"
+        ])
+        .await,
+        "TLS13_AES_128_GCM_SHA256"
+    );
+    assert_eq!(
+        negotiated_with_an_aes256_first_client(&[
+            "TLS_AES_256_GCM_SHA384",
+            "TLS_AES_128_GCM_SHA256"
+        ])
+        .await,
+        "TLS13_AES_256_GCM_SHA384"
+    );
 }
 
 #[tokio::test]

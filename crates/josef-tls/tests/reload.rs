@@ -24,6 +24,7 @@ fn self_signed() -> (CertificateDer<'static>, SslSettings) {
         client_auth: ClientAuth::None,
         principal_mapping_rules: "DEFAULT".into(),
         enabled_protocols: vec!["TLSv1.2".into(), "TLSv1.3".into()],
+        cipher_suites: Vec::new(),
         endpoint_identification: true,
     };
     (cert.der().clone(), s)
