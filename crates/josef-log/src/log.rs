@@ -20,7 +20,7 @@ use crate::leader_epoch::LeaderEpochFileCache;
 use crate::loader;
 use crate::naming;
 use crate::segment::{BatchPosition, LogSegment, RollParams};
-use crate::storage::{self, Storage};
+use crate::storage::{self, FileRegion, Storage};
 
 /// Where a log's recovery point, log start offset and clean-shutdown flag live.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -78,8 +78,11 @@ pub struct FetchDataInfo {
     pub segment_base_offset: i64,
     /// Byte position of the first batch in that segment.
     pub position: u32,
-    /// Whole batches; the first one holds `fetch_offset` (and may start below it).
+    /// Whole batches; the first one holds `fetch_offset` (and may start below it). Empty when
+    /// they come as `region`.
     pub records: Bytes,
+    /// The same whole batches as a range of the segment file ([`Log::read_region`] only).
+    pub region: Option<FileRegion>,
     /// Base offset of the first batch returned.
     pub first_batch_base_offset: Option<i64>,
     /// The first batch was larger than `max_bytes` and `min_one_message` was off.
@@ -93,6 +96,7 @@ impl FetchDataInfo {
             segment_base_offset: -1,
             position: 0,
             records: Bytes::new(),
+            region: None,
             first_batch_base_offset: None,
             first_entry_incomplete: false,
         }
@@ -814,6 +818,43 @@ impl Log {
         max_offset_exclusive: i64,
         min_one_message: bool,
     ) -> Result<FetchDataInfo, LogError> {
+        self.read_as(
+            start_offset,
+            max_bytes,
+            max_offset_exclusive,
+            min_one_message,
+            false,
+        )
+    }
+
+    /// [`Log::read`], but the batches come as a [`FileRegion`] of the segment file
+    /// (`FetchDataInfo::region`, `records` empty) when the storage keeps a descriptor (the file
+    /// system), for a fetch that sends them unread with `sendfile`; the same batches, bounds and
+    /// sizes as [`Log::read`]. Otherwise (memory storage) the bytes, as [`Log::read`].
+    pub fn read_region(
+        &self,
+        start_offset: i64,
+        max_bytes: usize,
+        max_offset_exclusive: i64,
+        min_one_message: bool,
+    ) -> Result<FetchDataInfo, LogError> {
+        self.read_as(
+            start_offset,
+            max_bytes,
+            max_offset_exclusive,
+            min_one_message,
+            true,
+        )
+    }
+
+    fn read_as(
+        &self,
+        start_offset: i64,
+        max_bytes: usize,
+        max_offset_exclusive: i64,
+        min_one_message: bool,
+        region: bool,
+    ) -> Result<FetchDataInfo, LogError> {
         self.check_in_range(start_offset)?;
         let bound = max_offset_exclusive.min(self.log_end_offset);
         if start_offset >= bound {
@@ -833,14 +874,20 @@ impl Log {
             } else {
                 seg.size()
             };
-            if let Some(r) = seg.read(start_offset, max_bytes, max_pos, min_one_message)? {
-                let first_batch_base_offset =
-                    (!r.records.is_empty()).then_some(r.first.base_offset);
+            let read = if region {
+                seg.read_region(start_offset, max_bytes, max_pos, min_one_message)?
+            } else {
+                seg.read(start_offset, max_bytes, max_pos, min_one_message)?
+            };
+            if let Some(r) = read {
+                let has_batches = !r.records.is_empty() || r.region.is_some();
+                let first_batch_base_offset = has_batches.then_some(r.first.base_offset);
                 return Ok(FetchDataInfo {
                     fetch_offset: start_offset,
                     segment_base_offset: base,
                     position: r.position,
                     records: r.records,
+                    region: r.region,
                     first_batch_base_offset,
                     first_entry_incomplete: r.first_entry_incomplete,
                 });

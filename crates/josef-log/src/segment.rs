@@ -14,7 +14,7 @@ use crate::index::{
     TxnIndexSearchResult, NO_TIMESTAMP,
 };
 use crate::naming;
-use crate::storage::{self, Storage, StorageFile};
+use crate::storage::{self, FileRegion, Storage, StorageFile};
 
 /// Where a batch lives in a segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -414,6 +414,31 @@ impl LogSegment {
         max_position: u32,
         min_one_message: bool,
     ) -> Result<Option<SegmentRead>, LogError> {
+        self.read_as(start_offset, max_size, max_position, min_one_message, false)
+    }
+
+    /// [`LogSegment::read`], but the batches come as a [`FileRegion`] of the segment file
+    /// (`records` empty) when its storage has a descriptor to share, for a caller that sends them
+    /// on unread (`sendfile`). The whole-batch cut is found from the batch headers (one small
+    /// read per batch), not from a copy of the records. Without a descriptor it reads bytes.
+    pub fn read_region(
+        &self,
+        start_offset: i64,
+        max_size: usize,
+        max_position: u32,
+        min_one_message: bool,
+    ) -> Result<Option<SegmentRead>, LogError> {
+        self.read_as(start_offset, max_size, max_position, min_one_message, true)
+    }
+
+    fn read_as(
+        &self,
+        start_offset: i64,
+        max_size: usize,
+        max_position: u32,
+        min_one_message: bool,
+        region: bool,
+    ) -> Result<Option<SegmentRead>, LogError> {
         let Some(first) = self.translate_offset(start_offset, 0)? else {
             return Ok(None);
         };
@@ -429,8 +454,20 @@ impl LogSegment {
                 position: first.position,
                 first: first.header,
                 records: Bytes::new(),
+                region: None,
                 first_entry_incomplete: adjusted < first_size,
             }));
+        }
+        if region {
+            if let Some(r) = self.whole_batches_region(first, limit)? {
+                return Ok(Some(SegmentRead {
+                    position: first.position,
+                    first: first.header,
+                    records: Bytes::new(),
+                    region: Some(r),
+                    first_entry_incomplete: false,
+                }));
+            }
         }
         let bytes = self.read_bytes(first.position, limit)?;
         // Cut at the last whole batch so every slice starts and ends on batch boundaries.
@@ -442,8 +479,32 @@ impl LogSegment {
             position: first.position,
             first: first.header,
             records: bytes.slice(..end),
+            region: None,
             first_entry_incomplete: false,
         }))
+    }
+
+    /// The whole batches from `first` within `limit` bytes as a region of the file (`first` fits
+    /// `limit`), or `None` when the storage shares no descriptor.
+    fn whole_batches_region(
+        &self,
+        first: BatchPosition,
+        limit: usize,
+    ) -> Result<Option<FileRegion>, LogError> {
+        let start = first.position;
+        let mut end = first.header.total_size();
+        let next = start.saturating_add(end as u32);
+        for b in self.batches_from(next) {
+            let b = b?;
+            let batch_end = (b.position - start) as usize + b.header.total_size();
+            if batch_end > limit {
+                break;
+            }
+            end = batch_end;
+        }
+        self.file
+            .region_at(end, u64::from(start))
+            .map_err(|e| LogError::io(&self.log_path, e))
     }
 
     /// Decides whether the next append must go to a new segment (Kafka's `shouldRoll`).
@@ -792,8 +853,10 @@ pub struct SegmentRead {
     pub position: u32,
     /// Header of the first batch.
     pub first: BatchHeader,
-    /// Whole batches.
+    /// Whole batches (empty when they come as `region`).
     pub records: Bytes,
+    /// The whole batches as a range of the segment file, from [`LogSegment::read_region`].
+    pub region: Option<FileRegion>,
     /// The first batch did not fit `max_size` and `min_one_message` was off.
     pub first_entry_incomplete: bool,
 }

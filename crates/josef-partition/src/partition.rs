@@ -7,6 +7,7 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 use bytes::{Bytes, BytesMut};
+use josef_log::storage::FileRegion;
 use josef_log::{
     AbortedTxn, BatchHeader, Log, LogAppendInfo, LogConfig, LogError, ProducerStateRebuild,
     ProducerStateReplay, TimestampType,
@@ -926,12 +927,32 @@ impl Partition {
     /// TxnCommitted the aborted transactions overlapping them.
     pub fn read(&self, params: &ReadParams) -> Result<ReadResult, ErrorCode> {
         let d = self.data.lock();
-        let r = Self::read_locked(&d, params)?;
+        let (r, _) = Self::read_locked(&d, params, false)?;
         self.metrics.record_read(r.size);
         Ok(r)
     }
 
-    fn read_locked(d: &PartitionData, params: &ReadParams) -> Result<ReadResult, ErrorCode> {
+    /// [`Partition::read`], but the batches come as a [`FileRegion`] of the segment file
+    /// (`records` empty, `size` its length) when the log's storage keeps descriptors, for a
+    /// fetch that sends them unread (`sendfile`); the same batches, bounds, sizes and aborted
+    /// transactions (those come from the transaction index, never from the records). A
+    /// `hard_limit` read (Fetch v0–2, cut inside a batch) and storage without descriptors give
+    /// bytes as [`Partition::read`] does.
+    pub fn read_region(
+        &self,
+        params: &ReadParams,
+    ) -> Result<(ReadResult, Option<FileRegion>), ErrorCode> {
+        let d = self.data.lock();
+        let (r, region) = Self::read_locked(&d, params, !params.hard_limit)?;
+        self.metrics.record_read(r.size);
+        Ok((r, region))
+    }
+
+    fn read_locked(
+        d: &PartitionData,
+        params: &ReadParams,
+        region: bool,
+    ) -> Result<(ReadResult, Option<FileRegion>), ErrorCode> {
         let (log_start, leo, hw, lso, bound) = Self::read_bounds(
             d,
             params.fetch_offset,
@@ -951,12 +972,16 @@ impl Partition {
             aborted_transactions: txn.then(Vec::new),
         };
         if params.max_bytes <= 0 && !params.min_one_message {
-            return Ok(out);
+            return Ok((out, None));
         }
         let limit = usize::try_from(params.max_bytes.max(0)).unwrap_or(usize::MAX);
         let log = &d.log;
-        let (info, cut) = match log.read(params.fetch_offset, limit, bound, params.min_one_message)
-        {
+        let first = if region {
+            log.read_region(params.fetch_offset, limit, bound, params.min_one_message)
+        } else {
+            log.read(params.fetch_offset, limit, bound, params.min_one_message)
+        };
+        let (info, cut) = match first {
             Ok(info)
                 if params.hard_limit && info.records.is_empty() && info.first_entry_incomplete =>
             {
@@ -968,14 +993,18 @@ impl Partition {
             other => (other, None),
         };
         let info = info.map_err(|e| crate::error::log_error_code(&e))?;
-        out.size = cut.unwrap_or(info.records.len());
+        let read_len = info
+            .region
+            .as_ref()
+            .map_or(info.records.len(), FileRegion::len);
+        out.size = cut.unwrap_or(read_len);
         out.cut_to = cut;
         if txn && out.size > 0 {
             out.aborted_transactions =
                 Some(log.collect_aborted_transactions(params.fetch_offset, bound));
         }
         out.records = info.records;
-        Ok(out)
+        Ok((out, info.region))
     }
 
     /// The delayed-fetch condition for one partition (Kafka's `DelayedFetch.tryComplete`; reads
@@ -1130,7 +1159,7 @@ impl Partition {
                     alter_partition: None,
                 });
             }
-            let read = Self::read_locked(&d, &params)?;
+            let (read, _) = Self::read_locked(&d, &params, false)?;
             let leo = d.log.log_end_offset();
             let log_start_before = d
                 .replication

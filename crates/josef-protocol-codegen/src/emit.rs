@@ -552,6 +552,12 @@ fn doc_field(ctx: &Ctx<'_>, f: &Field) -> String {
     s
 }
 
+/// Whether `f` gets a `<name>_file` sibling: a `records` field of a response, which a broker may
+/// fill from a segment file slice (sent with `sendfile`) instead of bytes.
+fn has_file_sibling(ctx: &Ctx<'_>, f: &Field) -> bool {
+    ctx.spec.kind == Kind::Response && matches!(f.ty, Ty::Prim(Prim::Records)) && f.tagged.is_none()
+}
+
 fn emit_struct(ctx: &Ctx<'_>, st: &StructDef, top: bool, out: &mut String) -> Result<(), String> {
     let spec = ctx.spec;
     let flexible = ctx.has_flexible();
@@ -585,6 +591,18 @@ fn emit_struct(ctx: &Ctx<'_>, st: &StructDef, top: bool, out: &mut String) -> Re
     for f in &st.fields {
         let _ = writeln!(out, "    /// {}", doc_field(ctx, f));
         let _ = writeln!(out, "    pub {}: {},", snake_case(&f.name), field_rust(f));
+        if has_file_sibling(ctx, f) {
+            let _ = writeln!(
+                out,
+                "    /// `{}` as a slice of a file (encoded in its place when set; never decoded).",
+                f.name
+            );
+            let _ = writeln!(
+                out,
+                "    pub {}_file: Option<crate::RecordsFile>,",
+                snake_case(&f.name)
+            );
+        }
     }
     if flexible {
         let _ = writeln!(
@@ -608,6 +626,9 @@ fn emit_struct(ctx: &Ctx<'_>, st: &StructDef, top: bool, out: &mut String) -> Re
             snake_case(&f.name),
             default_expr(f)?
         );
+        if has_file_sibling(ctx, f) {
+            let _ = writeln!(out, "            {}_file: None,", snake_case(&f.name));
+        }
     }
     if flexible {
         let _ = writeln!(
@@ -713,6 +734,9 @@ fn emit_struct(ctx: &Ctx<'_>, st: &StructDef, top: bool, out: &mut String) -> Re
             snake_case(&f.name),
             snake_case(&f.name)
         );
+        if has_file_sibling(ctx, f) {
+            let _ = writeln!(out, "            {}_file: None,", snake_case(&f.name));
+        }
     }
     if flexible {
         let _ = writeln!(out, "            unknown_tagged_fields,");
@@ -734,7 +758,14 @@ fn emit_struct(ctx: &Ctx<'_>, st: &StructDef, top: bool, out: &mut String) -> Re
     }
     let _ = writeln!(out, "        let flexible = {flex_cond};");
     for f in &st.fields {
-        let write = write_field(ctx, st, f, &ctx.flex_expr(f));
+        let mut write = write_field(ctx, st, f, &ctx.flex_expr(f));
+        if has_file_sibling(ctx, f) {
+            write = format!(
+                "if let Some(file) = &self.{}_file {{ wire::put_records_file(buf, file, {})?; }} else {{ {write} }}",
+                snake_case(&f.name),
+                ctx.flex_expr(f)
+            );
+        }
         let inline = inline_versions(f);
         match ctx.cond(&inline) {
             None => {
@@ -821,7 +852,14 @@ fn emit_struct(ctx: &Ctx<'_>, st: &StructDef, top: bool, out: &mut String) -> Re
     let _ = writeln!(out, "        let flexible = {flex_cond};");
     let _ = writeln!(out, "        let mut len = 0usize;");
     for f in &st.fields {
-        let size = size_field(ctx, f, &ctx.flex_expr(f));
+        let mut size = size_field(ctx, f, &ctx.flex_expr(f));
+        if has_file_sibling(ctx, f) {
+            size = format!(
+                "match &self.{}_file {{ Some(file) => wire::records_file_size(file, {}), None => {size} }}",
+                snake_case(&f.name),
+                ctx.flex_expr(f)
+            );
+        }
         let inline = inline_versions(f);
         match ctx.cond(&inline) {
             None => {

@@ -3,8 +3,8 @@
 //! their conversion to the owned struct.
 
 use super::{
-    default_expr_of, doc_field, inline_versions, is_option, prim_get, prim_rust, snake_case,
-    tagged_versions, Ctx,
+    default_expr_of, doc_field, has_file_sibling, inline_versions, is_option, prim_get, prim_rust,
+    snake_case, tagged_versions, Ctx,
 };
 use crate::spec::{Field, Prim, StructDef, Ty};
 use std::fmt::Write as _;
@@ -430,6 +430,9 @@ pub(super) fn emit_view(
             snake_case(&f.name),
             to_owned_field(f)
         );
+        if has_file_sibling(ctx, f) {
+            let _ = writeln!(out, "            {}_file: None,", snake_case(&f.name));
+        }
     }
     if flexible {
         let _ = writeln!(out, "            unknown_tagged_fields,");

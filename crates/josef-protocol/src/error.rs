@@ -94,6 +94,13 @@ pub enum EncodeError {
         /// Its length.
         len: usize,
     },
+    /// A `records` field given as a file slice could not be read (the file lost those bytes)
+    /// by a buffer that copies it.
+    #[error("records file slice unreadable: {kind}")]
+    RecordsFileUnreadable {
+        /// The read error's kind.
+        kind: std::io::ErrorKind,
+    },
     /// The body passed to a frame encoder does not belong to the api key passed with it.
     #[error("body of {actual:?} passed for api key {expected:?}")]
     ApiKeyMismatch {

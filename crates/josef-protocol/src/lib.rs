@@ -67,7 +67,7 @@ pub mod wire;
 #[cfg(feature = "tokio-codec")]
 pub mod codec;
 
-pub use encode_buf::{EncodeBuf, FrameChunks};
+pub use encode_buf::{EncodeBuf, FileSlice, FrameChunks, FrontFileSlice, RecordsFile};
 pub use error::{DecodeError, EncodeError, FrameError};
 pub use error_code::ErrorCode;
 pub use frame::{

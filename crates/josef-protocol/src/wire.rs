@@ -4,7 +4,9 @@
 //! Readers take `&mut Bytes` and advance it; they never panic and never allocate from a length that
 //! has not been checked against the bytes remaining. Writers append to any `BufMut` (records through [`crate::EncodeBuf`], so they can be shared, not copied).
 
-use crate::{DecodeError, EncodeBuf, EncodeError, StrBytes, UnknownTaggedFields, Uuid};
+use crate::{
+    DecodeError, EncodeBuf, EncodeError, RecordsFile, StrBytes, UnknownTaggedFields, Uuid,
+};
 use bytes::{Buf, BufMut, Bytes};
 use smallvec::SmallVec;
 use std::collections::btree_map;
@@ -591,6 +593,24 @@ pub fn put_records<B: EncodeBuf>(
     put_len(buf, Some(r.len()), flexible, false, "records")?;
     buf.put_shared(r);
     Ok(())
+}
+
+/// Writes a `records` field held as a file slice: the length, then the slice as the buffer
+/// takes it (a piece of its own in a [`crate::FrameChunks`], a copy elsewhere).
+#[inline]
+pub fn put_records_file<B: EncodeBuf>(
+    buf: &mut B,
+    file: &RecordsFile,
+    flexible: bool,
+) -> Result<(), EncodeError> {
+    put_len(buf, Some(file.0.len()), flexible, false, "records")?;
+    buf.put_records_file(file)
+}
+
+/// Encoded size of a `records` field held as a file slice.
+#[inline]
+pub fn records_file_size(file: &RecordsFile, flexible: bool) -> usize {
+    len_size(Some(file.0.len()), flexible, false) + file.0.len()
 }
 
 /// Writes a nullable `records` field.

@@ -27,6 +27,7 @@ use std::time::Duration;
 use bytes::{Buf, Bytes, BytesMut};
 use josef_protocol::FrameChunks;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -99,9 +100,12 @@ pub trait FrameHandler: Send + Sync + 'static {
 }
 
 /// What a connection can be served over: a TCP stream, a TLS stream, an in-memory pipe.
-pub trait Transport: AsyncRead + AsyncWrite + Unpin + Send {}
+///
+/// A plain [`TcpStream`] is recognised (the transport is `'static` for that) and gets fetched
+/// records with `sendfile`; every other transport gets them as bytes.
+pub trait Transport: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
 
-impl<T: AsyncRead + AsyncWrite + Unpin + Send> Transport for T {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Transport for T {}
 
 /// Connection limits.
 #[derive(Debug, Clone, Copy)]
@@ -201,13 +205,57 @@ impl Pending {
             self.timers.iter_mut().for_each(|t| t.sending(at));
         }
         if !self.buf.is_empty() {
-            // Vectored (`writev`) writes of the pieces, as many per call as tokio passes.
-            stream.write_all_buf(&mut self.buf).await?;
+            write_frames(stream, &mut self.buf).await?;
         }
         self.timers.clear();
         self.buf.clear(PENDING_KEEP);
         Ok(())
     }
+}
+
+/// Writes all of `buf`. Memory pieces go with vectored writes (`writev`); file slices (fetched
+/// records left in their segment file) go with `sendfile` on a plain TCP socket, and are read
+/// into memory once on any other transport (TLS encrypts in user space; an in-memory pipe has
+/// no descriptor), the only copy they get.
+async fn write_frames<S: Transport>(stream: &mut S, buf: &mut FrameChunks) -> std::io::Result<()> {
+    if buf.file_slice_count() > 0 {
+        if let Some(tcp) = (stream as &mut dyn std::any::Any).downcast_mut::<TcpStream>() {
+            return write_with_sendfile(tcp, buf).await;
+        }
+        buf.load_file_slices()?;
+    }
+    // Vectored (`writev`) writes of the pieces, as many per call as tokio passes.
+    stream.write_all_buf(buf).await
+}
+
+/// Iovecs per `writev` of the sendfile writer (Linux allows 1024; a frame has a few pieces).
+const WRITEV_MAX: usize = 64;
+
+/// Writes `buf` to a TCP socket: runs of memory pieces with `writev`, file slices with
+/// `sendfile` from where the last call stopped, waiting on the socket's readiness when it is
+/// full (`WouldBlock`).
+async fn write_with_sendfile(tcp: &TcpStream, buf: &mut FrameChunks) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let fd = tcp.as_raw_fd();
+    while !buf.is_empty() {
+        let written = match buf.front_file_slice() {
+            Some(f) => tcp.try_io(tokio::io::Interest::WRITABLE, || {
+                f.slice.send_to(f.offset, f.len, fd)
+            }),
+            None => {
+                let mut slots = [std::io::IoSlice::new(&[]); WRITEV_MAX];
+                let n = buf.memory_chunks_vectored(&mut slots);
+                tcp.try_write_vectored(&slots[..n])
+            }
+        };
+        match written {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => buf.advance(n),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => tcp.writable().await?,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Serves one connection until the peer closes it, a frame is bad, it idles out, or `shutdown`
@@ -613,6 +661,228 @@ mod tests {
         let mut b = [0u8; 1];
         assert_eq!(client.read(&mut b).await.unwrap(), 0);
         task.await.unwrap();
+    }
+
+    /// A file slice that counts the bytes copied out of it into memory and those sent from it
+    /// with `sendfile` (and the `sendfile` calls).
+    #[derive(Debug)]
+    struct CountedRegion {
+        inner: crate::file_slice::RegionSlice,
+        copied: std::sync::atomic::AtomicUsize,
+        sent: std::sync::atomic::AtomicUsize,
+        sends: std::sync::atomic::AtomicUsize,
+    }
+
+    impl josef_protocol::FileSlice for CountedRegion {
+        fn len(&self) -> usize {
+            self.inner.len()
+        }
+
+        fn read_at(&self, offset: usize, dst: &mut [u8]) -> std::io::Result<()> {
+            self.copied.fetch_add(dst.len(), Ordering::Relaxed);
+            self.inner.read_at(offset, dst)
+        }
+
+        fn send_to(
+            &self,
+            offset: usize,
+            len: usize,
+            fd: std::os::fd::RawFd,
+        ) -> std::io::Result<usize> {
+            self.sends.fetch_add(1, Ordering::Relaxed);
+            let n = self.inner.send_to(offset, len, fd)?;
+            self.sent.fetch_add(n, Ordering::Relaxed);
+            Ok(n)
+        }
+    }
+
+    use std::sync::atomic::Ordering;
+
+    /// Answers every frame with a small header then the whole file as a file slice, like a
+    /// fetch of its batches; a frame `t` truncates the file to half after the slice is made.
+    struct Files {
+        path: std::path::PathBuf,
+        last: parking_lot::Mutex<Option<Arc<CountedRegion>>>,
+    }
+
+    impl Files {
+        fn new(bytes: &[u8]) -> (tempfile::TempDir, Arc<Files>) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("00000000000000000000.log");
+            std::fs::write(&path, bytes).unwrap();
+            let files = Arc::new(Files {
+                path,
+                last: parking_lot::Mutex::new(None),
+            });
+            (dir, files)
+        }
+
+        fn last(&self) -> Arc<CountedRegion> {
+            self.last.lock().clone().unwrap()
+        }
+    }
+
+    impl FrameHandler for Files {
+        async fn handle(&self, _conn: &ConnectionInfo, frame: Bytes) -> Outcome {
+            let file = std::fs::File::open(&self.path).unwrap();
+            let len = file.metadata().unwrap().len() as usize;
+            let region = josef_log::storage::FileRegion::new(Arc::new(file), 0, len);
+            let counted = Arc::new(CountedRegion {
+                inner: crate::file_slice::RegionSlice(region),
+                copied: Default::default(),
+                sent: Default::default(),
+                sends: Default::default(),
+            });
+            if frame.first() == Some(&b't') {
+                let f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&self.path)
+                    .unwrap();
+                f.set_len(len as u64 / 2).unwrap();
+            }
+            *self.last.lock() = Some(counted.clone());
+            let mut out = FrameChunks::new();
+            out.put_slice(&(3 + len as i32).to_be_bytes());
+            out.put_slice(b"hdr");
+            out.put_file_slice(counted);
+            Outcome::Respond(out)
+        }
+    }
+
+    fn pattern(len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i * 7 % 251) as u8).collect()
+    }
+
+    /// Serves `files` on a TCP port whose accepted sockets get `send_buffer` bytes of send
+    /// buffer (small: `sendfile` must stop part way and resume).
+    async fn start_files(files: Arc<Files>, send_buffer: Option<u32>) -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            loop {
+                let (s, peer) = listener.accept().await.unwrap();
+                if let Some(size) = send_buffer {
+                    set_send_buffer(&s, size);
+                }
+                let info = ConnectionInfo::new("PLAINTEXT", addr.port(), peer);
+                let token = CancellationToken::new();
+                tokio::spawn(serve_connection(s, info, files.clone(), limits(), token));
+            }
+        });
+        addr
+    }
+
+    fn set_send_buffer(s: &TcpStream, size: u32) {
+        use std::os::fd::AsRawFd;
+        let fd = s.as_raw_fd();
+        let v = size as libc::c_int;
+        // SAFETY: a valid socket descriptor and a pointer to an int of the given size.
+        let r = unsafe {
+            libc::setsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUF,
+                (&v as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(r, 0);
+    }
+
+    #[tokio::test]
+    async fn a_file_slice_goes_to_a_tcp_socket_with_sendfile_and_no_copy_in_user_space() {
+        let data = pattern(300_000);
+        let (_dir, files) = Files::new(&data);
+        let addr = start_files(files.clone(), None).await;
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        s.write_all(&framed(b"f")).await.unwrap();
+        let body = read_frame(&mut s).await.unwrap();
+        assert_eq!(&body[..3], b"hdr");
+        assert_eq!(&body[3..], &data[..]);
+        let counted = files.last();
+        assert_eq!(
+            counted.copied.load(Ordering::Relaxed),
+            0,
+            "no user-space copy"
+        );
+        assert_eq!(counted.sent.load(Ordering::Relaxed), data.len());
+    }
+
+    #[tokio::test]
+    async fn a_partial_sendfile_resumes_where_it_stopped() {
+        let data = pattern(4 << 20);
+        let (_dir, files) = Files::new(&data);
+        let addr = start_files(files.clone(), Some(16 * 1024)).await;
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(16 * 1024).unwrap();
+        let mut s = socket.connect(addr).await.unwrap();
+        s.write_all(&framed(b"f")).await.unwrap();
+        let body = read_frame(&mut s).await.unwrap();
+        assert!(body[3..] == data[..], "the bytes arrive whole and in order");
+        let counted = files.last();
+        assert!(
+            counted.sends.load(Ordering::Relaxed) > 1,
+            "sendfile stopped part way"
+        );
+        assert_eq!(counted.sent.load(Ordering::Relaxed), data.len());
+        assert_eq!(counted.copied.load(Ordering::Relaxed), 0);
+    }
+
+    #[tokio::test]
+    async fn an_in_memory_transport_gets_the_same_bytes_with_one_copy() {
+        let data = pattern(300_000);
+        let (_dir, files) = Files::new(&data);
+        let (mut client, server) = tokio::io::duplex(64 * 1024);
+        let info = ConnectionInfo::new("PLAINTEXT", 0, "127.0.0.1:1".parse().unwrap());
+        tokio::spawn(serve_connection(
+            server,
+            info,
+            files.clone(),
+            limits(),
+            CancellationToken::new(),
+        ));
+        client.write_all(&framed(b"f")).await.unwrap();
+        let body = read_frame(&mut client).await.unwrap();
+        assert_eq!(&body[3..], &data[..]);
+        let counted = files.last();
+        assert_eq!(
+            counted.copied.load(Ordering::Relaxed),
+            data.len(),
+            "read once"
+        );
+        assert_eq!(counted.sent.load(Ordering::Relaxed), 0);
+    }
+
+    #[tokio::test]
+    async fn a_file_truncated_under_a_slice_closes_the_connection_without_other_bytes() {
+        let data = pattern(300_000);
+        let (_dir, files) = Files::new(&data);
+        let addr = start_files(files.clone(), None).await;
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        s.write_all(&framed(b"t")).await.unwrap();
+        let mut got = Vec::new();
+        s.read_to_end(&mut got).await.unwrap();
+        // The size prefix and header promised the whole file; what came is a prefix of the file's
+        // bytes (never more, never others), then the connection closed, as Kafka closes it.
+        assert!(got.len() < 4 + 3 + data.len());
+        assert_eq!(&got[4..7], b"hdr");
+        assert_eq!(&got[7..], &data[..got.len() - 7]);
+
+        // Over an in-memory pipe the slice cannot be read whole: nothing of that frame is sent.
+        std::fs::write(&files.path, &data).unwrap();
+        let (mut client, server) = tokio::io::duplex(64 * 1024);
+        let info = ConnectionInfo::new("PLAINTEXT", 0, "127.0.0.1:1".parse().unwrap());
+        tokio::spawn(serve_connection(
+            server,
+            info,
+            files.clone(),
+            limits(),
+            CancellationToken::new(),
+        ));
+        client.write_all(&framed(b"t")).await.unwrap();
+        let mut got = Vec::new();
+        client.read_to_end(&mut got).await.unwrap();
+        assert!(got.is_empty());
     }
 
     #[test]

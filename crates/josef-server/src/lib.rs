@@ -51,6 +51,7 @@ pub mod delayed_fetch;
 pub mod dispatch;
 pub mod dynamic_config;
 pub mod features;
+pub mod file_slice;
 pub mod groups;
 pub mod kit;
 pub mod local_metadata;

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuar
 
 use bytes::Bytes;
 
-use super::{IndexFile, Storage, StorageFile};
+use super::{FileRegion, IndexFile, Storage, StorageFile};
 
 /// A storage whose files hold at most `max_open` descriptors between them (see the
 /// [module docs](self)).
@@ -235,6 +235,12 @@ impl StorageFile for BoundedFile {
 
     fn read_bytes_at(&self, len: usize, offset: u64) -> io::Result<Bytes> {
         self.with(|f| f.read_bytes_at(len, offset))
+    }
+
+    fn region_at(&self, len: usize, offset: u64) -> io::Result<Option<FileRegion>> {
+        // The region shares the descriptor: closing this handle for room later leaves it open
+        // until the region is dropped (briefly one more than the bound).
+        self.with(|f| f.region_at(len, offset))
     }
 
     fn write_all_at(&self, parts: &[&[u8]], offset: u64) -> io::Result<()> {

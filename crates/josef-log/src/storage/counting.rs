@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::{IndexFile, Storage, StorageFile};
+use super::{FileRegion, IndexFile, Storage, StorageFile};
 
 /// How many calls of each kind a [`CountingStorage`] has passed on.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -224,6 +224,11 @@ impl StorageFile for CountingFile {
     fn read_bytes_at(&self, len: usize, offset: u64) -> io::Result<Bytes> {
         self.bytes_read.fetch_add(len as u64, Ordering::Relaxed);
         self.inner.read_bytes_at(len, offset)
+    }
+
+    fn region_at(&self, len: usize, offset: u64) -> io::Result<Option<FileRegion>> {
+        // Not a read: the bytes are not copied here (a region's reads are its own).
+        self.inner.region_at(len, offset)
     }
 
     fn write_all_at(&self, parts: &[&[u8]], offset: u64) -> io::Result<()> {

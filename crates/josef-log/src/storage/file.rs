@@ -5,11 +5,12 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use memmap2::MmapMut;
 
-use super::{IndexFile, Storage, StorageFile};
+use super::{FileRegion, IndexFile, Storage, StorageFile};
 use crate::naming::TMP_FILE_SUFFIX;
 
 /// The file system. Kafka's layout, byte for byte; a partition directory must belong to one
@@ -25,7 +26,7 @@ impl Storage for FileStorage {
             .create(create)
             .truncate(false)
             .open(path)?;
-        Ok(Box::new(DiskFile(file)))
+        Ok(Box::new(DiskFile(Arc::new(file))))
     }
 
     fn open_index(&self, path: &Path) -> io::Result<(Box<dyn IndexFile>, bool)> {
@@ -131,7 +132,7 @@ impl Storage for FileStorage {
 }
 
 #[derive(Debug)]
-struct DiskFile(File);
+struct DiskFile(Arc<File>);
 
 impl StorageFile for DiskFile {
     fn len(&self) -> io::Result<u64> {
@@ -154,6 +155,17 @@ impl StorageFile for DiskFile {
         let mut buf = BytesMut::with_capacity(len);
         read_exact_at_uninit(&self.0, &mut buf, len, offset)?;
         Ok(buf.freeze())
+    }
+
+    fn region_at(&self, len: usize, offset: u64) -> io::Result<Option<FileRegion>> {
+        // Checked against the length now, like `read_bytes_at`: the region never names bytes the
+        // file did not hold when it was made.
+        let size = self.0.metadata()?.len();
+        let end = u64::try_from(len).ok().and_then(|l| offset.checked_add(l));
+        if !matches!(end, Some(end) if end <= size) {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        Ok(Some(FileRegion::new(self.0.clone(), offset, len)))
     }
 
     fn write_all_at(&self, parts: &[&[u8]], offset: u64) -> io::Result<()> {

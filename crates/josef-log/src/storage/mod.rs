@@ -51,6 +51,7 @@ mod bounded;
 mod counting;
 mod file;
 mod memory;
+mod region;
 
 use std::fmt::Debug;
 use std::io;
@@ -63,6 +64,7 @@ pub use bounded::{default_max_open_files, BoundedFiles};
 pub use counting::{CountingStorage, StorageCalls};
 pub use file::FileStorage;
 pub use memory::MemoryStorage;
+pub use region::FileRegion;
 
 /// A place to keep a log's files (see the [module docs](self) for the rules).
 pub trait Storage: Send + Sync + Debug {
@@ -131,6 +133,14 @@ pub trait StorageFile: Send + Sync + Debug {
         let mut buf = vec![0u8; len];
         self.read_exact_at(&mut buf, offset)?;
         Ok(Bytes::from(buf))
+    }
+
+    /// `len` bytes at `offset` as a [`FileRegion`] of this file's open descriptor instead of a
+    /// copy (`UnexpectedEof` past the end), for a fetch that sends them without looking at them;
+    /// `None` when the storage has no descriptor to share (memory), and the caller reads bytes.
+    fn region_at(&self, len: usize, offset: u64) -> io::Result<Option<FileRegion>> {
+        let _ = (len, offset);
+        Ok(None)
     }
 
     /// Writes `parts` one after another starting at `offset`, all of them, extending the file as

@@ -30,17 +30,19 @@ use josef_fetch::{
     forgotten_partitions, request_metadata, request_partitions, uses_topic_ids, ContextKind,
     PartitionFetch, PartitionOutcome, TopicIdPartition,
 };
+use josef_log::storage::FileRegion;
 use josef_protocol::constants::NO_PARTITION_LEADER_EPOCH;
 use josef_protocol::messages::fetch_response::{
     AbortedTransaction, FetchableTopicResponse, PartitionData,
 };
 use josef_protocol::messages::{FetchRequest, FetchResponse};
-use josef_protocol::{ErrorCode, StrBytes};
+use josef_protocol::{ErrorCode, RecordsFile, StrBytes};
 
 use bytes::Bytes;
 use josef_records::{down_convert, AnyBatches, DecompressLimits, RecordsError};
 
 use crate::delayed_fetch::{DelayedFetch, DelayedOp, WaitingPartition};
+use crate::file_slice::RegionSlice;
 use crate::kit::partition_store::{PartitionStore, TopicPartition};
 use crate::partition::{FetchIsolation, FollowerFetch, Partition, ReadParams, ReadResult};
 use crate::replication_quotas::{Direction, ReplicationQuotas};
@@ -70,7 +72,7 @@ fn isolation(read_committed: bool) -> FetchIsolation {
 /// `limit`, for the caller to cut its converted form there (Kafka sends those clients the first
 /// `limit` bytes of the log, a partial message); the returned count is then `limit`.
 fn read_partition(
-    read: impl FnOnce(&ReadParams) -> Result<ReadResult, ErrorCode>,
+    read: impl FnOnce(&ReadParams) -> Result<(ReadResult, Option<FileRegion>), ErrorCode>,
     fp: &PartitionFetch,
     read_committed: bool,
     limit: i64,
@@ -88,7 +90,7 @@ fn read_partition(
         require_leader: true,
     };
     match read(&params) {
-        Ok(r) => {
+        Ok((r, region)) => {
             out.high_watermark = r.high_watermark;
             out.last_stable_offset = r.last_stable_offset;
             out.log_start_offset = r.log_start_offset;
@@ -102,6 +104,10 @@ fn read_partition(
                     .collect()
             });
             out.records = Some(r.records);
+            // Records left in their segment file: the connection sends them with sendfile
+            // (plaintext) or reads them once (TLS); the response's size counts them all the same.
+            out.records_file =
+                region.map(|region| RecordsFile(Arc::new(RegionSlice(region)) as Arc<_>));
             (r.size, r.cut_to)
         }
         Err(code) => {
@@ -243,8 +249,16 @@ fn read_all(
                 let hard_limit = version <= 2;
                 match fetcher {
                     Fetcher::Consumer { read_committed } => {
+                        // Fetch v4+ sends the log's own batches: they may stay in the file
+                        // (sendfile). v0–3 down-convert, which needs the bytes.
                         let (n, cut_to) = read_partition(
-                            |params| store.read(tp, params),
+                            |params| {
+                                if version >= 4 {
+                                    store.read_region(tp, params)
+                                } else {
+                                    store.read(tp, params).map(|r| (r, None))
+                                }
+                            },
                             &w.fetch,
                             read_committed,
                             limit,
@@ -406,7 +420,8 @@ fn outcome(d: &PartitionData, settled: bool) -> PartitionOutcome {
         error_code: d.error_code,
         high_watermark: d.high_watermark,
         log_start_offset: d.log_start_offset,
-        has_records: d.records.as_ref().is_some_and(|r| !r.is_empty()),
+        has_records: d.records.as_ref().is_some_and(|r| !r.is_empty())
+            || d.records_file.as_ref().is_some_and(|f| !f.is_empty()),
         has_preferred_read_replica: d.preferred_read_replica >= 0,
         has_diverging_epoch: d.diverging_epoch.epoch >= 0,
     }

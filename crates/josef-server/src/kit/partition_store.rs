@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use josef_log::storage::FileRegion;
 use josef_protocol::{ErrorCode, Uuid};
 use josef_records::validate::{RecordError, ValidationConfig};
 use josef_records::BatchHeader;
@@ -315,6 +316,19 @@ pub trait PartitionStore: Send + Sync {
     /// aborted transactions overlapping the data. The HW, LSO and log start are sampled before
     /// the read.
     fn read(&self, tp: TopicPartition<'_>, params: &ReadParams) -> Result<ReadResult, ErrorCode>;
+
+    /// [`read`](PartitionStore::read) for a fetch that sends the records unread: a store whose
+    /// records sit in files may return them as a [`FileRegion`] (then `records` is empty and
+    /// `size` is the region's length), which a plaintext connection sends with `sendfile`. The
+    /// default reads bytes with [`read`](PartitionStore::read), so a store that only has bytes
+    /// needs nothing more.
+    fn read_region(
+        &self,
+        tp: TopicPartition<'_>,
+        params: &ReadParams,
+    ) -> Result<(ReadResult, Option<FileRegion>), ErrorCode> {
+        self.read(tp, params).map(|r| (r, None))
+    }
 
     /// The josef-partition partition that delayed operations watch (an acks=−1 produce waits
     /// on its HW, Kafka's `DelayedProduce`; a fetch short of `min_bytes` waits for appends,

@@ -123,6 +123,14 @@ impl PartitionStore for TopicManager {
         self.hosted(tp)?.read(params)
     }
 
+    fn read_region(
+        &self,
+        tp: TopicPartition<'_>,
+        params: &ReadParams,
+    ) -> Result<(ReadResult, Option<josef_log::storage::FileRegion>), ErrorCode> {
+        self.hosted(tp)?.read_region(params)
+    }
+
     fn delayed_operation_target(&self, tp: TopicPartition<'_>) -> Option<Arc<Partition>> {
         self.partition(tp.topic, tp.partition)
     }

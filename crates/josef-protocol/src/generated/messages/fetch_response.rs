@@ -1266,6 +1266,8 @@ pub struct PartitionData {
     pub preferred_read_replica: i32,
     /// `Records`: `records`, versions 0+, nullable in 0+.
     pub records: Option<Bytes>,
+    /// `Records` as a slice of a file (encoded in its place when set; never decoded).
+    pub records_file: Option<crate::RecordsFile>,
     /// Tagged fields not known to this code, by tag, re-encoded unchanged.
     pub unknown_tagged_fields: UnknownTaggedFields,
 }
@@ -1284,6 +1286,7 @@ impl Default for PartitionData {
             aborted_transactions: Some(Vec::new()),
             preferred_read_replica: -1,
             records: None,
+            records_file: None,
             unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
@@ -1362,6 +1365,7 @@ impl Decode for PartitionData {
             aborted_transactions: f_aborted_transactions,
             preferred_read_replica: f_preferred_read_replica,
             records: f_records,
+            records_file: None,
             unknown_tagged_fields,
         })
     }
@@ -1418,7 +1422,11 @@ impl Encode for PartitionData {
                 version,
             });
         }
-        wire::put_nullable_records(buf, self.records.as_ref(), flexible)?;
+        if let Some(file) = &self.records_file {
+            wire::put_records_file(buf, file, flexible)?;
+        } else {
+            wire::put_nullable_records(buf, self.records.as_ref(), flexible)?;
+        }
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             if version >= 12 && self.diverging_epoch != Default::default() {
@@ -1488,7 +1496,10 @@ impl Encode for PartitionData {
         if version >= 11 {
             len += 4;
         }
-        len += wire::nullable_bytes_size(self.records.as_deref(), flexible);
+        len += match &self.records_file {
+            Some(file) => wire::records_file_size(file, flexible),
+            None => wire::nullable_bytes_size(self.records.as_deref(), flexible),
+        };
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
             if version >= 12 && self.diverging_epoch != Default::default() {
@@ -1721,6 +1732,7 @@ impl MessageView for PartitionDataView<'_> {
                 .map(|v| v.iter().map(|e0| e0.to_message()).collect()),
             preferred_read_replica: self.preferred_read_replica,
             records: self.records.map(|v| Bytes::copy_from_slice(v)),
+            records_file: None,
             unknown_tagged_fields,
         }
     }

@@ -731,6 +731,8 @@ pub struct PartitionSnapshot {
     pub position: i64,
     /// `UnalignedRecords`: `records`, versions 0+.
     pub unaligned_records: Option<Bytes>,
+    /// `UnalignedRecords` as a slice of a file (encoded in its place when set; never decoded).
+    pub unaligned_records_file: Option<crate::RecordsFile>,
     /// Tagged fields not known to this code, by tag, re-encoded unchanged.
     pub unknown_tagged_fields: UnknownTaggedFields,
 }
@@ -745,6 +747,7 @@ impl Default for PartitionSnapshot {
             size: 0,
             position: 0,
             unaligned_records: None,
+            unaligned_records_file: None,
             unknown_tagged_fields: UnknownTaggedFields::new(),
         }
     }
@@ -787,6 +790,7 @@ impl Decode for PartitionSnapshot {
             size: f_size,
             position: f_position,
             unaligned_records: f_unaligned_records,
+            unaligned_records_file: None,
             unknown_tagged_fields,
         })
     }
@@ -800,15 +804,19 @@ impl Encode for PartitionSnapshot {
         self.snapshot_id.encode(buf, version)?;
         wire::put_i64(buf, self.size);
         wire::put_i64(buf, self.position);
-        match &self.unaligned_records {
-            Some(v) => {
-                wire::put_records(buf, &(*v), flexible)?;
-            }
-            None => {
-                return Err(EncodeError::NullValue {
-                    field: "PartitionSnapshot.UnalignedRecords",
-                    version,
-                })
+        if let Some(file) = &self.unaligned_records_file {
+            wire::put_records_file(buf, file, flexible)?;
+        } else {
+            match &self.unaligned_records {
+                Some(v) => {
+                    wire::put_records(buf, &(*v), flexible)?;
+                }
+                None => {
+                    return Err(EncodeError::NullValue {
+                        field: "PartitionSnapshot.UnalignedRecords",
+                        version,
+                    })
+                }
             }
         }
         if flexible {
@@ -839,9 +847,12 @@ impl Encode for PartitionSnapshot {
         len += self.snapshot_id.encoded_len(version)?;
         len += 8;
         len += 8;
-        len += match &self.unaligned_records {
-            Some(v) => wire::bytes_size(&(*v), flexible),
-            None => 0,
+        len += match &self.unaligned_records_file {
+            Some(file) => wire::records_file_size(file, flexible),
+            None => match &self.unaligned_records {
+                Some(v) => wire::bytes_size(&(*v), flexible),
+                None => 0,
+            },
         };
         if flexible {
             let mut count = self.unknown_tagged_fields.len();
@@ -1005,6 +1016,7 @@ impl MessageView for PartitionSnapshotView<'_> {
             size: self.size,
             position: self.position,
             unaligned_records: self.unaligned_records.map(|v| Bytes::copy_from_slice(v)),
+            unaligned_records_file: None,
             unknown_tagged_fields,
         }
     }

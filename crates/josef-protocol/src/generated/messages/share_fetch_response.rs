@@ -724,6 +724,8 @@ pub struct PartitionData {
     pub current_leader: LeaderIdAndEpoch,
     /// `Records`: `records`, versions 0+, nullable in 0+.
     pub records: Option<Bytes>,
+    /// `Records` as a slice of a file (encoded in its place when set; never decoded).
+    pub records_file: Option<crate::RecordsFile>,
     /// `AcquiredRecords`: `[]AcquiredRecords`, versions 0+.
     pub acquired_records: Vec<AcquiredRecords>,
     /// Tagged fields not known to this code, by tag, re-encoded unchanged.
@@ -740,6 +742,7 @@ impl Default for PartitionData {
             acknowledge_error_message: None,
             current_leader: Default::default(),
             records: None,
+            records_file: None,
             acquired_records: Vec::new(),
             unknown_tagged_fields: UnknownTaggedFields::new(),
         }
@@ -780,6 +783,7 @@ impl Decode for PartitionData {
             acknowledge_error_message: f_acknowledge_error_message,
             current_leader: f_current_leader,
             records: f_records,
+            records_file: None,
             acquired_records: f_acquired_records,
             unknown_tagged_fields,
         })
@@ -795,7 +799,11 @@ impl Encode for PartitionData {
         wire::put_i16(buf, self.acknowledge_error_code);
         wire::put_nullable_string(buf, self.acknowledge_error_message.as_deref(), flexible)?;
         self.current_leader.encode(buf, version)?;
-        wire::put_nullable_records(buf, self.records.as_ref(), flexible)?;
+        if let Some(file) = &self.records_file {
+            wire::put_records_file(buf, file, flexible)?;
+        } else {
+            wire::put_nullable_records(buf, self.records.as_ref(), flexible)?;
+        }
         {
             let a: &[_] = &self.acquired_records;
             wire::put_array_len(buf, a.len(), flexible)?;
@@ -826,7 +834,10 @@ impl Encode for PartitionData {
         len += 2;
         len += wire::nullable_string_size(self.acknowledge_error_message.as_deref(), flexible);
         len += self.current_leader.encoded_len(version)?;
-        len += wire::nullable_bytes_size(self.records.as_deref(), flexible);
+        len += match &self.records_file {
+            Some(file) => wire::records_file_size(file, flexible),
+            None => wire::nullable_bytes_size(self.records.as_deref(), flexible),
+        };
         len += wire::array_len_size(self.acquired_records.len(), flexible) + {
             let mut n = 0usize;
             for e in self.acquired_records.iter() {
@@ -992,6 +1003,7 @@ impl MessageView for PartitionDataView<'_> {
             acknowledge_error_message: self.acknowledge_error_message.map(|v| StrBytes::from(v)),
             current_leader: self.current_leader.to_message(),
             records: self.records.map(|v| Bytes::copy_from_slice(v)),
+            records_file: None,
             acquired_records: self
                 .acquired_records
                 .iter()
