@@ -314,7 +314,11 @@ fn fetched_bytes(f: &FetchResponse) -> usize {
     f.responses
         .iter()
         .flat_map(|t| &t.partitions)
-        .map(|p| p.records.as_ref().map_or(0, |r| r.len()))
+        // Records read as a file slice (sent with sendfile) count as much as records in memory.
+        .map(|p| {
+            p.records.as_ref().map_or(0, |r| r.len())
+                + p.records_file.as_ref().map_or(0, |f| f.len())
+        })
         .sum()
 }
 

@@ -332,7 +332,10 @@ fn record_leader_throttled(
                 .as_deref()
                 .is_ok_and(|t| throttles.is_throttled(Direction::Leader, t, w.key.partition))
         })
-        .map(|(_, d)| d.records.as_ref().map_or(0, |r| r.len()))
+        .map(|(_, d)| {
+            d.records.as_ref().map_or(0, |r| r.len())
+                + d.records_file.as_ref().map_or(0, |f| f.len())
+        })
         .sum();
     throttles.record(Direction::Leader, bytes as u64, now_ms() as u64);
 }
@@ -412,16 +415,15 @@ fn convertible_prefix(
 /// consumer's partition with nothing to read at its fetch offset (no error, no records, the
 /// offset at the HW), which change tracking skips until the partition changes.
 fn outcome(d: &PartitionData, settled: bool) -> PartitionOutcome {
+    // Records come in memory or as a file slice (sent with sendfile).
+    let has_records = d.records.as_ref().is_some_and(|r| !r.is_empty())
+        || d.records_file.as_ref().is_some_and(|f| !f.is_empty());
     PartitionOutcome {
-        settled: settled
-            && d.error_code == 0
-            && !d.records.as_ref().is_some_and(|r| !r.is_empty())
-            && d.preferred_read_replica < 0,
+        settled: settled && d.error_code == 0 && !has_records && d.preferred_read_replica < 0,
         error_code: d.error_code,
         high_watermark: d.high_watermark,
         log_start_offset: d.log_start_offset,
-        has_records: d.records.as_ref().is_some_and(|r| !r.is_empty())
-            || d.records_file.as_ref().is_some_and(|f| !f.is_empty()),
+        has_records,
         has_preferred_read_replica: d.preferred_read_replica >= 0,
         has_diverging_epoch: d.diverging_epoch.epoch >= 0,
     }
