@@ -149,8 +149,12 @@ class TransactionalProducer(Workload):
 
 
 class GroupConsumer(Workload):
-    """A group member reading `topic`, committing synchronously every `every` records; records commits.
-    With `client_debug` (e.g. "cgrp"), librdkafka writes its debug lines of those contexts to stderr from
+    """A group member reading `topic`, committing every `every` records and waiting for the answer;
+    records commits. The wait polls (asynchronous commit, answer through `on_commit`) instead of
+    librdkafka's synchronous commit: a synchronous commit blocks the application thread, and when
+    the session times out meanwhile (a coordinator away for longer than `session.timeout.ms`)
+    librdkafka waits for the application to serve the rebalance from poll() and never finishes the
+    commit (docs/reliability.md, bugs 17 and 20). With `client_debug` (e.g. "cgrp"), librdkafka writes its debug lines of those contexts to stderr from
     its own threads (not through a Python logger, whose lines are only served by poll() and so stop
     exactly when the application is blocked in a client call): what a hang inside the client is
     diagnosed from."""
@@ -167,7 +171,8 @@ class GroupConsumer(Workload):
             self.conf["debug"] = client_debug
 
     def run(self):
-        c = Consumer(self.conf)
+        self.answers = 0
+        c = Consumer({**self.conf, "on_commit": self._on_commit})
         c.subscribe([self.topic])
         since = 0
         try:
@@ -184,14 +189,33 @@ class GroupConsumer(Workload):
         finally:
             c.close()
 
-    def _commit(self, c):
+    def _on_commit(self, err, partitions):
+        self.answers += 1
+        if err is not None:
+            if err.code() != KafkaError._NO_OFFSET:
+                self.errors.append(f"commit: {KafkaException(err)!r}")
+            return
+        for tp in partitions or []:
+            if tp.error is None and tp.offset >= 0:
+                self.h.committed(self.group, tp.topic, tp.partition, tp.offset)
+
+    def _commit(self, c, limit_s=60.0):
+        """Commits the positions and serves the consumer (rebalances included) until the answer
+        came, at most `limit_s`; records polled meanwhile count as consumed, to be committed next."""
+        before = self.answers
         try:
-            for tp in c.commit(asynchronous=False) or []:
-                if tp.error is None and tp.offset >= 0:
-                    self.h.committed(self.group, tp.topic, tp.partition, tp.offset)
+            c.commit(asynchronous=True)
         except KafkaException as e:
             if e.args[0].code() != KafkaError._NO_OFFSET:
                 self.errors.append(f"commit: {e!r}")
+            return
+        deadline = time.monotonic() + limit_s
+        while self.answers == before and time.monotonic() < deadline:
+            m = c.poll(0.1)
+            if m is not None and not m.error():
+                self.consumed += 1
+        if self.answers == before:
+            self.errors.append(f"commit: no answer within {limit_s}s")
 
 
 class ConsumeTransformProduce(Workload):
