@@ -2,7 +2,9 @@
 //! to the leader alone (min.insync.replicas 1) the leader must acknowledge it, and its high
 //! watermark must cover the batch. A stopped follower that still counted as caught up in the
 //! leader's high-watermark computation would hold every acks=all produce until it timed out
-//! (REQUEST_TIMED_OUT), although Metadata already showed the follower out of the ISR.
+//! (REQUEST_TIMED_OUT), although Metadata already showed the follower out of the ISR: so it did
+//! before the broker told its leader partitions which replicas are fenced or shutting down
+//! (measured at 4a677ed: the produce answered REQUEST_TIMED_OUT after 10.0 s in both cases).
 //! - SIGTERM: a controlled shutdown takes the follower out of the ISR at once.
 //! - kill -9: the follower is out after `replica.lag.time.max.ms` or when its broker session
 //!   times out (the test bed lowers them to 3000 and 2000 ms).
@@ -17,8 +19,6 @@ use josef_testbed::{client, wait_for, wait_until, BrokerCommand, Cluster};
 
 const SETTLE: Duration = Duration::from_secs(60);
 const POLL: Duration = Duration::from_millis(50);
-/// How long the produces after the stop may take in all, retried (the brief's bound).
-const PRODUCE_BOUND: Duration = Duration::from_secs(30);
 /// The broker's wait for the ISR on one acks=all produce: what the report's produce used.
 const PRODUCE_TIMEOUT: Duration = Duration::from_secs(10);
 const TOPIC: &str = "acks-all";
@@ -92,31 +92,25 @@ fn run(stop: Stop) {
         "{stop:?}: {follower} never left the ISR\n{}",
         cluster.logs(60)
     );
+    // One produce, not retried: a retry appends again, and that append recomputes the HW once
+    // the stopped follower's lag has expired, which hid the bug (the first produce timed out
+    // after 10 s with REQUEST_TIMED_OUT, the retry was acknowledged at once).
     let values: [&[u8]; 1] = [b"after"];
-    let mut attempts = Vec::new();
-    let mut acked = None;
-    let started = Instant::now();
-    while acked.is_none() && started.elapsed() < PRODUCE_BOUND {
-        let sent = Instant::now();
-        let p = client::produce(l, TOPIC, 0, -1, PRODUCE_TIMEOUT, &values);
-        attempts.push(format!("{:?}: {p:?}", sent.elapsed()));
-        match p {
-            Ok(p) if p.error_code == 0 => acked = Some(p),
-            _ => std::thread::yield_now(),
-        }
-    }
-    let acked_at = stopped.elapsed();
+    let sent = Instant::now();
+    let p = client::produce(l, TOPIC, 0, -1, PRODUCE_TIMEOUT, &values);
+    let took = sent.elapsed();
     eprintln!(
-        "{stop:?}: ISR [{leader}] in Metadata {shrunk_at:?} after the stop; acks=all acked \
-         {acked_at:?} after it; attempts {attempts:?}"
+        "{stop:?}: ISR [{leader}] in Metadata {shrunk_at:?} after the stop; acks=all answered \
+         in {took:?}: {p:?}"
     );
-    let acked = acked.unwrap_or_else(|| {
-        panic!(
-            "{stop:?}: acks=all produce not acknowledged within {PRODUCE_BOUND:?} with the ISR \
-             [{leader}]: {attempts:?}\n{}",
+    let acked = match p {
+        Ok(p) if p.error_code == 0 => p,
+        other => panic!(
+            "{stop:?}: acks=all produce with the ISR [{leader}] not acknowledged: {other:?} \
+             after {took:?}\n{}",
             cluster.logs(60)
-        )
-    });
+        ),
+    };
     // The high watermark covers the acknowledged batch.
     let hw = wait_for(SETTLE, POLL, || high_watermark(l));
     assert_eq!(
