@@ -1089,6 +1089,28 @@ impl Partition {
         Ok(change)
     }
 
+    /// Replicas the controller says may not join the ISR (fenced or shutting down brokers,
+    /// Kafka's ineligible replicas): an ISR expansion skips them, and outside the ISR they no
+    /// longer hold the HW. The broker sets them from each metadata image before
+    /// [`make_leader`](Self::make_leader); when the set changes on a leader the HW is computed
+    /// again (and the listener told if it moved), since a stopped replica sends nothing that
+    /// would.
+    pub fn set_ineligible_replicas(&self, ids: &[ReplicaId], now_ms: i64) {
+        let hw = {
+            let mut d = self.data.lock();
+            if !d.replication.set_ineligible_replicas(ids) || !d.replication.is_leader() {
+                return;
+            }
+            Self::advance_leader_hw(&mut d, now_ms)
+        };
+        if hw.is_some() {
+            self.notify(PartitionEvent {
+                high_watermark: hw,
+                ..PartitionEvent::default()
+            });
+        }
+    }
+
     /// Becomes (or stays) a follower of `leader_id` (Kafka's `makeFollower`); no truncation here.
     pub fn make_follower(
         &self,

@@ -300,9 +300,17 @@ impl ReplicationState {
         self.replica_lag_time_max_ms
     }
 
-    /// Replicas that may not join the ISR (fenced or shutting down in the metadata image).
-    pub fn set_ineligible_replicas(&mut self, ids: &[ReplicaId]) {
-        self.ineligible = ids.iter().copied().collect();
+    /// Replicas that may not join the ISR (fenced or shutting down in the metadata image); true
+    /// if the set changed. Outside the ISR such a replica no longer holds the HW either (a
+    /// stopped follower caught up less than `replica.lag.time.max.ms` ago would otherwise hold
+    /// it until the lag expires, and nothing it sends recomputes it then).
+    pub fn set_ineligible_replicas(&mut self, ids: &[ReplicaId]) -> bool {
+        let ids: BTreeSet<ReplicaId> = ids.iter().copied().collect();
+        if ids == self.ineligible {
+            return false;
+        }
+        self.ineligible = ids;
+        true
     }
 
     /// This broker's id.

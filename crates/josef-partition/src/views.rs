@@ -178,12 +178,6 @@ impl Partition {
         f(&self.data.lock().replication)
     }
 
-    /// Replicas the controller says may not join the ISR (fenced or shutting down brokers,
-    /// Kafka's ineligible replicas): an ISR expansion skips them.
-    pub fn set_ineligible_replicas(&self, ids: &[ReplicaId]) {
-        self.data.lock().replication.set_ineligible_replicas(ids);
-    }
-
     /// Every batch whose base offset is at or after `from` (clamped to the log start), with its
     /// base offset, read under one lock.
     pub fn batches_from(&self, from: i64) -> Result<Vec<(i64, Bytes)>, LogError> {

@@ -354,3 +354,51 @@ fn a_txn_marker_is_checked_fenced_and_appended_as_leader() {
     );
     assert_eq!(l.log_end_offset(), 3);
 }
+
+/// A follower stopped right after it caught up leaves the ISR (controlled shutdown, or its
+/// session timing out) in one metadata image and is marked fenced or shutting down in that or a
+/// later one. Outside the ISR but caught up less than `replica.lag.time.max.ms` ago it holds the
+/// HW only while it may rejoin: once the broker learns it is ineligible the HW must move, and
+/// the listener (which completes parked acks=all produces) must hear it, since the stopped
+/// follower sends no fetch that would recompute it.
+#[test]
+fn an_ineligible_follower_out_of_the_isr_stops_holding_the_hw() {
+    use std::sync::atomic::{AtomicI64, Ordering};
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().unwrap();
+    let (l, f) = (open(&dir, 1), open(&dir, 2));
+    l.make_leader(0, 0, &[1, 2], &[1, 2], 1, 0).unwrap();
+    f.make_follower(1, 0, 0);
+    produce(&l, batch(0, 1, &[(None, Some(b"a"))]), -1, 1).unwrap();
+    replicate(&l, &f, 2, 2);
+    replicate(&l, &f, 2, 3);
+    assert_eq!(l.high_watermark(), 1);
+    let heard = Arc::new(AtomicI64::new(-1));
+    let h = heard.clone();
+    l.set_append_listener(Arc::new(move |_, e| {
+        if let Some(hw) = e.high_watermark {
+            h.store(hw, Ordering::SeqCst);
+        }
+    }));
+    // Follower 2 stops; the controller's ISR shrink arrives (a new partition epoch) 100 ms
+    // after it last caught up, well within replica.lag.time.max.ms (30 s by default).
+    l.make_leader(0, 1, &[1], &[1, 2], 1, 100).unwrap();
+    // acks=all with min.insync.replicas 1 (the helper's `produce` sets 2).
+    let b = batch(0, 1, &[(None, Some(b"b"))]);
+    let h = BatchHeader::parse(&b).unwrap();
+    l.append_from_client(ClientBatch::Owned(b), &h, -1, 1, 100)
+        .unwrap();
+    // Still eligible and recently caught up: it may rejoin, so it holds the HW (Kafka's rule).
+    assert_eq!(l.high_watermark(), 1);
+    assert_eq!(l.check_enough_replicas_reach_offset(2, 1), Ok(false));
+    // The image fencing it (or marking it shutting down): the HW moves at once.
+    l.set_ineligible_replicas(&[2], 200);
+    assert_eq!(l.high_watermark(), 2);
+    assert_eq!(heard.load(Ordering::SeqCst), 2);
+    assert_eq!(l.check_enough_replicas_reach_offset(2, 1), Ok(true));
+    // Set again unchanged: nothing to do.
+    heard.store(-1, Ordering::SeqCst);
+    l.set_ineligible_replicas(&[2], 300);
+    assert_eq!(heard.load(Ordering::SeqCst), -1);
+}

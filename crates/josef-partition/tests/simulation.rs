@@ -357,7 +357,7 @@ impl Sim {
                 )
                 .unwrap();
                 p.set_replica_lag_time_max_ms(LAG_MS);
-                p.set_ineligible_replicas(&fenced);
+                p.set_ineligible_replicas(&fenced, now);
             } else {
                 let change = p.make_follower(c.leader, c.leader_epoch, c.partition_epoch);
                 if change.new_leader_epoch || change.new_leader {

@@ -70,6 +70,10 @@ fn apply_roles(state: &BrokerState, node: &ClusterNode, image: &MetadataImage) {
                 // Parsed when `apply_topics` (just before) opened the partition or applied the
                 // image's ConfigRecords to it.
                 let min_isr = crate::partition::min_insync_replicas(&p);
+                // Before the ISR: the HW computed with the new ISR must already skip a fenced or
+                // shutting-down follower (Kafka's `isReplicaIsrEligible`), or a follower stopped
+                // less than `replica.lag.time.max.ms` after it caught up holds it.
+                p.set_ineligible_replicas(&ineligible_replicas(image, &reg.replicas, me), now);
                 if let Err(e) = p.make_leader(
                     reg.leader_epoch,
                     reg.partition_epoch,
@@ -100,6 +104,16 @@ fn apply_roles(state: &BrokerState, node: &ClusterNode, image: &MetadataImage) {
     if let Some(f) = node.fetchers.get() {
         f.reconcile(wanted);
     }
+}
+
+/// The replicas of a partition other than `me` that may not join its ISR in `image`: not
+/// registered, fenced or in controlled shutdown.
+fn ineligible_replicas(image: &MetadataImage, replicas: &[i32], me: i32) -> Vec<i32> {
+    replicas
+        .iter()
+        .copied()
+        .filter(|&r| r != me && !image.is_active(r))
+        .collect()
 }
 
 /// Makes the local topics match `image`.
