@@ -705,6 +705,21 @@ mod tests {
         last: parking_lot::Mutex<Option<Arc<CountedRegion>>>,
     }
 
+    /// A connection over an in-memory pipe (no socket, so no `sendfile`) served with `files`;
+    /// the client's end.
+    fn serve_in_memory(files: &Arc<Files>) -> tokio::io::DuplexStream {
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        let info = ConnectionInfo::new("PLAINTEXT", 0, "127.0.0.1:1".parse().unwrap());
+        tokio::spawn(serve_connection(
+            server,
+            info,
+            files.clone(),
+            limits(),
+            CancellationToken::new(),
+        ));
+        client
+    }
+
     impl Files {
         fn new(bytes: &[u8]) -> (tempfile::TempDir, Arc<Files>) {
             let dir = tempfile::tempdir().unwrap();
@@ -832,15 +847,7 @@ mod tests {
     async fn an_in_memory_transport_gets_the_same_bytes_with_one_copy() {
         let data = pattern(300_000);
         let (_dir, files) = Files::new(&data);
-        let (mut client, server) = tokio::io::duplex(64 * 1024);
-        let info = ConnectionInfo::new("PLAINTEXT", 0, "127.0.0.1:1".parse().unwrap());
-        tokio::spawn(serve_connection(
-            server,
-            info,
-            files.clone(),
-            limits(),
-            CancellationToken::new(),
-        ));
+        let mut client = serve_in_memory(&files);
         client.write_all(&framed(b"f")).await.unwrap();
         let body = read_frame(&mut client).await.unwrap();
         assert_eq!(&body[3..], &data[..]);
@@ -870,15 +877,7 @@ mod tests {
 
         // Over an in-memory pipe the slice cannot be read whole: nothing of that frame is sent.
         std::fs::write(&files.path, &data).unwrap();
-        let (mut client, server) = tokio::io::duplex(64 * 1024);
-        let info = ConnectionInfo::new("PLAINTEXT", 0, "127.0.0.1:1".parse().unwrap());
-        tokio::spawn(serve_connection(
-            server,
-            info,
-            files.clone(),
-            limits(),
-            CancellationToken::new(),
-        ));
+        let mut client = serve_in_memory(&files);
         client.write_all(&framed(b"t")).await.unwrap();
         let mut got = Vec::new();
         client.read_to_end(&mut got).await.unwrap();
