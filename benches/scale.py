@@ -158,6 +158,17 @@ def wait_serving(broker, expected, limit_s):
     raise RuntimeError(f"not serving {expected} partitions after {limit_s} s")
 
 
+def scale_topics(n, per_topic, rf=1):
+    """The topics holding `n` partitions, `per_topic` each (the last one the rest), named
+    scale-00000, scale-00001, ... with replication factor `rf`."""
+    topics, left, i = [], n, 0
+    while left > 0:
+        p = min(per_topic, left)
+        topics.append(NewTopic(f"scale-{i:05d}", num_partitions=p, replication_factor=rf))
+        left, i = left - p, i + 1
+    return topics
+
+
 def measure(binary, n, per_topic, limit_s, opts=()):
     root = tempfile.mkdtemp(prefix=f"josef-scale-{n}-")
     data = os.path.join(root, "data")
@@ -168,11 +179,7 @@ def measure(binary, n, per_topic, limit_s, opts=()):
         wait_serving(broker, 0, limit_s)
         row = {"partitions": n, "start_s": time.monotonic() - started}
         admin = broker.admin()
-        topics, left, i = [], n, 0
-        while left > 0:
-            p = min(per_topic, left)
-            topics.append(NewTopic(f"scale-{i:05d}", num_partitions=p, replication_factor=1))
-            left, i = left - p, i + 1
+        topics = scale_topics(n, per_topic)
         cpu0, t0 = cpu_seconds(broker.proc.pid), time.monotonic()
         for batch in range(0, len(topics), 100):
             futures = admin.create_topics(topics[batch:batch + 100], operation_timeout=limit_s)
@@ -363,13 +370,8 @@ def measure_active(binary, n, per_topic, limit_s, opts=(), records=200_000, roun
         broker.start()
         wait_serving(broker, 0, limit_s)
         admin = broker.admin()
-        tps, left, i = [], n, 0
-        new = []
-        while left > 0:
-            p = min(per_topic, left)
-            new.append(NewTopic(f"scale-{i:05d}", num_partitions=p, replication_factor=1))
-            tps += [(f"scale-{i:05d}", k) for k in range(p)]
-            left, i = left - p, i + 1
+        new = scale_topics(n, per_topic)
+        tps = [(t.topic, k) for t in new for k in range(t.num_partitions)]
         for batch in range(0, len(new), 100):
             for f in admin.create_topics(new[batch:batch + 100], operation_timeout=limit_s).values():
                 f.result()

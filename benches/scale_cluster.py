@@ -44,10 +44,9 @@ sys.path.insert(0, str(REPO / "tests" / "e2e"))
 sys.path.insert(0, str(REPO / "benches"))
 
 from confluent_kafka import Producer  # noqa: E402
-from confluent_kafka.admin import NewTopic  # noqa: E402
 
 from cluster import Cluster  # noqa: E402
-from scale import cpu_seconds, open_fds, rss_mib, svg_plot  # noqa: E402
+from scale import cpu_seconds, open_fds, rss_mib, scale_topics, svg_plot  # noqa: E402
 
 
 def partition_states(c, node_id, limit_s):
@@ -91,11 +90,7 @@ def measure(binary, n, per_topic, limit_s, idle_s, records, fast):
         c.start(timeout=limit_s)
         row["start_s"] = time.monotonic() - t
         admin = c.admin()
-        topics, left, i = [], n, 0
-        while left > 0:
-            p = min(per_topic, left)
-            topics.append(NewTopic(f"scale-{i:05d}", num_partitions=p, replication_factor=3))
-            left, i = left - p, i + 1
+        topics = scale_topics(n, per_topic, rf=3)
         cpu0, t0 = cluster_cpu(c), time.monotonic()
         for batch in range(0, len(topics), 50):
             futures = admin.create_topics(topics[batch:batch + 50], operation_timeout=limit_s,
