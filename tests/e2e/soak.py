@@ -12,7 +12,10 @@ read back read_uncommitted and read_committed, SIGTERM all, compare the replicas
 from __future__ import annotations
 
 import json
+import os
 import random
+import shutil
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -23,6 +26,22 @@ from workloads import GroupConsumer, IdempotentProducer, TransactionalProducer, 
 
 FAULTS = ("kill9_leader", "kill9_follower", "kill9_controller", "sigstop_leader", "partition_leader_one_way",
           "partition_leader_two_way", "delay_links", "rolling_sigterm", "two_crashes")
+
+
+def native_stacks(path: Path, log):
+    """Every native thread's stack of this process (librdkafka's threads included) into `path`, with
+    gdb when it is installed: a client hung inside librdkafka shows there what its Python frame cannot."""
+    gdb = shutil.which("gdb")
+    if gdb is None:
+        log("gdb not installed: no native stacks of the hung client")
+        return
+    try:
+        out = subprocess.run([gdb, "-p", str(os.getpid()), "-batch", "-nx", "-ex", "thread apply all bt"],
+                             capture_output=True, text=True, timeout=120)
+        path.write_text(out.stdout + out.stderr)
+        log(f"native stacks of the hung client: {path}")
+    except (OSError, subprocess.SubprocessError) as e:
+        log(f"no native stacks: {e!r}")
 
 
 def leader_and_followers(c: Cluster, topic, partition=0):
@@ -140,6 +159,7 @@ def soak(seed: int, duration: float, nodes: int, base_dir, out=None, log=print) 
             except AssertionError as e:
                 log(f"{e}")
                 hung.append(w.name)
+                native_stacks(Path(c.base_dir) / f"hung-{w.name}-stacks.txt", log)
         c.net.heal()
         c.wait_topic_ready(topic, 6, nodes, timeout=120)
         c.wait_topic_ready(ttopic, 3, nodes, timeout=120)

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import collections
 import random
+import sys
 import threading
 import time
+import traceback
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
@@ -34,7 +36,13 @@ class Workload(threading.Thread):
         self.stop_event.set()
         self.join(timeout)
         if self.is_alive():
-            raise AssertionError(f"workload {self.name} did not stop within {timeout}s")
+            raise AssertionError(f"workload {self.name} did not stop within {timeout}s; its thread is at:\n"
+                                 + self.stack())
+
+    def stack(self) -> str:
+        """Where the thread is now (its Python frames; a client call it hangs in is the last one)."""
+        frame = sys._current_frames().get(self.ident)
+        return "".join(traceback.format_stack(frame)) if frame is not None else "(not running)\n"
 
     def finish(self, timeout=120.0):
         """Waits for a bounded workload (count=...) to end by itself."""
