@@ -44,12 +44,14 @@ mod connector;
 mod listener;
 pub mod pem;
 pub mod settings;
+mod stream;
 mod subject;
 mod suites;
 
 pub use connector::{tls_error, TlsConnector};
 pub use listener::{HandshakeError, TlsConfigError, TlsListener, HANDSHAKE_TIMEOUT};
 pub use settings::{ClientAuth, SslSettings};
+pub use stream::ServerStream;
 pub use subject::{subject_dn, SubjectError};
 
 /// The README's example, run as a doctest.
