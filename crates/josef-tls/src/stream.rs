@@ -363,9 +363,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> ServerStream<S> {
             // A large request went through: a waiting connection keeps a small buffer.
             self.incoming = BytesMut::new();
         }
-        if target > self.incoming.len() {
-            self.incoming.reserve(target - self.incoming.len());
-        }
+        // At least 1 KiB more even when the front record is complete: rustls keeps the records
+        // of a handshake message larger than one record until all of them are in.
+        self.incoming
+            .reserve(target.saturating_sub(self.incoming.len()).max(1024));
         tokio_util::io::poll_read_buf(Pin::new(&mut self.io), cx, &mut self.incoming)
     }
 
