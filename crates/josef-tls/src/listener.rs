@@ -230,7 +230,7 @@ impl TlsListener {
     /// Runs the handshake over `stream` (at most the handshake timeout, so a slow or broken
     /// client cannot hold a connection task) and maps the client certificate, if any, to its
     /// principal (`User:ANONYMOUS` without one). Needs a tokio runtime with timers.
-    pub async fn accept<S: AsyncRead + AsyncWrite + Unpin>(
+    pub async fn accept<S: AsyncRead + AsyncWrite + Unpin + 'static>(
         &self,
         stream: S,
     ) -> Result<(ServerStream<S>, KafkaPrincipal), HandshakeError> {

@@ -36,6 +36,10 @@ const WRITE_CHUNK: usize = 64 * 1024;
 const GATHER_BELOW: usize = 4 * 1024;
 /// Output buffer kept by a connection that waits with nothing to send.
 const OUT_KEEP: usize = 16 * 1024;
+/// Below this many expected bytes the socket wakes the reader for any byte (SO_RCVLOWAT 1).
+const LOW_WATER_MIN: usize = 32 * 1024;
+/// The most ciphertext the reader asks the kernel to gather before it wakes it.
+const LOW_WATER_MAX: usize = 256 * 1024;
 
 /// A TLS server connection over `S`, after the handshake (see [`crate::TlsListener::accept`]).
 pub struct ServerStream<S> {
@@ -55,6 +59,11 @@ pub struct ServerStream<S> {
     read_done: bool,
     /// close_notify is queued.
     close_sent: bool,
+    /// Plaintext bytes the reader is sure to get next (the rest of a request): see
+    /// [`ServerStream::expect`].
+    expected: usize,
+    /// The TCP socket under the stream, if it is one, and the SO_RCVLOWAT last set on it.
+    low_water: Option<(std::os::fd::RawFd, usize)>,
 }
 
 impl<S> std::fmt::Debug for ServerStream<S> {
@@ -116,9 +125,36 @@ fn out_room(buf: &mut Vec<u8>, start: &mut usize, end: &mut usize, need: usize) 
     }
 }
 
-impl<S> ServerStream<S> {
+/// Sets SO_RCVLOWAT: epoll reports the socket readable once `bytes` are queued (or at the end of
+/// the stream, or when the receive window closes, so a wait never outlasts what the peer sends).
+fn set_rcvlowat(fd: std::os::fd::RawFd, bytes: usize) -> io::Result<()> {
+    let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    // SAFETY: `fd` is the open socket the stream owns; the option value is a valid c_int.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+impl<S: 'static> ServerStream<S> {
     pub(crate) fn new(io: S, conn: UnbufferedServerConnection) -> Self {
+        use std::os::fd::AsRawFd;
+        let low_water = (&io as &dyn std::any::Any)
+            .downcast_ref::<tokio::net::TcpStream>()
+            .map(|t| (t.as_raw_fd(), 1));
         ServerStream {
+            expected: 0,
+            low_water,
             io,
             conn,
             incoming: BytesMut::new(),
@@ -130,6 +166,16 @@ impl<S> ServerStream<S> {
             read_done: false,
             close_sent: false,
         }
+    }
+
+    /// Tells the stream that the reader is sure to get at least `bytes` more plaintext bytes
+    /// (the rest of a request whose size it has read). On TCP, while the stream waits for them
+    /// it asks the kernel not to wake it before that much (at most 256 KiB) is queued: a client
+    /// that writes one TLS record per `write` (OpenSSL) otherwise wakes the broker, and costs it
+    /// an `epoll_wait` and a `recv`, for every 16 KiB record of a megabyte request. Set it before
+    /// each read (0 when nothing is certain); too large a value would stall the read.
+    pub fn expect(&mut self, bytes: usize) {
+        self.expected = bytes;
     }
 
     /// The underlying stream and the rustls connection (negotiated suite, peer certificates).
@@ -339,7 +385,7 @@ impl<S> ServerStream<S> {
     }
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin> ServerStream<S> {
+impl<S: AsyncRead + AsyncWrite + Unpin + 'static> ServerStream<S> {
     /// Writes the output buffer out; `Ready(Ok)` once it is empty.
     fn poll_send(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         while self.out_start < self.out_end {
@@ -359,6 +405,19 @@ impl<S: AsyncRead + AsyncWrite + Unpin> ServerStream<S> {
     /// Reads ciphertext from the socket into the buffer: `Ready(Ok(0))` at the end of the stream.
     fn poll_fill(&mut self, cx: &mut Context<'_>, plain: usize) -> Poll<io::Result<usize>> {
         let target = self.read_target(plain);
+        if let Some((fd, set)) = &mut self.low_water {
+            // Ciphertext is never shorter than its plaintext, and what is buffered is part of it.
+            let sure = self.expected.saturating_sub(self.incoming.len());
+            let want = if sure >= LOW_WATER_MIN {
+                sure.min(LOW_WATER_MAX)
+            } else {
+                1
+            };
+            if want != *set {
+                set_rcvlowat(*fd, want)?;
+                *set = want;
+            }
+        }
         if self.incoming.is_empty() && self.incoming.capacity() > 2 * target {
             // A large request went through: a waiting connection keeps a small buffer.
             self.incoming = BytesMut::new();
@@ -412,7 +471,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> ServerStream<S> {
     }
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for ServerStream<S> {
+impl<S: AsyncRead + AsyncWrite + Unpin + 'static> AsyncRead for ServerStream<S> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -471,7 +530,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for ServerStream<S> {
     }
 }
 
-impl<S: AsyncRead + AsyncWrite + Unpin> AsyncWrite for ServerStream<S> {
+impl<S: AsyncRead + AsyncWrite + Unpin + 'static> AsyncWrite for ServerStream<S> {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
