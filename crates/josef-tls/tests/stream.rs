@@ -2,6 +2,7 @@
 //! reads of any size, KeyUpdate, close_notify, bad records after the handshake, and how often a
 //! large request reads the socket.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -268,4 +269,118 @@ async fn a_stream_closed_mid_record_is_an_error_and_a_clean_close_is_the_end() {
     } = pair(&rustls::version::TLS13, 64 * 1024).await;
     drop(client);
     assert_eq!(server.read(&mut buf).await.unwrap(), 0);
+}
+
+/// SO_RCVLOWAT of a socket.
+fn rcvlowat(fd: std::os::fd::RawFd) -> usize {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: a valid socket and an option buffer of the right size.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    assert_eq!(r, 0);
+    v as usize
+}
+
+#[tokio::test]
+async fn over_tcp_a_read_waits_for_the_expected_bytes_then_for_any_byte_again() {
+    use std::os::fd::AsRawFd;
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["localhost".into()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    let pem = format!("{}{}", key.serialize_pem(), cert.pem());
+    let listener = TlsListener::new(&SslSettings {
+        keystore_location: None,
+        keystore_certificate_chain: Some(pem.clone()),
+        keystore_key: Some(pem),
+        truststore_location: None,
+        truststore_certificates: None,
+        client_auth: ClientAuth::None,
+        principal_mapping_rules: "DEFAULT".into(),
+        enabled_protocols: vec!["TLSv1.3".into()],
+        cipher_suites: Vec::new(),
+        endpoint_identification: true,
+    })
+    .unwrap();
+    let mut roots = RootCertStore::empty();
+    roots.add(cert.der().clone()).unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = tcp.local_addr().unwrap();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+    let (client, server) = tokio::join!(
+        async {
+            connector
+                .connect(name, tokio::net::TcpStream::connect(addr).await.unwrap())
+                .await
+        },
+        async { listener.accept(tcp.accept().await.unwrap().0).await }
+    );
+    let (mut client, mut server) = (client.unwrap(), server.unwrap().0);
+    let fd = server.get_ref().0.as_raw_fd();
+    let total = 300_000;
+    let mut buf = vec![0u8; total];
+    server.expect(total);
+    {
+        // Nothing sent yet: the read waits, and the kernel is told to wake it for 256 KiB.
+        let mut read = std::pin::pin!(server.read(&mut buf));
+        let pending =
+            std::future::poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx).is_pending())).await;
+        assert!(pending);
+    }
+    assert_eq!(rcvlowat(fd), 256 * 1024);
+    let request = pattern(total);
+    let sent = request.clone();
+    let writer = tokio::spawn(async move {
+        for piece in sent.chunks(16 * 1024) {
+            client.write_all(piece).await.unwrap();
+            client.flush().await.unwrap();
+        }
+        client
+    });
+    let mut got = 0;
+    while got < total {
+        server.expect(total - got);
+        let n = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            server.read(&mut buf[got..]),
+        )
+        .await
+        .expect("the read waited for more than the client sends")
+        .unwrap();
+        assert!(n > 0);
+        got += n;
+    }
+    assert!(buf == request);
+    // Nothing certain any more: a small request wakes the reader at once.
+    let mut client = writer.await.unwrap();
+    client.write_all(b"small").await.unwrap();
+    client.flush().await.unwrap();
+    server.expect(0);
+    let mut small = [0u8; 5];
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        server.read_exact(&mut small),
+    )
+    .await
+    .expect("a small request waited")
+    .unwrap();
+    assert_eq!(&small, b"small");
+    assert_eq!(rcvlowat(fd), 1);
 }
