@@ -146,6 +146,43 @@ fn set_rcvlowat(fd: std::os::fd::RawFd, bytes: usize) -> io::Result<()> {
     }
 }
 
+/// What a write into the output buffer that did not fit asks for.
+enum Grow {
+    /// Room for this many bytes.
+    To(usize),
+    /// It failed.
+    Fail(String),
+}
+
+/// Writes with `f` at the end of the output buffer, giving it more room while it asks for it.
+fn put_grown(
+    buf: &mut Vec<u8>,
+    start: &mut usize,
+    end: &mut usize,
+    mut need: usize,
+    mut f: impl FnMut(&mut [u8]) -> Result<usize, Grow>,
+) -> io::Result<()> {
+    loop {
+        out_room(buf, start, end, need);
+        match f(&mut buf[*end..]) {
+            Ok(n) => {
+                *end += n;
+                return Ok(());
+            }
+            Err(Grow::To(n)) => need = n,
+            Err(Grow::Fail(e)) => return Err(io::Error::other(e)),
+        }
+    }
+}
+
+/// An encryption error as a [`Grow`].
+fn grow(e: EncryptError) -> Grow {
+    match e {
+        EncryptError::InsufficientSize(s) => Grow::To(s.required_size),
+        e => Grow::Fail(e.to_string()),
+    }
+}
+
 impl<S: 'static> ServerStream<S> {
     pub(crate) fn new(io: S, conn: UnbufferedServerConnection) -> Self {
         use std::os::fd::AsRawFd;
@@ -204,18 +241,11 @@ impl<S: 'static> ServerStream<S> {
         start: &mut usize,
         end: &mut usize,
     ) -> io::Result<()> {
-        let mut need = 512;
-        loop {
-            out_room(out, start, end, need);
-            match enc.encode(&mut out[*end..]) {
-                Ok(n) => {
-                    *end += n;
-                    return Ok(());
-                }
-                Err(EncodeError::InsufficientSize(s)) => need = s.required_size,
-                Err(e) => return Err(io::Error::other(e.to_string())),
-            }
-        }
+        put_grown(out, start, end, 512, |b| match enc.encode(b) {
+            Ok(n) => Ok(n),
+            Err(EncodeError::InsufficientSize(s)) => Err(Grow::To(s.required_size)),
+            Err(e) => Err(Grow::Fail(e.to_string())),
+        })
     }
 
     /// Processes what is buffered until `want` is reached or bytes from the peer are needed.
@@ -301,50 +331,37 @@ impl<S: 'static> ServerStream<S> {
                 ConnectionState::BlockedHandshake => Some(Done::NeedInput),
                 ConnectionState::WriteTraffic(mut w) => match &want {
                     Want::Encrypt(data) => {
-                        let mut need = data.len() + (data.len() / 16384 + 1) * 64;
-                        loop {
-                            out_room(
-                                &mut self.outgoing,
-                                &mut self.out_start,
-                                &mut self.out_end,
-                                need,
-                            );
-                            match w.encrypt(data, &mut self.outgoing[self.out_end..]) {
-                                Ok(n) => {
-                                    self.out_end += n;
-                                    break;
-                                }
-                                Err(EncryptError::InsufficientSize(s)) => need = s.required_size,
-                                Err(e) => {
-                                    self.incoming.advance(discard);
-                                    return Err(io::Error::other(e.to_string()));
-                                }
+                        let need = data.len() + (data.len() / 16384 + 1) * 64;
+                        let r = put_grown(
+                            &mut self.outgoing,
+                            &mut self.out_start,
+                            &mut self.out_end,
+                            need,
+                            |b| w.encrypt(data, b).map_err(grow),
+                        );
+                        match r {
+                            Ok(()) => Some(Done::Encrypted(data.len())),
+                            Err(e) => {
+                                self.incoming.advance(discard);
+                                return Err(e);
                             }
                         }
-                        Some(Done::Encrypted(data.len()))
                     }
                     Want::Close => {
-                        let mut need = 64;
-                        loop {
-                            out_room(
-                                &mut self.outgoing,
-                                &mut self.out_start,
-                                &mut self.out_end,
-                                need,
-                            );
-                            match w.queue_close_notify(&mut self.outgoing[self.out_end..]) {
-                                Ok(n) => {
-                                    self.out_end += n;
-                                    break;
-                                }
-                                Err(EncryptError::InsufficientSize(s)) => need = s.required_size,
-                                Err(e) => {
-                                    self.incoming.advance(discard);
-                                    return Err(io::Error::other(e.to_string()));
-                                }
+                        let r = put_grown(
+                            &mut self.outgoing,
+                            &mut self.out_start,
+                            &mut self.out_end,
+                            64,
+                            |b| w.queue_close_notify(b).map_err(grow),
+                        );
+                        match r {
+                            Ok(()) => Some(Done::Closing),
+                            Err(e) => {
+                                self.incoming.advance(discard);
+                                return Err(e);
                             }
                         }
-                        Some(Done::Closing)
                     }
                     Want::Read(_) => Some(Done::NeedInput),
                     Want::Handshake => {

@@ -8,7 +8,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use josef_tls::{ClientAuth, ServerStream, SslSettings, TlsListener};
+mod common;
+
+use common::self_signed;
+use josef_tls::{ServerStream, TlsListener};
 use rustls::RootCertStore;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream, ReadBuf};
 use tokio_rustls::client::TlsStream as ClientStream;
@@ -56,29 +59,14 @@ struct Pair {
     server_reads: Arc<AtomicUsize>,
 }
 
-/// A handshake over a pipe of `pipe` bytes, the client limited to `version`.
-async fn pair(version: &'static rustls::SupportedProtocolVersion, pipe: usize) -> Pair {
-    let key = rcgen::KeyPair::generate().unwrap();
-    let cert = rcgen::CertificateParams::new(vec!["localhost".into()])
-        .unwrap()
-        .self_signed(&key)
-        .unwrap();
-    let pem = format!("{}{}", key.serialize_pem(), cert.pem());
-    let settings = SslSettings {
-        keystore_location: None,
-        keystore_certificate_chain: Some(pem.clone()),
-        keystore_key: Some(pem),
-        truststore_location: None,
-        truststore_certificates: None,
-        client_auth: ClientAuth::None,
-        principal_mapping_rules: "DEFAULT".into(),
-        enabled_protocols: vec!["TLSv1.2".into(), "TLSv1.3".into()],
-        cipher_suites: Vec::new(),
-        endpoint_identification: true,
-    };
-    let listener = TlsListener::new(&settings).unwrap();
+/// A listener with a fresh self-signed certificate for `localhost`, and a client that trusts it
+/// and speaks only `version`.
+fn listener_and_client(
+    version: &'static rustls::SupportedProtocolVersion,
+) -> (TlsListener, tokio_rustls::TlsConnector) {
+    let (cert, settings) = self_signed();
     let mut roots = RootCertStore::empty();
-    roots.add(cert.der().clone()).unwrap();
+    roots.add(cert).unwrap();
     let config = rustls::ClientConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
@@ -86,13 +74,21 @@ async fn pair(version: &'static rustls::SupportedProtocolVersion, pipe: usize) -
     .unwrap()
     .with_root_certificates(roots)
     .with_no_client_auth();
+    (
+        TlsListener::new(&settings).unwrap(),
+        tokio_rustls::TlsConnector::from(Arc::new(config)),
+    )
+}
+
+/// A handshake over a pipe of `pipe` bytes, the client limited to `version`.
+async fn pair(version: &'static rustls::SupportedProtocolVersion, pipe: usize) -> Pair {
+    let (listener, connector) = listener_and_client(version);
     let (a, b) = tokio::io::duplex(pipe);
     let reads = Arc::new(AtomicUsize::new(0));
     let b = Counting {
         inner: b,
         reads: reads.clone(),
     };
-    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
     let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
     let (client, server) = tokio::join!(connector.connect(name, a), listener.accept(b));
     let (server, _) = server.unwrap();
@@ -292,37 +288,9 @@ fn rcvlowat(fd: std::os::fd::RawFd) -> usize {
 #[tokio::test]
 async fn over_tcp_a_read_waits_for_the_expected_bytes_then_for_any_byte_again() {
     use std::os::fd::AsRawFd;
-    let key = rcgen::KeyPair::generate().unwrap();
-    let cert = rcgen::CertificateParams::new(vec!["localhost".into()])
-        .unwrap()
-        .self_signed(&key)
-        .unwrap();
-    let pem = format!("{}{}", key.serialize_pem(), cert.pem());
-    let listener = TlsListener::new(&SslSettings {
-        keystore_location: None,
-        keystore_certificate_chain: Some(pem.clone()),
-        keystore_key: Some(pem),
-        truststore_location: None,
-        truststore_certificates: None,
-        client_auth: ClientAuth::None,
-        principal_mapping_rules: "DEFAULT".into(),
-        enabled_protocols: vec!["TLSv1.3".into()],
-        cipher_suites: Vec::new(),
-        endpoint_identification: true,
-    })
-    .unwrap();
-    let mut roots = RootCertStore::empty();
-    roots.add(cert.der().clone()).unwrap();
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_root_certificates(roots)
-    .with_no_client_auth();
+    let (listener, connector) = listener_and_client(&rustls::version::TLS13);
     let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = tcp.local_addr().unwrap();
-    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
     let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
     let (client, server) = tokio::join!(
         async {
