@@ -581,7 +581,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + 'static> AsyncWrite for ServerStream<S>
             gather.extend_from_slice(b);
         }
         let r = this.poll_encrypt(cx, &gather);
-        this.gather = gather;
+        // Kept for the next response unless a large one grew it.
+        if gather.capacity() <= OUT_KEEP {
+            this.gather = gather;
+        }
         r
     }
 
