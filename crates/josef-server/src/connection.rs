@@ -225,7 +225,10 @@ async fn write_frames<S: Transport>(stream: &mut S, buf: &mut FrameChunks) -> st
         buf.load_file_slices()?;
     }
     // Vectored (`writev`) writes of the pieces, as many per call as tokio passes.
-    stream.write_all_buf(buf).await
+    stream.write_all_buf(buf).await?;
+    // A TLS stream may hold the tail of what it accepted (the socket was full): out it goes
+    // before the connection waits for the client. A no-op on TCP.
+    stream.flush().await
 }
 
 /// Iovecs per `writev` of the sendfile writer (Linux allows 1024; a frame has a few pieces).

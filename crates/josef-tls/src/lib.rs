@@ -6,8 +6,8 @@
 //!   `ssl.principal.mapping.rules`), listener-prefixed first, read from a
 //!   [`josef_config::settings::Props`];
 //! - [`TlsListener`]: the rustls server configuration they build, and the handshake over any
-//!   `AsyncRead + AsyncWrite` stream under a timeout, giving the TLS stream and the client
-//!   certificate's principal;
+//!   `AsyncRead + AsyncWrite` stream under a timeout, giving the TLS stream ([`ServerStream`], on
+//!   rustls's unbuffered API) and the client certificate's principal;
 //! - [`TlsConnector`]: the client side over the same settings (truststore to verify the server,
 //!   keystore as the client certificate, `ssl.endpoint.identification.algorithm`), what a broker
 //!   uses to reach another broker's SSL listener;
@@ -44,12 +44,14 @@ mod connector;
 mod listener;
 pub mod pem;
 pub mod settings;
+mod stream;
 mod subject;
 mod suites;
 
 pub use connector::{tls_error, TlsConnector};
 pub use listener::{HandshakeError, TlsConfigError, TlsListener, HANDSHAKE_TIMEOUT};
 pub use settings::{ClientAuth, SslSettings};
+pub use stream::ServerStream;
 pub use subject::{subject_dn, SubjectError};
 
 /// The README's example, run as a doctest.

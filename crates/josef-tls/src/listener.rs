@@ -7,15 +7,15 @@ use std::time::Duration;
 
 use josef_sasl::ssl_principal::{MappingRuleError, NoMatchingRule, SslPrincipalMapper};
 use josef_sasl::KafkaPrincipal;
+use rustls::server::UnbufferedServerConnection;
 use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig};
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio_rustls::server::TlsStream;
-use tokio_rustls::TlsAcceptor;
 
 use crate::pem::{certificates, pem_text, private_key};
 use crate::settings::{ClientAuth, SslSettings};
+use crate::stream::ServerStream;
 use crate::subject::{subject_dn, SubjectError};
 
 /// How long a client has to finish the TLS handshake.
@@ -214,13 +214,11 @@ impl TlsListener {
         Ok(())
     }
 
-    fn acceptor(&self) -> TlsAcceptor {
-        TlsAcceptor::from(
-            self.config
-                .read()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone(),
-        )
+    fn current_config(&self) -> Arc<ServerConfig> {
+        self.config
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The same listener with another handshake timeout (default [`HANDSHAKE_TIMEOUT`]).
@@ -232,17 +230,18 @@ impl TlsListener {
     /// Runs the handshake over `stream` (at most the handshake timeout, so a slow or broken
     /// client cannot hold a connection task) and maps the client certificate, if any, to its
     /// principal (`User:ANONYMOUS` without one). Needs a tokio runtime with timers.
-    pub async fn accept<S: AsyncRead + AsyncWrite + Unpin>(
+    pub async fn accept<S: AsyncRead + AsyncWrite + Unpin + 'static>(
         &self,
         stream: S,
-    ) -> Result<(TlsStream<S>, KafkaPrincipal), HandshakeError> {
-        let tls = match tokio::time::timeout(self.handshake_timeout, self.acceptor().accept(stream))
-            .await
-        {
-            Ok(Ok(s)) => s,
+    ) -> Result<(ServerStream<S>, KafkaPrincipal), HandshakeError> {
+        let conn = UnbufferedServerConnection::new(self.current_config())
+            .map_err(|e| HandshakeError::Failed(std::io::Error::other(e)))?;
+        let mut tls = ServerStream::new(stream, conn);
+        match tokio::time::timeout(self.handshake_timeout, tls.handshake()).await {
+            Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(HandshakeError::Failed(e)),
             Err(_) => return Err(HandshakeError::TimedOut),
-        };
+        }
         let principal = match tls.get_ref().1.peer_certificates().and_then(|c| c.first()) {
             None => KafkaPrincipal::anonymous(),
             Some(cert) => self.principal_of(cert.as_ref())?,

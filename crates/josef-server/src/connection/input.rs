@@ -36,6 +36,18 @@ impl Input {
         self.last_request = size;
     }
 
+    /// Bytes of the buffered request still to come: what the client is sure to send next (its
+    /// size prefix was checked by `next_frame` before the connection reads again).
+    fn rest_of_frame(&self) -> usize {
+        match self.buf.get(..4) {
+            Some(p) => {
+                let size = i32::from_be_bytes([p[0], p[1], p[2], p[3]]).max(0) as usize;
+                (4 + size).saturating_sub(self.buf.len())
+            }
+            None => 0,
+        }
+    }
+
     /// The bytes to wait with when nothing is buffered.
     fn wait_size(&self) -> usize {
         self.last_request.clamp(WAIT_MIN, READ_CHUNK)
@@ -47,6 +59,12 @@ impl Input {
         &mut self,
         stream: &mut S,
     ) -> std::io::Result<usize> {
+        if let Some(tls) = (stream as &mut dyn std::any::Any)
+            .downcast_mut::<josef_tls::ServerStream<tokio::net::TcpStream>>()
+        {
+            // The TLS stream may then wait for that much before it wakes the connection.
+            tls.expect(self.rest_of_frame());
+        }
         reserve_for_next(&mut self.buf);
         if !self.buf.is_empty() {
             return stream.read_buf(&mut self.buf).await;
@@ -91,6 +109,19 @@ mod tests {
             assert_eq!(read.await.unwrap(), 3);
         }
         assert_eq!(&input.buf[..], b"abc");
+    }
+
+    #[test]
+    fn the_rest_of_a_request_is_what_its_size_prefix_says_is_missing() {
+        let mut input = Input::default();
+        assert_eq!(input.rest_of_frame(), 0);
+        input.buf.extend_from_slice(&[0, 0]);
+        assert_eq!(input.rest_of_frame(), 0);
+        input.buf.extend_from_slice(&[1, 0, 9, 9, 9]);
+        assert_eq!(input.rest_of_frame(), 256 - 3);
+        input.buf.clear();
+        input.buf.extend_from_slice(&(-5i32).to_be_bytes());
+        assert_eq!(input.rest_of_frame(), 0);
     }
 
     #[tokio::test]

@@ -1,0 +1,354 @@
+//! The accepted TLS stream against a rustls client: large requests both ways on TLS 1.2 and 1.3,
+//! reads of any size, KeyUpdate, close_notify, bad records after the handshake, and how often a
+//! large request reads the socket.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+mod common;
+
+use common::self_signed;
+use josef_tls::{ServerStream, TlsListener};
+use rustls::RootCertStore;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, DuplexStream, ReadBuf};
+use tokio_rustls::client::TlsStream as ClientStream;
+
+/// A stream that counts the reads that returned bytes.
+struct Counting {
+    inner: DuplexStream,
+    reads: Arc<AtomicUsize>,
+}
+
+impl AsyncRead for Counting {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let r = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.reads.fetch_add(1, Ordering::Relaxed);
+        }
+        r
+    }
+}
+
+impl AsyncWrite for Counting {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+struct Pair {
+    client: ClientStream<DuplexStream>,
+    server: ServerStream<Counting>,
+    server_reads: Arc<AtomicUsize>,
+}
+
+/// A listener with a fresh self-signed certificate for `localhost`, and a client that trusts it
+/// and speaks only `version`.
+fn listener_and_client(
+    version: &'static rustls::SupportedProtocolVersion,
+) -> (TlsListener, tokio_rustls::TlsConnector) {
+    let (cert, settings) = self_signed();
+    let mut roots = RootCertStore::empty();
+    roots.add(cert).unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_protocol_versions(&[version])
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    (
+        TlsListener::new(&settings).unwrap(),
+        tokio_rustls::TlsConnector::from(Arc::new(config)),
+    )
+}
+
+/// A handshake over a pipe of `pipe` bytes, the client limited to `version`.
+async fn pair(version: &'static rustls::SupportedProtocolVersion, pipe: usize) -> Pair {
+    let (listener, connector) = listener_and_client(version);
+    let (a, b) = tokio::io::duplex(pipe);
+    let reads = Arc::new(AtomicUsize::new(0));
+    let b = Counting {
+        inner: b,
+        reads: reads.clone(),
+    };
+    let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+    let (client, server) = tokio::join!(connector.connect(name, a), listener.accept(b));
+    let (server, _) = server.unwrap();
+    reads.store(0, Ordering::Relaxed);
+    Pair {
+        client: client.unwrap(),
+        server,
+        server_reads: reads,
+    }
+}
+
+fn pattern(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i * 7 + i / 251) as u8).collect()
+}
+
+#[tokio::test]
+async fn a_large_request_and_a_large_vectored_response_cross_intact_on_tls12_and_tls13() {
+    for version in [&rustls::version::TLS12, &rustls::version::TLS13] {
+        let Pair {
+            mut client,
+            mut server,
+            ..
+        } = pair(version, 64 * 1024).await;
+        let request = pattern(1_000_003);
+        let sent = request.clone();
+        let writer = tokio::spawn(async move {
+            client.write_all(&sent).await.unwrap();
+            client.flush().await.unwrap();
+            client
+        });
+        let mut got = vec![0u8; request.len()];
+        server.read_exact(&mut got).await.unwrap();
+        assert!(got == request, "{version:?}: request differs");
+        let mut client = writer.await.unwrap();
+        // A response as the connection writes it: a small header, then record data, vectored.
+        let body = pattern(300_001);
+        let header = [0u8, 4, 147, 226, 9, 9, 9];
+        let mut frames = bytes::Bytes::from(header.to_vec())
+            .chain(bytes::Bytes::from(body.clone()))
+            .chain(bytes::Bytes::from_static(b"tail"));
+        let reader = tokio::spawn(async move {
+            let mut all = vec![0u8; 7 + 300_001 + 4];
+            client.read_exact(&mut all).await.unwrap();
+            all
+        });
+        server.write_all_buf(&mut frames).await.unwrap();
+        server.flush().await.unwrap();
+        let all = reader.await.unwrap();
+        assert_eq!(all[..7], header, "{version:?}");
+        assert!(
+            all[7..7 + body.len()] == body[..],
+            "{version:?}: body differs"
+        );
+        assert_eq!(&all[7 + body.len()..], b"tail");
+    }
+}
+
+use bytes::Buf;
+
+#[tokio::test]
+async fn a_large_request_is_read_in_few_socket_reads() {
+    // The whole request is in the pipe before the server reads: rustls's buffered stream reads
+    // it 4 KiB at a time (over 250 reads for 1 MB); this stream asks for what the reader wants.
+    let Pair {
+        mut client,
+        mut server,
+        server_reads,
+    } = pair(&rustls::version::TLS13, 4 * 1024 * 1024).await;
+    let request = pattern(1 << 20);
+    client.write_all(&request).await.unwrap();
+    client.flush().await.unwrap();
+    let mut got = vec![0u8; request.len()];
+    server.read_exact(&mut got).await.unwrap();
+    assert!(got == request);
+    let reads = server_reads.load(Ordering::Relaxed);
+    assert!(reads <= 4, "{reads} socket reads for 1 MiB");
+}
+
+#[tokio::test]
+async fn reads_of_one_byte_get_every_byte_in_order() {
+    let Pair {
+        mut client,
+        mut server,
+        ..
+    } = pair(&rustls::version::TLS13, 64 * 1024).await;
+    let request = pattern(40_000);
+    client.write_all(&request).await.unwrap();
+    client.flush().await.unwrap();
+    let mut got = Vec::new();
+    while got.len() < request.len() {
+        got.push(server.read_u8().await.unwrap());
+    }
+    assert!(got == request);
+}
+
+#[tokio::test]
+async fn a_key_update_from_the_client_is_followed_both_ways() {
+    let Pair {
+        mut client,
+        mut server,
+        ..
+    } = pair(&rustls::version::TLS13, 64 * 1024).await;
+    for round in 0..3u8 {
+        // The client asks for new keys both ways (update_requested); the server answers with
+        // its own KeyUpdate before its next record.
+        client.get_mut().1.refresh_traffic_keys().unwrap();
+        client.write_all(&[b'p', round]).await.unwrap();
+        client.flush().await.unwrap();
+        let mut got = [0u8; 2];
+        server.read_exact(&mut got).await.unwrap();
+        assert_eq!(got, [b'p', round]);
+        server.write_all(&[b'q', round]).await.unwrap();
+        server.flush().await.unwrap();
+        client.read_exact(&mut got).await.unwrap();
+        assert_eq!(got, [b'q', round]);
+    }
+}
+
+#[tokio::test]
+async fn close_notify_ends_the_stream_both_ways() {
+    let Pair {
+        mut client,
+        mut server,
+        ..
+    } = pair(&rustls::version::TLS13, 64 * 1024).await;
+    client.write_all(b"last").await.unwrap();
+    client.shutdown().await.unwrap();
+    let mut got = Vec::new();
+    server.read_to_end(&mut got).await.unwrap();
+    assert_eq!(got, b"last");
+    // The server's close_notify: the client sees a clean end, not a truncation error.
+    server.write_all(b"bye").await.unwrap();
+    server.shutdown().await.unwrap();
+    let mut got = Vec::new();
+    client.read_to_end(&mut got).await.unwrap();
+    assert_eq!(got, b"bye");
+}
+
+#[tokio::test]
+async fn garbage_after_the_handshake_is_a_read_error() {
+    let Pair {
+        client, mut server, ..
+    } = pair(&rustls::version::TLS13, 64 * 1024).await;
+    let (mut raw, _) = client.into_inner();
+    // An application-data record header, then bytes that do not authenticate.
+    let mut record = vec![23u8, 3, 3, 0, 200];
+    record.extend(std::iter::repeat(0xAB).take(200));
+    raw.write_all(&record).await.unwrap();
+    let mut buf = [0u8; 16];
+    assert!(server.read(&mut buf).await.is_err());
+    // A header announcing more than a record may hold: refused, not waited for or allocated.
+    let Pair {
+        client, mut server, ..
+    } = pair(&rustls::version::TLS13, 64 * 1024).await;
+    let (mut raw, _) = client.into_inner();
+    raw.write_all(&[23u8, 3, 3, 0xFF, 0xFF, 1, 2, 3])
+        .await
+        .unwrap();
+    assert!(server.read(&mut buf).await.is_err());
+}
+
+#[tokio::test]
+async fn a_stream_closed_mid_record_is_an_error_and_a_clean_close_is_the_end() {
+    let Pair {
+        client, mut server, ..
+    } = pair(&rustls::version::TLS13, 64 * 1024).await;
+    let (mut raw, _) = client.into_inner();
+    raw.write_all(&[23u8, 3, 3, 0, 100, 1, 2]).await.unwrap();
+    drop(raw);
+    let mut buf = [0u8; 16];
+    assert!(server.read(&mut buf).await.is_err());
+    let Pair {
+        client, mut server, ..
+    } = pair(&rustls::version::TLS13, 64 * 1024).await;
+    drop(client);
+    assert_eq!(server.read(&mut buf).await.unwrap(), 0);
+}
+
+/// SO_RCVLOWAT of a socket.
+fn rcvlowat(fd: std::os::fd::RawFd) -> usize {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: a valid socket and an option buffer of the right size.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    assert_eq!(r, 0);
+    v as usize
+}
+
+#[tokio::test]
+async fn over_tcp_a_read_waits_for_the_expected_bytes_then_for_any_byte_again() {
+    use std::os::fd::AsRawFd;
+    let (listener, connector) = listener_and_client(&rustls::version::TLS13);
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = tcp.local_addr().unwrap();
+    let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+    let (client, server) = tokio::join!(
+        async {
+            connector
+                .connect(name, tokio::net::TcpStream::connect(addr).await.unwrap())
+                .await
+        },
+        async { listener.accept(tcp.accept().await.unwrap().0).await }
+    );
+    let (mut client, mut server) = (client.unwrap(), server.unwrap().0);
+    let fd = server.get_ref().0.as_raw_fd();
+    let total = 300_000;
+    let mut buf = vec![0u8; total];
+    server.expect(total);
+    {
+        // Nothing sent yet: the read waits, and the kernel is told to wake it for 256 KiB.
+        let mut read = std::pin::pin!(server.read(&mut buf));
+        let pending =
+            std::future::poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx).is_pending())).await;
+        assert!(pending);
+    }
+    assert_eq!(rcvlowat(fd), 256 * 1024);
+    let request = pattern(total);
+    let sent = request.clone();
+    let writer = tokio::spawn(async move {
+        for piece in sent.chunks(16 * 1024) {
+            client.write_all(piece).await.unwrap();
+            client.flush().await.unwrap();
+        }
+        client
+    });
+    let mut got = 0;
+    while got < total {
+        server.expect(total - got);
+        let n = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            server.read(&mut buf[got..]),
+        )
+        .await
+        .expect("the read waited for more than the client sends")
+        .unwrap();
+        assert!(n > 0);
+        got += n;
+    }
+    assert!(buf == request);
+    // Nothing certain any more: a small request wakes the reader at once.
+    let mut client = writer.await.unwrap();
+    client.write_all(b"small").await.unwrap();
+    client.flush().await.unwrap();
+    server.expect(0);
+    let mut small = [0u8; 5];
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        server.read_exact(&mut small),
+    )
+    .await
+    .expect("a small request waited")
+    .unwrap();
+    assert_eq!(&small, b"small");
+    assert_eq!(rcvlowat(fd), 1);
+}
