@@ -29,6 +29,7 @@ pub mod offsets_for_time;
 pub mod partition;
 mod producer_views;
 pub mod replication;
+pub mod session_cover;
 mod views;
 
 pub use error::{log_error_code, PartitionError};
@@ -36,9 +37,10 @@ pub use log_start::DeleteRecordsOutcome;
 pub use partition::{
     batch_info, control_type_of, AppendListener, ClientBatch, FetchIsolation, FetchResponseAction,
     FollowerAppend, FollowerFetch, FollowerFetchRequest, FollowerFetchResult, LeaderFetchAnswer,
-    OutOfRangeOutcome, Partition, PartitionEvent, ProduceResult, ReadParams, ReadResult,
+    OutOfRangeOutcome, Partition, PartitionEvent, ProduceResult, ReadParams, ReadResult, SessionFetch,
 };
 pub use producer_views::{ActiveProducer, ProducerTxnState};
+pub use session_cover::SessionCover;
 pub use replication::{
     leader_diverging_epoch, truncation_offset, AlterPartitionOutcome, AlterPartitionProposal,
     CommittedPartitionState, EpochEndOffset, FollowerFetchOutcome, FollowerState, IsrState,

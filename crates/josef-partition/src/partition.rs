@@ -18,6 +18,7 @@ use josef_sequencer::{
 };
 use parking_lot::Mutex;
 
+use crate::session_cover::SessionCover;
 use crate::error::PartitionError;
 use crate::replication::{
     leader_diverging_epoch, truncation_offset, AlterPartitionOutcome, AlterPartitionProposal,
@@ -209,6 +210,16 @@ pub struct FollowerFetch {
     pub max_bytes: i64,
     /// The first batch comes whole.
     pub min_one_message: bool,
+}
+
+/// The fetch session a follower's fetch belongs to (see [`crate::session_cover`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionFetch {
+    /// The session.
+    pub cover: SessionCover,
+    /// When the session fetched before this fetch (its earlier fetches that covered the
+    /// partition count up to then).
+    pub previous_fetch_ms: i64,
 }
 
 impl FollowerFetch {
@@ -1145,10 +1156,34 @@ impl Partition {
         fetch: &FollowerFetch,
         now_ms: i64,
     ) -> Result<FollowerFetchResult, ErrorCode> {
+        self.fetch_from_follower_in_session(fetch, None, now_ms)
+    }
+
+    /// [`fetch_from_follower`](Self::fetch_from_follower) for a fetch of an incremental fetch
+    /// session (see [`crate::session_cover`]): the session's earlier fetches that did not read
+    /// this partition count first (if the session covered it), and the session covers it after
+    /// this read if the follower is then at the log end. Without a session, or on an error, the
+    /// cover ends.
+    pub fn fetch_from_follower_in_session(
+        &self,
+        fetch: &FollowerFetch,
+        session: Option<SessionFetch>,
+        now_ms: i64,
+    ) -> Result<FollowerFetchResult, ErrorCode> {
         let (result, hw, log_start_moved) = {
             let mut d = self.data.lock();
-            d.replication
-                .validate_follower_fetch(fetch.replica_id, fetch.current_leader_epoch)?;
+            if let Err(e) = d
+                .replication
+                .validate_follower_fetch(fetch.replica_id, fetch.current_leader_epoch)
+            {
+                d.replication.set_session_cover(fetch.replica_id, None);
+                return Err(e);
+            }
+            if let Some(s) = session {
+                d.replication.apply_session_fetches(|c| {
+                    (c == s.cover).then_some(s.previous_fetch_ms)
+                });
+            }
             let diverging = leader_diverging_epoch(
                 fetch.last_fetched_epoch,
                 fetch.fetch_offset,
@@ -1198,6 +1233,8 @@ impl Partition {
             if outcome.high_watermark.is_some() {
                 d.apply_high_watermark();
             }
+            d.replication
+                .set_session_cover(fetch.replica_id, session.map(|s| s.cover));
             let log_start_moved = log_start_before.is_some_and(|b| fetch.log_start_offset > b);
             (
                 FollowerFetchResult {
@@ -1232,9 +1269,32 @@ impl Partition {
 
     /// Leader: the ISR shrink task (every `replica.lag.time.max.ms / 2`).
     pub fn maybe_shrink_isr(&self, now_ms: i64) -> Option<AlterPartitionProposal> {
+        self.maybe_shrink_isr_with_sessions(now_ms, |_| None)
+    }
+
+    /// [`maybe_shrink_isr`](Self::maybe_shrink_isr) for a leader whose followers fetch in
+    /// incremental sessions: `session_fetch_ms` (a session's last fetch time, `None` once it is
+    /// gone) first counts the fetches of the sessions covering this partition
+    /// ([`crate::session_cover`]), so a follower caught up on an idle partition stays in the ISR.
+    pub fn maybe_shrink_isr_with_sessions(
+        &self,
+        now_ms: i64,
+        session_fetch_ms: impl Fn(SessionCover) -> Option<i64>,
+    ) -> Option<AlterPartitionProposal> {
         let mut d = self.data.lock();
         let leo = d.log.log_end_offset();
+        d.replication.apply_session_fetches(session_fetch_ms);
         d.replication.maybe_shrink_isr(leo, now_ms)
+    }
+
+    /// Leader: follower `replica_id` fetches this partition in session `cover` from now on, or
+    /// in none (it forgot the partition); see [`crate::session_cover`]. Set after a full fetch
+    /// that created the session (its reads came before the session existed).
+    pub fn set_follower_session_cover(&self, replica_id: i32, cover: Option<SessionCover>) {
+        self.data
+            .lock()
+            .replication
+            .set_session_cover(replica_id, cover);
     }
 
     /// Leader: the controller's answer to an ISR change (see

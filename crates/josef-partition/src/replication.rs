@@ -9,6 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use josef_protocol::ErrorCode;
 
+use crate::session_cover::SessionCover;
+
 /// A broker (replica) id.
 pub type ReplicaId = i32;
 
@@ -46,6 +48,9 @@ pub struct FollowerState {
     pub last_caught_up_time_ms: i64,
     /// Broker epoch of its last fetch ([`NO_BROKER_EPOCH`] if unknown).
     pub broker_epoch: i64,
+    /// The fetch session whose fetches count as fetches of this partition while it is idle
+    /// (see [`crate::session_cover`]); `None` outside a session or once the follower fell behind.
+    pub session_cover: Option<SessionCover>,
 }
 
 impl FollowerState {
@@ -58,6 +63,7 @@ impl FollowerState {
             last_fetch_time_ms: NEVER,
             last_caught_up_time_ms: NEVER,
             broker_epoch: NO_BROKER_EPOCH,
+            session_cover: None,
         }
     }
 
@@ -445,6 +451,8 @@ impl ReplicationState {
                 if !was_leader {
                     *f = FollowerState::new(f.replica_id);
                 }
+                // The follower must fetch in the new epoch before its session counts again.
+                f.session_cover = None;
                 f.last_caught_up_time_ms = if isr.contains(&f.replica_id) {
                     now_ms
                 } else {
@@ -797,6 +805,40 @@ impl ReplicationState {
             });
         }
         Ok(())
+    }
+
+    /// Leader: folds the fetches of the followers' covering sessions into their fetch and
+    /// caught-up times ([`crate::session_cover`]). `session_fetch_ms` gives the time of a
+    /// session's last fetch, or `None` if the session is gone (the cover then ends). A session
+    /// fetch counts as one of this partition at the follower's last offsets: its fetch time moves
+    /// to it, and so does its caught-up time (it was at the leader's log end then).
+    pub fn apply_session_fetches(&mut self, session_fetch_ms: impl Fn(SessionCover) -> Option<i64>) {
+        for f in self.followers.values_mut() {
+            let Some(cover) = f.session_cover else {
+                continue;
+            };
+            match session_fetch_ms(cover) {
+                Some(t) => {
+                    if t > f.last_fetch_time_ms {
+                        f.last_fetch_time_ms = t;
+                        f.last_caught_up_time_ms = f.last_caught_up_time_ms.max(t);
+                    }
+                }
+                None => f.session_cover = None,
+            }
+        }
+    }
+
+    /// Leader: after a read of this partition for follower `replica_id` in fetch session
+    /// `cover` (or outside any, `None`): the session covers the partition only if the follower is
+    /// at the log end it last reported and that was the leader's log end at its fetch (see
+    /// [`crate::session_cover`]). A follower that is not one of this partition's is ignored.
+    pub fn set_session_cover(&mut self, replica_id: ReplicaId, cover: Option<SessionCover>) {
+        if let Some(f) = self.followers.get_mut(&replica_id) {
+            let at_end = f.log_end_offset != UNKNOWN_OFFSET
+                && f.log_end_offset >= f.last_fetch_leader_log_end_offset;
+            f.session_cover = cover.filter(|_| at_end && self.role == Role::Leader);
+        }
     }
 
     /// Follower: the HW learned from a fetch response, `min(leader HW, local LEO)` (it may go
