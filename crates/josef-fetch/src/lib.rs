@@ -41,9 +41,9 @@ pub use cache::{
     FetchSessionCache, FetchSessionCacheConfig, DEFAULT_CHANGE_LOG_CAPACITY, DEFAULT_EVICTION_MS,
     DEFAULT_MAX_SESSIONS,
 };
-pub use context::{ContextKind, FetchContext, ResponseSession};
-pub use handler::{FetchRequestData, FetchSessionHandler};
+pub use context::{ContextKind, FetchContext, ResponseSession, SessionTimes};
 pub use epoch::{next_epoch, FetchMetadata, FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID};
+pub use handler::{FetchRequestData, FetchSessionHandler};
 pub use key::{
     forgotten_partitions, request_metadata, request_partitions, uses_topic_ids, TopicIdPartition,
 };

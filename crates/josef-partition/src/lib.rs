@@ -37,15 +37,16 @@ pub use log_start::DeleteRecordsOutcome;
 pub use partition::{
     batch_info, control_type_of, AppendListener, ClientBatch, FetchIsolation, FetchResponseAction,
     FollowerAppend, FollowerFetch, FollowerFetchRequest, FollowerFetchResult, LeaderFetchAnswer,
-    OutOfRangeOutcome, Partition, PartitionEvent, ProduceResult, ReadParams, ReadResult, SessionFetch,
+    OutOfRangeOutcome, Partition, PartitionEvent, ProduceResult, ReadParams, ReadResult,
+    SessionFetch,
 };
 pub use producer_views::{ActiveProducer, ProducerTxnState};
-pub use session_cover::SessionCover;
 pub use replication::{
     leader_diverging_epoch, truncation_offset, AlterPartitionOutcome, AlterPartitionProposal,
     CommittedPartitionState, EpochEndOffset, FollowerFetchOutcome, FollowerState, IsrState,
     LeadershipChange, ReplicaId, ReplicationState, Role, TruncationDecision,
 };
+pub use session_cover::SessionCover;
 pub use views::{LogBatches, LogDirSummary, ReplicaSummary};
 
 /// Kafka's "no producer id" (−1), defined once in `josef_protocol::constants`.

@@ -18,13 +18,13 @@ use josef_sequencer::{
 };
 use parking_lot::Mutex;
 
-use crate::session_cover::SessionCover;
 use crate::error::PartitionError;
 use crate::replication::{
     leader_diverging_epoch, truncation_offset, AlterPartitionOutcome, AlterPartitionProposal,
     CommittedPartitionState, EpochEndOffset, IsrState, LeadershipChange, ReplicaId,
     ReplicationState, TruncationDecision, NO_EPOCH,
 };
+use crate::session_cover::SessionCover;
 
 /// A client's batch to append: one the caller built or rewrote (up-converted, recompressed, its
 /// timestamp fixed), which the log may patch in place, or the request's own bytes, which the log
@@ -1180,9 +1180,8 @@ impl Partition {
                 return Err(e);
             }
             if let Some(s) = session {
-                d.replication.apply_session_fetches(|c| {
-                    (c == s.cover).then_some(s.previous_fetch_ms)
-                });
+                d.replication
+                    .apply_session_fetches(|c| (c == s.cover).then_some(s.previous_fetch_ms));
             }
             let diverging = leader_diverging_epoch(
                 fetch.last_fetched_epoch,

@@ -812,7 +812,10 @@ impl ReplicationState {
     /// session's last fetch, or `None` if the session is gone (the cover then ends). A session
     /// fetch counts as one of this partition at the follower's last offsets: its fetch time moves
     /// to it, and so does its caught-up time (it was at the leader's log end then).
-    pub fn apply_session_fetches(&mut self, session_fetch_ms: impl Fn(SessionCover) -> Option<i64>) {
+    pub fn apply_session_fetches(
+        &mut self,
+        session_fetch_ms: impl Fn(SessionCover) -> Option<i64>,
+    ) {
         for f in self.followers.values_mut() {
             let Some(cover) = f.session_cover else {
                 continue;
