@@ -172,10 +172,13 @@ fn idle_followers_list_no_partitions_and_stay_in_the_isr() {
             cluster.logs(40)
         );
     }
-    let before: BTreeMap<i32, BTreeMap<String, f64>> = [1, 2, 3]
-        .into_iter()
-        .map(|id| (id, scrape(port(id)).expect("metrics")))
-        .collect();
+    let scrape_all = || -> BTreeMap<i32, BTreeMap<String, f64>> {
+        [1, 2, 3]
+            .into_iter()
+            .map(|id| (id, scrape(port(id)).expect("metrics")))
+            .collect()
+    };
+    let before = scrape_all();
     for id in [1, 2, 3] {
         // Sessions are in use: one full fetch per fetcher at the start, incremental ones since.
         assert!(
@@ -208,10 +211,7 @@ fn idle_followers_list_no_partitions_and_stay_in_the_isr() {
             cluster.logs(40)
         );
     }
-    let after: BTreeMap<i32, BTreeMap<String, f64>> = [1, 2, 3]
-        .into_iter()
-        .map(|id| (id, scrape(port(id)).expect("metrics")))
-        .collect();
+    let after = scrape_all();
     for id in [1, 2, 3] {
         let (b, a) = (&before[&id], &after[&id]);
         let fetches = get(a, REQ_INCR) - get(b, REQ_INCR);
@@ -256,10 +256,7 @@ fn idle_followers_list_no_partitions_and_stay_in_the_isr() {
         let p = in_sync(i);
         assert!(p.is_some(), "{} left the ISR after the produce", topic(i));
     }
-    let end: BTreeMap<i32, BTreeMap<String, f64>> = [1, 2, 3]
-        .into_iter()
-        .map(|id| (id, scrape(port(id)).expect("metrics")))
-        .collect();
+    let end = scrape_all();
     for id in [1, 2, 3] {
         assert_eq!(
             get(&end[&id], SHRINKS),

@@ -16,6 +16,11 @@ const SESSION: SessionCover = SessionCover {
     created_ms: 100,
 };
 const LAG_MS: i64 = 1_000;
+/// A fetch of `SESSION` whose previous fetch was at 900.
+const IN_SESSION: SessionFetch = SessionFetch {
+    cover: SESSION,
+    previous_fetch_ms: 900,
+};
 
 /// Leader 1, follower 2 in the ISR, one record replicated; the follower's last read (in
 /// `session`, if any) left it at the log end at 1 000.
@@ -48,10 +53,7 @@ fn append_after_idle(l: &Partition, session_last_fetch: Option<i64>) -> Option<V
 #[test]
 fn a_fetching_session_keeps_its_follower_in_the_isr_after_an_idle_period() {
     let dir = tempfile::tempdir().unwrap();
-    let session = SessionFetch {
-        cover: SESSION,
-        previous_fetch_ms: 900,
-    };
+    let session = IN_SESSION;
     let l = idle_leader(&dir, Some(session));
     assert_eq!(append_after_idle(&l, Some(10_000)), None);
     // The follower's next fetch reads the new record: its caught-up time is the session's last
@@ -78,10 +80,7 @@ fn without_a_session_the_same_follower_leaves_the_isr() {
 #[test]
 fn a_session_that_stopped_fetching_does_not_keep_it() {
     let dir = tempfile::tempdir().unwrap();
-    let session = SessionFetch {
-        cover: SESSION,
-        previous_fetch_ms: 900,
-    };
+    let session = IN_SESSION;
     let l = idle_leader(&dir, Some(session));
     // Its last fetch was at 1 500: the follower lags past 1 000 ms.
     assert_eq!(append_after_idle(&l, Some(1_500)), Some(vec![1]));
@@ -90,10 +89,7 @@ fn a_session_that_stopped_fetching_does_not_keep_it() {
 #[test]
 fn a_forgotten_partition_is_no_longer_covered() {
     let dir = tempfile::tempdir().unwrap();
-    let session = SessionFetch {
-        cover: SESSION,
-        previous_fetch_ms: 900,
-    };
+    let session = IN_SESSION;
     let l = idle_leader(&dir, Some(session));
     l.set_follower_session_cover(2, None);
     assert_eq!(append_after_idle(&l, Some(10_000)), Some(vec![1]));
@@ -102,10 +98,7 @@ fn a_forgotten_partition_is_no_longer_covered() {
 #[test]
 fn a_failed_read_ends_the_cover() {
     let dir = tempfile::tempdir().unwrap();
-    let session = SessionFetch {
-        cover: SESSION,
-        previous_fetch_ms: 900,
-    };
+    let session = IN_SESSION;
     let l = idle_leader(&dir, Some(session));
     // A fetch in an epoch the leader does not know is refused.
     assert!(l
