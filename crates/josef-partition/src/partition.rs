@@ -1114,12 +1114,12 @@ impl Partition {
             }
             Self::advance_leader_hw(&mut d, now_ms)
         };
-        if hw.is_some() {
-            self.notify(PartitionEvent {
-                high_watermark: hw,
-                ..PartitionEvent::default()
-            });
-        }
+        // Also without an HW move: a replica that became eligible may join the ISR at its next
+        // read, which the event makes its fetch session do.
+        self.notify(PartitionEvent {
+            high_watermark: hw,
+            ..PartitionEvent::default()
+        });
     }
 
     /// Becomes (or stays) a follower of `leader_id` (Kafka's `makeFollower`); no truncation here.
@@ -1275,6 +1275,8 @@ impl Partition {
     /// incremental sessions: `session_fetch_ms` (a session's last fetch time, `None` once it is
     /// gone) first counts the fetches of the sessions covering this partition
     /// ([`crate::session_cover`]), so a follower caught up on an idle partition stays in the ISR.
+    /// With nothing to shrink, retries the expansion of covered followers outside the ISR
+    /// ([`ReplicationState::maybe_expand_isr_for_covered`]); the proposal returned is either.
     pub fn maybe_shrink_isr_with_sessions(
         &self,
         now_ms: i64,
@@ -1283,7 +1285,9 @@ impl Partition {
         let mut d = self.data.lock();
         let leo = d.log.log_end_offset();
         d.replication.apply_session_fetches(session_fetch_ms);
-        d.replication.maybe_shrink_isr(leo, now_ms)
+        d.replication
+            .maybe_shrink_isr(leo, now_ms)
+            .or_else(|| d.replication.maybe_expand_isr_for_covered())
     }
 
     /// Leader: follower `replica_id` fetches this partition in session `cover` from now on, or
@@ -1317,13 +1321,18 @@ impl Partition {
             }
             outcome
         };
-        if let AlterPartitionOutcome::Committed {
-            high_watermark: Some(hw),
-        } = outcome
-        {
+        // An ISR state that left pending may let a follower join: the event makes the fetch
+        // sessions read the partition again (an idle one is otherwise not read, so its followers'
+        // expansion would wait for the next append).
+        let high_watermark = match outcome {
+            AlterPartitionOutcome::Committed { high_watermark } => Some(high_watermark),
+            AlterPartitionOutcome::Reverted => Some(None),
+            _ => None,
+        };
+        if let Some(high_watermark) = high_watermark {
             self.notify(PartitionEvent {
                 appended: false,
-                high_watermark: Some(hw),
+                high_watermark,
                 leadership_changed: false,
                 isr_change_proposed: false,
                 follower_log_start_moved: false,

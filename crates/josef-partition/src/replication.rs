@@ -832,6 +832,24 @@ impl ReplicationState {
         }
     }
 
+    /// Leader: retries the ISR expansion of the followers outside the ISR whose fetch session
+    /// covers this partition (see [`crate::session_cover`]). Kafka tries `maybeExpandIsr` on every
+    /// follower fetch; a session fetch that does not read an idle partition cannot, so an
+    /// expansion refused at the follower's last read (another ISR change in flight, the follower
+    /// not yet eligible) is retried here. The first proposal made, if any.
+    pub fn maybe_expand_isr_for_covered(&mut self) -> Option<AlterPartitionProposal> {
+        if !self.is_leader() || self.isr.is_pending() {
+            return None;
+        }
+        let covered: Vec<ReplicaId> = self
+            .followers
+            .values()
+            .filter(|f| f.session_cover.is_some() && !self.isr.isr().contains(&f.replica_id))
+            .map(|f| f.replica_id)
+            .collect();
+        covered.into_iter().find_map(|id| self.maybe_expand_isr(id))
+    }
+
     /// Leader: after a read of this partition for follower `replica_id` in fetch session
     /// `cover` (or outside any, `None`): the session covers the partition only if the follower is
     /// at the log end it last reported and that was the leader's log end at its fetch (see

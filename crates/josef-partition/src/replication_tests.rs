@@ -478,3 +478,24 @@ fn a_new_leader_epoch_ends_the_cover() {
     r.make_leader(2, 2, &[1, 2, 3], &[1, 2, 3], 10, 2_000);
     assert_eq!(r.follower(2).unwrap().session_cover, None);
 }
+
+/// Follower 3 reached the log end while ineligible (its broker was fenced), so its read could
+/// not add it; once eligible, its covering session lets the leader retry without a read.
+#[test]
+fn a_covered_follower_outside_the_isr_is_added_once_eligible() {
+    let mut r = ReplicationState::new(1, 0);
+    r.make_leader(1, 1, &[1, 2], &[1, 2, 3], 0, 1_000);
+    r.set_ineligible_replicas(&[3]);
+    r.update_follower_fetch_state(2, 10, 0, -1, 10, 1_050)
+        .unwrap();
+    let o = r
+        .update_follower_fetch_state(3, 10, 0, -1, 10, 1_050)
+        .unwrap();
+    assert!(o.alter_partition.is_none());
+    assert_eq!(r.maybe_expand_isr_for_covered(), None);
+    r.set_session_cover(3, Some(COVER));
+    assert_eq!(r.maybe_expand_isr_for_covered(), None, "still ineligible");
+    r.set_ineligible_replicas(&[]);
+    let p = r.maybe_expand_isr_for_covered().expect("expansion");
+    assert_eq!(p.new_isr, vec![1, 2, 3]);
+}
