@@ -20,6 +20,13 @@
 //! behind, when the follower forgets the partition from its session (it stopped fetching it:
 //! backoff, throttle, moved leader), on a failed read, on a new leader epoch, or when the
 //! session is gone (its clock then answers nothing).
+//!
+//! Kafka's per-fetch read also retries the ISR expansion of a follower outside the ISR; a covered
+//! follower whose expansion was refused at its last read (not yet eligible, another ISR change in
+//! flight) is retried by the ISR task instead
+//! ([`crate::ReplicationState::maybe_expand_isr_for_covered`]), and promptly by the partition
+//! event the leader raises when its ISR change leaves pending or its ineligible replicas change
+//! (the sessions then read the partition again).
 
 /// A follower's fetch session that covers a partition: it is in the session and was last read at
 /// the leader's log end.
