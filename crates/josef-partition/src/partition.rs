@@ -1180,8 +1180,9 @@ impl Partition {
                 return Err(e);
             }
             if let Some(s) = session {
+                // This follower's cover only: the other followers' sessions are not this one.
                 d.replication
-                    .apply_session_fetches(|c| (c == s.cover).then_some(s.previous_fetch_ms));
+                    .apply_session_fetch(fetch.replica_id, s.cover, s.previous_fetch_ms);
             }
             let diverging = leader_diverging_epoch(
                 fetch.last_fetched_epoch,

@@ -832,6 +832,23 @@ impl ReplicationState {
         }
     }
 
+    /// Leader: [`apply_session_fetches`](Self::apply_session_fetches) for one follower and one
+    /// session only (a read in that session): if `replica_id`'s cover is `cover`, the session's
+    /// fetch at `fetch_ms` counts. Other followers' covers are left alone.
+    pub fn apply_session_fetch(
+        &mut self,
+        replica_id: ReplicaId,
+        cover: SessionCover,
+        fetch_ms: i64,
+    ) {
+        if let Some(f) = self.followers.get_mut(&replica_id) {
+            if f.session_cover == Some(cover) && fetch_ms > f.last_fetch_time_ms {
+                f.last_fetch_time_ms = fetch_ms;
+                f.last_caught_up_time_ms = f.last_caught_up_time_ms.max(fetch_ms);
+            }
+        }
+    }
+
     /// Leader: retries the ISR expansion of the followers outside the ISR whose fetch session
     /// covers this partition (see [`crate::session_cover`]). Kafka tries `maybeExpandIsr` on every
     /// follower fetch; a session fetch that does not read an idle partition cannot, so an

@@ -106,3 +106,34 @@ fn a_failed_read_ends_the_cover() {
         .is_err());
     assert_eq!(append_after_idle(&l, Some(10_000)), Some(vec![1]));
 }
+
+/// A read by one follower in its session leaves the other followers' covers alone (it once
+/// cleared them: their sessions are not the reading one).
+#[test]
+fn a_read_by_one_follower_keeps_the_others_covered() {
+    let dir = tempfile::tempdir().unwrap();
+    let l = open(&dir, 1);
+    l.make_leader(0, 0, &[1, 2, 3], &[1, 2, 3], 1, 0).unwrap();
+    l.set_replica_lag_time_max_ms(LAG_MS);
+    let other = SessionFetch {
+        cover: SessionCover {
+            session_id: 12,
+            created_ms: 100,
+        },
+        previous_fetch_ms: 900,
+    };
+    l.fetch_from_follower_in_session(&FollowerFetch::new(2, 0, 0), Some(IN_SESSION), 1_000)
+        .unwrap();
+    l.fetch_from_follower_in_session(&FollowerFetch::new(3, 0, 0), Some(other), 1_000)
+        .unwrap();
+    // Follower 3 reads again in its session; follower 2's session keeps fetching until 10 000.
+    l.fetch_from_follower_in_session(&FollowerFetch::new(3, 0, 0), Some(other), 9_000)
+        .unwrap();
+    produce(&l, batch(0, 0, &[(None, Some(b"v"))]), 1, 10_100).unwrap();
+    let shrink = l.maybe_shrink_isr_with_sessions(10_200, |c| match c.session_id {
+        11 => Some(10_000),
+        12 => Some(10_000),
+        _ => None,
+    });
+    assert_eq!(shrink, None);
+}
