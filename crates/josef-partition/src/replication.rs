@@ -67,6 +67,15 @@ impl FollowerState {
         }
     }
 
+    /// A fetch of its covering session at `fetch_ms` counts as a fetch of this partition at its
+    /// last offsets, which were the leader's log end (see [`crate::session_cover`]).
+    fn count_session_fetch(&mut self, fetch_ms: i64) {
+        if fetch_ms > self.last_fetch_time_ms {
+            self.last_fetch_time_ms = fetch_ms;
+            self.last_caught_up_time_ms = self.last_caught_up_time_ms.max(fetch_ms);
+        }
+    }
+
     /// Kafka's `isCaughtUp`: its LEO equals the leader's, or it was caught up less than
     /// `lag_max_ms` ago.
     pub fn is_caught_up(&self, leader_leo: i64, now_ms: i64, lag_max_ms: i64) -> bool {
@@ -821,12 +830,7 @@ impl ReplicationState {
                 continue;
             };
             match session_fetch_ms(cover) {
-                Some(t) => {
-                    if t > f.last_fetch_time_ms {
-                        f.last_fetch_time_ms = t;
-                        f.last_caught_up_time_ms = f.last_caught_up_time_ms.max(t);
-                    }
-                }
+                Some(t) => f.count_session_fetch(t),
                 None => f.session_cover = None,
             }
         }
@@ -842,9 +846,8 @@ impl ReplicationState {
         fetch_ms: i64,
     ) {
         if let Some(f) = self.followers.get_mut(&replica_id) {
-            if f.session_cover == Some(cover) && fetch_ms > f.last_fetch_time_ms {
-                f.last_fetch_time_ms = fetch_ms;
-                f.last_caught_up_time_ms = f.last_caught_up_time_ms.max(fetch_ms);
+            if f.session_cover == Some(cover) {
+                f.count_session_fetch(fetch_ms);
             }
         }
     }
