@@ -7,7 +7,7 @@ use std::hash::Hash;
 use indexmap::IndexMap;
 use josef_protocol::ErrorCode;
 
-use crate::context::{ContextKind, FetchContext, ResponseSession};
+use crate::context::{ContextKind, FetchContext, ResponseSession, SessionTimes};
 use crate::epoch::{next_epoch, FetchMetadata, FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID};
 use crate::partition::{CachedPartition, PartitionFetch, PartitionOutcome};
 use crate::session::FetchSession;
@@ -273,6 +273,11 @@ impl<K: Hash + Eq + Clone> FetchSessionCache<K> {
         self.sessions.get(&session_id)
     }
 
+    /// Every session, in no particular order.
+    pub fn sessions(&self) -> impl Iterator<Item = &FetchSession<K>> {
+        self.sessions.values()
+    }
+
     /// Removes a session; returns it if it existed.
     pub fn remove(&mut self, session_id: i32) -> Option<FetchSession<K>> {
         let session = self.sessions.remove(&session_id)?;
@@ -320,6 +325,7 @@ impl<K: Hash + Eq + Clone> FetchSessionCache<K> {
                     partitions: fetch_data.into_iter().collect(),
                     change_seq: 0,
                     partial: false,
+                    session_times: None,
                 };
             }
             // A full fetch names each partition once; a repeat replaces the earlier one in place.
@@ -332,6 +338,7 @@ impl<K: Hash + Eq + Clone> FetchSessionCache<K> {
                 partitions: partitions.into_iter().collect(),
                 change_seq: self.change_end(),
                 partial: false,
+                session_times: None,
             };
         }
         let error = |e| FetchContext {
@@ -339,6 +346,7 @@ impl<K: Hash + Eq + Clone> FetchSessionCache<K> {
             partitions: Vec::new(),
             change_seq: 0,
             partial: false,
+            session_times: None,
         };
         let Some(session) = self.sessions.get_mut(&metadata.session_id) else {
             return error(ErrorCode::FetchSessionIdNotFound);
@@ -358,6 +366,7 @@ impl<K: Hash + Eq + Clone> FetchSessionCache<K> {
                 partitions: fetch_data,
                 change_seq: 0,
                 partial: false,
+                session_times: None,
             };
         }
         let end = self.changes_start + self.changes.len() as u64;
@@ -388,6 +397,10 @@ impl<K: Hash + Eq + Clone> FetchSessionCache<K> {
                 .collect()
         };
         self.incremental_reads += partitions.len() as u64;
+        let session_times = SessionTimes {
+            created_ms: session.creation_ms,
+            previous_fetch_ms: session.last_used_ms,
+        };
         session.epoch = next_epoch(session.epoch);
         let next = session.epoch;
         self.touch(metadata.session_id, now_ms);
@@ -399,6 +412,7 @@ impl<K: Hash + Eq + Clone> FetchSessionCache<K> {
             partitions,
             change_seq: end,
             partial,
+            session_times: Some(session_times),
         }
     }
 

@@ -43,6 +43,17 @@ pub struct FetchContext<K> {
     pub(crate) change_seq: u64,
     /// Whether `partitions` are only the session's changed ones (change tracking).
     pub(crate) partial: bool,
+    /// Incremental: the session's creation time and its previous fetch time.
+    pub(crate) session_times: Option<SessionTimes>,
+}
+
+/// When an incremental fetch's session was created and when it fetched before this request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionTimes {
+    /// The session's creation time (with its id, names the session).
+    pub created_ms: i64,
+    /// The time of the session's previous fetch (before this request touched it).
+    pub previous_fetch_ms: i64,
 }
 
 impl<K> FetchContext<K> {
@@ -65,6 +76,11 @@ impl<K> FetchContext<K> {
     /// [`crate::FetchSessionCache::refresh_context`] to add what changed meanwhile.
     pub fn is_partial(&self) -> bool {
         self.partial
+    }
+
+    /// For an incremental fetch: when its session was created and last fetched before it.
+    pub fn session_times(&self) -> Option<SessionTimes> {
+        self.session_times
     }
 
     /// The top-level error of a session error context.

@@ -8,6 +8,10 @@
 //! parameters and what was last sent, with Kafka's eviction rules
 //! (`max.incremental.fetch.session.cache.slots`, stale sessions first, then the smallest).
 //!
+//! The fetcher's side is [`FetchSessionHandler`] (Kafka's `FetchSessionHandler`): given the
+//! partitions to fetch each round, it builds the full or incremental request and follows the
+//! session through the responses (a follower's replica fetcher uses it).
+//!
 //! No I/O, no threads, no clock: `now_ms` is an argument. The cache is generic over the
 //! partition key; [`TopicIdPartition`] and the helpers [`request_partitions`],
 //! [`forgotten_partitions`] and [`request_metadata`] read a josef-protocol `FetchRequest`.
@@ -28,6 +32,7 @@
 mod cache;
 mod context;
 mod epoch;
+mod handler;
 mod key;
 mod partition;
 mod session;
@@ -36,8 +41,9 @@ pub use cache::{
     FetchSessionCache, FetchSessionCacheConfig, DEFAULT_CHANGE_LOG_CAPACITY, DEFAULT_EVICTION_MS,
     DEFAULT_MAX_SESSIONS,
 };
-pub use context::{ContextKind, FetchContext, ResponseSession};
+pub use context::{ContextKind, FetchContext, ResponseSession, SessionTimes};
 pub use epoch::{next_epoch, FetchMetadata, FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID};
+pub use handler::{FetchRequestData, FetchSessionHandler};
 pub use key::{
     forgotten_partitions, request_metadata, request_partitions, uses_topic_ids, TopicIdPartition,
 };

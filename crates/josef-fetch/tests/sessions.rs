@@ -387,3 +387,29 @@ fn evicted_session_during_wait_answers_fetch_session_id_not_found() {
     assert_eq!(r.error_code, ErrorCode::FetchSessionIdNotFound.code());
     assert!(resp.is_empty());
 }
+
+/// An incremental context tells when its session was created and when it fetched before; a
+/// full or sessionless one tells nothing (its session, if any, does not exist yet).
+#[test]
+fn incremental_context_carries_the_session_times() {
+    let mut c = cache(10);
+    let id = create_as(&mut c, &[1, 2], 1_000, true);
+    let full = c.new_context(FetchMetadata::new(0, 0), false, true, [], [], 1_100);
+    assert_eq!(full.session_times(), None);
+    let ctx = c.new_context(FetchMetadata::new(id, 1), false, true, [], [], 1_500);
+    assert_eq!(
+        ctx.session_times(),
+        Some(SessionTimes {
+            created_ms: 1_000,
+            previous_fetch_ms: 1_000
+        })
+    );
+    let ctx = c.new_context(FetchMetadata::new(id, 2), false, true, [], [], 2_000);
+    assert_eq!(ctx.session_times().unwrap().previous_fetch_ms, 1_500);
+    // The sessions can be listed (a leader snapshots its followers' last fetches).
+    let s: Vec<_> = c
+        .sessions()
+        .map(|s| (s.id(), s.is_privileged(), s.last_used_ms()))
+        .collect();
+    assert_eq!(s, vec![(id, true, 2_000)]);
+}

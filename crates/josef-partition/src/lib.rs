@@ -29,6 +29,7 @@ pub mod offsets_for_time;
 pub mod partition;
 mod producer_views;
 pub mod replication;
+pub mod session_cover;
 mod views;
 
 pub use error::{log_error_code, PartitionError};
@@ -37,6 +38,7 @@ pub use partition::{
     batch_info, control_type_of, AppendListener, ClientBatch, FetchIsolation, FetchResponseAction,
     FollowerAppend, FollowerFetch, FollowerFetchRequest, FollowerFetchResult, LeaderFetchAnswer,
     OutOfRangeOutcome, Partition, PartitionEvent, ProduceResult, ReadParams, ReadResult,
+    SessionFetch,
 };
 pub use producer_views::{ActiveProducer, ProducerTxnState};
 pub use replication::{
@@ -44,6 +46,7 @@ pub use replication::{
     CommittedPartitionState, EpochEndOffset, FollowerFetchOutcome, FollowerState, IsrState,
     LeadershipChange, ReplicaId, ReplicationState, Role, TruncationDecision,
 };
+pub use session_cover::SessionCover;
 pub use views::{LogBatches, LogDirSummary, ReplicaSummary};
 
 /// Kafka's "no producer id" (−1), defined once in `josef_protocol::constants`.

@@ -24,6 +24,7 @@ use crate::replication::{
     CommittedPartitionState, EpochEndOffset, IsrState, LeadershipChange, ReplicaId,
     ReplicationState, TruncationDecision, NO_EPOCH,
 };
+use crate::session_cover::SessionCover;
 
 /// A client's batch to append: one the caller built or rewrote (up-converted, recompressed, its
 /// timestamp fixed), which the log may patch in place, or the request's own bytes, which the log
@@ -209,6 +210,16 @@ pub struct FollowerFetch {
     pub max_bytes: i64,
     /// The first batch comes whole.
     pub min_one_message: bool,
+}
+
+/// The fetch session a follower's fetch belongs to (see [`crate::session_cover`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionFetch {
+    /// The session.
+    pub cover: SessionCover,
+    /// When the session fetched before this fetch (its earlier fetches that covered the
+    /// partition count up to then).
+    pub previous_fetch_ms: i64,
 }
 
 impl FollowerFetch {
@@ -1103,12 +1114,12 @@ impl Partition {
             }
             Self::advance_leader_hw(&mut d, now_ms)
         };
-        if hw.is_some() {
-            self.notify(PartitionEvent {
-                high_watermark: hw,
-                ..PartitionEvent::default()
-            });
-        }
+        // Also without an HW move: a replica that became eligible may join the ISR at its next
+        // read, which the event makes its fetch session do.
+        self.notify(PartitionEvent {
+            high_watermark: hw,
+            ..PartitionEvent::default()
+        });
     }
 
     /// Becomes (or stays) a follower of `leader_id` (Kafka's `makeFollower`); no truncation here.
@@ -1145,10 +1156,34 @@ impl Partition {
         fetch: &FollowerFetch,
         now_ms: i64,
     ) -> Result<FollowerFetchResult, ErrorCode> {
+        self.fetch_from_follower_in_session(fetch, None, now_ms)
+    }
+
+    /// [`fetch_from_follower`](Self::fetch_from_follower) for a fetch of an incremental fetch
+    /// session (see [`crate::session_cover`]): the session's earlier fetches that did not read
+    /// this partition count first (if the session covered it), and the session covers it after
+    /// this read if the follower is then at the log end. Without a session, or on an error, the
+    /// cover ends.
+    pub fn fetch_from_follower_in_session(
+        &self,
+        fetch: &FollowerFetch,
+        session: Option<SessionFetch>,
+        now_ms: i64,
+    ) -> Result<FollowerFetchResult, ErrorCode> {
         let (result, hw, log_start_moved) = {
             let mut d = self.data.lock();
-            d.replication
-                .validate_follower_fetch(fetch.replica_id, fetch.current_leader_epoch)?;
+            if let Err(e) = d
+                .replication
+                .validate_follower_fetch(fetch.replica_id, fetch.current_leader_epoch)
+            {
+                d.replication.set_session_cover(fetch.replica_id, None);
+                return Err(e);
+            }
+            if let Some(s) = session {
+                // This follower's cover only: the other followers' sessions are not this one.
+                d.replication
+                    .apply_session_fetch(fetch.replica_id, s.cover, s.previous_fetch_ms);
+            }
             let diverging = leader_diverging_epoch(
                 fetch.last_fetched_epoch,
                 fetch.fetch_offset,
@@ -1198,6 +1233,8 @@ impl Partition {
             if outcome.high_watermark.is_some() {
                 d.apply_high_watermark();
             }
+            d.replication
+                .set_session_cover(fetch.replica_id, session.map(|s| s.cover));
             let log_start_moved = log_start_before.is_some_and(|b| fetch.log_start_offset > b);
             (
                 FollowerFetchResult {
@@ -1232,9 +1269,36 @@ impl Partition {
 
     /// Leader: the ISR shrink task (every `replica.lag.time.max.ms / 2`).
     pub fn maybe_shrink_isr(&self, now_ms: i64) -> Option<AlterPartitionProposal> {
+        self.maybe_shrink_isr_with_sessions(now_ms, |_| None)
+    }
+
+    /// [`maybe_shrink_isr`](Self::maybe_shrink_isr) for a leader whose followers fetch in
+    /// incremental sessions: `session_fetch_ms` (a session's last fetch time, `None` once it is
+    /// gone) first counts the fetches of the sessions covering this partition
+    /// ([`crate::session_cover`]), so a follower caught up on an idle partition stays in the ISR.
+    /// With nothing to shrink, retries the expansion of covered followers outside the ISR
+    /// ([`ReplicationState::maybe_expand_isr_for_covered`]); the proposal returned is either.
+    pub fn maybe_shrink_isr_with_sessions(
+        &self,
+        now_ms: i64,
+        session_fetch_ms: impl Fn(SessionCover) -> Option<i64>,
+    ) -> Option<AlterPartitionProposal> {
         let mut d = self.data.lock();
         let leo = d.log.log_end_offset();
-        d.replication.maybe_shrink_isr(leo, now_ms)
+        d.replication.apply_session_fetches(session_fetch_ms);
+        d.replication
+            .maybe_shrink_isr(leo, now_ms)
+            .or_else(|| d.replication.maybe_expand_isr_for_covered())
+    }
+
+    /// Leader: follower `replica_id` fetches this partition in session `cover` from now on, or
+    /// in none (it forgot the partition); see [`crate::session_cover`]. Set after a full fetch
+    /// that created the session (its reads came before the session existed).
+    pub fn set_follower_session_cover(&self, replica_id: i32, cover: Option<SessionCover>) {
+        self.data
+            .lock()
+            .replication
+            .set_session_cover(replica_id, cover);
     }
 
     /// Leader: the controller's answer to an ISR change (see
@@ -1258,13 +1322,18 @@ impl Partition {
             }
             outcome
         };
-        if let AlterPartitionOutcome::Committed {
-            high_watermark: Some(hw),
-        } = outcome
-        {
+        // An ISR state that left pending may let a follower join: the event makes the fetch
+        // sessions read the partition again (an idle one is otherwise not read, so its followers'
+        // expansion would wait for the next append).
+        let high_watermark = match outcome {
+            AlterPartitionOutcome::Committed { high_watermark } => Some(high_watermark),
+            AlterPartitionOutcome::Reverted => Some(None),
+            _ => None,
+        };
+        if let Some(high_watermark) = high_watermark {
             self.notify(PartitionEvent {
                 appended: false,
-                high_watermark: Some(hw),
+                high_watermark,
                 leadership_changed: false,
                 isr_change_proposed: false,
                 follower_log_start_moved: false,

@@ -9,6 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use josef_protocol::ErrorCode;
 
+use crate::session_cover::SessionCover;
+
 /// A broker (replica) id.
 pub type ReplicaId = i32;
 
@@ -46,6 +48,9 @@ pub struct FollowerState {
     pub last_caught_up_time_ms: i64,
     /// Broker epoch of its last fetch ([`NO_BROKER_EPOCH`] if unknown).
     pub broker_epoch: i64,
+    /// The fetch session whose fetches count as fetches of this partition while it is idle
+    /// (see [`crate::session_cover`]); `None` outside a session or once the follower fell behind.
+    pub session_cover: Option<SessionCover>,
 }
 
 impl FollowerState {
@@ -58,6 +63,16 @@ impl FollowerState {
             last_fetch_time_ms: NEVER,
             last_caught_up_time_ms: NEVER,
             broker_epoch: NO_BROKER_EPOCH,
+            session_cover: None,
+        }
+    }
+
+    /// A fetch of its covering session at `fetch_ms` counts as a fetch of this partition at its
+    /// last offsets, which were the leader's log end (see [`crate::session_cover`]).
+    fn count_session_fetch(&mut self, fetch_ms: i64) {
+        if fetch_ms > self.last_fetch_time_ms {
+            self.last_fetch_time_ms = fetch_ms;
+            self.last_caught_up_time_ms = self.last_caught_up_time_ms.max(fetch_ms);
         }
     }
 
@@ -445,6 +460,8 @@ impl ReplicationState {
                 if !was_leader {
                     *f = FollowerState::new(f.replica_id);
                 }
+                // The follower must fetch in the new epoch before its session counts again.
+                f.session_cover = None;
                 f.last_caught_up_time_ms = if isr.contains(&f.replica_id) {
                     now_ms
                 } else {
@@ -797,6 +814,72 @@ impl ReplicationState {
             });
         }
         Ok(())
+    }
+
+    /// Leader: folds the fetches of the followers' covering sessions into their fetch and
+    /// caught-up times ([`crate::session_cover`]). `session_fetch_ms` gives the time of a
+    /// session's last fetch, or `None` if the session is gone (the cover then ends). A session
+    /// fetch counts as one of this partition at the follower's last offsets: its fetch time moves
+    /// to it, and so does its caught-up time (it was at the leader's log end then).
+    pub fn apply_session_fetches(
+        &mut self,
+        session_fetch_ms: impl Fn(SessionCover) -> Option<i64>,
+    ) {
+        for f in self.followers.values_mut() {
+            let Some(cover) = f.session_cover else {
+                continue;
+            };
+            match session_fetch_ms(cover) {
+                Some(t) => f.count_session_fetch(t),
+                None => f.session_cover = None,
+            }
+        }
+    }
+
+    /// Leader: [`apply_session_fetches`](Self::apply_session_fetches) for one follower and one
+    /// session only (a read in that session): if `replica_id`'s cover is `cover`, the session's
+    /// fetch at `fetch_ms` counts. Other followers' covers are left alone.
+    pub fn apply_session_fetch(
+        &mut self,
+        replica_id: ReplicaId,
+        cover: SessionCover,
+        fetch_ms: i64,
+    ) {
+        if let Some(f) = self.followers.get_mut(&replica_id) {
+            if f.session_cover == Some(cover) {
+                f.count_session_fetch(fetch_ms);
+            }
+        }
+    }
+
+    /// Leader: retries the ISR expansion of the followers outside the ISR whose fetch session
+    /// covers this partition (see [`crate::session_cover`]). Kafka tries `maybeExpandIsr` on every
+    /// follower fetch; a session fetch that does not read an idle partition cannot, so an
+    /// expansion refused at the follower's last read (another ISR change in flight, the follower
+    /// not yet eligible) is retried here. The first proposal made, if any.
+    pub fn maybe_expand_isr_for_covered(&mut self) -> Option<AlterPartitionProposal> {
+        if !self.is_leader() || self.isr.is_pending() {
+            return None;
+        }
+        let covered: Vec<ReplicaId> = self
+            .followers
+            .values()
+            .filter(|f| f.session_cover.is_some() && !self.isr.isr().contains(&f.replica_id))
+            .map(|f| f.replica_id)
+            .collect();
+        covered.into_iter().find_map(|id| self.maybe_expand_isr(id))
+    }
+
+    /// Leader: after a read of this partition for follower `replica_id` in fetch session
+    /// `cover` (or outside any, `None`): the session covers the partition only if the follower is
+    /// at the log end it last reported and that was the leader's log end at its fetch (see
+    /// [`crate::session_cover`]). A follower that is not one of this partition's is ignored.
+    pub fn set_session_cover(&mut self, replica_id: ReplicaId, cover: Option<SessionCover>) {
+        if let Some(f) = self.followers.get_mut(&replica_id) {
+            let at_end = f.log_end_offset != UNKNOWN_OFFSET
+                && f.log_end_offset >= f.last_fetch_leader_log_end_offset;
+            f.session_cover = cover.filter(|_| at_end && self.role == Role::Leader);
+        }
     }
 
     /// Follower: the HW learned from a fetch response, `min(leader HW, local LEO)` (it may go

@@ -414,3 +414,88 @@ fn follower_hw_is_min_of_leader_hw_and_local_leo() {
     r.on_truncation(4);
     assert_eq!(r.high_watermark(), 4);
 }
+
+const COVER: SessionCover = SessionCover {
+    session_id: 7,
+    created_ms: 1_000,
+};
+
+/// Followers 2 and 3 read the partition at the leader's LEO 10 at 1 050 in session `COVER`;
+/// lag 100 ms.
+fn idle_followers_in_a_session() -> ReplicationState {
+    let mut r = leader3();
+    r.set_replica_lag_time_max_ms(100);
+    for id in [2, 3] {
+        r.update_follower_fetch_state(id, 10, 0, -1, 10, 1_050)
+            .unwrap();
+        r.set_session_cover(id, Some(COVER));
+    }
+    r
+}
+
+/// The session kept fetching while the partition stayed idle: after the first append, the
+/// followers still count as caught up at their session's last fetch, as they would in Kafka
+/// (whose leader reads every session partition on each fetch). Without that, the first append
+/// after an idle period longer than the lag shrinks the ISR to the leader.
+#[test]
+fn a_covering_session_keeps_idle_followers_caught_up() {
+    let mut r = idle_followers_in_a_session();
+    // 10 s later, the leader appends (LEO 11); the session last fetched at 10 000.
+    r.apply_session_fetches(|c| (c == COVER).then_some(10_000));
+    assert_eq!(r.maybe_shrink_isr(11, 10_050), None);
+    assert_eq!(r.follower(2).unwrap().last_caught_up_time_ms, 10_000);
+    // The same without session fetches (a sessionless follower that stopped): both out.
+    let mut r = idle_followers_in_a_session();
+    let p = r.maybe_shrink_isr(11, 10_050).expect("lagging");
+    assert_eq!(p.new_isr, vec![1]);
+}
+
+#[test]
+fn a_gone_session_ends_the_cover() {
+    let mut r = idle_followers_in_a_session();
+    r.apply_session_fetches(|_| None);
+    assert_eq!(r.follower(2).unwrap().session_cover, None);
+    // It no longer counts even if a session with the same id shows up.
+    r.apply_session_fetches(|_| Some(10_000));
+    assert!(r.maybe_shrink_isr(11, 10_050).is_some());
+}
+
+#[test]
+fn a_follower_behind_the_log_end_is_not_covered() {
+    let mut r = leader3();
+    r.update_follower_fetch_state(2, 5, 0, -1, 10, 1_050)
+        .unwrap();
+    r.set_session_cover(2, Some(COVER));
+    assert_eq!(r.follower(2).unwrap().session_cover, None);
+    // A session fetch does not move its times.
+    r.apply_session_fetches(|_| Some(9_000));
+    assert_eq!(r.follower(2).unwrap().last_fetch_time_ms, 1_050);
+}
+
+#[test]
+fn a_new_leader_epoch_ends_the_cover() {
+    let mut r = idle_followers_in_a_session();
+    r.make_leader(2, 2, &[1, 2, 3], &[1, 2, 3], 10, 2_000);
+    assert_eq!(r.follower(2).unwrap().session_cover, None);
+}
+
+/// Follower 3 reached the log end while ineligible (its broker was fenced), so its read could
+/// not add it; once eligible, its covering session lets the leader retry without a read.
+#[test]
+fn a_covered_follower_outside_the_isr_is_added_once_eligible() {
+    let mut r = ReplicationState::new(1, 0);
+    r.make_leader(1, 1, &[1, 2], &[1, 2, 3], 0, 1_000);
+    r.set_ineligible_replicas(&[3]);
+    r.update_follower_fetch_state(2, 10, 0, -1, 10, 1_050)
+        .unwrap();
+    let o = r
+        .update_follower_fetch_state(3, 10, 0, -1, 10, 1_050)
+        .unwrap();
+    assert!(o.alter_partition.is_none());
+    assert_eq!(r.maybe_expand_isr_for_covered(), None);
+    r.set_session_cover(3, Some(COVER));
+    assert_eq!(r.maybe_expand_isr_for_covered(), None, "still ineligible");
+    r.set_ineligible_replicas(&[]);
+    let p = r.maybe_expand_isr_for_covered().expect("expansion");
+    assert_eq!(p.new_isr, vec![1, 2, 3]);
+}

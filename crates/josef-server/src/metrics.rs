@@ -80,6 +80,20 @@ fn describe_partition_series() {
         crate::replication_quotas::HELD_BACK,
         "partition fetches held back by a replication throttle (KIP-73; no Kafka MBean)"
     );
+    ::metrics::describe_counter!(
+        crate::cluster::replica_fetcher::FETCH_REQUESTS,
+        "follower fetch requests sent, by kind (full / incremental fetch session; no Kafka MBean)"
+    );
+    ::metrics::describe_counter!(
+        crate::cluster::replica_fetcher::FETCH_PARTITIONS,
+        "partitions listed in follower fetch requests, by kind (no Kafka MBean)"
+    );
+    for kind in ["full", "incremental"] {
+        ::metrics::counter!(crate::cluster::replica_fetcher::FETCH_REQUESTS, "kind" => kind)
+            .increment(0);
+        ::metrics::counter!(crate::cluster::replica_fetcher::FETCH_PARTITIONS, "kind" => kind)
+            .increment(0);
+    }
     // Served from the start (at 0), not only after the first throttle.
     for d in ["leader", "follower"] {
         ::metrics::counter!(crate::replication_quotas::HELD_BACK, "direction" => d).increment(0);

@@ -514,9 +514,27 @@ impl ClusterNode {
                     return;
                 };
                 let now = crate::topics::now_ms();
+                // Followers' fetch sessions: their last fetch counts for the idle partitions
+                // they cover (josef_partition::session_cover). One snapshot per pass (the
+                // sessions are few), so no partition lock is held with the cache's.
+                let session_fetches: std::collections::HashMap<i32, (i64, i64)> = state
+                    .fetch_sessions
+                    .lock()
+                    .sessions()
+                    .filter(|s| s.is_privileged())
+                    .map(|s| (s.id(), (s.creation_ms(), s.last_used_ms())))
+                    .collect();
+                let session_fetch_ms = |c: josef_partition::SessionCover| {
+                    session_fetches
+                        .get(&c.session_id)
+                        .filter(|(created, _)| *created == c.created_ms)
+                        .map(|(_, last)| *last)
+                };
                 for t in state.topics.all() {
                     for p in &t.partitions {
-                        if let Some(proposal) = p.maybe_shrink_isr(now) {
+                        if let Some(proposal) =
+                            p.maybe_shrink_isr_with_sessions(now, session_fetch_ms)
+                        {
                             node.alter_partitions
                                 .submit(&t.name, t.id, p.index, proposal);
                         }

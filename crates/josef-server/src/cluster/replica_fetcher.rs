@@ -5,6 +5,17 @@
 //! appending what comes back as follower (byte for byte), taking the HW from the response, and
 //! truncating on a diverging epoch.
 //!
+//! Each fetcher keeps an incremental fetch session (KIP-227) with its leader through
+//! `josef_fetch::FetchSessionHandler`, as Kafka's `ReplicaFetcherThread` does: the first fetch on
+//! a connection is full, the next ones list only the partitions whose fetch state changed (new
+//! fetch offset, leader epoch, log start) or that were added, and forget those left out (not
+//! ready after an error, held back by the KIP-73 follower throttle, moved to another leader).
+//! Like Kafka's `buildFetch`, a held-back partition is left out, so the session forgets it and
+//! re-adds it whole when it is fetched again; the leader then stops counting the session's
+//! fetches for it (josef-partition's `session_cover`). The leader answers only partitions with
+//! something new (records, an HW or log start change, an error); the others keep their state
+//! here. A top-level error or a lost connection makes the next fetch full.
+//!
 //! The set of partitions each fetcher serves is reconciled from every metadata image
 //! ([`ReplicaFetcherManager::reconcile`]): the publisher passes the partitions this broker follows
 //! and their leaders.
@@ -14,10 +25,11 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use bytes::BytesMut;
+use josef_fetch::{FetchSessionHandler, PartitionFetch};
 use josef_partition::{
     EpochEndOffset, FetchResponseAction, FollowerFetchRequest, LeaderFetchAnswer,
 };
-use josef_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use josef_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ForgottenTopic};
 use josef_protocol::messages::{FetchRequest, FetchResponse};
 use josef_protocol::{
     encode_request_frame, ErrorCode, RequestBody, RequestHeader, ResponseBody, StrBytes, Uuid,
@@ -47,6 +59,19 @@ pub struct FetchTarget {
 }
 
 type Key = (Uuid, i32);
+
+/// Follower fetch requests sent, by `kind` (`full` or `incremental`).
+pub const FETCH_REQUESTS: &str = "josef_server_replica_fetch_requests_total";
+/// Partitions listed in follower fetch requests, by `kind` (`full` or `incremental`): with
+/// fetch sessions, idle followers list none.
+pub const FETCH_PARTITIONS: &str = "josef_server_replica_fetch_partitions_total";
+
+/// A partition's fetch state as the fetch session holds it (what was last sent).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SessionPartition {
+    topic: String,
+    fetch: PartitionFetch,
+}
 
 struct Fetcher {
     leader: i32,
@@ -148,6 +173,8 @@ impl ReplicaFetcherManager {
 async fn run(f: Arc<Fetcher>, state: Weak<BrokerState>, node: Weak<ClusterNode>) {
     let mut conn: Option<PeerStream> = None;
     let mut correlation = 0i32;
+    // One fetch session per connection: a new connection starts with a full fetch.
+    let mut session: FetchSessionHandler<Key, SessionPartition> = FetchSessionHandler::new();
     loop {
         if f.stopped.load(std::sync::atomic::Ordering::Relaxed) {
             return;
@@ -180,8 +207,8 @@ async fn run(f: Arc<Fetcher>, state: Weak<BrokerState>, node: Weak<ClusterNode>)
             tokio::time::sleep(backoff).await;
             continue;
         };
-        // Build the request from each partition's position.
-        let mut topics: BTreeMap<String, FetchTopic> = BTreeMap::new();
+        // Every partition to fetch now, with its position; the session decides what to list.
+        let mut next: Vec<(Key, SessionPartition)> = Vec::with_capacity(ready.len());
         let mut sent: BTreeMap<(String, i32), (Key, FollowerFetchRequest)> = BTreeMap::new();
         let throttle_now = now_ms() as u64;
         for ((id, index), t) in &ready {
@@ -209,36 +236,45 @@ async fn run(f: Arc<Fetcher>, state: Weak<BrokerState>, node: Weak<ClusterNode>)
             else {
                 continue;
             };
-            let entry = topics.entry(t.topic.clone()).or_insert_with(|| FetchTopic {
-                topic: StrBytes::from(t.topic.as_str()),
-                topic_id: *id,
-                ..Default::default()
-            });
-            entry.partitions.push(FetchPartition {
-                partition: *index,
-                current_leader_epoch: position.current_leader_epoch,
-                fetch_offset: position.fetch_offset,
-                last_fetched_epoch: position.last_fetched_epoch,
-                log_start_offset: position.log_start_offset,
-                partition_max_bytes: cl.replica_fetch_max_bytes,
-                ..Default::default()
-            });
+            next.push((
+                (*id, *index),
+                SessionPartition {
+                    topic: t.topic.clone(),
+                    fetch: PartitionFetch {
+                        fetch_offset: position.fetch_offset,
+                        max_bytes: cl.replica_fetch_max_bytes,
+                        current_leader_epoch: position.current_leader_epoch,
+                        log_start_offset: position.log_start_offset,
+                        last_fetched_epoch: position.last_fetched_epoch,
+                    },
+                },
+            ));
             sent.insert((t.topic.clone(), *index), ((*id, *index), position));
         }
-        if sent.is_empty() {
+        if sent.is_empty() && session.is_empty() {
             drop((state, node));
             tokio::time::sleep(backoff).await;
             continue;
         }
+        // With nothing to fetch but a session that still holds partitions, the request goes
+        // anyway: it forgets them on the leader.
+        let data = session.build(next);
+        let kind = if data.is_full() {
+            "full"
+        } else {
+            "incremental"
+        };
+        metrics::counter!(FETCH_REQUESTS, "kind" => kind).increment(1);
+        metrics::counter!(FETCH_PARTITIONS, "kind" => kind).increment(data.to_send.len() as u64);
         let req = FetchRequest {
             replica_id: node.node_id,
             max_wait_ms: cl.replica_fetch_wait_max_ms,
             min_bytes: cl.replica_fetch_min_bytes,
             max_bytes: cl.replica_fetch_response_max_bytes,
-            session_id: 0,
-            // Sessionless: the leader keeps no fetch session for followers.
-            session_epoch: josef_fetch::FINAL_EPOCH,
-            topics: topics.into_values().collect(),
+            session_id: data.metadata.session_id,
+            session_epoch: data.metadata.epoch,
+            topics: request_topics(&data.to_send),
+            forgotten_topics_data: forgotten_topics(&data.to_forget),
             ..Default::default()
         };
         correlation = correlation.wrapping_add(1);
@@ -253,6 +289,7 @@ async fn run(f: Arc<Fetcher>, state: Weak<BrokerState>, node: Weak<ClusterNode>)
         let mut buf = BytesMut::new();
         if let Err(e) = encode_request_frame(&header, &RequestBody::Fetch(req), &mut buf) {
             tracing::error!(error = %e, "cannot encode a follower fetch");
+            session.handle_error();
             drop((state, node));
             tokio::time::sleep(backoff).await;
             continue;
@@ -288,11 +325,22 @@ async fn run(f: Arc<Fetcher>, state: Weak<BrokerState>, node: Weak<ClusterNode>)
             Ok(Ok(_)) | Ok(Err(_)) | Err(_) => {
                 tracing::debug!(leader = f.leader, %endpoint, "follower fetch failed; reconnecting");
                 conn = None;
+                // The leader may or may not have applied it: start the session over.
+                session.handle_error();
                 drop((state, node));
                 tokio::time::sleep(backoff).await;
                 continue;
             }
         };
+        if !session.handle_response(resp.session_id, resp.error_code) {
+            tracing::debug!(
+                leader = f.leader,
+                code = resp.error_code,
+                "follower fetch session reset; the next fetch is full"
+            );
+        }
+        // Partitions the response leaves out (an incremental fetch answers only what changed)
+        // keep their state.
         let moved = apply_response(&f, &state, &resp, &sent, backoff);
         if !moved && started.elapsed() < Duration::from_millis(5) {
             // The leader answered at once with nothing (it may not park follower fetches yet):
@@ -301,6 +349,46 @@ async fn run(f: Arc<Fetcher>, state: Weak<BrokerState>, node: Weak<ClusterNode>)
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
+}
+
+/// The request's topics from the session's partitions to list, grouped by topic (v12 names
+/// topics; the id is set for later versions).
+fn request_topics(partitions: &[(Key, SessionPartition)]) -> Vec<FetchTopic> {
+    let mut topics: BTreeMap<&str, FetchTopic> = BTreeMap::new();
+    for ((id, index), p) in partitions {
+        let entry = topics.entry(&p.topic).or_insert_with(|| FetchTopic {
+            topic: StrBytes::from(p.topic.as_str()),
+            topic_id: *id,
+            ..Default::default()
+        });
+        entry.partitions.push(FetchPartition {
+            partition: *index,
+            current_leader_epoch: p.fetch.current_leader_epoch,
+            fetch_offset: p.fetch.fetch_offset,
+            last_fetched_epoch: p.fetch.last_fetched_epoch,
+            log_start_offset: p.fetch.log_start_offset,
+            partition_max_bytes: p.fetch.max_bytes,
+            ..Default::default()
+        });
+    }
+    topics.into_values().collect()
+}
+
+/// The request's `forgotten_topics_data` from the partitions the session drops.
+fn forgotten_topics(partitions: &[(Key, SessionPartition)]) -> Vec<ForgottenTopic> {
+    let mut topics: BTreeMap<&str, ForgottenTopic> = BTreeMap::new();
+    for ((id, index), p) in partitions {
+        topics
+            .entry(&p.topic)
+            .or_insert_with(|| ForgottenTopic {
+                topic: StrBytes::from(p.topic.as_str()),
+                topic_id: *id,
+                ..Default::default()
+            })
+            .partitions
+            .push(*index);
+    }
+    topics.into_values().collect()
 }
 
 trait PastOrNone {

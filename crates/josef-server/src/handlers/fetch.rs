@@ -49,6 +49,7 @@ use crate::replication_quotas::{Direction, ReplicationQuotas};
 use crate::state::BrokerState;
 use crate::topic_config;
 use crate::topics::now_ms;
+use josef_partition::{SessionCover, SessionFetch};
 
 /// One partition to read: its key, the fetcher's parameters, and its topic's name (or why not).
 struct Wanted {
@@ -124,8 +125,16 @@ fn read_partition(
 /// the leader's view of it).
 #[derive(Debug, Clone, Copy)]
 enum Fetcher {
-    Consumer { read_committed: bool },
-    Follower { replica_id: i32, broker_epoch: i64 },
+    Consumer {
+        read_committed: bool,
+    },
+    Follower {
+        replica_id: i32,
+        broker_epoch: i64,
+        /// The incremental fetch session the fetch belongs to (none for a full fetch: its
+        /// session, if any, exists only once the response is generated).
+        session: Option<SessionFetch>,
+    },
 }
 
 impl Fetcher {
@@ -139,8 +148,11 @@ impl Fetcher {
 
 /// Answers a follower's fetch of one partition into `out` (josef-partition's
 /// `fetch_from_follower`: epoch and replica checks, diverging epoch, read to the LEO, follower
-/// state); returns the bytes read and whether the follower diverged. Replication is between
-/// josef-partition partitions: `p` is the store's, or why there is none.
+/// state); returns the bytes read, whether the follower diverged and whether it was at the
+/// leader's log end (nothing to read: change tracking skips the partition until it changes).
+/// Replication is between josef-partition partitions: `p` is the store's, or why there is none.
+/// `session`: the follower's incremental fetch session, which then covers the partition while it
+/// is idle (`josef_partition::session_cover`).
 #[allow(clippy::too_many_arguments)]
 fn read_follower_partition(
     p: Result<&Partition, ErrorCode>,
@@ -150,8 +162,9 @@ fn read_follower_partition(
     limit: i64,
     min_one: bool,
     version: i16,
+    session: Option<SessionFetch>,
     out: &mut PartitionData,
-) -> (usize, bool) {
+) -> (usize, bool, bool) {
     let fetch = FollowerFetch {
         replica_id,
         broker_epoch,
@@ -170,10 +183,10 @@ fn read_follower_partition(
         Ok(p) => p,
         Err(code) => {
             out.error_code = code.code();
-            return (0, false);
+            return (0, false, false);
         }
     };
-    match p.fetch_from_follower(&fetch, now_ms()) {
+    match p.fetch_from_follower_in_session(&fetch, session, now_ms()) {
         Ok(r) => {
             out.high_watermark = r.read.high_watermark;
             out.last_stable_offset = r.read.last_stable_offset;
@@ -184,11 +197,12 @@ fn read_follower_partition(
                 out.diverging_epoch.end_offset = d.end_offset;
             }
             out.records = Some(r.read.records);
-            (r.read.size, diverged)
+            let at_end = fp.fetch_offset >= r.read.log_end_offset;
+            (r.read.size, diverged, at_end)
         }
         Err(code) => {
             out.error_code = code.code();
-            (0, false)
+            (0, false, false)
         }
     }
 }
@@ -208,9 +222,9 @@ fn replicated_partition(
     })
 }
 
-/// Reads every wanted partition in order; returns the partition data (same order), the bytes
-/// read and whether the fetch must be answered at once (a partition failed, or a follower
-/// diverged and must truncate).
+/// Reads every wanted partition in order; returns the partition data (same order) with, for a
+/// follower, whether it was at the leader's log end, the bytes read and whether the fetch must be
+/// answered at once (a partition failed, or a follower diverged and must truncate).
 fn read_all(
     store: &dyn PartitionStore,
     throttles: &ReplicationQuotas,
@@ -218,11 +232,12 @@ fn read_all(
     fetcher: Fetcher,
     max_bytes: i64,
     version: i16,
-) -> (Vec<PartitionData>, i64, bool) {
+) -> (Vec<(PartitionData, bool)>, i64, bool) {
     let mut total: i64 = 0;
     let mut any_error = false;
     let mut parts = Vec::with_capacity(wanted.len());
     for w in wanted {
+        let mut at_end = false;
         let mut out = PartitionData {
             partition_index: w.key.partition,
             high_watermark: -1,
@@ -274,9 +289,10 @@ fn read_all(
                     Fetcher::Follower {
                         replica_id,
                         broker_epoch,
+                        session,
                     } => {
                         let partition = replicated_partition(store, tp);
-                        let (mut n, diverged) = read_follower_partition(
+                        let (mut n, diverged, end) = read_follower_partition(
                             partition.as_deref().map_err(|e| *e),
                             &w.fetch,
                             replica_id,
@@ -284,8 +300,10 @@ fn read_all(
                             limit,
                             min_one,
                             version,
+                            session,
                             &mut out,
                         );
+                        at_end = end;
                         // KIP-73: read (the follower's state moved), then send nothing of a
                         // throttled out-of-sync replica while the leader rate is over its quota.
                         if let Ok(p) = &partition {
@@ -312,7 +330,7 @@ fn read_all(
                 }
             }
         }
-        parts.push(out);
+        parts.push((out, at_end));
     }
     (parts, total, any_error)
 }
@@ -322,7 +340,7 @@ fn read_all(
 fn record_leader_throttled(
     throttles: &ReplicationQuotas,
     wanted: &[Wanted],
-    parts: &[PartitionData],
+    parts: &[(PartitionData, bool)],
 ) {
     let bytes: usize = wanted
         .iter()
@@ -332,7 +350,7 @@ fn record_leader_throttled(
                 .as_deref()
                 .is_ok_and(|t| throttles.is_throttled(Direction::Leader, t, w.key.partition))
         })
-        .map(|(_, d)| {
+        .map(|(_, (d, _))| {
             d.records.as_ref().map_or(0, |r| r.len())
                 + d.records_file.as_ref().map_or(0, |f| f.len())
         })
@@ -412,14 +430,19 @@ fn convertible_prefix(
 }
 
 /// What the session cache needs to know about one partition of the response. `settled`: a
-/// consumer's partition with nothing to read at its fetch offset (no error, no records, the
-/// offset at the HW), which change tracking skips until the partition changes.
+/// partition with nothing to read at its fetch offset (no error, no records, the offset at the HW
+/// for a consumer, at the log end for a follower), which change tracking skips until the
+/// partition changes (an append, an HW move, a leadership change).
 fn outcome(d: &PartitionData, settled: bool) -> PartitionOutcome {
     // Records come in memory or as a file slice (sent with sendfile).
     let has_records = d.records.as_ref().is_some_and(|r| !r.is_empty())
         || d.records_file.as_ref().is_some_and(|f| !f.is_empty());
     PartitionOutcome {
-        settled: settled && d.error_code == 0 && !has_records && d.preferred_read_replica < 0,
+        settled: settled
+            && d.error_code == 0
+            && !has_records
+            && d.preferred_read_replica < 0
+            && d.diverging_epoch.epoch < 0,
         error_code: d.error_code,
         high_watermark: d.high_watermark,
         log_start_offset: d.log_start_offset,
@@ -515,6 +538,31 @@ fn group_by_topic(
     topics
 }
 
+/// Ends the session cover of the partitions a follower's incremental fetch forgets
+/// (`josef_partition::session_cover`): from now on only its explicit fetches of them count.
+fn forget_session_covers(
+    store: &dyn PartitionStore,
+    req: &FetchRequest,
+    version: i16,
+    replica_id: i32,
+) {
+    for key in forgotten_partitions(req, version) {
+        let topic = if uses_topic_ids(version) {
+            store.topic_name(key.topic_id)
+        } else {
+            Some(key.topic.to_string())
+        };
+        let Some(topic) = topic else { continue };
+        let tp = TopicPartition {
+            topic: &topic,
+            partition: key.partition,
+        };
+        if let Some(p) = store.delayed_operation_target(tp) {
+            p.set_follower_session_cover(replica_id, None);
+        }
+    }
+}
+
 /// Handles a Fetch request (possibly parking until data arrives).
 pub async fn handle(state: &BrokerState, req: FetchRequest, version: i16) -> FetchResponse {
     let by_id = uses_topic_ids(version);
@@ -549,6 +597,21 @@ pub async fn handle(state: &BrokerState, req: FetchRequest, version: i16) -> Fet
     // A replica id ≥ 0 (ReplicaState from v15) is a follower: it reads to the LEO and its fetch
     // moves the leader's view of it (HW, ISR).
     let fetcher = if replica_id >= 0 {
+        let session = match (context.kind(), context.session_times()) {
+            (ContextKind::Incremental { session_id, .. }, Some(t)) => Some(SessionFetch {
+                cover: SessionCover {
+                    session_id,
+                    created_ms: t.created_ms,
+                },
+                previous_fetch_ms: t.previous_fetch_ms,
+            }),
+            _ => None,
+        };
+        if session.is_some() {
+            // The follower stopped fetching these (backoff, throttle, a new leader): its
+            // session no longer speaks for them.
+            forget_session_covers(store, &req, version, replica_id);
+        }
         Fetcher::Follower {
             replica_id,
             broker_epoch: if version >= 15 {
@@ -556,6 +619,7 @@ pub async fn handle(state: &BrokerState, req: FetchRequest, version: i16) -> Fet
             } else {
                 -1
             },
+            session,
         }
     } else {
         Fetcher::Consumer { read_committed }
@@ -669,17 +733,50 @@ pub async fn handle(state: &BrokerState, req: FetchRequest, version: i16) -> Fet
     let mut parts: Vec<(&TopicIdPartition, PartitionData, bool)> = wanted
         .iter()
         .zip(parts)
-        .map(|(w, d)| {
-            let at_bound = consumer && w.fetch.fetch_offset >= d.high_watermark;
+        .map(|(w, (d, at_end))| {
+            let at_bound = if consumer {
+                w.fetch.fetch_offset >= d.high_watermark
+            } else {
+                at_end
+            };
             (&w.key, d, at_bound)
         })
         .collect();
+    let created_for_follower = match (fetcher, context.kind()) {
+        (Fetcher::Follower { replica_id, .. }, ContextKind::Full { .. }) => Some(replica_id),
+        _ => None,
+    };
     let session = state.fetch_sessions.lock().update_and_generate_response(
         &context,
         now_ms(),
         &mut parts,
         |(k, d, at_bound)| (*k, outcome(d, *at_bound)),
     );
+    if let (Some(replica_id), true) = (created_for_follower, session.session_id != 0) {
+        // A full follower fetch that created a session: its reads came first, so the session
+        // covers the partitions they left at the log end only now.
+        let created_ms = state
+            .fetch_sessions
+            .lock()
+            .get(session.session_id)
+            .map(|s| s.creation_ms());
+        if let Some(created_ms) = created_ms {
+            let cover = SessionCover {
+                session_id: session.session_id,
+                created_ms,
+            };
+            for w in &wanted {
+                if let Some(p) = w.topic.as_deref().ok().and_then(|topic| {
+                    store.delayed_operation_target(TopicPartition {
+                        topic,
+                        partition: w.key.partition,
+                    })
+                }) {
+                    p.set_follower_session_cover(replica_id, Some(cover));
+                }
+            }
+        }
+    }
     let parts = parts.into_iter().map(|(k, d, _)| (k, d)).collect();
     FetchResponse {
         error_code: session.error_code,
