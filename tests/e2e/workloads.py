@@ -367,7 +367,9 @@ def ctp_exactly_once(h: History, src_values: list[bytes], dst_topic: str) -> dic
 def _high_watermark(c, topic, p, timeout):
     """The partition's high watermark, retried while leadership is moving (a client whose metadata
     is older than a leader change gets NOT_LEADER_OR_FOLLOWER, as from Kafka, and only the
-    consumer's own fetches refresh it; watermark queries report it to the caller)."""
+    consumer's own fetches refresh it; watermark queries report it to the caller), or while a new
+    leader's high watermark has not reached the start of its epoch (OFFSET_NOT_AVAILABLE, retriable
+    in Kafka's clients too: the followers' next fetches move it)."""
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -376,7 +378,7 @@ def _high_watermark(c, topic, p, timeout):
             err = e.args[0] if e.args else None
             if time.monotonic() > deadline or not (err and err.retriable() or err and err.code() in (
                     KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
-                    KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT)):
+                    KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT, KafkaError.OFFSET_NOT_AVAILABLE)):
                 raise
             time.sleep(0.2)
 
