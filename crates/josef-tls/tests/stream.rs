@@ -301,7 +301,7 @@ async fn over_tcp_a_read_waits_for_the_expected_bytes_then_for_any_byte_again() 
         async { listener.accept(tcp.accept().await.unwrap().0).await }
     );
     let (mut client, mut server) = (client.unwrap(), server.unwrap().0);
-    let fd = server.get_ref().0.as_raw_fd();
+    let fd = server.get_ref().as_raw_fd();
     let total = 300_000;
     let mut buf = vec![0u8; total];
     server.expect(total);
