@@ -213,27 +213,16 @@ impl RecordLayer {
                 )),
             },
             ContentType::Handshake if tls13 => {
-                let mut msgs = plain.payload;
-                let mut answer = false;
-                // Only KeyUpdate is expected after the handshake (no post-handshake auth).
-                while let [KEY_UPDATE, 0, 0, 1, request, rest @ ..] = msgs {
-                    match request {
-                        0 => {}
-                        1 => answer = true,
-                        _ => {
-                            return Err(Error::InvalidMessage(
-                                rustls::InvalidMessage::InvalidKeyUpdate,
-                            ))
-                        }
-                    }
-                    let (seq, secret) = self.kernel.update_rx_secret()?;
-                    self.decrypter = decrypter(self.suite, secret)?;
-                    self.rx_seq = seq;
-                    msgs = rest;
-                }
-                if !msgs.is_empty() {
-                    return Err(PeerMisbehaved::KeyEpochWithPendingFragment.into());
-                }
+                // Only KeyUpdate is expected after the handshake (no post-handshake auth), and
+                // it must end its record: what follows is under the next key.
+                let answer = match plain.payload {
+                    [KEY_UPDATE, 0, 0, 1, 0] => false,
+                    [KEY_UPDATE, 0, 0, 1, 1] => true,
+                    _ => return Err(PeerMisbehaved::KeyEpochWithPendingFragment.into()),
+                };
+                let (seq, secret) = self.kernel.update_rx_secret()?;
+                self.decrypter = decrypter(self.suite, secret)?;
+                self.rx_seq = seq;
                 if answer {
                     self.update_tx(send)?;
                 }
