@@ -296,3 +296,22 @@ impl RecordLayer {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_is_measured_only_once_complete_and_bad_headers_are_refused() {
+        assert_eq!(record_len(&[23, 3, 3, 0]).unwrap(), None);
+        assert_eq!(record_len(&[23, 3, 3, 0, 2, 9]).unwrap(), None);
+        assert_eq!(record_len(&[23, 3, 3, 0, 2, 9, 9, 7]).unwrap(), Some(7));
+        // Not TLS (an HTTP request, say): refused at once.
+        assert!(record_len(b"GET / HTTP/1.1").is_err());
+        // Larger than any record: refused, never waited for.
+        let [hi, lo] = ((MAX_CIPHERTEXT + 1) as u16).to_be_bytes();
+        assert!(record_len(&[23, 3, 3, hi, lo]).is_err());
+        let [hi, lo] = (MAX_CIPHERTEXT as u16).to_be_bytes();
+        assert_eq!(record_len(&[23, 3, 3, hi, lo]).unwrap(), None);
+    }
+}
