@@ -110,25 +110,32 @@ fn pattern(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i * 7 + i / 251) as u8).collect()
 }
 
+/// The client writes a request of `len` bytes while the server reads it: it must arrive intact.
+async fn request_arrives_intact<S: AsyncRead + AsyncWrite + Unpin + 'static>(
+    mut client: ClientStream<DuplexStream>,
+    server: &mut ServerStream<S>,
+    len: usize,
+) -> ClientStream<DuplexStream> {
+    let request = pattern(len);
+    let sent = request.clone();
+    let writer = tokio::spawn(async move {
+        client.write_all(&sent).await.unwrap();
+        client.flush().await.unwrap();
+        client
+    });
+    let mut got = vec![0u8; len];
+    server.read_exact(&mut got).await.unwrap();
+    assert!(got == request, "request differs");
+    writer.await.unwrap()
+}
+
 #[tokio::test]
 async fn a_large_request_and_a_large_vectored_response_cross_intact_on_tls12_and_tls13() {
     for version in [&rustls::version::TLS12, &rustls::version::TLS13] {
         let Pair {
-            mut client,
-            mut server,
-            ..
+            client, mut server, ..
         } = pair(version, 64 * 1024).await;
-        let request = pattern(1_000_003);
-        let sent = request.clone();
-        let writer = tokio::spawn(async move {
-            client.write_all(&sent).await.unwrap();
-            client.flush().await.unwrap();
-            client
-        });
-        let mut got = vec![0u8; request.len()];
-        server.read_exact(&mut got).await.unwrap();
-        assert!(got == request, "{version:?}: request differs");
-        let mut client = writer.await.unwrap();
+        let mut client = request_arrives_intact(client, &mut server, 1_000_003).await;
         // A response as the connection writes it: a small header, then record data, vectored.
         let body = pattern(300_001);
         let header = [0u8, 4, 147, 226, 9, 9, 9];
@@ -181,19 +188,9 @@ async fn every_suite_carries_data_both_ways_through_the_streams_record_layer() {
         let (a, b) = tokio::io::duplex(64 * 1024);
         let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
         let (client, server) = tokio::join!(connector.connect(name, a), listener.accept(b));
-        let (mut client, mut server) = (client.unwrap(), server.unwrap().0);
+        let (client, mut server) = (client.unwrap(), server.unwrap().0);
         assert_eq!(server.negotiated_cipher_suite(), Some(suite));
-        let request = pattern(100_003);
-        let sent = request.clone();
-        let writer = tokio::spawn(async move {
-            client.write_all(&sent).await.unwrap();
-            client.flush().await.unwrap();
-            client
-        });
-        let mut got = vec![0u8; request.len()];
-        server.read_exact(&mut got).await.unwrap();
-        assert!(got == request, "{suite:?}: request differs");
-        let mut client = writer.await.unwrap();
+        let mut client = request_arrives_intact(client, &mut server, 100_003).await;
         let response = pattern(50_001);
         server.write_all(&response).await.unwrap();
         server.shutdown().await.unwrap();
