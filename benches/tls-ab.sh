@@ -2,7 +2,8 @@
 # A/B of TLS produce cost, builds/configs alternated in one run.
 # usage: bash benches/tls-ab.sh LOAD_BIN ROUNDS NAME=BROKER_BIN[=extra.prop:value;...] ...
 # Per round and variant: a fresh broker (PLAINTEXT + SSL listener, /metrics), warm-up, then
-# N records of SIZE bytes produced on PLAINTEXT then SSL; prints broker CPU and the Produce
+# N records of SIZE bytes produced on PLAINTEXT and SSL (order alternating by round, `sync` before
+# each run); prints broker CPU and the Produce
 # request count (delta of kafka_network_requestmetrics_requests_total{request="Produce"}).
 set -euo pipefail
 LOAD=$1; ROUNDS=$2; shift 2
@@ -39,7 +40,12 @@ EOP
     SSL_CONF=(--config security.protocol=SSL --config "ssl.ca.location=$PKI/ca.pem")
     "$LOAD" --bootstrap 127.0.0.1:$PPORT --broker-pid $JPID --label warmup produce --records 20000 > /dev/null
     "$LOAD" --bootstrap 127.0.0.1:$SPORT --broker-pid $JPID "${SSL_CONF[@]}" --label warmup produce --records 20000 > /dev/null
-    for mode in plain ssl; do
+    # The listener measured first alternates by round, and dirty log pages are written back before
+    # each run: otherwise the second run of a round pays for the first run's writeback in the
+    # kernel's page-cache copy of its own log appends (seen as 3-5x SSL runs, 2026-12-04).
+    ORDER="plain ssl"; [ $((r % 2)) = 0 ] && ORDER="ssl plain"
+    for mode in $ORDER; do
+      sync
       if [ $mode = plain ]; then PORT=$PPORT; X=(); else PORT=$SPORT; X=("${SSL_CONF[@]}"); fi
       q0=$(produce_reqs)
       out=$("$LOAD" --bootstrap 127.0.0.1:$PORT --broker-pid $JPID "${X[@]}" ${LOADX:-} --label "$mode" produce --records $N --size $SIZE)

@@ -43,6 +43,7 @@
 mod connector;
 mod listener;
 pub mod pem;
+mod records;
 pub mod settings;
 mod stream;
 mod subject;

@@ -185,6 +185,9 @@ fn server_config(s: &SslSettings) -> Result<Arc<ServerConfig>, TlsConfigError> {
     // that OpenSSL clients list first: 10 AES rounds per block instead of 14); without it the
     // client's order does, as before.
     config.ignore_client_order = !s.cipher_suites.is_empty();
+    // After the handshake the stream does the record layer itself with the negotiated keys
+    // (`crate::records`: records decrypted in place, no copy per record into a rustls `Vec`).
+    config.enable_secret_extraction = true;
     Ok(Arc::new(config))
 }
 
@@ -242,7 +245,7 @@ impl TlsListener {
             Ok(Err(e)) => return Err(HandshakeError::Failed(e)),
             Err(_) => return Err(HandshakeError::TimedOut),
         }
-        let principal = match tls.get_ref().1.peer_certificates().and_then(|c| c.first()) {
+        let principal = match tls.peer_certificates().and_then(|c| c.first()) {
             None => KafkaPrincipal::anonymous(),
             Some(cert) => self.principal_of(cert.as_ref())?,
         };

@@ -1,18 +1,20 @@
-//! The server side of a TLS connection on rustls's unbuffered API: what
-//! [`crate::TlsListener::accept`] hands a connection to read requests from and write responses to.
+//! The server side of a TLS connection: what [`crate::TlsListener::accept`] hands a connection to
+//! read requests from and write responses to.
+//!
+//! The handshake runs on rustls's unbuffered API; then the record layer is Josef's
+//! ([`crate::records`], with rustls's keys and AEAD code): records are decrypted in place in the
+//! stream's ciphertext buffer and each record's plaintext is copied once, into the reader's
+//! buffer (rustls 0.23 would copy it into a fresh `Vec` per record first).
 //!
 //! Why not tokio-rustls's stream: rustls's buffered connection reads the socket 4 KiB at a time
-//! into a buffer it shrinks back to 4 KiB (and re-zeroes as it grows) whenever it empties, and
-//! moves the rest of a partial record to the front after every record. Here the stream owns the
-//! ciphertext buffer: one `recv` takes as much as the reader asked for (the rest of a large
-//! produce request) and at most [`READ_MAX`], nothing is zeroed, and records are decrypted in
-//! place in it. What rustls 0.23 still does is copy each decrypted record into a `Vec` of its own
-//! (`ReadTraffic::next_record`); from there it is copied once, into the reader's buffer.
+//! into a buffer it shrinks back to 4 KiB (and re-zeroes as it grows) whenever it empties. Here
+//! the stream owns the ciphertext buffer: one `recv` takes as much as the reader asked for (the
+//! rest of a large produce request) and at most [`READ_MAX`], and nothing is zeroed.
 //!
-//! Writes are encrypted straight into one reused output buffer (small pieces of a vectored write
-//! are gathered first, so a response is not split into tiny records) and written from there.
-//! Post-handshake messages (KeyUpdate) are answered by rustls; what it queues goes out with the
-//! next write, or from the read side as soon as the socket takes it.
+//! Writes are encrypted into one reused output buffer (small pieces of a vectored write are
+//! gathered first, so a response is not split into tiny records) and written from there. A
+//! KeyUpdate answer goes out with the next write, or from the read side as soon as the socket
+//! takes it.
 
 use std::future::poll_fn;
 use std::io;
@@ -20,8 +22,12 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
 use bytes::{Buf, BytesMut};
+use rustls::pki_types::CertificateDer;
 use rustls::server::UnbufferedServerConnection;
-use rustls::unbuffered::{ConnectionState, EncodeError, EncryptError, UnbufferedStatus};
+use rustls::unbuffered::{ConnectionState, EncodeError, UnbufferedStatus};
+use rustls::{ContentType, ProtocolVersion, SupportedCipherSuite};
+
+use crate::records::{record_len, Opened, RecordLayer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// The most ciphertext one read asks the socket for.
@@ -30,6 +36,8 @@ pub(crate) const READ_MAX: usize = 512 * 1024;
 const READ_MIN: usize = 4 * 1024;
 /// The largest TLS record on the wire: header and a TLS 1.2 ciphertext fragment (2^14 + 2048).
 const RECORD_MAX: usize = 5 + 16 * 1024 + 2048;
+/// Output bytes reserved for a handshake flight or an alert before rustls says how much it needs.
+const ENCODE_MIN: usize = 512;
 /// Plaintext encrypted per write call: bounds the output buffer.
 const WRITE_CHUNK: usize = 64 * 1024;
 /// Pieces of a vectored write smaller than this are gathered into one record.
@@ -44,15 +52,21 @@ const LOW_WATER_MAX: usize = 256 * 1024;
 /// A TLS server connection over `S`, after the handshake (see [`crate::TlsListener::accept`]).
 pub struct ServerStream<S> {
     io: S,
-    conn: UnbufferedServerConnection,
-    /// Ciphertext read from `io`, not yet processed.
+    tls: Tls,
+    /// The client's certificate chain, kept from the handshake.
+    peer_certificates: Option<Vec<CertificateDer<'static>>>,
+    /// Ciphertext read from `io`, not yet processed. A record being read is decrypted in place
+    /// at its front.
     incoming: BytesMut,
-    /// Decrypted bytes the reader had no room for.
+    /// The decrypted record at the front of `incoming`: its plaintext not yet read
+    /// (`plain.0..plain.1`) and the record's length.
+    plain: (usize, usize),
+    record: usize,
+    /// Application data that came with the handshake (decrypted by rustls).
     leftover: BytesMut,
-    /// TLS bytes to write: `outgoing[out_start..out_end]`.
+    /// TLS bytes to write: `outgoing[out_start..]`.
     outgoing: Vec<u8>,
     out_start: usize,
-    out_end: usize,
     /// Pieces of a vectored write being gathered into one record.
     gather: Vec<u8>,
     /// The peer sent close_notify or closed the stream.
@@ -70,37 +84,17 @@ impl<S> std::fmt::Debug for ServerStream<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServerStream")
             .field("incoming", &self.incoming.len())
-            .field("outgoing", &(self.out_end - self.out_start))
+            .field("outgoing", &(self.outgoing.len() - self.out_start))
             .field("read_done", &self.read_done)
             .finish_non_exhaustive()
     }
 }
 
-/// What [`ServerStream::step`] is asked to get to.
-enum Want<'a, 'b> {
-    /// Decrypted application data into this buffer.
-    Read(&'a mut ReadBuf<'b>),
-    /// These bytes encrypted into the output buffer.
-    Encrypt(&'a [u8]),
-    /// close_notify queued.
-    Close,
-    /// The end of the handshake.
-    Handshake,
-}
-
-/// Where [`ServerStream::step`] stopped.
+/// Where [`ServerStream::handshake_step`] stopped.
 #[derive(Debug, PartialEq)]
 enum Done {
-    /// Plaintext is in the reader's buffer (which is full, or the next record does not fit).
-    Delivered,
     /// Nothing more can happen without bytes from the peer.
     NeedInput,
-    /// This many bytes of the write were encrypted.
-    Encrypted(usize),
-    /// close_notify is queued.
-    Closing,
-    /// The peer closed its side (close_notify).
-    PeerClosed,
     /// The handshake is complete.
     Handshaken,
 }
@@ -109,20 +103,14 @@ fn tls_err(e: rustls::Error) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e)
 }
 
-/// Room for at least `need` more bytes at the end of `buf` (zeroed once when it grows, then
-/// reused), moving the unsent bytes to the front first when that makes room.
-fn out_room(buf: &mut Vec<u8>, start: &mut usize, end: &mut usize, need: usize) {
-    if buf.len() - *end >= need {
-        return;
-    }
-    if *start > 0 {
-        buf.copy_within(*start..*end, 0);
-        *end -= *start;
-        *start = 0;
-    }
-    if buf.len() - *end < need {
-        buf.resize(*end + need, 0);
-    }
+/// The connection's TLS state.
+enum Tls {
+    /// rustls runs the handshake.
+    Handshake(Box<UnbufferedServerConnection>),
+    /// Established: the record layer is ours.
+    Records(Box<RecordLayer>),
+    /// The handshake failed or its keys could not be taken over.
+    Failed,
 }
 
 /// Sets SO_RCVLOWAT: epoll reports the socket readable once `bytes` are queued (or at the end of
@@ -146,43 +134,6 @@ fn set_rcvlowat(fd: std::os::fd::RawFd, bytes: usize) -> io::Result<()> {
     }
 }
 
-/// What a write into the output buffer that did not fit asks for.
-enum Grow {
-    /// Room for this many bytes.
-    To(usize),
-    /// It failed.
-    Fail(String),
-}
-
-/// Writes with `f` at the end of the output buffer, giving it more room while it asks for it.
-fn put_grown(
-    buf: &mut Vec<u8>,
-    start: &mut usize,
-    end: &mut usize,
-    mut need: usize,
-    mut f: impl FnMut(&mut [u8]) -> Result<usize, Grow>,
-) -> io::Result<()> {
-    loop {
-        out_room(buf, start, end, need);
-        match f(&mut buf[*end..]) {
-            Ok(n) => {
-                *end += n;
-                return Ok(());
-            }
-            Err(Grow::To(n)) => need = n,
-            Err(Grow::Fail(e)) => return Err(io::Error::other(e)),
-        }
-    }
-}
-
-/// An encryption error as a [`Grow`].
-fn grow(e: EncryptError) -> Grow {
-    match e {
-        EncryptError::InsufficientSize(s) => Grow::To(s.required_size),
-        e => Grow::Fail(e.to_string()),
-    }
-}
-
 impl<S: 'static> ServerStream<S> {
     pub(crate) fn new(io: S, conn: UnbufferedServerConnection) -> Self {
         use std::os::fd::AsRawFd;
@@ -193,12 +144,14 @@ impl<S: 'static> ServerStream<S> {
             expected: 0,
             low_water,
             io,
-            conn,
+            tls: Tls::Handshake(Box::new(conn)),
+            peer_certificates: None,
             incoming: BytesMut::new(),
+            plain: (0, 0),
+            record: 0,
             leftover: BytesMut::new(),
             outgoing: Vec::new(),
             out_start: 0,
-            out_end: 0,
             gather: Vec::new(),
             read_done: false,
             close_sent: false,
@@ -215,9 +168,32 @@ impl<S: 'static> ServerStream<S> {
         self.expected = bytes;
     }
 
-    /// The underlying stream and the rustls connection (negotiated suite, peer certificates).
-    pub fn get_ref(&self) -> (&S, &UnbufferedServerConnection) {
-        (&self.io, &self.conn)
+    /// The underlying stream.
+    pub fn get_ref(&self) -> &S {
+        &self.io
+    }
+
+    /// The client's certificate chain (its own first), if it sent one.
+    pub fn peer_certificates(&self) -> Option<&[CertificateDer<'static>]> {
+        self.peer_certificates.as_deref()
+    }
+
+    /// The negotiated cipher suite, once the handshake is done.
+    pub fn negotiated_cipher_suite(&self) -> Option<SupportedCipherSuite> {
+        match &self.tls {
+            Tls::Records(r) => Some(r.suite()),
+            Tls::Handshake(c) => c.negotiated_cipher_suite(),
+            Tls::Failed => None,
+        }
+    }
+
+    /// The negotiated protocol version, once the handshake is done.
+    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
+        match &self.tls {
+            Tls::Records(r) => Some(r.protocol_version()),
+            Tls::Handshake(c) => c.protocol_version(),
+            Tls::Failed => None,
+        }
     }
 
     /// Ciphertext bytes wanted in the buffer before the next read from the socket: enough for
@@ -234,159 +210,91 @@ impl<S: 'static> ServerStream<S> {
         wanted.max(record)
     }
 
-    /// Encodes a queued handshake or alert message into the output buffer.
+    /// Encodes a queued handshake or alert message at the end of the output buffer.
     fn encode(
         enc: &mut rustls::unbuffered::EncodeTlsData<'_, rustls::server::ServerConnectionData>,
         out: &mut Vec<u8>,
-        start: &mut usize,
-        end: &mut usize,
     ) -> io::Result<()> {
-        put_grown(out, start, end, 512, |b| match enc.encode(b) {
-            Ok(n) => Ok(n),
-            Err(EncodeError::InsufficientSize(s)) => Err(Grow::To(s.required_size)),
-            Err(e) => Err(Grow::Fail(e.to_string())),
-        })
+        let end = out.len();
+        let mut need = ENCODE_MIN;
+        loop {
+            out.resize(end + need, 0);
+            match enc.encode(&mut out[end..]) {
+                Ok(n) => {
+                    out.truncate(end + n);
+                    return Ok(());
+                }
+                Err(EncodeError::InsufficientSize(s)) => need = s.required_size,
+                Err(e) => {
+                    out.truncate(end);
+                    return Err(io::Error::other(e.to_string()));
+                }
+            }
+        }
     }
 
-    /// Processes what is buffered until `want` is reached or bytes from the peer are needed.
-    /// Handshake messages rustls queues (the handshake's flights, a KeyUpdate answer, an alert
-    /// after an error) land in the output buffer.
-    fn step(&mut self, mut want: Want<'_, '_>) -> io::Result<Done> {
+    /// Runs the handshake on what is buffered until it is complete or bytes from the peer are
+    /// needed; the flights rustls queues (and an alert after an error) land in the output buffer.
+    fn handshake_step(&mut self) -> io::Result<Done> {
+        let Tls::Handshake(conn) = &mut self.tls else {
+            return Err(io::Error::other("TLS handshake already over"));
+        };
         loop {
-            let UnbufferedStatus { mut discard, state } =
-                self.conn.process_tls_records(&mut self.incoming[..]);
+            let UnbufferedStatus { discard, state } =
+                conn.process_tls_records(&mut self.incoming[..]);
             let state = match state {
                 Ok(s) => s,
                 Err(e) => {
                     self.incoming.advance(discard);
                     // rustls queued a fatal alert: encode it so the caller can send it.
-                    let again = self.conn.process_tls_records(&mut self.incoming[..]);
+                    let again = conn.process_tls_records(&mut self.incoming[..]);
                     if let Ok(ConnectionState::EncodeTlsData(mut enc)) = again.state {
-                        let _ = Self::encode(
-                            &mut enc,
-                            &mut self.outgoing,
-                            &mut self.out_start,
-                            &mut self.out_end,
-                        );
+                        let _ = Self::encode(&mut enc, &mut self.outgoing);
                     }
                     return Err(tls_err(e));
                 }
             };
             let done = match state {
+                // Application data right behind the client's Finished: kept for the reader.
                 ConnectionState::ReadTraffic(mut records) => {
-                    let mut delivered = false;
-                    let mut full = false;
-                    while let Some(len) = records.peek_len() {
-                        let room = match &want {
-                            Want::Read(out) => out.remaining(),
-                            _ => 0,
-                        };
-                        if delivered && len.get() > room {
-                            full = true;
-                            break;
-                        }
-                        let record = match records.next_record() {
-                            Some(Ok(r)) => r,
-                            Some(Err(e)) => {
+                    while let Some(record) = records.next_record() {
+                        match record {
+                            Ok(r) => self.leftover.extend_from_slice(r.payload),
+                            Err(e) => {
                                 self.incoming.advance(discard);
                                 return Err(tls_err(e));
                             }
-                            None => break,
-                        };
-                        discard += record.discard;
-                        let n = room.min(record.payload.len());
-                        if let Want::Read(out) = &mut want {
-                            out.put_slice(&record.payload[..n]);
-                            delivered |= n > 0;
                         }
-                        // Not asked for now (a write, or no room): kept for the next read.
-                        self.leftover.extend_from_slice(&record.payload[n..]);
-                        if !self.leftover.is_empty() {
-                            full = true;
-                            break;
+                        if self.leftover.len() > READ_MAX {
+                            self.incoming.advance(discard);
+                            return Err(io::Error::other("too much data with the handshake"));
                         }
                     }
-                    match &want {
-                        Want::Read(out) if full || (delivered && out.remaining() == 0) => {
-                            Some(Done::Delivered)
-                        }
-                        _ => None,
-                    }
-                }
-                ConnectionState::EncodeTlsData(mut enc) => {
-                    Self::encode(
-                        &mut enc,
-                        &mut self.outgoing,
-                        &mut self.out_start,
-                        &mut self.out_end,
-                    )?;
                     None
                 }
-                // The encoded bytes are in the output buffer; callers write it out before they
-                // wait for input, and before any later record.
+                ConnectionState::EncodeTlsData(mut enc) => {
+                    Self::encode(&mut enc, &mut self.outgoing)?;
+                    None
+                }
+                // The encoded bytes are in the output buffer; the caller writes it out before
+                // it waits for input.
                 ConnectionState::TransmitTlsData(t) => {
                     t.done();
                     None
                 }
                 ConnectionState::BlockedHandshake => Some(Done::NeedInput),
-                ConnectionState::WriteTraffic(mut w) => match &want {
-                    Want::Encrypt(data) => {
-                        let need = data.len() + (data.len() / 16384 + 1) * 64;
-                        let r = put_grown(
-                            &mut self.outgoing,
-                            &mut self.out_start,
-                            &mut self.out_end,
-                            need,
-                            |b| w.encrypt(data, b).map_err(grow),
-                        );
-                        match r {
-                            Ok(()) => Some(Done::Encrypted(data.len())),
-                            Err(e) => {
-                                self.incoming.advance(discard);
-                                return Err(e);
-                            }
-                        }
-                    }
-                    Want::Close => {
-                        let r = put_grown(
-                            &mut self.outgoing,
-                            &mut self.out_start,
-                            &mut self.out_end,
-                            64,
-                            |b| w.queue_close_notify(b).map_err(grow),
-                        );
-                        match r {
-                            Ok(()) => Some(Done::Closing),
-                            Err(e) => {
-                                self.incoming.advance(discard);
-                                return Err(e);
-                            }
-                        }
-                    }
-                    Want::Read(_) => Some(Done::NeedInput),
-                    Want::Handshake => {
-                        // TLS 1.3 lets the server send data before the client's Finished.
-                        Some(if self.conn.is_handshaking() {
-                            Done::NeedInput
-                        } else {
-                            Done::Handshaken
-                        })
-                    }
-                },
+                // TLS 1.3 lets the server send data before the client's Finished.
+                ConnectionState::WriteTraffic(_) => Some(if conn.is_handshaking() {
+                    Done::NeedInput
+                } else {
+                    Done::Handshaken
+                }),
                 ConnectionState::PeerClosed | ConnectionState::Closed => {
-                    self.read_done = true;
-                    match &want {
-                        Want::Read(_) => Some(Done::PeerClosed),
-                        Want::Handshake => {
-                            self.incoming.advance(discard);
-                            return Err(io::Error::new(
-                                io::ErrorKind::UnexpectedEof,
-                                "peer closed during the TLS handshake",
-                            ));
-                        }
-                        // A write after the peer's close_notify: TLS allows it (half close).
-                        Want::Encrypt(_) | Want::Close => None,
-                    }
+                    self.incoming.advance(discard);
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "peer closed during the TLS handshake",
+                    ));
                 }
                 other => {
                     let e = io::Error::other(format!("unexpected TLS state {other:?}"));
@@ -400,22 +308,98 @@ impl<S: 'static> ServerStream<S> {
             }
         }
     }
+
+    /// After the handshake: the record layer takes over rustls's keys.
+    fn establish(&mut self) -> io::Result<()> {
+        let Tls::Handshake(conn) = std::mem::replace(&mut self.tls, Tls::Failed) else {
+            return Err(io::Error::other("TLS handshake not running"));
+        };
+        self.peer_certificates = conn
+            .peer_certificates()
+            .map(|c| c.iter().map(|c| c.clone().into_owned()).collect());
+        self.tls = Tls::Records(Box::new(RecordLayer::new(*conn).map_err(tls_err)?));
+        Ok(())
+    }
+
+    /// Copies plaintext into `out`: the rest of the record at the front, then records opened in
+    /// place one after another while `out` has room. `Ok(true)` once something was delivered or
+    /// the peer closed; `Ok(false)` when a whole record more is needed first.
+    fn read_records(&mut self, out: &mut ReadBuf<'_>) -> io::Result<bool> {
+        let Tls::Records(layer) = &mut self.tls else {
+            return Err(io::Error::other("TLS connection not established"));
+        };
+        let mut delivered = false;
+        loop {
+            if self.plain.0 < self.plain.1 {
+                let n = out.remaining().min(self.plain.1 - self.plain.0);
+                out.put_slice(&self.incoming[self.plain.0..self.plain.0 + n]);
+                self.plain.0 += n;
+                delivered |= n > 0;
+                if self.plain.0 < self.plain.1 {
+                    return Ok(true);
+                }
+            }
+            if self.record > 0 {
+                self.incoming.advance(self.record);
+                self.record = 0;
+                self.plain = (0, 0);
+            }
+            if out.remaining() == 0 || self.read_done {
+                return Ok(true);
+            }
+            let len = match record_len(&self.incoming) {
+                Ok(Some(len)) => len,
+                Ok(None) => return Ok(delivered),
+                Err(e) => {
+                    layer.alert(&e, &mut self.outgoing);
+                    return Err(tls_err(e));
+                }
+            };
+            let opened = match layer.open(&mut self.incoming[..len], &mut self.outgoing) {
+                Ok(o) => o,
+                Err(e) => {
+                    layer.alert(&e, &mut self.outgoing);
+                    return Err(tls_err(e));
+                }
+            };
+            match opened {
+                Opened::Data(range) => {
+                    self.plain = (range.start, range.end);
+                    self.record = len;
+                }
+                Opened::Control => self.incoming.advance(len),
+                Opened::Closed => {
+                    self.incoming.advance(len);
+                    self.read_done = true;
+                    return Ok(true);
+                }
+            }
+        }
+    }
+
+    /// Encrypts `data` at the end of the output buffer.
+    fn seal(&mut self, typ: ContentType, data: &[u8]) -> io::Result<()> {
+        let Tls::Records(layer) = &mut self.tls else {
+            return Err(io::Error::other("TLS connection not established"));
+        };
+        self.outgoing.reserve(layer.sealed_len(data.len()));
+        layer.seal(typ, data, &mut self.outgoing).map_err(tls_err)
+    }
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin + 'static> ServerStream<S> {
     /// Writes the output buffer out; `Ready(Ok)` once it is empty.
     fn poll_send(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        while self.out_start < self.out_end {
+        while self.out_start < self.outgoing.len() {
             let n =
-                ready!(Pin::new(&mut self.io)
-                    .poll_write(cx, &self.outgoing[self.out_start..self.out_end]))?;
+                ready!(Pin::new(&mut self.io).poll_write(cx, &self.outgoing[self.out_start..]))?;
             if n == 0 {
                 return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
             }
             self.out_start += n;
         }
         self.out_start = 0;
-        self.out_end = 0;
+        self.outgoing.clear();
         Poll::Ready(Ok(()))
     }
 
@@ -449,8 +433,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + 'static> ServerStream<S> {
     /// Runs the handshake to its end (the caller bounds it in time).
     pub(crate) async fn handshake(&mut self) -> io::Result<()> {
         loop {
-            match self.step(Want::Handshake) {
-                Ok(Done::Handshaken) => return poll_fn(|cx| self.poll_send(cx)).await,
+            match self.handshake_step() {
+                Ok(Done::Handshaken) => {
+                    poll_fn(|cx| self.poll_send(cx)).await?;
+                    return self.establish();
+                }
                 Ok(Done::NeedInput) => {
                     poll_fn(|cx| self.poll_send(cx)).await?;
                     if poll_fn(|cx| self.poll_fill(cx, 0)).await? == 0 {
@@ -460,7 +447,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + 'static> ServerStream<S> {
                         ));
                     }
                 }
-                Ok(other) => return Err(io::Error::other(format!("handshake stopped: {other:?}"))),
                 Err(e) => {
                     // Best effort: the alert rustls queued tells the client why.
                     let _ = poll_fn(|cx| self.poll_send(cx)).await;
@@ -472,19 +458,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + 'static> ServerStream<S> {
 
     /// Encrypts up to [`WRITE_CHUNK`] bytes of `data` after what is queued, and starts sending.
     fn poll_encrypt(&mut self, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
-        if self.out_end - self.out_start >= WRITE_CHUNK {
+        if self.outgoing.len() - self.out_start >= WRITE_CHUNK {
             ready!(self.poll_send(cx))?;
         }
         let take = data.len().min(WRITE_CHUNK);
-        let n = match self.step(Want::Encrypt(&data[..take]))? {
-            Done::Encrypted(n) => n,
-            other => return Poll::Ready(Err(io::Error::other(format!("write: {other:?}")))),
-        };
+        self.seal(ContentType::ApplicationData, &data[..take])?;
         // Accepted either way; what the socket does not take now goes with the next call.
         if let Poll::Ready(Err(e)) = self.poll_send(cx) {
             return Poll::Ready(Err(e));
         }
-        Poll::Ready(Ok(n))
+        Poll::Ready(Ok(take))
     }
 }
 
@@ -501,24 +484,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + 'static> AsyncRead for ServerStream<S> 
             this.leftover.advance(n);
             return Poll::Ready(Ok(()));
         }
-        if this.read_done || out.remaining() == 0 {
+        if out.remaining() == 0 {
             return Poll::Ready(Ok(()));
         }
-        let before = out.filled().len();
         loop {
-            let done = match this.step(Want::Read(out)) {
-                Ok(d) => d,
+            match this.read_records(out) {
+                Ok(true) => return Poll::Ready(Ok(())),
+                Ok(false) => {}
                 Err(e) => {
                     let _ = this.poll_send(cx);
                     return Poll::Ready(Err(e));
                 }
-            };
-            match done {
-                Done::NeedInput if out.filled().len() == before => {}
-                _ => return Poll::Ready(Ok(())),
             }
-            // A KeyUpdate answer (or anything else rustls queued) goes out without waiting for
-            // the next response; if the socket is full, its readiness wakes this task too.
+            // A KeyUpdate answer goes out without waiting for the next response; if the socket
+            // is full, its readiness wakes this task too.
             if let Poll::Ready(Err(e)) = this.poll_send(cx) {
                 return Poll::Ready(Err(e));
             }
@@ -537,8 +516,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + 'static> AsyncRead for ServerStream<S> 
                 Poll::Ready(Ok(_)) => {}
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                 Poll::Pending => {
-                    if this.out_start == this.out_end && this.outgoing.len() > OUT_KEEP {
+                    if this.out_start == this.outgoing.len() && this.outgoing.capacity() > OUT_KEEP
+                    {
                         this.outgoing = Vec::new();
+                        this.out_start = 0;
                     }
                     return Poll::Pending;
                 }
@@ -603,7 +584,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + 'static> AsyncWrite for ServerStream<S>
         if !this.close_sent {
             this.close_sent = true;
             // A connection that failed has no close_notify to send; it is closed all the same.
-            let _ = this.step(Want::Close);
+            let _ = this.seal(ContentType::Alert, &[1, 0]);
         }
         ready!(this.poll_send(cx))?;
         Pin::new(&mut this.io).poll_shutdown(cx)

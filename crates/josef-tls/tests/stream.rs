@@ -64,16 +64,22 @@ struct Pair {
 fn listener_and_client(
     version: &'static rustls::SupportedProtocolVersion,
 ) -> (TlsListener, tokio_rustls::TlsConnector) {
+    listener_and_client_with(version, rustls::crypto::ring::default_provider())
+}
+
+/// As [`listener_and_client`], the client offering only what `provider` has.
+fn listener_and_client_with(
+    version: &'static rustls::SupportedProtocolVersion,
+    provider: rustls::crypto::CryptoProvider,
+) -> (TlsListener, tokio_rustls::TlsConnector) {
     let (cert, settings) = self_signed();
     let mut roots = RootCertStore::empty();
     roots.add(cert).unwrap();
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_protocol_versions(&[version])
-    .unwrap()
-    .with_root_certificates(roots)
-    .with_no_client_auth();
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
+        .with_protocol_versions(&[version])
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
     (
         TlsListener::new(&settings).unwrap(),
         tokio_rustls::TlsConnector::from(Arc::new(config)),
@@ -104,25 +110,32 @@ fn pattern(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i * 7 + i / 251) as u8).collect()
 }
 
+/// The client writes a request of `len` bytes while the server reads it: it must arrive intact.
+async fn request_arrives_intact<S: AsyncRead + AsyncWrite + Unpin + 'static>(
+    mut client: ClientStream<DuplexStream>,
+    server: &mut ServerStream<S>,
+    len: usize,
+) -> ClientStream<DuplexStream> {
+    let request = pattern(len);
+    let sent = request.clone();
+    let writer = tokio::spawn(async move {
+        client.write_all(&sent).await.unwrap();
+        client.flush().await.unwrap();
+        client
+    });
+    let mut got = vec![0u8; len];
+    server.read_exact(&mut got).await.unwrap();
+    assert!(got == request, "request differs");
+    writer.await.unwrap()
+}
+
 #[tokio::test]
 async fn a_large_request_and_a_large_vectored_response_cross_intact_on_tls12_and_tls13() {
     for version in [&rustls::version::TLS12, &rustls::version::TLS13] {
         let Pair {
-            mut client,
-            mut server,
-            ..
+            client, mut server, ..
         } = pair(version, 64 * 1024).await;
-        let request = pattern(1_000_003);
-        let sent = request.clone();
-        let writer = tokio::spawn(async move {
-            client.write_all(&sent).await.unwrap();
-            client.flush().await.unwrap();
-            client
-        });
-        let mut got = vec![0u8; request.len()];
-        server.read_exact(&mut got).await.unwrap();
-        assert!(got == request, "{version:?}: request differs");
-        let mut client = writer.await.unwrap();
+        let mut client = request_arrives_intact(client, &mut server, 1_000_003).await;
         // A response as the connection writes it: a small header, then record data, vectored.
         let body = pattern(300_001);
         let header = [0u8, 4, 147, 226, 9, 9, 9];
@@ -147,6 +160,45 @@ async fn a_large_request_and_a_large_vectored_response_cross_intact_on_tls12_and
 }
 
 use bytes::Buf;
+
+#[tokio::test]
+async fn every_suite_carries_data_both_ways_through_the_streams_record_layer() {
+    use rustls::crypto::ring::cipher_suite as cs;
+    let suites = [
+        (&rustls::version::TLS13, cs::TLS13_AES_128_GCM_SHA256),
+        (&rustls::version::TLS13, cs::TLS13_AES_256_GCM_SHA384),
+        (&rustls::version::TLS13, cs::TLS13_CHACHA20_POLY1305_SHA256),
+        (
+            &rustls::version::TLS12,
+            cs::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+        ),
+        (
+            &rustls::version::TLS12,
+            cs::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+        ),
+        (
+            &rustls::version::TLS12,
+            cs::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+        ),
+    ];
+    for (version, suite) in suites {
+        let mut provider = rustls::crypto::ring::default_provider();
+        provider.cipher_suites = vec![suite];
+        let (listener, connector) = listener_and_client_with(version, provider);
+        let (a, b) = tokio::io::duplex(64 * 1024);
+        let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+        let (client, server) = tokio::join!(connector.connect(name, a), listener.accept(b));
+        let (client, mut server) = (client.unwrap(), server.unwrap().0);
+        assert_eq!(server.negotiated_cipher_suite(), Some(suite));
+        let mut client = request_arrives_intact(client, &mut server, 100_003).await;
+        let response = pattern(50_001);
+        server.write_all(&response).await.unwrap();
+        server.shutdown().await.unwrap();
+        let mut back = Vec::new();
+        client.read_to_end(&mut back).await.unwrap();
+        assert!(back == response, "{suite:?}: response differs");
+    }
+}
 
 #[tokio::test]
 async fn a_large_request_is_read_in_few_socket_reads() {
@@ -301,7 +353,7 @@ async fn over_tcp_a_read_waits_for_the_expected_bytes_then_for_any_byte_again() 
         async { listener.accept(tcp.accept().await.unwrap().0).await }
     );
     let (mut client, mut server) = (client.unwrap(), server.unwrap().0);
-    let fd = server.get_ref().0.as_raw_fd();
+    let fd = server.get_ref().as_raw_fd();
     let total = 300_000;
     let mut buf = vec![0u8; total];
     server.expect(total);
