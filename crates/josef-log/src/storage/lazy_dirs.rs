@@ -32,6 +32,7 @@ use super::{IndexFile, Storage, StorageFile};
 /// use josef_log::storage::{LazyDirs, MemoryStorage, Storage};
 ///
 /// let disk = Arc::new(MemoryStorage::new());
+/// disk.create_dir_all("/d".as_ref()).unwrap(); // the log dir
 /// let lazy = LazyDirs::new(disk.clone());
 /// lazy.create_dir_all("/d/t-0".as_ref()).unwrap();
 /// let f = lazy.open_file("/d/t-0/0.log".as_ref(), true).unwrap();
