@@ -161,26 +161,12 @@ fn on_lazy_dirs_an_empty_partition_creates_nothing_until_its_first_append() {
     let storage: Arc<dyn Storage> = Arc::new(josef_log::storage::LazyDirs::new(counting.clone()));
     let dir = Path::new("/data/t-0");
     let before = counting.calls();
-    let log = Log::open_in(
-        storage.clone(),
-        dir,
-        LogConfig::default(),
-        0,
-        new_partition(),
-    )
-    .unwrap();
+    let log = open_new(&storage, dir);
     let state = clean(&log);
     log.close().unwrap();
     let log = Log::open_in(storage.clone(), dir, LogConfig::default(), 0, state).unwrap();
     drop(log);
-    let mut log = Log::open_in(
-        storage.clone(),
-        dir,
-        LogConfig::default(),
-        0,
-        new_partition(),
-    )
-    .unwrap();
+    let mut log = open_new(&storage, dir);
     let c = counting.calls();
     assert_eq!(
         (
@@ -205,4 +191,16 @@ fn on_lazy_dirs_an_empty_partition_creates_nothing_until_its_first_append() {
     let storage: Arc<dyn Storage> = Arc::new(josef_log::storage::LazyDirs::new(counting.clone()));
     let log = Log::open_in(storage, dir, LogConfig::default(), 0, state).unwrap();
     assert_eq!(log.log_end_offset(), 3);
+}
+
+/// A new (never checkpointed) log at `dir`.
+fn open_new(storage: &Arc<dyn Storage>, dir: &Path) -> Log {
+    Log::open_in(
+        storage.clone(),
+        dir,
+        LogConfig::default(),
+        0,
+        new_partition(),
+    )
+    .unwrap()
 }
