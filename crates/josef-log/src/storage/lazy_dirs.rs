@@ -221,8 +221,10 @@ impl Storage for LazyDirs {
             if pending.contains_key(path) {
                 return true;
             }
-            if let Some(files) = split(path).and_then(|(dir, _)| pending.get(dir)) {
-                return split(path).is_some_and(|(_, name)| files.contains_key(&name));
+            if let Some((dir, name)) = split(path) {
+                if let Some(files) = pending.get(dir) {
+                    return files.contains_key(&name);
+                }
             }
         }
         self.shared.inner.exists(path)
