@@ -10,7 +10,10 @@ port is started, and the script measures:
 - metadata: a Metadata request for all topics, wall time (best of 3);
 - restart (clean): SIGTERM, start again, time until Metadata lists all N partitions;
 - restart (kill -9): the same after SIGKILL, which makes the broker recover its logs;
-- shutdown: how long the SIGTERM before the clean restart takes until the process exits.
+- shutdown: how long the SIGTERM before the clean restart takes until the process exits;
+- data_entries: entries in the log dir after CreateTopics (partition directories and the broker's
+  files); with `--one-record-each`, one record is then produced to every partition (fill_s), so
+  the idle and restart figures are of logs holding data.
 
     python3 benches/scale.py --broker-bin target/release/josef-broker [--counts 1,10,100,1000]
         [--per-topic 100] [--out benches/results/scale] [--broker-opt KEY=VALUE ...]
@@ -169,7 +172,24 @@ def scale_topics(n, per_topic, rf=1):
     return topics
 
 
-def measure(binary, n, per_topic, limit_s, opts=()):
+def fill_one_record_each(broker, topics, limit_s):
+    """Produces one 100 B record to every partition of `topics` (acks=all); seconds taken."""
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": f"127.0.0.1:{broker.port}", "log_level": 0,
+                         "linger.ms": 50, "queue.buffering.max.messages": 2_000_000})
+    failed = []
+    t = time.monotonic()
+    for topic in topics:
+        for p in range(topic.num_partitions):
+            producer.produce(topic.topic, b"x" * 100, partition=p,
+                             on_delivery=lambda err, _m: err and failed.append(err))
+        producer.poll(0)
+    if producer.flush(limit_s) or failed:
+        raise RuntimeError(f"one record each: {len(failed)} failed, {len(producer)} unsent")
+    return time.monotonic() - t
+
+
+def measure(binary, n, per_topic, limit_s, opts=(), one_record_each=False):
     root = tempfile.mkdtemp(prefix=f"josef-scale-{n}-")
     data = os.path.join(root, "data")
     os.makedirs(data)
@@ -188,6 +208,10 @@ def measure(binary, n, per_topic, limit_s, opts=()):
         wait_serving(broker, n, limit_s)
         row["create_s"] = time.monotonic() - t0
         row["create_cpu_s"] = cpu_seconds(broker.proc.pid) - cpu0
+        # Entries in the log dir: partition directories and the broker's own files.
+        row["data_entries"] = len(os.listdir(data))
+        if one_record_each:
+            row["fill_s"] = fill_one_record_each(broker, topics, limit_s)
         row["idle_rss_mib"] = rss_mib(broker.proc.pid)
         row["idle_fds"] = open_fds(broker.proc.pid)
         row["idle_maps"] = mappings(broker.proc.pid)
@@ -730,6 +754,9 @@ def main():
     ap.add_argument("--compare-bin", default=None,
                     help="a second broker binary (e.g. before a fix): --curve sessions runs every point "
                     "on both, alternated in the same run; its columns end in _b1")
+    ap.add_argument("--one-record-each", action="store_true",
+                    help="--curve partitions: after CreateTopics, produce one record to every partition, "
+                    "so that the idle and restart figures are of logs holding data")
     ap.add_argument("--broker-opt", action="append", default=[], metavar="KEY=VALUE",
                     help="a broker setting for every start (repeatable)")
     args = ap.parse_args()
@@ -737,11 +764,13 @@ def main():
     binary = os.path.abspath(args.broker_bin)
     if args.curve == "partitions":
         x, metrics = "partitions", METRICS
-        cols = ["partitions", "start_s"] + [k for k, _ in METRICS] + ["restart_rss_mib"]
+        cols = ["partitions", "start_s"] + [k for k, _ in METRICS] + ["restart_rss_mib", "data_entries"]
+        if args.one_record_each:
+            cols.append("fill_s")
         out = args.out or "benches/results/scale"
 
         def run(n):
-            return measure(binary, n, args.per_topic, args.limit_s, args.broker_opt)
+            return measure(binary, n, args.per_topic, args.limit_s, args.broker_opt, args.one_record_each)
     elif args.curve == "connections":
         x, metrics = "connections", CONN_METRICS
         cols = ["connections", "connect_s", "base_rss_mib", "idle_fds", "idle_rss_mib", "idle_kib_per_conn",

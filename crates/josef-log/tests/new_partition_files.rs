@@ -149,3 +149,58 @@ fn a_segment_without_index_files_opens_and_rebuilds_them() {
     let log = Log::open_in(storage, dir, config, 0, state).unwrap();
     assert!(log.load_report().recovered_segments.is_empty());
 }
+
+/// On `LazyDirs` (what the broker uses with one log dir) an empty partition creates nothing on
+/// the storage underneath through its open, a clean close, a clean and an unclean reopen; its
+/// first append creates its directory and `.log`, and the data reopens (issue #22: 100,000
+/// empty partitions cost three inodes each to create and a directory listing each to restart).
+#[test]
+fn on_lazy_dirs_an_empty_partition_creates_nothing_until_its_first_append() {
+    let counting = Arc::new(CountingStorage::new(Arc::new(MemoryStorage::new())));
+    counting.create_dir_all(Path::new("/data")).unwrap();
+    let storage: Arc<dyn Storage> = Arc::new(josef_log::storage::LazyDirs::new(counting.clone()));
+    let dir = Path::new("/data/t-0");
+    let before = counting.calls();
+    let log = open_new(&storage, dir);
+    let state = clean(&log);
+    log.close().unwrap();
+    let log = Log::open_in(storage.clone(), dir, LogConfig::default(), 0, state).unwrap();
+    drop(log);
+    let mut log = open_new(&storage, dir);
+    let c = counting.calls();
+    assert_eq!(
+        (
+            c.opens - before.opens,
+            c.other - before.other,
+            c.atomic_writes,
+            c.syncs
+        ),
+        (0, 0, 0, 0),
+        "an empty partition touched the storage: {c:?}"
+    );
+    assert!(!counting.exists(dir));
+    assert_eq!(names(&*storage, dir), ["00000000000000000000.log"]);
+    append(&mut log, 3);
+    assert!(counting
+        .read_dir(dir)
+        .unwrap()
+        .contains(&"00000000000000000000.log".to_string()));
+    let state = clean(&log);
+    log.close().unwrap();
+    // A new lazy storage over the same files: what a restart sees.
+    let storage: Arc<dyn Storage> = Arc::new(josef_log::storage::LazyDirs::new(counting.clone()));
+    let log = Log::open_in(storage, dir, LogConfig::default(), 0, state).unwrap();
+    assert_eq!(log.log_end_offset(), 3);
+}
+
+/// A new (never checkpointed) log at `dir`.
+fn open_new(storage: &Arc<dyn Storage>, dir: &Path) -> Log {
+    Log::open_in(
+        storage.clone(),
+        dir,
+        LogConfig::default(),
+        0,
+        new_partition(),
+    )
+    .unwrap()
+}

@@ -22,6 +22,11 @@
 //!   reached the disk, the bytes did not). Josef does not care; Kafka, if handed such a data
 //!   dir, would fail to read it, as it would for any torn file of its own.
 //!
+//! With a single log dir the partition's directory itself waits for the partition's first write
+//! (`josef_log::storage::LazyDirs`), and so does this file ([`write_when_created`]): an empty
+//! partition has neither, and a restart that finds the directory missing keeps the file in
+//! memory again.
+//!
 //! Kafka itself writes the file off the request path (`PartitionMetadataFile.maybeFlush` on its
 //! scheduler), fsynced.
 
@@ -51,6 +56,19 @@ pub(crate) fn write(
     let f = storage.open_file(&partition_dir.join(PARTITION_METADATA_FILE), true)?;
     f.write_all_at(&[bytes.as_bytes()], 0)?;
     f.set_len(bytes.len() as u64)
+}
+
+/// [`write`] through lazy directories: kept in memory until the partition's directory is
+/// created by its first write (an empty partition has neither).
+pub(crate) fn write_when_created(
+    storage: &josef_log::storage::LazyDirs,
+    partition_dir: &Path,
+    topic_id: Uuid,
+) -> std::io::Result<()> {
+    storage.write_when_created(
+        &partition_dir.join(PARTITION_METADATA_FILE),
+        contents(topic_id).as_bytes(),
+    )
 }
 
 #[cfg(test)]

@@ -136,7 +136,7 @@ fn under<'a>(
 }
 
 /// Modification times are the one thing a file records about the clock, as on disk.
-fn now_ms() -> i64 {
+pub(super) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)

@@ -50,6 +50,7 @@
 mod bounded;
 mod counting;
 mod file;
+mod lazy_dirs;
 mod memory;
 mod region;
 
@@ -63,6 +64,7 @@ use bytes::Bytes;
 pub use bounded::{default_max_open_files, BoundedFiles};
 pub use counting::{CountingStorage, StorageCalls};
 pub use file::FileStorage;
+pub use lazy_dirs::LazyDirs;
 pub use memory::MemoryStorage;
 pub use region::FileRegion;
 

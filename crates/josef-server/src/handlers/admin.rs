@@ -25,7 +25,7 @@ use crate::delayed_fetch::DelayedOp;
 use crate::kit::partition_store::TopicPartition;
 use crate::state::BrokerState;
 use crate::topic_config;
-use crate::topics::validate_topic_name;
+use crate::topics::{validate_topic_name, NewTopic};
 
 /// Kafka's config sources as CreateTopics v5+ reports them.
 const SOURCE_TOPIC_CONFIG: i8 = 1;
@@ -33,6 +33,13 @@ const SOURCE_DEFAULT_CONFIG: i8 = 5;
 
 fn err_msg(s: impl Into<String>) -> Option<StrBytes> {
     Some(StrBytes::from(s.into()))
+}
+
+fn fail(r: &mut CreatableTopicResult, code: ErrorCode, msg: String) {
+    r.error_code = code.code();
+    r.error_message = err_msg(msg);
+    r.num_partitions = -1;
+    r.replication_factor = -1;
 }
 
 /// CreateTopics (api 19).
@@ -46,6 +53,8 @@ pub fn create_topics(
         *counts.entry(t.name.as_str()).or_default() += 1;
     }
     let mut results = Vec::with_capacity(req.topics.len());
+    // Checked one by one, created together: one write of the topics file per request.
+    let mut to_create: Vec<(usize, NewTopic)> = Vec::new();
     for t in &req.topics {
         let mut r = CreatableTopicResult {
             name: t.name.clone(),
@@ -55,7 +64,7 @@ pub fn create_topics(
             configs: None,
             ..Default::default()
         };
-        let outcome = (|| -> Result<(), (ErrorCode, String)> {
+        let outcome = (|| -> Result<Option<NewTopic>, (ErrorCode, String)> {
             if counts[t.name.as_str()] > 1 || t.name.as_str() == "__cluster_metadata" {
                 return Err((
                     ErrorCode::InvalidRequest,
@@ -124,50 +133,60 @@ pub fn create_topics(
             r.num_partitions = partitions;
             r.replication_factor = 1;
             if req.validate_only {
-                return Ok(());
+                return Ok(None);
             }
-            let topic = state
-                .topics
-                .create(&t.name, partitions, configs)
-                .map_err(|e| (e.code, e.message))?;
-            r.topic_id = topic.id;
-            if version >= 5 {
-                r.configs = Some(
-                    topic_config::TOPIC_CONFIGS
-                        .iter()
-                        .map(|d| {
-                            let over = topic.configs.get(d.name);
-                            CreatableTopicConfigs {
-                                name: StrBytes::from(d.name),
-                                value: Some(StrBytes::from(over.cloned().unwrap_or_else(|| {
-                                    topic_config::effective_default(
-                                        d.name,
-                                        &state.topics.dynamic_defaults(),
-                                        &state.config,
-                                    )
-                                }))),
-                                read_only: false,
-                                config_source: if over.is_some() {
-                                    SOURCE_TOPIC_CONFIG
-                                } else {
-                                    SOURCE_DEFAULT_CONFIG
-                                },
-                                is_sensitive: false,
-                                ..Default::default()
-                            }
-                        })
-                        .collect(),
-                );
-            }
-            Ok(())
+            Ok(Some(NewTopic {
+                name: t.name.to_string(),
+                partitions,
+                configs,
+            }))
         })();
-        if let Err((code, msg)) = outcome {
-            r.error_code = code.code();
-            r.error_message = err_msg(msg);
-            r.num_partitions = -1;
-            r.replication_factor = -1;
+        match outcome {
+            Ok(Some(new)) => to_create.push((results.len(), new)),
+            Ok(None) => {}
+            Err((code, msg)) => fail(&mut r, code, msg),
         }
         results.push(r);
+    }
+    let (at, new): (Vec<usize>, Vec<NewTopic>) = to_create.into_iter().unzip();
+    for (i, created) in at.into_iter().zip(state.topics.create_all(new)) {
+        let r = &mut results[i];
+        match created {
+            Err(e) => fail(r, e.code, e.message),
+            Ok(topic) => {
+                r.topic_id = topic.id;
+                if version >= 5 {
+                    r.configs = Some(
+                        topic_config::TOPIC_CONFIGS
+                            .iter()
+                            .map(|d| {
+                                let over = topic.configs.get(d.name);
+                                CreatableTopicConfigs {
+                                    name: StrBytes::from(d.name),
+                                    value: Some(StrBytes::from(over.cloned().unwrap_or_else(
+                                        || {
+                                            topic_config::effective_default(
+                                                d.name,
+                                                &state.topics.dynamic_defaults(),
+                                                &state.config,
+                                            )
+                                        },
+                                    ))),
+                                    read_only: false,
+                                    config_source: if over.is_some() {
+                                        SOURCE_TOPIC_CONFIG
+                                    } else {
+                                        SOURCE_DEFAULT_CONFIG
+                                    },
+                                    is_sensitive: false,
+                                    ..Default::default()
+                                }
+                            })
+                            .collect(),
+                    );
+                }
+            }
+        }
     }
     CreateTopicsResponse {
         topics: results,
