@@ -25,7 +25,8 @@ ones), and the script measures:
         --counts 100,1000,10000,30000 [--per-topic 100] [--records 100000] [--out PATH]
 
 Prints a table and writes `<out>.csv` and one SVG plot per metric (default benches/results/
-scale-cluster). Every node is stopped by PID and its directory removed at the end of its count.
+scale-cluster). Every node is stopped by PID and its directory removed at the end of its count
+(`--keep`: left in place, for the node logs).
 Numbers are from one noisy shared machine: compare curves in one run, not across runs.
 """
 
@@ -78,7 +79,7 @@ def cluster_cpu(c):
     return sum(cpu_seconds(nd.pid) for nd in c.nodes.values())
 
 
-def measure(binary, n, per_topic, limit_s, idle_s, records, fast):
+def measure(binary, n, per_topic, limit_s, idle_s, records, fast, keep=False, rejoin=True):
     root = tempfile.mkdtemp(prefix=f"josef-scale-cluster-{n}-")
     # The internal topics are not what is measured; the rest are Kafka's defaults unless --fast.
     props = {"offsets.topic.num.partitions": "1", "transaction.state.log.num.partitions": "1",
@@ -114,6 +115,9 @@ def measure(binary, n, per_topic, limit_s, idle_s, records, fast):
                 if isr < 3:
                     shrunk.add(key)
         span = time.monotonic() - t
+        if keep:  # to find the idle window in the node logs
+            print(f"# {n}: idle window ended {time.strftime('%H:%M:%S', time.gmtime())} UTC after {span:.1f} s, "
+                  f"{len(shrunk)} partitions shrunk", file=sys.stderr, flush=True)
         idle = [100.0 * (cpu_seconds(nd.pid) - cpu_idle0[i]) / span for i, nd in c.nodes.items()]
         row["idle_cpu_pct_max"] = max(idle)
         row["idle_cpu_pct"] = "/".join(f"{x:.1f}" for x in idle)
@@ -146,6 +150,8 @@ def measure(binary, n, per_topic, limit_s, idle_s, records, fast):
             row["produce_us_per_rec"] = 1e6 * (cluster_cpu(c) - cpu0) / records
 
         # Rejoin: a follower node (not the active controller) restarted; its ISRs must fill again.
+        if not rejoin:
+            return row
         ctrl = c.active_controller()
         victim = next(i for i in (3, 2, 1) if i != ctrl)
         probe = next(i for i in (1, 2, 3) if i != victim)
@@ -158,7 +164,10 @@ def measure(binary, n, per_topic, limit_s, idle_s, records, fast):
             nd.stop(timeout=limit_s)
     finally:
         c.close()
-        os.system(f"rm -rf '{root}'")
+        if keep:
+            print(f"# kept {root} (node logs: {root}/node*/node.log)", file=sys.stderr, flush=True)
+        else:
+            os.system(f"rm -rf '{root}'")
     return row
 
 
@@ -186,6 +195,8 @@ def main():
     ap.add_argument("--limit-s", type=float, default=900, help="bound on every wait")
     ap.add_argument("--fast", action="store_true", help="the tests' lowered timeouts instead of Kafka's")
     ap.add_argument("--out", default="benches/results/scale-cluster")
+    ap.add_argument("--no-rejoin", action="store_true", help="skip the rejoin step")
+    ap.add_argument("--keep", action="store_true", help="keep each count's node directories (logs, data)")
     args = ap.parse_args()
     binary = os.path.abspath(args.broker_bin)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -196,7 +207,8 @@ def main():
     rows = []
     for n in (int(x) for x in args.counts.split(",")):
         try:
-            row = measure(binary, n, args.per_topic, args.limit_s, args.idle_s, args.records, args.fast)
+            row = measure(binary, n, args.per_topic, args.limit_s, args.idle_s, args.records, args.fast,
+                          args.keep, not args.no_rejoin)
         except Exception as e:  # noqa: BLE001 - the counts before stay written
             print(f"{n} partitions failed: {e}", file=sys.stderr, flush=True)
             break
