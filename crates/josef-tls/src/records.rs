@@ -174,6 +174,12 @@ impl RecordLayer {
     /// Opens `record` (one complete record, as [`record_len`] measured it) in place. What must be
     /// sent in answer (a KeyUpdate) is appended to `send`.
     pub(crate) fn open(&mut self, record: &mut [u8], send: &mut Vec<u8>) -> Result<Opened, Error> {
+        // A caller that did not measure the record with `record_len` gets an error, not a panic.
+        if record.len() < HEADER {
+            return Err(Error::InvalidMessage(
+                rustls::InvalidMessage::MessageTooShort,
+            ));
+        }
         let typ = ContentType::from(record[0]);
         let version = ProtocolVersion::from(u16::from_be_bytes([record[1], record[2]]));
         let tls13 = self.tls13();
