@@ -159,12 +159,45 @@ where
     /// Kafka's `checkAndComplete`: retries the operations watching `key` and returns how many this
     /// call completed. Completed operations are dropped from the key's list on the way.
     pub fn check_and_complete(&self, key: &K) -> usize {
+        self.check_and_complete_with(key, |op| op.try_complete())
+    }
+
+    /// [`Purgatory::check_and_complete`] with `check` in place of each operation's
+    /// `try_complete`, run under the operation's lock with the same exactly-once guarantee.
+    ///
+    /// For operations over many keys whose condition can only have changed for the key whose
+    /// event fired: a fetch parked on 10,000 partitions that any one record completes need not
+    /// look at the other 9,999 when one of them changes (Kafka's `DelayedFetch` re-checks every
+    /// partition on every event, which makes each event cost the size of the request).
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+    /// use std::sync::Arc;
+    /// use josef_timer::{DelayedOperation, ManualClock, Purgatory};
+    ///
+    /// struct AnyHw { hws: Vec<Arc<AtomicU64>> }
+    /// impl AnyHw {
+    ///     fn moved(&self, i: usize) -> bool { self.hws[i].load(SeqCst) > 0 }
+    /// }
+    /// impl DelayedOperation for AnyHw {
+    ///     fn delay_ms(&self) -> u64 { 500 }
+    ///     fn try_complete(&self) -> bool { (0..self.hws.len()).any(|i| self.moved(i)) }
+    ///     fn on_complete(&self) {}
+    /// }
+    ///
+    /// let purgatory: Purgatory<AnyHw, usize> = Purgatory::new(Arc::new(ManualClock::new(0)));
+    /// let hws: Vec<_> = (0..3).map(|_| Arc::new(AtomicU64::new(0))).collect();
+    /// assert!(!purgatory.try_complete_else_watch(AnyHw { hws: hws.clone() }, 0..3));
+    /// hws[2].store(7, SeqCst);
+    /// assert_eq!(purgatory.check_and_complete_with(&2, |op| op.moved(2)), 1);
+    /// ```
+    pub fn check_and_complete_with(&self, key: &K, check: impl Fn(&O) -> bool) -> usize {
         // The shard lock is not held while operations run, so `try_complete`/`on_complete` may
         // call back into the purgatory.
         let pending = self.watchers.pending(key);
         let mut completed = 0;
         for op in &pending {
-            if op.safe_try_complete() {
+            if op.safe_try_complete_with(|o| check(o)) {
                 self.cancel_timer(op);
                 completed += 1;
             }

@@ -76,15 +76,16 @@ impl<O: DelayedOperation> Delayed<O> {
         }
     }
 
-    /// `try_complete` under the operation's lock, completing it if the condition holds. `true` only
-    /// if this call completed it.
-    pub(crate) fn safe_try_complete(&self) -> bool {
-        let _guard = self.lock.lock();
-        self.try_complete_locked()
-    }
-
     pub(crate) fn try_complete_locked(&self) -> bool {
         !self.is_completed() && self.op.try_complete() && self.force_complete()
+    }
+
+    /// `check` (the operation's `try_complete`, or a cheaper check that knows which key's event
+    /// fired) under the operation's lock, completing it if the condition holds. `true` only if
+    /// this call completed it.
+    pub(crate) fn safe_try_complete_with(&self, check: impl FnOnce(&O) -> bool) -> bool {
+        let _guard = self.lock.lock();
+        !self.is_completed() && check(&self.op) && self.force_complete()
     }
 
     /// Runs `f` holding the operation's lock.
