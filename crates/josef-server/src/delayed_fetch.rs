@@ -695,13 +695,9 @@ mod tests {
         (dir, ps, purgatory)
     }
 
-    /// A follower's fetch parked on 40 partitions (nothing to read in any): an append to one
-    /// checks that one only, not all 40 (a regression makes each event cost the whole session).
-    #[test]
-    fn an_event_rechecks_only_its_own_partition_of_a_parked_fetch() {
-        let (_dir, ps, purgatory) = wired_leaders(40);
-        let waiting = ps
-            .iter()
+    /// Each partition waited on from offset 0, its bytes counted.
+    fn waiting_from_zero(ps: &[Arc<Partition>]) -> Vec<WaitingPartition> {
+        ps.iter()
             .map(|p| WaitingPartition {
                 partition: p.clone(),
                 fetch_offset: 0,
@@ -709,7 +705,15 @@ mod tests {
                 max_bytes: 1 << 20,
                 counts_bytes: true,
             })
-            .collect();
+            .collect()
+    }
+
+    /// A follower's fetch parked on 40 partitions (nothing to read in any): an append to one
+    /// checks that one only, not all 40 (a regression makes each event cost the whole session).
+    #[test]
+    fn an_event_rechecks_only_its_own_partition_of_a_parked_fetch() {
+        let (_dir, ps, purgatory) = wired_leaders(40);
+        let waiting = waiting_from_zero(&ps);
         let (op, mut rx) = DelayedFetch::new(waiting, 1, FetchIsolation::LogEnd, 60_000);
         let checks = op.check_counter();
         let op = DelayedOp::Fetch(op);
@@ -758,16 +762,7 @@ mod tests {
     fn a_fetch_with_min_bytes_sums_the_partitions_on_every_event() {
         let (_dir, ps, purgatory) = wired_leaders(2);
         append(&ps[0], 1);
-        let waiting = ps
-            .iter()
-            .map(|p| WaitingPartition {
-                partition: p.clone(),
-                fetch_offset: 0,
-                current_leader_epoch: NO_PARTITION_LEADER_EPOCH,
-                max_bytes: 1 << 20,
-                counts_bytes: true,
-            })
-            .collect();
+        let waiting = waiting_from_zero(&ps);
         let one_batch = ps[0]
             .available_bytes(
                 0,

@@ -77,6 +77,8 @@ pub struct Shard {
     epoch: i32,
     /// Unloaded: whoever still holds it gets NOT_COORDINATOR.
     closed: bool,
+    /// The version of the topic image the shard was last given ([`GroupService::tick_with`]).
+    image_version: Option<u64>,
 }
 
 impl Shard {
@@ -508,6 +510,7 @@ impl GroupService {
             partition,
             epoch,
             closed: false,
+            image_version: None,
         }
     }
 
@@ -829,12 +832,51 @@ impl GroupService {
     /// Unloads shards whose partition is no longer led here in their epoch, then fires due
     /// timers of the others (called by the broker's ticker).
     pub fn tick(&self) {
-        self.tick_with(None)
+        self.tick_shards(|_| None)
     }
 
-    /// [`GroupService::tick`], first handing every shard the current topic image (so consumer
-    /// groups see topics created and deleted, and regexes are resolved again).
+    /// [`GroupService::tick`], first handing each shard the topic image (so consumer groups see
+    /// topics created and deleted, and regexes are resolved again) if it has not seen this
+    /// `version` of it yet. `image` builds it, at most once per call and only if a shard needs
+    /// it: the image covers every partition of the cluster, and building, copying and comparing
+    /// it on every tick cost O(partitions) ten times a second on every broker.
+    pub fn tick_with_image(
+        &self,
+        version: u64,
+        image: impl FnOnce() -> josef_group::consumer::TopicImage,
+    ) {
+        let mut image = Some(image);
+        let mut built = None;
+        self.tick_shards(|s| {
+            if s.image_version == Some(version) {
+                return None;
+            }
+            s.image_version = Some(version);
+            if let Some(build) = image.take() {
+                built = Some(build());
+            }
+            built.clone()
+        });
+    }
+
+    /// [`GroupService::tick`], first handing every shard `image` (if any), whatever version
+    /// it saw.
     pub fn tick_with(&self, image: Option<&josef_group::consumer::TopicImage>) {
+        self.tick_shards(|s| {
+            let image = image.cloned();
+            if image.is_some() {
+                s.image_version = None;
+            }
+            image
+        });
+    }
+
+    /// Unloads shards no longer led here, gives the others the topic image `image_for` returns
+    /// for them, and fires their due timers.
+    fn tick_shards(
+        &self,
+        mut image_for: impl FnMut(&mut Shard) -> Option<josef_group::consumer::TopicImage>,
+    ) {
         let shards: Vec<_> = self
             .shards
             .lock()
@@ -851,9 +893,11 @@ impl GroupService {
                 self.unload_if_same(index, &shard);
                 continue;
             }
-            if let Some(image) = image {
-                let result = s.driver.shard_mut().on_topics_changed(now, image.clone());
+            if let Some(image) = image_for(&mut s) {
+                let result = s.driver.shard_mut().on_topics_changed(now, image);
                 if self.write_in_background(&shard, &mut s, result).is_err() {
+                    // Not applied: offer it again at the next tick.
+                    s.image_version = None;
                     continue;
                 }
             }
@@ -1031,11 +1075,13 @@ mod tests {
         }
     }
 
-    /// Loading follows leadership (issue #17): the ticker loads the shard of a partition elected
-    /// here with no request (so groups whose members died with the old leader expire), and a
-    /// request for a partition it is loading is told COORDINATOR_LOAD_IN_PROGRESS.
-    #[test]
-    fn the_ticker_loads_a_shard_elected_here_without_any_request() {
+    /// A cluster node's topics (no `__consumer_offsets` yet) and a runtime.
+    fn cluster_node() -> (
+        tempfile::TempDir,
+        Arc<BrokerConfig>,
+        TopicManager,
+        tokio::runtime::Runtime,
+    ) {
         let dir = tempfile::tempdir().unwrap();
         let config = Arc::new(cluster_config(dir.path()));
         let topics = TopicManager::load(config.clone(), None).unwrap();
@@ -1043,6 +1089,15 @@ mod tests {
             .enable_all()
             .build()
             .unwrap();
+        (dir, config, topics, rt)
+    }
+
+    /// Loading follows leadership (issue #17): the ticker loads the shard of a partition elected
+    /// here with no request (so groups whose members died with the old leader expire), and a
+    /// request for a partition it is loading is told COORDINATOR_LOAD_IN_PROGRESS.
+    #[test]
+    fn the_ticker_loads_a_shard_elected_here_without_any_request() {
+        let (_dir, config, topics, rt) = cluster_node();
         let (p, me) = offsets_partition(&topics);
         let old = GroupService::new(&config);
         p.make_follower(2, 1, 1);
@@ -1081,6 +1136,43 @@ mod tests {
             loading.shard(&topics, None, "g").err(),
             Some(ShardError::LoadInProgress)
         );
+    }
+
+    /// The topic image covers every partition of the cluster: a shard is handed it only when its
+    /// version moved (or the shard is new), and it is built at most once per tick, not once per
+    /// tick and shard (ten times a second it cost O(partitions) on every broker).
+    #[test]
+    fn the_topic_image_is_built_only_when_its_version_moves() {
+        let (_dir, config, topics, rt) = cluster_node();
+        let _rt = rt.enter();
+        let (p, me) = offsets_partition(&topics);
+        p.make_leader(2, 2, &[me], &[me], 1, now_ms()).unwrap();
+        let svc = GroupService::new(&config);
+        let builds = std::cell::Cell::new(0);
+        let build = || {
+            builds.set(builds.get() + 1);
+            josef_group::consumer::TopicImage::default()
+        };
+        // Nothing loaded: nobody needs the image.
+        svc.tick_with_image(1, build);
+        assert_eq!(builds.get(), 0);
+        svc.load_led(&topics, None);
+        for _ in 0..3 {
+            svc.tick_with_image(1, build);
+        }
+        assert_eq!(builds.get(), 1, "one build for version 1");
+        svc.tick();
+        svc.tick_with_image(1, build);
+        assert_eq!(builds.get(), 1, "a tick without an image keeps the version");
+        svc.tick_with_image(2, build);
+        svc.tick_with_image(2, build);
+        assert_eq!(builds.get(), 2, "one build for version 2");
+        // Re-elected in a new epoch: the reloaded shard has seen no image yet.
+        p.make_leader(3, 3, &[me], &[me], 1, now_ms()).unwrap();
+        svc.tick_with_image(2, build);
+        svc.load_led(&topics, None);
+        svc.tick_with_image(2, build);
+        assert_eq!(builds.get(), 3, "the new shard gets version 2");
     }
 
     /// Served only while led here, in the epoch loaded under: a lost leadership answers

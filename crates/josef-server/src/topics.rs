@@ -205,6 +205,11 @@ impl TopicManager {
             .map(|_| self.generation.load(std::sync::atomic::Ordering::Acquire))
     }
 
+    /// The generation [`TopicManager::change_generation`] reports, with or without a listener.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// See [`TopicManager::change_generation`].
     pub(crate) fn bump_generation(&self) {
         self.generation

@@ -25,6 +25,16 @@ pub fn topic_image(state: &BrokerState) -> TopicImage {
     }
 }
 
+/// A number that changes whenever [`topic_image`] may: the metadata offset the cluster's image
+/// is at, or the single node's topic generation (bumped on every topic create, delete and
+/// change).
+pub fn topic_image_version(state: &BrokerState) -> u64 {
+    match state.cluster.as_deref() {
+        Some(node) => node.log.image().provenance().last_offset,
+        None => state.topics.generation(),
+    }
+}
+
 /// The cluster's topics, each partition with the racks of its replicas' brokers (the
 /// `broker.rack` they registered with; none when no replica's broker has one).
 fn cluster_topic_image(image: &josef_metadata::MetadataImage) -> TopicImage {

@@ -167,8 +167,11 @@ impl GroupCoordinator for JosefGroupCoordinator {
             state
                 .groups
                 .load_led(&state.topics, state.cluster.as_deref());
-            let image = consumer_group::topic_image(state);
-            state.groups.tick_with(Some(&image));
+            state
+                .groups
+                .tick_with_image(consumer_group::topic_image_version(state), || {
+                    consumer_group::topic_image(state)
+                });
         } else {
             state.groups.tick();
         }
