@@ -18,7 +18,7 @@
 //! REQUEST_TIMED_OUT for the partitions still short at the request's `timeout_ms`. DeleteRecords
 //! waits here too, for the followers' log starts (`delayed_delete_records.rs`).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use josef_fetch::{FetchSessionCache, TopicIdPartition};
@@ -236,6 +236,18 @@ impl DelayedProduce {
     }
 }
 
+/// Partition events seen by [`append_listener`]s, in this process: a fetch that read nothing
+/// and saw this number unchanged since before its read knows no partition changed meanwhile,
+/// so its first completion checks need not look ([`DelayedFetch::read_at_event`]). Shared by
+/// every broker in the process: more brokers only mean more checks, never a missed one.
+static PARTITION_EVENTS: AtomicU64 = AtomicU64::new(0);
+
+/// The current partition event sequence number (see [`DelayedFetch::read_at_event`]); take it
+/// before the fetch decides what to read (its session's changed partitions included).
+pub fn partition_event_seq() -> u64 {
+    PARTITION_EVENTS.load(Ordering::SeqCst)
+}
+
 /// A produce's per-partition statuses and how many are still open.
 struct Decided {
     statuses: Vec<Option<ErrorCode>>,
@@ -262,6 +274,9 @@ pub fn append_listener(purgatory: &Arc<FetchPurgatory>) -> AppendListener {
     Arc::new(move |p: &Partition, _event: &PartitionEvent| {
         let key = (p.topic_id, p.index);
         purgatory.check_and_complete_with(&key, |op| op.try_complete_on(&key));
+        // After the change is visible: a fetch that took the number before this either read
+        // the change or sees the number moved when it checks.
+        PARTITION_EVENTS.fetch_add(1, Ordering::SeqCst);
     })
 }
 
@@ -281,6 +296,10 @@ pub fn with_session_changes(
         }
         cache.record_change(TopicIdPartition::by_id(p.topic_id, p.index));
         cache.record_change(TopicIdPartition::by_name(p.topic.as_str(), p.index));
+        drop(cache);
+        // Again once the session knows: a fetch whose session skipped this partition as
+        // unchanged took its number before this, so it sees the number moved.
+        PARTITION_EVENTS.fetch_add(1, Ordering::SeqCst);
     })
 }
 
@@ -318,6 +337,8 @@ pub struct WaitingPartition {
 pub struct DelayedFetch {
     partitions: Vec<WaitingPartition>,
     index: KeyIndex,
+    /// [`partition_event_seq`] before the read that found too little.
+    read_at_event: Option<u64>,
     /// Partition checks made (tests count them).
     checks: Arc<AtomicUsize>,
     min_bytes: i64,
@@ -345,6 +366,7 @@ impl DelayedFetch {
         let op = DelayedFetch {
             partitions,
             index,
+            read_at_event: None,
             checks: Arc::default(),
             min_bytes,
             isolation,
@@ -353,6 +375,15 @@ impl DelayedFetch {
             waiting: Mutex::new(Some(crate::metrics::InPurgatory::fetch())),
         };
         (op, rx)
+    }
+
+    /// The fetch was read, and found too little, after [`partition_event_seq`] returned `seq`:
+    /// while no partition event has happened since, a full completion check (the two of
+    /// `try_complete_else_watch`) answers `false` without looking at any partition. A follower
+    /// fetch parked on a 10,000-partition session checked 20,000 partitions to learn that.
+    pub fn read_at_event(mut self, seq: u64) -> Self {
+        self.read_at_event = Some(seq);
+        self
     }
 
     /// The purgatory keys of its partitions.
@@ -375,6 +406,9 @@ impl DelayedFetch {
     /// capped at `partition_max_bytes`) reach `min_bytes`; with `min_bytes` ≤ 1 any record is
     /// enough and nothing is sized.
     fn try_complete(&self) -> bool {
+        if self.read_at_event == Some(partition_event_seq()) {
+            return false;
+        }
         let exact = self.min_bytes > 1;
         let mut available: i64 = 0;
         for w in &self.partitions {
@@ -779,6 +813,44 @@ mod tests {
         assert!(!purgatory.try_complete_else_watch(op, keys));
         // A batch on partition 1: with partition 0's, over min_bytes.
         append(&ps[1], 1);
+        assert!(rx.try_recv().is_ok());
+    }
+
+    /// A fetch that read nothing parks without checking any partition while no partition event
+    /// happened since its read, and still completes on the next event.
+    #[test]
+    fn a_fetch_that_read_nothing_parks_without_checking_its_partitions() {
+        let (_dir, ps, purgatory) = wired_leaders(10);
+        let seq = partition_event_seq();
+        let (op, mut rx) =
+            DelayedFetch::new(waiting_from_zero(&ps), 1, FetchIsolation::LogEnd, 60_000);
+        let op = op.read_at_event(seq);
+        let checks = op.check_counter();
+        let op = DelayedOp::Fetch(op);
+        let keys = op.keys();
+        let parked = !purgatory.try_complete_else_watch(op, keys);
+        // Other tests' partitions may raise events meanwhile (the number is per process): then
+        // the checks run, as they must.
+        if partition_event_seq() == seq {
+            assert!(parked);
+            assert_eq!(checks.load(Ordering::Relaxed), 0);
+        }
+        append(&ps[4], 1);
+        assert!(rx.try_recv().is_ok(), "the record completes the fetch");
+    }
+
+    /// An event between the read and the watch is not missed: the number moved, so the checks
+    /// look at the partitions.
+    #[test]
+    fn an_event_after_the_read_makes_the_parking_fetch_check() {
+        let (_dir, ps, purgatory) = wired_leaders(3);
+        let seq = partition_event_seq();
+        append(&ps[1], 1);
+        let (op, mut rx) =
+            DelayedFetch::new(waiting_from_zero(&ps), 1, FetchIsolation::LogEnd, 60_000);
+        let op = DelayedOp::Fetch(op.read_at_event(seq));
+        let keys = op.keys();
+        assert!(purgatory.try_complete_else_watch(op, keys));
         assert!(rx.try_recv().is_ok());
     }
 }

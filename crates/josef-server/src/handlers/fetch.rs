@@ -572,6 +572,8 @@ pub async fn handle(state: &BrokerState, req: FetchRequest, version: i16) -> Fet
         req.replica_id
     };
     let store = state.partition_store.as_ref();
+    // Taken before the session decides which partitions changed: an event after this moves it.
+    let read_at_event = crate::delayed_fetch::partition_event_seq();
     let mut context = {
         let mut sessions = state.fetch_sessions.lock();
         // Change tracking when the store tells its partitions' changes (see
@@ -713,7 +715,7 @@ pub async fn handle(state: &BrokerState, req: FetchRequest, version: i16) -> Fet
             max_wait = max_wait.min(resume.max(1));
         }
         let (op, done) = DelayedFetch::new(waiting, min_bytes, fetcher.isolation(), max_wait);
-        let op = DelayedOp::Fetch(op);
+        let op = DelayedOp::Fetch(op.read_at_event(read_at_event));
         let keys = op.keys();
         if !state.fetch_purgatory.try_complete_else_watch(op, keys) {
             // An error means the purgatory went away (shutdown): answer with what is there.
