@@ -1,6 +1,7 @@
 //! The accepted TLS stream against a rustls client: large requests both ways on TLS 1.2 and 1.3,
 //! reads of any size, KeyUpdate, close_notify, bad records after the handshake, and how often a
-//! large request reads the socket.
+//! large request reads the socket; and the same through `read_into`, which decrypts in the
+//! reader's buffer.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -403,4 +404,181 @@ async fn over_tcp_a_read_waits_for_the_expected_bytes_then_for_any_byte_again() 
     .unwrap();
     assert_eq!(&small, b"small");
     assert_eq!(rcvlowat(fd), 1);
+}
+
+/// The server reads with [`ServerStream::read_into`] until it has `len` bytes (the buffer given
+/// the room [`ServerStream::room_for`] asks, as the connection does), while the client writes
+/// them; the bytes must arrive intact.
+async fn read_into_gets<S: AsyncRead + AsyncWrite + Unpin + 'static>(
+    mut client: ClientStream<DuplexStream>,
+    server: &mut ServerStream<S>,
+    len: usize,
+) -> ClientStream<DuplexStream> {
+    let request = pattern(len);
+    let sent = request.clone();
+    let writer = tokio::spawn(async move {
+        client.write_all(&sent).await.unwrap();
+        client.flush().await.unwrap();
+        client
+    });
+    let mut buf = bytes::BytesMut::with_capacity(ServerStream::<S>::room_for(len));
+    while buf.len() < len {
+        let n = server.read_into(&mut buf).await.unwrap();
+        assert!(n > 0, "end of stream after {} bytes", buf.len());
+    }
+    assert!(buf[..] == request[..], "request differs");
+    writer.await.unwrap()
+}
+
+#[tokio::test]
+async fn read_into_decrypts_a_request_in_the_readers_buffer_without_copying_it() {
+    for version in [&rustls::version::TLS13, &rustls::version::TLS12] {
+        // The whole request is in the pipe before the server reads (as a fast client's request
+        // is in the socket when SO_RCVLOWAT wakes the broker).
+        let Pair {
+            mut client,
+            mut server,
+            server_reads,
+        } = pair(version, 4 * 1024 * 1024).await;
+        let len = 1 << 20;
+        let request = pattern(len);
+        client.write_all(&request).await.unwrap();
+        client.flush().await.unwrap();
+        let mut buf = bytes::BytesMut::with_capacity(ServerStream::<Counting>::room_for(len));
+        while buf.len() < len {
+            assert!(server.read_into(&mut buf).await.unwrap() > 0);
+        }
+        assert!(buf[..] == request[..]);
+        // Through `AsyncRead` every plaintext byte is copied once after decryption; here only a
+        // record a socket read cut in two is (its front, twice: out of and back into the buffer).
+        let reads = server_reads.load(Ordering::Relaxed) as u64;
+        let copied = server.bytes_copied();
+        assert!(
+            copied <= reads * 2 * (16 * 1024 + 256),
+            "{copied} bytes copied in {reads} reads on {version:?}"
+        );
+        assert!(
+            copied < len as u64 / 8,
+            "{copied} bytes copied on {version:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn through_async_read_every_plaintext_byte_is_copied_once() {
+    // What `bytes_copied` counts, against which the test above compares.
+    let Pair {
+        mut client,
+        mut server,
+        ..
+    } = pair(&rustls::version::TLS13, 4 * 1024 * 1024).await;
+    let request = pattern(100_000);
+    client.write_all(&request).await.unwrap();
+    client.flush().await.unwrap();
+    let mut got = vec![0u8; request.len()];
+    server.read_exact(&mut got).await.unwrap();
+    assert_eq!(server.bytes_copied(), request.len() as u64);
+}
+
+#[tokio::test]
+async fn read_into_gets_records_cut_anywhere_by_small_reads_on_every_suite() {
+    use rustls::crypto::ring::cipher_suite as cs;
+    let suites = [
+        (&rustls::version::TLS13, cs::TLS13_AES_128_GCM_SHA256),
+        (&rustls::version::TLS13, cs::TLS13_AES_256_GCM_SHA384),
+        (&rustls::version::TLS13, cs::TLS13_CHACHA20_POLY1305_SHA256),
+        (
+            &rustls::version::TLS12,
+            cs::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+        ),
+        (
+            &rustls::version::TLS12,
+            cs::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+        ),
+        (
+            &rustls::version::TLS12,
+            cs::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+        ),
+    ];
+    for (version, suite) in suites {
+        let mut provider = rustls::crypto::ring::default_provider();
+        provider.cipher_suites = vec![suite];
+        let (listener, connector) = listener_and_client_with(version, provider);
+        // A pipe smaller than a record: reads cut records at changing places.
+        let (a, b) = tokio::io::duplex(5_000);
+        let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+        let (client, server) = tokio::join!(connector.connect(name, a), listener.accept(b));
+        let (client, mut server) = (client.unwrap(), server.unwrap().0);
+        let mut client = read_into_gets(client, &mut server, 300_007).await;
+        // Then small requests, one record each, and the end of the stream.
+        for round in 0..3u8 {
+            client.write_all(&[b'r', round]).await.unwrap();
+            client.flush().await.unwrap();
+            let mut buf = bytes::BytesMut::new();
+            server.read_into(&mut buf).await.unwrap();
+            assert_eq!(&buf[..], &[b'r', round], "{suite:?}");
+        }
+        client.shutdown().await.unwrap();
+        let mut buf = bytes::BytesMut::new();
+        assert_eq!(server.read_into(&mut buf).await.unwrap(), 0, "{suite:?}");
+    }
+}
+
+#[tokio::test]
+async fn read_into_follows_key_updates_and_takes_over_from_async_read() {
+    let Pair {
+        mut client,
+        mut server,
+        ..
+    } = pair(&rustls::version::TLS13, 64 * 1024).await;
+    // Two records read through `AsyncRead` partly: the rest comes through `read_into`.
+    client.write_all(&pattern(20_000)).await.unwrap();
+    client.flush().await.unwrap();
+    let mut first = [0u8; 100];
+    server.read_exact(&mut first).await.unwrap();
+    let mut buf = bytes::BytesMut::from(&first[..]);
+    while buf.len() < 20_000 {
+        server.read_into(&mut buf).await.unwrap();
+    }
+    assert!(buf[..] == pattern(20_000)[..]);
+    for round in 0..3u8 {
+        client.get_mut().1.refresh_traffic_keys().unwrap();
+        client = read_into_gets(client, &mut server, 40_000 + round as usize).await;
+        // The server answered the KeyUpdate with its own before this record.
+        server.write_all(&[b'q', round]).await.unwrap();
+        server.flush().await.unwrap();
+        let mut got = [0u8; 2];
+        client.read_exact(&mut got).await.unwrap();
+        assert_eq!(got, [b'q', round]);
+    }
+}
+
+#[tokio::test]
+async fn read_into_refuses_garbage_and_a_stream_closed_mid_record() {
+    let bad: [&[u8]; 3] = [
+        // A record that does not authenticate.
+        &[[23u8, 3, 3, 0, 40].as_slice(), &[0xAB; 40]].concat(),
+        // A header announcing more than a record may hold.
+        &[23u8, 3, 3, 0xFF, 0xFF, 1, 2, 3],
+        // Not TLS at all.
+        b"GET / HTTP/1.1\r\n\r\n",
+    ];
+    for bytes in bad {
+        let Pair {
+            client, mut server, ..
+        } = pair(&rustls::version::TLS13, 64 * 1024).await;
+        let (mut raw, _) = client.into_inner();
+        raw.write_all(bytes).await.unwrap();
+        let mut buf = bytes::BytesMut::new();
+        assert!(server.read_into(&mut buf).await.is_err());
+        assert!(buf.is_empty());
+    }
+    let Pair {
+        client, mut server, ..
+    } = pair(&rustls::version::TLS13, 64 * 1024).await;
+    let (mut raw, _) = client.into_inner();
+    raw.write_all(&[23u8, 3, 3, 0, 100, 1, 2]).await.unwrap();
+    drop(raw);
+    let mut buf = bytes::BytesMut::new();
+    assert!(server.read_into(&mut buf).await.is_err());
 }

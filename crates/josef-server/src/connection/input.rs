@@ -8,6 +8,9 @@
 //! reads into a buffer the size of the client's last request (at least [`WAIT_MIN`]): a client
 //! that sends requests of one size one at a time still gets each in one `recv`, and one that
 //! connected and sent nothing holds [`WAIT_MIN`] bytes.
+//!
+//! A TLS stream reads its records straight into this buffer and decrypts them there
+//! ([`josef_tls::ServerStream::read_into`]): a request's plaintext is never copied.
 
 use std::pin::pin;
 use std::task::Poll;
@@ -59,25 +62,43 @@ impl Input {
         &mut self,
         stream: &mut S,
     ) -> std::io::Result<usize> {
-        if let Some(tls) = (stream as &mut dyn std::any::Any)
-            .downcast_mut::<josef_tls::ServerStream<tokio::net::TcpStream>>()
-        {
-            // The TLS stream may then wait for that much before it wakes the connection.
-            tls.expect(self.rest_of_frame());
-        }
-        reserve_for_next(&mut self.buf);
+        let room = match tls_stream(stream) {
+            Some(tls) => {
+                // The TLS stream may then wait for that much before it wakes the connection.
+                tls.expect(self.rest_of_frame());
+                josef_tls::ServerStream::<tokio::net::TcpStream>::room_for
+            }
+            None => std::convert::identity,
+        };
+        reserve_for_next(&mut self.buf, room);
         if !self.buf.is_empty() {
-            return stream.read_buf(&mut self.buf).await;
+            return read_some(stream, &mut self.buf).await;
         }
         {
-            let mut read = pin!(stream.read_buf(&mut self.buf));
+            let mut read = pin!(read_some(stream, &mut self.buf));
             if let Poll::Ready(r) = futures::poll!(read.as_mut()) {
                 return r;
             }
         }
         // A `Pending` read left the buffer as it was: empty.
         self.buf = BytesMut::with_capacity(self.wait_size());
-        stream.read_buf(&mut self.buf).await
+        read_some(stream, &mut self.buf).await
+    }
+}
+
+/// The stream as a TLS stream of the broker's listeners, if it is one.
+fn tls_stream<S: Transport>(
+    stream: &mut S,
+) -> Option<&mut josef_tls::ServerStream<tokio::net::TcpStream>> {
+    (stream as &mut dyn std::any::Any)
+        .downcast_mut::<josef_tls::ServerStream<tokio::net::TcpStream>>()
+}
+
+/// Reads onto the end of `buf`: a TLS stream decrypts its records there.
+async fn read_some<S: Transport>(stream: &mut S, buf: &mut BytesMut) -> std::io::Result<usize> {
+    match tls_stream(stream) {
+        Some(tls) => tls.read_into(buf).await,
+        None => stream.read_buf(buf).await,
     }
 }
 
