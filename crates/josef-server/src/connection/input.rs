@@ -167,4 +167,79 @@ mod tests {
         }
         assert!(input.buf.capacity() < READ_CHUNK);
     }
+
+    /// A TLS connection over TCP: the broker's stream type, and a rustls client.
+    async fn tls_pair() -> (
+        tokio_rustls::client::TlsStream<tokio::net::TcpStream>,
+        josef_tls::ServerStream<tokio::net::TcpStream>,
+    ) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["localhost".into()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let settings = josef_tls::SslSettings {
+            keystore_location: None,
+            keystore_certificate_chain: Some(cert.pem()),
+            keystore_key: Some(key.serialize_pem()),
+            truststore_location: None,
+            truststore_certificates: None,
+            client_auth: josef_tls::ClientAuth::None,
+            principal_mapping_rules: "DEFAULT".into(),
+            enabled_protocols: vec!["TLSv1.3".into()],
+            cipher_suites: Vec::new(),
+            endpoint_identification: true,
+        };
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(cert.der().clone()).unwrap();
+        let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config));
+        let listener = josef_tls::TlsListener::new(&settings).unwrap();
+        let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = tcp.local_addr().unwrap();
+        let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+        let (client, server) = tokio::join!(
+            async {
+                let s = tokio::net::TcpStream::connect(addr).await.unwrap();
+                connector.connect(name, s).await.unwrap()
+            },
+            async {
+                listener
+                    .accept(tcp.accept().await.unwrap().0)
+                    .await
+                    .unwrap()
+                    .0
+            }
+        );
+        (client, server)
+    }
+
+    #[tokio::test]
+    async fn a_tls_request_is_decrypted_in_the_connections_buffer_not_copied_into_it() {
+        let (mut client, mut server) = tls_pair().await;
+        let body: Vec<u8> = (0..1_000_000u32).map(|i| (i % 251) as u8).collect();
+        let mut frame = (body.len() as i32).to_be_bytes().to_vec();
+        frame.extend_from_slice(&body);
+        let writer = tokio::spawn(async move {
+            client.write_all(&frame).await.unwrap();
+            client.flush().await.unwrap();
+            client
+        });
+        let mut input = Input::default();
+        while input.buf.len() < 4 + body.len() {
+            assert!(input.read_from(&mut server).await.unwrap() > 0);
+        }
+        assert!(input.buf[4..] == body[..]);
+        let _client = writer.await.unwrap();
+        // Read through `AsyncRead` every byte would be copied once after decryption; here only
+        // the records socket reads cut in two are.
+        let copied = server.bytes_copied();
+        assert!(copied < body.len() as u64 / 4, "{copied} bytes copied");
+    }
 }
