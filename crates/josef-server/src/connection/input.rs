@@ -178,18 +178,23 @@ mod tests {
             .unwrap()
             .self_signed(&key)
             .unwrap();
-        let settings = josef_tls::SslSettings {
-            keystore_location: None,
-            keystore_certificate_chain: Some(cert.pem()),
-            keystore_key: Some(key.serialize_pem()),
-            truststore_location: None,
-            truststore_certificates: None,
-            client_auth: josef_tls::ClientAuth::None,
-            principal_mapping_rules: "DEFAULT".into(),
-            enabled_protocols: vec!["TLSv1.3".into()],
-            cipher_suites: Vec::new(),
-            endpoint_identification: true,
-        };
+        let mut props = josef_config::settings::Props::new(std::collections::BTreeMap::from([
+            ("ssl.keystore.type".to_string(), "PEM".to_string()),
+            (
+                "listener.name.ssl.ssl.keystore.certificate.chain".to_string(),
+                cert.pem(),
+            ),
+            (
+                "listener.name.ssl.ssl.keystore.key".to_string(),
+                key.serialize_pem(),
+            ),
+        ]));
+        let settings = josef_tls::SslSettings::from_props(
+            &mut props,
+            "SSL",
+            josef_config::listener::SecurityProtocol::Ssl,
+        )
+        .unwrap();
         let mut roots = rustls::RootCertStore::empty();
         roots.add(cert.der().clone()).unwrap();
         let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
