@@ -4,8 +4,9 @@
 //! Why: rustls 0.23 decrypts a record in place in the caller's buffer but then copies the
 //! plaintext into a fresh `Vec` per record (`take_received_plaintext`), which the stream copied
 //! once more into the reader's buffer: an allocation and two copies per 16 KiB record on every
-//! produce request. Here a record is decrypted in place (rustls's own `MessageDecrypter`, so the
-//! AEAD code is the same) and its plaintext is copied once, straight into the reader's buffer.
+//! produce request. Here a record is opened with ring (the AEAD code rustls's ring provider runs,
+//! see [`crate::opener`]) either in place or right behind the plaintext of the record before it
+//! in the reader's own buffer, which leaves a request's plaintext contiguous with no copy.
 //!
 //! What rustls no longer does after the handshake, and so is done here: sequence numbers,
 //! record framing and size limits, alerts (close_notify ends the stream; a fatal alert or any

@@ -2,9 +2,11 @@
 //! read requests from and write responses to.
 //!
 //! The handshake runs on rustls's unbuffered API; then the record layer is Josef's
-//! ([`crate::records`], with rustls's keys and AEAD code): records are decrypted in place in the
-//! stream's ciphertext buffer and each record's plaintext is copied once, into the reader's
-//! buffer (rustls 0.23 would copy it into a fresh `Vec` per record first).
+//! ([`crate::records`], with rustls's keys and ring's AEAD). [`ServerStream::read_into`] (what the
+//! connection uses) reads records into the reader's own buffer and decrypts each one right behind
+//! the plaintext before it, so the plaintext is never copied; a read through [`AsyncRead`]
+//! decrypts records in place in the stream's ciphertext buffer and copies each record's plaintext
+//! once, into the reader's buffer (rustls 0.23 would copy it into a fresh `Vec` per record first).
 //!
 //! Why not tokio-rustls's stream: rustls's buffered connection reads the socket 4 KiB at a time
 //! into a buffer it shrinks back to 4 KiB (and re-zeroes as it grows) whenever it empties. Here
