@@ -169,8 +169,10 @@ fn next_frame(buf: &mut BytesMut, max_request_bytes: i32) -> Result<Option<Bytes
     }
 }
 
-/// Makes room for the next read: the rest of a known large frame, else a chunk.
-fn reserve_for_next(buf: &mut BytesMut) {
+/// Makes room for the next read: the rest of a known large frame, else a chunk. `room` gives the
+/// buffer room a read of so many bytes of the stream's data needs (more than the bytes on TLS,
+/// whose records are read into the buffer and decrypted there).
+fn reserve_for_next(buf: &mut BytesMut, room: fn(usize) -> usize) {
     let want = if buf.len() >= 4 {
         // The size was validated by `next_frame` before we got here.
         let size = i32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]).max(0) as usize;
@@ -179,9 +181,9 @@ fn reserve_for_next(buf: &mut BytesMut) {
         0
     };
     if want > READ_CHUNK {
-        buf.reserve(want);
+        buf.reserve(room(want));
     } else if buf.capacity() - buf.len() < READ_CHUNK / 4 {
-        buf.reserve(READ_CHUNK);
+        buf.reserve(room(READ_CHUNK));
     }
 }
 

@@ -42,6 +42,7 @@
 
 mod connector;
 mod listener;
+mod opener;
 pub mod pem;
 mod records;
 pub mod settings;

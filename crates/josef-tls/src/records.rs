@@ -4,8 +4,9 @@
 //! Why: rustls 0.23 decrypts a record in place in the caller's buffer but then copies the
 //! plaintext into a fresh `Vec` per record (`take_received_plaintext`), which the stream copied
 //! once more into the reader's buffer: an allocation and two copies per 16 KiB record on every
-//! produce request. Here a record is decrypted in place (rustls's own `MessageDecrypter`, so the
-//! AEAD code is the same) and its plaintext is copied once, straight into the reader's buffer.
+//! produce request. Here a record is opened with ring (the AEAD code rustls's ring provider runs,
+//! see [`crate::opener`]) either in place or right behind the plaintext of the record before it
+//! in the reader's own buffer, which leaves a request's plaintext contiguous with no copy.
 //!
 //! What rustls no longer does after the handshake, and so is done here: sequence numbers,
 //! record framing and size limits, alerts (close_notify ends the stream; a fatal alert or any
@@ -15,15 +16,15 @@
 
 use std::ops::Range;
 
-use rustls::crypto::cipher::{
-    InboundOpaqueMessage, MessageDecrypter, MessageEncrypter, OutboundChunks, OutboundPlainMessage,
-};
+use rustls::crypto::cipher::{MessageEncrypter, OutboundChunks, OutboundPlainMessage};
 use rustls::kernel::KernelConnection;
 use rustls::server::{ServerConnectionData, UnbufferedServerConnection};
 use rustls::{
     ConnectionTrafficSecrets, ContentType, Error, PeerMisbehaved, ProtocolVersion,
     SupportedCipherSuite,
 };
+
+use crate::opener::Opener;
 
 /// A record header: type, version, length.
 pub(crate) const HEADER: usize = 5;
@@ -53,7 +54,7 @@ pub(crate) enum Opened {
 pub(crate) struct RecordLayer {
     kernel: KernelConnection<ServerConnectionData>,
     suite: SupportedCipherSuite,
-    decrypter: Box<dyn MessageDecrypter>,
+    opener: Opener,
     encrypter: Box<dyn MessageEncrypter>,
     rx_seq: u64,
     tx_seq: u64,
@@ -81,22 +82,6 @@ fn key_iv(
         | ConnectionTrafficSecrets::Chacha20Poly1305 { key, iv } => Ok((key, iv)),
         _ => Err(Error::General("unsupported traffic secret".into())),
     }
-}
-
-/// The decrypter of `suite` for a traffic secret.
-fn decrypter(
-    suite: SupportedCipherSuite,
-    s: ConnectionTrafficSecrets,
-) -> Result<Box<dyn MessageDecrypter>, Error> {
-    let (key, iv) = key_iv(s)?;
-    Ok(match suite {
-        SupportedCipherSuite::Tls13(t) => t.aead_alg.decrypter(key, iv),
-        SupportedCipherSuite::Tls12(t) => {
-            // The extracted IV is the key block's fixed IV followed by the explicit nonce part.
-            let fixed = t.aead_alg.key_block_shape().fixed_iv_len;
-            t.aead_alg.decrypter(key, &iv.as_ref()[..fixed])
-        }
-    })
 }
 
 /// The encrypter of `suite` for a traffic secret.
@@ -144,7 +129,7 @@ impl RecordLayer {
         let (rx_seq, rx) = secrets.rx;
         let (tx_seq, tx) = secrets.tx;
         Ok(RecordLayer {
-            decrypter: decrypter(suite, rx)?,
+            opener: Opener::new(suite, rx)?,
             encrypter: encrypter(suite, tx)?,
             tx_limit: match suite {
                 SupportedCipherSuite::Tls13(t) => t.common.confidentiality_limit,
@@ -174,14 +159,29 @@ impl RecordLayer {
     /// Opens `record` (one complete record, as [`record_len`] measured it) in place. What must be
     /// sent in answer (a KeyUpdate) is appended to `send`.
     pub(crate) fn open(&mut self, record: &mut [u8], send: &mut Vec<u8>) -> Result<Opened, Error> {
+        let len = record.len();
+        self.open_at(record, self.opener.ciphertext_offset(), 0..len, send)
+    }
+
+    /// Opens the record at `buf[record]` (complete, as [`record_len`] measured it), its plaintext
+    /// written at `buf[dst..]`: `dst` may be anywhere from the end of the plaintext opened before
+    /// (records read back to back become one contiguous plaintext) to where the record's
+    /// ciphertext starts (in place). What must be sent in answer (a KeyUpdate) is appended to
+    /// `send`.
+    pub(crate) fn open_at(
+        &mut self,
+        buf: &mut [u8],
+        dst: usize,
+        record: Range<usize>,
+        send: &mut Vec<u8>,
+    ) -> Result<Opened, Error> {
         // A caller that did not measure the record with `record_len` gets an error, not a panic.
-        if record.len() < HEADER {
+        let Some(&typ) = buf.get(record.start).filter(|_| record.len() >= HEADER) else {
             return Err(Error::InvalidMessage(
                 rustls::InvalidMessage::MessageTooShort,
             ));
-        }
-        let typ = ContentType::from(record[0]);
-        let version = ProtocolVersion::from(u16::from_be_bytes([record[1], record[2]]));
+        };
+        let typ = ContentType::from(typ);
         let tls13 = self.tls13();
         if tls13
             && (typ != ContentType::ApplicationData || record.len() > HEADER + MAX_CIPHERTEXT_TLS13)
@@ -198,16 +198,14 @@ impl RecordLayer {
         if self.rx_seq == u64::MAX {
             return Err(Error::DecryptError);
         }
-        let base = record.as_ptr() as usize;
-        let msg = InboundOpaqueMessage::new(typ, version, &mut record[HEADER..]);
-        let plain = self.decrypter.decrypt(msg, self.rx_seq)?;
+        let (typ, len) = self.opener.open(buf, dst, record, self.rx_seq)?;
         self.rx_seq += 1;
-        let start = plain.payload.as_ptr() as usize - base;
-        let range = start..start + plain.payload.len();
-        match plain.typ {
+        let range = dst..dst + len;
+        let payload = &buf[range.clone()];
+        match typ {
             ContentType::ApplicationData if range.is_empty() => Ok(Opened::Control),
             ContentType::ApplicationData => Ok(Opened::Data(range)),
-            ContentType::Alert => match plain.payload {
+            ContentType::Alert => match payload {
                 // close_notify.
                 [_, 0] => Ok(Opened::Closed),
                 // user_canceled, and TLS 1.2's warnings: nothing to do (rustls ignores them too).
@@ -221,13 +219,13 @@ impl RecordLayer {
             ContentType::Handshake if tls13 => {
                 // Only KeyUpdate is expected after the handshake (no post-handshake auth), and
                 // it must end its record: what follows is under the next key.
-                let answer = match plain.payload {
+                let answer = match payload {
                     [KEY_UPDATE, 0, 0, 1, 0] => false,
                     [KEY_UPDATE, 0, 0, 1, 1] => true,
                     _ => return Err(PeerMisbehaved::KeyEpochWithPendingFragment.into()),
                 };
                 let (seq, secret) = self.kernel.update_rx_secret()?;
-                self.decrypter = decrypter(self.suite, secret)?;
+                self.opener = Opener::new(self.suite, secret)?;
                 self.rx_seq = seq;
                 if answer {
                     self.update_tx(send)?;
@@ -237,7 +235,7 @@ impl RecordLayer {
             // TLS 1.2 renegotiation, and anything else: refused.
             _ => Err(Error::InappropriateMessage {
                 expect_types: vec![ContentType::ApplicationData],
-                got_type: plain.typ,
+                got_type: typ,
             }),
         }
     }

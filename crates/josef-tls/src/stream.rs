@@ -2,9 +2,11 @@
 //! read requests from and write responses to.
 //!
 //! The handshake runs on rustls's unbuffered API; then the record layer is Josef's
-//! ([`crate::records`], with rustls's keys and AEAD code): records are decrypted in place in the
-//! stream's ciphertext buffer and each record's plaintext is copied once, into the reader's
-//! buffer (rustls 0.23 would copy it into a fresh `Vec` per record first).
+//! ([`crate::records`], with rustls's keys and ring's AEAD). [`ServerStream::read_into`] (what the
+//! connection uses) reads records into the reader's own buffer and decrypts each one right behind
+//! the plaintext before it, so the plaintext is never copied; a read through [`AsyncRead`]
+//! decrypts records in place in the stream's ciphertext buffer and copies each record's plaintext
+//! once, into the reader's buffer (rustls 0.23 would copy it into a fresh `Vec` per record first).
 //!
 //! Why not tokio-rustls's stream: rustls's buffered connection reads the socket 4 KiB at a time
 //! into a buffer it shrinks back to 4 KiB (and re-zeroes as it grows) whenever it empties. Here
@@ -78,6 +80,9 @@ pub struct ServerStream<S> {
     expected: usize,
     /// The TCP socket under the stream, if it is one, and the SO_RCVLOWAT last set on it.
     low_water: Option<(std::os::fd::RawFd, usize)>,
+    /// Plaintext and ciphertext bytes copied after the socket read (see
+    /// [`ServerStream::bytes_copied`]).
+    copied: u64,
 }
 
 impl<S> std::fmt::Debug for ServerStream<S> {
@@ -155,6 +160,7 @@ impl<S: 'static> ServerStream<S> {
             gather: Vec::new(),
             read_done: false,
             close_sent: false,
+            copied: 0,
         }
     }
 
@@ -166,6 +172,20 @@ impl<S: 'static> ServerStream<S> {
     /// each read (0 when nothing is certain); too large a value would stall the read.
     pub fn expect(&mut self, bytes: usize) {
         self.expected = bytes;
+    }
+
+    /// Bytes the read side copied in user space after the socket read: plaintext moved into the
+    /// reader's buffer by [`AsyncRead`] (every byte read), and by [`ServerStream::read_into`]
+    /// only the pieces of records a read cut in two (kept until the rest arrives). A diagnostic,
+    /// what tests count.
+    pub fn bytes_copied(&self) -> u64 {
+        self.copied
+    }
+
+    /// Room a buffer needs for [`ServerStream::read_into`] to read `plain` bytes of plaintext in
+    /// one go: the ciphertext's record headers and tags, and the record a read cuts in two.
+    pub fn room_for(plain: usize) -> usize {
+        plain.saturating_add(plain / 512).saturating_add(RECORD_MAX)
     }
 
     /// The underlying stream.
@@ -334,6 +354,7 @@ impl<S: 'static> ServerStream<S> {
                 let n = out.remaining().min(self.plain.1 - self.plain.0);
                 out.put_slice(&self.incoming[self.plain.0..self.plain.0 + n]);
                 self.plain.0 += n;
+                self.copied += n as u64;
                 delivered |= n > 0;
                 if self.plain.0 < self.plain.1 {
                     return Ok(true);
@@ -377,6 +398,46 @@ impl<S: 'static> ServerStream<S> {
         }
     }
 
+    /// Opens the records at `buf[start..]` (ciphertext just read, behind the plaintext `buf`
+    /// holds) one after another, each one's plaintext written right behind the one before, so
+    /// that `buf` ends with the new plaintext. A record cut off at the end is kept in `incoming`
+    /// until the rest arrives. Gives the plaintext bytes added.
+    fn open_appended(&mut self, buf: &mut BytesMut, start: usize) -> io::Result<usize> {
+        let Tls::Records(layer) = &mut self.tls else {
+            buf.truncate(start);
+            return Err(io::Error::other("TLS connection not established"));
+        };
+        let (mut pos, mut end) = (start, start);
+        let failed = loop {
+            let len = match record_len(&buf[pos..]) {
+                Ok(Some(len)) => len,
+                Ok(None) => break None,
+                Err(e) => break Some(e),
+            };
+            match layer.open_at(&mut buf[..], end, pos..pos + len, &mut self.outgoing) {
+                Ok(Opened::Data(range)) => end = range.end,
+                Ok(Opened::Control) => {}
+                Ok(Opened::Closed) => {
+                    // Nothing after close_notify is read.
+                    self.read_done = true;
+                    pos = buf.len();
+                    break None;
+                }
+                Err(e) => break Some(e),
+            }
+            pos += len;
+        };
+        if let Some(e) = failed {
+            layer.alert(&e, &mut self.outgoing);
+            buf.truncate(start);
+            return Err(tls_err(e));
+        }
+        self.incoming.extend_from_slice(&buf[pos..]);
+        self.copied += (buf.len() - pos) as u64;
+        buf.truncate(end);
+        Ok(end - start)
+    }
+
     /// Encrypts `data` at the end of the output buffer.
     fn seal(&mut self, typ: ContentType, data: &[u8]) -> io::Result<()> {
         let Tls::Records(layer) = &mut self.tls else {
@@ -403,9 +464,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin + 'static> ServerStream<S> {
         Poll::Ready(Ok(()))
     }
 
-    /// Reads ciphertext from the socket into the buffer: `Ready(Ok(0))` at the end of the stream.
-    fn poll_fill(&mut self, cx: &mut Context<'_>, plain: usize) -> Poll<io::Result<usize>> {
-        let target = self.read_target(plain);
+    /// Sets SO_RCVLOWAT on a TCP socket for what the reader expects (see [`ServerStream::expect`]).
+    fn set_low_water(&mut self) -> io::Result<()> {
         if let Some((fd, set)) = &mut self.low_water {
             // Ciphertext is never shorter than its plaintext, and what is buffered is part of it.
             let sure = self.expected.saturating_sub(self.incoming.len());
@@ -419,6 +479,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin + 'static> ServerStream<S> {
                 *set = want;
             }
         }
+        Ok(())
+    }
+
+    /// Lets go of a large output buffer while the connection waits with nothing to send.
+    fn shrink_idle_output(&mut self) {
+        if self.out_start == self.outgoing.len() && self.outgoing.capacity() > OUT_KEEP {
+            self.outgoing = Vec::new();
+            self.out_start = 0;
+        }
+    }
+
+    /// Reads ciphertext from the socket into the buffer: `Ready(Ok(0))` at the end of the stream.
+    fn poll_fill(&mut self, cx: &mut Context<'_>, plain: usize) -> Poll<io::Result<usize>> {
+        let target = self.read_target(plain);
+        self.set_low_water()?;
         if self.incoming.is_empty() && self.incoming.capacity() > 2 * target {
             // A large request went through: a waiting connection keeps a small buffer.
             self.incoming = BytesMut::new();
@@ -428,6 +503,131 @@ impl<S: AsyncRead + AsyncWrite + Unpin + 'static> ServerStream<S> {
         self.incoming
             .reserve(target.saturating_sub(self.incoming.len()).max(1024));
         tokio_util::io::poll_read_buf(Pin::new(&mut self.io), cx, &mut self.incoming)
+    }
+
+    /// Reads from the socket into `buf`'s spare room, after a gap as long as `incoming` (the front
+    /// of a record the last read cut off), then moves `incoming` into the gap: the record comes
+    /// together in `buf` with one copy of its front, and a read that finds nothing (`Pending`)
+    /// copies nothing. `buf` must have room for more than `incoming`.
+    fn poll_read_after(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut BytesMut,
+    ) -> Poll<io::Result<usize>> {
+        let gap = self.incoming.len();
+        let spare = buf.spare_capacity_mut();
+        let mut read = ReadBuf::uninit(&mut spare[gap..]);
+        ready!(Pin::new(&mut self.io).poll_read(cx, &mut read))?;
+        let n = read.filled().len();
+        if n > 0 {
+            // SAFETY: `spare` has room for `gap` bytes before what the read filled, and
+            // `incoming` holds `gap` bytes; the two do not overlap (different allocations). Then
+            // the `gap + n` bytes after the buffer's end are initialized: `gap` by this copy, `n`
+            // by the read.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    self.incoming.as_ptr(),
+                    spare.as_mut_ptr().cast::<u8>(),
+                    gap,
+                );
+                buf.set_len(buf.len() + gap + n);
+            }
+            self.copied += gap as u64;
+            self.incoming.clear();
+            if self.incoming.capacity() > 2 * RECORD_MAX {
+                // Left from reads through `AsyncRead`: only a cut-off record is kept here now.
+                self.incoming = BytesMut::new();
+            }
+        }
+        Poll::Ready(Ok(n))
+    }
+
+    /// Reads plaintext onto the end of `buf`; gives the bytes added, 0 at the end of the stream.
+    /// Cancel safe.
+    ///
+    /// Unlike a read through [`AsyncRead`], the ciphertext is read straight into `buf` and each
+    /// record is decrypted right behind the plaintext before it, so the plaintext is never
+    /// copied; only a record cut in two by a read is copied (its front, kept here until the rest
+    /// arrives). `buf` is given more room when it has too little for the next record; give it
+    /// [`ServerStream::room_for`] the plaintext expected so that it need not grow.
+    pub async fn read_into(&mut self, buf: &mut BytesMut) -> io::Result<usize> {
+        poll_fn(|cx| self.poll_read_into(cx, buf)).await
+    }
+
+    fn poll_read_into(
+        &mut self,
+        cx: &mut Context<'_>,
+        buf: &mut BytesMut,
+    ) -> Poll<io::Result<usize>> {
+        let start = buf.len();
+        // What the handshake or a read through `AsyncRead` left decrypted: handed over first.
+        if !self.leftover.is_empty() {
+            buf.extend_from_slice(&self.leftover);
+            self.copied += self.leftover.len() as u64;
+            self.leftover.clear();
+        }
+        if self.plain.0 < self.plain.1 {
+            buf.extend_from_slice(&self.incoming[self.plain.0..self.plain.1]);
+            self.copied += (self.plain.1 - self.plain.0) as u64;
+        }
+        if self.record > 0 {
+            self.incoming.advance(self.record);
+            self.record = 0;
+            self.plain = (0, 0);
+        }
+        if buf.len() > start {
+            return Poll::Ready(Ok(buf.len() - start));
+        }
+        loop {
+            if self.read_done {
+                return Poll::Ready(if self.incoming.is_empty() {
+                    Ok(0)
+                } else {
+                    Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "peer closed the stream in the middle of a TLS record",
+                    ))
+                });
+            }
+            if matches!(record_len(&self.incoming), Ok(None)) {
+                // A KeyUpdate answer goes out without waiting for the next response.
+                if let Poll::Ready(Err(e)) = self.poll_send(cx) {
+                    return Poll::Ready(Err(e));
+                }
+                self.set_low_water()?;
+                // Room for the whole record at the front (so more than what is kept of it).
+                let least = self.read_target(0);
+                if buf.capacity() - buf.len() < least {
+                    buf.reserve(self.read_target(self.expected).max(least));
+                }
+                match self.poll_read_after(cx, buf) {
+                    Poll::Ready(Ok(0)) => {
+                        self.read_done = true;
+                        continue;
+                    }
+                    Poll::Ready(Ok(_)) => {}
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Pending => {
+                        self.shrink_idle_output();
+                        return Poll::Pending;
+                    }
+                }
+            } else {
+                // A whole record (or a bad header) is buffered already (left by reads through
+                // `AsyncRead`): no read first.
+                buf.extend_from_slice(&self.incoming);
+                self.copied += self.incoming.len() as u64;
+                self.incoming.clear();
+            }
+            match self.open_appended(buf, start) {
+                Ok(0) => {}
+                Ok(n) => return Poll::Ready(Ok(n)),
+                Err(e) => {
+                    let _ = self.poll_send(cx);
+                    return Poll::Ready(Err(e));
+                }
+            }
+        }
     }
 
     /// Runs the handshake to its end (the caller bounds it in time).
@@ -481,6 +681,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + 'static> AsyncRead for ServerStream<S> 
         if !this.leftover.is_empty() {
             let n = this.leftover.len().min(out.remaining());
             out.put_slice(&this.leftover[..n]);
+            this.copied += n as u64;
             this.leftover.advance(n);
             return Poll::Ready(Ok(()));
         }
@@ -516,11 +717,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + 'static> AsyncRead for ServerStream<S> 
                 Poll::Ready(Ok(_)) => {}
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                 Poll::Pending => {
-                    if this.out_start == this.outgoing.len() && this.outgoing.capacity() > OUT_KEEP
-                    {
-                        this.outgoing = Vec::new();
-                        this.out_start = 0;
-                    }
+                    this.shrink_idle_output();
                     return Poll::Pending;
                 }
             }

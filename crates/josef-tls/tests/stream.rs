@@ -1,6 +1,7 @@
 //! The accepted TLS stream against a rustls client: large requests both ways on TLS 1.2 and 1.3,
 //! reads of any size, KeyUpdate, close_notify, bad records after the handshake, and how often a
-//! large request reads the socket.
+//! large request reads the socket; and the same through `read_into`, which decrypts in the
+//! reader's buffer.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -112,9 +113,21 @@ fn pattern(n: usize) -> Vec<u8> {
 
 /// The client writes a request of `len` bytes while the server reads it: it must arrive intact.
 async fn request_arrives_intact<S: AsyncRead + AsyncWrite + Unpin + 'static>(
+    client: ClientStream<DuplexStream>,
+    server: &mut ServerStream<S>,
+    len: usize,
+) -> ClientStream<DuplexStream> {
+    request_arrives_intact_via(client, server, len, false).await
+}
+
+/// As [`request_arrives_intact`]; with `read_into` the server reads with
+/// [`ServerStream::read_into`] into a buffer given the room [`ServerStream::room_for`] asks (as
+/// the connection does).
+async fn request_arrives_intact_via<S: AsyncRead + AsyncWrite + Unpin + 'static>(
     mut client: ClientStream<DuplexStream>,
     server: &mut ServerStream<S>,
     len: usize,
+    read_into: bool,
 ) -> ClientStream<DuplexStream> {
     let request = pattern(len);
     let sent = request.clone();
@@ -123,8 +136,18 @@ async fn request_arrives_intact<S: AsyncRead + AsyncWrite + Unpin + 'static>(
         client.flush().await.unwrap();
         client
     });
-    let mut got = vec![0u8; len];
-    server.read_exact(&mut got).await.unwrap();
+    let got = if read_into {
+        let mut buf = bytes::BytesMut::with_capacity(ServerStream::<S>::room_for(len));
+        while buf.len() < len {
+            let n = server.read_into(&mut buf).await.unwrap();
+            assert!(n > 0, "end of stream after {} bytes", buf.len());
+        }
+        buf.to_vec()
+    } else {
+        let mut got = vec![0u8; len];
+        server.read_exact(&mut got).await.unwrap();
+        got
+    };
     assert!(got == request, "request differs");
     writer.await.unwrap()
 }
@@ -161,10 +184,13 @@ async fn a_large_request_and_a_large_vectored_response_cross_intact_on_tls12_and
 
 use bytes::Buf;
 
-#[tokio::test]
-async fn every_suite_carries_data_both_ways_through_the_streams_record_layer() {
+/// Every TLS 1.3 and TLS 1.2 suite of rustls's ring provider (ECDSA certificates), with its version.
+fn every_ring_suite() -> [(
+    &'static rustls::SupportedProtocolVersion,
+    rustls::SupportedCipherSuite,
+); 6] {
     use rustls::crypto::ring::cipher_suite as cs;
-    let suites = [
+    [
         (&rustls::version::TLS13, cs::TLS13_AES_128_GCM_SHA256),
         (&rustls::version::TLS13, cs::TLS13_AES_256_GCM_SHA384),
         (&rustls::version::TLS13, cs::TLS13_CHACHA20_POLY1305_SHA256),
@@ -180,15 +206,28 @@ async fn every_suite_carries_data_both_ways_through_the_streams_record_layer() {
             &rustls::version::TLS12,
             cs::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
         ),
-    ];
-    for (version, suite) in suites {
-        let mut provider = rustls::crypto::ring::default_provider();
-        provider.cipher_suites = vec![suite];
-        let (listener, connector) = listener_and_client_with(version, provider);
-        let (a, b) = tokio::io::duplex(64 * 1024);
-        let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
-        let (client, server) = tokio::join!(connector.connect(name, a), listener.accept(b));
-        let (client, mut server) = (client.unwrap(), server.unwrap().0);
+    ]
+}
+
+/// A handshake on `suite` over a pipe of `pipe` bytes.
+async fn suite_pair(
+    version: &'static rustls::SupportedProtocolVersion,
+    suite: rustls::SupportedCipherSuite,
+    pipe: usize,
+) -> (ClientStream<DuplexStream>, ServerStream<DuplexStream>) {
+    let mut provider = rustls::crypto::ring::default_provider();
+    provider.cipher_suites = vec![suite];
+    let (listener, connector) = listener_and_client_with(version, provider);
+    let (a, b) = tokio::io::duplex(pipe);
+    let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+    let (client, server) = tokio::join!(connector.connect(name, a), listener.accept(b));
+    (client.unwrap(), server.unwrap().0)
+}
+
+#[tokio::test]
+async fn every_suite_carries_data_both_ways_through_the_streams_record_layer() {
+    for (version, suite) in every_ring_suite() {
+        let (client, mut server) = suite_pair(version, suite, 64 * 1024).await;
         assert_eq!(server.negotiated_cipher_suite(), Some(suite));
         let mut client = request_arrives_intact(client, &mut server, 100_003).await;
         let response = pattern(50_001);
@@ -403,4 +442,126 @@ async fn over_tcp_a_read_waits_for_the_expected_bytes_then_for_any_byte_again() 
     .unwrap();
     assert_eq!(&small, b"small");
     assert_eq!(rcvlowat(fd), 1);
+}
+
+#[tokio::test]
+async fn read_into_decrypts_a_request_in_the_readers_buffer_without_copying_it() {
+    for version in [&rustls::version::TLS13, &rustls::version::TLS12] {
+        // The whole request is in the pipe before the server reads (as a fast client's request
+        // is in the socket when SO_RCVLOWAT wakes the broker).
+        let Pair {
+            mut client,
+            mut server,
+            server_reads,
+        } = pair(version, 4 * 1024 * 1024).await;
+        let len = 1 << 20;
+        let request = pattern(len);
+        client.write_all(&request).await.unwrap();
+        client.flush().await.unwrap();
+        let mut buf = bytes::BytesMut::with_capacity(ServerStream::<Counting>::room_for(len));
+        while buf.len() < len {
+            assert!(server.read_into(&mut buf).await.unwrap() > 0);
+        }
+        assert!(buf[..] == request[..]);
+        // Through `AsyncRead` every plaintext byte is copied once after decryption; here only a
+        // record a socket read cut in two is (its front, twice: out of and back into the buffer).
+        let reads = server_reads.load(Ordering::Relaxed) as u64;
+        let copied = server.bytes_copied();
+        assert!(
+            copied <= reads * 2 * (16 * 1024 + 256),
+            "{copied} bytes copied in {reads} reads on {version:?}"
+        );
+        assert!(
+            copied < len as u64 / 8,
+            "{copied} bytes copied on {version:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn through_async_read_every_plaintext_byte_is_copied_once() {
+    // What `bytes_copied` counts, against which the test above compares.
+    let Pair {
+        mut client,
+        mut server,
+        ..
+    } = pair(&rustls::version::TLS13, 4 * 1024 * 1024).await;
+    let request = pattern(100_000);
+    client.write_all(&request).await.unwrap();
+    client.flush().await.unwrap();
+    let mut got = vec![0u8; request.len()];
+    server.read_exact(&mut got).await.unwrap();
+    assert_eq!(server.bytes_copied(), request.len() as u64);
+}
+
+#[tokio::test]
+async fn read_into_gets_records_cut_anywhere_by_small_reads_on_every_suite() {
+    for (version, suite) in every_ring_suite() {
+        // A pipe smaller than a record: reads cut records at changing places.
+        let (client, mut server) = suite_pair(version, suite, 5_000).await;
+        let mut client = request_arrives_intact_via(client, &mut server, 300_007, true).await;
+        // Then small requests, one record each, and the end of the stream.
+        for round in 0..3u8 {
+            client.write_all(&[b'r', round]).await.unwrap();
+            client.flush().await.unwrap();
+            let mut buf = bytes::BytesMut::new();
+            server.read_into(&mut buf).await.unwrap();
+            assert_eq!(&buf[..], &[b'r', round], "{suite:?}");
+        }
+        client.shutdown().await.unwrap();
+        let mut buf = bytes::BytesMut::new();
+        assert_eq!(server.read_into(&mut buf).await.unwrap(), 0, "{suite:?}");
+    }
+}
+
+#[tokio::test]
+async fn read_into_follows_key_updates_and_takes_over_from_async_read() {
+    let p = pair(&rustls::version::TLS13, 64 * 1024).await;
+    let (mut client, mut server) = (p.client, p.server);
+    // Two records, the first read partly through `AsyncRead`: the rest comes through `read_into`.
+    let first_request = pattern(20_000);
+    client.write_all(&first_request).await.unwrap();
+    client.flush().await.unwrap();
+    let mut first = [0u8; 100];
+    server.read_exact(&mut first).await.unwrap();
+    let mut buf = bytes::BytesMut::from(&first[..]);
+    while buf.len() < first_request.len() {
+        server.read_into(&mut buf).await.unwrap();
+    }
+    assert!(buf[..] == first_request[..]);
+    for round in 0..3u8 {
+        client.get_mut().1.refresh_traffic_keys().unwrap();
+        client =
+            request_arrives_intact_via(client, &mut server, 40_000 + round as usize, true).await;
+        // The server answered the KeyUpdate with its own before this record.
+        server.write_all(&[b'q', round]).await.unwrap();
+        server.flush().await.unwrap();
+        let mut got = [0u8; 2];
+        client.read_exact(&mut got).await.unwrap();
+        assert_eq!(got, [b'q', round]);
+    }
+}
+
+#[tokio::test]
+async fn read_into_refuses_garbage_and_a_stream_closed_mid_record() {
+    let bad: [&[u8]; 4] = [
+        // A record that does not authenticate.
+        &[[23u8, 3, 3, 0, 40].as_slice(), &[0xAB; 40]].concat(),
+        // A header announcing more than a record may hold.
+        &[23u8, 3, 3, 0xFF, 0xFF, 1, 2, 3],
+        // Not TLS at all.
+        b"GET / HTTP/1.1\r\n\r\n",
+        // A record cut off by the end of the stream.
+        &[23u8, 3, 3, 0, 100, 1, 2],
+    ];
+    for bytes in bad {
+        let p = pair(&rustls::version::TLS13, 64 * 1024).await;
+        let (mut raw, _) = p.client.into_inner();
+        let mut server = p.server;
+        raw.write_all(bytes).await.unwrap();
+        drop(raw);
+        let mut buf = bytes::BytesMut::new();
+        assert!(server.read_into(&mut buf).await.is_err(), "{bytes:?}");
+        assert!(buf.is_empty());
+    }
 }
