@@ -1364,6 +1364,94 @@ mod tests {
         }
     }
 
+    /// Memory storage whose `syncfs` fails: nothing may be taken for durable then.
+    #[derive(Debug)]
+    struct FailingSyncFs(MemoryStorage);
+
+    impl Storage for FailingSyncFs {
+        fn open_file(
+            &self,
+            path: &Path,
+            create: bool,
+        ) -> std::io::Result<Box<dyn josef_log::storage::StorageFile>> {
+            self.0.open_file(path, create)
+        }
+        fn open_index(
+            &self,
+            path: &Path,
+        ) -> std::io::Result<(Box<dyn josef_log::storage::IndexFile>, bool)> {
+            self.0.open_index(path)
+        }
+        fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+            self.0.read(path)
+        }
+        fn write_atomically(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+            self.0.write_atomically(path, bytes)
+        }
+        fn sync_file_system(&self, _dir: &Path) -> std::io::Result<()> {
+            Err(std::io::Error::other("syncfs failed"))
+        }
+        fn exists(&self, path: &Path) -> bool {
+            self.0.exists(path)
+        }
+        fn is_dir(&self, path: &Path) -> bool {
+            self.0.is_dir(path)
+        }
+        fn rename(&self, from: &Path, to: &Path) -> std::io::Result<()> {
+            self.0.rename(from, to)
+        }
+        fn remove_file(&self, path: &Path) -> std::io::Result<()> {
+            self.0.remove_file(path)
+        }
+        fn create_dir_all(&self, dir: &Path) -> std::io::Result<()> {
+            self.0.create_dir_all(dir)
+        }
+        fn remove_dir_all(&self, dir: &Path) -> std::io::Result<()> {
+            self.0.remove_dir_all(dir)
+        }
+        fn read_dir(&self, dir: &Path) -> std::io::Result<Vec<String>> {
+            self.0.read_dir(dir)
+        }
+        fn sync_dir(&self, dir: &Path) -> std::io::Result<()> {
+            self.0.sync_dir(dir)
+        }
+    }
+
+    /// The checkpoints and the marker of a shutdown vouch for logs closed without fsync only
+    /// after the `syncfs` of their dir: when it fails, neither is written and the next start
+    /// recovers every log from the previous recovery points.
+    #[test]
+    fn a_failed_syncfs_at_shutdown_leaves_the_dir_to_recovery() {
+        let storage: Arc<dyn Storage> = Arc::new(FailingSyncFs(MemoryStorage::new()));
+        let config = Arc::new(BrokerConfig {
+            log_dirs: vec!["/josef/a".into()],
+            log_storage: LogStorage::Custom(storage.clone()),
+            ..BrokerConfig::default()
+        });
+        let topics = TopicManager::load(config.clone(), None).unwrap();
+        topics.create("t", 4, BTreeMap::new()).unwrap();
+        for i in 0..4 {
+            append_one(&topics, "t", i);
+        }
+        let rp = Path::new("/josef/a/recovery-point-offset-checkpoint");
+        let before = storage.read(rp).ok();
+        topics.shutdown();
+        assert!(!storage.exists(Path::new("/josef/a/.kafka_cleanshutdown")));
+        assert_eq!(
+            storage.read(rp).ok(),
+            before,
+            "recovery points at the LEO unsynced"
+        );
+        drop(topics);
+        let topics = TopicManager::load(config, None).unwrap();
+        assert_eq!(all_clean(&topics), vec![false; 4]);
+        for i in 0..4 {
+            let p = topics.partition("t", i).unwrap();
+            assert_eq!(p.log_end_offset(), 1);
+            assert!(!p.log_load_report().recovered_segments.is_empty());
+        }
+    }
+
     /// The marker vouches for every log of its dir: a partition that could not be closed (still
     /// in use) leaves its dir unmarked, so the next start recovers it.
     #[test]
