@@ -1258,6 +1258,14 @@ mod tests {
         })
     }
 
+    fn one_dir(storage: Arc<dyn Storage>) -> Arc<BrokerConfig> {
+        Arc::new(BrokerConfig {
+            log_dirs: vec!["/josef/a".into()],
+            log_storage: LogStorage::Custom(storage),
+            ..BrokerConfig::default()
+        })
+    }
+
     fn text(storage: &dyn Storage, path: &str) -> String {
         String::from_utf8(storage.read(Path::new(path)).unwrap()).unwrap()
     }
@@ -1423,11 +1431,7 @@ mod tests {
     #[test]
     fn a_failed_syncfs_at_shutdown_leaves_the_dir_to_recovery() {
         let storage: Arc<dyn Storage> = Arc::new(FailingSyncFs(MemoryStorage::new()));
-        let config = Arc::new(BrokerConfig {
-            log_dirs: vec!["/josef/a".into()],
-            log_storage: LogStorage::Custom(storage.clone()),
-            ..BrokerConfig::default()
-        });
+        let config = one_dir(storage.clone());
         let topics = TopicManager::load(config.clone(), None).unwrap();
         topics.create("t", 4, BTreeMap::new()).unwrap();
         for i in 0..4 {
@@ -1457,11 +1461,7 @@ mod tests {
     #[test]
     fn a_log_dir_with_a_partition_left_open_is_not_marked_clean() {
         let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
-        let config = Arc::new(BrokerConfig {
-            log_dirs: vec!["/josef/a".into()],
-            log_storage: LogStorage::Custom(storage.clone()),
-            ..BrokerConfig::default()
-        });
+        let config = one_dir(storage.clone());
         let topics = TopicManager::load(config.clone(), None).unwrap();
         topics.create("t", 4, BTreeMap::new()).unwrap();
         let held = topics.partition("t", 2).unwrap();
