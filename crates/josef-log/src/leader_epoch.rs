@@ -6,11 +6,14 @@
 //! so that its directories are what Kafka would write and replication can be added later.
 //!
 //! The file lives in the partition directory: line 1 the version `0`, line 2 the entry count, then
-//! one `epoch start_offset` line per entry. It is written via `.tmp`, fsync and rename whenever the
-//! cache changes (rarely: on a new epoch, a truncation, or a log start offset move).
+//! one `epoch start_offset` line per entry. It is rewritten via `.tmp` and a rename whenever the
+//! cache changes (rarely: on a new epoch, a truncation, or a log start offset move): with an
+//! fsync after a truncation, and without one after a new epoch, which is made durable by the
+//! log's next flush instead (see [`LeaderEpochFileCache::assign`] for why that is enough).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::checkpoint::write_file_atomically_in;
 use crate::error::LogError;
@@ -60,6 +63,10 @@ pub struct LeaderEpochFileCache {
     storage: Arc<dyn Storage>,
     /// Keyed by epoch; start offsets increase with the epoch (kept so by `assign`).
     epochs: BTreeMap<i32, i64>,
+    /// The file was replaced by `assign` and not fsynced since.
+    unsynced: AtomicBool,
+    /// The file was read and was empty (see [`LeaderEpochFileCache::read_an_empty_file`]).
+    read_empty: bool,
 }
 
 impl LeaderEpochFileCache {
@@ -73,18 +80,23 @@ impl LeaderEpochFileCache {
     /// [`LeaderEpochFileCache::open`] on any [`Storage`].
     pub fn open_in(storage: Arc<dyn Storage>, dir: &Path) -> Result<Self, LogError> {
         let path = dir.join(LEADER_EPOCH_CHECKPOINT_FILE);
-        let epochs = match storage.read(&path) {
-            Ok(bytes) => parse_leader_epoch_checkpoint(&String::from_utf8_lossy(&bytes))?
-                .into_iter()
-                .map(|e| (e.epoch, e.start_offset))
-                .collect(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeMap::new(),
+        let (epochs, read_empty) = match storage.read(&path) {
+            Ok(bytes) => (
+                parse_leader_epoch_checkpoint(&String::from_utf8_lossy(&bytes))?
+                    .into_iter()
+                    .map(|e| (e.epoch, e.start_offset))
+                    .collect(),
+                bytes.is_empty(),
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (BTreeMap::new(), false),
             Err(e) => return Err(LogError::io(&path, e)),
         };
         Ok(LeaderEpochFileCache {
             path,
             storage,
             epochs,
+            unsynced: AtomicBool::new(false),
+            read_empty,
         })
     }
 
@@ -100,7 +112,17 @@ impl LeaderEpochFileCache {
             path: dir.join(LEADER_EPOCH_CHECKPOINT_FILE),
             storage,
             epochs: BTreeMap::new(),
+            unsynced: AtomicBool::new(false),
+            read_empty: false,
         }
+    }
+
+    /// Whether the file was there but empty when the cache was opened. Josef never writes an
+    /// empty file (even no entries is a version and a count line), Kafka creates one only
+    /// before its first entry; in a log holding data it is what a power failure can leave of
+    /// a file replaced without fsync, so the loader rebuilds the cache from every segment.
+    pub fn read_an_empty_file(&self) -> bool {
+        self.read_empty
     }
 
     /// Path of the checkpoint file.
@@ -160,6 +182,22 @@ impl LeaderEpochFileCache {
     /// ignored (batches written without a leader epoch). Entries that would break monotonicity
     /// (an epoch `>= epoch` or a start offset `>= start_offset`) are removed first, as Kafka does.
     /// Returns whether the cache changed (and the file was rewritten).
+    ///
+    /// The file is replaced through a rename without fsync; [`LeaderEpochFileCache::sync`]
+    /// (called by the log's flush before it moves the recovery point) makes it durable. Kafka
+    /// fsyncs it here, on the append path, so that the file never lacks an entry for data its
+    /// recovery point covers: after an unclean stop only the segments from the recovery point
+    /// are scanned again and re-assign their epochs (its truncations, by contrast, are written
+    /// in the background). The entry assigned here starts at the LEO, past the recovery point,
+    /// so that rule holds as long as the file is durable before the recovery point moves past
+    /// the entry's offset, which every flush does (and the broker's shutdown, through one
+    /// `syncfs` before its checkpoints). A kill -9 loses nothing written (the page cache
+    /// survives it); a power failure can leave the old file (its missing entries are in
+    /// segments recovery scans again) or an empty one (the loader then rescans every segment:
+    /// [`LeaderEpochFileCache::read_an_empty_file`]). With `flush.messages=1` the flush before
+    /// the acknowledgement syncs the file, so an acknowledged batch's epoch is as durable as in
+    /// Kafka. An fsync per new epoch was one of two per partition on the first append, most
+    /// of the time filling 10,000 empty partitions took (issue #22).
     pub fn assign(&mut self, epoch: i32, start_offset: i64) -> Result<bool, LogError> {
         if epoch < 0 || !self.is_update_needed(epoch, start_offset) {
             return Ok(false);
@@ -167,8 +205,28 @@ impl LeaderEpochFileCache {
         self.epochs
             .retain(|&e, &mut o| e < epoch && o < start_offset);
         self.epochs.insert(epoch, start_offset);
-        self.flush()?;
+        self.storage
+            .write_replacing(
+                &self.path,
+                format_leader_epoch_checkpoint(&self.entries()).as_bytes(),
+            )
+            .map_err(|e| LogError::io(&self.path, e))?;
+        self.unsynced.store(true, Ordering::Relaxed);
         Ok(true)
+    }
+
+    /// Makes the file durable if [`LeaderEpochFileCache::assign`] replaced it since the last
+    /// fsync (an atomic rewrite: the same two fsyncs it skipped); nothing otherwise.
+    pub fn sync(&self) -> Result<(), LogError> {
+        if self.unsynced.load(Ordering::Relaxed) {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Whether the file was replaced without fsync and not synced since.
+    pub fn is_unsynced(&self) -> bool {
+        self.unsynced.load(Ordering::Relaxed)
     }
 
     /// Removes every entry starting at or after `end_offset` (the log was truncated to it).
@@ -248,13 +306,15 @@ impl LeaderEpochFileCache {
             .map(|(&e, _)| e)
     }
 
-    /// Writes the checkpoint file atomically.
+    /// Writes the checkpoint file atomically (fsynced).
     pub fn flush(&self) -> Result<(), LogError> {
         write_file_atomically_in(
             &*self.storage,
             &self.path,
             format_leader_epoch_checkpoint(&self.entries()).as_bytes(),
-        )
+        )?;
+        self.unsynced.store(false, Ordering::Relaxed);
+        Ok(())
     }
 }
 

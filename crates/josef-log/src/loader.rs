@@ -366,7 +366,12 @@ pub(crate) fn load(
         false => Ok(LeaderEpochFileCache::empty_in(storage.clone(), dir)),
     };
     let (mut leader_epoch_cache, rebuild_all) = match opened {
-        Ok(c) => (c, !epoch_file_exists && log_end_offset > log_start_offset),
+        // An empty file in a log with data is what a power failure can leave of a file
+        // `assign` replaced without fsync: it is not trusted either.
+        Ok(c) => {
+            let untrusted = !epoch_file_exists || c.read_an_empty_file();
+            (c, untrusted && log_end_offset > log_start_offset)
+        }
         Err(_) => (LeaderEpochFileCache::empty_in(storage.clone(), dir), true),
     };
     leader_epoch_cache.truncate_from_end(log_end_offset)?;
@@ -392,8 +397,9 @@ pub(crate) fn load(
     leader_epoch_cache.truncate_from_start(log_start_offset)?;
     // The file marks the epochs as known for the batches there are (a log from before epochs
     // has none and is rescanned whole); an empty log has nothing to mark until its first
-    // epoch is assigned, which writes the file.
-    if !epoch_file_exists && log_end_offset > log_start_offset {
+    // epoch is assigned, which writes the file. A rebuilt file is synced at once: it lists
+    // epochs of data the recovery point may already cover.
+    if rebuild_all && log_end_offset > log_start_offset {
         leader_epoch_cache.flush()?;
     }
 

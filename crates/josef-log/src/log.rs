@@ -322,6 +322,19 @@ impl Log {
         Ok(())
     }
 
+    /// Assigns an epoch of appended batches. The append's flush (`flush.messages`) ran before
+    /// it: an entry the recovery point already covers is synced at once, as Kafka's `assign`
+    /// does, so that an acknowledged batch's epoch is as durable as the batch (see
+    /// `LeaderEpochFileCache::assign`).
+    fn assign_epoch(&mut self, epoch: i32, start_offset: i64) -> Result<(), LogError> {
+        if self.leader_epoch_cache.assign(epoch, start_offset)?
+            && self.recovery_point > start_offset
+        {
+            self.leader_epoch_cache.sync()?;
+        }
+        Ok(())
+    }
+
     fn active_mut(&mut self) -> &mut LogSegment {
         self.segments
             .values_mut()
@@ -476,8 +489,7 @@ impl Log {
             now_ms,
         )?;
         // Every batch carries the same epoch: one entry at the first offset, if new.
-        self.leader_epoch_cache
-            .assign(leader_epoch, scan.first_offset)?;
+        self.assign_epoch(leader_epoch, scan.first_offset)?;
         Ok(LogAppendInfo {
             first_offset: scan.first_offset,
             last_offset: scan.last_offset,
@@ -637,8 +649,7 @@ impl Log {
         // Kafka's rule: each batch's epoch starts at its base offset, if later than the latest.
         let mut pos = 0usize;
         while let Next::Batch(h) = next_batch(&records[pos..]) {
-            self.leader_epoch_cache
-                .assign(h.partition_leader_epoch, h.base_offset)?;
+            self.assign_epoch(h.partition_leader_epoch, h.base_offset)?;
             pos += h.total_size();
         }
         Ok(LogAppendInfo {
@@ -758,6 +769,9 @@ impl Log {
     /// Fsyncs every segment holding unflushed offsets and moves the recovery point to the LEO. A
     /// standalone log also rewrites its recovery-point checkpoint.
     pub fn flush(&mut self) -> Result<(), LogError> {
+        // Before the recovery point moves past the epochs it lists (see
+        // `LeaderEpochFileCache::assign`).
+        self.leader_epoch_cache.sync()?;
         if self.recovery_point >= self.log_end_offset {
             return Ok(());
         }
@@ -1310,6 +1324,22 @@ impl Log {
         Ok(())
     }
 
+    /// [`Log::write_producer_snapshot`] without fsync, before a [`Log::close_unsynced`]: a
+    /// snapshot a power failure damaged fails its CRC check at the next open, and the producer
+    /// state is then rebuilt from the log instead.
+    pub fn write_producer_snapshot_unsynced(
+        &mut self,
+        offset: i64,
+        bytes: &[u8],
+    ) -> Result<(), LogError> {
+        let path = naming::producer_snapshot_file(&self.dir, offset);
+        self.storage
+            .write_replacing(&path, bytes)
+            .map_err(|e| LogError::io(&path, e))?;
+        self.snapshots.insert(offset, path);
+        Ok(())
+    }
+
     /// The newest producer snapshot at or below the LEO, with its offset.
     pub fn latest_producer_snapshot(&self) -> Result<Option<(i64, Bytes)>, LogError> {
         let Some((&offset, path)) = self.snapshots.range(..=self.log_end_offset).next_back() else {
@@ -1367,16 +1397,41 @@ impl Log {
             self.write_standalone_checkpoints()?;
         }
         // `flush` above made every segment's data durable (the recovery point is at the LEO).
-        let segments = std::mem::take(&mut self.segments);
-        for (_, seg) in segments {
-            seg.close_flushed()?;
+        self.close_segments(true)?;
+        if standalone {
+            crate::loader::write_clean_shutdown_marker_in(&*self.storage, &dir)?;
+        }
+        Ok(())
+    }
+
+    /// [`Log::close`] without a single fsync, for a caller that closes many logs and then makes
+    /// them all durable at once with [`crate::storage::Storage::sync_file_system`] before it
+    /// writes the recovery points (at the LEO) and the clean-shutdown marker that vouch for
+    /// them: Kafka's shutdown fsyncs every log (on `num.recovery.threads.per.data.dir`
+    /// threads); one `syncfs` per log dir does the same work without a call and a journal
+    /// commit per file, which were most of a SIGTERM with 10,000 partitions holding data
+    /// (issue #22). Until then a crash leaves the previous checkpoints, which recover the
+    /// unsynced data as after any unclean stop. A standalone log writes its own checkpoints and
+    /// marker, so it is closed with [`Log::close`].
+    pub fn close_unsynced(mut self) -> Result<(), LogError> {
+        if self.state == PartitionState::Standalone {
+            return self.close();
+        }
+        self.close_segments(false)
+    }
+
+    /// Closes every segment (final time index entry, trimmed and materialized indexes, synced
+    /// only when `sync_indexes`) and deletes those scheduled for deletion.
+    fn close_segments(&mut self, sync_indexes: bool) -> Result<(), LogError> {
+        for (_, seg) in std::mem::take(&mut self.segments) {
+            match sync_indexes {
+                true => seg.close_flushed()?,
+                false => seg.close_unsynced()?,
+            }
         }
         // Nothing reads the log any more: scheduled deletions need not wait.
         for (_, seg) in std::mem::take(&mut self.pending_deletes) {
             seg.delete()?;
-        }
-        if standalone {
-            crate::loader::write_clean_shutdown_marker_in(&*self.storage, &dir)?;
         }
         Ok(())
     }

@@ -772,6 +772,12 @@ impl LogSegment {
         self.txn_index.flush()
     }
 
+    /// [`LogSegment::close`] with nothing synced: the caller syncs the whole file system
+    /// ([`crate::Log::close_unsynced`]).
+    pub(crate) fn close_unsynced(mut self) -> Result<(), LogError> {
+        self.on_become_inactive()
+    }
+
     /// Largest timestamp for retention: the max timestamp, or the file's mtime if no batch has one.
     pub fn largest_timestamp(&self) -> i64 {
         if self.max_timestamp_so_far.timestamp >= 0 {

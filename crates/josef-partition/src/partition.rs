@@ -1633,6 +1633,18 @@ impl Partition {
     /// Flushes, snapshots producer state at the LEO, and closes the log; a log offline after an
     /// I/O error is left for the next open to recover, and this is an error.
     pub fn close(self) -> Result<(), LogError> {
+        self.close_with(true)
+    }
+
+    /// [`Partition::close`] without fsyncs (the producer snapshot and the log's files are left in
+    /// the page cache), for a caller that closes many partitions of a log dir and then makes them
+    /// durable with one [`josef_log::storage::Storage::sync_file_system`] before it checkpoints
+    /// their recovery points at the LEO (see [`Log::close_unsynced`]).
+    pub fn close_unsynced(self) -> Result<(), LogError> {
+        self.close_with(false)
+    }
+
+    fn close_with(self, sync: bool) -> Result<(), LogError> {
         let mut d = self.data.into_inner();
         if let Some(why) = d.write_failure.take() {
             // Left as after a crash, for the next open to recover from its files: a producer
@@ -1643,7 +1655,9 @@ impl Partition {
                 std::io::Error::other(format!("not closed: offline after an I/O error: {why}")),
             ));
         }
-        d.log.flush()?;
+        if sync {
+            d.log.flush()?;
+        }
         let leo = d.log.log_end_offset();
         // Kafka's `ProducerStateManager.takeSnapshot` skips an offset already snapshotted: the
         // state at an offset is what the log up to it says. A log with nothing in it and no
@@ -1654,8 +1668,14 @@ impl Partition {
             leo == d.log.log_start_offset() && d.producers.is_empty() && snapshotted.is_empty();
         if !snapshotted.contains(&leo) && !nothing_to_keep {
             let snapshot = d.producers.encode_snapshot();
-            d.log.write_producer_snapshot(leo, &snapshot)?;
+            match sync {
+                true => d.log.write_producer_snapshot(leo, &snapshot)?,
+                false => d.log.write_producer_snapshot_unsynced(leo, &snapshot)?,
+            }
         }
-        d.log.close()
+        match sync {
+            true => d.log.close(),
+            false => d.log.close_unsynced(),
+        }
     }
 }

@@ -98,6 +98,9 @@ impl Storage for FailingSync {
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         self.inner.sync_dir(dir)
     }
+    fn sync_file_system(&self, dir: &Path) -> io::Result<()> {
+        self.inner.sync_file_system(dir)
+    }
 }
 
 fn open(storage: &Arc<dyn Storage>) -> Partition {

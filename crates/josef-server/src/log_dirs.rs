@@ -202,10 +202,18 @@ impl LogDirs {
                 None => elsewhere.push(p),
             }
         }
+        // Nothing is fsynced per partition: one `syncfs` per dir below makes the closed logs
+        // durable before the checkpoints say so (`Log::close_unsynced`).
         let results = on_threads_per_dir(&groups, self.threads_per_dir, |slot| {
-            slot.lock().take().map(close_one)
+            slot.lock().take().map(|p| close_one(p, false))
         });
         for (i, dir) in self.dirs.iter().enumerate() {
+            if let Err(e) = self.storage.sync_file_system(dir) {
+                // The previous checkpoints stay: the next start recovers these logs from them.
+                tracing::warn!(dir = %dir.display(), error = %e,
+                    "cannot sync the log dir: its checkpoints are not written, nor its marker");
+                continue;
+            }
             let closed = &results[i];
             let all_closed =
                 closed.len() == groups[i].len() && closed.iter().all(|r| matches!(r, Some(Ok(_))));
@@ -231,7 +239,7 @@ impl LogDirs {
             }
         }
         for p in elsewhere {
-            let _ = close_one(p);
+            let _ = close_one(p, true);
         }
     }
 
@@ -268,15 +276,20 @@ fn entry(p: &Partition) -> PartitionCheckpoint {
     }
 }
 
-/// Closes a partition, or flushes it if it is still shared. `Ok` carries its offsets after a
-/// close (recovery point at the LEO); `Err` the offsets it was left with.
-fn close_one(p: Arc<Partition>) -> Result<PartitionCheckpoint, PartitionCheckpoint> {
+/// Closes a partition (with its fsyncs when `sync`, else leaving them to a `syncfs` of its log
+/// dir), or flushes it if it is still shared. `Ok` carries its offsets after a close (recovery
+/// point at the LEO, durable once synced); `Err` the offsets it was left with.
+fn close_one(p: Arc<Partition>, sync: bool) -> Result<PartitionCheckpoint, PartitionCheckpoint> {
     match Arc::try_unwrap(p) {
         Ok(p) => {
             let before = entry(&p);
             let leo = p.log_end_offset();
             let (topic, index) = (p.topic.clone(), p.index);
-            match p.close() {
+            let closed = match sync {
+                true => p.close(),
+                false => p.close_unsynced(),
+            };
+            match closed {
                 Ok(()) => Ok(PartitionCheckpoint {
                     recovery_point: leo,
                     ..before

@@ -301,6 +301,18 @@ impl Storage for BoundedFiles {
         self.shared.inner.write_atomically(path, bytes)
     }
 
+    fn write_replacing(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        // Handles on the replaced file keep its old bytes, as after a rename.
+        self.pin(path, false)?;
+        self.shared.inner.write_replacing(path, bytes)
+    }
+
+    fn sync_file_system(&self, dir: &Path) -> io::Result<()> {
+        // Data written through descriptors closed since is in the page cache, which syncfs
+        // covers whether or not a descriptor is open.
+        self.shared.inner.sync_file_system(dir)
+    }
+
     fn exists(&self, path: &Path) -> bool {
         self.shared.inner.exists(path)
     }

@@ -24,6 +24,10 @@ pub struct StorageCalls {
     pub dir_listings: u64,
     /// `sync_dir` (an fsync of a directory on disk).
     pub dir_syncs: u64,
+    /// `write_replacing` (a temporary file and a rename on disk, no fsync).
+    pub unsynced_writes: u64,
+    /// `sync_file_system` (one `syncfs` on disk, whatever the number of files).
+    pub file_system_syncs: u64,
     /// Every other call: `read`, `rename`, `remove_file`, `create_dir_all`, `remove_dir_all`.
     pub other: u64,
     /// Bytes read: whole files (`read`), through open files and through index files (what a
@@ -60,6 +64,8 @@ pub struct CountingStorage {
     lookups: AtomicU64,
     dir_listings: AtomicU64,
     dir_syncs: AtomicU64,
+    unsynced_writes: AtomicU64,
+    file_system_syncs: AtomicU64,
     other: AtomicU64,
 }
 
@@ -76,6 +82,8 @@ impl CountingStorage {
             lookups: AtomicU64::new(0),
             dir_listings: AtomicU64::new(0),
             dir_syncs: AtomicU64::new(0),
+            unsynced_writes: AtomicU64::new(0),
+            file_system_syncs: AtomicU64::new(0),
             other: AtomicU64::new(0),
         }
     }
@@ -89,6 +97,8 @@ impl CountingStorage {
             lookups: get(&self.lookups),
             dir_listings: get(&self.dir_listings),
             dir_syncs: get(&self.dir_syncs),
+            unsynced_writes: get(&self.unsynced_writes),
+            file_system_syncs: get(&self.file_system_syncs),
             other: get(&self.other),
             bytes_read: get(&self.bytes_read),
             syncs: get(&self.syncs),
@@ -136,6 +146,16 @@ impl Storage for CountingStorage {
     fn write_atomically(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
         Self::count(&self.atomic_writes);
         self.inner.write_atomically(path, bytes)
+    }
+
+    fn write_replacing(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        Self::count(&self.unsynced_writes);
+        self.inner.write_replacing(path, bytes)
+    }
+
+    fn sync_file_system(&self, dir: &Path) -> io::Result<()> {
+        Self::count(&self.file_system_syncs);
+        self.inner.sync_file_system(dir)
     }
 
     fn file_len(&self, path: &Path) -> io::Result<u64> {

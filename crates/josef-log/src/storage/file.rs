@@ -84,6 +84,18 @@ impl Storage for FileStorage {
         }
     }
 
+    fn write_replacing(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(TMP_FILE_SUFFIX);
+        let tmp = PathBuf::from(tmp);
+        std::fs::write(&tmp, bytes)?;
+        std::fs::rename(&tmp, path)
+    }
+
+    fn sync_file_system(&self, dir: &Path) -> io::Result<()> {
+        sync_file_system_of(&File::open(dir)?)
+    }
+
     fn exists(&self, path: &Path) -> bool {
         path.exists()
     }
@@ -129,6 +141,24 @@ impl Storage for FileStorage {
         // Opening a directory read-only and calling fsync is how POSIX makes its entries durable.
         File::open(dir)?.sync_all()
     }
+}
+
+/// `syncfs` of the file system `file` is on (since Linux 5.8 it reports write-back errors).
+#[cfg(target_os = "linux")]
+fn sync_file_system_of(file: &File) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: syncfs only reads the descriptor, which `file` keeps open for the call.
+    match unsafe { libc::syncfs(file.as_raw_fd()) } {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
+    }
+}
+
+/// Elsewhere there is no `syncfs`, and POSIX does not promise that `sync` waits for the writes:
+/// refused, so that nothing is taken for durable that may not be.
+#[cfg(not(target_os = "linux"))]
+fn sync_file_system_of(_file: &File) -> io::Result<()> {
+    Err(io::ErrorKind::Unsupported.into())
 }
 
 #[derive(Debug)]

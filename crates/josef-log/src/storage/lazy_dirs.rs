@@ -215,6 +215,16 @@ impl Storage for LazyDirs {
         self.shared.inner.write_atomically(path, bytes)
     }
 
+    fn write_replacing(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        self.shared.materialize_parent(path)?;
+        self.shared.inner.write_replacing(path, bytes)
+    }
+
+    fn sync_file_system(&self, dir: &Path) -> io::Result<()> {
+        // Pending directories hold nothing written; the log dir itself always exists.
+        self.shared.inner.sync_file_system(dir)
+    }
+
     fn exists(&self, path: &Path) -> bool {
         {
             let pending = lock(&self.shared.pending);

@@ -256,6 +256,10 @@ impl Storage for MemoryStorage {
             .collect())
     }
 
+    fn sync_file_system(&self, dir: &Path) -> io::Result<()> {
+        self.sync_dir(dir)
+    }
+
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         if self.is_dir(dir) {
             Ok(())

@@ -91,6 +91,20 @@ pub trait Storage: Send + Sync + Debug {
     /// rename, directory fsync), so a reader or a restart sees the old or the new contents.
     fn write_atomically(&self, path: &Path, bytes: &[u8]) -> io::Result<()>;
 
+    /// Replaces the file at `path` with `bytes` through `<path>.tmp` and a rename, syncing
+    /// nothing: a restart after kill -9 sees the old or the new contents, but after a power
+    /// failure the file may be the old one, or empty or cut. Only for files whose reader refuses
+    /// a damaged one and whose writer makes them durable (a [`Storage::sync_dir`] of their
+    /// directory and an fsync, or a [`Storage::sync_file_system`]) before anything relies on
+    /// them. The default is [`Storage::write_atomically`].
+    fn write_replacing(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        self.write_atomically(path, bytes)
+    }
+
+    /// Makes every write so far to the file system holding `dir` durable, data and names (Linux
+    /// `syncfs`): one call instead of an fsync per file when thousands of files changed.
+    fn sync_file_system(&self, dir: &Path) -> io::Result<()>;
+
     /// Whether a file or directory exists at `path`.
     fn exists(&self, path: &Path) -> bool;
 
