@@ -145,3 +145,26 @@ fn close_unsynced_syncs_nothing_and_the_log_reopens_whole() {
     assert_eq!(log.log_end_offset(), 2);
     assert_eq!(log.leader_epoch_cache().latest_epoch(), Some(0));
 }
+
+/// A restart of a partition whose epoch starts at its log end (a cluster node's empty partition:
+/// the epoch is assigned on becoming leader) drops that entry, as Kafka's loader does, without
+/// an fsync; the next flush syncs the file.
+#[test]
+fn a_load_that_drops_an_epoch_at_the_log_end_does_not_sync() {
+    let counting = Arc::new(CountingStorage::new(Arc::new(MemoryStorage::new())));
+    let storage: Arc<dyn Storage> = counting.clone();
+    let mut log = open(&storage, LogConfig::default(), managed(0, false));
+    log.assign_epoch_start_offset(0).unwrap();
+    log.close().unwrap();
+    let before = counting.calls();
+    let mut log = open(&storage, LogConfig::default(), managed(0, true));
+    let c = counting.calls();
+    assert_eq!(log.leader_epoch_cache().entries(), Vec::<EpochEntry>::new());
+    assert_eq!(c.atomic_writes - before.atomic_writes, 0, "{c:?}");
+    assert_eq!(c.syncs - before.syncs, 0, "{c:?}");
+    assert_eq!(c.unsynced_writes - before.unsynced_writes, 1, "{c:?}");
+    assert!(log.leader_epoch_cache().is_unsynced());
+    log.flush().unwrap();
+    assert!(!log.leader_epoch_cache().is_unsynced());
+    assert_eq!(counting.calls().atomic_writes, c.atomic_writes + 1);
+}
