@@ -821,20 +821,30 @@ mod tests {
     #[test]
     fn a_fetch_that_read_nothing_parks_without_checking_its_partitions() {
         let (_dir, ps, purgatory) = wired_leaders(10);
-        let seq = partition_event_seq();
-        let (op, mut rx) =
-            DelayedFetch::new(waiting_from_zero(&ps), 1, FetchIsolation::LogEnd, 60_000);
-        let op = op.read_at_event(seq);
-        let checks = op.check_counter();
-        let op = DelayedOp::Fetch(op);
-        let keys = op.keys();
-        let parked = !purgatory.try_complete_else_watch(op, keys);
-        // Other tests' partitions may raise events meanwhile (the number is per process): then
-        // the checks run, as they must.
-        if partition_event_seq() == seq {
-            assert!(parked);
-            assert_eq!(checks.load(Ordering::Relaxed), 0);
+        // The event number is per process, so other tests' partitions may move it while this
+        // one parks (then the checks run, as they must). Park until one attempt saw no foreign
+        // event, bounded: it must have checked nothing. Without the gate every attempt checks
+        // all 10 partitions twice.
+        let mut quiet_attempt = None;
+        for _ in 0..200 {
+            let seq = partition_event_seq();
+            let (op, rx) =
+                DelayedFetch::new(waiting_from_zero(&ps), 1, FetchIsolation::LogEnd, 60_000);
+            let op = op.read_at_event(seq);
+            let checks = op.check_counter();
+            let op = DelayedOp::Fetch(op);
+            let keys = op.keys();
+            assert!(
+                !purgatory.try_complete_else_watch(op, keys),
+                "nothing to read"
+            );
+            if partition_event_seq() == seq {
+                quiet_attempt = Some((checks.load(Ordering::Relaxed), rx));
+                break;
+            }
         }
+        let (checks, mut rx) = quiet_attempt.expect("no attempt without a foreign event");
+        assert_eq!(checks, 0);
         append(&ps[4], 1);
         assert!(rx.try_recv().is_ok(), "the record completes the fetch");
     }
