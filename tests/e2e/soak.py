@@ -126,7 +126,7 @@ def soak(seed: int, duration: float, nodes: int, base_dir, out=None, log=print) 
         c.wait_topic_ready(topic, 6, nodes)
         c.wait_topic_ready(ttopic, 3, nodes)
         bs = c.bootstrap
-        workloads = [IdempotentProducer(bs, topic, h, name=f"idem{seed}", rate=300),
+        workloads = [IdempotentProducer(bs, topic, h, name=f"idem{seed}", rate=300, client_debug="eos"),
                      TransactionalProducer(bs, ttopic, h, name=f"txn{seed}", seed=seed),
                      GroupConsumer(bs, topic, f"soak-group-{seed}", h, client_debug="cgrp")]
         for w in workloads:
@@ -160,6 +160,10 @@ def soak(seed: int, duration: float, nodes: int, base_dir, out=None, log=print) 
                 log(f"{e}")
                 hung.append(w.name)
                 native_stacks(Path(c.base_dir) / f"hung-{w.name}-stacks.txt", log)
+        died = [w.name for w in workloads if w.died]
+        for w in workloads:
+            if w.died:
+                log(f"workload {w.name} ended by itself before the run's end: {w.errors[:3]}")
         c.net.heal()
         c.wait_topic_ready(topic, 6, nodes, timeout=120)
         c.wait_topic_ready(ttopic, 3, nodes, timeout=120)
@@ -173,8 +177,8 @@ def soak(seed: int, duration: float, nodes: int, base_dir, out=None, log=print) 
                   "anomalies": {k: len(v) for k, v in report.anomalies.items() if v},
                   "workload_errors": {w.name: w.errors[:10] for w in workloads if w.errors},
                   "exit_codes_at_end": exit_codes, "unrecovered_faults": unrecovered,
-                  "nonzero_sigterm_exits": bad_exits, "hung_workloads": hung,
-                  "ok": report.ok and not unrecovered and not bad_exits and not hung
+                  "nonzero_sigterm_exits": bad_exits, "hung_workloads": hung, "died_workloads": died,
+                  "ok": report.ok and not unrecovered and not bad_exits and not hung and not died
                   and all(code == 0 for code in exit_codes.values())}
         log(report.summary())
         record_result(f"soak seed {seed}, {duration:.0f}s: " + ", ".join(f"{k} x{v}" for k, v in counts.items() if v),

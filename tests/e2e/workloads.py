@@ -30,9 +30,14 @@ class Workload(threading.Thread):
         super().__init__(daemon=True, name=name)
         self.stop_event = threading.Event()
         self.errors: list[str] = []
+        self.died = False
 
     def stop(self, timeout=60.0):
-        """Stops now (what was sent is flushed) and waits for the thread."""
+        """Stops now (what was sent is flushed) and waits for the thread. A thread that had already
+        ended by itself (a fatal client error, e.g. OUT_OF_ORDER_SEQUENCE_NUMBER) is recorded in
+        `died`: a run whose workload died has not exercised what it claims, whatever the checker says."""
+        if self.ident is not None and not self.is_alive() and not self.stop_event.is_set():
+            self.died = True
         self.stop_event.set()
         self.join(timeout)
         if self.is_alive():
@@ -56,12 +61,14 @@ class IdempotentProducer(Workload):
     """Produces `topic` values `<name>-<i>` (keys spread over partitions) until stopped or `count` sent."""
 
     def __init__(self, bootstrap, topic, history: History, name="idem", count=None, rate=None,
-                 partitions=None, conf=None):
+                 partitions=None, conf=None, client_debug=None):
         super().__init__(name)
         self.bootstrap, self.topic, self.h, self.count, self.rate = bootstrap, topic, history, count, rate
         self.partitions = partitions
         self.conf = {"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
                      "message.timeout.ms": 60000, **PRODUCER_BASE, **(conf or {})}
+        if client_debug:
+            self.conf["debug"] = client_debug  # librdkafka's lines of those contexts, to stderr
         self.sent = 0
 
     def run(self):

@@ -1307,8 +1307,11 @@ impl Log {
         self.recovery_point = offset;
         self.leader_epoch_cache.clear_and_flush()?;
         self.write_cleaner_checkpoint()?;
-        self.delete_snapshots_above(offset)?;
-        self.delete_snapshots_below(offset)?;
+        // Every snapshot goes, the one at or below `offset` too (Kafka's
+        // `ProducerStateManager.truncateFullyAndStartAt`): it describes a history this log no
+        // longer holds, and a rebuild at the next open would load its producers' sequences.
+        let all: Vec<i64> = self.snapshots.keys().copied().collect();
+        self.remove_snapshots(&all)?;
         if self.state == PartitionState::Standalone {
             self.write_standalone_checkpoints()?;
         }

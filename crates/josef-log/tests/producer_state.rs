@@ -102,6 +102,30 @@ fn rebuild_loads_the_newest_snapshot_then_replays_the_batches_after_it() {
 }
 
 #[test]
+fn a_full_truncation_drops_every_snapshot_of_the_old_history() {
+    // A follower whose leader's log start passed its LEO empties its log and restarts there;
+    // a snapshot of the old history at or below that offset, left behind, would be loaded by the
+    // rebuild at the next open and give producers the old history's sequences.
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("t-0");
+    let mut log = Log::open(&dir, LogConfig::default(), 0).unwrap();
+    append(&mut log, idempotent(1, 0));
+    append(&mut log, idempotent(1, 1));
+    let mut old = Table::default();
+    old.last_seq.insert(1, 1);
+    log.write_producer_snapshot(1, &old.encode()).unwrap();
+    log.write_producer_snapshot(2, &old.encode()).unwrap();
+    log.truncate_fully_and_start_at(2, 0).unwrap();
+    assert!(log.producer_snapshot_offsets().is_empty());
+    log.close().unwrap();
+    let mut log = Log::open(&dir, LogConfig::default(), 0).unwrap();
+    let mut t = Table::default();
+    let r = log.rebuild_producer_state(&mut t).unwrap();
+    assert_eq!(r.snapshot_offset, None);
+    assert!(t.last_seq.is_empty(), "{t:?}");
+}
+
+#[test]
 fn a_bad_snapshot_falls_back_to_a_replay_from_the_log_start() {
     let d = tempfile::tempdir().unwrap();
     let mut log = Log::open(d.path().join("t-0"), LogConfig::default(), 0).unwrap();
