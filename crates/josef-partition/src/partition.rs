@@ -672,6 +672,16 @@ impl Partition {
         }
     }
 
+    /// Forgets the producers idle for `producer.id.expiration.ms` (measured from the timestamp of
+    /// their last batch or marker), never one with an open transaction; returns how many went
+    /// (Kafka's `removeExpiredProducers`, run every `producer.id.expiration.check.interval.ms`).
+    /// A forgotten producer's next batch is accepted at any sequence, as after retention removed
+    /// its batches; without this the table (and every snapshot) grows with each producer id ever
+    /// seen.
+    pub fn remove_expired_producers(&self, now_ms: i64) -> usize {
+        self.data.lock().producers.remove_expired_producers(now_ms)
+    }
+
     /// The current leader epoch.
     pub fn leader_epoch(&self) -> i32 {
         self.data.lock().replication.leader_epoch()

@@ -12,6 +12,10 @@ use josef_protocol::{ErrorCode, Uuid};
 use josef_sequencer::{ControlType, EndTxnMarker, ProducerStateConfig};
 
 fn open(storage: &Arc<dyn Storage>) -> Partition {
+    open_with(storage, ProducerStateConfig::default())
+}
+
+fn open_with(storage: &Arc<dyn Storage>, producers: ProducerStateConfig) -> Partition {
     let log = Log::open_in(
         storage.clone(),
         "/mem/t-0",
@@ -20,8 +24,7 @@ fn open(storage: &Arc<dyn Storage>) -> Partition {
         PartitionState::Standalone,
     )
     .unwrap();
-    Partition::single_replica_from_log(log, "t", 0, Uuid::ZERO, ProducerStateConfig::default(), 0)
-        .unwrap()
+    Partition::single_replica_from_log(log, "t", 0, Uuid::ZERO, producers, 0).unwrap()
 }
 
 fn produce(p: &Partition, b: BytesMut, now: i64) -> Result<(i64, i64), ErrorCode> {
@@ -67,4 +70,69 @@ fn transactions_and_idempotence_survive_a_reopen_on_memory() {
         Err(ErrorCode::OutOfOrderSequenceNumber)
     );
     assert_eq!(p.log_end_offset(), 3);
+}
+
+#[test]
+fn producers_idle_past_the_expiration_are_forgotten_but_not_an_open_transaction() {
+    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    let p = open_with(
+        &storage,
+        ProducerStateConfig {
+            producer_id_expiration_ms: 1_000,
+        },
+    );
+    let idem = |seq| {
+        TestBatch::new(0)
+            .producer(8, 0, seq)
+            .record(10_000, None, Some(b"i"))
+            .build()
+    };
+    assert_eq!(produce(&p, idem(0), 10_000), Ok((0, 0)));
+    assert_eq!(
+        produce(&p, txn_batch(7, 0, 0, 10_000, b"t"), 10_000),
+        Ok((1, 1))
+    );
+    // Idle 999 ms: still known, so a gap is refused.
+    assert_eq!(p.remove_expired_producers(10_999), 0);
+    assert_eq!(
+        produce(&p, idem(5), 10_999),
+        Err(ErrorCode::OutOfOrderSequenceNumber)
+    );
+    // Idle 1,000 ms: the idempotent producer goes, the one with an open transaction stays.
+    assert_eq!(p.remove_expired_producers(11_000), 1);
+    assert_eq!(p.remove_expired_producers(50_000), 0);
+    assert_eq!(p.last_stable_offset(), 1);
+    // Unknown now: its next batch is taken at whatever sequence it carries.
+    assert_eq!(produce(&p, idem(5), 11_000), Ok((2, 2)));
+}
+
+/// Bug 23 of docs/reliability.md: a node restarted with SIGTERM led the partition again before an
+/// idempotent producer's retries were answered; the oldest of its in-flight batches, already in
+/// the log, came back as OUT_OF_ORDER_SEQUENCE_NUMBER (the snapshot had kept only the newest
+/// batch) and librdkafka failed fatally ("sequence desynchronization"). Every batch a producer
+/// has in flight (at most five) must still be recognised after a clean restart.
+#[test]
+fn a_retry_of_any_in_flight_batch_is_a_duplicate_after_a_clean_restart() {
+    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    let p = open(&storage);
+    let batch = |seq: i32| {
+        TestBatch::new(0)
+            .producer(8, 0, seq)
+            .record(1, None, Some(b"a"))
+            .record(1, None, Some(b"b"))
+            .build()
+    };
+    let sent: Vec<_> = (0..5).map(|i| batch(9021 + 2 * i)).collect();
+    for (i, b) in sent.iter().enumerate() {
+        let o = 2 * i as i64;
+        assert_eq!(produce(&p, b.clone(), 1), Ok((o, o + 1)));
+    }
+    p.close().unwrap();
+    let p = open(&storage);
+    for (i, b) in sent.into_iter().enumerate() {
+        let o = 2 * i as i64;
+        assert_eq!(produce(&p, b, 2), Ok((o, o + 1)), "retry of batch {i}");
+    }
+    assert_eq!(p.log_end_offset(), 10);
+    assert_eq!(produce(&p, batch(9031), 3), Ok((10, 11)));
 }

@@ -12,9 +12,15 @@
 //!   timestamp i64, coordinator_epoch i32, current_txn_first_offset i64 (-1: none)
 //! ```
 //!
-//! Like Kafka, only the newest of a producer's five remembered batches is stored: after a
-//! restart, a retry of an older in-flight batch is no longer recognised as a duplicate unless
-//! the log after the snapshot is replayed (which restores up to five again).
+//! Kafka stores one entry per producer, for the newest of its five remembered batches, so after
+//! a clean restart a retry of an older in-flight batch is no longer recognised as a duplicate:
+//! it is refused with OUT_OF_ORDER_SEQUENCE_NUMBER, which librdkafka treats as fatal for the
+//! head of its in-flight queue ("sequence desynchronization"; Josef's fault-injection soak hit
+//! it when a node restarted with SIGTERM and led the partition again before the producer's
+//! retries had been answered). Josef writes one entry per remembered batch instead, oldest
+//! first, the newest last, all in the same layout: Kafka's reader keeps the last entry it reads
+//! for a producer id (the newest batch, what Kafka itself would have written), and Josef's
+//! reader puts a producer's consecutive entries back together as its remembered batches.
 
 use crate::entry::{BatchMetadata, ProducerStateEntry};
 use crate::error::SnapshotError;
@@ -66,15 +72,38 @@ pub fn encode_entries<'a>(entries: impl IntoIterator<Item = &'a ProducerStateEnt
     out[0..2].copy_from_slice(&PRODUCER_SNAPSHOT_VERSION.to_be_bytes());
     let mut count: i32 = 0;
     for e in entries {
-        count += 1;
-        out.extend_from_slice(&e.producer_id().to_be_bytes());
-        out.extend_from_slice(&e.producer_epoch().to_be_bytes());
-        out.extend_from_slice(&e.last_seq().to_be_bytes());
-        out.extend_from_slice(&e.last_data_offset().to_be_bytes());
-        out.extend_from_slice(&e.last_offset_delta().to_be_bytes());
-        out.extend_from_slice(&e.last_timestamp().to_be_bytes());
-        out.extend_from_slice(&e.coordinator_epoch().to_be_bytes());
-        out.extend_from_slice(&e.current_txn_first_offset().unwrap_or(-1).to_be_bytes());
+        let mut put = |last_seq: i32, last_offset: i64, offset_delta: i32, timestamp: i64| {
+            count += 1;
+            out.extend_from_slice(&e.producer_id().to_be_bytes());
+            out.extend_from_slice(&e.producer_epoch().to_be_bytes());
+            out.extend_from_slice(&last_seq.to_be_bytes());
+            out.extend_from_slice(&last_offset.to_be_bytes());
+            out.extend_from_slice(&offset_delta.to_be_bytes());
+            out.extend_from_slice(&timestamp.to_be_bytes());
+            out.extend_from_slice(&e.coordinator_epoch().to_be_bytes());
+            out.extend_from_slice(&e.current_txn_first_offset().unwrap_or(-1).to_be_bytes());
+        };
+        let batches = e.batches();
+        let Some((newest, older)) = batches.split_last() else {
+            put(
+                e.last_seq(),
+                e.last_data_offset(),
+                e.last_offset_delta(),
+                e.last_timestamp(),
+            );
+            continue;
+        };
+        for b in older {
+            put(b.last_seq, b.last_offset, b.offset_delta, b.timestamp);
+        }
+        // The newest entry carries the producer's last timestamp (a marker's, if one came
+        // after the batch): what Kafka expires the producer by.
+        put(
+            newest.last_seq,
+            newest.last_offset,
+            newest.offset_delta,
+            e.last_timestamp(),
+        );
     }
     out[6..10].copy_from_slice(&count.to_be_bytes());
     let crc = crc32c::crc32c(&out[CRC_START..]);
@@ -113,7 +142,8 @@ pub fn decode_snapshot(bytes: &[u8]) -> Result<Vec<ProducerStateEntry>, Snapshot
     if body.len() > needed {
         return Err(SnapshotError::TrailingBytes(body.len() - needed));
     }
-    let mut entries = Vec::with_capacity(count);
+    let mut entries: Vec<ProducerStateEntry> = Vec::with_capacity(count);
+    let mut current: Option<ProducerStateEntry> = None;
     let mut seen = std::collections::HashSet::with_capacity(count);
     for chunk in body.chunks_exact(SNAPSHOT_ENTRY_LEN) {
         let mut r = Reader(chunk);
@@ -125,11 +155,19 @@ pub fn decode_snapshot(bytes: &[u8]) -> Result<Vec<ProducerStateEntry>, Snapshot
         let timestamp = r.i64();
         let coordinator_epoch = r.i32();
         let txn_first = r.i64();
-        if !seen.insert(producer_id) {
-            return Err(SnapshotError::DuplicateProducer(producer_id));
-        }
-        let mut e = ProducerStateEntry::empty(producer_id);
-        e.producer_epoch = epoch;
+        // A producer's entries are consecutive, one per remembered batch, oldest first.
+        let mut e = match current.take() {
+            Some(e) if e.producer_id == producer_id => e,
+            other => {
+                entries.extend(other);
+                if !seen.insert(producer_id) {
+                    return Err(SnapshotError::DuplicateProducer(producer_id));
+                }
+                ProducerStateEntry::empty(producer_id)
+            }
+        };
+        // Batches of an older epoch than a later entry's are forgotten, as in the live table.
+        e.maybe_update_epoch(epoch);
         // Kafka stores "no batch" as last_offset -1 (and last sequence -1); the sequence
         // is then irrelevant.
         if last_offset >= 0 {
@@ -146,8 +184,9 @@ pub fn decode_snapshot(bytes: &[u8]) -> Result<Vec<ProducerStateEntry>, Snapshot
         e.coordinator_epoch = coordinator_epoch;
         e.last_timestamp = timestamp;
         e.current_txn_first_offset = (txn_first >= 0).then_some(txn_first);
-        entries.push(e);
+        current = Some(e);
     }
+    entries.extend(current);
     Ok(entries)
 }
 

@@ -128,16 +128,16 @@ impl Sim {
         }
     }
 
-    /// What the broker remembers of `pid`, derived only from the log and the restart point:
-    /// the last batch before the snapshot the table was rebuilt from, then every batch after
-    /// it; a new epoch forgets older batches; at most five are kept.
+    /// What the broker remembers of `pid`, derived only from the log: its batches, whether
+    /// before the snapshot the table was rebuilt from (a snapshot keeps every remembered batch,
+    /// not only the newest as Kafka's does) or after it; a new epoch forgets older batches; at
+    /// most five are kept.
     fn remembered(&self, pid: i64) -> Option<(i16, Vec<Logged>)> {
-        let before = self.log[..self.restart_pos]
+        let mut known: Vec<Logged> = self.log[..self.restart_pos]
             .iter()
-            .rev()
-            .find(|l| l.batch.pid == pid)
-            .copied();
-        let mut known: Vec<Logged> = before.into_iter().collect();
+            .filter(|l| l.batch.pid == pid)
+            .copied()
+            .collect();
         known.extend(
             self.log[self.restart_pos..]
                 .iter()

@@ -437,7 +437,8 @@ fn snapshot_round_trips_last_batch_coordinator_epoch_and_open_transaction() {
     t.append(&BatchInfo::transactional(2, 0, 1, 1).with_offsets(7, 7, TS + 4))
         .unwrap();
     let bytes = t.encode_snapshot();
-    assert_eq!(bytes.len(), 10 + 2 * SNAPSHOT_ENTRY_LEN);
+    // One entry per remembered batch: two for each producer.
+    assert_eq!(bytes.len(), 10 + 4 * SNAPSHOT_ENTRY_LEN);
     let r = ProducerStateTable::from_snapshot(*t.config(), &bytes, t.map_end_offset(), TS).unwrap();
     assert_eq!(r.map_end_offset(), 8);
     let p1 = r.producer(1).unwrap();
@@ -448,10 +449,19 @@ fn snapshot_round_trips_last_batch_coordinator_epoch_and_open_transaction() {
             p1.first_seq(),
             p1.last_data_offset()
         ),
-        (2, 4, 3, 4)
+        (2, 4, 0, 4)
     );
-    // Kafka's snapshot keeps only the newest batch.
-    assert_eq!(p1.batches().len(), 1);
+    // Both batches (Kafka's snapshot keeps only the newest): the older one's retry is still a
+    // duplicate after a restart.
+    assert_eq!(p1.batches().len(), 2);
+    assert_eq!(
+        r.validate(&BatchInfo::idempotent(1, 2, 0, 3)),
+        Ok(Validation::Duplicate {
+            first_offset: 0,
+            last_offset: 2,
+            timestamp: TS
+        })
+    );
     let p2 = r.producer(2).unwrap();
     assert_eq!(p2.coordinator_epoch(), 7);
     assert_eq!(p2.current_txn_first_offset(), Some(7));

@@ -34,6 +34,8 @@ pub struct Broker {
     server: Server<BrokerState>,
     cluster: Option<Arc<crate::cluster::ClusterNode>>,
     background: tokio::task::JoinHandle<()>,
+    /// Forgets idle producer ids every `producer.id.expiration.check.interval.ms`.
+    producer_expiry: tokio::task::JoinHandle<()>,
     /// The log cleaner (none with `log.cleaner.enable=false`).
     log_cleaner: Option<Arc<crate::log_cleaner::LogCleaner>>,
     /// The task running the log cleaner's `log.cleaner.threads` workers.
@@ -97,20 +99,18 @@ impl Broker {
         };
         let state = Arc::new(state);
         tracing::info!(cluster_id = %state.cluster_id, node_id = config.node_id, "broker started");
-        let background = {
-            let state = state.clone();
-            let every =
-                Duration::from_millis(config.log_retention_check_interval_ms.max(100) as u64);
-            tokio::spawn(async move {
-                let mut tick = tokio::time::interval(every);
-                tick.tick().await;
-                loop {
-                    tick.tick().await;
-                    let s = state.clone();
-                    let _ = tokio::task::spawn_blocking(move || s.topics.run_retention()).await;
-                }
-            })
-        };
+        let background = every(
+            &state,
+            config.log_retention_check_interval_ms.max(100),
+            |s| s.topics.run_retention(),
+        );
+        let producer_expiry = every(
+            &state,
+            config.producer_id_expiration_check_interval_ms,
+            |s| {
+                s.topics.remove_expired_producers();
+            },
+        );
         let log_cleaner = config
             .log_cleaner_enable
             .then(|| Arc::new(crate::log_cleaner::LogCleaner::new()));
@@ -124,24 +124,15 @@ impl Broker {
                 )
             })
             .collect();
-        let checkpointer = {
-            let state = state.clone();
-            // Kafka has a task per file; both files are written at the shorter of the two
-            // intervals here, each only when it changed.
-            let every = config
+        // Kafka has a task per file; both files are written at the shorter of the two intervals
+        // here, each only when it changed.
+        let checkpointer = every(
+            &state,
+            config
                 .log_flush_offset_checkpoint_interval_ms
-                .min(config.log_flush_start_offset_checkpoint_interval_ms)
-                .max(1);
-            tokio::spawn(async move {
-                let mut tick = tokio::time::interval(Duration::from_millis(every as u64));
-                tick.tick().await;
-                loop {
-                    tick.tick().await;
-                    let s = state.clone();
-                    let _ = tokio::task::spawn_blocking(move || s.topics.checkpoint()).await;
-                }
-            })
-        };
+                .min(config.log_flush_start_offset_checkpoint_interval_ms),
+            |s| s.topics.checkpoint(),
+        );
         // One ticker per coordinator (Kafka gives each coordinator runtime its own timer): the
         // transaction coordinator's tick may wait up to a controller round trip for its lock
         // (a producer-id block is fetched under it), and the group coordinator's heartbeat
@@ -235,6 +226,7 @@ impl Broker {
             server,
             cluster,
             background,
+            producer_expiry,
             log_cleaner,
             cleaners,
             checkpointer,
@@ -300,6 +292,7 @@ impl Broker {
             m.stop().await;
         }
         self.background.abort();
+        self.producer_expiry.abort();
         for c in &self.cleaners {
             c.abort();
         }
@@ -330,4 +323,24 @@ fn answer_parked_requests(state: &BrokerState) {
     if answered > 0 {
         tracing::info!(answered, "answered parked requests at shutdown");
     }
+}
+
+/// Runs `work` on a blocking thread every `period_ms` (at least 1 ms; the first run one period
+/// after the start), until the task is aborted.
+fn every(
+    state: &Arc<BrokerState>,
+    period_ms: i64,
+    work: fn(&BrokerState),
+) -> tokio::task::JoinHandle<()> {
+    let state = state.clone();
+    let period = Duration::from_millis(period_ms.max(1) as u64);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(period);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            let s = state.clone();
+            let _ = tokio::task::spawn_blocking(move || work(&s)).await;
+        }
+    })
 }

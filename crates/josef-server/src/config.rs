@@ -63,7 +63,6 @@ pub const NOT_USED: &[(&str, &str)] = &[
         "transaction.remove.expired.transaction.cleanup.interval.ms",
         NOT_IMPLEMENTED,
     ),
-    ("producer.id.expiration.check.interval.ms", NOT_IMPLEMENTED),
     ("request.timeout.ms", NOT_IMPLEMENTED),
     ("zookeeper.connect", "Josef has no ZooKeeper mode"),
     (
@@ -277,6 +276,9 @@ pub struct BrokerConfig {
     pub transactional_id_expiration_ms: i64,
     /// `producer.id.expiration.ms` (86400000).
     pub producer_id_expiration_ms: i64,
+    /// `producer.id.expiration.check.interval.ms` (600000): how often idle producers are
+    /// forgotten on every hosted partition.
+    pub producer_id_expiration_check_interval_ms: i64,
     /// `transaction.partition.verification.enable` (true): KIP-890 part 1, a partition leader
     /// asks the coordinator before a producer's first transactional append to a partition.
     pub transaction_partition_verification_enable: bool,
@@ -676,6 +678,11 @@ impl BrokerConfig {
                 1,
             )?,
             producer_id_expiration_ms: p.num("producer.id.expiration.ms", 86_400_000, 1)?,
+            producer_id_expiration_check_interval_ms: p.num(
+                "producer.id.expiration.check.interval.ms",
+                600_000,
+                1,
+            )?,
             transaction_partition_verification_enable: p
                 .boolean("transaction.partition.verification.enable", true)?,
             transaction_version: match p.num("transaction.version", 2i16, 0)? {
@@ -1001,6 +1008,24 @@ mod tests {
         );
         // Used: how long a group coordinator write waits for the HW (groups.rs).
         assert!(warnings(&[("offsets.commit.timeout.ms", "1000")]).is_empty());
+    }
+
+    #[test]
+    fn producer_id_expiration_check_interval_is_read() {
+        assert!(warnings(&[("producer.id.expiration.check.interval.ms", "1000")]).is_empty());
+        let c = BrokerConfig::from_properties(props(&[])).unwrap();
+        assert_eq!(c.producer_id_expiration_check_interval_ms, 600_000);
+        let c = BrokerConfig::from_properties(props(&[(
+            "producer.id.expiration.check.interval.ms",
+            "1000",
+        )]))
+        .unwrap();
+        assert_eq!(c.producer_id_expiration_check_interval_ms, 1000);
+        assert!(BrokerConfig::from_properties(props(&[(
+            "producer.id.expiration.check.interval.ms",
+            "0",
+        )]))
+        .is_err());
     }
 
     #[test]

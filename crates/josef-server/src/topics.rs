@@ -894,6 +894,22 @@ impl TopicManager {
         }
     }
 
+    /// Forgets, on every hosted partition, the producers idle for `producer.id.expiration.ms`
+    /// (every `producer.id.expiration.check.interval.ms`); returns how many went.
+    pub fn remove_expired_producers(&self) -> usize {
+        let now = now_ms();
+        let mut removed = 0;
+        for t in self.all() {
+            for p in &t.partitions {
+                removed += p.remove_expired_producers(now);
+            }
+        }
+        if removed > 0 {
+            tracing::info!(producers = removed, "expired idle producer ids");
+        }
+        removed
+    }
+
     /// Writes each log dir's recovery-point and log-start checkpoints where they changed (every
     /// `log.flush.offset.checkpoint.interval.ms`; nothing after the shutdown began).
     pub fn checkpoint(&self) {

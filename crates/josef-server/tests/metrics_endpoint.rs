@@ -78,6 +78,20 @@ fn parse(body: &str) -> BTreeMap<String, f64> {
     out
 }
 
+/// A scrape once `name{labels}` reached `value` (at most 5 s of scrapes): a request's series are
+/// recorded after its response went out (its send time is one of them), so the client can read
+/// the response before the broker counted it.
+async fn scrape_when(addr: SocketAddr, name: &str, labels: &[(&str, &str)], value: f64) -> Scrape {
+    for _ in 0..250 {
+        let s = get(addr, "/metrics").await;
+        if s.get(name, labels) == Some(value) {
+            return s;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("{} never reached {value}", key(name, labels))
+}
+
 async fn get(addr: SocketAddr, path: &str) -> Scrape {
     let mut s = TcpStream::connect(addr).await.unwrap();
     s.write_all(format!("GET {path} HTTP/1.1\r\nHost: test\r\n\r\n").as_bytes())
@@ -159,7 +173,14 @@ async fn the_endpoint_serves_kafka_named_series_that_grow_with_the_traffic() {
     );
 
     let topic = [("topic", "metered")];
-    let s = get(addr, "/metrics").await;
+    let produce = [("request", "Produce")];
+    let s = scrape_when(
+        addr,
+        "kafka_network_requestmetrics_totaltimems_count",
+        &produce,
+        1.0,
+    )
+    .await;
     assert_eq!(
         s.value("kafka_server_brokertopicmetrics_bytesin_total", &topic),
         size
@@ -178,7 +199,6 @@ async fn the_endpoint_serves_kafka_named_series_that_grow_with_the_traffic() {
         s.value("kafka_network_requestmetrics_requests_total", &create_v7),
         1.0
     );
-    let produce = [("request", "Produce")];
     for h in [
         "totaltimems",
         "requestqueuetimems",
@@ -232,7 +252,13 @@ async fn the_endpoint_serves_kafka_named_series_that_grow_with_the_traffic() {
             .error_code,
         0
     );
-    let s2 = get(addr, "/metrics").await;
+    let s2 = scrape_when(
+        addr,
+        "kafka_network_requestmetrics_totaltimems_count",
+        &produce,
+        2.0,
+    )
+    .await;
     assert_eq!(
         s2.value("kafka_server_brokertopicmetrics_bytesout_total", &topic),
         fetched
@@ -286,7 +312,14 @@ async fn the_endpoint_serves_kafka_named_series_that_grow_with_the_traffic() {
         .await
         .expect("the parked fetch answered once the produce arrived");
     assert!(woke.is_some());
-    let s3 = get(addr, "/metrics").await;
+    let fetch_api = [("request", "Fetch")];
+    let s3 = scrape_when(
+        addr,
+        "kafka_network_requestmetrics_remotetimems_count",
+        &fetch_api,
+        2.0,
+    )
+    .await;
     assert_eq!(
         s3.value(
             "kafka_server_delayedoperationpurgatory_purgatorysize",
@@ -294,7 +327,6 @@ async fn the_endpoint_serves_kafka_named_series_that_grow_with_the_traffic() {
         ),
         0.0
     );
-    let fetch_api = [("request", "Fetch")];
     assert_eq!(
         s3.value(
             "kafka_network_requestmetrics_remotetimems_count",

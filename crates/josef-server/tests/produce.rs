@@ -452,3 +452,57 @@ async fn a_transactional_batch_without_transactional_id_fails_every_partition() 
     }
     broker.shutdown().await;
 }
+
+/// `producer.id.expiration.ms` through the broker's own periodic check
+/// (`producer.id.expiration.check.interval.ms`): a producer idle past it is forgotten, so its
+/// batch at a later sequence is taken where it was refused before the expiry.
+#[tokio::test]
+async fn an_idle_producer_id_expires_at_the_check_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = start_with(
+        dir.path(),
+        &[
+            ("offsets.topic.num.partitions", "1"),
+            ("transaction.state.log.num.partitions", "1"),
+            ("producer.id.expiration.ms", "2000"),
+            ("producer.id.expiration.check.interval.ms", "50"),
+        ],
+    )
+    .await;
+    let mut c = Client::connect(&broker).await;
+    create_topic(&mut c, "t", &[]).await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let batch = |seq: i32, ts: i64| -> Bytes {
+        RecordBatchBuilder::new()
+            .producer(4242, 0, seq)
+            .record(ts, None, Some(b"v"))
+            .build_bytes()
+            .unwrap()
+    };
+    // Stamped now: not idle for long enough, so a gap is refused for now.
+    let r = common::produce_records(&mut c, 9, "t", batch(0, now)).await;
+    assert_eq!(r.error_code, 0);
+    let r = common::produce_records(&mut c, 9, "t", batch(7, now)).await;
+    assert_eq!(
+        r.error_code, 45,
+        "OUT_OF_ORDER_SEQUENCE_NUMBER while the producer is known"
+    );
+    // Two seconds after its last batch the periodic check forgets it; bounded wait.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let r = common::produce_records(&mut c, 9, "t", batch(7, now)).await;
+        if r.error_code == 0 {
+            break;
+        }
+        assert_eq!(r.error_code, 45);
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the producer was never expired"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    broker.shutdown().await;
+}
