@@ -127,7 +127,7 @@ def soak(seed: int, duration: float, nodes: int, base_dir, out=None, log=print) 
         c.wait_topic_ready(ttopic, 3, nodes)
         bs = c.bootstrap
         workloads = [IdempotentProducer(bs, topic, h, name=f"idem{seed}", rate=300, client_debug="eos"),
-                     TransactionalProducer(bs, ttopic, h, name=f"txn{seed}", seed=seed),
+                     TransactionalProducer(bs, ttopic, h, name=f"txn{seed}", seed=seed, client_debug="eos"),
                      GroupConsumer(bs, topic, f"soak-group-{seed}", h, client_debug="cgrp")]
         for w in workloads:
             w.start()

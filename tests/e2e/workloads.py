@@ -106,12 +106,14 @@ class TransactionalProducer(Workload):
     """Transactions of `per_txn` records; each committed or aborted at random (seeded)."""
 
     def __init__(self, bootstrap, topic, history: History, name="txn", seed=0, per_txn=5, abort_ratio=0.3,
-                 max_txns=None, conf=None):
+                 max_txns=None, conf=None, client_debug=None):
         super().__init__(name)
         self.topic, self.h, self.per_txn, self.abort_ratio, self.max_txns = topic, history, per_txn, abort_ratio, max_txns
         self.rng = random.Random(seed)
         self.conf = {"bootstrap.servers": bootstrap, "transactional.id": f"{name}-tid", "acks": "all",
                      "transaction.timeout.ms": 10000, "message.timeout.ms": 10000, **PRODUCER_BASE, **(conf or {})}
+        if client_debug:
+            self.conf["debug"] = client_debug  # librdkafka's lines of those contexts, to stderr
         self.txns = 0
 
     def _new_producer(self):
