@@ -64,7 +64,9 @@ impl Input {
         &mut self,
         stream: &mut S,
     ) -> std::io::Result<usize> {
-        let (room, wait_room): (fn(usize) -> usize, fn(usize) -> usize) = match tls_stream(stream) {
+        /// Buffer room a read of so many bytes of the stream's data needs.
+        type Room = fn(usize) -> usize;
+        let (room, wait_room): (Room, Room) = match tls_stream(stream) {
             Some(tls) => {
                 // The TLS stream may then wait for that much before it wakes the connection.
                 tls.expect(self.rest_of_frame());
