@@ -29,7 +29,7 @@ use rustls::server::UnbufferedServerConnection;
 use rustls::unbuffered::{ConnectionState, EncodeError, UnbufferedStatus};
 use rustls::{ContentType, ProtocolVersion, SupportedCipherSuite};
 
-use crate::records::{record_len, Opened, RecordLayer};
+use crate::records::{record_len, Opened, RecordLayer, MAX_FRAGMENT};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// The most ciphertext one read asks the socket for.
@@ -38,6 +38,9 @@ pub(crate) const READ_MAX: usize = 512 * 1024;
 const READ_MIN: usize = 4 * 1024;
 /// The largest TLS record on the wire: header and a TLS 1.2 ciphertext fragment (2^14 + 2048).
 const RECORD_MAX: usize = 5 + 16 * 1024 + 2048;
+/// The most a record adds to its plaintext: the header, and TLS 1.3's content type, padding and
+/// tag (at most 256 bytes together; TLS 1.2's explicit nonce and tag are 24).
+const RECORD_EXPANSION: usize = 5 + 256;
 /// Output bytes reserved for a handshake flight or an alert before rustls says how much it needs.
 const ENCODE_MIN: usize = 512;
 /// Plaintext encrypted per write call: bounds the output buffer.
@@ -48,8 +51,13 @@ const GATHER_BELOW: usize = 4 * 1024;
 const OUT_KEEP: usize = 16 * 1024;
 /// Below this many expected bytes the socket wakes the reader for any byte (SO_RCVLOWAT 1).
 const LOW_WATER_MIN: usize = 32 * 1024;
-/// The most ciphertext the reader asks the kernel to gather before it wakes it.
-const LOW_WATER_MAX: usize = 256 * 1024;
+/// The most ciphertext the reader asks the kernel to gather before it wakes it: the rest of a
+/// 1 MiB produce request (librdkafka's default `message.max.bytes`), which then comes in one
+/// `recv`, as on PLAINTEXT, where the client's single large write is usually all there when the
+/// broker wakes. At 256 KiB an OpenSSL client's 16 KiB writes woke the broker 4 times per
+/// request (twentieth session: SSL `recv` calls 619-694 against PLAINTEXT's 403-461 for 311
+/// requests, and ~6 % of the SSL run's CPU).
+const LOW_WATER_MAX: usize = 1024 * 1024;
 
 /// A TLS server connection over `S`, after the handshake (see [`crate::TlsListener::accept`]).
 pub struct ServerStream<S> {
@@ -83,6 +91,8 @@ pub struct ServerStream<S> {
     /// Plaintext and ciphertext bytes copied after the socket read (see
     /// [`ServerStream::bytes_copied`]).
     copied: u64,
+    /// Socket reads that returned bytes (see [`ServerStream::socket_reads`]).
+    reads: u64,
 }
 
 impl<S> std::fmt::Debug for ServerStream<S> {
@@ -161,12 +171,13 @@ impl<S: 'static> ServerStream<S> {
             read_done: false,
             close_sent: false,
             copied: 0,
+            reads: 0,
         }
     }
 
     /// Tells the stream that the reader is sure to get at least `bytes` more plaintext bytes
     /// (the rest of a request whose size it has read). On TCP, while the stream waits for them
-    /// it asks the kernel not to wake it before that much (at most 256 KiB) is queued: a client
+    /// it asks the kernel not to wake it before that much (at most 1 MiB) is queued: a client
     /// that writes one TLS record per `write` (OpenSSL) otherwise wakes the broker, and costs it
     /// an `epoll_wait` and a `recv`, for every 16 KiB record of a megabyte request. Set it before
     /// each read (0 when nothing is certain); too large a value would stall the read.
@@ -182,10 +193,26 @@ impl<S: 'static> ServerStream<S> {
         self.copied
     }
 
+    /// Socket reads that returned bytes, since the stream was made. A diagnostic, what tests
+    /// count.
+    pub fn socket_reads(&self) -> u64 {
+        self.reads
+    }
+
     /// Room a buffer needs for [`ServerStream::read_into`] to read `plain` bytes of plaintext in
     /// one go: the ciphertext's record headers and tags, and the record a read cuts in two.
     pub fn room_for(plain: usize) -> usize {
         plain.saturating_add(plain / 512).saturating_add(RECORD_MAX)
+    }
+
+    /// Room a buffer needs for [`ServerStream::read_into`] to take `plain` bytes of plaintext
+    /// that arrive as whole records, without the allowance for a cut record that
+    /// [`ServerStream::room_for`] adds: what a connection waits with. Below it, the first record
+    /// of a request larger than the buffer is cut by the read that ends the wait, copied out and
+    /// back, and needs a second read (and a larger buffer) before anything is delivered.
+    pub fn wait_room(plain: usize) -> usize {
+        let records = plain.div_ceil(MAX_FRAGMENT).max(1);
+        plain.saturating_add(records.saturating_mul(RECORD_EXPANSION))
     }
 
     /// The underlying stream.
@@ -502,7 +529,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + 'static> ServerStream<S> {
         // of a handshake message larger than one record until all of them are in.
         self.incoming
             .reserve(target.saturating_sub(self.incoming.len()).max(1024));
-        tokio_util::io::poll_read_buf(Pin::new(&mut self.io), cx, &mut self.incoming)
+        let read = tokio_util::io::poll_read_buf(Pin::new(&mut self.io), cx, &mut self.incoming);
+        if matches!(read, Poll::Ready(Ok(n)) if n > 0) {
+            self.reads += 1;
+        }
+        read
     }
 
     /// Reads from the socket into `buf`'s spare room, after a gap as long as `incoming` (the front
@@ -520,6 +551,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + 'static> ServerStream<S> {
         ready!(Pin::new(&mut self.io).poll_read(cx, &mut read))?;
         let n = read.filled().len();
         if n > 0 {
+            self.reads += 1;
             // SAFETY: `spare` has room for `gap` bytes before what the read filled, and
             // `incoming` holds `gap` bytes; the two do not overlap (different allocations). Then
             // the `gap + n` bytes after the buffer's end are initialized: `gap` by this copy, `n`

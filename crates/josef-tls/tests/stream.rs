@@ -393,17 +393,18 @@ async fn over_tcp_a_read_waits_for_the_expected_bytes_then_for_any_byte_again() 
     );
     let (mut client, mut server) = (client.unwrap(), server.unwrap().0);
     let fd = server.get_ref().as_raw_fd();
-    let total = 300_000;
+    let total = 1_500_000;
     let mut buf = vec![0u8; total];
     server.expect(total);
     {
-        // Nothing sent yet: the read waits, and the kernel is told to wake it for 256 KiB.
+        // Nothing sent yet: the read waits, and the kernel is told to wake it for 1 MiB (the
+        // cap: the rest of a librdkafka default-size request in one wake-up).
         let mut read = std::pin::pin!(server.read(&mut buf));
         let pending =
             std::future::poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx).is_pending())).await;
         assert!(pending);
     }
-    assert_eq!(rcvlowat(fd), 256 * 1024);
+    assert_eq!(rcvlowat(fd), 1024 * 1024);
     let request = pattern(total);
     let sent = request.clone();
     let writer = tokio::spawn(async move {

@@ -7,7 +7,9 @@
 //! straight into it, as before. When nothing is there yet, the chunk is given back and the wait
 //! reads into a buffer the size of the client's last request (at least [`WAIT_MIN`]): a client
 //! that sends requests of one size one at a time still gets each in one `recv`, and one that
-//! connected and sent nothing holds [`WAIT_MIN`] bytes.
+//! connected and sent nothing holds [`WAIT_MIN`] bytes. On TLS the wait buffer also has room for
+//! the records around that much plaintext ([`josef_tls::ServerStream::wait_room`]), so that the
+//! read ending the wait takes a large request's first record whole instead of cutting it.
 //!
 //! A TLS stream reads its records straight into this buffer and decrypts them there
 //! ([`josef_tls::ServerStream::read_into`]): a request's plaintext is never copied.
@@ -62,13 +64,18 @@ impl Input {
         &mut self,
         stream: &mut S,
     ) -> std::io::Result<usize> {
-        let room = match tls_stream(stream) {
+        /// Buffer room a read of so many bytes of the stream's data needs.
+        type Room = fn(usize) -> usize;
+        let (room, wait_room): (Room, Room) = match tls_stream(stream) {
             Some(tls) => {
                 // The TLS stream may then wait for that much before it wakes the connection.
                 tls.expect(self.rest_of_frame());
-                josef_tls::ServerStream::<tokio::net::TcpStream>::room_for
+                (
+                    josef_tls::ServerStream::<tokio::net::TcpStream>::room_for,
+                    josef_tls::ServerStream::<tokio::net::TcpStream>::wait_room,
+                )
             }
-            None => std::convert::identity,
+            None => (std::convert::identity, std::convert::identity),
         };
         reserve_for_next(&mut self.buf, room);
         if !self.buf.is_empty() {
@@ -81,7 +88,9 @@ impl Input {
             }
         }
         // A `Pending` read left the buffer as it was: empty.
-        self.buf = BytesMut::with_capacity(self.wait_size());
+        // On TLS, room for the records that carry it: the read that ends the wait then takes the
+        // request's first record whole.
+        self.buf = BytesMut::with_capacity(wait_room(self.wait_size()));
         read_some(stream, &mut self.buf).await
     }
 }
@@ -223,6 +232,65 @@ mod tests {
             }
         );
         (client, server)
+    }
+
+    #[tokio::test]
+    async fn after_a_wait_a_tls_requests_first_record_is_read_whole() {
+        let (mut client, mut server) = tls_pair().await;
+        let mut input = Input::default();
+        // The last request was large: the connection waits with a buffer for a full record's
+        // plaintext (16 KiB).
+        input.request_seen(1_000_000);
+        let body = vec![7u8; 100_000];
+        let mut frame = (body.len() as i32).to_be_bytes().to_vec();
+        frame.extend_from_slice(&body);
+        let first = {
+            let mut read = pin!(input.read_from(&mut server));
+            assert!(futures::poll!(read.as_mut()).is_pending());
+            // Full 16 KiB records, all sent before the read.
+            client.write_all(&frame).await.unwrap();
+            client.flush().await.unwrap();
+            read.await.unwrap()
+        };
+        // The read that ended the wait delivered the first record: none of it was cut off,
+        // copied out and read again (16,384 bytes copied and nothing delivered by that read
+        // before, when the buffer held the plaintext but not the record around it).
+        assert!(first >= 16 * 1024, "{first} bytes delivered");
+        let copied = server.bytes_copied();
+        assert!(copied < 1024, "{copied} bytes copied");
+        while input.buf.len() < frame.len() {
+            assert!(input.read_from(&mut server).await.unwrap() > 0);
+        }
+        assert!(input.buf[..] == frame[..]);
+    }
+
+    #[tokio::test]
+    async fn a_tls_request_sent_in_small_writes_is_read_in_few_socket_reads() {
+        let (mut client, mut server) = tls_pair().await;
+        let body = vec![3u8; 1_000_000];
+        let mut frame = (body.len() as i32).to_be_bytes().to_vec();
+        frame.extend_from_slice(&body);
+        // One 16 KiB record per write with a pause after each, as an OpenSSL client encrypts and
+        // writes while the broker could read.
+        let writer = tokio::spawn(async move {
+            for piece in frame.chunks(16 * 1024) {
+                client.write_all(piece).await.unwrap();
+                client.flush().await.unwrap();
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+            client
+        });
+        let mut input = Input::default();
+        while input.buf.len() < 4 + body.len() {
+            assert!(input.read_from(&mut server).await.unwrap() > 0);
+        }
+        let _client = writer.await.unwrap();
+        // Once the size prefix is known the kernel is asked to wake the connection only when the
+        // rest of the request is there (SO_RCVLOWAT), up to 1 MiB; it still wakes it early
+        // whenever the receive window fills. 6 socket reads here with the 1 MiB cap, 9 with the
+        // 256 KiB cap before it.
+        let reads = server.socket_reads();
+        assert!(reads <= 7, "{reads} socket reads");
     }
 
     #[tokio::test]
