@@ -93,7 +93,7 @@ fn a_follower_restarted_then_caught_up_and_promoted_answers_each_of_the_last_fiv
 }
 
 #[test]
-fn a_cleanly_restarted_replica_promoted_to_leader_answers_the_retry_of_the_last_batch() {
+fn a_cleanly_restarted_replica_promoted_to_leader_answers_the_retry_of_every_remembered_batch() {
     let dir = tempfile::tempdir().unwrap();
     let (l, f) = leader_and_follower(&dir);
     produce(&l, idem(0, 4)).unwrap();
@@ -109,12 +109,11 @@ fn a_cleanly_restarted_replica_promoted_to_leader_answers_the_retry_of_the_last_
     f.make_leader(95, 2, &[2], &[1, 2], 1, 30).unwrap();
     assert_eq!(produce(&f, idem(4, 9)), Ok(last));
     assert_eq!(leo(&f), 13);
-    // Like Kafka's snapshot, ours keeps only the newest batch of a producer: an older one is no
-    // longer recognised.
-    assert_eq!(
-        produce(&f, idem(0, 4)),
-        Err(ErrorCode::OutOfOrderSequenceNumber)
-    );
+    // Unlike Kafka's, the snapshot keeps every remembered batch of a producer: the retry of an
+    // older one is still a duplicate (bug 23 of docs/reliability.md: librdkafka fails fatally on
+    // OUT_OF_ORDER_SEQUENCE_NUMBER for the head of its in-flight queue).
+    assert_eq!(produce(&f, idem(0, 4)), Ok((0, 3)));
+    assert_eq!(leo(&f), 13);
     assert_eq!(produce(&f, idem(13, 1)), Ok((13, 13)));
 }
 
