@@ -5,6 +5,8 @@
 # N records of SIZE bytes produced on PLAINTEXT and SSL (order alternating by round, `sync` before
 # each run); prints broker CPU and the Produce
 # request count (delta of kafka_network_requestmetrics_requests_total{request="Produce"}).
+# RATE=R paces both listeners at R records/s (the load tool's --rate): CPU per record at the same
+# offered load, so that the slower SSL client does not leave the broker idle longer between requests.
 set -euo pipefail
 LOAD=$1; ROUNDS=$2; shift 2
 SIZE=${SIZE:-1024}; N=${N:-300000}
@@ -48,7 +50,7 @@ EOP
       sync
       if [ $mode = plain ]; then PORT=$PPORT; X=(); else PORT=$SPORT; X=("${SSL_CONF[@]}"); fi
       q0=$(produce_reqs)
-      out=$("$LOAD" --bootstrap 127.0.0.1:$PORT --broker-pid $JPID "${X[@]}" ${LOADX:-} --label "$mode" produce --records $N --size $SIZE)
+      out=$("$LOAD" --bootstrap 127.0.0.1:$PORT --broker-pid $JPID "${X[@]}" ${LOADX:-} --label "$mode" produce --records $N --size $SIZE ${RATE:+--rate $RATE})
       q1=$(produce_reqs)
       echo "ROUND=$r VARIANT=$NAME load=$(cut -d' ' -f1 /proc/loadavg) produce_requests=$((q1-q0)) $out"
     done
