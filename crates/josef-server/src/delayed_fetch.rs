@@ -33,6 +33,19 @@ use crate::partition::{AppendListener, FetchIsolation, Partition, PartitionEvent
 /// The purgatory key of a partition.
 pub type PartitionKey = (Uuid, i32);
 
+/// The key a wide fetch waits under instead of one key per partition (no partition has a negative
+/// index): see [`WIDE_FETCH_PARTITIONS`].
+pub const WIDE_FETCH_KEY: PartitionKey = (Uuid::ZERO, -1);
+
+/// A fetch over more partitions than this that any one record completes (`min_bytes` ≤ 1: every
+/// follower's) waits under [`WIDE_FETCH_KEY`] alone, and every partition event checks it for the
+/// partition of the event (a binary search in its partition list). Watching each partition of
+/// an idle follower's 10,000-partition session cost 10,000 watch-list insertions per parked
+/// fetch, twice a second per follower (`replica.fetch.wait.max.ms` 500): most of an idle
+/// 30,000-partition cluster node's CPU (twenty-first session). The wide ones are few (a
+/// follower's fetchers, the odd consumer of many partitions), so an event checks a handful.
+pub const WIDE_FETCH_PARTITIONS: usize = 64;
+
 /// The broker's purgatory of delayed fetches and produces.
 pub type FetchPurgatory = Purgatory<DelayedOp, PartitionKey>;
 
@@ -274,6 +287,7 @@ pub fn append_listener(purgatory: &Arc<FetchPurgatory>) -> AppendListener {
     Arc::new(move |p: &Partition, _event: &PartitionEvent| {
         let key = (p.topic_id, p.index);
         purgatory.check_and_complete_with(&key, |op| op.try_complete_on(&key));
+        purgatory.check_and_complete_with(&WIDE_FETCH_KEY, |op| op.try_complete_on(&key));
         // After the change is visible: a fetch that took the number before this either read
         // the change or sees the number moved when it checks.
         PARTITION_EVENTS.fetch_add(1, Ordering::SeqCst);
@@ -307,12 +321,14 @@ pub fn with_session_changes(
 /// stops watching them. A fetch answers with what it has; an acks=−1 produce still short of the
 /// ISR answers REQUEST_TIMED_OUT, as at its timeout (it was not acknowledged; the producer
 /// retries elsewhere). A parked operation holds its partitions, so until it is answered the
-/// partitions cannot be closed (and marked clean). Returns how many completed.
+/// partitions cannot be closed (and marked clean). Wide fetches ([`WIDE_FETCH_KEY`]) complete
+/// too. Returns how many completed.
 pub fn complete_parked(
     purgatory: &FetchPurgatory,
     keys: impl IntoIterator<Item = PartitionKey>,
 ) -> usize {
     keys.into_iter()
+        .chain([WIDE_FETCH_KEY])
         .map(|k| purgatory.force_complete_all(&k))
         .sum()
 }
@@ -386,12 +402,22 @@ impl DelayedFetch {
         self
     }
 
-    /// The purgatory keys of its partitions.
+    /// The purgatory keys it waits under: its partitions', or [`WIDE_FETCH_KEY`] alone for a
+    /// wide fetch ([`DelayedFetch::is_wide`]).
     pub fn keys(&self) -> Vec<PartitionKey> {
+        if self.is_wide() {
+            return vec![WIDE_FETCH_KEY];
+        }
         self.partitions
             .iter()
             .map(|w| (w.partition.topic_id, w.partition.index))
             .collect()
+    }
+
+    /// Over more than [`WIDE_FETCH_PARTITIONS`] partitions, and completed by any one record:
+    /// an event on one partition decides it alone, so it can wait under one key for all.
+    pub fn is_wide(&self) -> bool {
+        self.min_bytes <= 1 && self.partitions.len() > WIDE_FETCH_PARTITIONS
     }
 }
 
@@ -789,6 +815,64 @@ mod tests {
         }
         assert_eq!(rx.try_recv().unwrap(), vec![ErrorCode::None; 30]);
         assert_eq!(checks.load(Ordering::Relaxed), 90);
+    }
+
+    /// A follower's fetch parked on 100 partitions waits under one purgatory key, not 100 (a
+    /// regression makes every idle fetch of a large session insert itself into each
+    /// partition's watch list); an append to one of them completes it with one check, an
+    /// append elsewhere checks none of its partitions, and shutdown answers it.
+    #[test]
+    fn a_wide_fetch_waits_under_one_key_and_wakes_on_its_partitions() {
+        let (_dir, ps, purgatory) = wired_leaders(101);
+        let (theirs, other) = ps.split_at(100);
+        let (op, mut rx) =
+            DelayedFetch::new(waiting_from_zero(theirs), 1, FetchIsolation::LogEnd, 60_000);
+        assert!(op.is_wide());
+        let checks = op.check_counter();
+        let op = DelayedOp::Fetch(op);
+        let keys = op.keys();
+        assert_eq!(keys, vec![WIDE_FETCH_KEY]);
+        assert!(!purgatory.try_complete_else_watch(op, keys));
+        assert_eq!(purgatory.watched(), 1);
+        assert_eq!(purgatory.watched_keys(), 1);
+        assert_eq!(checks.load(Ordering::Relaxed), 200);
+        // A partition it does not fetch: looked up in its list, none of its partitions checked.
+        append(&other[0], 1);
+        assert!(rx.try_recv().is_err());
+        assert_eq!(checks.load(Ordering::Relaxed), 200);
+        append(&theirs[77], 1);
+        assert!(rx.try_recv().is_ok(), "the record completes the fetch");
+        assert_eq!(checks.load(Ordering::Relaxed), 201);
+
+        // Parked again (nothing new to read from offset 1 on partition 77): shutdown answers it.
+        let mut waiting = waiting_from_zero(theirs);
+        waiting[77].fetch_offset = 1;
+        let (op, mut rx) = DelayedFetch::new(waiting, 1, FetchIsolation::LogEnd, 60_000);
+        let op = DelayedOp::Fetch(op);
+        let keys = op.keys();
+        assert!(!purgatory.try_complete_else_watch(op, keys));
+        assert_eq!(complete_parked(&purgatory, std::iter::empty()), 1);
+        assert!(rx.try_recv().is_ok());
+        assert_eq!(purgatory.num_delayed(), 0);
+    }
+
+    /// Up to [`WIDE_FETCH_PARTITIONS`] partitions, or with `min_bytes` > 1 (the sum over all
+    /// partitions decides), a fetch waits under each partition's key.
+    #[test]
+    fn narrow_fetches_and_min_bytes_fetches_wait_under_their_partitions() {
+        let (_dir, ps, _purgatory) = wired_leaders(WIDE_FETCH_PARTITIONS as i32 + 1);
+        let (op, _rx) = DelayedFetch::new(
+            waiting_from_zero(&ps[..WIDE_FETCH_PARTITIONS]),
+            1,
+            FetchIsolation::LogEnd,
+            60_000,
+        );
+        assert!(!op.is_wide());
+        assert_eq!(op.keys().len(), WIDE_FETCH_PARTITIONS);
+        let (op, _rx) =
+            DelayedFetch::new(waiting_from_zero(&ps), 2, FetchIsolation::LogEnd, 60_000);
+        assert!(!op.is_wide());
+        assert_eq!(op.keys().len(), WIDE_FETCH_PARTITIONS + 1);
     }
 
     /// min_bytes > 1 still sums every partition (bytes elsewhere count toward the wait).

@@ -93,7 +93,7 @@ fn apply_roles(state: &BrokerState, node: &ClusterNode, image: &MetadataImage) {
                     (
                         reg.leader,
                         FetchTarget {
-                            topic: it.name.clone(),
+                            topic: Arc::from(it.name.as_str()),
                             leader_epoch: reg.leader_epoch,
                         },
                     ),
