@@ -62,7 +62,7 @@ def main():
         print(f"RESULT bin={args.binary} partitions={args.partitions} create_s={create_s:.1f} "
               f"idle_cpu_pct={idle}", flush=True)
     finally:
-        c.stop()
+        c.close()
         shutil.rmtree(root, ignore_errors=True)
 
 
