@@ -42,8 +42,11 @@ pub const WIDE_FETCH_KEY: PartitionKey = (Uuid::ZERO, -1);
 /// partition of the event (a binary search in its partition list). Watching each partition of
 /// an idle follower's 10,000-partition session cost 10,000 watch-list insertions per parked
 /// fetch, twice a second per follower (`replica.fetch.wait.max.ms` 500): most of an idle
-/// 30,000-partition cluster node's CPU (twenty-first session). The wide ones are few (a
-/// follower's fetchers, the odd consumer of many partitions), so an event checks a handful.
+/// 30,000-partition cluster node's CPU (twenty-first session). The price: every event checks
+/// every parked wide fetch (its lock and a binary search), also those that do not read the
+/// event's partition, where per-partition keys would check only those that do. Wide fetches are
+/// few (a follower's fetchers, consumers assigned more than 64 partitions) and park only while
+/// idle, so an event checks a handful.
 pub const WIDE_FETCH_PARTITIONS: usize = 64;
 
 /// The broker's purgatory of delayed fetches and produces.
