@@ -46,24 +46,39 @@ def _ephemeral_low() -> int:
         return 32768
 
 
+# Ports free_port has handed out in this process: a port is probed free and closed again, and the node
+# binds it only later, so without this two nodes of one cluster could be given the same port (the
+# twenty-first session's rehearsal: node 3's client port was node 1's INTERNAL port, "Address already in
+# use").
+_GIVEN: set[int] = set()
+
+
 def free_port() -> int:
     """A free 127.0.0.1 port below the ephemeral range when there is room: a port there cannot be taken
     by some process's outgoing connection between now and the node binding it, nor while the node is
     down for a restart (two cluster runs failed on "Address already in use" that way); port 0's pick,
-    from the ephemeral range, otherwise."""
+    from the ephemeral range, otherwise. Never the same port twice in one test run."""
     low = _ephemeral_low()
     if low > 11000:
         for _ in range(200):
             port = random.randrange(10000, low)
+            if port in _GIVEN:
+                continue
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
                 try:
                     s.bind(("127.0.0.1", port))
                 except OSError:
                     continue
+                _GIVEN.add(port)
                 return port
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    for _ in range(200):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _GIVEN:
+            _GIVEN.add(port)
+            return port
+    raise RuntimeError("no free port that was not handed out before")
 
 
 def wait_until(cond, timeout=30.0, interval=0.05, what="condition"):
