@@ -41,8 +41,9 @@ pub const WIDE_FETCH_KEY: PartitionKey = (Uuid::ZERO, -1);
 /// follower's) waits under [`WIDE_FETCH_KEY`] alone, and every partition event checks it for the
 /// partition of the event (a binary search in its partition list). Watching each partition of
 /// an idle follower's 10,000-partition session cost 10,000 watch-list insertions per parked
-/// fetch, twice a second per follower (`replica.fetch.wait.max.ms` 500): most of an idle
-/// 30,000-partition cluster node's CPU (twenty-first session). The price: every event checks
+/// fetch, twice a second per follower (`replica.fetch.wait.max.ms` 500): one key instead took an
+/// idle 30,000-partition cluster node from 8.4–9.7 % to 7.6–8.1 % of a core (twenty-first
+/// session, docs/performance.md). The price: every event checks
 /// every parked wide fetch (its lock and a binary search), also those that do not read the
 /// event's partition, where per-partition keys would check only those that do. Wide fetches are
 /// few (a follower's fetchers, consumers assigned more than 64 partitions) and park only while
