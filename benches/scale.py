@@ -24,9 +24,14 @@ Two more curves, each with a fresh broker per count:
   (broker RSS per connection, descriptors, idle CPU), then each sends ApiVersions, Metadata and one
   Produce (all answered?), and the p50/p99 of single produces on a separate connection before and
   while they are open. The client needs a descriptor per connection too (`ulimit -n`).
-- `--curve active --counts 1,100,1000,10000 [--records 200000]`: records of 100 B produced with
-  librdkafka spread round-robin over all N partitions (two rounds: the first includes each
-  partition's first write), then consumed from the start of every partition; broker CPU per record.
+- `--curve active --counts 1,100,1000,10000 [--records 200000] [--rounds 2] [--producer-config K=V]`:
+  records of 100 B produced with librdkafka spread round-robin over all N partitions (round 1
+  includes each partition's first write; later rounds are pooled, and the last is also reported
+  alone), then consumed from the start of every partition; broker CPU per record, and records per
+  batch and per Produce request (librdkafka sends one partition per request, so its settings decide
+  the broker's unit of work: `--producer-config linger.ms=5000 --producer-config
+  batch.num.messages=200 --producer-config queue.buffering.max.messages=5000000` gives every count
+  the same batches). `benches/active-raw.py` measures the broker alone with raw requests.
 
 - `--curve sessions [--counts 1,10,100,1000] [--changed 0,1,10] [--compare-bin OLD-BROKER]`: incremental
   fetch sessions (KIP-227) through a raw Fetch v12 client (librdkafka has none), on one broker with
@@ -48,6 +53,7 @@ import argparse
 import csv
 import math
 import os
+import re
 import resource
 import signal
 import socket
@@ -69,6 +75,13 @@ def free_port():
 
 
 def cpu_seconds(pid):
+    """CPU time of a live process in seconds: its CPU-time clock (ns; threads that ended count),
+    else /proc in clock ticks (10 ms, too coarse for runs of a fraction of a second)."""
+    try:
+        # MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED), as clock_getcpuclockid(3) builds it.
+        return time.clock_gettime(((~pid) << 3) | 2)
+    except OSError:
+        pass
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     # utime and stime are fields 14 and 15 of the whole line; 12 and 13 after the command name.
@@ -421,17 +434,37 @@ def measure_connections(binary, c, limit_s, opts=(), probes=500, idle_s=5):
     return row
 
 
-def measure_active(binary, n, per_topic, limit_s, opts=(), records=200_000, rounds=2):
+def _produce_requests(metrics_port):
+    """Produce requests the broker has answered, from its `/metrics`."""
+    import urllib.request
+    text = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=30).read().decode()
+    return sum(float(line.rsplit(None, 1)[1]) for line in text.splitlines()
+               if line.startswith("kafka_network_requestmetrics_requests_total") and 'request="Produce"' in line)
+
+
+# Topic-level batch statistics of librdkafka's stats JSON (a window per stats interval). A regex,
+# not json.loads: at 10,000 partitions the JSON is megabytes a second, and parsing it would slow
+# the producing loop that shares the interpreter.
+_BATCHCNT = re.compile(rb'"batchcnt":\s*\{[^}]*?"sum":\s*(\d+)[^}]*?"cnt":\s*(\d+)')
+
+
+def measure_active(binary, n, per_topic, limit_s, opts=(), records=200_000, rounds=2, producer_conf=None):
     """The active-partition curve: `records` records of 100 B produced with librdkafka (its
-    defaults, acks=all) spread round-robin over all `n` partitions, then consumed from the start of
-    every partition by one consumer; broker CPU per record for each. Round 1 includes each
-    partition's first write (its index files); later rounds are the steady state."""
+    defaults unless `producer_conf` sets some, acks=all) spread round-robin over all `n`
+    partitions, `rounds` times, then consumed from the start of every partition by one consumer;
+    broker CPU per record for each. Round 1 includes each partition's first write (its files);
+    rounds 2 and later are the steady state, pooled into the `produce2_*` columns (a partition's
+    index files are created once its log passes `index.interval.bytes`, in whichever round that
+    is; `produce_last_*` is the last round alone). The client
+    decides how records are batched: records per batch (librdkafka's statistics) and per Produce
+    request (the broker's request count) of the steady rounds are in the row."""
     from confluent_kafka import Consumer, Producer, TopicPartition
 
     root = tempfile.mkdtemp(prefix=f"josef-scale-active-{n}-")
     data = os.path.join(root, "data")
     os.makedirs(data)
-    broker = Broker(binary, data, free_port(), opts)
+    metrics_port = free_port()
+    broker = Broker(binary, data, free_port(), list(opts) + [f"prometheus.listener=127.0.0.1:{metrics_port}"])
     try:
         broker.start()
         wait_serving(broker, 0, limit_s)
@@ -443,11 +476,26 @@ def measure_active(binary, n, per_topic, limit_s, opts=(), records=200_000, roun
                 f.result()
         wait_serving(broker, n, limit_s)
         pid = broker.proc.pid
-        row = {"partitions": n, "records": records}
+        row = {"partitions": n, "records": records, "rounds": rounds}
         bootstrap = f"127.0.0.1:{broker.port}"
-        producer = Producer({"bootstrap.servers": bootstrap, "log_level": 0})
+        batches = [0, 0]  # records, batches (librdkafka's windows, summed)
+
+        def on_stats(js):
+            for m in _BATCHCNT.finditer(js.encode() if isinstance(js, str) else js):
+                batches[0] += int(m.group(1))
+                batches[1] += int(m.group(2))
+
+        conf = {"bootstrap.servers": bootstrap, "log_level": 0, "statistics.interval.ms": 1000,
+                "stats_cb": on_stats}
+        conf.update(producer_conf or {})
+        producer = Producer(conf)
         value = b"x" * 100
+        steady = {"s": 0.0, "cpu": 0.0, "requests": 0.0, "recs": 0, "batches": 0}
         for r in range(1, rounds + 1):
+            # The statistics window that ends after flush() is counted with this round.
+            producer.poll(0)
+            b0 = list(batches)
+            q0 = _produce_requests(metrics_port)
             c0, t0 = cpu_seconds(pid), time.monotonic()
             for k in range(records):
                 t, p = tps[k % n]
@@ -459,8 +507,24 @@ def measure_active(binary, n, per_topic, limit_s, opts=(), records=200_000, roun
                         producer.poll(0.01)
             if producer.flush(limit_s) != 0:
                 raise RuntimeError("produce did not finish")
-            row[f"produce{r}_s"] = time.monotonic() - t0
-            row[f"produce{r}_us_per_rec"] = (cpu_seconds(pid) - c0) * 1e6 / records
+            wall, cpu = time.monotonic() - t0, cpu_seconds(pid) - c0
+            requests = _produce_requests(metrics_port) - q0
+            producer.poll(1.2)  # the last statistics window of the round
+            row["produce_last_s"], row["produce_last_us_per_rec"] = wall, cpu * 1e6 / records
+            if r == 1:
+                row["produce1_s"] = wall
+                row["produce1_us_per_rec"] = cpu * 1e6 / records
+            else:
+                steady["s"] += wall
+                steady["cpu"] += cpu
+                steady["requests"] += requests
+                steady["recs"] += batches[0] - b0[0]
+                steady["batches"] += batches[1] - b0[1]
+        if rounds > 1:
+            row["produce2_s"] = steady["s"] / (rounds - 1)
+            row["produce2_us_per_rec"] = steady["cpu"] * 1e6 / (records * (rounds - 1))
+            row["recs_per_request"] = records * (rounds - 1) / max(steady["requests"], 1)
+            row["recs_per_batch"] = steady["recs"] / max(steady["batches"], 1)
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "scale-active",
                              "enable.auto.commit": False, "log_level": 0})
         consumer.assign([TopicPartition(t, p, 0) for t, p in tps])
@@ -713,9 +777,10 @@ CONN_METRICS = [
 
 ACTIVE_METRICS = [
     ("produce1_us_per_rec", "broker CPU per record produced, first round (us)"),
-    ("produce2_us_per_rec", "broker CPU per record produced, second round (us)"),
+    ("produce2_us_per_rec", "broker CPU per record produced, rounds 2 and later (us)"),
+    ("produce_last_us_per_rec", "broker CPU per record produced, last round (us)"),
     ("consume_us_per_rec", "broker CPU per record consumed (us)"),
-    ("produce2_s", "produce wall time, second round (s)"),
+    ("produce2_s", "produce wall time per round, rounds 2 and later (s)"),
 ]
 
 SESSION_METRICS = [
@@ -787,6 +852,11 @@ def main():
     ap.add_argument("--counts", default="1,10,100,1000,10000")
     ap.add_argument("--per-topic", type=int, default=100)
     ap.add_argument("--records", type=int, default=200_000, help="records per produce round (--curve active)")
+    ap.add_argument("--rounds", type=int, default=2,
+                    help="produce rounds (--curve active); rounds 2 and later are pooled as the steady state")
+    ap.add_argument("--producer-config", action="append", default=[], metavar="KEY=VALUE",
+                    help="a librdkafka property of the producer (--curve active; repeatable), e.g. "
+                    "linger.ms=5000 and batch.num.messages=200 for equal batches at every partition count")
     ap.add_argument("--limit-s", type=float, default=600, help="bound on every wait")
     ap.add_argument("--out", default=None, help="default benches/results/scale, -conn or -active by curve")
     ap.add_argument("--changed", default="0,1,10", help="partitions changed per fetch (--curve sessions)")
@@ -839,12 +909,14 @@ def main():
         counts = range(len(counts) * 3 + 1)
     else:
         x, metrics = "partitions", ACTIVE_METRICS
-        cols = ["partitions", "records", "produce1_s", "produce1_us_per_rec", "produce2_s", "produce2_us_per_rec",
-                "consume_s", "consume_us_per_rec", "consumed", "rss_mib", "fds"]
+        cols = ["partitions", "records", "rounds", "produce1_s", "produce1_us_per_rec", "produce2_s",
+                "produce2_us_per_rec", "produce_last_s", "produce_last_us_per_rec", "recs_per_batch", "recs_per_request", "consume_s", "consume_us_per_rec",
+                "consumed", "rss_mib", "fds"]
         out = args.out or "benches/results/scale-active"
 
         def run(n):
-            return measure_active(binary, n, args.per_topic, args.limit_s, args.broker_opt, args.records)
+            return measure_active(binary, n, args.per_topic, args.limit_s, args.broker_opt, args.records,
+                                  args.rounds, dict(kv.split("=", 1) for kv in args.producer_config))
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     print(f"# curve {args.curve}, RLIMIT_NOFILE {soft}/{hard} (the broker inherits it), "
           f"load average {os.getloadavg()[0]:.2f}", flush=True)
