@@ -37,6 +37,8 @@ def main():
     ap.add_argument("--settle-s", type=float, default=20.0)
     ap.add_argument("--span-s", type=float, default=40.0)
     ap.add_argument("--limit-s", type=float, default=900.0)
+    ap.add_argument("--perf", default=None, metavar="OUT",
+                    help="also `perf record -g` node 1 during the span into OUT (it adds CPU of its own)")
     args = ap.parse_args()
     root = tempfile.mkdtemp(prefix=f"josef-idle-{args.partitions}-")
     props = {"offsets.topic.num.partitions": "1", "transaction.state.log.num.partitions": "1",
@@ -55,9 +57,18 @@ def main():
         create_s = time.monotonic() - t0
         pids = [nd.pid for nd in c.nodes.values()]
         time.sleep(args.settle_s)
+        perf = None
+        if args.perf:
+            import signal
+            import subprocess
+            perf = subprocess.Popen(["perf", "record", "-F", "499", "-g", "-p", str(pids[0]), "-o", args.perf],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         c0, t = [cpu_clock_s(p) for p in pids], time.monotonic()
         time.sleep(args.span_s)
         c1, span = [cpu_clock_s(p) for p in pids], time.monotonic() - t
+        if perf is not None:
+            perf.send_signal(signal.SIGINT)
+            perf.wait(30)
         idle = "/".join(f"{100 * (b - a) / span:.2f}" for a, b in zip(c0, c1))
         print(f"RESULT bin={args.binary} partitions={args.partitions} create_s={create_s:.1f} "
               f"idle_cpu_pct={idle}", flush=True)
