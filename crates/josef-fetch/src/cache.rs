@@ -4,7 +4,6 @@
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::hash::Hash;
 
-use indexmap::IndexMap;
 use josef_protocol::ErrorCode;
 
 use crate::context::{ContextKind, FetchContext, ResponseSession, SessionTimes};
@@ -329,7 +328,8 @@ impl<K: Hash + Eq + Clone> FetchSessionCache<K> {
                 };
             }
             // A full fetch names each partition once; a repeat replaces the earlier one in place.
-            let partitions: IndexMap<K, PartitionFetch> = fetch_data.into_iter().collect();
+            let partitions: crate::PartitionMap<K, PartitionFetch> =
+                fetch_data.into_iter().collect();
             return FetchContext {
                 kind: ContextKind::Full {
                     is_follower,
@@ -457,7 +457,10 @@ impl<K: Hash + Eq + Clone> FetchSessionCache<K> {
                     self.maybe_create_session(now_ms, is_follower, responses.len(), || {
                         let requested: HashMap<&K, &PartitionFetch> =
                             context.partitions.iter().map(|(k, p)| (k, p)).collect();
-                        let mut map = IndexMap::with_capacity(responses.len());
+                        let mut map = crate::PartitionMap::with_capacity_and_hasher(
+                            responses.len(),
+                            Default::default(),
+                        );
                         for r in responses.iter() {
                             let (key, outcome) = view(r);
                             if let Some(req) = requested.get(key) {
@@ -552,7 +555,7 @@ impl<K: Hash + Eq + Clone> FetchSessionCache<K> {
         now_ms: i64,
         privileged: bool,
         size: usize,
-        create: impl FnOnce() -> (IndexMap<K, CachedPartition>, bool),
+        create: impl FnOnce() -> (crate::PartitionMap<K, CachedPartition>, bool),
     ) -> i32 {
         let room = self.sessions.len() < self.config.max_sessions
             || self.try_evict(

@@ -18,7 +18,6 @@
 
 use std::hash::Hash;
 
-use indexmap::IndexMap;
 use josef_protocol::ErrorCode;
 
 use crate::epoch::{next_epoch, FetchMetadata, INITIAL_EPOCH, INVALID_SESSION_ID};
@@ -87,7 +86,7 @@ pub struct FetchSessionHandler<K, D> {
     next: FetchMetadata,
     /// The partitions the broker's session holds, with the state last sent (Kafka's
     /// `sessionPartitions`), in the order they were added.
-    session: IndexMap<K, D>,
+    session: crate::PartitionMap<K, D>,
 }
 
 impl<K: Hash + Eq + Clone, D: PartialEq + Clone> Default for FetchSessionHandler<K, D> {
@@ -102,7 +101,7 @@ impl<K: Hash + Eq + Clone, D: PartialEq + Clone> FetchSessionHandler<K, D> {
     pub fn new() -> Self {
         FetchSessionHandler {
             next: FetchMetadata::new(INVALID_SESSION_ID, INITIAL_EPOCH),
-            session: IndexMap::new(),
+            session: crate::PartitionMap::default(),
         }
     }
 
@@ -144,7 +143,7 @@ impl<K: Hash + Eq + Clone, D: PartialEq + Clone> FetchSessionHandler<K, D> {
     /// (`to_forget`); the session is updated to match `next`. A key given twice counts once, with
     /// its last state.
     pub fn build(&mut self, next: impl IntoIterator<Item = (K, D)>) -> FetchRequestData<K, D> {
-        let wanted: IndexMap<K, D> = next.into_iter().collect();
+        let wanted: crate::PartitionMap<K, D> = next.into_iter().collect();
         if self.next.is_full() {
             self.session = wanted.clone();
             return FetchRequestData {
@@ -353,7 +352,7 @@ mod tests {
         #[test]
         fn broker_view_matches_handler(steps in proptest::collection::vec(step(), 0..40)) {
             let mut h: FetchSessionHandler<u8, u8> = FetchSessionHandler::new();
-            let mut broker: Option<IndexMap<u8, u8>> = None;
+            let mut broker: Option<indexmap::IndexMap<u8, u8>> = None;
             let mut pending: Option<FetchRequestData<u8, u8>> = None;
             for s in steps {
                 match s {
@@ -385,7 +384,7 @@ mod tests {
                         };
                         prop_assert!(h.handle_response(id, 0));
                         let b = broker.as_ref().expect("session");
-                        let mine: IndexMap<u8, u8> =
+                        let mine: indexmap::IndexMap<u8, u8> =
                             h.session_partitions().map(|(k, d)| (*k, *d)).collect();
                         prop_assert_eq!(mine.len(), b.len());
                         for (k, d) in b { prop_assert_eq!(mine.get(k), Some(d)); }

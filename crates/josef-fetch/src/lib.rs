@@ -37,6 +37,11 @@ mod key;
 mod partition;
 mod session;
 
+/// The insertion-ordered map of sessions and builders, hashed with a per-process seed (foldhash):
+/// a follower builds one over every partition it follows per fetch, and SipHash over the keys
+/// was most of its hashing cost.
+pub(crate) type PartitionMap<K, V> = indexmap::IndexMap<K, V, foldhash::fast::RandomState>;
+
 pub use cache::{
     FetchSessionCache, FetchSessionCacheConfig, DEFAULT_CHANGE_LOG_CAPACITY, DEFAULT_EVICTION_MS,
     DEFAULT_MAX_SESSIONS,

@@ -3,8 +3,6 @@
 use std::collections::HashSet;
 use std::hash::Hash;
 
-use indexmap::IndexMap;
-
 use crate::partition::{CachedPartition, PartitionFetch};
 
 /// How many partitions an incremental request added, updated and removed.
@@ -23,7 +21,7 @@ pub struct SessionUpdate {
 pub struct FetchSession<K> {
     pub(crate) id: i32,
     pub(crate) privileged: bool,
-    pub(crate) partitions: IndexMap<K, CachedPartition>,
+    pub(crate) partitions: crate::PartitionMap<K, CachedPartition>,
     pub(crate) uses_topic_ids: bool,
     pub(crate) creation_ms: i64,
     pub(crate) last_used_ms: i64,

@@ -104,10 +104,14 @@ pub fn validate_topic_name(name: &str) -> Result<(), TopicError> {
     Ok(())
 }
 
+/// Looked up per partition of every produce and fetch (a follower's parked fetch: every
+/// partition of its session), so hashed with a seeded fast hash rather than SipHash.
+type Seeded = foldhash::fast::RandomState;
+
 #[derive(Default)]
 struct Inner {
-    by_name: HashMap<String, Arc<Topic>>,
-    by_id: HashMap<Uuid, Arc<Topic>>,
+    by_name: HashMap<String, Arc<Topic>, Seeded>,
+    by_id: HashMap<Uuid, Arc<Topic>, Seeded>,
     /// Names with `.` read as `_` (Kafka's collision rule: the two share metric names), to the
     /// topic's name: a create looks its collision up instead of walking every topic, which made
     /// creating N topics cost N² name comparisons (issue #22).
