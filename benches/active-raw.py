@@ -16,11 +16,9 @@ linger.ms or batch.num.messages is reached, so both its batch size and its reque
 the partition count (see docs/performance.md, "Active partitions at equal batches")."""
 import argparse
 import csv
-import importlib.util
 import os
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -29,23 +27,6 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import scale  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location("raw_produce", os.path.join(HERE, "raw-produce.py"))
-raw = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(raw)
-
-
-def batch_of(records):
-    """One v2 record batch of `records` records of 100 B (the broker assigns the offsets)."""
-    value = b"x" * 100
-    recs = b""
-    for i in range(records):
-        rec = b"\x00" + raw.varint(0) + raw.varint(i) + raw.varint(-1) + raw.varint(len(value)) + value + raw.varint(0)
-        recs += raw.varint(len(rec)) + rec
-    ts = int(time.time() * 1000)
-    after_crc = struct.pack(">hiqqqhii", 0, records - 1, ts, ts, -1, -1, -1, records) + recs
-    body = struct.pack(">ib", -1, 2) + struct.pack(">I", raw.crc32c(after_crc)) + after_crc
-    return struct.pack(">qi", 0, len(body)) + body
 
 
 def measure(binary, partitions, records, requests, rounds, limit_s):
@@ -63,25 +44,17 @@ def measure(binary, partitions, records, requests, rounds, limit_s):
             for f in admin.create_topics(new[b:b + 100], operation_timeout=limit_s).values():
                 f.result()
         scale.wait_serving(broker, partitions, limit_s)
-        batch = batch_of(records)
-        frames = []
-        for t, p in tps:
-            body = (struct.pack(">hhi", -1, -1, 30000) + struct.pack(">i", 1) + raw.s16(t.encode())
-                    + struct.pack(">i", 1) + struct.pack(">ii", p, len(batch)) + batch)
-            msg = struct.pack(">hhi", 0, 3, 0) + raw.s16(b"raw") + body
-            frames.append(struct.pack(">i", len(msg)) + msg)
+        batch = scale.record_batch(records)
+        frames = [scale.produce_request_partitions(t.encode(), 0, [p], batch) for t, p in tps]
         sock = socket.create_connection(("127.0.0.1", broker.port))
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def send(n, start):
             for i in range(start, start + n):
                 sock.sendall(frames[i % partitions])
-                r = raw.recv_frame(sock)
-                # correlation id, topics array length, topic name, partitions array length, index, error.
-                t = tps[i % partitions][0]
-                at = 4 + 4 + 2 + len(t) + 4 + 4
-                if struct.unpack(">h", r[at:at + 2])[0] != 0:
-                    raise RuntimeError(f"produce failed: {r.hex()}")
+                resp = scale.recv_response(sock)
+                if scale.produce_error(resp, tps[i % partitions][0].encode()) != 0:
+                    raise RuntimeError(f"produce failed: {resp.hex()}")
             return start + n
 
         # A partition's index files are created by its first index entry, which the first append

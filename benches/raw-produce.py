@@ -60,21 +60,6 @@ def frame(key: int, version: int, corr: int, body: bytes) -> bytes:
     return struct.pack(">i", len(msg)) + msg
 
 
-def recv_exact(sock, k):
-    d = b""
-    while len(d) < k:
-        chunk = sock.recv(k - len(d))
-        if not chunk:
-            raise SystemExit("broker closed the connection")
-        d += chunk
-    return d
-
-
-def recv_frame(sock):
-    """One response frame, without its size prefix."""
-    return recv_exact(sock, struct.unpack(">i", recv_exact(sock, 4))[0])
-
-
 def main():
     port, n = int(sys.argv[1]), int(sys.argv[2])
     acks = int(sys.argv[3]) if len(sys.argv) > 3 else -1
@@ -82,8 +67,17 @@ def main():
     sock = socket.create_connection(("127.0.0.1", port))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
+    def recv_exact(k):
+        d = b""
+        while len(d) < k:
+            chunk = sock.recv(k - len(d))
+            if not chunk:
+                raise SystemExit("broker closed the connection")
+            d += chunk
+        return d
+
     def recv_response():
-        return recv_frame(sock)
+        return recv_exact(struct.unpack(">i", recv_exact(4))[0])
 
     metadata = struct.pack(">i", 1) + s16(topic) + b"\x01"
     for corr in (1, 2):  # the second one sees the topic created by the first

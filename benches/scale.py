@@ -286,13 +286,15 @@ _frame, _s16, _varint, _crc32c = _raw.frame, _raw.s16, _raw.varint, _raw.crc32c
 _uvarint = _raw.uvarint
 
 
-def one_record_batch():
-    """A v2 record batch (base offset 0) of one 100-byte record."""
+def record_batch(records=1):
+    """A v2 record batch (base offset 0; the broker assigns offsets) of `records` 100-byte records."""
     value = b"x" * 100
-    rec = b"\x00" + _varint(0) + _varint(0) + _varint(-1) + _varint(len(value)) + value + _varint(0)
-    rec = _varint(len(rec)) + rec
+    recs = b""
+    for i in range(records):
+        rec = b"\x00" + _varint(0) + _varint(i) + _varint(-1) + _varint(len(value)) + value + _varint(0)
+        recs += _varint(len(rec)) + rec
     ts = int(time.time() * 1000)
-    after_crc = struct.pack(">hiqqqhii", 0, 0, ts, ts, -1, -1, -1, 1) + rec
+    after_crc = struct.pack(">hiqqqhii", 0, records - 1, ts, ts, -1, -1, -1, records) + recs
     body = struct.pack(">ib", -1, 2) + struct.pack(">I", _crc32c(after_crc)) + after_crc
     return struct.pack(">qi", 0, len(body)) + body
 
@@ -302,10 +304,11 @@ def produce_request(topic, corr, partition=0):
     return produce_request_partitions(topic, corr, [partition])
 
 
-def produce_request_partitions(topic, corr, partitions):
-    """Produce v3, acks=-1, one 100-byte record to each of `partitions` of `topic`."""
+def produce_request_partitions(topic, corr, partitions, batch=None):
+    """Produce v3, acks=-1, `batch` (default: one 100-byte record) to each of `partitions` of
+    `topic`."""
     parts = list(partitions)
-    batch = one_record_batch()
+    batch = record_batch() if batch is None else batch
     req = (struct.pack(">hhi", -1, -1, 30000) + struct.pack(">i", 1) + _s16(topic)
            + struct.pack(">i", len(parts))
            + b"".join(struct.pack(">ii", p, len(batch)) + batch for p in parts))
